@@ -1,0 +1,786 @@
+/* sandstep-jail.c: one command in a fresh Linux jail.
+ *
+ * Construction order follows bubblewrap's: one clone() with every namespace,
+ * the child maps its own uid, makes its mounts private, builds a tmpfs root
+ * with read-only /usr, the persistent /workspace and /tmp, a minimal /dev and
+ * its own /proc, pivots into it, then becomes a tiny init that forks the
+ * command.  The command gets setsid, no capabilities, no_new_privs and the
+ * seccomp filter, last, right before execve.
+ *
+ * Everything the child needs is computed here first (SandstepJail), because
+ * between clone and exec the child may only make plain system calls.
+ */
+#include "sandstep-jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-seccomp.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* The jail's root is a tmpfs mounted here, in the child's private mount namespace. */
+#define NEWROOT "/tmp"
+#define HOSTNAME "sandstep"
+
+typedef enum {
+  OP_TMPFS,      /* mount a tmpfs at path, data as options */
+  OP_MKDIR,
+  OP_TOUCH,      /* an empty file to bind a file onto */
+  OP_SYMLINK,    /* path -> source */
+  OP_FILE,       /* write data into a new file at path */
+  OP_BIND,       /* bind source (or /proc/self/fd/fd) on path */
+  OP_REMOUNT,    /* change the flags of the bind at path */
+  OP_PROC,
+  OP_OPEN,       /* open the host path (not under NEWROOT) into a slot */
+} OpKind;
+
+/* Host directories bound from an fd opened in the child: an fd opened by the
+ * parent belongs to the parent's mount namespace, and mount(2) refuses to bind
+ * it (EINVAL); the child opens them before the tmpfs root can cover them. */
+#define MAX_SLOTS 64
+
+typedef struct {
+  OpKind kind;
+  char *path;           /* absolute, under NEWROOT */
+  char *source;
+  char *data;
+  gsize data_len;
+  unsigned long flags;
+  int slot;             /* OP_OPEN: the slot to fill; OP_BIND: the slot to bind from, or -1 */
+  char *what;           /* for messages: what this step does, in words */
+} JailOp;
+
+struct _SandstepJail {
+  GArray *ops;          /* of JailOp */
+  int n_slots;
+  int slots[MAX_SLOTS]; /* filled by OP_OPEN in the child */
+  gboolean new_net;
+  char uid_map[64];
+  char gid_map[64];
+  char **envp;
+  GBytes *seccomp;
+  struct sock_fprog seccomp_prog;
+  int last_cap;
+};
+
+/* Failure steps the child can report besides the ops (which are 0..n-1). */
+enum {
+  STEP_PARENT_GONE = -100,
+  STEP_SETGROUPS,
+  STEP_UID_MAP,
+  STEP_GID_MAP,
+  STEP_PRIVATE,
+  STEP_PIVOT,
+  STEP_ROOT_RDONLY,
+  STEP_LOOPBACK,
+  STEP_HOSTNAME,
+  STEP_SETSID,
+  STEP_RLIMIT,
+  STEP_FORK,
+  STEP_STDIO,
+  STEP_CHDIR,
+  STEP_SECUREBITS,
+  STEP_CAPS,
+  STEP_NNP,
+  STEP_SECCOMP,
+  STEP_EXEC,
+};
+
+typedef struct {
+  int step;
+  int errsv;
+} ChildFailure;
+
+static void
+jail_op_clear (JailOp *op)
+{
+  g_free (op->path);
+  g_free (op->source);
+  g_free (op->data);
+  g_free (op->what);
+}
+
+static void
+add_op (SandstepJail *jail, OpKind kind, const char *path, const char *source, unsigned long flags,
+        const char *data, gsize data_len, const char *what)
+{
+  JailOp op = {
+    .kind = kind,
+    .path = kind == OP_OPEN ? g_strdup (path) : g_strconcat (NEWROOT, path, NULL),
+    .slot = -1,
+    .source = g_strdup (source),
+    .data = data != NULL ? g_memdup2 (data, data_len + 1) : NULL,
+    .data_len = data_len,
+    .flags = flags,
+    .what = g_strdup (what),
+  };
+  g_array_append_val (jail->ops, op);
+}
+
+/* The flags the kernel locks on a mount seen from a user namespace: a remount
+ * must repeat them or it fails with EPERM. */
+static unsigned long
+locked_mount_flags (const char *path)
+{
+  struct statvfs st;
+  unsigned long flags = MS_NOSUID | MS_NODEV;
+
+  if (statvfs (path, &st) < 0)
+    return flags;
+  if (st.f_flag & ST_RDONLY)
+    flags |= MS_RDONLY;
+  if (st.f_flag & ST_NOEXEC)
+    flags |= MS_NOEXEC;
+  if (st.f_flag & ST_NOATIME)
+    flags |= MS_NOATIME;
+  if (st.f_flag & ST_NODIRATIME)
+    flags |= MS_NODIRATIME;
+  if (st.f_flag & ST_RELATIME)
+    flags |= MS_RELATIME;
+  if (!(st.f_flag & (ST_NOATIME | ST_RELATIME)))
+    flags |= MS_STRICTATIME;
+  return flags;
+}
+
+/* Binds @host_path on @target.  With @early, the child opens the host path
+ * before the tmpfs root is mounted (the path may lie under NEWROOT). */
+static gboolean
+add_bind (SandstepJail *jail, const char *host_path, gboolean early, const char *target, gboolean read_only,
+          gboolean is_dir, GError **error)
+{
+  g_autofree char *what = g_strdup_printf ("bind '%s' on %s", host_path, target);
+  unsigned long flags = locked_mount_flags (host_path) | (read_only ? MS_RDONLY : 0);
+  int slot = -1;
+
+  if (early)
+    {
+      if (jail->n_slots == MAX_SLOTS)
+        return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                               "Too many mounts for one sandbox (at most %d); use fewer data mounts", MAX_SLOTS - 2);
+      slot = jail->n_slots++;
+      /* Opens run first: insert before every other op. */
+      JailOp open_op = { .kind = OP_OPEN, .path = g_strdup (host_path), .slot = slot, .what = g_strdup (what) };
+      g_array_insert_val (jail->ops, slot, open_op);
+    }
+  add_op (jail, is_dir ? OP_MKDIR : OP_TOUCH, target, NULL, 0, NULL, 0, what);
+  add_op (jail, OP_BIND, target, early ? "/proc/self/fd/XXXXXXXXXXXX" : host_path, MS_BIND | MS_REC, NULL, 0, what);
+  g_array_index (jail->ops, JailOp, jail->ops->len - 1).slot = slot;
+  add_op (jail, OP_REMOUNT, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL, 0, what);
+  return TRUE;
+}
+
+/* Host /etc entries a command commonly needs; everything else of the host's
+ * /etc (shadow, keys, credentials) stays out. */
+static const char *const etc_allowlist[] = {
+  "alternatives", "ca-certificates", "ca-certificates.conf", "debian_version", "gai.conf", "host.conf",
+  "inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf",
+  "os-release", "protocols", "services", "ssl", "timezone",
+};
+
+static void
+add_etc (SandstepJail *jail, gboolean open_network)
+{
+  static const char passwd[] =
+    "root:x:0:0:sandstep:/workspace:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  static const char group[] = "root:x:0:\nnogroup:x:65534:\n";
+  static const char hosts[] = "127.0.0.1\tlocalhost " HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+
+  add_op (jail, OP_MKDIR, "/etc", NULL, 0755, NULL, 0, "create /etc");
+  add_op (jail, OP_FILE, "/etc/passwd", NULL, 0, passwd, strlen (passwd), "write /etc/passwd");
+  add_op (jail, OP_FILE, "/etc/group", NULL, 0, group, strlen (group), "write /etc/group");
+  add_op (jail, OP_FILE, "/etc/hostname", NULL, 0, HOSTNAME "\n", strlen (HOSTNAME) + 1, "write /etc/hostname");
+  add_op (jail, OP_FILE, "/etc/hosts", NULL, 0, hosts, strlen (hosts), "write /etc/hosts");
+
+  for (gsize i = 0; i < G_N_ELEMENTS (etc_allowlist) + 1; i++)
+    {
+      const char *name = i < G_N_ELEMENTS (etc_allowlist) ? etc_allowlist[i] : "resolv.conf";
+      g_autofree char *host = g_strconcat ("/etc/", name, NULL);
+      struct stat st;
+
+      if (i == G_N_ELEMENTS (etc_allowlist) && !open_network)
+        break;
+      if (lstat (host, &st) < 0)
+        continue;
+      if (S_ISLNK (st.st_mode))
+        {
+          g_autofree char *target = g_file_read_link (host, NULL);
+          if (target != NULL)
+            add_op (jail, OP_SYMLINK, host, target, 0, NULL, 0, host);
+        }
+      else if (S_ISDIR (st.st_mode) || S_ISREG (st.st_mode))
+        add_bind (jail, host, FALSE, host, TRUE, S_ISDIR (st.st_mode), NULL);
+    }
+}
+
+static void
+add_dev (SandstepJail *jail)
+{
+  static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+  static const char *const links[][2] = {
+    { "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
+    { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+  };
+
+  add_op (jail, OP_MKDIR, "/dev", NULL, 0755, NULL, 0, "create /dev");
+  add_op (jail, OP_TMPFS, "/dev", NULL, MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", 31,
+          "mount a tmpfs on /dev");
+  for (gsize i = 0; i < G_N_ELEMENTS (nodes); i++)
+    {
+      g_autofree char *path = g_strconcat ("/dev/", nodes[i], NULL);
+      g_autofree char *what = g_strdup_printf ("bind the device %s", path);
+      add_op (jail, OP_TOUCH, path, NULL, 0, NULL, 0, what);
+      add_op (jail, OP_BIND, path, path, MS_BIND, NULL, 0, what);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
+    add_op (jail, OP_SYMLINK, links[i][0], links[i][1], 0, NULL, 0, links[i][0]);
+  add_op (jail, OP_MKDIR, "/dev/shm", NULL, 01777, NULL, 0, "create /dev/shm");
+  add_op (jail, OP_TMPFS, "/dev/shm", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", 18,
+          "mount a tmpfs on /dev/shm");
+  add_op (jail, OP_REMOUNT, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0,
+          "make /dev read-only");
+}
+
+/* The top-level links of a merged-/usr system (/bin -> usr/bin); where the
+ * host has a real directory instead, it is bound read-only. */
+static void
+add_usr (SandstepJail *jail)
+{
+  static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+
+  add_bind (jail, "/usr", FALSE, "/usr", TRUE, TRUE, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (tops); i++)
+    {
+      struct stat st;
+      if (lstat (tops[i], &st) < 0)
+        continue;
+      if (S_ISLNK (st.st_mode))
+        {
+          g_autofree char *target = g_file_read_link (tops[i], NULL);
+          if (target != NULL)
+            add_op (jail, OP_SYMLINK, tops[i], target, 0, NULL, 0, tops[i]);
+        }
+      else if (S_ISDIR (st.st_mode))
+        add_bind (jail, tops[i], FALSE, tops[i], TRUE, TRUE, NULL);
+    }
+}
+
+static char **
+build_environment (const SandstepSpec *spec)
+{
+  /* Passed through from the caller when set: terminal and locale only. */
+  static const char *const passthrough[] = { "TERM", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE",
+                                             "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME" };
+  g_auto(GStrv) envp = NULL;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  envp = g_environ_setenv (envp, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", TRUE);
+  envp = g_environ_setenv (envp, "HOME", "/workspace", TRUE);
+  envp = g_environ_setenv (envp, "PWD", "/workspace", TRUE);
+  envp = g_environ_setenv (envp, "TMPDIR", "/tmp", TRUE);
+  envp = g_environ_setenv (envp, "USER", "root", TRUE);
+  envp = g_environ_setenv (envp, "LOGNAME", "root", TRUE);
+  envp = g_environ_setenv (envp, "SHELL", "/bin/sh", TRUE);
+  envp = g_environ_setenv (envp, "HOSTNAME", HOSTNAME, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP", "1", TRUE);
+  for (gsize i = 0; i < G_N_ELEMENTS (passthrough); i++)
+    if (g_getenv (passthrough[i]) != NULL)
+      envp = g_environ_setenv (envp, passthrough[i], g_getenv (passthrough[i]), TRUE);
+
+  g_hash_table_iter_init (&iter, spec->env);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    envp = g_environ_setenv (envp, key, value, TRUE);
+  g_hash_table_iter_init (&iter, spec->secrets);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    envp = g_environ_setenv (envp, key, value, TRUE);
+  return g_steal_pointer (&envp);
+}
+
+static int
+read_last_cap (void)
+{
+  g_autofree char *text = NULL;
+
+  if (g_file_get_contents ("/proc/sys/kernel/cap_last_cap", &text, NULL, NULL))
+    return (int) g_ascii_strtoll (text, NULL, 10);
+  return 63;
+}
+
+SandstepJail *
+sandstep_jail_new (const SandstepJailConfig *config, GError **error)
+{
+  g_autoptr(SandstepJail) jail = g_new0 (SandstepJail, 1);
+
+  jail->ops = g_array_new (FALSE, TRUE, sizeof (JailOp));
+  g_array_set_clear_func (jail->ops, (GDestroyNotify) jail_op_clear);
+  jail->new_net = config->spec->network == SANDSTEP_NETWORK_NONE;
+  g_snprintf (jail->uid_map, sizeof jail->uid_map, "0 %u 1\n", (unsigned) getuid ());
+  g_snprintf (jail->gid_map, sizeof jail->gid_map, "0 %u 1\n", (unsigned) getgid ());
+  jail->envp = build_environment (config->spec);
+  jail->last_cap = read_last_cap ();
+
+  jail->seccomp = sandstep_seccomp_program (error);
+  if (jail->seccomp == NULL)
+    return NULL;
+  jail->seccomp_prog.len = g_bytes_get_size (jail->seccomp) / sizeof (struct sock_filter);
+  jail->seccomp_prog.filter = (struct sock_filter *) g_bytes_get_data (jail->seccomp, NULL);
+
+  add_op (jail, OP_TMPFS, "", NULL, MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096", 33,
+          "mount the tmpfs root");
+  add_usr (jail);
+  if (!add_bind (jail, config->workspace, TRUE, "/workspace", FALSE, TRUE, error) ||
+      !add_bind (jail, config->tmp, TRUE, "/tmp", FALSE, TRUE, error))
+    return NULL;
+  add_etc (jail, !jail->new_net);
+  add_dev (jail);
+
+  if (config->spec->mounts->len > 0)
+    add_op (jail, OP_MKDIR, "/data", NULL, 0755, NULL, 0, "create /data");
+  for (guint i = 0; i < config->spec->mounts->len; i++)
+    {
+      const SandstepMount *mount = config->spec->mounts->pdata[i];
+      g_autofree char *target = g_strconcat ("/data/", mount->name, NULL);
+      struct stat st;
+
+      if (stat (mount->host_path, &st) < 0)
+        {
+          sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                "The data mount '%s' for %s cannot be used; provision again with a path that exists",
+                                mount->host_path, target);
+          return NULL;
+        }
+      if (!add_bind (jail, mount->host_path, TRUE, target, TRUE, S_ISDIR (st.st_mode), error))
+        return NULL;
+    }
+
+  /* proc must be mounted while the host's full /proc is still visible. */
+  add_op (jail, OP_MKDIR, "/proc", NULL, 0555, NULL, 0, "create /proc");
+  add_op (jail, OP_PROC, "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0, "mount /proc");
+  return g_steal_pointer (&jail);
+}
+
+void
+sandstep_jail_free (SandstepJail *jail)
+{
+  if (jail == NULL)
+    return;
+  if (jail->ops != NULL)
+    g_array_unref (jail->ops);
+  g_strfreev (jail->envp);
+  if (jail->seccomp != NULL)
+    g_bytes_unref (jail->seccomp);
+  g_free (jail);
+}
+
+/* ---- the child: plain system calls only from here to execve ---- */
+
+static G_NORETURN void
+child_fail (int report_fd, int step, int errsv)
+{
+  ChildFailure failure = { step, errsv };
+
+  if (write (report_fd, &failure, sizeof failure) < 0)
+    {
+      /* nothing more can be said */
+    }
+  _exit (125);
+}
+
+static int
+write_file_at_once (const char *path, const char *data, gsize len, int open_flags)
+{
+  int fd = open (path, open_flags | O_CLOEXEC, 0644);
+  int ok;
+
+  if (fd < 0)
+    return -1;
+  ok = write (fd, data, len) == (ssize_t) len;
+  close (fd);
+  return ok ? 0 : -1;
+}
+
+/* Writes "/proc/self/fd/N" into @buf (at least 27 bytes) without libc formatting. */
+static void
+format_fd_path (char *buf, int fd)
+{
+  static const char prefix[] = "/proc/self/fd/";
+  char digits[16];
+  int n = 0;
+
+  memcpy (buf, prefix, sizeof prefix - 1);
+  do
+    digits[n++] = '0' + fd % 10;
+  while ((fd /= 10) > 0);
+  for (int i = 0; i < n; i++)
+    buf[sizeof prefix - 1 + i] = digits[n - 1 - i];
+  buf[sizeof prefix - 1 + n] = '\0';
+}
+
+static int
+run_op (SandstepJail *jail, JailOp *op)
+{
+  int fd;
+
+  switch (op->kind)
+    {
+    case OP_TMPFS:
+      return mount ("tmpfs", op->path[0] ? op->path : "/", "tmpfs", op->flags, op->data);
+    case OP_MKDIR:
+      return mkdir (op->path, op->flags ? (mode_t) op->flags : 0755) < 0 && errno != EEXIST ? -1 : 0;
+    case OP_TOUCH:
+      fd = open (op->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+      if (fd < 0)
+        return -1;
+      close (fd);
+      return 0;
+    case OP_SYMLINK:
+      return symlink (op->source, op->path);
+    case OP_FILE:
+      return write_file_at_once (op->path, op->data, op->data_len, O_WRONLY | O_CREAT | O_EXCL);
+    case OP_BIND:
+      if (op->slot >= 0)
+        format_fd_path (op->source, jail->slots[op->slot]);
+      return mount (op->source, op->path, NULL, op->flags, NULL);
+    case OP_REMOUNT:
+      return mount (NULL, op->path, NULL, op->flags, NULL);
+    case OP_PROC:
+      return mount ("proc", op->path, "proc", op->flags, NULL);
+    case OP_OPEN:
+      fd = open (op->path, O_PATH | O_CLOEXEC);
+      jail->slots[op->slot] = fd;
+      return fd < 0 ? -1 : 0;
+    }
+  errno = EINVAL;
+  return -1;
+}
+
+static int
+bring_up_loopback (void)
+{
+  struct ifreq ifr = { .ifr_name = "lo" };
+  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int r = -1;
+
+  if (fd < 0)
+    return -1;
+  if (ioctl (fd, SIOCGIFFLAGS, &ifr) == 0)
+    {
+      ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+      r = ioctl (fd, SIOCSIFFLAGS, &ifr);
+    }
+  close (fd);
+  return r;
+}
+
+static int
+drop_capabilities (int last_cap)
+{
+  struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+  struct __user_cap_data_struct data[2] = { { 0 } };
+
+  for (int cap = 0; cap <= last_cap; cap++)
+    if (prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+      return -1;
+  if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    return -1;
+  return syscall (SYS_capset, &header, data);
+}
+
+static G_NORETURN void
+run_command (SandstepJail *jail, int report_fd, const int stdio[3], char *const argv[])
+{
+  static const unsigned long securebits =
+    SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+
+  for (int i = 0; i < 3; i++)
+    {
+      int fd = stdio[i] >= 0 ? stdio[i] : open ("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+      if (fd < 0 || dup2 (fd, i) < 0)
+        child_fail (report_fd, STEP_STDIO, errno);
+    }
+  /* Every other inherited fd closes at exec; the report pipe stays usable until then. */
+  if (syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    child_fail (report_fd, STEP_STDIO, errno);
+  if (chdir ("/workspace") < 0)
+    child_fail (report_fd, STEP_CHDIR, errno);
+  if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)
+    child_fail (report_fd, STEP_SECUREBITS, errno);
+  if (drop_capabilities (jail->last_cap) < 0)
+    child_fail (report_fd, STEP_CAPS, errno);
+  if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    child_fail (report_fd, STEP_NNP, errno);
+  if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &jail->seccomp_prog, 0, 0) < 0)
+    child_fail (report_fd, STEP_SECCOMP, errno);
+  execve ("/bin/sh", argv, jail->envp);
+  child_fail (report_fd, STEP_EXEC, errno);
+}
+
+/* pid 1 of the jail: reaps everything, exits with the command's status.  Its
+ * exit tears the pid namespace down, which kills whatever the command left. */
+static G_NORETURN void
+run_init (int report_fd, pid_t command)
+{
+  int status = 0;
+
+  syscall (SYS_close_range, 0, ~0U, 0);
+  for (;;)
+    {
+      pid_t pid = waitpid (-1, &status, 0);
+      if (pid == command)
+        break;
+      if (pid < 0 && errno != EINTR)
+        _exit (125);
+    }
+  if (WIFSIGNALED (status))
+    _exit (128 + WTERMSIG (status));
+  _exit (WEXITSTATUS (status));
+}
+
+static G_NORETURN void
+child_main (SandstepJail *jail, int report_fd, int life_fd, const int stdio[3], char *const argv[])
+{
+  struct pollfd life = { .fd = life_fd, .events = POLLIN };
+  struct rlimit no_core = { 0, 0 };
+  pid_t command;
+
+  /* Die with the helper; if it already died before this line, notice it now. */
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll (&life, 1, 0) != 0)
+    child_fail (report_fd, STEP_PARENT_GONE, errno);
+
+  if (write_file_at_once ("/proc/self/setgroups", "deny", 4, O_WRONLY) < 0)
+    child_fail (report_fd, STEP_SETGROUPS, errno);
+  if (write_file_at_once ("/proc/self/uid_map", jail->uid_map, strlen (jail->uid_map), O_WRONLY) < 0)
+    child_fail (report_fd, STEP_UID_MAP, errno);
+  if (write_file_at_once ("/proc/self/gid_map", jail->gid_map, strlen (jail->gid_map), O_WRONLY) < 0)
+    child_fail (report_fd, STEP_GID_MAP, errno);
+  if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    child_fail (report_fd, STEP_PRIVATE, errno);
+
+  for (guint i = 0; i < jail->ops->len; i++)
+    if (run_op (jail, &g_array_index (jail->ops, JailOp, i)) < 0)
+      child_fail (report_fd, (int) i, errno);
+
+  if (chdir (NEWROOT) < 0 || syscall (SYS_pivot_root, ".", ".") < 0 || umount2 (".", MNT_DETACH) < 0 ||
+      chdir ("/") < 0)
+    child_fail (report_fd, STEP_PIVOT, errno);
+  if (mount (NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+    child_fail (report_fd, STEP_ROOT_RDONLY, errno);
+  if (jail->new_net && bring_up_loopback () < 0)
+    child_fail (report_fd, STEP_LOOPBACK, errno);
+  if (sethostname (HOSTNAME, strlen (HOSTNAME)) < 0)
+    child_fail (report_fd, STEP_HOSTNAME, errno);
+  if (setsid () < 0)
+    child_fail (report_fd, STEP_SETSID, errno);
+  if (setrlimit (RLIMIT_CORE, &no_core) < 0)
+    child_fail (report_fd, STEP_RLIMIT, errno);
+
+  command = syscall (SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+  if (command < 0)
+    child_fail (report_fd, STEP_FORK, errno);
+  if (command == 0)
+    run_command (jail, report_fd, stdio, argv);
+  run_init (report_fd, command);
+}
+
+/* ---- the parent ---- */
+
+static char *
+describe_step (SandstepJail *jail, int step)
+{
+  if (step >= 0 && (guint) step < jail->ops->len)
+    return g_strdup (g_array_index (jail->ops, JailOp, step).what);
+  switch (step)
+    {
+    case STEP_PARENT_GONE: return g_strdup ("tie the jail to the helper's life");
+    case STEP_SETGROUPS:   return g_strdup ("deny setgroups in the user namespace");
+    case STEP_UID_MAP:     return g_strdup ("write the user namespace's uid map");
+    case STEP_GID_MAP:     return g_strdup ("write the user namespace's gid map");
+    case STEP_PRIVATE:     return g_strdup ("make the mount namespace private");
+    case STEP_PIVOT:       return g_strdup ("pivot into the jail's root");
+    case STEP_ROOT_RDONLY: return g_strdup ("make the jail's root read-only");
+    case STEP_LOOPBACK:    return g_strdup ("bring up the loopback interface");
+    case STEP_HOSTNAME:    return g_strdup ("set the jail's hostname");
+    case STEP_SETSID:      return g_strdup ("start a new session");
+    case STEP_RLIMIT:      return g_strdup ("set resource limits");
+    case STEP_FORK:        return g_strdup ("fork the command under the jail's init");
+    case STEP_STDIO:       return g_strdup ("set up the command's standard streams");
+    case STEP_CHDIR:       return g_strdup ("enter /workspace");
+    case STEP_SECUREBITS:  return g_strdup ("lock the securebits");
+    case STEP_CAPS:        return g_strdup ("drop every capability");
+    case STEP_NNP:         return g_strdup ("set no_new_privs");
+    case STEP_SECCOMP:     return g_strdup ("install the seccomp filter");
+    case STEP_EXEC:        return g_strdup ("execute /bin/sh");
+    default:               return g_strdup_printf ("step %d", step);
+    }
+}
+
+static int
+dup_high (int fd)
+{
+  return fd < 0 ? -1 : fcntl (fd, F_DUPFD_CLOEXEC, 10);
+}
+
+gboolean
+sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int stdout_fd, int stderr_fd,
+                     SandstepJailProcess *out_process, GError **error)
+{
+  unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                        CLONE_NEWCGROUP | CLONE_PIDFD | SIGCHLD;
+  char *argv[] = { (char *) "sh", (char *) "-c", (char *) command, NULL };
+  int report[2] = { -1, -1 }, life[2] = { -1, -1 };
+  int stdio[3];
+  int pidfd = -1;
+  pid_t pid;
+  ChildFailure failure;
+  ssize_t n;
+  int errsv;
+
+  if (jail->new_net)
+    flags |= CLONE_NEWNET;
+
+  /* Above fd 9, so the child's dup2 onto 0..2 can never clobber one of them. */
+  stdio[0] = dup_high (stdin_fd);
+  stdio[1] = dup_high (stdout_fd);
+  stdio[2] = dup_high (stderr_fd);
+  if (pipe2 (report, O_CLOEXEC) < 0 || pipe2 (life, O_CLOEXEC) < 0)
+    {
+      errsv = errno;
+      pid = -1;
+      goto out;
+    }
+
+  pid = syscall (SYS_clone, flags, NULL, &pidfd, NULL, 0);
+  if (pid == 0)
+    {
+      close (report[0]);
+      close (life[1]);
+      child_main (jail, report[1], life[0], stdio, argv);
+    }
+  errsv = errno;
+
+out:
+  for (int i = 0; i < 3; i++)
+    if (stdio[i] >= 0)
+      close (stdio[i]);
+  if (report[1] >= 0)
+    close (report[1]);
+  if (life[0] >= 0)
+    close (life[0]);
+
+  if (pid < 0)
+    {
+      if (report[0] >= 0)
+        close (report[0]);
+      if (life[1] >= 0)
+        close (life[1]);
+      if (errsv == EPERM || errsv == EINVAL || errsv == ENOSPC || errsv == EUSERS)
+        return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
+                                     "Cannot create the sandbox's namespaces (user, mount, pid, ipc, uts%s); "
+                                     "enable unprivileged user namespaces (sysctl user.max_user_namespaces)",
+                                     jail->new_net ? ", net" : "");
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
+                                   "Cannot start the sandbox's process");
+    }
+
+  /* EOF on the report pipe: the command was exec'd (or the jail died before
+   * it could say anything). */
+  do
+    n = read (report[0], &failure, sizeof failure);
+  while (n < 0 && errno == EINTR);
+  close (report[0]);
+  close (life[1]);
+
+  if (n == (ssize_t) sizeof failure)
+    {
+      g_autofree char *what = describe_step (jail, failure.step);
+      siginfo_t info;
+      waitid (P_PIDFD, pidfd, &info, WEXITED);
+      close (pidfd);
+      return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                             "The jail could not %s: %s", what, g_strerror (failure.errsv));
+    }
+
+  out_process->pid = pid;
+  out_process->pidfd = pidfd;
+  return TRUE;
+}
+
+void
+sandstep_jail_kill (SandstepJailProcess *process)
+{
+  if (process->pidfd >= 0)
+    syscall (SYS_pidfd_send_signal, process->pidfd, SIGKILL, NULL, 0);
+}
+
+gboolean
+sandstep_jail_wait (SandstepJailProcess *process, gint64 deadline, int *out_exit, gboolean *out_timed_out,
+                    GError **error)
+{
+  struct pollfd pfd = { .fd = process->pidfd, .events = POLLIN };
+  gboolean timed_out = FALSE;
+  siginfo_t info = { 0 };
+
+  for (;;)
+    {
+      int timeout_ms = -1;
+      int r;
+
+      if (deadline > 0)
+        {
+          gint64 left = deadline - g_get_monotonic_time ();
+          if (left <= 0)
+            {
+              timed_out = TRUE;
+              sandstep_jail_kill (process);
+              break;
+            }
+          timeout_ms = (int) MIN ((left + 999) / 1000, G_MAXINT);
+        }
+      r = poll (&pfd, 1, timeout_ms);
+      if (r > 0)
+        break;
+      if (r < 0 && errno != EINTR)
+        return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                     "Could not wait for the sandbox's process");
+    }
+
+  while (waitid (P_PIDFD, process->pidfd, &info, WEXITED) < 0)
+    if (errno != EINTR)
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                   "Could not collect the sandbox's process");
+  close (process->pidfd);
+  process->pidfd = -1;
+
+  *out_timed_out = timed_out;
+  *out_exit = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+  return TRUE;
+}

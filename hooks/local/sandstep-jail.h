@@ -1,0 +1,48 @@
+/* sandstep-jail.h: one command in a fresh Linux jail over a persistent tree.
+ *
+ * A jail is prepared once (paths opened, strings and the seccomp program
+ * built) and can then spawn any number of commands; each spawn is a fresh
+ * set of namespaces (user, mount, pid, ipc, uts, cgroup, and net unless the
+ * network is open).  Between clone and exec the child only makes system
+ * calls on data prepared here: no allocation, no locks.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sandstep-spec.h"
+
+G_BEGIN_DECLS
+
+typedef struct _SandstepJail SandstepJail;
+
+typedef struct {
+  const char *workspace;     /* host directory seen as /workspace (cwd, HOME) */
+  const char *tmp;           /* host directory seen as /tmp */
+  const SandstepSpec *spec;  /* network, env, secrets, mounts */
+} SandstepJailConfig;
+
+typedef struct {
+  int pid;                   /* in the caller's pid namespace: the jail's init */
+  int pidfd;
+} SandstepJailProcess;
+
+SandstepJail *sandstep_jail_new (const SandstepJailConfig *config, GError **error);
+void sandstep_jail_free (SandstepJail *jail);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepJail, sandstep_jail_free)
+
+/* Starts `/bin/sh -c COMMAND` in the jail with the given standard fds.
+ * Returns once the command has been exec'd, or with the setup step that failed. */
+gboolean sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int stdout_fd, int stderr_fd,
+                              SandstepJailProcess *out_process, GError **error);
+
+/* Waits until the command ends or @deadline (g_get_monotonic_time() µs; 0:
+ * none) passes; then kills the whole jail.  @out_exit is the command's exit
+ * status, 128+N when a signal N ended it. */
+gboolean sandstep_jail_wait (SandstepJailProcess *process, gint64 deadline, int *out_exit, gboolean *out_timed_out,
+                             GError **error);
+
+/* Kills every process of the jail at once. */
+void sandstep_jail_kill (SandstepJailProcess *process);
+
+G_END_DECLS

@@ -1,0 +1,502 @@
+/* sandstep-local.c: the local backend: jails on this machine, state in a directory. */
+#include "sandstep-backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-jail.h"
+#include "sandstep-store.h"
+#include "sandstep-tree.h"
+
+typedef struct {
+  SandstepBackend parent;
+  SandstepStore *store;
+} LocalBackend;
+
+typedef struct {
+  SandstepAttachment parent;
+  LocalBackend *local;
+  SandstepRecord *record;
+  int claim_fd;
+  int tree_fd;
+  SandstepJail *jail;     /* built on the first command */
+} LocalAttachment;
+
+static gint64
+now_unix (void)
+{
+  return g_get_real_time () / G_USEC_PER_SEC;
+}
+
+static char *
+format_time (gint64 unix_seconds)
+{
+  g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc (unix_seconds);
+
+  return t != NULL ? g_date_time_format (t, "%Y-%m-%d %H:%M:%S UTC") : g_strdup ("(unknown)");
+}
+
+static char *
+new_handle (void)
+{
+  guint8 bytes[8];
+
+  if (getrandom (bytes, sizeof bytes, 0) != sizeof bytes)
+    for (gsize i = 0; i < sizeof bytes; i++)
+      bytes[i] = g_random_int_range (0, 256);
+  return g_strdup_printf (SANDSTEP_HANDLE_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2],
+                          bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]);
+}
+
+static gboolean
+check_owner (const SandstepRecord *record, const SandstepIdentity *who, GError **error)
+{
+  if (g_strcmp0 (record->owner, who->owner) == 0)
+    return TRUE;
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_OWNER,
+                         "Sandbox '%s' is not owned by '%s': it carries owner '%s'. Use the handle this run "
+                         "provisioned, or pass the owner that provisioned it (--owner or SANDSTEP_OWNER)",
+                         record->handle, who->owner, record->owner);
+}
+
+static gboolean
+check_alive (const SandstepRecord *record, GError **error)
+{
+  gint64 now = now_unix ();
+  g_autofree char *when = NULL;
+
+  if (now < record->expires)
+    return TRUE;
+  when = format_time (record->expires);
+  if (record->released)
+    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
+                           "Sandbox '%s' was released at the end of its DAG and is destroyed once its last command "
+                           "ends; provision a new one", record->handle);
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
+                         "Sandbox '%s' expired at %s, at the end of its %" G_GINT64_FORMAT "s lifetime; provision a "
+                         "new one (lifetime=...), and reclaim this one with 'sandstep gc --expired'",
+                         record->handle, when, record->spec->lifetime_s);
+}
+
+static SandstepSpec *
+copy_spec (const SandstepSpec *spec)
+{
+  g_autoptr(JsonNode) node = sandstep_spec_to_json (spec, TRUE);
+
+  return sandstep_spec_from_json (node, NULL);
+}
+
+static char *
+local_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
+                 gboolean *out_existing, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(SandstepRecord) record = NULL;
+  g_autofree char *existing = NULL;
+  int lock;
+
+  *out_existing = FALSE;
+  lock = sandstep_store_lock_provision (local->store, error);
+  if (lock < 0)
+    return NULL;
+
+  /* Get-or-create by holder: a retried step finds the sandbox it made. */
+  existing = sandstep_store_find_holder (local->store, who->owner, who->holder);
+  if (existing != NULL)
+    {
+      g_autoptr(SandstepRecord) old = sandstep_store_load (local->store, existing, NULL);
+      if (old != NULL && now_unix () < old->expires && !old->released)
+        {
+          close (lock);
+          *out_existing = TRUE;
+          return g_steal_pointer (&existing);
+        }
+      if (old != NULL)
+        sandstep_store_destroy (local->store, existing, -1, NULL);
+    }
+
+  record = g_new0 (SandstepRecord, 1);
+  record->handle = new_handle ();
+  record->owner = g_strdup (who->owner);
+  record->holder = g_strdup (who->holder);
+  record->created = now_unix ();
+  record->expires = record->created + spec->lifetime_s;
+  record->spec = copy_spec (spec);
+  if (!sandstep_store_create (local->store, record, error) ||
+      !sandstep_store_set_holder (local->store, who->owner, who->holder, record->handle, error))
+    {
+      sandstep_store_destroy (local->store, record->handle, -1, NULL);
+      close (lock);
+      return NULL;
+    }
+  close (lock);
+  return g_strdup (record->handle);
+}
+
+static void local_detach (SandstepAttachment *attachment);
+
+static SandstepAttachment *
+local_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
+              SandstepWaitNotify notify, gpointer notify_data, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, error);
+  gint64 deadline;
+  gint64 pause_us = 5000;
+  gboolean notified = FALSE;
+  LocalAttachment *attachment;
+  g_autofree char *tree = NULL;
+  int fd;
+
+  /* A refused attach must leave no claim behind: check before claiming. */
+  if (record == NULL || !check_owner (record, who, error) || !check_alive (record, error))
+    return NULL;
+
+  deadline = g_get_monotonic_time () + (gint64) (MAX (wait_s, 0) * G_USEC_PER_SEC);
+  for (;;)
+    {
+      g_autofree char *current = NULL;
+
+      fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, error);
+      if (fd >= 0)
+        break;
+      if (current == NULL)
+        return NULL;
+      if (g_get_monotonic_time () >= deadline)
+        {
+          if (wait_s <= 0)
+            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
+                            "Sandbox '%s' is held by '%s', and one step uses a sandbox at a time; wait for it "
+                            "(--wait=SECONDS) or provision one sandbox per step",
+                            handle, current);
+          else
+            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
+                            "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision one "
+                            "sandbox per step",
+                            handle, current, wait_s);
+          return NULL;
+        }
+      if (!notified && notify != NULL)
+        notify (handle, current, wait_s, notify_data);
+      notified = TRUE;
+      g_usleep (MIN (pause_us, deadline - g_get_monotonic_time () + 1));
+      pause_us = MIN (pause_us * 2, 100 * 1000);
+    }
+
+  /* The record may have changed while we waited (released, destroyed, or extended). */
+  g_clear_pointer (&record, sandstep_record_free);
+  record = sandstep_store_load (local->store, handle, error);
+  if (record == NULL || !check_alive (record, error))
+    {
+      close (fd);
+      return NULL;
+    }
+
+  attachment = g_new0 (LocalAttachment, 1);
+  attachment->parent.backend = backend;
+  attachment->parent.handle = g_strdup (handle);
+  attachment->local = local;
+  attachment->record = g_steal_pointer (&record);
+  attachment->claim_fd = fd;
+  tree = sandstep_store_sandbox_path (local->store, handle, "tree");
+  attachment->tree_fd = sandstep_tree_open (tree, error);
+  if (attachment->tree_fd < 0)
+    {
+      local_detach (&attachment->parent);
+      return NULL;
+    }
+  return &attachment->parent;
+}
+
+static void
+local_detach (SandstepAttachment *parent)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+  g_autoptr(SandstepRecord) now = NULL;
+
+  if (attachment->tree_fd >= 0)
+    close (attachment->tree_fd);
+  /* A release that came while we ran left the destruction to us. */
+  now = sandstep_store_load (attachment->local->store, parent->handle, NULL);
+  if (now != NULL && now->released && now_unix () >= now->expires)
+    sandstep_store_destroy (attachment->local->store, parent->handle, attachment->claim_fd, NULL);
+  if (attachment->claim_fd >= 0)
+    close (attachment->claim_fd);
+  sandstep_jail_free (attachment->jail);
+  sandstep_record_free (attachment->record);
+  g_free (parent->handle);
+  g_free (attachment);
+}
+
+static double
+local_remaining_lifetime (SandstepAttachment *parent)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+  double left = attachment->record->expires - g_get_real_time () / (double) G_USEC_PER_SEC;
+
+  return MAX (left, 0);
+}
+
+static const SandstepSpec *
+local_spec (SandstepAttachment *parent)
+{
+  return ((LocalAttachment *) parent)->record->spec;
+}
+
+static gboolean
+local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request, SandstepRunResult *result,
+                   GError **error)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+  double remaining = local_remaining_lifetime (parent);
+  double budget;
+  SandstepJailProcess process;
+
+  memset (result, 0, sizeof *result);
+  if (!check_alive (attachment->record, error))
+    return FALSE;
+  if (attachment->jail == NULL)
+    {
+      g_autofree char *workspace = sandstep_store_sandbox_path (attachment->local->store, parent->handle,
+                                                                "tree/workspace");
+      g_autofree char *tmp = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "tree/tmp");
+      SandstepJailConfig config = { workspace, tmp, attachment->record->spec };
+
+      attachment->jail = sandstep_jail_new (&config, error);
+      if (attachment->jail == NULL)
+        return FALSE;
+    }
+
+  /* The command's budget never outlives the sandbox. */
+  budget = request->timeout_s > 0 ? MIN (request->timeout_s, remaining) : remaining;
+  result->clamped = request->timeout_s <= 0 || request->timeout_s > remaining;
+  result->applied_timeout_s = budget;
+
+  if (!sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, request->stdout_fd,
+                            request->stderr_fd, &process, error))
+    return FALSE;
+  return sandstep_jail_wait (&process, g_get_monotonic_time () + (gint64) (budget * G_USEC_PER_SEC),
+                             &result->exit_status, &result->timed_out, error);
+}
+
+static GBytes *
+local_read_file (SandstepAttachment *parent, const char *path, gsize max_bytes, GError **error)
+{
+  return sandstep_tree_read_file (((LocalAttachment *) parent)->tree_fd, path, max_bytes, error);
+}
+
+static gboolean
+local_write_file (SandstepAttachment *parent, const char *path, const void *data, gsize len, GError **error)
+{
+  return sandstep_tree_write_file (((LocalAttachment *) parent)->tree_fd, path, data, len, error);
+}
+
+static gboolean
+local_put (SandstepAttachment *parent, const char *host_src, const char *dest, GError **error)
+{
+  return sandstep_tree_put (((LocalAttachment *) parent)->tree_fd, host_src, dest, error);
+}
+
+static GPtrArray *
+local_list_directory (SandstepAttachment *parent, const char *path, GError **error)
+{
+  return sandstep_tree_list (((LocalAttachment *) parent)->tree_fd, path, error);
+}
+
+static gint64
+local_export_file (SandstepAttachment *parent, const char *path, int dest_fd, guint64 max_bytes, GError **error)
+{
+  return sandstep_tree_export (((LocalAttachment *) parent)->tree_fd, path, dest_fd, max_bytes, error);
+}
+
+static JsonNode *
+local_describe (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, error);
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autofree char *created = NULL;
+  g_autofree char *expires = NULL;
+  g_autofree char *claim_path = NULL;
+  g_autofree char *held_by = NULL;
+  int fd;
+
+  if (record == NULL || !check_owner (record, who, error))
+    return NULL;
+  created = format_time (record->created);
+  expires = format_time (record->expires);
+
+  /* Who holds it now, without taking the claim: a shared lock fails while it is held. */
+  claim_path = sandstep_store_sandbox_path (local->store, handle, "claim");
+  fd = open (claim_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0)
+    {
+      if (flock (fd, LOCK_SH | LOCK_NB) < 0)
+        {
+          g_autofree char *text = NULL;
+          g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+          if (g_file_get_contents (claim_path, &text, NULL, NULL) && json_parser_load_from_data (parser, text, -1, NULL) &&
+              JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+            held_by = g_strdup (json_object_get_string_member_with_default (
+              json_node_get_object (json_parser_get_root (parser)), "holder", NULL));
+        }
+      close (fd);
+    }
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "handle");
+  json_builder_add_string_value (builder, record->handle);
+  json_builder_set_member_name (builder, "backend");
+  json_builder_add_string_value (builder, "local");
+  json_builder_set_member_name (builder, "owner");
+  json_builder_add_string_value (builder, record->owner);
+  json_builder_set_member_name (builder, "provisioned_by");
+  json_builder_add_string_value (builder, record->holder);
+  json_builder_set_member_name (builder, "held_by");
+  if (held_by != NULL)
+    json_builder_add_string_value (builder, held_by);
+  else
+    json_builder_add_null_value (builder);
+  json_builder_set_member_name (builder, "created");
+  json_builder_add_string_value (builder, created);
+  json_builder_set_member_name (builder, "expires");
+  json_builder_add_string_value (builder, expires);
+  json_builder_set_member_name (builder, "remaining_seconds");
+  json_builder_add_int_value (builder, MAX (record->expires - now_unix (), 0));
+  json_builder_set_member_name (builder, "released");
+  json_builder_add_boolean_value (builder, record->released);
+  json_builder_set_member_name (builder, "spec");
+  json_builder_add_value (builder, sandstep_spec_to_json (record->spec, FALSE));
+  json_builder_end_object (builder);
+  return json_builder_get_root (builder);
+}
+
+static gboolean
+local_release (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, gint64 keep_s,
+               gboolean *out_destroyed, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, error);
+  g_autofree char *current = NULL;
+  int fd;
+
+  *out_destroyed = FALSE;
+  if (record == NULL || !check_owner (record, who, error))
+    return FALSE;
+  record->released = TRUE;
+  record->expires = now_unix () + keep_s;
+  if (!sandstep_store_save (local->store, record, error))
+    return FALSE;
+  if (keep_s > 0)
+    return TRUE;
+  /* Destroy now unless a command runs; then its operator destroys it when it ends. */
+  fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, NULL);
+  if (fd < 0)
+    return TRUE;
+  *out_destroyed = sandstep_store_destroy (local->store, handle, fd, error);
+  close (fd);
+  return *out_destroyed;
+}
+
+static gboolean
+local_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(GError) local_error = NULL;
+  g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, &local_error);
+
+  if (record == NULL && g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
+    return TRUE;
+  /* An unreadable record must not make a sandbox impossible to destroy. */
+  if (record != NULL && !check_owner (record, who, error))
+    return FALSE;
+  return sandstep_store_destroy (local->store, handle, -1, error);
+}
+
+/* The run of an owner "<dag>/<run>" is its last component. */
+static gboolean
+owner_has_run (const char *owner, const char *run)
+{
+  const char *slash = strrchr (owner, '/');
+
+  return g_strcmp0 (slash != NULL ? slash + 1 : owner, run) == 0;
+}
+
+static gboolean
+local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
+  gboolean ok = TRUE;
+
+  for (guint i = 0; i < handles->len; i++)
+    {
+      const char *handle = handles->pdata[i];
+      g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, NULL);
+      g_autoptr(GError) local_error = NULL;
+
+      if (record == NULL)
+        continue;
+      if (run != NULL && !owner_has_run (record->owner, run))
+        continue;
+      if (expired_only && now_unix () < record->expires)
+        continue;
+      if (sandstep_store_destroy (local->store, handle, -1, &local_error))
+        g_ptr_array_add (destroyed, g_strdup (handle));
+      else if (ok)
+        {
+          ok = FALSE;
+          g_propagate_error (error, g_steal_pointer (&local_error));
+        }
+    }
+  return ok;
+}
+
+static void
+local_free (SandstepBackend *backend)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+
+  sandstep_store_free (local->store);
+  g_free (local);
+}
+
+static const SandstepBackendClass local_class = {
+  .name = "local",
+  .provision = local_provision,
+  .attach = local_attach,
+  .detach = local_detach,
+  .run_command = local_run_command,
+  .read_file = local_read_file,
+  .write_file = local_write_file,
+  .put = local_put,
+  .list_directory = local_list_directory,
+  .export_file = local_export_file,
+  .remaining_lifetime = local_remaining_lifetime,
+  .spec = local_spec,
+  .describe = local_describe,
+  .release = local_release,
+  .destroy = local_destroy,
+  .gc = local_gc,
+  .free = local_free,
+};
+
+SandstepBackend *
+sandstep_local_backend_new (const char *state_dir, GError **error)
+{
+  g_autofree char *dir = state_dir != NULL ? g_strdup (state_dir) : sandstep_store_default_dir ();
+  SandstepStore *store = sandstep_store_open (dir, error);
+  LocalBackend *local;
+
+  if (store == NULL)
+    return NULL;
+  local = g_new0 (LocalBackend, 1);
+  local->parent.klass = &local_class;
+  local->store = store;
+  return &local->parent;
+}

@@ -1,0 +1,591 @@
+/* sandstep-store.c: the local backend's state directory. */
+#include "sandstep-store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-backend.h"
+#include "sandstep-error.h"
+
+#define RECORD_VERSION 1
+#define KILL_GRACE_US (5 * G_USEC_PER_SEC)
+
+void
+sandstep_record_free (SandstepRecord *record)
+{
+  if (record == NULL)
+    return;
+  g_free (record->handle);
+  g_free (record->owner);
+  g_free (record->holder);
+  sandstep_spec_free (record->spec);
+  g_free (record);
+}
+
+char *
+sandstep_store_default_dir (void)
+{
+  const char *dir = g_getenv ("SANDSTEP_STATE_DIR");
+
+  if (dir != NULL && dir[0] != '\0')
+    return g_strdup (dir);
+  if (getuid () == 0)
+    return g_strdup ("/var/lib/sandstep");
+  return g_build_filename (g_get_user_state_dir (), "sandstep", NULL);
+}
+
+SandstepStore *
+sandstep_store_open (const char *dir, GError **error)
+{
+  g_autoptr(SandstepStore) store = g_new0 (SandstepStore, 1);
+  static const char *const subdirs[] = { "sandboxes", "holders", "trash" };
+
+  store->dir_fd = -1;
+  store->dir = g_strdup (dir);
+  if (g_mkdir_with_parents (dir, 0700) < 0)
+    {
+      sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                            "Could not create the state directory '%s'; set SANDSTEP_STATE_DIR to a writable directory",
+                            dir);
+      return NULL;
+    }
+  store->dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (store->dir_fd < 0)
+    {
+      sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                            "Could not open the state directory '%s'", dir);
+      return NULL;
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (subdirs); i++)
+    if (mkdirat (store->dir_fd, subdirs[i], 0700) < 0 && errno != EEXIST)
+      {
+        sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                              "Could not create '%s/%s'; set SANDSTEP_STATE_DIR to a writable directory", dir,
+                              subdirs[i]);
+        return NULL;
+      }
+  return g_steal_pointer (&store);
+}
+
+void
+sandstep_store_free (SandstepStore *store)
+{
+  if (store == NULL)
+    return;
+  if (store->dir_fd >= 0)
+    close (store->dir_fd);
+  g_free (store->dir);
+  g_free (store);
+}
+
+char *
+sandstep_store_sandbox_path (SandstepStore *store, const char *handle, const char *member)
+{
+  return g_build_filename (store->dir, "sandboxes", handle, member, NULL);
+}
+
+static gboolean
+not_found (GError **error, const char *handle)
+{
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
+                         "No sandbox '%s' here: it was destroyed, or never provisioned on this machine "
+                         "(state directory: SANDSTEP_STATE_DIR); provision a new one", handle);
+}
+
+static JsonNode *
+record_to_json (const SandstepRecord *record)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "version");
+  json_builder_add_int_value (builder, RECORD_VERSION);
+  json_builder_set_member_name (builder, "handle");
+  json_builder_add_string_value (builder, record->handle);
+  json_builder_set_member_name (builder, "owner");
+  json_builder_add_string_value (builder, record->owner);
+  json_builder_set_member_name (builder, "holder");
+  json_builder_add_string_value (builder, record->holder);
+  json_builder_set_member_name (builder, "created");
+  json_builder_add_int_value (builder, record->created);
+  json_builder_set_member_name (builder, "expires");
+  json_builder_add_int_value (builder, record->expires);
+  json_builder_set_member_name (builder, "released");
+  json_builder_add_boolean_value (builder, record->released);
+  json_builder_set_member_name (builder, "spec");
+  json_builder_add_value (builder, sandstep_spec_to_json (record->spec, TRUE));
+  json_builder_end_object (builder);
+  return json_builder_get_root (builder);
+}
+
+SandstepRecord *
+sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
+{
+  g_autofree char *path = sandstep_store_sandbox_path (store, handle, "record.json");
+  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr(SandstepRecord) record = g_new0 (SandstepRecord, 1);
+  g_autoptr(GError) local_error = NULL;
+  JsonObject *object;
+
+  if (!json_parser_load_from_mapped_file (parser, path, &local_error))
+    {
+      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        not_found (error, handle);
+      else
+        sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                        "The record of sandbox '%s' ('%s') is unreadable: %s; destroy it with 'sandstep destroy'",
+                        handle, path, local_error->message);
+      return NULL;
+    }
+  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                      "The record of sandbox '%s' ('%s') is not a JSON object; destroy it with 'sandstep destroy'",
+                      handle, path);
+      return NULL;
+    }
+  object = json_node_get_object (json_parser_get_root (parser));
+  record->handle = g_strdup (handle);
+  record->owner = g_strdup (json_object_get_string_member_with_default (object, "owner", ""));
+  record->holder = g_strdup (json_object_get_string_member_with_default (object, "holder", ""));
+  record->created = json_object_get_int_member_with_default (object, "created", 0);
+  record->expires = json_object_get_int_member_with_default (object, "expires", 0);
+  record->released = json_object_get_boolean_member_with_default (object, "released", FALSE);
+  record->spec = sandstep_spec_from_json (json_object_get_member (object, "spec"), error);
+  if (record->spec == NULL)
+    return NULL;
+  return g_steal_pointer (&record);
+}
+
+/* Writes @contents to @name in @dir_fd through a temporary sibling and a rename. */
+static gboolean
+replace_file_at (int dir_fd, const char *dir_path, const char *name, const char *contents, gsize len, mode_t mode,
+                 GError **error)
+{
+  g_autofree char *tmp = g_strdup_printf (".%s.%08x", name, g_random_int ());
+  int fd = openat (dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  gboolean ok;
+
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                                 "Could not write '%s/%s'", dir_path, name);
+  ok = write (fd, contents, len) == (ssize_t) len;
+  ok = close (fd) == 0 && ok;
+  if (!ok || renameat (dir_fd, tmp, dir_fd, name) < 0)
+    {
+      int errsv = errno;
+      unlinkat (dir_fd, tmp, 0);
+      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                   "Could not write '%s/%s'", dir_path, name);
+    }
+  return TRUE;
+}
+
+static int
+open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
+  int fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+  if (fd < 0 && errno == ENOENT)
+    not_found (error, handle);
+  else if (fd < 0)
+    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                          "Could not open the directory of sandbox '%s'", handle);
+  return fd;
+}
+
+gboolean
+sandstep_store_save (SandstepStore *store, const SandstepRecord *record, GError **error)
+{
+  g_autoptr(JsonNode) node = record_to_json (record);
+  g_autofree char *text = json_to_string (node, TRUE);
+  g_autofree char *dir = sandstep_store_sandbox_path (store, record->handle, NULL);
+  int fd = open_sandbox_dir (store, record->handle, error);
+  gboolean ok;
+
+  if (fd < 0)
+    return FALSE;
+  ok = replace_file_at (fd, dir, "record.json", text, strlen (text), 0600, error);
+  close (fd);
+  return ok;
+}
+
+gboolean
+sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **error)
+{
+  g_autofree char *staging = g_strdup_printf ("sandboxes/.new-%s", record->handle);
+  g_autofree char *final = g_strdup_printf ("sandboxes/%s", record->handle);
+  static const char *const dirs[] = { "tree", "tree/workspace", "tree/tmp" };
+  g_autoptr(JsonNode) node = record_to_json (record);
+  g_autofree char *text = json_to_string (node, TRUE);
+  int fd;
+
+  /* Built under a hidden name, renamed into place whole: a reader never sees half a sandbox. */
+  if (mkdirat (store->dir_fd, staging, 0700) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                                 "Could not create a sandbox under '%s/sandboxes'", store->dir);
+  fd = openat (store->dir_fd, staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  for (gsize i = 0; fd >= 0 && i < G_N_ELEMENTS (dirs); i++)
+    if (mkdirat (fd, dirs[i], i == 0 ? 0700 : 0755) < 0)
+      goto fail;
+  if (fd < 0)
+    goto fail;
+  {
+    int claim = openat (fd, "claim", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (claim < 0)
+      goto fail;
+    close (claim);
+  }
+  if (!replace_file_at (fd, staging, "record.json", text, strlen (text), 0600, error))
+    {
+      close (fd);
+      sandstep_store_destroy (store, staging + strlen ("sandboxes/"), -1, NULL);
+      return FALSE;
+    }
+  close (fd);
+  if (renameat (store->dir_fd, staging, store->dir_fd, final) < 0)
+    {
+      fd = -1;
+      goto fail;
+    }
+  return TRUE;
+
+fail:
+  {
+    int errsv = errno;
+    if (fd >= 0)
+      close (fd);
+    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                          "Could not create sandbox '%s' under '%s/sandboxes'", record->handle, store->dir);
+    return FALSE;
+  }
+}
+
+int
+sandstep_store_lock_provision (SandstepStore *store, GError **error)
+{
+  int fd = openat (store->dir_fd, "provision.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+  if (fd < 0 || flock (fd, LOCK_EX) < 0)
+    {
+      sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                            "Could not lock '%s/provision.lock'", store->dir);
+      if (fd >= 0)
+        close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+static char *
+holder_key (const char *owner, const char *holder)
+{
+  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+
+  g_checksum_update (sum, (const guchar *) owner, strlen (owner) + 1);
+  g_checksum_update (sum, (const guchar *) holder, strlen (holder));
+  return g_strconcat ("holders/", g_checksum_get_string (sum), NULL);
+}
+
+char *
+sandstep_store_find_holder (SandstepStore *store, const char *owner, const char *holder)
+{
+  g_autofree char *key = holder_key (owner, holder);
+  char buf[128];
+  ssize_t n;
+  int fd = openat (store->dir_fd, key, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd < 0)
+    return NULL;
+  n = read (fd, buf, sizeof buf - 1);
+  close (fd);
+  if (n <= 0)
+    return NULL;
+  buf[n] = '\0';
+  g_strchomp (buf);
+  return sandstep_handle_is_valid (buf) ? g_strdup (buf) : NULL;
+}
+
+gboolean
+sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *holder, const char *handle,
+                           GError **error)
+{
+  g_autofree char *key = holder_key (owner, holder);
+  g_autofree char *text = g_strconcat (handle, "\n", NULL);
+  int fd = openat (store->dir_fd, "holders", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  gboolean ok;
+
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                                 "Could not open '%s/holders'", store->dir);
+  ok = replace_file_at (fd, store->dir, key + strlen ("holders/"), text, strlen (text), 0600, error);
+  close (fd);
+  return ok;
+}
+
+/* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
+static guint64
+process_start_time (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *text = NULL;
+  const char *p;
+
+  if (pid <= 0 || !g_file_get_contents (path, &text, NULL, NULL) || (p = strrchr (text, ')')) == NULL)
+    return 0;
+  /* After "pid (comm)": state is field 3, starttime field 22. */
+  for (int field = 2; field < 22 && p != NULL; field++)
+    p = strchr (p + 1, ' ');
+  return p != NULL ? g_ascii_strtoull (p + 1, NULL, 10) : 0;
+}
+
+typedef struct {
+  char *holder;
+  pid_t pid;
+  guint64 start;
+} ClaimInfo;
+
+static void
+read_claim (int fd, ClaimInfo *info)
+{
+  char buf[4096];
+  ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
+  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+
+  memset (info, 0, sizeof *info);
+  if (n > 0)
+    {
+      buf[n] = '\0';
+      if (json_parser_load_from_data (parser, buf, n, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        {
+          JsonObject *o = json_node_get_object (json_parser_get_root (parser));
+          info->holder = g_strdup (json_object_get_string_member_with_default (o, "holder", NULL));
+          info->pid = json_object_get_int_member_with_default (o, "pid", 0);
+          info->start = json_object_get_int_member_with_default (o, "start", 0);
+        }
+    }
+  if (info->holder == NULL)
+    info->holder = g_strdup ("(a holder that has not yet written its name)");
+}
+
+static int
+open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GError **error)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, "claim", NULL);
+  int fd = openat (store->dir_fd, rel, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd < 0 && errno == ENOENT)
+    not_found (error, handle);
+  else if (fd < 0)
+    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                          "Could not open the claim of sandbox '%s'", handle);
+  else if (out_st != NULL)
+    fstat (fd, out_st);
+  return fd;
+}
+
+/* TRUE if @fd is still the claim file of @handle (not of a sandbox destroyed meanwhile). */
+static gboolean
+claim_is_current (SandstepStore *store, const char *handle, int fd)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, "claim", NULL);
+  struct stat by_fd, by_path;
+
+  return fstat (fd, &by_fd) == 0 && fstatat (store->dir_fd, rel, &by_path, AT_SYMLINK_NOFOLLOW) == 0 &&
+         by_fd.st_ino == by_path.st_ino && by_fd.st_dev == by_path.st_dev;
+}
+
+int
+sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,
+                          GError **error)
+{
+  int fd = open_claim (store, handle, NULL, error);
+  g_autofree char *text = NULL;
+
+  *out_current = NULL;
+  if (fd < 0)
+    return -1;
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      ClaimInfo info;
+      int errsv = errno;
+      if (errsv != EWOULDBLOCK)
+        {
+          close (fd);
+          sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                "Could not lock the claim of sandbox '%s'", handle);
+          return -1;
+        }
+      read_claim (fd, &info);
+      close (fd);
+      *out_current = info.holder;
+      return -1;
+    }
+  if (!claim_is_current (store, handle, fd))
+    {
+      close (fd);
+      not_found (error, handle);
+      return -1;
+    }
+  {
+    /* The holder's name goes through json-glib for quoting. */
+    g_autoptr(JsonBuilder) builder = json_builder_new ();
+    g_autoptr(JsonNode) root = NULL;
+
+    json_builder_begin_object (builder);
+    json_builder_set_member_name (builder, "holder");
+    json_builder_add_string_value (builder, holder);
+    json_builder_set_member_name (builder, "pid");
+    json_builder_add_int_value (builder, getpid ());
+    json_builder_set_member_name (builder, "start");
+    json_builder_add_int_value (builder, (gint64) process_start_time (getpid ()));
+    json_builder_end_object (builder);
+    root = json_builder_get_root (builder);
+    text = json_to_string (root, FALSE);
+  }
+  if (ftruncate (fd, 0) < 0 || pwrite (fd, text, strlen (text), 0) < 0)
+    g_debug ("Could not record the holder of '%s': %s", handle, g_strerror (errno));
+  return fd;
+}
+
+/* Deletes @name under @dir_fd without following any link, whatever the modes inside say. */
+static void
+remove_tree_at (int dir_fd, const char *name)
+{
+  int fd;
+  DIR *dir;
+  struct dirent *entry;
+
+  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
+    return;
+  fchmodat (dir_fd, name, 0700, 0);
+  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    {
+      close (fd);
+      return;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      remove_tree_at (dirfd (dir), entry->d_name);
+  closedir (dir);
+  unlinkat (dir_fd, name, AT_REMOVEDIR);
+}
+
+/* Waits for the claim on @fd, ending its holder if it does not let go. */
+static gboolean
+take_claim_by_force (int fd, const char *handle, GError **error)
+{
+  ClaimInfo info;
+  gint64 deadline;
+  int sig = SIGTERM;
+
+  if (flock (fd, LOCK_EX | LOCK_NB) == 0)
+    return TRUE;
+  read_claim (fd, &info);
+  for (int round = 0; round < 2; round++, sig = SIGKILL)
+    {
+      /* Only the helper that wrote the claim, identified by pid and start time. */
+      if (info.pid > 0 && info.pid != getpid () && info.start != 0 && process_start_time (info.pid) == info.start)
+        kill (info.pid, sig);
+      deadline = g_get_monotonic_time () + KILL_GRACE_US;
+      while (g_get_monotonic_time () < deadline)
+        {
+          if (flock (fd, LOCK_EX | LOCK_NB) == 0)
+            {
+              g_free (info.holder);
+              return TRUE;
+            }
+          g_usleep (10 * 1000);
+        }
+    }
+  sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
+                  "Sandbox '%s' is still held by '%s' (pid %d), which did not stop; end that process and try again",
+                  handle, info.holder, (int) info.pid);
+  g_free (info.holder);
+  return FALSE;
+}
+
+gboolean
+sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
+{
+  g_autofree char *from = g_build_filename ("sandboxes", handle, NULL);
+  g_autofree char *to = g_strdup_printf ("trash/%s.%08x", handle, g_random_int ());
+  int fd = claim_fd;
+  int trash_fd;
+
+  if (fd < 0)
+    {
+      g_autoptr(GError) local_error = NULL;
+      fd = open_claim (store, handle, NULL, &local_error);
+      if (fd < 0 && g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
+        {
+          /* No claim file: gone already, or a half-made sandbox; remove what is there. */
+          remove_tree_at (store->dir_fd, from);
+          return TRUE;
+        }
+      if (fd < 0)
+        {
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return FALSE;
+        }
+      if (!take_claim_by_force (fd, handle, error))
+        {
+          close (fd);
+          return FALSE;
+        }
+    }
+
+  if (renameat (store->dir_fd, from, store->dir_fd, to) < 0)
+    {
+      int errsv = errno;
+      if (fd != claim_fd)
+        close (fd);
+      if (errsv == ENOENT)
+        return TRUE;
+      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                   "Could not remove sandbox '%s' from '%s'", handle, store->dir);
+    }
+  if (fd != claim_fd)
+    close (fd);
+  trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (trash_fd >= 0)
+    {
+      remove_tree_at (trash_fd, to + strlen ("trash/"));
+      close (trash_fd);
+    }
+  return TRUE;
+}
+
+GPtrArray *
+sandstep_store_list (SandstepStore *store)
+{
+  GPtrArray *handles = g_ptr_array_new_with_free_func (g_free);
+  int fd = openat (store->dir_fd, "sandboxes", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
+  struct dirent *entry;
+
+  if (dir == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return handles;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    if (sandstep_handle_is_valid (entry->d_name))
+      g_ptr_array_add (handles, g_strdup (entry->d_name));
+  closedir (dir);
+  g_ptr_array_sort (handles, (GCompareFunc) g_strcmp0);
+  return handles;
+}

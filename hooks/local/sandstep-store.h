@@ -1,0 +1,74 @@
+/* sandstep-store.h: the local backend's state directory.
+ *
+ *   STATE/provision.lock          flock held while a provision looks up or creates
+ *   STATE/holders/<sha256>        the handle a (owner, holder) pair provisioned
+ *   STATE/sandboxes/<handle>/
+ *       record.json               owner, holder, spec (with secret values), times  (0600)
+ *       claim                     flock held by the operator using the sandbox;
+ *                                 its content names that holder and its pid
+ *       tree/workspace, tree/tmp  the persistent files
+ *
+ * A sandbox is destroyed by renaming its directory into STATE/trash first,
+ * so it disappears for every reader at once, then deleting it.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sandstep-spec.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  char *handle;
+  char *owner;
+  char *holder;           /* who provisioned it */
+  gint64 created;         /* unix seconds */
+  gint64 expires;         /* unix seconds */
+  gboolean released;      /* the DAG is done with it */
+  SandstepSpec *spec;
+} SandstepRecord;
+
+typedef struct {
+  char *dir;
+  int dir_fd;
+} SandstepStore;
+
+void sandstep_record_free (SandstepRecord *record);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepRecord, sandstep_record_free)
+
+/* $SANDSTEP_STATE_DIR, else /var/lib/sandstep for root, else $XDG_STATE_HOME/sandstep. */
+char *sandstep_store_default_dir (void);
+
+SandstepStore *sandstep_store_open (const char *dir, GError **error);
+void sandstep_store_free (SandstepStore *store);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepStore, sandstep_store_free)
+
+char *sandstep_store_sandbox_path (SandstepStore *store, const char *handle, const char *member);
+
+/* SANDSTEP_SANDBOX_ERROR_NOT_FOUND when the handle names nothing here. */
+SandstepRecord *sandstep_store_load (SandstepStore *store, const char *handle, GError **error);
+gboolean sandstep_store_save (SandstepStore *store, const SandstepRecord *record, GError **error);
+
+/* Creates the sandbox's directory, tree and record for a new handle. */
+gboolean sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **error);
+
+/* A blocking exclusive lock on STATE/provision.lock; close the fd to release. */
+int sandstep_store_lock_provision (SandstepStore *store, GError **error);
+char *sandstep_store_find_holder (SandstepStore *store, const char *owner, const char *holder);
+gboolean sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *holder, const char *handle,
+                                    GError **error);
+
+/* Tries to claim; returns the lock fd, or -1 with *out_current set to the
+ * current holder's name (when busy) or @error (when something failed). */
+int sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,
+                              GError **error);
+
+/* Kills whatever holds the claim, then removes the sandbox; gone already is fine.
+ * @claim_fd: a claim this process already holds, or -1. */
+gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
+
+/* Every handle in the store. */
+GPtrArray *sandstep_store_list (SandstepStore *store);
+
+G_END_DECLS

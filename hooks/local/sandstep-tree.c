@@ -1,0 +1,957 @@
+/* sandstep-tree.c: host-side file tools over a sandbox's persistent tree.
+ *
+ * Every lookup goes through tree_openat2(): one openat2() from the tree's dirfd
+ * with RESOLVE_IN_ROOT, so a symbolic link resolves the way the jail's root
+ * would resolve it, clamped to the tree.
+ *
+ * Which error a hostile link gets: a link to a host path ("/etc/passwd", or
+ * "../../../secret") names "<tree>/etc/passwd" or "<tree>/secret", which does
+ * not exist, so it fails with SANDSTEP_PATH_ERROR_NOT_FOUND, as the same path
+ * would inside the jail.  SANDSTEP_PATH_ERROR_ESCAPES is kept for what the
+ * caller typed (a path outside /workspace and /tmp, a ".." above "/") and for
+ * a lookup the kernel stops at a mount point (EXDEV from RESOLVE_NO_XDEV).
+ *
+ * A write never follows a link at its last component: the temporary sibling
+ * is renamed over the link itself.  A file where a directory is expected
+ * (listing a file, a parent that is a file) is NOT_FOUND: no directory of
+ * that name exists.
+ */
+#include "sandstep-tree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandstep-backend.h"
+#include "sandstep-error.h"
+
+#define TREE_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+#define COPY_CHUNK (64 * 1024)
+
+/* GLib 2.74 has no g_autofd: a local one that keeps errno for the caller. */
+typedef int TreeFd;
+
+static void
+tree_fd_close (int fd)
+{
+  int errsv = errno;
+
+  close (fd);
+  errno = errsv;
+}
+G_DEFINE_AUTO_CLEANUP_FREE_FUNC (TreeFd, tree_fd_close, -1)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DIR, closedir)
+
+void
+sandstep_dir_entry_free (SandstepDirEntry *entry)
+{
+  if (entry == NULL)
+    return;
+  g_free (entry->name);
+  g_free (entry);
+}
+
+static char *
+format_size (guint64 n)
+{
+  if (n >= 1024 * 1024)
+    return g_strdup_printf ("%.1fMB", (double) n / (1024.0 * 1024.0));
+  if (n >= 1024)
+    return g_strdup_printf ("%.1fKB", (double) n / 1024.0);
+  return g_strdup_printf ("%" G_GUINT64_FORMAT "B", n);
+}
+
+static const char *
+describe_type (mode_t mode)
+{
+  switch (mode & S_IFMT)
+    {
+    case S_IFIFO: return "a FIFO";
+    case S_IFSOCK: return "a socket";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFLNK: return "a symbolic link";
+    case S_IFDIR: return "a directory";
+    default: return "not a regular file";
+    }
+}
+
+/* One lookup under @dir_fd as root.  EAGAIN means a concurrent rename or mount
+ * made the kernel give up on a safe answer; it is worth a few more tries. */
+static int
+tree_openat2 (int dir_fd, const char *rel, guint64 flags)
+{
+  struct open_how how = { .flags = flags | O_CLOEXEC, .resolve = TREE_RESOLVE };
+
+  for (int attempt = 0; attempt < 16; attempt++)
+    {
+      int fd = syscall (SYS_openat2, dir_fd, rel, &how, sizeof how);
+
+      if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
+        return fd;
+    }
+  return -1;
+}
+
+/* Turns a failed lookup of @shown into the matching GError. */
+static gboolean
+throw_lookup (GError **error, int errsv, const char *shown)
+{
+  switch (errsv)
+    {
+    case ENOENT:
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                             "'%s' does not exist in the sandbox", shown);
+    case ENOTDIR:
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                             "'%s' does not exist in the sandbox: a part of it is a file, not a directory",
+                             shown);
+    case ELOOP:
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                             "'%s' goes through a loop of symbolic links; fix the links with 'sandstep run'",
+                             shown);
+    case EXDEV:
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES,
+                             "'%s' crosses onto another file system; only /workspace and /tmp can be read "
+                             "or written from the host", shown);
+    case ENOSYS:
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
+                             "Cannot look up '%s': this kernel lacks openat2(); sandstep needs Linux 5.6 "
+                             "or later", shown);
+    default:
+      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                   "Cannot open '%s' in the sandbox", shown);
+    }
+}
+
+int
+sandstep_tree_open (const char *path, GError **error)
+{
+  int fd;
+
+  g_return_val_if_fail (path != NULL, -1);
+  g_return_val_if_fail (error == NULL || *error == NULL, -1);
+
+  fd = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    {
+      sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                            "Cannot open the sandbox's files at '%s'; destroy the sandbox and "
+                            "provision a new one", path);
+      return -1;
+    }
+  return fd;
+}
+
+char *
+sandstep_tree_relative_path (const char *sandbox_path, GError **error)
+{
+  g_autofree char *absolute = NULL;
+  g_auto(GStrv) split = NULL;
+  g_autoptr(GPtrArray) parts = g_ptr_array_new ();
+
+  g_return_val_if_fail (sandbox_path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  /* A relative path starts where a command's working directory does. */
+  absolute = sandbox_path[0] == '/' ? g_strdup (sandbox_path)
+                                     : g_strconcat ("/workspace/", sandbox_path, NULL);
+  split = g_strsplit (absolute, "/", -1);
+
+  /* Resolved lexically, before any lookup, so "a/../.." cannot be given a
+   * meaning by whatever links the tree holds. */
+  for (char **p = split; *p != NULL; p++)
+    {
+      if (**p == '\0' || strcmp (*p, ".") == 0)
+        continue;
+      if (strcmp (*p, "..") == 0)
+        {
+          if (parts->len == 0)
+            {
+              sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES,
+                              "'%s' goes above '/' with '..'; give a path under /workspace or /tmp",
+                              sandbox_path);
+              return NULL;
+            }
+          g_ptr_array_remove_index (parts, parts->len - 1);
+          continue;
+        }
+      g_ptr_array_add (parts, *p);
+    }
+
+  if (parts->len == 0 ||
+      (strcmp (g_ptr_array_index (parts, 0), "workspace") != 0 &&
+       strcmp (g_ptr_array_index (parts, 0), "tmp") != 0))
+    {
+      sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES,
+                      "'%s' is outside the sandbox's files: only /workspace and /tmp can be read or written "
+                      "from the host", sandbox_path);
+      return NULL;
+    }
+
+  g_ptr_array_add (parts, NULL);
+  return g_strjoinv ("/", (char **) parts->pdata);
+}
+
+/* Splits "workspace/a/b" into "workspace/a" and "b"; FALSE for "workspace" alone. */
+static gboolean
+split_parent (const char *rel, char **out_parent, const char **out_name)
+{
+  const char *slash = strrchr (rel, '/');
+
+  if (slash == NULL)
+    return FALSE;
+  *out_parent = g_strndup (rel, slash - rel);
+  *out_name = slash + 1;
+  return TRUE;
+}
+
+/* Opens a regular file for reading.  The O_PATH look comes first so that a
+ * device node is never opened at all; the second fstat catches a swap. */
+static int
+open_regular (int tree_fd, const char *rel, const char *shown, struct stat *out_st, GError **error)
+{
+  g_auto(TreeFd) path_fd = -1;
+  g_auto(TreeFd) fd = -1;
+  struct stat path_st;
+
+  path_fd = tree_openat2 (tree_fd, rel, O_PATH);
+  if (path_fd < 0)
+    return throw_lookup (error, errno, shown), -1;
+  if (fstat (path_fd, &path_st) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot stat '%s' in the sandbox", shown), -1;
+  if (S_ISDIR (path_st.st_mode))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file, or list it with 'sandstep ls'", shown), -1;
+  if (!S_ISREG (path_st.st_mode))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
+                           "'%s' is %s, not a regular file; copy what you need into a file with "
+                           "'sandstep run' first", shown, describe_type (path_st.st_mode)), -1;
+
+  /* O_NONBLOCK: should a FIFO be swapped in after the check, open() must not wait for a writer. */
+  fd = tree_openat2 (tree_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return throw_lookup (error, errno, shown), -1;
+  if (fstat (fd, out_st) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot stat '%s' in the sandbox", shown), -1;
+  if (!S_ISREG (out_st->st_mode) || out_st->st_dev != path_st.st_dev || out_st->st_ino != path_st.st_ino)
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
+                           "'%s' was replaced while it was opened; try again once nothing changes it",
+                           shown), -1;
+  return g_steal_fd (&fd);
+}
+
+/* mkdir -p: returns an O_PATH dirfd on @rel, creating what is missing.  Each
+ * prefix is looked up from the tree's root (so links resolve as the jail sees
+ * them) and each missing directory is made with mkdirat() on the dirfd its
+ * parent resolved to.  @mode applies to the last component when it is new. */
+static int
+ensure_directory (int tree_fd, const char *rel, mode_t mode, GError **error)
+{
+  g_auto(GStrv) parts = NULL;
+  g_autoptr(GString) prefix = NULL;
+  g_auto(TreeFd) parent_fd = -1;
+  int fd;
+
+  fd = tree_openat2 (tree_fd, rel, O_PATH | O_DIRECTORY);
+  if (fd >= 0)
+    return fd;
+  if (errno != ENOENT)
+    {
+      g_autofree char *shown = g_strconcat ("/", rel, NULL);
+      return throw_lookup (error, errno, shown), -1;
+    }
+
+  parts = g_strsplit (rel, "/", -1);
+  prefix = g_string_new (NULL);
+  for (char **p = parts; *p != NULL; p++)
+    {
+      g_auto(TreeFd) next_fd = -1;
+      g_autofree char *shown = NULL;
+      gboolean last = p[1] == NULL;
+
+      if (prefix->len > 0)
+        g_string_append_c (prefix, '/');
+      g_string_append (prefix, *p);
+      shown = g_strconcat ("/", prefix->str, NULL);
+
+      next_fd = tree_openat2 (tree_fd, prefix->str, O_PATH | O_DIRECTORY);
+      if (next_fd < 0 && errno == ENOENT)
+        {
+          if (mkdirat (parent_fd >= 0 ? parent_fd : tree_fd, *p, last ? mode : 0755) < 0 && errno != EEXIST)
+            return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                         "Cannot create the directory '%s' in the sandbox", shown), -1;
+          next_fd = tree_openat2 (tree_fd, prefix->str, O_PATH | O_DIRECTORY);
+          /* mkdirat() found something, yet the lookup finds nothing: a link
+           * whose target is not in the tree (a host path, as often as not). */
+          if (next_fd < 0 && errno == ENOENT)
+            return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                                   "'%s' is a symbolic link to a directory that does not exist in the "
+                                   "sandbox; remove the link or give another path", shown), -1;
+        }
+      if (next_fd < 0)
+        return throw_lookup (error, errno, shown), -1;
+
+      if (parent_fd >= 0)
+        tree_fd_close (parent_fd);
+      parent_fd = g_steal_fd (&next_fd);
+    }
+
+  return g_steal_fd (&parent_fd);
+}
+
+/* A file or link may replace anything in @dir_fd but a directory. */
+static gboolean
+check_not_directory (int dir_fd, const char *name, const char *shown, GError **error)
+{
+  struct stat st;
+
+  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file name, or remove the directory first", shown);
+  return TRUE;
+}
+
+/* ".NAME.XXXXXX": hidden, next to its final place so that renameat() is atomic. */
+static char *
+temp_name_for (const char *name)
+{
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  char suffix[7];
+
+  for (gsize i = 0; i < 6; i++)
+    suffix[i] = alphabet[g_random_int_range (0, sizeof alphabet - 1)];
+  suffix[6] = '\0';
+  /* 200 bytes of the name keep the temporary name under NAME_MAX. */
+  return g_strdup_printf (".%.200s.%s", name, suffix);
+}
+
+static int
+create_temp_file (int dir_fd, const char *name, mode_t mode, char **out_temp, const char *shown,
+                  GError **error)
+{
+  for (int attempt = 0; attempt < 100; attempt++)
+    {
+      g_autofree char *temp = temp_name_for (name);
+      int fd = openat (dir_fd, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+
+      if (fd >= 0)
+        {
+          *out_temp = g_steal_pointer (&temp);
+          return fd;
+        }
+      if (errno != EEXIST)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot create a temporary file for '%s' in the sandbox", shown), -1;
+    }
+  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
+                         "Cannot create a temporary file for '%s' in the sandbox: every name tried "
+                         "exists; remove the '.*.XXXXXX' files beside it", shown), -1;
+}
+
+static gboolean
+rename_into_place (int dir_fd, const char *temp, const char *name, const char *shown, GError **error)
+{
+  if (renameat (dir_fd, temp, dir_fd, name) == 0)
+    return TRUE;
+
+  int errsv = errno;
+  unlinkat (dir_fd, temp, 0);
+  if (errsv == EISDIR)
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file name, or remove the directory first", shown);
+  return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                               "Cannot put '%s' in place in the sandbox", shown);
+}
+
+/* Waits until a non-blocking @fd can take more. */
+static void
+wait_writable (int fd)
+{
+  struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+  while (poll (&pfd, 1, -1) < 0 && errno == EINTR)
+    ;
+}
+
+/* Returns 0, or the errno of the failed write. */
+static int
+write_all (int fd, const void *data, gsize len)
+{
+  const guint8 *p = data;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, MIN (len, (gsize) G_MAXSSIZE));
+
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          if (errno == EAGAIN)
+            {
+              wait_writable (fd);
+              continue;
+            }
+          return errno;
+        }
+      p += n;
+      len -= n;
+    }
+  return 0;
+}
+
+/* Copies up to @limit bytes from @in_fd's offset to @out_fd's, stopping at end
+ * of file.  On failure returns -1 with *@out_errno set and *@out_read_failed
+ * saying which side failed (copy_file_range() cannot say: counted as the
+ * write side). */
+static gint64
+copy_bytes (int in_fd, int out_fd, guint64 limit, gboolean *out_read_failed, int *out_errno)
+{
+  guint64 total = 0;
+  gboolean kernel_copy = TRUE;
+  g_autofree guint8 *buffer = NULL;
+
+  while (total < limit)
+    {
+      gsize want = MIN (limit - total, (guint64) 1 << 30);
+      ssize_t n;
+
+      if (kernel_copy)
+        {
+          n = copy_file_range (in_fd, NULL, out_fd, NULL, want, 0);
+          if (n > 0)
+            {
+              total += n;
+              continue;
+            }
+          if (n == 0)
+            break;
+          if (errno == EINTR)
+            continue;
+          if (errno == EAGAIN)
+            {
+              wait_writable (out_fd);
+              continue;
+            }
+          /* Not every pair of fds takes it: pipes, two file systems, old kernels,
+           * an O_APPEND destination.  The offsets are shared, so read/write
+           * carries on where it stopped. */
+          if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF)
+            {
+              kernel_copy = FALSE;
+              continue;
+            }
+          *out_read_failed = FALSE;
+          *out_errno = errno;
+          return -1;
+        }
+
+      if (buffer == NULL)
+        buffer = g_malloc (COPY_CHUNK);
+      n = read (in_fd, buffer, MIN (want, COPY_CHUNK));
+      if (n == 0)
+        break;
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          *out_read_failed = TRUE;
+          *out_errno = errno;
+          return -1;
+        }
+      int errsv = write_all (out_fd, buffer, n);
+      if (errsv != 0)
+        {
+          *out_read_failed = FALSE;
+          *out_errno = errsv;
+          return -1;
+        }
+      total += n;
+    }
+
+  return total;
+}
+
+GBytes *
+sandstep_tree_read_file (int tree_fd, const char *sandbox_path, gsize max_bytes, GError **error)
+{
+  g_autofree char *rel = NULL;
+  g_autofree char *shown = NULL;
+  g_auto(TreeFd) fd = -1;
+  g_autoptr(GByteArray) buffer = NULL;
+  struct stat st;
+  guint64 size;
+
+  g_return_val_if_fail (sandbox_path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  rel = sandstep_tree_relative_path (sandbox_path, error);
+  if (rel == NULL)
+    return NULL;
+  shown = g_strconcat ("/", rel, NULL);
+
+  fd = open_regular (tree_fd, rel, shown, &st, error);
+  if (fd < 0)
+    return NULL;
+
+  size = st.st_size;
+  buffer = g_byte_array_sized_new (MIN (size, max_bytes));
+  /* The size is checked again as the bytes come, since the file may grow. */
+  while (size <= max_bytes)
+    {
+      guint old_len = buffer->len;
+      ssize_t n;
+
+      g_byte_array_set_size (buffer, old_len + COPY_CHUNK);
+      n = read (fd, buffer->data + old_len, COPY_CHUNK);
+      g_byte_array_set_size (buffer, old_len + MAX (n, 0));
+      if (n == 0)
+        break;
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                "Cannot read '%s' in the sandbox", shown);
+          return NULL;
+        }
+      size = MAX (size, buffer->len);
+    }
+
+  if (size > max_bytes)
+    {
+      g_autofree char *size_text = format_size (size);
+      g_autofree char *max_text = format_size (max_bytes);
+
+      sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
+                      "'%s' is %s, over the %s read limit; read the part you need with 'sandstep run' "
+                      "and head, tail or sed", shown, size_text, max_text);
+      return NULL;
+    }
+
+  return g_byte_array_free_to_bytes (g_steal_pointer (&buffer));
+}
+
+gboolean
+sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const void *data, gsize len, GError **error)
+{
+  g_autofree char *rel = NULL;
+  g_autofree char *shown = NULL;
+  g_autofree char *parent = NULL;
+  g_autofree char *temp = NULL;
+  g_auto(TreeFd) dir_fd = -1;
+  g_auto(TreeFd) fd = -1;
+  const char *name;
+  int errsv;
+
+  g_return_val_if_fail (sandbox_path != NULL, FALSE);
+  g_return_val_if_fail (data != NULL || len == 0, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  rel = sandstep_tree_relative_path (sandbox_path, error);
+  if (rel == NULL)
+    return FALSE;
+  shown = g_strconcat ("/", rel, NULL);
+  if (!split_parent (rel, &parent, &name))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file, or list it with 'sandstep ls'", shown);
+
+  dir_fd = ensure_directory (tree_fd, parent, 0755, error);
+  if (dir_fd < 0)
+    return FALSE;
+  if (!check_not_directory (dir_fd, name, shown, error))
+    return FALSE;
+
+  fd = create_temp_file (dir_fd, name, 0644, &temp, shown, error);
+  if (fd < 0)
+    return FALSE;
+  errsv = write_all (fd, data, len);
+  if (errsv == 0 && close (g_steal_fd (&fd)) < 0)
+    errsv = errno;
+  if (errsv != 0)
+    {
+      unlinkat (dir_fd, temp, 0);
+      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                   "Cannot write '%s' in the sandbox", shown);
+    }
+
+  return rename_into_place (dir_fd, temp, name, shown, error);
+}
+
+/* Copies the open host file @src_fd to @rel, with @mode less any set-id bits. */
+static gboolean
+put_file (int tree_fd, int src_fd, const char *host_shown, mode_t mode, const char *rel, GError **error)
+{
+  g_autofree char *shown = g_strconcat ("/", rel, NULL);
+  g_autofree char *parent = NULL;
+  g_autofree char *temp = NULL;
+  g_auto(TreeFd) dir_fd = -1;
+  g_auto(TreeFd) fd = -1;
+  const char *name;
+  gboolean read_failed = FALSE;
+  int errsv = 0;
+
+  if (!split_parent (rel, &parent, &name))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file name, or put into it with a '/' at the end",
+                           shown);
+  dir_fd = ensure_directory (tree_fd, parent, 0755, error);
+  if (dir_fd < 0)
+    return FALSE;
+  if (!check_not_directory (dir_fd, name, shown, error))
+    return FALSE;
+
+  fd = create_temp_file (dir_fd, name, 0600, &temp, shown, error);
+  if (fd < 0)
+    return FALSE;
+  /* fchmod, not the create mode: the umask must not decide, and set-id bits never come in. */
+  if (fchmod (fd, mode & 0777) < 0 || copy_bytes (src_fd, fd, G_MAXUINT64, &read_failed, &errsv) < 0 ||
+      close (g_steal_fd (&fd)) < 0)
+    {
+      if (errsv == 0)
+        errsv = errno;
+      unlinkat (dir_fd, temp, 0);
+      if (read_failed)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                     "Cannot read '%s' on the host", host_shown);
+      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                   "Cannot write '%s' in the sandbox", shown);
+    }
+
+  return rename_into_place (dir_fd, temp, name, shown, error);
+}
+
+/* Creates the symbolic link @rel -> @target.  The target is copied as it is:
+ * every tool here resolves it inside the tree, and so does the jail. */
+static gboolean
+put_symlink (int tree_fd, const char *target, const char *rel, GError **error)
+{
+  g_autofree char *shown = g_strconcat ("/", rel, NULL);
+  g_autofree char *parent = NULL;
+  g_auto(TreeFd) dir_fd = -1;
+  const char *name;
+
+  if (!split_parent (rel, &parent, &name))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file name, or put into it with a '/' at the end",
+                           shown);
+  dir_fd = ensure_directory (tree_fd, parent, 0755, error);
+  if (dir_fd < 0)
+    return FALSE;
+  if (!check_not_directory (dir_fd, name, shown, error))
+    return FALSE;
+
+  for (int attempt = 0; attempt < 100; attempt++)
+    {
+      g_autofree char *temp = temp_name_for (name);
+
+      if (symlinkat (target, dir_fd, temp) == 0)
+        return rename_into_place (dir_fd, temp, name, shown, error);
+      if (errno != EEXIST)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot create the symbolic link '%s' in the sandbox", shown);
+    }
+  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
+                         "Cannot create a temporary link for '%s' in the sandbox: every name tried "
+                         "exists; remove the '.*.XXXXXX' files beside it", shown);
+}
+
+static char *
+read_link (int dir_fd, const char *name)
+{
+  for (gsize size = 256; size <= 65536; size *= 2)
+    {
+      g_autofree char *buffer = g_malloc (size);
+      ssize_t n = readlinkat (dir_fd, name, buffer, size);
+
+      if (n < 0)
+        return NULL;
+      if ((gsize) n < size)
+        {
+          buffer[n] = '\0';
+          return g_steal_pointer (&buffer);
+        }
+    }
+  errno = ENAMETOOLONG;
+  return NULL;
+}
+
+/* Copies the host entry @name in @host_dir_fd (its lstat in @st) to @rel.
+ * @follow: the entry was named by the caller, so a link there is followed. */
+static gboolean
+put_entry (int tree_fd, int host_dir_fd, const char *name, const char *host_shown, const struct stat *st,
+           gboolean follow, const char *rel, GError **error)
+{
+  int nofollow = follow ? 0 : O_NOFOLLOW;
+
+  if (S_ISLNK (st->st_mode))
+    {
+      g_autofree char *target = read_link (host_dir_fd, name);
+
+      if (target == NULL)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot read the symbolic link '%s' on the host", host_shown);
+      return put_symlink (tree_fd, target, rel, error);
+    }
+
+  if (S_ISREG (st->st_mode))
+    {
+      g_auto(TreeFd) fd = openat (host_dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | nofollow);
+      struct stat fd_st;
+
+      if (fd < 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot open '%s' on the host", host_shown);
+      if (fstat (fd, &fd_st) < 0 || !S_ISREG (fd_st.st_mode))
+        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
+                               "'%s' on the host was replaced while it was copied; put it again",
+                               host_shown);
+      return put_file (tree_fd, fd, host_shown, fd_st.st_mode, rel, error);
+    }
+
+  if (S_ISDIR (st->st_mode))
+    {
+      g_auto(TreeFd) fd = openat (host_dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
+      g_auto(TreeFd) out_fd = -1;
+      g_autoptr(DIR) dir = NULL;
+      struct dirent *entry;
+
+      if (fd < 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot open the directory '%s' on the host", host_shown);
+      /* 0700 at least, or a read-only source directory could not be filled. */
+      out_fd = ensure_directory (tree_fd, rel, (st->st_mode & 0777) | 0700, error);
+      if (out_fd < 0)
+        return FALSE;
+
+      dir = fdopendir (fd);
+      if (dir == NULL)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot read the directory '%s' on the host", host_shown);
+      g_steal_fd (&fd);
+
+      for (errno = 0; (entry = readdir (dir)) != NULL; errno = 0)
+        {
+          g_autofree char *child_host = NULL;
+          g_autofree char *child_rel = NULL;
+          struct stat child_st;
+
+          if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
+            continue;
+          child_host = g_build_filename (host_shown, entry->d_name, NULL);
+          child_rel = g_strconcat (rel, "/", entry->d_name, NULL);
+          if (fstatat (dirfd (dir), entry->d_name, &child_st, AT_SYMLINK_NOFOLLOW) < 0)
+            return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                         "Cannot stat '%s' on the host", child_host);
+          if (!put_entry (tree_fd, dirfd (dir), entry->d_name, child_host, &child_st, FALSE, child_rel,
+                          error))
+            return FALSE;
+        }
+      if (errno != 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot read the directory '%s' on the host", host_shown);
+      return TRUE;
+    }
+
+  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
+                         "'%s' on the host is %s; put copies only regular files, directories and symbolic "
+                         "links: remove it from the source, or put the files you need one by one",
+                         host_shown, describe_type (st->st_mode));
+}
+
+gboolean
+sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError **error)
+{
+  g_autofree char *src = NULL;
+  g_autofree char *base = NULL;
+  g_autofree char *dest_rel = NULL;
+  g_autofree char *rel = NULL;
+  gboolean into = FALSE;
+  struct stat st;
+
+  g_return_val_if_fail (host_src != NULL, FALSE);
+  g_return_val_if_fail (dest != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  /* Canonical, so that "." or "dir/.." still has a real basename to put under. */
+  src = g_canonicalize_filename (host_src, NULL);
+  base = g_path_get_basename (src);
+  if (strcmp (base, "/") == 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "'%s' is the host's root; put a file or directory under it", host_src);
+
+  if (stat (src, &st) < 0)
+    {
+      if (errno == ENOENT || errno == ENOTDIR)
+        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                               "'%s' does not exist on the host", host_src);
+      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                   "Cannot stat '%s' on the host", host_src);
+    }
+
+  dest_rel = sandstep_tree_relative_path (dest, error);
+  if (dest_rel == NULL)
+    return FALSE;
+
+  if (g_str_has_suffix (dest, "/"))
+    into = TRUE;
+  else
+    {
+      g_auto(TreeFd) fd = tree_openat2 (tree_fd, dest_rel, O_PATH | O_DIRECTORY);
+      into = fd >= 0;
+    }
+  rel = into ? g_strconcat (dest_rel, "/", base, NULL) : g_strdup (dest_rel);
+
+  return put_entry (tree_fd, AT_FDCWD, src, src, &st, TRUE, rel, error);
+}
+
+static int
+compare_entries (gconstpointer a, gconstpointer b)
+{
+  const SandstepDirEntry *ea = *(SandstepDirEntry *const *) a;
+  const SandstepDirEntry *eb = *(SandstepDirEntry *const *) b;
+
+  return strcmp (ea->name, eb->name);
+}
+
+GPtrArray *
+sandstep_tree_list (int tree_fd, const char *sandbox_path, GError **error)
+{
+  g_autofree char *rel = NULL;
+  g_autofree char *shown = NULL;
+  g_auto(TreeFd) path_fd = -1;
+  g_auto(TreeFd) fd = -1;
+  g_autoptr(DIR) dir = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  struct dirent *entry;
+  struct stat st;
+
+  g_return_val_if_fail (sandbox_path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  rel = sandstep_tree_relative_path (sandbox_path, error);
+  if (rel == NULL)
+    return NULL;
+  shown = g_strconcat ("/", rel, NULL);
+
+  path_fd = tree_openat2 (tree_fd, rel, O_PATH);
+  if (path_fd < 0)
+    return throw_lookup (error, errno, shown), NULL;
+  if (fstat (path_fd, &st) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot stat '%s' in the sandbox", shown), NULL;
+  if (!S_ISDIR (st.st_mode))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                           "'%s' is %s, not a directory; list the directory that holds it", shown,
+                           S_ISREG (st.st_mode) ? "a file" : describe_type (st.st_mode)), NULL;
+
+  /* "." from the O_PATH fd reopens the very directory that was checked. */
+  fd = openat (path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot open the directory '%s' in the sandbox", shown), NULL;
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot read the directory '%s' in the sandbox", shown), NULL;
+  g_steal_fd (&fd);
+
+  entries = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_dir_entry_free);
+  for (errno = 0; (entry = readdir (dir)) != NULL; errno = 0)
+    {
+      SandstepDirEntry *item;
+      gboolean is_dir = entry->d_type == DT_DIR;
+
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
+        continue;
+      /* NOFOLLOW: a link to a directory is a link, not a directory. */
+      if (entry->d_type == DT_UNKNOWN && fstatat (dirfd (dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        is_dir = S_ISDIR (st.st_mode);
+
+      item = g_new0 (SandstepDirEntry, 1);
+      item->name = g_strdup (entry->d_name);
+      item->is_dir = is_dir;
+      g_ptr_array_add (entries, item);
+    }
+  if (errno != 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot read the directory '%s' in the sandbox", shown), NULL;
+
+  g_ptr_array_sort (entries, compare_entries);
+  return g_steal_pointer (&entries);
+}
+
+gint64
+sandstep_tree_export (int tree_fd, const char *sandbox_path, int dest_fd, guint64 max_bytes, GError **error)
+{
+  g_autofree char *rel = NULL;
+  g_autofree char *shown = NULL;
+  g_auto(TreeFd) fd = -1;
+  struct stat before, after;
+  gboolean read_failed = FALSE;
+  int errsv = 0;
+  gint64 copied;
+
+  g_return_val_if_fail (sandbox_path != NULL, -1);
+  g_return_val_if_fail (dest_fd >= 0, -1);
+  g_return_val_if_fail (error == NULL || *error == NULL, -1);
+
+  rel = sandstep_tree_relative_path (sandbox_path, error);
+  if (rel == NULL)
+    return -1;
+  shown = g_strconcat ("/", rel, NULL);
+
+  fd = open_regular (tree_fd, rel, shown, &before, error);
+  if (fd < 0)
+    return -1;
+
+  if ((guint64) before.st_size > max_bytes)
+    {
+      g_autofree char *size_text = format_size (before.st_size);
+      g_autofree char *max_text = format_size (max_bytes);
+
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
+                             "'%s' is %s, over the %s export limit; make a smaller file with 'sandstep run' "
+                             "(split, gzip or tar) and export that", shown, size_text, max_text), -1;
+    }
+
+  /* At most the size seen: a file that grows meanwhile is caught below, not copied on. */
+  copied = copy_bytes (fd, dest_fd, before.st_size, &read_failed, &errsv);
+  if (copied < 0)
+    {
+      if (read_failed)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                     "Cannot read '%s' in the sandbox", shown), -1;
+      return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errsv,
+                                   "Cannot write '%s' to the export destination; check that it has room "
+                                   "and is still open", shown), -1;
+    }
+
+  /* The mtime too: a rewrite of the same size is a change all the same. */
+  if (fstat (fd, &after) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot stat '%s' in the sandbox", shown), -1;
+  if (after.st_size != before.st_size || copied != (gint64) before.st_size ||
+      after.st_mtim.tv_sec != before.st_mtim.tv_sec || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec)
+    {
+      g_autofree char *before_text = format_size (before.st_size);
+      g_autofree char *after_text = format_size (after.st_size);
+
+      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
+                             "'%s' changed while it was exported (%s before, %s after, %" G_GINT64_FORMAT
+                             " bytes copied); export it again once nothing writes to it",
+                             shown, before_text, after_text, copied), -1;
+    }
+
+  return copied;
+}

@@ -1,0 +1,18 @@
+/* sandstep-backend.c: what every backend shares. */
+#include "sandstep-backend.h"
+
+#include <string.h>
+
+#define HANDLE_HEX_DIGITS 16
+
+gboolean
+sandstep_handle_is_valid (const char *handle)
+{
+  if (handle == NULL || !g_str_has_prefix (handle, SANDSTEP_HANDLE_PREFIX))
+    return FALSE;
+  handle += strlen (SANDSTEP_HANDLE_PREFIX);
+  for (int i = 0; i < HANDLE_HEX_DIGITS; i++)
+    if (!g_ascii_isxdigit (handle[i]) || g_ascii_isupper (handle[i]))
+      return FALSE;
+  return handle[HANDLE_HEX_DIGITS] == '\0';
+}

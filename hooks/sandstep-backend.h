@@ -1,0 +1,123 @@
+/* sandstep-backend.h: the one interface every backend serves (local jail, remote daemon).
+ *
+ * Operators never know which backend they talk to.  A step attaches to a
+ * sandbox (owner check + claim), works through the attachment, and detaches;
+ * the claim lasts exactly as long as the attachment, and dies with the process.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#include "sandstep-spec.h"
+
+G_BEGIN_DECLS
+
+typedef struct _SandstepBackend SandstepBackend;
+typedef struct _SandstepAttachment SandstepAttachment;
+
+/* Who is asking: the owner must match the sandbox's; the holder names the claim. */
+typedef struct {
+  const char *owner;
+  const char *holder;
+} SandstepIdentity;
+
+typedef struct {
+  const char *command;     /* run as /bin/sh -c COMMAND */
+  double timeout_s;        /* <= 0: no budget but the sandbox's lifetime */
+  int stdin_fd;            /* -1: /dev/null */
+  int stdout_fd;
+  int stderr_fd;
+} SandstepRunRequest;
+
+typedef struct {
+  int exit_status;         /* as from waitpid(); meaningless when timed_out */
+  gboolean timed_out;
+  double applied_timeout_s;/* the budget that applied (0: none) */
+  gboolean clamped;        /* the budget was cut to the remaining lifetime */
+} SandstepRunResult;
+
+typedef struct {
+  char *name;
+  gboolean is_dir;
+} SandstepDirEntry;
+
+void sandstep_dir_entry_free (SandstepDirEntry *entry);
+
+/* Called on every wait step while another holder has the sandbox (once, with
+ * the holder's name), so a CLI can say who it waits for. */
+typedef void (*SandstepWaitNotify) (const char *handle, const char *current_holder, double wait_s, gpointer user_data);
+
+typedef struct {
+  const char *name;
+
+  /* Get-or-create by holder: the same owner and holder get the same handle back. */
+  char *(*provision) (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
+                      gboolean *out_existing, GError **error);
+
+  /* Checks the owner and the lifetime, then claims; waits up to @wait_s for another holder. */
+  SandstepAttachment *(*attach) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                                 double wait_s, SandstepWaitNotify notify, gpointer notify_data, GError **error);
+  /* Ends the claim; finishes a pending release. */
+  void (*detach) (SandstepAttachment *attachment);
+
+  gboolean (*run_command) (SandstepAttachment *attachment, const SandstepRunRequest *request,
+                           SandstepRunResult *result, GError **error);
+  GBytes *(*read_file) (SandstepAttachment *attachment, const char *path, gsize max_bytes, GError **error);
+  gboolean (*write_file) (SandstepAttachment *attachment, const char *path, const void *data, gsize len, GError **error);
+  /* Copies a host file or directory tree to @dest inside the sandbox. */
+  gboolean (*put) (SandstepAttachment *attachment, const char *host_src, const char *dest, GError **error);
+  GPtrArray *(*list_directory) (SandstepAttachment *attachment, const char *path, GError **error);
+  /* Streams a regular file into @dest_fd; returns bytes written or -1. */
+  gint64 (*export_file) (SandstepAttachment *attachment, const char *path, int dest_fd, guint64 max_bytes, GError **error);
+  /* Seconds of lifetime left, clamped at 0. */
+  double (*remaining_lifetime) (SandstepAttachment *attachment);
+  const SandstepSpec *(*spec) (SandstepAttachment *attachment);
+
+  /* The sandbox's record and who holds it now, without claiming; secret values never appear. */
+  JsonNode *(*describe) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
+
+  /* The DAG is done with it: destroy once no command runs, or keep it @keep_s longer. */
+  gboolean (*release) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                       gint64 keep_s, gboolean *out_destroyed, GError **error);
+  /* At once, killing what runs; destroying a sandbox that is gone is no error. */
+  gboolean (*destroy) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
+  /* Reclaims sandboxes of @run (NULL: any) that are expired, or all of the run's when !@expired_only.
+   * Appends the handles it destroyed to @destroyed. */
+  gboolean (*gc) (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error);
+
+  void (*free) (SandstepBackend *backend);
+} SandstepBackendClass;
+
+struct _SandstepBackend {
+  const SandstepBackendClass *klass;
+};
+
+struct _SandstepAttachment {
+  SandstepBackend *backend;
+  char *handle;
+};
+
+/* The local jail backend over @state_dir (NULL: $SANDSTEP_STATE_DIR or the default). */
+SandstepBackend *sandstep_local_backend_new (const char *state_dir, GError **error);
+
+static inline void
+sandstep_backend_free (SandstepBackend *backend)
+{
+  if (backend != NULL)
+    backend->klass->free (backend);
+}
+static inline void
+sandstep_attachment_detach (SandstepAttachment *attachment)
+{
+  if (attachment != NULL)
+    attachment->backend->klass->detach (attachment);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepBackend, sandstep_backend_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepAttachment, sandstep_attachment_detach)
+
+/* A handle is "sandstep-" and 16 lowercase hex digits. */
+#define SANDSTEP_HANDLE_PREFIX "sandstep-"
+gboolean sandstep_handle_is_valid (const char *handle);
+
+G_END_DECLS

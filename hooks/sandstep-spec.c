@@ -1,0 +1,235 @@
+/* sandstep-spec.c: the sandbox spec and its JSON form. */
+#include "sandstep-spec.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sandstep-error.h"
+
+static void
+sandstep_mount_free (SandstepMount *mount)
+{
+  g_free (mount->host_path);
+  g_free (mount->name);
+  g_free (mount);
+}
+
+SandstepSpec *
+sandstep_spec_new (void)
+{
+  SandstepSpec *spec = g_new0 (SandstepSpec, 1);
+
+  spec->network = SANDSTEP_NETWORK_NONE;
+  spec->lifetime_s = SANDSTEP_DEFAULT_LIFETIME_S;
+  spec->env = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  spec->secrets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  spec->mounts = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_mount_free);
+  return spec;
+}
+
+void
+sandstep_spec_free (SandstepSpec *spec)
+{
+  if (spec == NULL)
+    return;
+  g_hash_table_unref (spec->env);
+  g_hash_table_unref (spec->secrets);
+  g_ptr_array_unref (spec->mounts);
+  g_free (spec);
+}
+
+const char *
+sandstep_network_to_string (SandstepNetwork network)
+{
+  switch (network)
+    {
+    case SANDSTEP_NETWORK_NONE: return "none";
+    case SANDSTEP_NETWORK_OPEN: return "open";
+    }
+  g_return_val_if_reached ("none");
+}
+
+gboolean
+sandstep_network_from_string (const char *text, SandstepNetwork *out, GError **error)
+{
+  if (g_strcmp0 (text, "none") == 0)
+    *out = SANDSTEP_NETWORK_NONE;
+  else if (g_strcmp0 (text, "open") == 0)
+    *out = SANDSTEP_NETWORK_OPEN;
+  else
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "network '%s' is not a network mode; use none or open", text);
+  return TRUE;
+}
+
+static gboolean
+mount_name_is_valid (const char *name)
+{
+  if (name[0] == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+    return FALSE;
+  for (const char *p = name; *p; p++)
+    if (!g_ascii_isalnum (*p) && *p != '-' && *p != '_' && *p != '.')
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+sandstep_spec_add_mount (SandstepSpec *spec, const char *text, GError **error)
+{
+  const char *colon = strrchr (text, ':');
+  g_autofree char *host = NULL;
+  g_autofree char *canonical = NULL;
+  const char *target;
+  SandstepMount *mount;
+  struct stat st;
+
+  if (colon == NULL || !g_str_has_prefix (colon + 1, "/data/"))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "mount '%s' is not HOSTPATH:/data/NAME; for example mount=$(CURDIR)/docs:/data/docs",
+                           text);
+  host = g_strndup (text, colon - text);
+  target = colon + 1 + strlen ("/data/");
+  if (!mount_name_is_valid (target))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "mount '%s': '%s' is not a plain name under /data (letters, digits, '.', '-', '_')",
+                           text, target);
+  if (!g_path_is_absolute (host))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "mount '%s': host path '%s' is not absolute; write $(abspath %s) in make",
+                           text, host, host);
+  canonical = realpath (host, NULL);
+  if (canonical == NULL || stat (canonical, &st) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errno,
+                                 "mount '%s': host path '%s' cannot be used", text, host);
+  for (guint i = 0; i < spec->mounts->len; i++)
+    if (strcmp (((SandstepMount *) spec->mounts->pdata[i])->name, target) == 0)
+      return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                             "mount '%s': /data/%s is mounted twice; give each mount its own name", text, target);
+
+  mount = g_new0 (SandstepMount, 1);
+  mount->host_path = g_steal_pointer (&canonical);
+  mount->name = g_strdup (target);
+  g_ptr_array_add (spec->mounts, mount);
+  return TRUE;
+}
+
+static JsonNode *
+string_map_to_json (GHashTable *map, gboolean with_values)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(GList) keys = g_list_sort (g_hash_table_get_keys (map), (GCompareFunc) strcmp);
+
+  if (with_values)
+    {
+      json_builder_begin_object (builder);
+      for (GList *l = keys; l; l = l->next)
+        {
+          json_builder_set_member_name (builder, l->data);
+          json_builder_add_string_value (builder, g_hash_table_lookup (map, l->data));
+        }
+      json_builder_end_object (builder);
+    }
+  else
+    {
+      json_builder_begin_array (builder);
+      for (GList *l = keys; l; l = l->next)
+        json_builder_add_string_value (builder, l->data);
+      json_builder_end_array (builder);
+    }
+  return json_builder_get_root (builder);
+}
+
+JsonNode *
+sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "network");
+  json_builder_add_string_value (builder, sandstep_network_to_string (spec->network));
+  json_builder_set_member_name (builder, "lifetime");
+  json_builder_add_int_value (builder, spec->lifetime_s);
+  json_builder_set_member_name (builder, "env");
+  json_builder_add_value (builder, string_map_to_json (spec->env, TRUE));
+  json_builder_set_member_name (builder, "secrets");
+  json_builder_add_value (builder, string_map_to_json (spec->secrets, with_secrets));
+  json_builder_set_member_name (builder, "mounts");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const SandstepMount *mount = spec->mounts->pdata[i];
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "host");
+      json_builder_add_string_value (builder, mount->host_path);
+      json_builder_set_member_name (builder, "target");
+      json_builder_add_string_value (builder, mount->name);
+      json_builder_end_object (builder);
+    }
+  json_builder_end_array (builder);
+  json_builder_end_object (builder);
+  return json_builder_get_root (builder);
+}
+
+static gboolean
+string_map_from_json (JsonObject *object, const char *member, GHashTable *into, GError **error)
+{
+  JsonNode *node = json_object_get_member (object, member);
+
+  if (node == NULL)
+    return TRUE;
+  if (JSON_NODE_HOLDS_ARRAY (node))
+    {
+      /* A record without secret values (names only) keeps the names with empty values. */
+      JsonArray *array = json_node_get_array (node);
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        g_hash_table_insert (into, g_strdup (json_array_get_string_element (array, i)), g_strdup (""));
+      return TRUE;
+    }
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "spec member '%s' is not an object", member);
+  JsonObject *map = json_node_get_object (node);
+  g_autoptr(GList) names = json_object_get_members (map);
+  for (GList *l = names; l; l = l->next)
+    {
+      JsonNode *value = json_object_get_member (map, l->data);
+      if (!JSON_NODE_HOLDS_VALUE (value) || json_node_get_value_type (value) != G_TYPE_STRING)
+        return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                               "spec member '%s.%s' is not a string", member, (char *) l->data);
+      g_hash_table_insert (into, g_strdup (l->data), g_strdup (json_node_get_string (value)));
+    }
+  return TRUE;
+}
+
+SandstepSpec *
+sandstep_spec_from_json (JsonNode *node, GError **error)
+{
+  g_autoptr(SandstepSpec) spec = sandstep_spec_new ();
+  JsonObject *object;
+  JsonArray *mounts;
+
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    {
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "the spec is not a JSON object");
+      return NULL;
+    }
+  object = json_node_get_object (node);
+  if (!sandstep_network_from_string (json_object_get_string_member_with_default (object, "network", "none"),
+                                     &spec->network, error))
+    return NULL;
+  spec->lifetime_s = json_object_get_int_member_with_default (object, "lifetime", SANDSTEP_DEFAULT_LIFETIME_S);
+  if (!string_map_from_json (object, "env", spec->env, error) ||
+      !string_map_from_json (object, "secrets", spec->secrets, error))
+    return NULL;
+  mounts = json_object_has_member (object, "mounts") ? json_object_get_array_member (object, "mounts") : NULL;
+  for (guint i = 0; mounts != NULL && i < json_array_get_length (mounts); i++)
+    {
+      JsonObject *m = json_array_get_object_element (mounts, i);
+      SandstepMount *mount = g_new0 (SandstepMount, 1);
+      mount->host_path = g_strdup (json_object_get_string_member_with_default (m, "host", ""));
+      mount->name = g_strdup (json_object_get_string_member_with_default (m, "target", ""));
+      g_ptr_array_add (spec->mounts, mount);
+    }
+  return g_steal_pointer (&spec);
+}

@@ -1,0 +1,47 @@
+/* sandstep-spec.h: what a sandbox is asked to be (a plain value).
+ *
+ * A spec is fixed at provision time and recorded with the sandbox, so every
+ * later step runs under the same network mode, environment and mounts.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SANDSTEP_NETWORK_NONE,   /* loopback only; DNS fails */
+  SANDSTEP_NETWORK_OPEN,   /* the host's network */
+} SandstepNetwork;
+
+typedef struct {
+  char *host_path;         /* absolute, canonical */
+  char *name;              /* mounted read-only at /data/NAME */
+} SandstepMount;
+
+typedef struct {
+  SandstepNetwork network;
+  gint64 lifetime_s;       /* > 0 */
+  GHashTable *env;         /* NAME -> VALUE, given with --env */
+  GHashTable *secrets;     /* NAME -> VALUE, given with --secret; masked in tool output */
+  GPtrArray *mounts;       /* of SandstepMount */
+} SandstepSpec;
+
+#define SANDSTEP_DEFAULT_LIFETIME_S (60 * 60)
+
+SandstepSpec *sandstep_spec_new (void);
+void sandstep_spec_free (SandstepSpec *spec);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepSpec, sandstep_spec_free)
+
+const char *sandstep_network_to_string (SandstepNetwork network);
+gboolean sandstep_network_from_string (const char *text, SandstepNetwork *out, GError **error);
+
+/* Adds a mount from "HOSTPATH:/data/NAME"; the host path must exist. */
+gboolean sandstep_spec_add_mount (SandstepSpec *spec, const char *text, GError **error);
+
+/* The spec as JSON, without secret values (names only) unless @with_secrets. */
+JsonNode *sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets);
+SandstepSpec *sandstep_spec_from_json (JsonNode *node, GError **error);
+
+G_END_DECLS

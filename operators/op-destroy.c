@@ -1,0 +1,17 @@
+/* op-destroy.c: destroy a sandbox at once, killing what runs in it. */
+#include "sandstep-operator.h"
+
+#include "sandstep-error.h"
+
+gboolean
+sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **error)
+{
+  if (invocation->operands->len > 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "unexpected argument '%s'; destroy takes only options",
+                           (char *) invocation->operands->pdata[0]);
+  if (!invocation->backend->klass->destroy (invocation->backend, invocation->handle, &invocation->who, error))
+    return FALSE;
+  *out_exit = 0;
+  return TRUE;
+}

@@ -1,0 +1,76 @@
+/* op-provision.c: create a sandbox, or find the one this holder made, and print its handle. */
+#include "sandstep-operator.h"
+
+#include <string.h>
+
+#include "sandstep-error.h"
+
+static gboolean
+add_env (GHashTable *into, const char *option, const char *given, gboolean allow_value, GError **error)
+{
+  const char *eq = strchr (given, '=');
+  g_autofree char *name = eq != NULL ? g_strndup (given, eq - given) : g_strdup (given);
+  const char *value;
+
+  if (name[0] == '\0' || !(g_ascii_isalpha (name[0]) || name[0] == '_'))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "%s '%s' does not start with a variable name; write NAME or NAME=VALUE", option, given);
+  for (const char *p = name; *p; p++)
+    if (!g_ascii_isalnum (*p) && *p != '_')
+      return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                             "%s '%s': '%s' is not a variable name (letters, digits, '_')", option, given, name);
+  if (eq != NULL && !allow_value)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "%s '%s' carries its value on the command line, where any process can read it; "
+                           "export %s in the environment and pass --%s=%s",
+                           option, name, name, option, name);
+  value = eq != NULL ? eq + 1 : g_getenv (name);
+  if (value == NULL)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                           "%s '%s' names a variable that is not set here; export it, or write %s=VALUE", option,
+                           name, name);
+  g_hash_table_insert (into, g_steal_pointer (&name), g_strdup (value));
+  return TRUE;
+}
+
+gboolean
+sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error)
+{
+  g_autoptr(SandstepSpec) spec = sandstep_spec_new ();
+  g_autofree char *handle = NULL;
+  const char *value;
+  GPtrArray *values;
+  gboolean existing = FALSE;
+
+  if (invocation->operands->len > 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "unexpected argument '%s'; provision takes only options",
+                           (char *) invocation->operands->pdata[0]);
+  if ((value = sandstep_invocation_get (invocation, "network")) != NULL &&
+      !sandstep_network_from_string (value, &spec->network, error))
+    return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "lifetime")) != NULL &&
+      !sandstep_parse_duration (value, FALSE, &spec->lifetime_s, error))
+    return FALSE;
+  if ((values = sandstep_invocation_get_all (invocation, "env")) != NULL)
+    for (guint i = 0; i < values->len; i++)
+      if (!add_env (spec->env, "env", values->pdata[i], TRUE, error))
+        return FALSE;
+  if ((values = sandstep_invocation_get_all (invocation, "secret")) != NULL)
+    for (guint i = 0; i < values->len; i++)
+      if (!add_env (spec->secrets, "secret", values->pdata[i], FALSE, error))
+        return FALSE;
+  if ((values = sandstep_invocation_get_all (invocation, "mount")) != NULL)
+    for (guint i = 0; i < values->len; i++)
+      if (!sandstep_spec_add_mount (spec, values->pdata[i], error))
+        return FALSE;
+
+  handle = invocation->backend->klass->provision (invocation->backend, spec, &invocation->who, &existing, error);
+  if (handle == NULL)
+    return FALSE;
+  if (existing)
+    g_printerr ("sandstep provision: '%s' already provisioned %s; using it again\n", invocation->who.holder, handle);
+  g_print ("%s\n", handle);
+  *out_exit = 0;
+  return TRUE;
+}

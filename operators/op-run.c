@@ -1,0 +1,50 @@
+/* op-run.c: one shell command in a fresh jail over the sandbox's files. */
+#include "sandstep-operator.h"
+
+#include <math.h>
+
+#include "sandstep-error.h"
+
+gboolean
+sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
+{
+  g_autoptr(SandstepAttachment) attachment = NULL;
+  g_autofree char *command = NULL;
+  const char *timeout_text = sandstep_invocation_get (invocation, "timeout");
+  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2 };
+  SandstepRunResult result;
+
+  if (invocation->operands->len == 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                           "no command given; write: sandstep run --handle=H -- COMMAND");
+  g_ptr_array_add (invocation->operands, NULL);
+  command = g_strjoinv (" ", (char **) invocation->operands->pdata);
+  g_ptr_array_remove_index (invocation->operands, invocation->operands->len - 1);
+  if (timeout_text != NULL && !sandstep_parse_seconds ("timeout", timeout_text, FALSE, &request.timeout_s, error))
+    return FALSE;
+  request.command = command;
+
+  attachment = sandstep_invocation_attach (invocation, error);
+  if (attachment == NULL)
+    return FALSE;
+  if (!attachment->backend->klass->run_command (attachment, &request, &result, error))
+    return FALSE;
+
+  if (result.timed_out)
+    {
+      g_autofree char *budget = g_strdup_printf ("%g", round (result.applied_timeout_s * 10) / 10);
+      if (!result.clamped)
+        g_printerr ("sandstep run: the command ran out of its %ss budget (--timeout=%s) and was killed, with "
+                    "everything it started\n", budget, timeout_text);
+      else if (timeout_text != NULL)
+        g_printerr ("sandstep run: the command ran out of its %ss budget (the sandbox's remaining lifetime, shorter "
+                    "than --timeout=%s) and was killed, with everything it started\n", budget, timeout_text);
+      else
+        g_printerr ("sandstep run: the command ran out of its %ss budget (the sandbox's remaining lifetime) and was "
+                    "killed, with everything it started\n", budget);
+      *out_exit = SANDSTEP_EXIT_TIMEOUT;
+      return TRUE;
+    }
+  *out_exit = result.exit_status;
+  return TRUE;
+}

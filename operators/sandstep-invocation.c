@@ -1,0 +1,406 @@
+/* sandstep-invocation.c: parsing one helper command line against the operator table. */
+#include "sandstep-operator.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sandstep-error.h"
+
+#define DEFAULT_WAIT_S 600.0
+/* Handle files hold one line; anything longer is not a handle file. */
+#define HANDLE_FILE_MAX 4096
+
+static gboolean
+bad_value (GError **error, const char *name, const char *value, const char *expected)
+{
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "%s '%s' is not %s", name,
+                         value, expected);
+}
+
+gboolean
+sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error)
+{
+  static const struct { char suffix; gint64 scale; } units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+  const char *expected = allow_zero ? "a duration: 0, seconds, or a number with s, m, h or d (30m, 2h)"
+                                    : "a duration: seconds, or a number with s, m, h or d (30m, 2h), above 0";
+  char *end = NULL;
+  gint64 scale = 1;
+  guint64 value;
+
+  if (text == NULL || !g_ascii_isdigit (text[0]))
+    return bad_value (error, "duration", text ? text : "", expected);
+  errno = 0;
+  value = g_ascii_strtoull (text, &end, 10);
+  if (errno != 0)
+    return bad_value (error, "duration", text, expected);
+  if (*end != '\0')
+    {
+      gsize i;
+      for (i = 0; i < G_N_ELEMENTS (units); i++)
+        if (end[0] == units[i].suffix && end[1] == '\0')
+          break;
+      if (i == G_N_ELEMENTS (units))
+        return bad_value (error, "duration", text, expected);
+      scale = units[i].scale;
+    }
+  /* Ten years is far beyond any sandbox and keeps the arithmetic in range. */
+  if ((value == 0 && !allow_zero) || value > (guint64) (10 * 365 * 86400) / scale)
+    return bad_value (error, "duration", text, expected);
+  *out_seconds = (gint64) value * scale;
+  return TRUE;
+}
+
+gboolean
+sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero, double *out, GError **error)
+{
+  char *end = NULL;
+  double value;
+
+  if (text == NULL || text[0] == '\0')
+    return bad_value (error, name, "", allow_zero ? "a number of seconds, 0 or more" : "a number of seconds above 0");
+  value = g_ascii_strtod (text, &end);
+  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || g_ascii_isspace (text[0]))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "%s must be a %s finite number of seconds, got '%s'", name,
+                           allow_zero ? "non-negative" : "positive", text);
+  *out = value;
+  return TRUE;
+}
+
+gboolean
+sandstep_parse_size (const char *text, guint64 *out, GError **error)
+{
+  const char *expected = "a size: bytes, or a number with K, M or G (5M), above 0";
+  char *end = NULL;
+  guint64 value, scale = 1;
+
+  if (text == NULL || !g_ascii_isdigit (text[0]))
+    return bad_value (error, "size", text ? text : "", expected);
+  errno = 0;
+  value = g_ascii_strtoull (text, &end, 10);
+  if (errno != 0)
+    return bad_value (error, "size", text, expected);
+  if (*end != '\0')
+    {
+      switch (g_ascii_toupper (*end))
+        {
+        case 'K': scale = 1ULL << 10; break;
+        case 'M': scale = 1ULL << 20; break;
+        case 'G': scale = 1ULL << 30; break;
+        default: return bad_value (error, "size", text, expected);
+        }
+      if (end[1] != '\0' && !(g_ascii_toupper (end[1]) == 'B' && end[2] == '\0') &&
+          !(end[1] == 'i' && end[2] == 'B' && end[3] == '\0'))
+        return bad_value (error, "size", text, expected);
+    }
+  if (value == 0 || value > G_MAXUINT64 / scale / 2)
+    return bad_value (error, "size", text, expected);
+  *out = value * scale;
+  return TRUE;
+}
+
+gboolean
+sandstep_option_check (const SandstepOption *option, const char *value, GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  gint64 duration;
+  double seconds;
+  guint64 size;
+  gboolean ok = TRUE;
+
+  switch (option->kind)
+    {
+    case SANDSTEP_OPTION_FLAG:
+      if (value != NULL)
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "option '%s' takes no value, got '%s'; write it alone", option->name, value);
+      return TRUE;
+    case SANDSTEP_OPTION_STRING:
+      if (value == NULL || value[0] == '\0')
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                               "option '%s' needs a value: %s", option->name, option->help);
+      return TRUE;
+    case SANDSTEP_OPTION_CHOICE:
+      {
+        g_auto(GStrv) choices = g_strsplit (option->choices, "|", -1);
+        if (value != NULL && g_strv_contains ((const char *const *) choices, value))
+          return TRUE;
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "option '%s' does not accept '%s'; accepted values: %s", option->name,
+                               value ? value : "", option->choices);
+      }
+    case SANDSTEP_OPTION_DURATION:
+    case SANDSTEP_OPTION_KEEP:
+      ok = sandstep_parse_duration (value, option->kind == SANDSTEP_OPTION_KEEP, &duration, &local_error);
+      break;
+    case SANDSTEP_OPTION_SECONDS:
+    case SANDSTEP_OPTION_WAIT:
+      ok = sandstep_parse_seconds (option->name, value, option->kind == SANDSTEP_OPTION_WAIT, &seconds, &local_error);
+      break;
+    case SANDSTEP_OPTION_SIZE:
+      ok = sandstep_parse_size (value, &size, &local_error);
+      break;
+    case SANDSTEP_OPTION_COUNT:
+      {
+        char *end = NULL;
+        guint64 n = value != NULL && g_ascii_isdigit (value[0]) ? g_ascii_strtoull (value, &end, 10) : 0;
+        if (n < 1 || n > G_MAXINT || *end != '\0')
+          return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                                 "option '%s' must be a whole number of 1 or more, got '%s'", option->name,
+                                 value ? value : "");
+        return TRUE;
+      }
+    }
+  if (!ok)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "option '%s': %s",
+                           option->name, local_error->message);
+  return TRUE;
+}
+
+static char *
+accepted_options (const SandstepOperator *op)
+{
+  static const char *const common[] = { "handle", "wait", "owner", "holder" };
+  GString *out = g_string_new (NULL);
+
+  for (const SandstepOption *o = op->options; o->name != NULL; o++)
+    g_string_append_printf (out, "%s--%s", out->len ? ", " : "", o->name);
+  for (gsize i = 0; i < G_N_ELEMENTS (common); i++)
+    if (sandstep_option_lookup (op, common[i]) != NULL)
+      g_string_append_printf (out, "%s--%s", out->len ? ", " : "", common[i]);
+  return g_string_free (out, FALSE);
+}
+
+void
+sandstep_invocation_free (SandstepInvocation *invocation)
+{
+  if (invocation == NULL)
+    return;
+  g_hash_table_unref (invocation->values);
+  g_ptr_array_unref (invocation->operands);
+  g_free ((char *) invocation->who.owner);
+  g_free ((char *) invocation->who.holder);
+  g_free (invocation->handle);
+  sandstep_backend_free (invocation->backend);
+  g_free (invocation);
+}
+
+static char *
+default_identity (const char *variable, const char *suffix)
+{
+  const char *value = g_getenv (variable);
+
+  if (value != NULL && value[0] != '\0')
+    return g_strdup (value);
+  return g_strdup_printf ("%s@%s%s", g_get_user_name (), g_get_host_name (), suffix);
+}
+
+SandstepInvocation *
+sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GError **error)
+{
+  g_autoptr(SandstepInvocation) invocation = g_new0 (SandstepInvocation, 1);
+  gboolean options_done = FALSE;
+
+  invocation->op = op;
+  invocation->values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+  invocation->operands = g_ptr_array_new_with_free_func (g_free);
+
+  for (int i = 0; i < argc; i++)
+    {
+      const char *arg = argv[i];
+      g_autofree char *name = NULL;
+      const char *value = NULL;
+      const SandstepOption *option;
+      GPtrArray *values;
+
+      if (options_done || arg[0] != '-' || arg[1] == '\0')
+        {
+          g_ptr_array_add (invocation->operands, g_strdup (arg));
+          continue;
+        }
+      if (strcmp (arg, "--") == 0)
+        {
+          options_done = TRUE;
+          continue;
+        }
+      if (arg[1] != '-')
+        {
+          g_autofree char *accepted = accepted_options (op);
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_UNKNOWN_OPTION,
+                          "unknown option '%s'; accepted: %s (see 'sandstep %s --help')", arg, accepted,
+                          op->name);
+          return NULL;
+        }
+      name = g_strdup (arg + 2);
+      if (strchr (name, '=') != NULL)
+        {
+          char *eq = strchr (name, '=');
+          *eq = '\0';
+          value = arg + 2 + (eq - name) + 1;
+        }
+      option = sandstep_option_lookup (op, name);
+      if (option == NULL)
+        {
+          g_autofree char *accepted = accepted_options (op);
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_UNKNOWN_OPTION,
+                          "unknown option '--%s'; accepted: %s (see 'sandstep %s --help')", name,
+                          accepted, op->name);
+          return NULL;
+        }
+      if (value == NULL && option->kind != SANDSTEP_OPTION_FLAG)
+        {
+          if (i + 1 >= argc)
+            {
+              sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                              "option '--%s' needs a value: %s", name, option->help);
+              return NULL;
+            }
+          value = argv[++i];
+        }
+      if (!sandstep_option_check (option, value, error))
+        return NULL;
+      values = g_hash_table_lookup (invocation->values, option->name);
+      if (values == NULL)
+        {
+          values = g_ptr_array_new_with_free_func (g_free);
+          g_hash_table_insert (invocation->values, (gpointer) option->name, values);
+        }
+      else if (!option->repeatable)
+        {
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                          "option '--%s' is given twice; give it once", name);
+          return NULL;
+        }
+      g_ptr_array_add (values, g_strdup (value));
+    }
+
+  invocation->who.owner = sandstep_invocation_has (invocation, "owner")
+                            ? g_strdup (sandstep_invocation_get (invocation, "owner"))
+                            : default_identity ("SANDSTEP_OWNER", "");
+  invocation->who.holder = sandstep_invocation_has (invocation, "holder")
+                             ? g_strdup (sandstep_invocation_get (invocation, "holder"))
+                             : default_identity ("SANDSTEP_HOLDER", "/cli");
+
+  if (op->flags & SANDSTEP_OP_HANDLE)
+    {
+      const char *given = sandstep_invocation_get (invocation, "handle");
+      if (given == NULL)
+        {
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                          "no --handle given; pass --handle=HANDLE or --handle=@FILE with the file the "
+                          "provisioning step wrote");
+          return NULL;
+        }
+      invocation->handle = sandstep_resolve_handle (given, error);
+      if (invocation->handle == NULL)
+        return NULL;
+    }
+  return g_steal_pointer (&invocation);
+}
+
+const char *
+sandstep_invocation_get (SandstepInvocation *invocation, const char *name)
+{
+  GPtrArray *values = g_hash_table_lookup (invocation->values, name);
+
+  return values != NULL && values->len > 0 ? values->pdata[values->len - 1] : NULL;
+}
+
+GPtrArray *
+sandstep_invocation_get_all (SandstepInvocation *invocation, const char *name)
+{
+  return g_hash_table_lookup (invocation->values, name);
+}
+
+gboolean
+sandstep_invocation_has (SandstepInvocation *invocation, const char *name)
+{
+  return g_hash_table_contains (invocation->values, name);
+}
+
+char *
+sandstep_resolve_handle (const char *given, GError **error)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *shown = NULL;
+
+  if (given[0] == '@')
+    {
+      const char *path = given + 1;
+      g_autoptr(GError) local_error = NULL;
+      gsize len = 0;
+
+      if (!g_file_get_contents (path, &text, &len, &local_error))
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                          "The handle file '%s' cannot be read (%s): the step that provisions the sandbox has not "
+                          "run; make this step depend on it",
+                          path, local_error->message);
+          return NULL;
+        }
+      if (len > HANDLE_FILE_MAX || memchr (text, '\0', len) != NULL)
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                          "The handle file '%s' does not hold a handle; it should hold the one line that "
+                          "'sandstep provision' printed", path);
+          return NULL;
+        }
+      g_strstrip (text);
+      if (text[0] == '\0' || strcmp (text, "None") == 0)
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                          "The handle file '%s' is %s, which is not a sandbox handle: the step that provisions the "
+                          "sandbox produced nothing (make -t leaves empty files), or this step ran before it; "
+                          "remove '%s' and run make again",
+                          path, text[0] == '\0' ? "empty" : "'None'", path);
+          return NULL;
+        }
+      shown = g_strdup_printf ("'%s' (from '%s')", text, path);
+    }
+  else
+    {
+      text = g_strstrip (g_strdup (given));
+      shown = g_strdup_printf ("'%s'", given);
+      if (text[0] == '\0' || strcmp (text, "None") == 0)
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                          "--handle rendered to %s, which is not a sandbox handle: the step that provisions the "
+                          "sandbox produced nothing, or this step ran before it; pass --handle=@FILE with the file "
+                          "that step wrote",
+                          shown);
+          return NULL;
+        }
+    }
+  if (!sandstep_handle_is_valid (text))
+    {
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                      "%s is not a sandbox handle (they look like %s0123456789abcdef); pass the line "
+                      "'sandstep provision' printed",
+                      shown, SANDSTEP_HANDLE_PREFIX);
+      return NULL;
+    }
+  return g_steal_pointer (&text);
+}
+
+static void
+print_waiting (const char *handle, const char *current_holder, double wait_s, gpointer user_data)
+{
+  SandstepInvocation *invocation = user_data;
+
+  g_printerr ("sandstep %s: sandbox '%s' is held by '%s'; waiting up to %gs\n", invocation->op->name, handle,
+              current_holder, wait_s);
+}
+
+SandstepAttachment *
+sandstep_invocation_attach (SandstepInvocation *invocation, GError **error)
+{
+  double wait_s = DEFAULT_WAIT_S;
+  const char *given = sandstep_invocation_get (invocation, "wait");
+
+  if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))
+    return NULL;
+  return invocation->backend->klass->attach (invocation->backend, invocation->handle, &invocation->who, wait_s,
+                                             print_waiting, invocation, error);
+}

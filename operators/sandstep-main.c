@@ -1,0 +1,66 @@
+/* sandstep-main.c: the `sandstep` helper that every operator runs as.
+ *
+ * It decides what to print: library code returns GErrors, and this maps
+ * each to one line on stderr and the exit status documented in the README.
+ */
+#include <locale.h>
+#include <signal.h>
+#include <string.h>
+
+#include "sandstep-error.h"
+#include "sandstep-operator.h"
+
+static int
+fail (const char *op_name, GError *error)
+{
+  g_printerr ("sandstep %s: %s\n", op_name, error->message);
+  return sandstep_error_exit_status (error);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SandstepInvocation) invocation = NULL;
+  const SandstepOperator *op;
+  int exit_status = SANDSTEP_EXIT_INTERNAL;
+
+  setlocale (LC_ALL, "");
+  /* A closed reader (| head) ends us quietly, as it would any filter. */
+  signal (SIGPIPE, SIG_DFL);
+
+  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0)
+    {
+      g_autofree char *usage = sandstep_operator_usage (NULL);
+      g_print ("%s", usage);
+      return argc < 2 ? SANDSTEP_EXIT_USAGE : 0;
+    }
+  if (strcmp (argv[1], "--version") == 0)
+    {
+      g_print ("sandstep %s\n", SANDSTEP_VERSION);
+      return 0;
+    }
+  op = sandstep_operator_lookup (argv[1]);
+  if (op == NULL)
+    {
+      g_printerr ("sandstep: unknown operator '%s'; see 'sandstep --help' for the list\n", argv[1]);
+      return SANDSTEP_EXIT_USAGE;
+    }
+  for (int i = 2; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+      {
+        g_autofree char *usage = sandstep_operator_usage (op);
+        g_print ("%s", usage);
+        return 0;
+      }
+
+  invocation = sandstep_invocation_parse (op, argc - 2, argv + 2, &error);
+  if (invocation == NULL)
+    return fail (op->name, error);
+  invocation->backend = sandstep_local_backend_new (NULL, &error);
+  if (invocation->backend == NULL)
+    return fail (op->name, error);
+  if (!op->run (invocation, &exit_status, &error))
+    return fail (op->name, error);
+  return exit_status;
+}

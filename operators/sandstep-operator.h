@@ -1,0 +1,116 @@
+/* sandstep-operator.h: the operators, their options, and one invocation of one.
+ *
+ * The operator table (sandstep-operators.c) is the single truth for what the
+ * `sandstep` helper accepts: the helper parses its command line against it,
+ * the make plugin validates `key=value` options against the same rows with the
+ * same value checkers, and `sandstep --help` is printed from it.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sandstep-backend.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SANDSTEP_OPTION_STRING,     /* any non-empty text */
+  SANDSTEP_OPTION_DURATION,   /* seconds, or a number with s, m, h or d; > 0 */
+  SANDSTEP_OPTION_KEEP,       /* a duration, or 0 */
+  SANDSTEP_OPTION_SECONDS,    /* a positive finite number of seconds */
+  SANDSTEP_OPTION_WAIT,       /* a finite number of seconds >= 0 */
+  SANDSTEP_OPTION_COUNT,      /* a whole number >= 1 */
+  SANDSTEP_OPTION_SIZE,       /* bytes, or a number with K, M or G (binary); > 0 */
+  SANDSTEP_OPTION_CHOICE,     /* one of the words in .choices, separated by '|' */
+  SANDSTEP_OPTION_FLAG,       /* no value on the command line; a bare word in make */
+} SandstepOptionKind;
+
+typedef struct {
+  const char *name;           /* --NAME=VALUE on the command line, NAME=VALUE in make */
+  SandstepOptionKind kind;
+  gboolean repeatable;
+  const char *choices;        /* SANDSTEP_OPTION_CHOICE only */
+  const char *help;
+} SandstepOption;
+
+typedef enum {
+  SANDSTEP_OP_HANDLE = 1 << 0,   /* works on one sandbox: --handle is required */
+  SANDSTEP_OP_CLAIMS = 1 << 1,   /* holds the sandbox while it works: --wait applies */
+} SandstepOperatorFlags;
+
+/* What the free text of a make call ($(sandbox-NAME HANDLE OPTIONS,TEXT)) becomes. */
+typedef enum {
+  SANDSTEP_TEXT_NONE,         /* the operator takes no text */
+  SANDSTEP_TEXT_COMMAND,      /* one word after "--": a shell command or a prompt */
+  SANDSTEP_TEXT_WORDS,        /* split at whitespace into operands: paths, PATH=URL pairs */
+} SandstepTextKind;
+
+typedef struct _SandstepInvocation SandstepInvocation;
+typedef struct _SandstepOperator SandstepOperator;
+
+struct _SandstepOperator {
+  const char *name;
+  SandstepOperatorFlags flags;
+  const SandstepOption *options;  /* ends with a row whose name is NULL */
+  SandstepTextKind text;
+  const char *operands;           /* usage of the positional arguments, e.g. "-- COMMAND" */
+  const char *summary;
+  /* Does the work; *out_exit is the helper's exit status when it returns TRUE. */
+  gboolean (*run) (SandstepInvocation *invocation, int *out_exit, GError **error);
+};
+
+struct _SandstepInvocation {
+  const SandstepOperator *op;
+  GHashTable *values;         /* option name -> GPtrArray of char * (raw text, in order) */
+  GPtrArray *operands;        /* char * */
+  SandstepIdentity who;       /* owner and holder, defaults applied */
+  char *handle;               /* resolved from --handle (a literal or @FILE) */
+  SandstepBackend *backend;
+};
+
+/* The table, sorted by name. */
+const SandstepOperator *sandstep_operators (gsize *n_operators);
+const SandstepOperator *sandstep_operator_lookup (const char *name);
+/* The options every operator takes (owner, holder), and those of handle and claiming operators. */
+const SandstepOption *sandstep_option_lookup (const SandstepOperator *op, const char *name);
+
+/* Checks @value against @option's kind; the message names the option, the
+ * value in quotes and the accepted values. */
+gboolean sandstep_option_check (const SandstepOption *option, const char *value, GError **error);
+
+gboolean sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error);
+gboolean sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero, double *out, GError **error);
+gboolean sandstep_parse_size (const char *text, guint64 *out, GError **error);
+
+/* Parses argv (after the operator's name) into an invocation. */
+SandstepInvocation *sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GError **error);
+void sandstep_invocation_free (SandstepInvocation *invocation);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepInvocation, sandstep_invocation_free)
+
+/* The last value given for @name, or NULL. */
+const char *sandstep_invocation_get (SandstepInvocation *invocation, const char *name);
+GPtrArray *sandstep_invocation_get_all (SandstepInvocation *invocation, const char *name);
+gboolean sandstep_invocation_has (SandstepInvocation *invocation, const char *name);
+
+/* Reads and checks a handle given as text or as @FILE. */
+char *sandstep_resolve_handle (const char *given, GError **error);
+
+/* Attaches to the invocation's sandbox, printing one line while it waits. */
+SandstepAttachment *sandstep_invocation_attach (SandstepInvocation *invocation, GError **error);
+
+/* Usage text of @op (or of the whole helper for NULL). */
+char *sandstep_operator_usage (const SandstepOperator *op);
+
+/* The operators' run functions, one file each. */
+gboolean sandstep_op_describe (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_put (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_release (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,181 @@
+/* sandstep-operators.c: THE operator table and the options of each operator. */
+#include "sandstep-operator.h"
+
+#include <string.h>
+
+static const SandstepOption provision_options[] = {
+  /* name        kind                       repeat choices       help */
+  { "network",   SANDSTEP_OPTION_CHOICE,    FALSE, "none|open",  "none (default: loopback only, DNS fails) or open (the host's network)" },
+  { "lifetime",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "how long the sandbox lives (default 1h); commands never outlive it" },
+  { "env",       SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME=VALUE, or NAME to pass this environment's value, into every command" },
+  { "secret",    SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME of an environment variable passed in and masked in agent tool output" },
+  { "mount",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "HOSTPATH:/data/NAME, bound read-only" },
+  { NULL }
+};
+
+static const SandstepOption run_options[] = {
+  { "timeout",   SANDSTEP_OPTION_SECONDS,   FALSE, NULL,         "seconds the command may run (default: the sandbox's remaining lifetime)" },
+  { NULL }
+};
+
+static const SandstepOption get_options[] = {
+  { "to",        SANDSTEP_OPTION_STRING,    FALSE, NULL,         "write to this host file (replaced whole) instead of standard output" },
+  { "max-bytes", SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "refuse files larger than this (default 5M)" },
+  { NULL }
+};
+
+static const SandstepOption export_options[] = {
+  { "max-bytes", SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "refuse files larger than this (default 1G)" },
+  { NULL }
+};
+
+static const SandstepOption release_options[] = {
+  { "keep",      SANDSTEP_OPTION_KEEP,      FALSE, NULL,         "keep the sandbox this long for inspection (default 0: destroy when idle)" },
+  { NULL }
+};
+
+static const SandstepOption gc_options[] = {
+  { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "reclaim every sandbox of this run, expired or not" },
+  { "expired",   SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "reclaim only sandboxes whose lifetime is over (the default without --run)" },
+  { NULL }
+};
+
+static const SandstepOption no_options[] = {
+  { NULL }
+};
+
+/* Taken by every operator. */
+static const SandstepOption identity_options[] = {
+  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else USER@HOST)" },
+  { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)" },
+  { NULL }
+};
+
+static const SandstepOption handle_options[] = {
+  { "handle",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the sandbox: a handle, or @FILE holding one" },
+  { NULL }
+};
+
+static const SandstepOption claim_options[] = {
+  { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600; 0: refuse at once)" },
+  { NULL }
+};
+
+#define H SANDSTEP_OP_HANDLE
+#define C SANDSTEP_OP_CLAIMS
+
+static const SandstepOperator operators[] = {
+  /* name         flags  options           text                    operands            summary                                              run */
+  { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
+  { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
+  { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file:// URLs, all or none",       sandstep_op_export },
+  { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run",      sandstep_op_gc },
+  { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
+  { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
+  { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },
+  { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
+  { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
+  { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
+};
+
+#undef H
+#undef C
+
+const SandstepOperator *
+sandstep_operators (gsize *n_operators)
+{
+  *n_operators = G_N_ELEMENTS (operators);
+  return operators;
+}
+
+const SandstepOperator *
+sandstep_operator_lookup (const char *name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (operators); i++)
+    if (g_strcmp0 (operators[i].name, name) == 0)
+      return &operators[i];
+  return NULL;
+}
+
+static const SandstepOption *
+find_in (const SandstepOption *options, const char *name)
+{
+  for (; options->name != NULL; options++)
+    if (strcmp (options->name, name) == 0)
+      return options;
+  return NULL;
+}
+
+const SandstepOption *
+sandstep_option_lookup (const SandstepOperator *op, const char *name)
+{
+  const SandstepOption *option = find_in (op->options, name);
+
+  if (option == NULL)
+    option = find_in (identity_options, name);
+  if (option == NULL && (op->flags & SANDSTEP_OP_HANDLE))
+    option = find_in (handle_options, name);
+  if (option == NULL && (op->flags & SANDSTEP_OP_CLAIMS))
+    option = find_in (claim_options, name);
+  return option;
+}
+
+static void
+append_options (GString *out, const SandstepOption *options)
+{
+  for (; options->name != NULL; options++)
+    {
+      g_autofree char *left = NULL;
+      switch (options->kind)
+        {
+        case SANDSTEP_OPTION_FLAG:
+          left = g_strdup_printf ("--%s", options->name);
+          break;
+        case SANDSTEP_OPTION_CHOICE:
+          left = g_strdup_printf ("--%s=%s", options->name, options->choices);
+          break;
+        case SANDSTEP_OPTION_DURATION:
+        case SANDSTEP_OPTION_KEEP:
+          left = g_strdup_printf ("--%s=DURATION", options->name);
+          break;
+        case SANDSTEP_OPTION_SECONDS:
+        case SANDSTEP_OPTION_WAIT:
+          left = g_strdup_printf ("--%s=SECONDS", options->name);
+          break;
+        case SANDSTEP_OPTION_SIZE:
+          left = g_strdup_printf ("--%s=BYTES", options->name);
+          break;
+        case SANDSTEP_OPTION_COUNT:
+          left = g_strdup_printf ("--%s=N", options->name);
+          break;
+        case SANDSTEP_OPTION_STRING:
+          left = g_strdup_printf ("--%s=%s", options->name, g_ascii_strup (options->name, -1));
+          break;
+        }
+      g_string_append_printf (out, "  %-26s %s%s\n", left, options->help, options->repeatable ? " (repeatable)" : "");
+    }
+}
+
+char *
+sandstep_operator_usage (const SandstepOperator *op)
+{
+  GString *out = g_string_new (NULL);
+
+  if (op == NULL)
+    {
+      g_string_append (out, "Usage: sandstep OPERATOR [OPTIONS] [ARGUMENTS]\n\nOperators:\n");
+      for (gsize i = 0; i < G_N_ELEMENTS (operators); i++)
+        g_string_append_printf (out, "  %-10s %s\n", operators[i].name, operators[i].summary);
+      g_string_append (out, "\nSee 'sandstep OPERATOR --help' for the options of one.\n");
+      return g_string_free (out, FALSE);
+    }
+  g_string_append_printf (out, "Usage: sandstep %s [OPTIONS] %s\n\n%s.\n\nOptions:\n", op->name, op->operands,
+                          op->summary);
+  if (op->flags & SANDSTEP_OP_HANDLE)
+    append_options (out, handle_options);
+  append_options (out, op->options);
+  if (op->flags & SANDSTEP_OP_CLAIMS)
+    append_options (out, claim_options);
+  append_options (out, identity_options);
+  return g_string_free (out, FALSE);
+}
