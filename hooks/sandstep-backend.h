@@ -22,12 +22,17 @@ typedef struct {
   const char *holder;
 } SandstepIdentity;
 
+/* Receives a command's output as it comes: @stream is 1 (stdout) or 2 (stderr). */
+typedef void (*SandstepOutputFunc) (int stream, const char *data, gsize len, gpointer user_data);
+
 typedef struct {
   const char *command;     /* run as /bin/sh -c COMMAND */
   double timeout_s;        /* <= 0: no budget but the sandbox's lifetime */
   int stdin_fd;            /* -1: /dev/null */
-  int stdout_fd;
+  int stdout_fd;           /* ignored when on_output is set */
   int stderr_fd;
+  SandstepOutputFunc on_output;  /* NULL: output goes to stdout_fd and stderr_fd */
+  gpointer user_data;
 } SandstepRunRequest;
 
 typedef struct {

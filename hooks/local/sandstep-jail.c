@@ -784,3 +784,71 @@ sandstep_jail_wait (SandstepJailProcess *process, gint64 deadline, int *out_exit
   *out_exit = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
   return TRUE;
 }
+
+gboolean
+sandstep_jail_wait_output (SandstepJailProcess *process, gint64 deadline, int out_fd, int err_fd,
+                           SandstepOutputFunc on_output, gpointer user_data, int *out_exit, gboolean *out_timed_out,
+                           GError **error)
+{
+  struct pollfd pfds[3] = {
+    { .fd = process->pidfd, .events = POLLIN },
+    { .fd = out_fd, .events = POLLIN },
+    { .fd = err_fd, .events = POLLIN },
+  };
+  char buf[65536];
+  gboolean ended = FALSE;
+  gboolean timed_out = FALSE;
+  gboolean ok;
+
+  /* Until the jail ends and both pipes reach EOF.  The pipes close for good
+   * when the jail's pid namespace is gone: nothing inside can keep them open. */
+  while (!ended || pfds[1].fd >= 0 || pfds[2].fd >= 0)
+    {
+      int timeout_ms = -1;
+      int r;
+
+      if (!ended && deadline > 0)
+        {
+          gint64 left = deadline - g_get_monotonic_time ();
+          if (left <= 0)
+            {
+              timed_out = TRUE;
+              sandstep_jail_kill (process);
+              left = 0;
+            }
+          timeout_ms = (int) MIN ((left + 999) / 1000, G_MAXINT);
+        }
+      if (ended)
+        pfds[0].fd = -1;
+      r = poll (pfds, 3, timeout_ms);
+      if (r < 0 && errno != EINTR)
+        {
+          sandstep_jail_kill (process);
+          break;
+        }
+      if (r <= 0)
+        continue;
+      if (pfds[0].fd >= 0 && (pfds[0].revents & (POLLIN | POLLHUP)))
+        ended = TRUE;
+      for (int i = 1; i < 3; i++)
+        {
+          ssize_t n;
+          if (pfds[i].fd < 0 || !(pfds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+          n = read (pfds[i].fd, buf, sizeof buf);
+          if (n > 0)
+            on_output (i, buf, n, user_data);
+          else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+            {
+              close (pfds[i].fd);
+              pfds[i].fd = -1;
+            }
+        }
+    }
+  for (int i = 1; i < 3; i++)
+    if (pfds[i].fd >= 0)
+      close (pfds[i].fd);
+  ok = sandstep_jail_wait (process, 0, out_exit, out_timed_out, error);
+  *out_timed_out = *out_timed_out || timed_out;
+  return ok;
+}

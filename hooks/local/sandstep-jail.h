@@ -10,6 +10,7 @@
 
 #include <glib.h>
 
+#include "sandstep-backend.h"
 #include "sandstep-spec.h"
 
 G_BEGIN_DECLS
@@ -41,6 +42,13 @@ gboolean sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin
  * status, 128+N when a signal N ended it. */
 gboolean sandstep_jail_wait (SandstepJailProcess *process, gint64 deadline, int *out_exit, gboolean *out_timed_out,
                              GError **error);
+
+/* Like sandstep_jail_wait(), while handing what arrives on @out_fd and
+ * @err_fd (read ends of the command's pipes, taken over and closed) to
+ * @on_output as it comes; the last bytes are read after the jail ends. */
+gboolean sandstep_jail_wait_output (SandstepJailProcess *process, gint64 deadline, int out_fd, int err_fd,
+                                    SandstepOutputFunc on_output, gpointer user_data, int *out_exit,
+                                    gboolean *out_timed_out, GError **error);
 
 /* Kills every process of the jail at once. */
 void sandstep_jail_kill (SandstepJailProcess *process);

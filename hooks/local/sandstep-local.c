@@ -255,7 +255,10 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   LocalAttachment *attachment = (LocalAttachment *) parent;
   double remaining = local_remaining_lifetime (parent);
   double budget;
+  gint64 deadline;
   SandstepJailProcess process;
+  int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
+  gboolean spawned;
 
   memset (result, 0, sizeof *result);
   if (!check_alive (attachment->record, error))
@@ -277,11 +280,40 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   result->clamped = request->timeout_s <= 0 || request->timeout_s > remaining;
   result->applied_timeout_s = budget;
 
-  if (!sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, request->stdout_fd,
-                            request->stderr_fd, &process, error))
-    return FALSE;
-  return sandstep_jail_wait (&process, g_get_monotonic_time () + (gint64) (budget * G_USEC_PER_SEC),
-                             &result->exit_status, &result->timed_out, error);
+  deadline = g_get_monotonic_time () + (gint64) (budget * G_USEC_PER_SEC);
+  if (request->on_output == NULL)
+    {
+      if (!sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, request->stdout_fd,
+                                request->stderr_fd, &process, error))
+        return FALSE;
+      return sandstep_jail_wait (&process, deadline, &result->exit_status, &result->timed_out, error);
+    }
+
+  if (pipe2 (out_pipe, O_CLOEXEC) < 0 || pipe2 (err_pipe, O_CLOEXEC) < 0)
+    {
+      int errsv = errno;
+      for (int i = 0; i < 2; i++)
+        {
+          if (out_pipe[i] >= 0)
+            close (out_pipe[i]);
+          if (err_pipe[i] >= 0)
+            close (err_pipe[i]);
+        }
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
+                                   "Could not create pipes for the command's output");
+    }
+  spawned = sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, out_pipe[1], err_pipe[1],
+                                 &process, error);
+  close (out_pipe[1]);
+  close (err_pipe[1]);
+  if (!spawned)
+    {
+      close (out_pipe[0]);
+      close (err_pipe[0]);
+      return FALSE;
+    }
+  return sandstep_jail_wait_output (&process, deadline, out_pipe[0], err_pipe[0], request->on_output,
+                                    request->user_data, &result->exit_status, &result->timed_out, error);
 }
 
 static GBytes *

@@ -1,0 +1,51 @@
+/* sandstep-tools.h: the four agent tools over one attached sandbox.
+ *
+ * run_command, read_file, write_file and list_directory, with the model-facing
+ * behaviour of the Airflow sandbox toolset (shared/reference/
+ * airflow-sandbox-contract.md §4, §6): output bounded per stream keeping the
+ * tail, secrets masked before any cut, file windows with a next-offset hint,
+ * timeouts checked and clamped, and the notes in run_command's description.
+ * Both our agent loop (op-agent.c) and the MCP server (op-tools.c) serve
+ * exactly these tools through this one interface.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#include "sandstep-backend.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  gsize max_output_lines;     /* per stream; default 2000 */
+  gsize max_output_bytes;     /* per stream; default 50 KiB */
+  gsize max_read_bytes;       /* read_file; default 5 MiB */
+  double default_timeout_s;   /* run_command without timeout_seconds; default 60 */
+  double max_timeout_s;       /* default 300 */
+} SandstepToolLimits;
+
+void sandstep_tool_limits_init (SandstepToolLimits *limits);
+
+typedef struct _SandstepToolbox SandstepToolbox;
+
+/* @attachment stays owned by the caller and must outlive the toolbox.
+ * Secret values to mask come from the sandbox's spec. */
+SandstepToolbox *sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *limits);
+void sandstep_toolbox_free (SandstepToolbox *toolbox);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepToolbox, sandstep_toolbox_free)
+
+/* The tool definitions as MCP `tools/list` entries (name, title, description,
+ * inputSchema, annotations); for OpenAI put inputSchema under
+ * function.parameters. */
+JsonArray *sandstep_toolbox_definitions (SandstepToolbox *toolbox);
+
+/* Calls tool @name with @arguments (a JSON object; NULL counts as {}).
+ * Returns the text for the model.  A recoverable failure (bad argument,
+ * missing file, unknown tool) returns its message with *out_is_error set;
+ * a terminal one (the sandbox is gone, the backend failed) returns NULL and
+ * sets @error, and should end the run. */
+char *sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
+                             gboolean *out_is_error, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,40 @@
+# scripts/deps.sh: sourced by scripts/test and scripts/demo.
+# Installs with apt-get whatever of sandstep's build and test dependencies is missing.
+
+SANDSTEP_PACKAGES=(
+  gcc make meson ninja-build pkg-config
+  libglib2.0-dev libjson-glib-dev libsoup-3.0-dev libseccomp-dev
+  iproute2 util-linux passwd procps
+)
+
+sandstep_ensure_packages () {
+  local missing=() pkg
+  for pkg in "${SANDSTEP_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      sudo=(sudo)
+    else
+      echo "sandstep: these packages are missing and installing them needs root: ${missing[*]}" >&2
+      echo "sandstep: run as root, or install them with: apt-get install ${missing[*]}" >&2
+      return 1
+    fi
+  fi
+  echo "sandstep: installing ${missing[*]}" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+sandstep_build () {
+  local builddir=$1
+  if [ -f "$builddir/build.ninja" ]; then
+    meson setup --reconfigure "$builddir" >/dev/null
+  else
+    meson setup "$builddir" >/dev/null
+  fi
+  ninja -C "$builddir" >/dev/null
+}
