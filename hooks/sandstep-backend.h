@@ -40,6 +40,8 @@ typedef struct {
   gboolean timed_out;
   double applied_timeout_s;/* the budget that applied (0: none) */
   gboolean clamped;        /* the budget was cut to the remaining lifetime */
+  gboolean memory_limit_hit;
+  gboolean pids_limit_hit;
 } SandstepRunResult;
 
 typedef struct {

@@ -150,6 +150,17 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
   json_builder_add_string_value (builder, sandstep_network_to_string (spec->network));
   json_builder_set_member_name (builder, "lifetime");
   json_builder_add_int_value (builder, spec->lifetime_s);
+  json_builder_set_member_name (builder, "limits");
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "memory");
+  json_builder_add_int_value (builder, (gint64) spec->limits.memory);
+  json_builder_set_member_name (builder, "pids");
+  json_builder_add_int_value (builder, spec->limits.pids);
+  json_builder_set_member_name (builder, "cpu_time");
+  json_builder_add_int_value (builder, spec->limits.cpu_time_s);
+  json_builder_set_member_name (builder, "disk");
+  json_builder_add_int_value (builder, (gint64) spec->limits.disk);
+  json_builder_end_object (builder);
   json_builder_set_member_name (builder, "env");
   json_builder_add_value (builder, string_map_to_json (spec->env, TRUE));
   json_builder_set_member_name (builder, "secrets");
@@ -219,6 +230,14 @@ sandstep_spec_from_json (JsonNode *node, GError **error)
                                      &spec->network, error))
     return NULL;
   spec->lifetime_s = json_object_get_int_member_with_default (object, "lifetime", SANDSTEP_DEFAULT_LIFETIME_S);
+  if (json_object_has_member (object, "limits") && JSON_NODE_HOLDS_OBJECT (json_object_get_member (object, "limits")))
+    {
+      JsonObject *limits = json_object_get_object_member (object, "limits");
+      spec->limits.memory = MAX (json_object_get_int_member_with_default (limits, "memory", 0), 0);
+      spec->limits.pids = MAX (json_object_get_int_member_with_default (limits, "pids", 0), 0);
+      spec->limits.cpu_time_s = MAX (json_object_get_int_member_with_default (limits, "cpu_time", 0), 0);
+      spec->limits.disk = MAX (json_object_get_int_member_with_default (limits, "disk", 0), 0);
+    }
   if (!string_map_from_json (object, "env", spec->env, error) ||
       !string_map_from_json (object, "secrets", spec->secrets, error))
     return NULL;

@@ -20,8 +20,17 @@ typedef struct {
   char *name;              /* mounted read-only at /data/NAME */
 } SandstepMount;
 
+/* Resource limits of every command; 0 means "the default" (see sandstep-limits.h). */
+typedef struct {
+  guint64 memory;          /* bytes, all processes of a command together */
+  gint64 pids;             /* processes and threads of a command together */
+  gint64 cpu_time_s;       /* CPU seconds of each process */
+  guint64 disk;            /* bytes: the largest file a command may write */
+} SandstepLimits;
+
 typedef struct {
   SandstepNetwork network;
+  SandstepLimits limits;
   gint64 lifetime_s;       /* > 0 */
   GHashTable *env;         /* NAME -> VALUE, given with --env */
   GHashTable *secrets;     /* NAME -> VALUE, given with --secret; masked in tool output */

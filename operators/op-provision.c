@@ -52,6 +52,17 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   if ((value = sandstep_invocation_get (invocation, "lifetime")) != NULL &&
       !sandstep_parse_duration (value, FALSE, &spec->lifetime_s, error))
     return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "memory")) != NULL &&
+      !sandstep_parse_size (value, &spec->limits.memory, error))
+    return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "pids")) != NULL)
+    spec->limits.pids = g_ascii_strtoll (value, NULL, 10);
+  if ((value = sandstep_invocation_get (invocation, "cpu-time")) != NULL &&
+      !sandstep_parse_duration (value, FALSE, &spec->limits.cpu_time_s, error))
+    return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "disk")) != NULL &&
+      !sandstep_parse_size (value, &spec->limits.disk, error))
+    return FALSE;
   if ((values = sandstep_invocation_get_all (invocation, "env")) != NULL)
     for (guint i = 0; i < values->len; i++)
       if (!add_env (spec->env, "env", values->pdata[i], TRUE, error))

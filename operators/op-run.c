@@ -2,8 +2,42 @@
 #include "sandstep-operator.h"
 
 #include <math.h>
+#include <signal.h>
 
 #include "sandstep-error.h"
+#include "sandstep-limits.h"
+
+static char *
+format_bytes (guint64 n)
+{
+  if (n % (1ULL << 30) == 0)
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "G", n >> 30);
+  if (n % (1ULL << 20) == 0)
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "M", n >> 20);
+  return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
+}
+
+/* One line per limit the command ran into, so a killed command says why. */
+static void
+report_limits (SandstepAttachment *attachment, const SandstepRunResult *result)
+{
+  SandstepLimits limits = sandstep_limits_resolve (&attachment->backend->klass->spec (attachment)->limits);
+  g_autofree char *memory = format_bytes (limits.memory);
+  g_autofree char *disk = format_bytes (limits.disk);
+
+  if (result->memory_limit_hit)
+    g_printerr ("sandstep run: the command hit the sandbox's memory limit (memory=%s) and the kernel killed the "
+                "process using the most; provision with a larger memory= if it needs more\n", memory);
+  if (result->pids_limit_hit)
+    g_printerr ("sandstep run: the command hit the sandbox's process limit (pids=%" G_GINT64_FORMAT "): "
+                "further forks failed; provision with a larger pids= if it needs more\n", limits.pids);
+  if (!result->timed_out && result->exit_status == 128 + SIGXCPU)
+    g_printerr ("sandstep run: a process of the command used up its CPU time (cpu-time=%" G_GINT64_FORMAT "s) and "
+                "was killed\n", limits.cpu_time_s);
+  if (!result->timed_out && result->exit_status == 128 + SIGXFSZ)
+    g_printerr ("sandstep run: the command tried to write a file larger than the sandbox's disk limit (disk=%s) "
+                "and was killed\n", disk);
+}
 
 gboolean
 sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
@@ -30,6 +64,7 @@ sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
   if (!attachment->backend->klass->run_command (attachment, &request, &result, error))
     return FALSE;
 
+  report_limits (attachment, &result);
   if (result.timed_out)
     {
       g_autofree char *budget = g_strdup_printf ("%g", round (result.applied_timeout_s * 10) / 10);

@@ -10,6 +10,10 @@ static const SandstepOption provision_options[] = {
   { "env",       SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME=VALUE, or NAME to pass this environment's value, into every command" },
   { "secret",    SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME of an environment variable passed in and masked in agent tool output" },
   { "mount",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "HOSTPATH:/data/NAME, bound read-only" },
+  { "memory",    SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "memory of a command's processes together (default 2G)" },
+  { "pids",      SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "processes and threads of a command together (default 1024)" },
+  { "cpu-time",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "CPU time of each process (default 1h)" },
+  { "disk",      SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "the largest file a command may write (default 8G)" },
   { NULL }
 };
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-limits.h"
 #include "sandstep-seccomp.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -88,6 +89,8 @@ struct _SandstepJail {
   GBytes *seccomp;
   struct sock_fprog seccomp_prog;
   int last_cap;
+  int n_rlimits;
+  struct { int resource; struct rlimit value; } rlimits[8];
 };
 
 /* Failure steps the child can report besides the ops (which are 0..n-1). */
@@ -324,6 +327,31 @@ build_environment (const SandstepSpec *spec)
   return g_steal_pointer (&envp);
 }
 
+static void
+add_rlimit (SandstepJail *jail, int resource, rlim_t soft, rlim_t hard)
+{
+  jail->rlimits[jail->n_rlimits].resource = resource;
+  jail->rlimits[jail->n_rlimits].value.rlim_cur = soft;
+  jail->rlimits[jail->n_rlimits].value.rlim_max = hard;
+  jail->n_rlimits++;
+}
+
+static void
+set_rlimits (SandstepJail *jail, const SandstepJailConfig *config)
+{
+  SandstepLimits limits = sandstep_limits_resolve (&config->spec->limits);
+
+  add_rlimit (jail, RLIMIT_CORE, 0, 0);
+  add_rlimit (jail, RLIMIT_NOFILE, SANDSTEP_DEFAULT_NOFILE, SANDSTEP_DEFAULT_NOFILE);
+  add_rlimit (jail, RLIMIT_FSIZE, limits.disk, limits.disk);
+  /* SIGXCPU at the limit, SIGKILL a second later for a command that ignores it. */
+  add_rlimit (jail, RLIMIT_CPU, limits.cpu_time_s, limits.cpu_time_s + 1);
+  /* Counted per user namespace: this bounds the command's processes even without a cgroup. */
+  add_rlimit (jail, RLIMIT_NPROC, limits.pids, limits.pids);
+  if (config->memory_by_rlimit)
+    add_rlimit (jail, RLIMIT_AS, limits.memory, limits.memory);
+}
+
 static int
 read_last_cap (void)
 {
@@ -346,6 +374,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   g_snprintf (jail->gid_map, sizeof jail->gid_map, "0 %u 1\n", (unsigned) getgid ());
   jail->envp = build_environment (config->spec);
   jail->last_cap = read_last_cap ();
+  set_rlimits (jail, config);
 
   jail->seccomp = sandstep_seccomp_program (error);
   if (jail->seccomp == NULL)
@@ -569,13 +598,14 @@ static G_NORETURN void
 child_main (SandstepJail *jail, int report_fd, int life_fd, const int stdio[3], char *const argv[])
 {
   struct pollfd life = { .fd = life_fd, .events = POLLIN };
-  struct rlimit no_core = { 0, 0 };
   pid_t command;
 
   /* Die with the helper; if it already died before this line, notice it now. */
   if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll (&life, 1, 0) != 0)
     child_fail (report_fd, STEP_PARENT_GONE, errno);
 
+  /* If a memory limit is hit, the kernel picks the command, never the helper. */
+  write_file_at_once ("/proc/self/oom_score_adj", "1000", 4, O_WRONLY);
   if (write_file_at_once ("/proc/self/setgroups", "deny", 4, O_WRONLY) < 0)
     child_fail (report_fd, STEP_SETGROUPS, errno);
   if (write_file_at_once ("/proc/self/uid_map", jail->uid_map, strlen (jail->uid_map), O_WRONLY) < 0)
@@ -600,8 +630,9 @@ child_main (SandstepJail *jail, int report_fd, int life_fd, const int stdio[3], 
     child_fail (report_fd, STEP_HOSTNAME, errno);
   if (setsid () < 0)
     child_fail (report_fd, STEP_SETSID, errno);
-  if (setrlimit (RLIMIT_CORE, &no_core) < 0)
-    child_fail (report_fd, STEP_RLIMIT, errno);
+  for (int i = 0; i < jail->n_rlimits; i++)
+    if (setrlimit (jail->rlimits[i].resource, &jail->rlimits[i].value) < 0)
+      child_fail (report_fd, STEP_RLIMIT, errno);
 
   command = syscall (SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
   if (command < 0)

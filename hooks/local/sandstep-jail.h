@@ -20,7 +20,8 @@ typedef struct _SandstepJail SandstepJail;
 typedef struct {
   const char *workspace;     /* host directory seen as /workspace (cwd, HOME) */
   const char *tmp;           /* host directory seen as /tmp */
-  const SandstepSpec *spec;  /* network, env, secrets, mounts */
+  const SandstepSpec *spec;  /* network, env, secrets, mounts, limits */
+  gboolean memory_by_rlimit; /* no cgroup limits the command's memory: bound each process */
 } SandstepJailConfig;
 
 typedef struct {

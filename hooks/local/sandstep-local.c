@@ -10,6 +10,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-jail.h"
+#include "sandstep-limits.h"
 #include "sandstep-store.h"
 #include "sandstep-tree.h"
 
@@ -248,6 +249,9 @@ local_spec (SandstepAttachment *parent)
   return ((LocalAttachment *) parent)->record->spec;
 }
 
+static gboolean run_in_jail (LocalAttachment *attachment, const SandstepRunRequest *request, double budget,
+                             SandstepRunResult *result, GError **error);
+
 static gboolean
 local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request, SandstepRunResult *result,
                    GError **error)
@@ -255,10 +259,11 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   LocalAttachment *attachment = (LocalAttachment *) parent;
   double remaining = local_remaining_lifetime (parent);
   double budget;
-  gint64 deadline;
-  SandstepJailProcess process;
-  int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-  gboolean spawned;
+  SandstepLimits limits;
+  g_autofree char *cgroup_name = NULL;
+  g_autoptr(GError) cgroup_error = NULL;
+  SandstepCgroup *cgroup;
+  gboolean ok;
 
   memset (result, 0, sizeof *result);
   if (!check_alive (attachment->record, error))
@@ -268,7 +273,8 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
       g_autofree char *workspace = sandstep_store_sandbox_path (attachment->local->store, parent->handle,
                                                                 "tree/workspace");
       g_autofree char *tmp = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "tree/tmp");
-      SandstepJailConfig config = { workspace, tmp, attachment->record->spec };
+      SandstepJailConfig config = { workspace, tmp, attachment->record->spec,
+                                    sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE };
 
       attachment->jail = sandstep_jail_new (&config, error);
       if (attachment->jail == NULL)
@@ -280,7 +286,29 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   result->clamped = request->timeout_s <= 0 || request->timeout_s > remaining;
   result->applied_timeout_s = budget;
 
-  deadline = g_get_monotonic_time () + (gint64) (budget * G_USEC_PER_SEC);
+  limits = sandstep_limits_resolve (&attachment->record->spec->limits);
+  cgroup_name = g_strdup_printf ("%s-%d", parent->handle, (int) getpid ());
+  cgroup = sandstep_cgroup_enter (cgroup_name, limits.memory, limits.pids, &cgroup_error);
+  if (cgroup_error != NULL)
+    {
+      /* Never run weaker than asked: no cgroup where one should be made is a refusal. */
+      g_propagate_error (error, g_steal_pointer (&cgroup_error));
+      return FALSE;
+    }
+  ok = run_in_jail (attachment, request, budget, result, error);
+  sandstep_cgroup_leave (cgroup, &result->memory_limit_hit, &result->pids_limit_hit);
+  return ok;
+}
+
+static gboolean
+run_in_jail (LocalAttachment *attachment, const SandstepRunRequest *request, double budget,
+             SandstepRunResult *result, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (budget * G_USEC_PER_SEC);
+  SandstepJailProcess process;
+  int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
+  gboolean spawned;
+
   if (request->on_output == NULL)
     {
       if (!sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, request->stdout_fd,

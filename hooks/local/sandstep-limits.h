@@ -1,0 +1,47 @@
+/* sandstep-limits.h: resource limits of one command.
+ *
+ * Memory and process counts are enforced for the whole command through a
+ * cgroup made for it (cgroup v1 controllers, or v2 where the helper may
+ * delegate), else per process through rlimits; CPU time and file size are
+ * rlimits.  RLIMIT_NPROC is set in every case: counted per user namespace,
+ * it bounds the command's processes even without a cgroup.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "sandstep-spec.h"
+
+G_BEGIN_DECLS
+
+#define SANDSTEP_DEFAULT_MEMORY (2ULL << 30)
+#define SANDSTEP_DEFAULT_PIDS 1024
+#define SANDSTEP_DEFAULT_CPU_TIME_S (60 * 60)
+#define SANDSTEP_DEFAULT_DISK (8ULL << 30)
+#define SANDSTEP_DEFAULT_NOFILE 4096
+
+/* @limits with every 0 replaced by its default. */
+SandstepLimits sandstep_limits_resolve (const SandstepLimits *limits);
+
+typedef struct _SandstepCgroup SandstepCgroup;
+
+typedef enum {
+  SANDSTEP_CGROUP_NONE,     /* no cgroup can be made here: rlimits only */
+  SANDSTEP_CGROUP_V1,
+  SANDSTEP_CGROUP_V2,
+} SandstepCgroupKind;
+
+/* What this process can use, found once. */
+SandstepCgroupKind sandstep_cgroup_kind (void);
+
+/* Makes a cgroup named @name with the memory and pids limits and moves this
+ * process into it, so a jail cloned next is born inside.  NULL (no error)
+ * when no cgroup can be made here. */
+SandstepCgroup *sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **error);
+
+/* Moves this process back out and removes the cgroup; before that, reports
+ * whether the memory or the pids limit was hit. */
+void sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit);
+
+G_END_DECLS
