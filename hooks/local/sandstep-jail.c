@@ -199,6 +199,8 @@ add_bind (SandstepJail *jail, const char *host_path, gboolean early, const char 
   return TRUE;
 }
 
+#define ETC_COPY_MAX (1024 * 1024)
+
 /* Host /etc entries a command commonly needs; everything else of the host's
  * /etc (shadow, keys, credentials) stays out. */
 static const char *const etc_allowlist[] = {
@@ -238,8 +240,18 @@ add_etc (SandstepJail *jail, gboolean open_network)
           if (target != NULL)
             add_op (jail, OP_SYMLINK, host, target, 0, NULL, 0, host);
         }
-      else if (S_ISDIR (st.st_mode) || S_ISREG (st.st_mode))
-        add_bind (jail, host, FALSE, host, TRUE, S_ISDIR (st.st_mode), NULL);
+      else if (S_ISDIR (st.st_mode))
+        add_bind (jail, host, FALSE, host, TRUE, TRUE, NULL);
+      else if (S_ISREG (st.st_mode))
+        {
+          /* A copy into the tmpfs costs one write in the child; a bind costs three mount calls. */
+          g_autofree char *contents = NULL;
+          gsize len = 0;
+          if (st.st_size <= ETC_COPY_MAX && g_file_get_contents (host, &contents, &len, NULL))
+            add_op (jail, OP_FILE, host, NULL, 0, contents, len, host);
+          else
+            add_bind (jail, host, FALSE, host, TRUE, FALSE, NULL);
+        }
     }
 }
 

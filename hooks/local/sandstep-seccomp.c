@@ -147,8 +147,8 @@ add_arg_rules (scmp_filter_ctx ctx)
   return 0;
 }
 
-static GBytes *
-compile_program (GError **error)
+GBytes *
+sandstep_seccomp_compile (GError **error)
 {
   scmp_filter_ctx ctx = seccomp_init (SCMP_ACT_ALLOW);
   int memfd = -1;
@@ -204,14 +204,4 @@ fail:
                         "Could not compile the seccomp policy with libseccomp %u.%u.%u",
                         seccomp_version ()->major, seccomp_version ()->minor, seccomp_version ()->micro);
   return NULL;
-}
-
-GBytes *
-sandstep_seccomp_program (GError **error)
-{
-  static GBytes *program;
-
-  if (program == NULL)
-    program = compile_program (error);
-  return program != NULL ? g_bytes_ref (program) : NULL;
 }

@@ -16,8 +16,12 @@ typedef struct {
 /* The rows of the plain (argument-free) part of the policy. */
 const SandstepSeccompRule *sandstep_seccomp_rules (gsize *n_rules);
 
-/* The policy as a classic BPF program (struct sock_filter[]), compiled on the
- * first call and cached; the jail child installs it with one prctl. */
+/* Compiles the policy with libseccomp into a classic BPF program
+ * (struct sock_filter[]).  The build runs this once (seccomp-gen) and embeds
+ * the result, so no helper run pays for it; tests compare the two. */
+GBytes *sandstep_seccomp_compile (GError **error);
+
+/* The embedded program; the jail child installs it with one prctl. */
 GBytes *sandstep_seccomp_program (GError **error);
 
 G_END_DECLS
