@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-jail-init.h"
 #include "sandstep-limits.h"
 #include "sandstep-seccomp.h"
 
@@ -91,6 +92,7 @@ struct _SandstepJail {
   int last_cap;
   int n_rlimits;
   struct { int resource; struct rlimit value; } rlimits[8];
+  int init_fd;          /* sandstep-init, exec'd by fd: it is not visible inside */
 };
 
 /* Failure steps the child can report besides the ops (which are 0..n-1). */
@@ -106,20 +108,29 @@ enum {
   STEP_HOSTNAME,
   STEP_SETSID,
   STEP_RLIMIT,
-  STEP_FORK,
   STEP_STDIO,
   STEP_CHDIR,
   STEP_SECUREBITS,
   STEP_CAPS,
   STEP_NNP,
   STEP_SECCOMP,
-  STEP_EXEC,
+  STEP_INIT_FD,
+  /* and SANDSTEP_JAIL_STEP_EXEC, SANDSTEP_JAIL_STEP_INIT from sandstep-init */
 };
 
+typedef SandstepJailFailure ChildFailure;
+
+/* The child runs on its own stack in the helper's memory (CLONE_VM): no page
+ * tables are copied, and the helper sleeps until the child execs init. */
+#define CHILD_STACK_SIZE (256 * 1024)
+
 typedef struct {
-  int step;
-  int errsv;
-} ChildFailure;
+  SandstepJail *jail;
+  int report_fd;
+  int life_fd;
+  int stdio[3];
+  char *const *argv;
+} ChildArgs;
 
 static void
 jail_op_clear (JailOp *op)
@@ -364,6 +375,29 @@ set_rlimits (SandstepJail *jail, const SandstepJailConfig *config)
     add_rlimit (jail, RLIMIT_AS, limits.memory, limits.memory);
 }
 
+/* sandstep-init lives beside the helper in a build tree, else in libexecdir. */
+static int
+open_init (GError **error)
+{
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *dir = self != NULL ? g_path_get_dirname (self) : NULL;
+  g_autofree char *beside = dir != NULL ? g_build_filename (dir, "sandstep-init", NULL) : NULL;
+  const char *given = g_getenv ("SANDSTEP_INIT");
+  const char *candidates[] = { given, beside, SANDSTEP_LIBEXECDIR "/sandstep-init" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
+    {
+      int fd;
+      if (candidates[i] == NULL || (fd = open (candidates[i], O_PATH | O_CLOEXEC)) < 0)
+        continue;
+      return fd;
+    }
+  sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                  "Cannot find sandstep-init beside '%s' or in '%s'; reinstall sandstep, or set SANDSTEP_INIT",
+                  self ? self : "sandstep", SANDSTEP_LIBEXECDIR);
+  return -1;
+}
+
 static int
 read_last_cap (void)
 {
@@ -387,6 +421,9 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   jail->envp = build_environment (config->spec);
   jail->last_cap = read_last_cap ();
   set_rlimits (jail, config);
+  jail->init_fd = open_init (error);
+  if (jail->init_fd < 0)
+    return NULL;
 
   jail->seccomp = sandstep_seccomp_program (error);
   if (jail->seccomp == NULL)
@@ -436,6 +473,8 @@ sandstep_jail_free (SandstepJail *jail)
   if (jail->ops != NULL)
     g_array_unref (jail->ops);
   g_strfreev (jail->envp);
+  if (jail->init_fd > 0)
+    close (jail->init_fd);
   if (jail->seccomp != NULL)
     g_bytes_unref (jail->seccomp);
   g_free (jail);
@@ -555,62 +594,16 @@ drop_capabilities (int last_cap)
   return syscall (SYS_capset, &header, data);
 }
 
-static G_NORETURN void
-run_command (SandstepJail *jail, int report_fd, const int stdio[3], char *const argv[])
+static int
+child_main (void *data)
 {
   static const unsigned long securebits =
     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
     SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-
-  for (int i = 0; i < 3; i++)
-    {
-      int fd = stdio[i] >= 0 ? stdio[i] : open ("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
-      if (fd < 0 || dup2 (fd, i) < 0)
-        child_fail (report_fd, STEP_STDIO, errno);
-    }
-  /* Every other inherited fd closes at exec; the report pipe stays usable until then. */
-  if (syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    child_fail (report_fd, STEP_STDIO, errno);
-  if (chdir ("/workspace") < 0)
-    child_fail (report_fd, STEP_CHDIR, errno);
-  if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)
-    child_fail (report_fd, STEP_SECUREBITS, errno);
-  if (drop_capabilities (jail->last_cap) < 0)
-    child_fail (report_fd, STEP_CAPS, errno);
-  if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    child_fail (report_fd, STEP_NNP, errno);
-  if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &jail->seccomp_prog, 0, 0) < 0)
-    child_fail (report_fd, STEP_SECCOMP, errno);
-  execve ("/bin/sh", argv, jail->envp);
-  child_fail (report_fd, STEP_EXEC, errno);
-}
-
-/* pid 1 of the jail: reaps everything, exits with the command's status.  Its
- * exit tears the pid namespace down, which kills whatever the command left. */
-static G_NORETURN void
-run_init (int report_fd, pid_t command)
-{
-  int status = 0;
-
-  syscall (SYS_close_range, 0, ~0U, 0);
-  for (;;)
-    {
-      pid_t pid = waitpid (-1, &status, 0);
-      if (pid == command)
-        break;
-      if (pid < 0 && errno != EINTR)
-        _exit (125);
-    }
-  if (WIFSIGNALED (status))
-    _exit (128 + WTERMSIG (status));
-  _exit (WEXITSTATUS (status));
-}
-
-static G_NORETURN void
-child_main (SandstepJail *jail, int report_fd, int life_fd, const int stdio[3], char *const argv[])
-{
-  struct pollfd life = { .fd = life_fd, .events = POLLIN };
-  pid_t command;
+  ChildArgs *args = data;
+  SandstepJail *jail = args->jail;
+  int report_fd = args->report_fd;
+  struct pollfd life = { .fd = args->life_fd, .events = POLLIN };
 
   /* Die with the helper; if it already died before this line, notice it now. */
   if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll (&life, 1, 0) != 0)
@@ -646,12 +639,30 @@ child_main (SandstepJail *jail, int report_fd, int life_fd, const int stdio[3], 
     if (setrlimit (jail->rlimits[i].resource, &jail->rlimits[i].value) < 0)
       child_fail (report_fd, STEP_RLIMIT, errno);
 
-  command = syscall (SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
-  if (command < 0)
-    child_fail (report_fd, STEP_FORK, errno);
-  if (command == 0)
-    run_command (jail, report_fd, stdio, argv);
-  run_init (report_fd, command);
+  for (int i = 0; i < 3; i++)
+    {
+      int fd = args->stdio[i] >= 0 ? args->stdio[i] : open ("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+      if (fd < 0 || dup2 (fd, i) < 0)
+        child_fail (report_fd, STEP_STDIO, errno);
+    }
+  /* Every other inherited fd closes at exec; init gets the report pipe only. */
+  if (syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    child_fail (report_fd, STEP_STDIO, errno);
+  if (chdir ("/workspace") < 0)
+    child_fail (report_fd, STEP_CHDIR, errno);
+  if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)
+    child_fail (report_fd, STEP_SECUREBITS, errno);
+  if (drop_capabilities (jail->last_cap) < 0)
+    child_fail (report_fd, STEP_CAPS, errno);
+  if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    child_fail (report_fd, STEP_NNP, errno);
+  if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &jail->seccomp_prog, 0, 0) < 0)
+    child_fail (report_fd, STEP_SECCOMP, errno);
+  if (fcntl (report_fd, F_SETFD, 0) < 0)
+    child_fail (report_fd, STEP_INIT_FD, errno);
+  syscall (SYS_execveat, jail->init_fd, "", args->argv, jail->envp, AT_EMPTY_PATH);
+  fcntl (report_fd, F_SETFD, FD_CLOEXEC);
+  child_fail (report_fd, STEP_INIT_FD, errno);
 }
 
 /* ---- the parent ---- */
@@ -674,14 +685,15 @@ describe_step (SandstepJail *jail, int step)
     case STEP_HOSTNAME:    return g_strdup ("set the jail's hostname");
     case STEP_SETSID:      return g_strdup ("start a new session");
     case STEP_RLIMIT:      return g_strdup ("set resource limits");
-    case STEP_FORK:        return g_strdup ("fork the command under the jail's init");
     case STEP_STDIO:       return g_strdup ("set up the command's standard streams");
     case STEP_CHDIR:       return g_strdup ("enter /workspace");
     case STEP_SECUREBITS:  return g_strdup ("lock the securebits");
     case STEP_CAPS:        return g_strdup ("drop every capability");
     case STEP_NNP:         return g_strdup ("set no_new_privs");
     case STEP_SECCOMP:     return g_strdup ("install the seccomp filter");
-    case STEP_EXEC:        return g_strdup ("execute /bin/sh");
+    case STEP_INIT_FD:     return g_strdup ("execute the jail's init (sandstep-init)");
+    case SANDSTEP_JAIL_STEP_INIT: return g_strdup ("fork the command under the jail's init");
+    case SANDSTEP_JAIL_STEP_EXEC: return g_strdup ("execute /bin/sh");
     default:               return g_strdup_printf ("step %d", step);
     }
 }
@@ -696,11 +708,13 @@ gboolean
 sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int stdout_fd, int stderr_fd,
                      SandstepJailProcess *out_process, GError **error)
 {
-  unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                        CLONE_NEWCGROUP | CLONE_PIDFD | SIGCHLD;
-  char *argv[] = { (char *) "sh", (char *) "-c", (char *) command, NULL };
+  int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+              CLONE_NEWCGROUP | CLONE_PIDFD | SIGCHLD;
   int report[2] = { -1, -1 }, life[2] = { -1, -1 };
-  int stdio[3];
+  char report_text[16];
+  char *argv[] = { (char *) "sandstep-init", report_text, (char *) "/bin/sh", (char *) "-c", (char *) command, NULL };
+  ChildArgs args = { .jail = jail, .argv = argv };
+  g_autofree guint8 *stack = NULL;
   int pidfd = -1;
   pid_t pid;
   ChildFailure failure;
@@ -711,29 +725,27 @@ sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int 
     flags |= CLONE_NEWNET;
 
   /* Above fd 9, so the child's dup2 onto 0..2 can never clobber one of them. */
-  stdio[0] = dup_high (stdin_fd);
-  stdio[1] = dup_high (stdout_fd);
-  stdio[2] = dup_high (stderr_fd);
+  args.stdio[0] = dup_high (stdin_fd);
+  args.stdio[1] = dup_high (stdout_fd);
+  args.stdio[2] = dup_high (stderr_fd);
   if (pipe2 (report, O_CLOEXEC) < 0 || pipe2 (life, O_CLOEXEC) < 0)
     {
       errsv = errno;
       pid = -1;
       goto out;
     }
+  g_snprintf (report_text, sizeof report_text, "%d", report[1]);
+  args.report_fd = report[1];
+  args.life_fd = life[0];
 
-  pid = syscall (SYS_clone, flags, NULL, &pidfd, NULL, 0);
-  if (pid == 0)
-    {
-      close (report[0]);
-      close (life[1]);
-      child_main (jail, report[1], life[0], stdio, argv);
-    }
+  stack = g_malloc (CHILD_STACK_SIZE);
+  pid = clone (child_main, stack + CHILD_STACK_SIZE, flags, &args, &pidfd);
   errsv = errno;
 
 out:
   for (int i = 0; i < 3; i++)
-    if (stdio[i] >= 0)
-      close (stdio[i]);
+    if (args.stdio[i] >= 0)
+      close (args.stdio[i]);
   if (report[1] >= 0)
     close (report[1]);
   if (life[0] >= 0)
