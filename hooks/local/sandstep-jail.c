@@ -698,6 +698,43 @@ describe_step (SandstepJail *jail, int step)
     }
 }
 
+/* The words of @command when it is a simple command that /bin/sh would run
+ * exactly as execvp() does: plain words, no quoting, expansion, redirection,
+ * assignment or operator, and not a shell builtin.  Running those directly
+ * saves the shell's exec and fork (bash does the same for `bash -c`).
+ * NULL when the shell is needed. */
+static char **
+simple_command_words (const char *command)
+{
+  static const char *const builtins[] = {
+    ".", ":", "[", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec", "exit",
+    "export", "false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd", "read",
+    "readonly", "return", "set", "shift", "test", "times", "trap", "true", "type", "ulimit", "umask",
+    "unalias", "unset", "wait", "if", "then", "else", "elif", "fi", "case", "esac", "for", "while", "until",
+    "do", "done", "in", "function", "select", "time", "!", "{", "}",
+  };
+  g_auto(GStrv) words = NULL;
+
+  for (const char *p = command; *p; p++)
+    if (!g_ascii_isalnum (*p) && strchr (" /._-+,:@%=", *p) == NULL)
+      return NULL;
+  words = g_strsplit_set (command, " ", -1);
+  {
+    /* Drop the empty words of repeated spaces. */
+    char **out = words;
+    for (char **in = words; *in; in++)
+      if (**in != '\0')
+        *out++ = *in;
+      else
+        g_free (*in);
+    *out = NULL;
+  }
+  if (words[0] == NULL || strchr (words[0], '=') != NULL ||
+      g_strv_contains (builtins, words[0]))
+    return NULL;
+  return g_steal_pointer (&words);
+}
+
 static int
 dup_high (int fd)
 {
@@ -712,8 +749,9 @@ sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int 
               CLONE_NEWCGROUP | CLONE_PIDFD | SIGCHLD;
   int report[2] = { -1, -1 }, life[2] = { -1, -1 };
   char report_text[16];
-  char *argv[] = { (char *) "sandstep-init", report_text, (char *) "/bin/sh", (char *) "-c", (char *) command, NULL };
-  ChildArgs args = { .jail = jail, .argv = argv };
+  g_auto(GStrv) words = simple_command_words (command);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  ChildArgs args = { .jail = jail };
   g_autofree guint8 *stack = NULL;
   int pidfd = -1;
   pid_t pid;
@@ -735,6 +773,20 @@ sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int 
       goto out;
     }
   g_snprintf (report_text, sizeof report_text, "%d", report[1]);
+  g_ptr_array_add (argv, (char *) "sandstep-init");
+  g_ptr_array_add (argv, report_text);
+  if (words != NULL)
+    {
+      g_ptr_array_add (argv, (char *) "--try");
+      for (char **w = words; *w; w++)
+        g_ptr_array_add (argv, *w);
+      g_ptr_array_add (argv, (char *) "--");
+    }
+  g_ptr_array_add (argv, (char *) "/bin/sh");
+  g_ptr_array_add (argv, (char *) "-c");
+  g_ptr_array_add (argv, (char *) command);
+  g_ptr_array_add (argv, NULL);
+  args.argv = (char *const *) argv->pdata;
   args.report_fd = report[1];
   args.life_fd = life[0];
 
