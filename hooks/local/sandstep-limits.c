@@ -35,6 +35,8 @@ sandstep_limits_resolve (const SandstepLimits *limits)
 
 struct _SandstepCgroup {
   SandstepCgroupKind kind;
+  guint64 oom_kills;       /* counters when this process entered */
+  guint64 pids_max_events;
   char *memory_dir;        /* the new cgroup (v2: the only one) */
   char *pids_dir;          /* v1: in the pids hierarchy */
   char *memory_home;       /* where this process was, to go back */
@@ -176,6 +178,61 @@ remove_dir (const char *dir)
     g_usleep (1000);
 }
 
+static guint64 read_counter (const char *dir, const char *file, const char *key);
+
+static void
+read_counters (SandstepCgroup *cgroup, guint64 *oom_kills, guint64 *pids_max)
+{
+  if (cgroup->kind == SANDSTEP_CGROUP_V1)
+    {
+      *oom_kills = read_counter (cgroup->memory_dir, "memory.oom_control", "oom_kill");
+      *pids_max = read_counter (cgroup->pids_dir, "pids.events", "max");
+    }
+  else
+    {
+      *oom_kills = read_counter (cgroup->memory_dir, "memory.events", "oom_kill");
+      *pids_max = read_counter (cgroup->memory_dir, "pids.events", "max");
+    }
+}
+
+/* mkdir that tells a new directory from an existing one. */
+static int
+make_dir (const char *path)
+{
+  if (mkdir (path, 0755) == 0)
+    return 1;
+  return errno == EEXIST ? 0 : -1;
+}
+
+static gboolean
+place_paths (SandstepCgroup *cgroup, const char *name)
+{
+  switch (cgroup->kind)
+    {
+    case SANDSTEP_CGROUP_NONE:
+      return FALSE;
+    case SANDSTEP_CGROUP_V1:
+      cgroup->memory_home = v1_dir ("memory");
+      cgroup->pids_home = v1_dir ("pids");
+      if (cgroup->memory_home == NULL || cgroup->pids_home == NULL)
+        return FALSE;
+      cgroup->memory_dir = g_build_filename (cgroup->memory_home, name, NULL);
+      cgroup->pids_dir = g_build_filename (cgroup->pids_home, name, NULL);
+      return TRUE;
+    case SANDSTEP_CGROUP_V2:
+      {
+        g_autofree char *parent = v2_parent ();
+        g_autofree char *own = own_cgroup ("");
+        if (parent == NULL || own == NULL)
+          return FALSE;
+        cgroup->memory_home = g_build_filename (unified_mount (), own, NULL);
+        cgroup->memory_dir = g_build_filename (parent, name, NULL);
+        return TRUE;
+      }
+    }
+  return FALSE;
+}
+
 SandstepCgroup *
 sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **error)
 {
@@ -184,47 +241,45 @@ sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **e
   /* The helper itself is in the cgroup too. */
   g_autofree char *pids_text = g_strdup_printf ("%" G_GINT64_FORMAT, pids + 1);
   g_autofree char *self = g_strdup_printf ("%d", (int) getpid ());
+  int made;
 
   cgroup = g_new0 (SandstepCgroup, 1);
   cgroup->kind = sandstep_cgroup_kind ();
-  switch (cgroup->kind)
+  if (cgroup->kind == SANDSTEP_CGROUP_NONE)
     {
-    case SANDSTEP_CGROUP_NONE:
       cgroup_free (cgroup);
       return NULL;
-    case SANDSTEP_CGROUP_V1:
-      cgroup->memory_home = v1_dir ("memory");
-      cgroup->pids_home = v1_dir ("pids");
-      cgroup->memory_dir = g_build_filename (cgroup->memory_home, name, NULL);
-      cgroup->pids_dir = g_build_filename (cgroup->pids_home, name, NULL);
-      if (mkdir (cgroup->memory_dir, 0755) < 0 || mkdir (cgroup->pids_dir, 0755) < 0)
+    }
+  if (!place_paths (cgroup, name))
+    goto fail;
+
+  if (cgroup->kind == SANDSTEP_CGROUP_V1)
+    {
+      if ((made = make_dir (cgroup->memory_dir)) < 0 || make_dir (cgroup->pids_dir) < 0)
         goto fail;
       /* Swap counts too where the kernel accounts it, so a bomb cannot spill to swap. */
-      if (!write_text (cgroup->memory_dir, "memory.limit_in_bytes", memory_text) ||
-          !write_text (cgroup->pids_dir, "pids.max", pids_text))
+      if (made && (!write_text (cgroup->memory_dir, "memory.limit_in_bytes", memory_text) ||
+                   !write_text (cgroup->pids_dir, "pids.max", pids_text)))
         goto fail;
-      write_text (cgroup->memory_dir, "memory.memsw.limit_in_bytes", memory_text);
+      if (made)
+        write_text (cgroup->memory_dir, "memory.memsw.limit_in_bytes", memory_text);
+      read_counters (cgroup, &cgroup->oom_kills, &cgroup->pids_max_events);
       if (!write_text (cgroup->memory_dir, "cgroup.procs", self) || !write_text (cgroup->pids_dir, "cgroup.procs", self))
         goto fail;
       return cgroup;
-    case SANDSTEP_CGROUP_V2:
-      {
-        g_autofree char *parent = v2_parent ();
-        g_autofree char *own = own_cgroup ("");
-        if (parent == NULL || own == NULL)
-          goto fail;
-        cgroup->memory_home = g_build_filename (unified_mount (), own, NULL);
-        cgroup->memory_dir = g_build_filename (parent, name, NULL);
-        if (mkdir (cgroup->memory_dir, 0755) < 0 ||
-            !write_text (cgroup->memory_dir, "memory.max", memory_text) ||
-            !write_text (cgroup->memory_dir, "pids.max", pids_text))
-          goto fail;
-        write_text (cgroup->memory_dir, "memory.swap.max", "0");
-        if (!write_text (cgroup->memory_dir, "cgroup.procs", self))
-          goto fail;
-        return cgroup;
-      }
     }
+
+  if ((made = make_dir (cgroup->memory_dir)) < 0)
+    goto fail;
+  if (made && (!write_text (cgroup->memory_dir, "memory.max", memory_text) ||
+               !write_text (cgroup->memory_dir, "pids.max", pids_text)))
+    goto fail;
+  if (made)
+    write_text (cgroup->memory_dir, "memory.swap.max", "0");
+  read_counters (cgroup, &cgroup->oom_kills, &cgroup->pids_max_events);
+  if (!write_text (cgroup->memory_dir, "cgroup.procs", self))
+    goto fail;
+  return cgroup;
 
 fail:
   {
@@ -233,8 +288,6 @@ fail:
       write_text (cgroup->memory_home, "cgroup.procs", self);
     if (cgroup->pids_home != NULL)
       write_text (cgroup->pids_home, "cgroup.procs", self);
-    remove_dir (cgroup->memory_dir);
-    remove_dir (cgroup->pids_dir);
     sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
                           "Could not set up the cgroup '%s' that limits the command's memory and processes",
                           cgroup->memory_dir ? cgroup->memory_dir : name);
@@ -267,25 +320,33 @@ void
 sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit)
 {
   g_autofree char *self = g_strdup_printf ("%d", (int) getpid ());
+  guint64 oom_kills, pids_max;
 
   *out_memory_hit = FALSE;
   *out_pids_hit = FALSE;
   if (cgroup == NULL)
     return;
-  if (cgroup->kind == SANDSTEP_CGROUP_V1)
-    {
-      *out_memory_hit = read_counter (cgroup->memory_dir, "memory.oom_control", "oom_kill") > 0;
-      *out_pids_hit = read_counter (cgroup->pids_dir, "pids.events", "max") > 0;
-    }
-  else
-    {
-      *out_memory_hit = read_counter (cgroup->memory_dir, "memory.events", "oom_kill") > 0;
-      *out_pids_hit = read_counter (cgroup->memory_dir, "pids.events", "max") > 0;
-    }
+  read_counters (cgroup, &oom_kills, &pids_max);
+  *out_memory_hit = oom_kills > cgroup->oom_kills;
+  *out_pids_hit = pids_max > cgroup->pids_max_events;
   write_text (cgroup->memory_home, "cgroup.procs", self);
   if (cgroup->pids_home != NULL)
     write_text (cgroup->pids_home, "cgroup.procs", self);
-  remove_dir (cgroup->memory_dir);
-  remove_dir (cgroup->pids_dir);
   cgroup_free (cgroup);
+}
+
+void
+sandstep_cgroup_remove (const char *name)
+{
+  SandstepCgroup cgroup = { .kind = sandstep_cgroup_kind () };
+
+  if (place_paths (&cgroup, name))
+    {
+      remove_dir (cgroup.memory_dir);
+      remove_dir (cgroup.pids_dir);
+    }
+  g_free (cgroup.memory_dir);
+  g_free (cgroup.pids_dir);
+  g_free (cgroup.memory_home);
+  g_free (cgroup.pids_home);
 }

@@ -35,13 +35,17 @@ typedef enum {
 /* What this process can use, found once. */
 SandstepCgroupKind sandstep_cgroup_kind (void);
 
-/* Makes a cgroup named @name with the memory and pids limits and moves this
- * process into it, so a jail cloned next is born inside.  NULL (no error)
- * when no cgroup can be made here. */
+/* Moves this process into the sandbox's cgroup @name (made with the memory
+ * and pids limits on first use), so a jail cloned next is born inside.  One
+ * cgroup serves every command of a sandbox: its commands never overlap.
+ * NULL (no error) when no cgroup can be made here. */
 SandstepCgroup *sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **error);
 
-/* Moves this process back out and removes the cgroup; before that, reports
- * whether the memory or the pids limit was hit. */
+/* Moves this process back out; reports whether the memory or the pids limit
+ * was hit since it entered. */
 void sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit);
+
+/* Removes the sandbox's cgroup once its last process is gone. */
+void sandstep_cgroup_remove (const char *name);
 
 G_END_DECLS

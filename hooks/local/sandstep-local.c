@@ -260,7 +260,6 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   double remaining = local_remaining_lifetime (parent);
   double budget;
   SandstepLimits limits;
-  g_autofree char *cgroup_name = NULL;
   g_autoptr(GError) cgroup_error = NULL;
   SandstepCgroup *cgroup;
   gboolean ok;
@@ -287,8 +286,7 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   result->applied_timeout_s = budget;
 
   limits = sandstep_limits_resolve (&attachment->record->spec->limits);
-  cgroup_name = g_strdup_printf ("%s-%d", parent->handle, (int) getpid ());
-  cgroup = sandstep_cgroup_enter (cgroup_name, limits.memory, limits.pids, &cgroup_error);
+  cgroup = sandstep_cgroup_enter (parent->handle, limits.memory, limits.pids, &cgroup_error);
   if (cgroup_error != NULL)
     {
       /* Never run weaker than asked: no cgroup where one should be made is a refusal. */

@@ -13,6 +13,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-limits.h"
 
 #define RECORD_VERSION 1
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
@@ -559,6 +560,7 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
     }
   if (fd != claim_fd)
     close (fd);
+  sandstep_cgroup_remove (handle);
   trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (trash_fd >= 0)
     {
