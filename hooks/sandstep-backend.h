@@ -33,6 +33,9 @@ typedef struct {
   int stderr_fd;
   SandstepOutputFunc on_output;  /* NULL: output goes to stdout_fd and stderr_fd */
   gpointer user_data;
+  /* Host-side events while the command runs (an egress refusal), one line each;
+   * called from another thread.  May be NULL. */
+  void (*on_notice) (const char *message, gpointer user_data);
 } SandstepRunRequest;
 
 typedef struct {

@@ -25,6 +25,8 @@ sandstep_spec_new (void)
   spec->env = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   spec->secrets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   spec->mounts = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_mount_free);
+  spec->allow_hosts = g_ptr_array_new_with_free_func (g_free);
+  spec->allow_cidrs = g_ptr_array_new_with_free_func (g_free);
   return spec;
 }
 
@@ -36,6 +38,8 @@ sandstep_spec_free (SandstepSpec *spec)
   g_hash_table_unref (spec->env);
   g_hash_table_unref (spec->secrets);
   g_ptr_array_unref (spec->mounts);
+  g_ptr_array_unref (spec->allow_hosts);
+  g_ptr_array_unref (spec->allow_cidrs);
   g_free (spec);
 }
 
@@ -46,6 +50,7 @@ sandstep_network_to_string (SandstepNetwork network)
     {
     case SANDSTEP_NETWORK_NONE: return "none";
     case SANDSTEP_NETWORK_OPEN: return "open";
+    case SANDSTEP_NETWORK_ALLOW: return "allow";
     }
   g_return_val_if_reached ("none");
 }
@@ -57,9 +62,11 @@ sandstep_network_from_string (const char *text, SandstepNetwork *out, GError **e
     *out = SANDSTEP_NETWORK_NONE;
   else if (g_strcmp0 (text, "open") == 0)
     *out = SANDSTEP_NETWORK_OPEN;
+  else if (g_strcmp0 (text, "allow") == 0)
+    *out = SANDSTEP_NETWORK_ALLOW;
   else
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "network '%s' is not a network mode; use none or open", text);
+                           "network '%s' is not a network mode; use none, open or allow", text);
   return TRUE;
 }
 
@@ -165,6 +172,16 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
   json_builder_add_value (builder, string_map_to_json (spec->env, TRUE));
   json_builder_set_member_name (builder, "secrets");
   json_builder_add_value (builder, string_map_to_json (spec->secrets, with_secrets));
+  json_builder_set_member_name (builder, "allow");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < spec->allow_hosts->len; i++)
+    json_builder_add_string_value (builder, spec->allow_hosts->pdata[i]);
+  json_builder_end_array (builder);
+  json_builder_set_member_name (builder, "allow_cidr");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < spec->allow_cidrs->len; i++)
+    json_builder_add_string_value (builder, spec->allow_cidrs->pdata[i]);
+  json_builder_end_array (builder);
   json_builder_set_member_name (builder, "mounts");
   json_builder_begin_array (builder);
   for (guint i = 0; i < spec->mounts->len; i++)
@@ -241,6 +258,18 @@ sandstep_spec_from_json (JsonNode *node, GError **error)
   if (!string_map_from_json (object, "env", spec->env, error) ||
       !string_map_from_json (object, "secrets", spec->secrets, error))
     return NULL;
+  for (int k = 0; k < 2; k++)
+    {
+      const char *member = k == 0 ? "allow" : "allow_cidr";
+      JsonNode *node = json_object_get_member (object, member);
+      if (node != NULL && JSON_NODE_HOLDS_ARRAY (node))
+        {
+          JsonArray *array = json_node_get_array (node);
+          for (guint i = 0; i < json_array_get_length (array); i++)
+            g_ptr_array_add (k == 0 ? spec->allow_hosts : spec->allow_cidrs,
+                             g_strdup (json_array_get_string_element (array, i)));
+        }
+    }
   mounts = json_object_has_member (object, "mounts") ? json_object_get_array_member (object, "mounts") : NULL;
   for (guint i = 0; mounts != NULL && i < json_array_get_length (mounts); i++)
     {

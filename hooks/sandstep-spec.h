@@ -13,6 +13,7 @@ G_BEGIN_DECLS
 typedef enum {
   SANDSTEP_NETWORK_NONE,   /* loopback only; DNS fails */
   SANDSTEP_NETWORK_OPEN,   /* the host's network */
+  SANDSTEP_NETWORK_ALLOW,  /* only the allowlist, through the host-side proxy */
 } SandstepNetwork;
 
 typedef struct {
@@ -35,6 +36,8 @@ typedef struct {
   GHashTable *env;         /* NAME -> VALUE, given with --env */
   GHashTable *secrets;     /* NAME -> VALUE, given with --secret; masked in tool output */
   GPtrArray *mounts;       /* of SandstepMount */
+  GPtrArray *allow_hosts;  /* network=allow: names reached over HTTPS on 443 */
+  GPtrArray *allow_cidrs;  /* network=allow: address ranges reached on any port */
 } SandstepSpec;
 
 #define SANDSTEP_DEFAULT_LIFETIME_S (60 * 60)

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "sandstep-egress.h"
 #include "sandstep-error.h"
 
 static gboolean
@@ -49,6 +50,33 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   if ((value = sandstep_invocation_get (invocation, "network")) != NULL &&
       !sandstep_network_from_string (value, &spec->network, error))
     return FALSE;
+  if ((values = sandstep_invocation_get_all (invocation, "allow")) != NULL)
+    for (guint i = 0; i < values->len; i++)
+      {
+        if (!sandstep_egress_check_host_entry (values->pdata[i], error))
+          return FALSE;
+        g_ptr_array_add (spec->allow_hosts, g_strdup (values->pdata[i]));
+      }
+  if ((values = sandstep_invocation_get_all (invocation, "allow-cidr")) != NULL)
+    for (guint i = 0; i < values->len; i++)
+      {
+        if (!sandstep_egress_check_cidr_entry (values->pdata[i], error))
+          return FALSE;
+        g_ptr_array_add (spec->allow_cidrs, g_strdup (values->pdata[i]));
+      }
+  if (spec->allow_hosts->len + spec->allow_cidrs->len > 0)
+    {
+      /* An allowlist means network=allow; with another mode it contradicts itself. */
+      if (sandstep_invocation_has (invocation, "network") && spec->network != SANDSTEP_NETWORK_ALLOW)
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "allow and allow-cidr need network=allow, but network is '%s'; drop one of them",
+                               sandstep_network_to_string (spec->network));
+      spec->network = SANDSTEP_NETWORK_ALLOW;
+    }
+  else if (spec->network == SANDSTEP_NETWORK_ALLOW)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                           "network=allow needs at least one allow=HOST or allow-cidr=CIDR; without any, "
+                           "use network=none");
   if ((value = sandstep_invocation_get (invocation, "lifetime")) != NULL &&
       !sandstep_parse_duration (value, FALSE, &spec->lifetime_s, error))
     return FALSE;

@@ -39,13 +39,19 @@ report_limits (SandstepAttachment *attachment, const SandstepRunResult *result)
                 "and was killed\n", disk);
 }
 
+static void
+print_notice (const char *message, gpointer user_data)
+{
+  g_printerr ("sandstep run: %s\n", message);
+}
+
 gboolean
 sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
 {
   g_autoptr(SandstepAttachment) attachment = NULL;
   g_autofree char *command = NULL;
   const char *timeout_text = sandstep_invocation_get (invocation, "timeout");
-  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2 };
+  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .on_notice = print_notice };
   SandstepRunResult result;
 
   if (invocation->operands->len == 0)

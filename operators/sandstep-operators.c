@@ -5,7 +5,9 @@
 
 static const SandstepOption provision_options[] = {
   /* name        kind                       repeat choices       help */
-  { "network",   SANDSTEP_OPTION_CHOICE,    FALSE, "none|open",  "none (default: loopback only, DNS fails) or open (the host's network)" },
+  { "network",   SANDSTEP_OPTION_CHOICE,    FALSE, "none|open|allow", "none (default: loopback only, DNS fails), open (the host's network), or allow (only --allow and --allow-cidr)" },
+  { "allow",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "a host reached over HTTPS on port 443 (*.example.com for all under it); implies network=allow" },
+  { "allow-cidr", SANDSTEP_OPTION_STRING,   TRUE,  NULL,         "an address range reached on any port, e.g. 10.1.2.0/24; implies network=allow" },
   { "lifetime",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "how long the sandbox lives (default 1h); commands never outlive it" },
   { "env",       SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME=VALUE, or NAME to pass this environment's value, into every command" },
   { "secret",    SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME of an environment variable passed in and masked in agent tool output" },

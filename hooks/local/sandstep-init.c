@@ -4,13 +4,22 @@
  * next to nothing; the helper execs it with execveat() on an fd, so it need
  * not be visible inside the jail.
  *
- *   sandstep-init REPORT-FD [--try WORD... --] PROGRAM ARGS...
+ *   sandstep-init REPORT-FD [--relay PORT SOCKET] [--try WORD... --] PROGRAM ARGS...
  *
  * With --try, init first execs WORD... through PATH, as a shell would run
- * that simple command, and falls back to PROGRAM if that fails.
+ * that simple command, and falls back to PROGRAM if that fails.  With
+ * --relay (network=allow), init also listens on 127.0.0.1:PORT inside the
+ * jail's empty network namespace and relays each connection to the unix
+ * SOCKET of the host-side egress proxy: the one way out.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -29,6 +38,107 @@ report (int fd, int step, int errsv)
     }
 }
 
+static int
+listen_loopback (int port)
+{
+  struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons (port),
+                                 .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  int one = 1;
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  if (fd < 0 || setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind (fd, (struct sockaddr *) &address, sizeof address) < 0 || listen (fd, 64) < 0)
+    return -1;
+  return fd;
+}
+
+/* One relayed connection, in a child of init: copy both ways until either ends. */
+static void
+relay_one (int client, const char *socket_path)
+{
+  struct sockaddr_un address = { .sun_family = AF_UNIX };
+  struct pollfd fds[2];
+  char buf[65536];
+  int proxy = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  strncpy (address.sun_path, socket_path, sizeof address.sun_path - 1);
+  if (proxy < 0 || connect (proxy, (struct sockaddr *) &address, sizeof address) < 0)
+    _exit (1);
+  fds[0] = (struct pollfd) { .fd = client, .events = POLLIN };
+  fds[1] = (struct pollfd) { .fd = proxy, .events = POLLIN };
+  for (;;)
+    {
+      if (poll (fds, 2, -1) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          _exit (1);
+        }
+      for (int i = 0; i < 2; i++)
+        {
+          ssize_t n;
+          if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+          n = read (fds[i].fd, buf, sizeof buf);
+          if (n <= 0)
+            {
+              shutdown (fds[1 - i].fd, SHUT_WR);
+              _exit (0);
+            }
+          for (ssize_t done = 0; done < n;)
+            {
+              ssize_t w = write (fds[1 - i].fd, buf + done, n - done);
+              if (w <= 0)
+                _exit (0);
+              done += w;
+            }
+        }
+    }
+}
+
+static int
+exit_status (int status)
+{
+  if (WIFSIGNALED (status))
+    return 128 + WTERMSIG (status);
+  return WEXITSTATUS (status);
+}
+
+/* Reaps and relays until the command ends. */
+static int
+serve_relay (pid_t command, int listener, int signal_fd, const char *socket_path)
+{
+  struct pollfd fds[2] = { { .fd = listener, .events = POLLIN }, { .fd = signal_fd, .events = POLLIN } };
+
+  for (;;)
+    {
+      if (poll (fds, 2, -1) < 0 && errno != EINTR)
+        return 125;
+      if (fds[1].revents & POLLIN)
+        {
+          struct signalfd_siginfo info;
+          int status;
+          pid_t pid;
+          if (read (signal_fd, &info, sizeof info) < 0)
+            {
+              /* drained by the loop below anyway */
+            }
+          while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+            if (pid == command)
+              return exit_status (status);
+        }
+      if (fds[0].revents & POLLIN)
+        {
+          int client = accept4 (listener, NULL, NULL, SOCK_CLOEXEC);
+          if (client < 0)
+            continue;
+          if (fork () == 0)
+            relay_one (client, socket_path);
+          close (client);
+        }
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -37,13 +147,33 @@ main (int argc, char **argv)
   pid_t command;
   char **direct = NULL;
   char **program = argv + 2;
+  const char *relay_socket = NULL;
+  int listener = -1, signal_fd = -1;
 
   if (argc < 3)
     return 125;
   report_fd = atoi (argv[1]);
-  if (strcmp (argv[2], "--try") == 0)
+  if (strcmp (program[0], "--relay") == 0)
     {
-      direct = argv + 3;
+      sigset_t chld;
+      if (argc < 6)
+        return 125;
+      relay_socket = program[2];
+      /* Bound before the command starts, so nothing inside can take the port first. */
+      listener = listen_loopback (atoi (program[1]));
+      sigemptyset (&chld);
+      sigaddset (&chld, SIGCHLD);
+      if (listener < 0 || sigprocmask (SIG_BLOCK, &chld, NULL) < 0 ||
+          (signal_fd = signalfd (-1, &chld, SFD_CLOEXEC)) < 0)
+        {
+          report (report_fd, SANDSTEP_JAIL_STEP_INIT, errno);
+          return 125;
+        }
+      program += 3;
+    }
+  if (strcmp (program[0], "--try") == 0)
+    {
+      direct = program + 1;
       for (program = direct; *program != NULL && strcmp (*program, "--") != 0; program++)
         ;
       if (*program == NULL)
@@ -61,6 +191,12 @@ main (int argc, char **argv)
     }
   if (command == 0)
     {
+      if (signal_fd >= 0)
+        {
+          sigset_t none;
+          sigemptyset (&none);
+          sigprocmask (SIG_SETMASK, &none, NULL);
+        }
       if (direct != NULL)
         execvpe (direct[0], direct, environ);
       execve (program[0], program, environ);
@@ -73,6 +209,8 @@ main (int argc, char **argv)
     close (fd);
   close (report_fd);
 
+  if (relay_socket != NULL)
+    return serve_relay (command, listener, signal_fd, relay_socket);
   for (;;)
     {
       pid_t pid = waitpid (-1, &status, 0);
@@ -81,7 +219,5 @@ main (int argc, char **argv)
       if (pid < 0 && errno != EINTR)
         return 125;
     }
-  if (WIFSIGNALED (status))
-    return 128 + WTERMSIG (status);
-  return WEXITSTATUS (status);
+  return exit_status (status);
 }

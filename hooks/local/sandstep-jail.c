@@ -84,6 +84,7 @@ struct _SandstepJail {
   int n_slots;
   int slots[MAX_SLOTS]; /* filled by OP_OPEN in the child */
   gboolean new_net;
+  gboolean relay;       /* network=allow: init relays the proxy port to the host's proxy */
   char uid_map[64];
   char gid_map[64];
   char **envp;
@@ -337,6 +338,15 @@ build_environment (const SandstepSpec *spec)
   envp = g_environ_setenv (envp, "SHELL", "/bin/sh", TRUE);
   envp = g_environ_setenv (envp, "HOSTNAME", HOSTNAME, TRUE);
   envp = g_environ_setenv (envp, "SANDSTEP", "1", TRUE);
+  if (spec->network == SANDSTEP_NETWORK_ALLOW)
+    {
+      static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                                "ALL_PROXY", "all_proxy" };
+      for (gsize i = 0; i < G_N_ELEMENTS (proxy_vars); i++)
+        envp = g_environ_setenv (envp, proxy_vars[i], SANDSTEP_PROXY_URL, TRUE);
+      envp = g_environ_setenv (envp, "NO_PROXY", "localhost,127.0.0.1,::1", TRUE);
+      envp = g_environ_setenv (envp, "no_proxy", "localhost,127.0.0.1,::1", TRUE);
+    }
   for (gsize i = 0; i < G_N_ELEMENTS (passthrough); i++)
     if (g_getenv (passthrough[i]) != NULL)
       envp = g_environ_setenv (envp, passthrough[i], g_getenv (passthrough[i]), TRUE);
@@ -415,7 +425,14 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
 
   jail->ops = g_array_new (FALSE, TRUE, sizeof (JailOp));
   g_array_set_clear_func (jail->ops, (GDestroyNotify) jail_op_clear);
-  jail->new_net = config->spec->network == SANDSTEP_NETWORK_NONE;
+  jail->new_net = config->spec->network != SANDSTEP_NETWORK_OPEN;
+  jail->relay = config->spec->network == SANDSTEP_NETWORK_ALLOW;
+  if (jail->relay && config->proxy_dir == NULL)
+    {
+      sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                      "network=allow needs the egress proxy, and this backend started none");
+      return NULL;
+    }
   g_snprintf (jail->uid_map, sizeof jail->uid_map, "0 %u 1\n", (unsigned) getuid ());
   g_snprintf (jail->gid_map, sizeof jail->gid_map, "0 %u 1\n", (unsigned) getgid ());
   jail->envp = build_environment (config->spec);
@@ -439,6 +456,12 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
     return NULL;
   add_etc (jail, !jail->new_net);
   add_dev (jail);
+  if (jail->relay)
+    {
+      add_op (jail, OP_MKDIR, "/run", NULL, 0755, NULL, 0, "create /run");
+      if (!add_bind (jail, config->proxy_dir, TRUE, "/run/sandstep", TRUE, TRUE, error))
+        return NULL;
+    }
 
   if (config->spec->mounts->len > 0)
     add_op (jail, OP_MKDIR, "/data", NULL, 0755, NULL, 0, "create /data");
@@ -775,6 +798,12 @@ sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int 
   g_snprintf (report_text, sizeof report_text, "%d", report[1]);
   g_ptr_array_add (argv, (char *) "sandstep-init");
   g_ptr_array_add (argv, report_text);
+  if (jail->relay)
+    {
+      g_ptr_array_add (argv, (char *) "--relay");
+      g_ptr_array_add (argv, (char *) SANDSTEP_PROXY_PORT);
+      g_ptr_array_add (argv, (char *) "/run/sandstep/proxy.sock");
+    }
   if (words != NULL)
     {
       g_ptr_array_add (argv, (char *) "--try");

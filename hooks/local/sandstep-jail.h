@@ -22,7 +22,12 @@ typedef struct {
   const char *tmp;           /* host directory seen as /tmp */
   const SandstepSpec *spec;  /* network, env, secrets, mounts, limits */
   gboolean memory_by_rlimit; /* no cgroup limits the command's memory: bound each process */
+  const char *proxy_dir;     /* network=allow: host directory holding proxy.sock */
 } SandstepJailConfig;
+
+/* Inside a network=allow jail: where programs find the egress proxy. */
+#define SANDSTEP_PROXY_PORT "3128"
+#define SANDSTEP_PROXY_URL "http://127.0.0.1:" SANDSTEP_PROXY_PORT
 
 typedef struct {
   int pid;                   /* in the caller's pid namespace: the jail's init */

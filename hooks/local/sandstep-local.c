@@ -11,6 +11,7 @@
 #include "sandstep-error.h"
 #include "sandstep-jail.h"
 #include "sandstep-limits.h"
+#include "sandstep-proxy.h"
 #include "sandstep-store.h"
 #include "sandstep-tree.h"
 
@@ -249,6 +250,35 @@ local_spec (SandstepAttachment *parent)
   return ((LocalAttachment *) parent)->record->spec;
 }
 
+static void
+notice_refusal (const char *target, const char *reason, gpointer data)
+{
+  const SandstepRunRequest *request = data;
+  g_autofree char *message = NULL;
+
+  if (request->on_notice == NULL)
+    return;
+  message = g_strdup_printf ("egress refused: %s: %s", target, reason);
+  request->on_notice (message, request->user_data);
+}
+
+/* network=allow: the host-side proxy that is the jail's one way out. */
+static SandstepProxy *
+start_proxy (LocalAttachment *attachment, const SandstepRunRequest *request, GError **error)
+{
+  const SandstepSpec *spec = attachment->record->spec;
+  g_autofree char *socket_path = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle,
+                                                              "proxy/proxy.sock");
+  g_autofree char *log_path = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle,
+                                                           "egress.log");
+  SandstepEgress *egress = sandstep_egress_new (spec->allow_hosts, spec->allow_cidrs, error);
+
+  if (egress == NULL)
+    return NULL;
+  return sandstep_proxy_start (socket_path, egress, attachment->parent.handle, log_path, notice_refusal,
+                               (gpointer) request, error);
+}
+
 static gboolean run_in_jail (LocalAttachment *attachment, const SandstepRunRequest *request, double budget,
                              SandstepRunResult *result, GError **error);
 
@@ -262,6 +292,7 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   SandstepLimits limits;
   g_autoptr(GError) cgroup_error = NULL;
   SandstepCgroup *cgroup;
+  SandstepProxy *proxy = NULL;
   gboolean ok;
 
   memset (result, 0, sizeof *result);
@@ -272,8 +303,13 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
       g_autofree char *workspace = sandstep_store_sandbox_path (attachment->local->store, parent->handle,
                                                                 "tree/workspace");
       g_autofree char *tmp = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "tree/tmp");
+      g_autofree char *proxy_dir = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "proxy");
       SandstepJailConfig config = { workspace, tmp, attachment->record->spec,
-                                    sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE };
+                                    sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE, proxy_dir };
+
+      if (attachment->record->spec->network == SANDSTEP_NETWORK_ALLOW && g_mkdir_with_parents (proxy_dir, 0700) < 0)
+        return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                     "Could not create the egress proxy's directory '%s'", proxy_dir);
 
       attachment->jail = sandstep_jail_new (&config, error);
       if (attachment->jail == NULL)
@@ -293,7 +329,17 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
       g_propagate_error (error, g_steal_pointer (&cgroup_error));
       return FALSE;
     }
+  if (attachment->record->spec->network == SANDSTEP_NETWORK_ALLOW)
+    {
+      proxy = start_proxy (attachment, request, error);
+      if (proxy == NULL)
+        {
+          sandstep_cgroup_leave (cgroup, &result->memory_limit_hit, &result->pids_limit_hit);
+          return FALSE;
+        }
+    }
   ok = run_in_jail (attachment, request, budget, result, error);
+  sandstep_proxy_stop (proxy);
   sandstep_cgroup_leave (cgroup, &result->memory_limit_hit, &result->pids_limit_hit);
   return ok;
 }

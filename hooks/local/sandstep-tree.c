@@ -803,7 +803,11 @@ sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError *
   if (dest_rel == NULL)
     return FALSE;
 
-  if (g_str_has_suffix (dest, "/"))
+  /* As rsync: "src/" means the contents of src, so `put src/ /workspace/src/`
+   * fills /workspace/src and a retried put lands in the same place. */
+  if (S_ISDIR (st.st_mode) && g_str_has_suffix (host_src, "/"))
+    into = FALSE;
+  else if (g_str_has_suffix (dest, "/"))
     into = TRUE;
   else
     {

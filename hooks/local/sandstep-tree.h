@@ -42,7 +42,9 @@ gboolean sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const 
 
 /* Copies a host file or directory tree (regular files, directories, symbolic
  * links) to @dest.  A @dest ending in "/" or naming an existing directory
- * receives the source under its own basename, as cp -r does. */
+ * receives the source under its own basename, as cp -r does; a source
+ * directory written with a trailing "/" gives its contents instead, as
+ * rsync does, so `put src/ /workspace/src/` is idempotent. */
 gboolean sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError **error);
 
 /* Entries of a directory (SandstepDirEntry, from sandstep-backend.h), sorted by

@@ -1,0 +1,293 @@
+/* sandstep-egress.c: the egress allowlist policy. */
+#include "sandstep-egress.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <string.h>
+
+#include "sandstep-error.h"
+
+typedef struct {
+  GInetAddressMask *mask;
+  char *text;
+} AllowedRange;
+
+struct _SandstepEgress {
+  GPtrArray *hosts;        /* lowercase names; "*.x" suffix patterns */
+  GPtrArray *ranges;       /* AllowedRange */
+};
+
+static void
+allowed_range_free (AllowedRange *range)
+{
+  g_object_unref (range->mask);
+  g_free (range->text);
+  g_free (range);
+}
+
+void
+sandstep_egress_free (SandstepEgress *egress)
+{
+  if (egress == NULL)
+    return;
+  g_ptr_array_unref (egress->hosts);
+  g_ptr_array_unref (egress->ranges);
+  g_free (egress);
+}
+
+GInetAddress *
+sandstep_egress_parse_literal (const char *text)
+{
+  g_autofree char *bare = NULL;
+  struct in_addr v4;
+  struct in6_addr v6;
+  gsize len = strlen (text);
+
+  if (len >= 2 && text[0] == '[' && text[len - 1] == ']')
+    bare = g_strndup (text + 1, len - 2);
+  else
+    bare = g_strdup (text);
+
+  if (inet_pton (AF_INET6, bare, &v6) == 1)
+    {
+      if (IN6_IS_ADDR_V4MAPPED (&v6))
+        return g_inet_address_new_from_bytes (v6.s6_addr + 12, G_SOCKET_FAMILY_IPV4);
+      return g_inet_address_new_from_bytes (v6.s6_addr, G_SOCKET_FAMILY_IPV6);
+    }
+  /* inet_aton takes every historic IPv4 spelling: 127.1, 0x7f.1, 017700000001, 2130706433. */
+  if (bare[0] != '\0' && strspn (bare, "0123456789abcdefABCDEFxX.") == strlen (bare) && inet_aton (bare, &v4) == 1)
+    return g_inet_address_new_from_bytes ((const guint8 *) &v4.s_addr, G_SOCKET_FAMILY_IPV4);
+  return NULL;
+}
+
+gboolean
+sandstep_egress_check_host_entry (const char *host, GError **error)
+{
+  const char *name = g_str_has_prefix (host, "*.") ? host + 2 : host;
+  g_autoptr(GInetAddress) literal = sandstep_egress_parse_literal (host);
+
+  if (literal != NULL)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "allow '%s' is an address, not a host name; allow addresses with allow-cidr=%s/%d", host,
+                           host, g_inet_address_get_family (literal) == G_SOCKET_FAMILY_IPV4 ? 32 : 128);
+  if (name[0] == '\0' || strlen (name) > 253 || name[0] == '.' || name[0] == '-' || strstr (name, "..") != NULL)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "allow '%s' is not a host name; write for example allow=pypi.org or allow=*.github.com",
+                           host);
+  for (const char *p = name; *p; p++)
+    if (!g_ascii_isalnum (*p) && *p != '-' && *p != '.')
+      return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                             "allow '%s' is not a host name (letters, digits, '-' and '.'; '*.' only in front)", host);
+  return TRUE;
+}
+
+static GInetAddressMask *
+parse_cidr (const char *cidr, GError **error)
+{
+  const char *slash = strchr (cidr, '/');
+  g_autofree char *address_text = slash != NULL ? g_strndup (cidr, slash - cidr) : NULL;
+  g_autoptr(GInetAddress) address = NULL;
+  g_autoptr(GInetAddressMask) mask = NULL;
+  char *end = NULL;
+  guint64 length;
+  guint bits;
+
+  if (slash == NULL || !g_ascii_isdigit (slash[1]))
+    goto bad;
+  length = g_ascii_strtoull (slash + 1, &end, 10);
+  address = g_inet_address_new_from_string (address_text);
+  if (*end != '\0' || address == NULL)
+    goto bad;
+  bits = g_inet_address_get_native_size (address) * 8;
+  if (length > bits)
+    goto bad;
+  mask = g_inet_address_mask_new (address, (guint) length, NULL);
+  if (mask == NULL)
+    {
+      /* GIO refuses host bits set below the prefix: so do we, loudly. */
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "allow-cidr '%s' has host bits set; write the network address of the range", cidr);
+      return NULL;
+    }
+  if (length == 0)
+    {
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "allow-cidr '%s' allows every address; use network=open if that is what you mean", cidr);
+      return NULL;
+    }
+  return g_steal_pointer (&mask);
+
+bad:
+  sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                  "allow-cidr '%s' is not an address range; write for example 10.1.2.0/24 or 2001:db8::/32", cidr);
+  return NULL;
+}
+
+gboolean
+sandstep_egress_check_cidr_entry (const char *cidr, GError **error)
+{
+  g_autoptr(GInetAddressMask) mask = parse_cidr (cidr, error);
+
+  return mask != NULL;
+}
+
+SandstepEgress *
+sandstep_egress_new (GPtrArray *hosts, GPtrArray *cidrs, GError **error)
+{
+  g_autoptr(SandstepEgress) egress = g_new0 (SandstepEgress, 1);
+
+  egress->hosts = g_ptr_array_new_with_free_func (g_free);
+  egress->ranges = g_ptr_array_new_with_free_func ((GDestroyNotify) allowed_range_free);
+  for (guint i = 0; hosts != NULL && i < hosts->len; i++)
+    {
+      if (!sandstep_egress_check_host_entry (hosts->pdata[i], error))
+        return NULL;
+      g_ptr_array_add (egress->hosts, g_ascii_strdown (hosts->pdata[i], -1));
+    }
+  for (guint i = 0; cidrs != NULL && i < cidrs->len; i++)
+    {
+      GInetAddressMask *mask = parse_cidr (cidrs->pdata[i], error);
+      AllowedRange *range;
+      if (mask == NULL)
+        return NULL;
+      range = g_new0 (AllowedRange, 1);
+      range->mask = mask;
+      range->text = g_strdup (cidrs->pdata[i]);
+      g_ptr_array_add (egress->ranges, range);
+    }
+  return g_steal_pointer (&egress);
+}
+
+static gboolean
+host_is_allowed (SandstepEgress *egress, const char *name)
+{
+  for (guint i = 0; i < egress->hosts->len; i++)
+    {
+      const char *entry = egress->hosts->pdata[i];
+      if (g_str_has_prefix (entry, "*."))
+        {
+          if (g_str_has_suffix (name, entry + 1) && strlen (name) > strlen (entry + 1))
+            return TRUE;
+        }
+      else if (strcmp (entry, name) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static const char *
+range_covering (SandstepEgress *egress, GInetAddress *address)
+{
+  for (guint i = 0; i < egress->ranges->len; i++)
+    {
+      AllowedRange *range = egress->ranges->pdata[i];
+      if (g_inet_address_get_family (address) == g_inet_address_mask_get_family (range->mask) &&
+          g_inet_address_mask_matches (range->mask, address))
+        return range->text;
+    }
+  return NULL;
+}
+
+static gboolean
+is_own_address (GInetAddress *address)
+{
+  struct ifaddrs *list = NULL;
+  gboolean own = FALSE;
+
+  if (getifaddrs (&list) < 0)
+    return FALSE;
+  for (struct ifaddrs *i = list; i != NULL && !own; i = i->ifa_next)
+    {
+      g_autoptr(GSocketAddress) sa = NULL;
+      if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+        continue;
+      sa = g_socket_address_new_from_native (i->ifa_addr, i->ifa_addr->sa_family == AF_INET
+                                                              ? sizeof (struct sockaddr_in)
+                                                              : sizeof (struct sockaddr_in6));
+      own = sa != NULL && g_inet_address_equal (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (sa)), address);
+    }
+  freeifaddrs (list);
+  return own;
+}
+
+gboolean
+sandstep_egress_address_is_internal (GInetAddress *address)
+{
+  static const char *const internal[] = {
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+    "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96",
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (internal); i++)
+    {
+      g_autoptr(GInetAddressMask) mask = g_inet_address_mask_new_from_string (internal[i], NULL);
+      if (mask != NULL && g_inet_address_get_family (address) == g_inet_address_mask_get_family (mask) &&
+          g_inet_address_mask_matches (mask, address))
+        return TRUE;
+    }
+  return is_own_address (address);
+}
+
+GList *
+sandstep_egress_decide (SandstepEgress *egress, const char *host, guint16 port, SandstepResolveFunc resolve,
+                        char **out_reason)
+{
+  g_autoptr(GInetAddress) literal = sandstep_egress_parse_literal (host);
+  g_autofree char *name = NULL;
+  g_autolist(GInetAddress) resolved = NULL;
+  g_autoptr(GError) error = NULL;
+  GList *dial = NULL;
+  gboolean named;
+
+  *out_reason = NULL;
+  if (literal != NULL)
+    {
+      g_autofree char *text = g_inet_address_to_string (literal);
+      if (range_covering (egress, literal) != NULL)
+        return g_list_prepend (NULL, g_steal_pointer (&literal));
+      *out_reason = g_strdup_printf ("%s (given as '%s') is in no allowed address range", text, host);
+      return NULL;
+    }
+
+  name = g_ascii_strdown (host, -1);
+  if (g_str_has_suffix (name, "."))
+    name[strlen (name) - 1] = '\0';
+  named = host_is_allowed (egress, name);
+  if (named && port != 443)
+    {
+      *out_reason = g_strdup_printf ("%s is allowed over HTTPS on port 443 only, not port %u", name, port);
+      return NULL;
+    }
+  if (!named && egress->ranges->len == 0)
+    {
+      *out_reason = g_strdup_printf ("%s is not an allowed host", name);
+      return NULL;
+    }
+
+  resolved = resolve (name, &error);
+  if (resolved == NULL)
+    {
+      *out_reason = g_strdup_printf ("%s does not resolve: %s", name, error ? error->message : "no address");
+      return NULL;
+    }
+  for (GList *l = resolved; l != NULL; l = l->next)
+    {
+      GInetAddress *address = l->data;
+      gboolean covered = range_covering (egress, address) != NULL;
+      /* A listed range wins; otherwise a listed name may reach public addresses only. */
+      if (covered || (named && !sandstep_egress_address_is_internal (address)))
+        dial = g_list_append (dial, g_object_ref (address));
+    }
+  if (dial == NULL)
+    {
+      g_autofree char *first = g_inet_address_to_string (resolved->data);
+      if (named)
+        *out_reason = g_strdup_printf ("%s resolves to %s, an internal address, and no allowed range covers it", name,
+                                       first);
+      else
+        *out_reason = g_strdup_printf ("%s is not an allowed host, and its address %s is in no allowed range", name,
+                                       first);
+    }
+  return dial;
+}
