@@ -1,0 +1,364 @@
+/* sandstep-plugin.c: the GNU make loadable object sandstep.so.
+ *
+ *   load $(SANDSTEP_PLUGIN)
+ *   box.sbx:  ; $(sandbox-provision network=none lifetime=30m) > $@
+ *   test.log: box.sbx ; $(sandbox-run @box.sbx timeout=120,cd src && make check) > $@
+ *
+ * Thin on purpose (see DESIGN.md, "How make runs an operator"): a function
+ * validates its arguments against the operator table, derives the identity,
+ * and expands to a shell command line that runs the `sandstep` helper, which
+ * does the work in the recipe's own process.  Nothing here sleeps, spawns,
+ * starts a thread or a main-loop source, or defines a GType.  The only file
+ * the plugin ever writes is TOP/.sandstep/run, once, when a run starts (never
+ * under -n or -q).
+ *
+ * One function per row of the operator table, "sandbox-" + its name, so new
+ * operators need no change here; plus $(sandbox-run-id ) and $(sandbox-holder ).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnumake.h>
+
+#include "sandstep-identity.h"
+#include "sandstep-operator.h"
+#include "sandstep-render.h"
+
+#define SANDSTEP_EXPORT __attribute__ ((visibility ("default")))
+#define FUNCTION_PREFIX "sandbox-"
+
+SANDSTEP_EXPORT int plugin_is_GPL_compatible;
+
+#ifdef GMK_ABI_VERSION
+SANDSTEP_EXPORT int sandstep_gmk_setup (unsigned int abi, const gmk_floc *floc);
+#else
+SANDSTEP_EXPORT int sandstep_gmk_setup (const gmk_floc *floc);
+#endif
+
+/* Set once by the setup function; make never unloads us (-z nodelete). */
+static struct {
+  gboolean registered;
+  char *run;             /* the run id */
+  char *top;             /* the top directory of the tree (SANDSTEP_TOP) */
+  char *default_helper;  /* the helper beside the plugin, or "sandstep" */
+} plugin;
+
+/* ---- the make boundary ---------------------------------------------------- */
+
+/* gmk_expand() as a GLib string, whitespace around it removed. */
+static char *
+expand (const char *text)
+{
+  char *expanded = gmk_expand (text);
+  char *copy = g_strstrip (g_strdup (expanded != NULL ? expanded : ""));
+
+  gmk_free (expanded);
+  return copy;
+}
+
+/* Hands @text to make, which frees it. */
+static char *
+to_make (const char *text)
+{
+  gsize len = strlen (text);
+  char *copy = gmk_alloc (len + 1);
+
+  memcpy (copy, text, len + 1);
+  return copy;
+}
+
+/* Stops make with @message, at the caller's makefile line when @floc is NULL.
+ * The message is defined verbatim and printed through $(value ...), so a
+ * "$(...)" inside it (a user's value) is shown, never expanded. */
+static void
+fail (const char *message, const gmk_floc *floc)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autofree char *buffer = NULL;
+
+  /* One line: a newline could end the define early, a trailing backslash join "endef". */
+  for (const char *p = message; *p != '\0'; p++)
+    g_string_append_c (text, ((guchar) *p < 0x20 || *p == 0x7f) ? ' ' : *p);
+  if (text->len > 0 && text->str[text->len - 1] == '\\')
+    g_string_append_c (text, '.');
+
+  buffer = g_strdup_printf ("override define __sandstep_error\n%s\nendef\n"
+                            "$(error $(value __sandstep_error))\n",
+                            text->str);
+  gmk_eval (buffer, floc);
+}
+
+/* Under -n and -q make expands recipes without running them: nothing may change. */
+static gboolean
+is_dry_run (void)
+{
+  g_autofree char *n = expand ("$(findstring n,$(firstword -$(MAKEFLAGS)))");
+  g_autofree char *q = expand ("$(findstring q,$(firstword -$(MAKEFLAGS)))");
+
+  return n[0] != '\0' || q[0] != '\0';
+}
+
+/* ---- identity ------------------------------------------------------------- */
+
+/* The helper beside the loaded object: BUILDDIR/plugin/../operators/sandstep in
+ * a build tree, or DIR/sandstep next to an installed sandstep.so. */
+static char *
+find_default_helper (void)
+{
+  Dl_info info;
+  g_autofree char *dir = NULL;
+  g_autofree char *absdir = NULL;
+  const char *candidates[] = { "../operators/sandstep", "sandstep" };
+
+  if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
+    return g_strdup ("sandstep");
+  dir = g_path_get_dirname (info.dli_fname);
+  absdir = g_canonicalize_filename (dir, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
+    {
+      g_autofree char *path = g_build_filename (absdir, candidates[i], NULL);
+      g_autofree char *canonical = g_canonicalize_filename (path, NULL);
+
+      if (g_file_test (canonical, G_FILE_TEST_IS_REGULAR) && g_file_test (canonical, G_FILE_TEST_IS_EXECUTABLE))
+        return g_steal_pointer (&canonical);
+    }
+  return g_strdup ("sandstep");
+}
+
+/* Escapes @value for the body of `define NAME :=`. */
+static char *
+escape_for_define (const char *value)
+{
+  GString *out = g_string_new (NULL);
+
+  for (const char *p = value; *p != '\0'; p++)
+    {
+      if (*p == '$')
+        g_string_append_c (out, '$');
+      g_string_append_c (out, *p);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* Makes the run and the top known to recipes, helpers and sub-makes (make's
+ * exported variables), and to make itself should it re-exec (the process's
+ * environment: make builds children's environments from its variables only). */
+static void
+publish_identity (void)
+{
+  g_autofree char *top = escape_for_define (plugin.top);
+  g_autofree char *buffer = NULL;
+
+  buffer = g_strdup_printf ("override define SANDSTEP_RUN :=\n%s\nendef\nexport SANDSTEP_RUN\n"
+                            "override define SANDSTEP_TOP :=\n%s\nendef\nexport SANDSTEP_TOP\n",
+                            plugin.run, top);
+  gmk_eval (buffer, NULL);
+  g_setenv ("SANDSTEP_RUN", plugin.run, TRUE);
+  g_setenv ("SANDSTEP_TOP", plugin.top, TRUE);
+}
+
+static gboolean
+init_identity (GError **error)
+{
+  g_autofree char *level = expand ("$(MAKELEVEL)");
+  g_autofree char *curdir = expand ("$(CURDIR)");
+  /* $(value): an inherited environment variable is recursive in make; the path may hold a '$'. */
+  g_autofree char *inherited_top = expand ("$(value SANDSTEP_TOP)");
+  g_autofree char *given_run = expand ("$(SANDSTEP_RUN)");
+  g_autofree char *top = NULL;
+  g_autofree char *run = NULL;
+
+  /* The top make's directory is the top; a sub-make inherits it (and the run). */
+  if ((level[0] == '\0' || strcmp (level, "0") == 0) || inherited_top[0] == '\0')
+    top = g_steal_pointer (&curdir);
+  else
+    top = g_steal_pointer (&inherited_top);
+  if (top[0] != '/' || strchr (top, '\n') != NULL || g_str_has_suffix (top, "\\"))
+    {
+      g_set_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_IDENTITY,
+                   "sandstep: the top directory '%s' must be an absolute path without a newline or a trailing "
+                   "backslash",
+                   top);
+      return FALSE;
+    }
+
+  if (given_run[0] != '\0')
+    {
+      if (!sandstep_run_id_check (given_run, "SANDSTEP_RUN", error))
+        return FALSE;
+      run = g_steal_pointer (&given_run);
+    }
+  else
+    {
+      run = sandstep_run_id_load_or_create (top, is_dry_run (), error);
+      if (run == NULL)
+        return FALSE;
+    }
+
+  plugin.top = g_steal_pointer (&top);
+  plugin.run = g_steal_pointer (&run);
+  publish_identity ();
+  return TRUE;
+}
+
+static char *
+current_owner (GError **error)
+{
+  g_autofree char *given_dag = expand ("$(SANDSTEP_DAG)");
+  g_autofree char *dag = sandstep_dag_name (given_dag, plugin.top, error);
+
+  if (dag == NULL)
+    return NULL;
+  return g_strconcat (dag, "/", plugin.run, NULL);
+}
+
+/* OWNER/PATH, PATH being the current target ($@, empty at parse time) in the
+ * current directory, relative to the top. */
+static char *
+current_holder (const char *owner)
+{
+  g_autofree char *target = expand ("$@");
+  g_autofree char *curdir = expand ("$(CURDIR)");
+  g_autofree char *path = sandstep_holder_path (plugin.top, curdir, target);
+
+  return g_strconcat (owner, path[0] == '/' ? "" : "/", path, NULL);
+}
+
+static char *
+current_helper (void)
+{
+  g_autofree char *given = expand ("$(SANDSTEP)");
+
+  return given[0] != '\0' ? g_steal_pointer (&given) : g_strdup (plugin.default_helper);
+}
+
+/* ---- the functions -------------------------------------------------------- */
+
+/* $(sandbox-OP [HANDLE] [OPTIONS][,TEXT]) for every row of the operator table. */
+static char *
+call_operator (const char *name, unsigned int argc, char **argv)
+{
+  const SandstepOperator *op = sandstep_operator_lookup (name + strlen (FUNCTION_PREFIX));
+  g_autoptr(GError) error = NULL;
+  g_autofree char *owner = NULL;
+  g_autofree char *holder = NULL;
+  g_autofree char *helper = NULL;
+  g_autofree char *command = NULL;
+  SandstepRenderContext context;
+
+  if (op == NULL)
+    {
+      g_autofree char *message = g_strdup_printf ("%s: no such operator in this sandstep", name);
+      fail (message, NULL);
+      return NULL;
+    }
+  owner = current_owner (&error);
+  if (owner == NULL)
+    {
+      fail (error->message, NULL);
+      return NULL;
+    }
+  holder = current_holder (owner);
+  helper = current_helper ();
+  context = (SandstepRenderContext) { .helper = helper, .owner = owner, .holder = holder };
+  command = sandstep_render (op, argc > 0 ? argv[0] : "", argc > 1 ? argv[1] : NULL, &context, &error);
+  if (command == NULL)
+    {
+      fail (error->message, NULL);
+      return NULL;
+    }
+  return to_make (command);
+}
+
+static gboolean
+check_no_arguments (const char *name, unsigned int argc, char **argv)
+{
+  g_autofree char *given = argc > 0 ? g_strstrip (g_strdup (argv[0])) : g_strdup ("");
+  g_autofree char *message = NULL;
+
+  if (argc <= 1 && given[0] == '\0')
+    return TRUE;
+  message = g_strdup_printf ("%s takes no arguments (got '%s%s%s'); write $(%s ) with the space", name,
+                             argc > 0 ? argv[0] : "", argc > 1 ? "," : "", argc > 1 ? argv[1] : "", name);
+  fail (message, NULL);
+  return FALSE;
+}
+
+/* $(sandbox-run-id ) */
+static char *
+call_run_id (const char *name, unsigned int argc, char **argv)
+{
+  if (!check_no_arguments (name, argc, argv))
+    return NULL;
+  return to_make (plugin.run);
+}
+
+/* $(sandbox-holder ) */
+static char *
+call_holder (const char *name, unsigned int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *owner = NULL;
+  g_autofree char *holder = NULL;
+
+  if (!check_no_arguments (name, argc, argv))
+    return NULL;
+  owner = current_owner (&error);
+  if (owner == NULL)
+    {
+      fail (error->message, NULL);
+      return NULL;
+    }
+  holder = current_holder (owner);
+  return to_make (holder);
+}
+
+static void
+register_functions (void)
+{
+  gsize n_operators = 0;
+  const SandstepOperator *operators = sandstep_operators (&n_operators);
+
+  /* make keeps the name pointers: they live as long as the process. */
+  for (gsize i = 0; i < n_operators; i++)
+    gmk_add_function (g_strconcat (FUNCTION_PREFIX, operators[i].name, NULL), call_operator, 0, 2,
+                      GMK_FUNC_DEFAULT);
+  gmk_add_function (FUNCTION_PREFIX "run-id", call_run_id, 0, 1, GMK_FUNC_DEFAULT);
+  gmk_add_function (FUNCTION_PREFIX "holder", call_holder, 0, 1, GMK_FUNC_DEFAULT);
+}
+
+static int
+setup (const gmk_floc *floc)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (plugin.registered)
+    return -1;
+  plugin.registered = TRUE;
+  plugin.default_helper = find_default_helper ();
+  if (!init_identity (&error))
+    {
+      fail (error->message, floc);
+      return 0;
+    }
+  register_functions ();
+  /* -1: loaded, and not a target make should try to remake. */
+  return -1;
+}
+
+#ifdef GMK_ABI_VERSION
+int
+sandstep_gmk_setup (unsigned int abi, const gmk_floc *floc)
+{
+  return setup (floc);
+}
+#else
+int
+sandstep_gmk_setup (const gmk_floc *floc)
+{
+  return setup (floc);
+}
+#endif

@@ -1,0 +1,16 @@
+# render.mk: what each call renders (run with -n, or the recipes just echo).
+ifeq ($(SANDSTEP_PLUGIN),)
+$(error SANDSTEP_PLUGIN is not set: the absolute path of sandstep.so)
+endif
+load $(SANDSTEP_PLUGIN)
+
+show-run: ; $(sandbox-run @box.sbx timeout=5,echo a,b,c)
+show-quote: ; $(sandbox-run @box.sbx wait=0,echo 'it'"'"'s' "$$HOME")
+show-put: ; $(sandbox-put @box.sbx,src/   /workspace/src/)
+show-gc: ; $(sandbox-gc run=X expired)
+show-provision: ; $(sandbox-provision network=open env=A env=B=c lifetime=1h)
+show-describe: ; $(sandbox-describe sandstep-0123456789abcdef)
+show-export: ; $(sandbox-export @box.sbx max-bytes=5M,report.md=file:///tmp/out/report.md)
+show-release: ; $(sandbox-release @box.sbx keep=0,)
+show-id: ; @echo run=$(sandbox-run-id ) holder=$(sandbox-holder )
+sub/dir/show-holder: ; @echo holder=$(sandbox-holder )

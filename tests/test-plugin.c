@@ -1,0 +1,1130 @@
+/* test-plugin.c: the GNU make plugin sandstep.so, driven through /usr/bin/make.
+ *
+ * Each case copies data makefiles (tests/data/make/) into a fresh temporary
+ * directory, the top of its tree, and runs make there with SANDSTEP_STATE_DIR
+ * inside it.  The built plugin and helper come from the environment that
+ * tests/meson.build sets: SANDSTEP_PLUGIN (sandstep.so) and SANDSTEP (the
+ * helper).  Cases under /plugin/helper/ run the real helper; they skip, with
+ * the helper's message, when it cannot run a command in a sandbox on this
+ * machine, unless SANDSTEP_TESTS_MUST_SANDBOX=1 makes that a failure.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "sandstep-identity.h"
+#include "sandstep-render.h"
+
+/* ---- fixture: a temporary tree ------------------------------------------- */
+
+typedef struct {
+  char *dir;    /* canonical: make's CURDIR, and so SANDSTEP_TOP */
+  char *state;  /* SANDSTEP_STATE_DIR */
+  char *dag;    /* the default DAG name: the directory's base name */
+} Tree;
+
+typedef struct {
+  int status;   /* make's exit status; -1 when it died of a signal */
+  char *out;
+  char *err;
+} MakeResult;
+
+static void
+make_result_free (MakeResult *result)
+{
+  g_free (result->out);
+  g_free (result->err);
+  g_free (result);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MakeResult, make_result_free)
+
+static int
+make_writable (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  if (flag == FTW_D || flag == FTW_DNR)
+    chmod (path, 0700);
+  return 0;
+}
+
+static int
+remove_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  return remove (path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void
+remove_tree (const char *path)
+{
+  nftw (path, make_writable, 16, FTW_PHYS);
+  if (nftw (path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    g_test_message ("could not remove '%s' entirely: %s", path, g_strerror (errno));
+}
+
+static void
+tree_free (Tree *tree)
+{
+  if (tree == NULL)
+    return;
+  remove_tree (tree->dir);
+  g_free (tree->dir);
+  g_free (tree->state);
+  g_free (tree->dag);
+  g_free (tree);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Tree, tree_free)
+
+static Tree *
+tree_new (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *tmp = g_dir_make_tmp ("sandstep-plugin-XXXXXX", &error);
+  char *real = NULL;
+  Tree *tree = g_new0 (Tree, 1);
+
+  g_assert_no_error (error);
+  real = realpath (tmp, NULL);
+  g_assert_nonnull (real);
+  tree->dir = g_strdup (real);
+  free (real);
+  tree->state = g_build_filename (tree->dir, "state", NULL);
+  tree->dag = g_path_get_basename (tree->dir);
+  return tree;
+}
+
+static char *
+tree_path (Tree *tree, const char *rel)
+{
+  return g_build_filename (tree->dir, rel, NULL);
+}
+
+static void
+write_file (const char *path, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_path_get_dirname (path);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+}
+
+static char *
+read_file (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  char *text = NULL;
+
+  g_file_get_contents (path, &text, NULL, &error);
+  g_assert_no_error (error);
+  return text;
+}
+
+/* Copies tests/data/make/@name to @rel in the tree. */
+static void
+tree_add_makefile (Tree *tree, const char *name, const char *rel)
+{
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "data", "make", name, NULL);
+  g_autofree char *text = read_file (source);
+  g_autofree char *dest = tree_path (tree, rel);
+
+  write_file (dest, text);
+}
+
+/* The helper stand-in: prints each argument it gets as [ARG], one a line. */
+static char *
+tree_add_argv_printer (Tree *tree)
+{
+  char *path = tree_path (tree, "argv.sh");
+
+  write_file (path, "#!/bin/sh\nfor a; do printf '[%s]\\n' \"$a\"; done\n");
+  g_assert_cmpint (chmod (path, 0755), ==, 0);
+  return path;
+}
+
+static const char *
+plugin_path (void)
+{
+  return g_getenv ("SANDSTEP_PLUGIN");
+}
+
+static const char *
+helper_path (void)
+{
+  const char *helper = g_getenv ("SANDSTEP");
+  return helper != NULL ? helper : "sandstep";
+}
+
+static const char *
+make_program (void)
+{
+  const char *make = g_getenv ("SANDSTEP_TEST_MAKE");
+  return make != NULL ? make : "/usr/bin/make";
+}
+
+static gboolean
+require_plugin (void)
+{
+  if (plugin_path () == NULL || !g_file_test (plugin_path (), G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("SANDSTEP_PLUGIN does not name the built sandstep.so");
+      return FALSE;
+    }
+  if (!g_file_test (make_program (), G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip_printf ("no make at '%s'", make_program ());
+      return FALSE;
+    }
+  return TRUE;
+}
+
+#define REQUIRE_PLUGIN() \
+  G_STMT_START { if (!require_plugin ()) return; } G_STMT_END
+
+/* The environment of make: the caller's, less anything that would leak an
+ * outer make or run into ours, plus @env ("NAME=VALUE" sets, "NAME" unsets). */
+static char **
+make_environment (Tree *tree, const char *const *env)
+{
+  static const char *const unset[] = {
+    "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKELEVEL", "MAKEFILES", "MAKE_TERMOUT", "MAKE_TERMERR",
+    "SANDSTEP_RUN", "SANDSTEP_TOP", "SANDSTEP_DAG", "SANDSTEP_OWNER", "SANDSTEP_HOLDER",
+  };
+  char **envp = g_get_environ ();
+
+  for (gsize i = 0; i < G_N_ELEMENTS (unset); i++)
+    envp = g_environ_unsetenv (envp, unset[i]);
+  envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", tree->state, TRUE);
+  envp = g_environ_setenv (envp, "LC_ALL", "C", TRUE);
+  for (; env != NULL && *env != NULL; env++)
+    {
+      const char *eq = strchr (*env, '=');
+      if (eq == NULL)
+        envp = g_environ_unsetenv (envp, *env);
+      else
+        {
+          g_autofree char *name = g_strndup (*env, eq - *env);
+          envp = g_environ_setenv (envp, name, eq + 1, TRUE);
+        }
+    }
+  return envp;
+}
+
+/* Runs make in @subdir of the tree (NULL: the top) with @args. */
+static MakeResult *
+tree_make_full (Tree *tree, const char *subdir, const char *const *env, const char *const *args)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) envp = make_environment (tree, env);
+  g_autofree char *cwd = subdir != NULL ? tree_path (tree, subdir) : g_strdup (tree->dir);
+  g_autofree char *shown = NULL;
+  MakeResult *result = g_new0 (MakeResult, 1);
+  int wait_status = 0;
+
+  g_ptr_array_add (argv, (char *) make_program ());
+  for (; args != NULL && *args != NULL; args++)
+    g_ptr_array_add (argv, (char *) *args);
+  g_ptr_array_add (argv, NULL);
+
+  shown = g_strjoinv (" ", (char **) argv->pdata);
+  g_test_message ("$ (cd %s && %s)", cwd, shown);
+  g_spawn_sync (cwd, (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &result->out, &result->err,
+                &wait_status, &error);
+  g_assert_no_error (error);
+  result->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : -1;
+  g_test_message ("exit %d\n--- stdout\n%s--- stderr\n%s---", result->status, result->out, result->err);
+  return result;
+}
+
+/* tree_make (tree, ENV-ARRAY-OR-NULL, ARG..., NULL) */
+static MakeResult *
+tree_make (Tree *tree, const char *const *env, ...)
+{
+  g_autoptr(GPtrArray) args = g_ptr_array_new ();
+  va_list ap;
+  const char *arg;
+
+  va_start (ap, env);
+  while ((arg = va_arg (ap, const char *)) != NULL)
+    g_ptr_array_add (args, (char *) arg);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+  return tree_make_full (tree, NULL, env, (const char *const *) args->pdata);
+}
+
+static gboolean
+dir_is_empty_or_absent (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+
+  return dir == NULL || g_dir_read_name (dir) == NULL;
+}
+
+static char *
+stored_run (Tree *tree)
+{
+  g_autofree char *path = tree_path (tree, SANDSTEP_RUN_FILE);
+  char *text = read_file (path);
+
+  return g_strstrip (text);
+}
+
+/* The value after "KEY=" up to the next space or newline in @text. */
+static char *
+field (const char *text, const char *key)
+{
+  g_autofree char *needle = g_strconcat (key, "=", NULL);
+  const char *start = strstr (text, needle);
+  const char *end;
+
+  g_assert_nonnull (start);
+  start += strlen (needle);
+  end = start + strcspn (start, " \n");
+  return g_strndup (start, end - start);
+}
+
+static void
+assert_field (const char *text, const char *key, const char *expected)
+{
+  g_autofree char *value = NULL;
+
+  g_assert_nonnull (text);
+  value = field (text, key);
+  g_assert_cmpstr (value, ==, expected);
+}
+
+/* ---- the real helper ------------------------------------------------------ */
+
+static gboolean
+run_helper (const char *state, const char *const *args, char **out_stdout, char **out_reason)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STATE_DIR", state, TRUE);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  int wait_status = 0;
+
+  g_ptr_array_add (argv, (char *) helper_path ());
+  for (; *args != NULL; args++)
+    g_ptr_array_add (argv, (char *) *args);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &wait_status,
+                     &error))
+    {
+      *out_reason = g_strdup_printf ("cannot run the helper '%s': %s", helper_path (), error->message);
+      return FALSE;
+    }
+  if (!WIFEXITED (wait_status) || WEXITSTATUS (wait_status) != 0)
+    {
+      *out_reason = g_strdup_printf ("'%s %s' failed (wait status %d): %s", helper_path (), (char *) argv->pdata[1],
+                                     wait_status, g_strstrip (err));
+      return FALSE;
+    }
+  if (out_stdout != NULL)
+    *out_stdout = g_strstrip (g_steal_pointer (&out));
+  return TRUE;
+}
+
+/* NULL when the helper provisions and runs a command here, else why not. */
+static const char *
+helper_unusable (void)
+{
+  static gsize once = 0;
+  static char *reason = NULL;
+
+  if (g_once_init_enter (&once))
+    {
+      g_autoptr(Tree) tree = tree_new ();
+      g_autofree char *handle = NULL;
+      g_autofree char *handle_arg = NULL;
+      const char *provision[] = { "provision", "--owner=probe/run", "--holder=probe/run/x", NULL };
+
+      if (run_helper (tree->state, provision, &handle, &reason))
+        {
+          const char *run[] = { "run", NULL, "--owner=probe/run", "--holder=probe/run/x", "--", "true", NULL };
+          const char *destroy[] = { "destroy", NULL, "--owner=probe/run", "--holder=probe/run/x", NULL };
+
+          handle_arg = g_strconcat ("--handle=", handle, NULL);
+          run[1] = destroy[1] = handle_arg;
+          if (run_helper (tree->state, run, NULL, &reason))
+            run_helper (tree->state, destroy, NULL, &reason);
+        }
+      g_once_init_leave (&once, 1);
+    }
+  return reason;
+}
+
+static gboolean
+require_helper (void)
+{
+  const char *reason;
+
+  if (!require_plugin ())
+    return FALSE;
+  reason = helper_unusable ();
+  if (reason == NULL)
+    return TRUE;
+  if (g_strcmp0 (g_getenv ("SANDSTEP_TESTS_MUST_SANDBOX"), "1") == 0)
+    g_test_fail_printf ("the helper cannot run sandboxes here: %s", reason);
+  else
+    g_test_skip_printf ("the helper cannot run sandboxes here (set SANDSTEP_TESTS_MUST_SANDBOX=1 to fail): %s",
+                        reason);
+  return FALSE;
+}
+
+#define REQUIRE_HELPER() \
+  G_STMT_START { if (!require_helper ()) return; } G_STMT_END
+
+/* ---- unit tests of the pure parts ----------------------------------------- */
+
+static void
+test_unit_holder_path (void)
+{
+  static const struct { const char *top, *curdir, *target, *expected; } cases[] = {
+    { "/t", "/t", "box.sbx", "box.sbx" },
+    { "/t", "/t", "", "." },
+    { "/t", "/t/sub", "box.sbx", "sub/box.sbx" },
+    { "/t", "/t/sub", "", "sub" },
+    { "/t", "/t", "out/./x/../box.sbx", "out/box.sbx" },
+    { "/t", "/t/sub", "../box.sbx", "box.sbx" },
+    { "/t", "/t", "/t/a/b", "a/b" },
+    { "/t", "/t", "/elsewhere/b", "/elsewhere/b" },
+    { "/t", "/u", "b", "/u/b" },
+    { "/t/", "/t//sub/", "b", "sub/b" },
+    { "/", "/srv", "b", "srv/b" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = sandstep_holder_path (cases[i].top, cases[i].curdir, cases[i].target);
+      g_assert_cmpstr (path, ==, cases[i].expected);
+    }
+}
+
+static void
+test_unit_run_id (void)
+{
+  static const char *const good[] = { "20261129T214000-1a2b3c", "ci-1234", "a", "pipe.7:retry@x+1" };
+  static const char *const bad[] = { "", "-x", ".x", "a b", "a/b", "a$b", "a\nb", "a'b" };
+  g_autofree char *fresh = sandstep_run_id_new ();
+  g_autofree char *long_id = g_strnfill (129, 'a');
+
+  for (gsize i = 0; i < G_N_ELEMENTS (good); i++)
+    g_assert_true (sandstep_run_id_check (good[i], "test", NULL));
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_assert_false (sandstep_run_id_check (bad[i], "test", &error));
+      g_assert_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_IDENTITY);
+    }
+  g_assert_false (sandstep_run_id_check (long_id, "test", NULL));
+  g_assert_true (sandstep_run_id_check (fresh, "test", NULL));
+  /* 20261129T214000-1a2b3c */
+  g_assert_cmpuint (strlen (fresh), ==, 22);
+  g_assert_cmpint (fresh[8], ==, 'T');
+  g_assert_cmpint (fresh[15], ==, '-');
+}
+
+static void
+test_unit_quote (void)
+{
+  static const struct { const char *word, *quoted; } cases[] = {
+    { "", "''" },
+    { "plain", "'plain'" },
+    { "it's", "'it'\\''s'" },
+    { "$(shell x) `y` \"z\" \\", "'$(shell x) `y` \"z\" \\'" },
+    { "''", "''\\'''\\'''" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GString) out = g_string_new (NULL);
+      sandstep_render_quote (out, cases[i].word);
+      g_assert_cmpstr (out->str, ==, cases[i].quoted);
+    }
+}
+
+/* Every operator of the table is a make function and renders. */
+static void
+test_unit_every_operator (void)
+{
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+  SandstepRenderContext context = { .helper = "sandstep", .owner = "d/r", .holder = "d/r/t" };
+
+  g_assert_cmpuint (n, >, 0);
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      gboolean handle = (ops[i].flags & SANDSTEP_OP_HANDLE) != 0;
+      const char *text = ops[i].text == SANDSTEP_TEXT_NONE ? NULL : "x";
+      g_autofree char *command = sandstep_render (&ops[i], handle ? "@h" : "", text, &context, &error);
+      g_autofree char *prefix = g_strdup_printf ("'sandstep' %s ", ops[i].name);
+
+      g_assert_no_error (error);
+      g_assert_true (g_str_has_prefix (command, prefix));
+      g_assert_nonnull (strstr (command, "'--owner=d/r' '--holder=d/r/t'"));
+      g_assert_true ((strstr (command, "'--handle=@h'") != NULL) == handle);
+    }
+}
+
+/* ---- the loadable object -------------------------------------------------- */
+
+static int
+compare_strings (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Only the setup function and the GPL declaration are exported. */
+static void
+test_exports (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *nm = g_find_program_in_path ("nm");
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  int wait_status = 0;
+
+  REQUIRE_PLUGIN ();
+  if (nm == NULL)
+    {
+      g_test_skip ("no nm in PATH");
+      return;
+    }
+  {
+    const char *argv[] = { nm, "-D", "--defined-only", plugin_path (), NULL };
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &wait_status, &error);
+  }
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (wait_status, NULL));
+  lines = g_strsplit (out, "\n", -1);
+  for (char **line = lines; *line != NULL; line++)
+    {
+      g_auto(GStrv) columns = g_strsplit_set (g_strstrip (*line), " \t", -1);
+      guint n = g_strv_length (columns);
+      if (n > 0 && columns[n - 1][0] != '\0')
+        g_ptr_array_add (names, g_strdup (columns[n - 1]));
+    }
+  g_ptr_array_sort (names, compare_strings);
+  g_assert_cmpuint (names->len, ==, 2);
+  g_assert_cmpstr (names->pdata[0], ==, "plugin_is_GPL_compatible");
+  g_assert_cmpstr (names->pdata[1], ==, "sandstep_gmk_setup");
+}
+
+/* `load /abs/path/sandstep.so` written out, and `load $(SANDSTEP_PLUGIN)`. */
+static void
+test_load (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *literal = NULL;
+  g_autofree char *makefile = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  makefile = tree_path (tree, "literal.mk");
+  literal = g_strdup_printf ("load %s\nall: ; @echo run=$(sandbox-run-id ) loaded=$(filter %%sandstep.so,$(.LOADED))\n",
+                             plugin_path ());
+  write_file (makefile, literal);
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-f", "literal.mk", NULL);
+    g_autofree char *run = NULL;
+    g_assert_cmpint (r->status, ==, 0);
+    run = field (r->out, "run");
+    g_assert_true (sandstep_run_id_check (run, "test", NULL));
+  }
+
+  makefile = (g_free (makefile), tree_path (tree, "variable.mk"));
+  write_file (makefile, "load $(SANDSTEP_PLUGIN)\nall: ; @echo run=$(sandbox-run-id )\n");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-f", "variable.mk", NULL);
+    g_autofree char *run = NULL;
+    g_autofree char *stored = stored_run (tree);
+    g_assert_cmpint (r->status, ==, 0);
+    run = field (r->out, "run");
+    /* The second make continues the run the first one stored. */
+    g_assert_cmpstr (run, ==, stored);
+  }
+}
+
+/* ---- rendering ------------------------------------------------------------ */
+
+static void
+test_render (void)
+{
+  static const struct { const char *target, *line; } cases[] = {
+    { "show-run", "'/opt/x/sandstep' run '--handle=@box.sbx' '--timeout=5' '--owner=dag/r1' "
+                  "'--holder=dag/r1/show-run' -- 'echo a,b,c'" },
+    { "show-quote", "'/opt/x/sandstep' run '--handle=@box.sbx' '--wait=0' '--owner=dag/r1' "
+                    "'--holder=dag/r1/show-quote' -- 'echo '\\''it'\\''\"'\\''\"'\\''s'\\'' \"$HOME\"'" },
+    { "show-put", "'/opt/x/sandstep' put '--handle=@box.sbx' '--owner=dag/r1' '--holder=dag/r1/show-put' "
+                  "-- 'src/' '/workspace/src/'" },
+    { "show-gc", "'/opt/x/sandstep' gc '--run=X' '--expired' '--owner=dag/r1' '--holder=dag/r1/show-gc'" },
+    { "show-provision", "'/opt/x/sandstep' provision '--network=open' '--env=A' '--env=B=c' '--lifetime=1h' "
+                        "'--owner=dag/r1' '--holder=dag/r1/show-provision'" },
+    { "show-describe", "'/opt/x/sandstep' describe '--handle=sandstep-0123456789abcdef' '--owner=dag/r1' "
+                       "'--holder=dag/r1/show-describe'" },
+    { "show-export", "'/opt/x/sandstep' export '--handle=@box.sbx' '--max-bytes=5M' '--owner=dag/r1' "
+                     "'--holder=dag/r1/show-export' -- 'report.md=file:///tmp/out/report.md'" },
+    { "show-release", "'/opt/x/sandstep' release '--handle=@box.sbx' '--keep=0' '--owner=dag/r1' "
+                      "'--holder=dag/r1/show-release'" },
+    { "sub/dir/show-holder", "holder=dag/r1/sub/dir/show-holder" },
+  };
+  const char *env[] = { "SANDSTEP=/opt/x/sandstep", "SANDSTEP_DAG=dag", "SANDSTEP_RUN=r1", NULL };
+  g_autoptr(Tree) tree = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "render.mk", "Makefile");
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(MakeResult) r = tree_make (tree, env, "-n", "-s", cases[i].target, NULL);
+      g_autofree char *expected = NULL;
+
+      g_assert_cmpint (r->status, ==, 0);
+      if (g_str_has_prefix (cases[i].line, "holder="))
+        {
+          /* An @echo line runs under -n only when it is not silenced; run it for real. */
+          g_autoptr(MakeResult) real = tree_make (tree, env, "-s", cases[i].target, NULL);
+          g_assert_cmpint (real->status, ==, 0);
+          expected = g_strconcat (cases[i].line, "\n", NULL);
+          g_assert_cmpstr (real->out, ==, expected);
+          continue;
+        }
+      expected = g_strconcat (cases[i].line, "\n", NULL);
+      g_assert_cmpstr (r->out, ==, expected);
+    }
+
+  /* The make variable SANDSTEP overrides the environment's. */
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-n", "SANDSTEP=/other/sandstep", "show-gc", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_true (g_str_has_prefix (r->out, "'/other/sandstep' gc "));
+  }
+}
+
+/* Commas and quotes in the text reach the helper as one argument, intact. */
+static void
+test_render_argv (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *printer = NULL;
+  g_autofree char *env_helper = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "render.mk", "Makefile");
+  printer = tree_add_argv_printer (tree);
+  env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+  {
+    const char *env[] = { env_helper, "SANDSTEP_DAG=dag", "SANDSTEP_RUN=r1", NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "show-run", "show-quote", NULL);
+
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpstr (r->out, ==,
+                     "[run]\n[--handle=@box.sbx]\n[--timeout=5]\n[--owner=dag/r1]\n[--holder=dag/r1/show-run]\n"
+                     "[--]\n[echo a,b,c]\n"
+                     "[run]\n[--handle=@box.sbx]\n[--wait=0]\n[--owner=dag/r1]\n[--holder=dag/r1/show-quote]\n"
+                     "[--]\n[echo 'it'\"'\"'s' \"$HOME\"]\n");
+  }
+}
+
+/* Without SANDSTEP, the helper beside the plugin in the build tree is used. */
+static void
+test_helper_beside_plugin (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *plugin_dir = NULL;
+  g_autofree char *candidate = NULL;
+  g_autofree char *canonical = NULL;
+  g_autofree char *prefix = NULL;
+
+  REQUIRE_PLUGIN ();
+  plugin_dir = g_path_get_dirname (plugin_path ());
+  candidate = g_build_filename (plugin_dir, "..", "operators", "sandstep", NULL);
+  canonical = g_canonicalize_filename (candidate, NULL);
+  if (!g_file_test (canonical, G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip_printf ("no helper at '%s' (not a build tree)", canonical);
+      return;
+    }
+  tree = tree_new ();
+  tree_add_makefile (tree, "render.mk", "Makefile");
+  {
+    const char *env[] = { "SANDSTEP", NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-n", "show-gc", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    prefix = g_strdup_printf ("'%s' gc ", canonical);
+    g_assert_true (g_str_has_prefix (r->out, prefix));
+  }
+}
+
+/* ---- identity ------------------------------------------------------------- */
+
+/* -n and -q print the helper commands (with a dry run id) and change nothing. */
+static void
+test_dry_run (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *run_dir = NULL;
+  g_autofree char *box = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  run_dir = tree_path (tree, SANDSTEP_RUN_DIR);
+  box = tree_path (tree, "box.sbx");
+
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-n", "step.log", NULL);
+    g_autofree char *provision = g_strdup_printf ("'%s' provision '--lifetime=10m' '--owner=%s/" SANDSTEP_DRY_RUN_PREFIX,
+                                                  helper_path (), tree->dag);
+    g_autofree char *run = g_strdup_printf ("'%s' run '--handle=@box.sbx' '--owner=%s/" SANDSTEP_DRY_RUN_PREFIX,
+                                            helper_path (), tree->dag);
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_nonnull (strstr (r->out, provision));
+    g_assert_nonnull (strstr (r->out, run));
+    g_assert_nonnull (strstr (r->out, "/step.log' -- 'test -f /workspace/flag || {"));
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-q", "step.log", NULL);
+    g_assert_cmpint (r->status, ==, 1);
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-k", "-n", "-j2", "step.log", "other.log", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+  g_assert_false (g_file_test (run_dir, G_FILE_TEST_EXISTS));
+  g_assert_false (g_file_test (box, G_FILE_TEST_EXISTS));
+  g_assert_true (dir_is_empty_or_absent (tree->state));
+
+  /* Once a run is stored, -n shows it. */
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autoptr(MakeResult) dry = NULL;
+    g_autofree char *run = stored_run (tree);
+    g_autofree char *owner = g_strdup_printf ("'--owner=%s/%s'", tree->dag, run);
+    g_assert_cmpint (r->status, ==, 0);
+    dry = tree_make (tree, NULL, "-n", "step.log", NULL);
+    g_assert_cmpint (dry->status, ==, 0);
+    g_assert_nonnull (strstr (dry->out, owner));
+    g_assert_null (strstr (dry->out, SANDSTEP_DRY_RUN_PREFIX));
+  }
+}
+
+/* The run id: stored at the top by the first make, kept by the next ones,
+ * overridden by SANDSTEP_RUN, checked. */
+static void
+test_run_id (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *first = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autofree char *stored = NULL;
+    g_autofree char *holder = NULL;
+    g_assert_cmpint (r->status, ==, 0);
+    first = field (r->out, "run");
+    stored = stored_run (tree);
+    g_assert_cmpstr (first, ==, stored);
+    holder = g_strdup_printf ("%s/%s/id", tree->dag, first);
+    assert_field (r->out, "holder", holder);
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autofree char *again = field (r->out, "run");
+    g_assert_cmpstr (again, ==, first);
+  }
+  {
+    const char *env[] = { "SANDSTEP_RUN=from-env", "SANDSTEP_DAG=named", NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "id", NULL);
+    g_autoptr(MakeResult) cli = tree_make (tree, env, "-s", "SANDSTEP_RUN=from-cli", "id", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpstr (r->out, ==, "run=from-env holder=named/from-env/id\n");
+    g_assert_cmpstr (cli->out, ==, "run=from-cli holder=named/from-cli/id\n");
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "SANDSTEP_RUN=bad id/x", "id", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "Makefile:6: *** sandstep: the run id 'bad id/x' from SANDSTEP_RUN is not valid"));
+  }
+  {
+    g_autofree char *path = tree_path (tree, SANDSTEP_RUN_FILE);
+    g_autoptr(MakeResult) r = NULL;
+    write_file (path, "$(shell touch PWNED)\n");
+    r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "the run id '$(shell touch PWNED)' from '"));
+    g_assert_nonnull (strstr (r->err, "(remove the file to start a new run)"));
+  }
+  {
+    g_autofree char *pwned = tree_path (tree, "PWNED");
+    g_assert_false (g_file_test (pwned, G_FILE_TEST_EXISTS));
+  }
+}
+
+/* A recursive make inherits the run and the top; its holders name its directory. */
+static void
+test_recursive (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *sub_run_dir = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "recursive.mk", "Makefile");
+  tree_add_makefile (tree, "recursive-sub.mk", "sub/Makefile");
+  sub_run_dir = tree_path (tree, "sub/" SANDSTEP_RUN_DIR);
+
+  for (int dry = 1; dry >= 0; dry--)
+    {
+      g_autoptr(MakeResult) r = tree_make (tree, NULL, dry ? "-n" : "-s", NULL);
+      g_autofree char *top_run = NULL;
+      g_autofree char *sub_run = NULL;
+      g_autofree char *top_holder = NULL;
+      g_autofree char *sub_holder = NULL;
+      g_autofree char *sub_line = NULL;
+
+      g_assert_cmpint (r->status, ==, 0);
+      /* Under -n the echo lines are printed, not run: take the text after "top " / "sub ". */
+      g_assert_nonnull (strstr (r->out, "top run="));
+      top_run = field (strstr (r->out, "top run="), "run");
+      sub_line = g_strdup (strstr (r->out, "sub run="));
+      g_assert_nonnull (sub_line);
+      sub_run = field (sub_line, "run");
+      g_assert_cmpstr (top_run, ==, sub_run);
+      g_assert_true (g_str_has_prefix (top_run, SANDSTEP_DRY_RUN_PREFIX) == dry);
+      top_holder = g_strdup_printf ("%s/%s/all", tree->dag, top_run);
+      sub_holder = g_strdup_printf ("%s/%s/sub/inner", tree->dag, top_run);
+      assert_field (strstr (r->out, "top run="), "holder", top_holder);
+      assert_field (sub_line, "holder", sub_holder);
+      if (!dry)
+        {
+          g_autofree char *stored = stored_run (tree);
+          g_assert_cmpstr (stored, ==, top_run);
+          assert_field (sub_line, "env-run", top_run);
+          assert_field (sub_line, "env-top", tree->dir);
+          assert_field (strstr (r->out, "top run="), "env-top", tree->dir);
+        }
+      g_assert_false (g_file_test (sub_run_dir, G_FILE_TEST_EXISTS));
+    }
+}
+
+/* A top directory with a space, a '$' and a '#' in its name reaches sub-makes intact. */
+static void
+test_odd_directory (void)
+{
+  static const char top_mk[] =
+    "load $(SANDSTEP_PLUGIN)\n"
+    "all:\n"
+    "\t@echo 'top holder=$(sandbox-holder )'\n"
+    "\t+@$(MAKE) --no-print-directory -C sub\n";
+  static const char sub_mk[] =
+    "load $(SANDSTEP_PLUGIN)\n"
+    "inner: ; @echo 'sub holder=$(sandbox-holder ) top=$(value SANDSTEP_TOP)'\n";
+  const char *odd = "odd $x #dir";
+  const char *env[] = { "SANDSTEP_RUN=r1", NULL };
+  const char *args[] = { "-s", NULL };
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *top = NULL;
+  g_autofree char *sub = NULL;
+  g_autofree char *expected = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  top = g_build_filename (tree->dir, odd, "Makefile", NULL);
+  sub = g_build_filename (tree->dir, odd, "sub", "Makefile", NULL);
+  write_file (top, top_mk);
+  write_file (sub, sub_mk);
+  {
+    g_autoptr(MakeResult) r = tree_make_full (tree, odd, env, args);
+    g_assert_cmpint (r->status, ==, 0);
+    expected = g_strdup_printf ("top holder=%s/r1/all\nsub holder=%s/r1/sub/inner top=%s/%s\n", odd, odd,
+                                tree->dir, odd);
+    g_assert_cmpstr (r->out, ==, expected);
+  }
+}
+
+/* ---- argument errors ------------------------------------------------------ */
+
+/* The line of "TARGET:" in tests/data/make/errors.mk. */
+static guint
+errors_mk_line (const char *target)
+{
+  g_autofree char *path = g_test_build_filename (G_TEST_DIST, "data", "make", "errors.mk", NULL);
+  g_autofree char *text = read_file (path);
+  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autofree char *prefix = g_strconcat (target, ":", NULL);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix (lines[i], prefix))
+      return i + 1;
+  g_assert_not_reached ();
+}
+
+static void
+test_errors (void)
+{
+  static const struct { const char *target; const char *expected[4]; } cases[] = {
+    { "unknown-option", { "sandbox-run: unknown option 'timout'", "accepted: timeout=SECONDS, wait=SECONDS" } },
+    { "bad-choice", { "sandbox-provision: option 'network' does not accept 'maybe'", "none|open" } },
+    { "bad-duration", { "sandbox-provision: option 'lifetime'", "'forever'", "30m" } },
+    { "bad-seconds", { "sandbox-run: option 'timeout'", "'abc'" } },
+    { "bad-size", { "sandbox-get: option 'max-bytes'", "'lots'", "K, M or G" } },
+    { "no-value", { "sandbox-run: option 'timeout' needs a value: timeout=SECONDS" } },
+    { "flag-value", { "sandbox-gc: option 'expired' takes no value", "'yes'" } },
+    { "twice", { "sandbox-run: option 'timeout' is given twice" } },
+    { "reserved", { "sandbox-run: option 'owner' is set by the plugin" } },
+    { "missing-handle", { "sandbox-release: missing handle", "$(sandbox-release @box.sbx)" } },
+    { "missing-handle-option", { "sandbox-run: missing handle", "(got the option 'timeout=5')" } },
+    { "unwanted-handle", { "sandbox-provision takes no handle (got '@box.sbx')", "network=none|open" } },
+    { "unwanted-handle-gc", { "sandbox-gc takes no handle (got '@box.sbx')", "run=RUN, expired" } },
+    { "unwanted-text", { "sandbox-release takes no text after the comma, but got 'rm -rf /'" } },
+    { "missing-command", { "sandbox-run needs its COMMAND after a comma" } },
+    { "no-options", { "sandbox-describe: unknown option 'keep'; it takes no options" } },
+    { "run-id-argument", { "sandbox-run-id takes no arguments (got 'x')", "$(sandbox-run-id )" } },
+  };
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *printer = NULL;
+  g_autofree char *env_helper = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "errors.mk", "Makefile");
+  /* Were a helper run, it would print; nothing may be printed on stdout. */
+  printer = tree_add_argv_printer (tree);
+  env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const char *env[] = { env_helper, NULL };
+      /* -k does not soften an argument error: make stops at once. */
+      g_autoptr(MakeResult) r = tree_make (tree, env, "-k", cases[i].target, NULL);
+      g_autofree char *location = g_strdup_printf ("Makefile:%u: *** ", errors_mk_line (cases[i].target));
+
+      g_assert_cmpint (r->status, ==, 2);
+      g_assert_cmpstr (r->out, ==, "");
+      g_assert_nonnull (strstr (r->err, location));
+      for (gsize j = 0; j < G_N_ELEMENTS (cases[i].expected) && cases[i].expected[j] != NULL; j++)
+        if (strstr (r->err, cases[i].expected[j]) == NULL)
+          g_error ("%s: '%s' not in: %s", cases[i].target, cases[i].expected[j], r->err);
+    }
+}
+
+/* A "$(...)" in a message is printed, never expanded. */
+static void
+test_error_literal (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *pwned = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "errors.mk", "Makefile");
+  pwned = tree_path (tree, "PWNED");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "literal-text", NULL);
+    g_autofree char *expected = g_strdup_printf ("Makefile:%u: *** sandbox-release takes no text after the comma, "
+                                                 "but got '$(shell touch PWNED)'",
+                                                 errors_mk_line ("literal-text"));
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, expected));
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "literal-option", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "'$(shell)'"));
+  }
+  g_assert_false (g_file_test (pwned, G_FILE_TEST_EXISTS));
+}
+
+/* ---- with the real helper ------------------------------------------------- */
+
+/* A failed step re-run continues the same run; a lost handle file is
+ * re-provisioned by the same holder and finds the same sandbox. */
+static void
+test_helper_retry (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *box = NULL;
+  g_autofree char *step = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *run = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  box = tree_path (tree, "box.sbx");
+  step = tree_path (tree, "step.log");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "step.log", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "first attempt fails"));
+    g_assert_nonnull (strstr (r->err, "Error 3"));
+  }
+  handle = g_strstrip (read_file (box));
+  g_assert_true (g_str_has_prefix (handle, "sandstep-"));
+  g_assert_false (g_file_test (step, G_FILE_TEST_EXISTS));   /* .DELETE_ON_ERROR */
+  run = stored_run (tree);
+
+  /* The handle file is lost (say, ^C during provisioning): the same holder gets the same sandbox. */
+  g_assert_cmpint (g_unlink (box), ==, 0);
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "step.log", NULL);
+    g_autofree char *again = NULL;
+    g_autofree char *run_again = stored_run (tree);
+    g_autofree char *log = NULL;
+    g_assert_cmpint (r->status, ==, 0);
+    again = g_strstrip (read_file (box));
+    g_assert_cmpstr (again, ==, handle);
+    g_assert_cmpstr (run_again, ==, run);
+    log = read_file (step);
+    g_assert_cmpstr (log, ==, "second attempt ok\n");
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* A sandbox of one run refuses another run (exit 67). */
+static void
+test_helper_owner_mismatch (void)
+{
+  g_autoptr(Tree) tree = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "box.sbx", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "SANDSTEP_RUN=another-run", "other.log", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "is not owned by"));
+    g_assert_nonnull (strstr (r->err, "Error 67"));
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.log", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* make -t leaves an empty handle file; the helper refuses it (exit 65). */
+static void
+test_helper_touched_handle (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *box = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  box = tree_path (tree, "box.sbx");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-t", "box.sbx", NULL);
+    g_autofree char *text = NULL;
+    g_assert_cmpint (r->status, ==, 0);
+    text = read_file (box);
+    g_assert_cmpstr (text, ==, "");
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.log", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "'box.sbx' is empty"));
+    g_assert_nonnull (strstr (r->err, "Error 65"));
+  }
+}
+
+/* -j4 provisions four sandboxes at once: four handles, all different. */
+static void
+test_helper_parallel (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autoptr(GHashTable) handles = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  const char *const boxes[] = { "a.sbx", "b.sbx", "c.sbx", "d.sbx" };
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "parallel.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-j4", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS (boxes); i++)
+    {
+      g_autofree char *path = tree_path (tree, boxes[i]);
+      char *handle = g_strstrip (read_file (path));
+      g_assert_true (g_str_has_prefix (handle, "sandstep-"));
+      g_hash_table_add (handles, handle);
+    }
+  g_assert_cmpuint (g_hash_table_size (handles), ==, G_N_ELEMENTS (boxes));
+}
+
+/* Commas in a command survive into the sandbox. */
+static void
+test_helper_commas (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *path = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "commas.log", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+  path = tree_path (tree, "commas.log");
+  log = read_file (path);
+  g_assert_cmpstr (log, ==, "a,b,,c\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
+  g_test_summary ("The GNU make plugin validates, derives identity, and renders helper commands");
+
+  g_test_add_func ("/plugin/unit/holder-path", test_unit_holder_path);
+  g_test_add_func ("/plugin/unit/run-id", test_unit_run_id);
+  g_test_add_func ("/plugin/unit/quote", test_unit_quote);
+  g_test_add_func ("/plugin/unit/every-operator", test_unit_every_operator);
+  g_test_add_func ("/plugin/exports", test_exports);
+  g_test_add_func ("/plugin/load", test_load);
+  g_test_add_func ("/plugin/render", test_render);
+  g_test_add_func ("/plugin/render/argv", test_render_argv);
+  g_test_add_func ("/plugin/render/helper-beside-plugin", test_helper_beside_plugin);
+  g_test_add_func ("/plugin/identity/dry-run", test_dry_run);
+  g_test_add_func ("/plugin/identity/run-id", test_run_id);
+  g_test_add_func ("/plugin/identity/recursive", test_recursive);
+  g_test_add_func ("/plugin/identity/odd-directory", test_odd_directory);
+  g_test_add_func ("/plugin/errors", test_errors);
+  g_test_add_func ("/plugin/errors/literal", test_error_literal);
+  g_test_add_func ("/plugin/helper/retry", test_helper_retry);
+  g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
+  g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);
+  g_test_add_func ("/plugin/helper/parallel", test_helper_parallel);
+  g_test_add_func ("/plugin/helper/commas", test_helper_commas);
+
+  return g_test_run ();
+}
