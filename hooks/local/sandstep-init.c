@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -153,6 +154,8 @@ main (int argc, char **argv)
   if (argc < 3)
     return 125;
   report_fd = atoi (argv[1]);
+  /* The command must not read or write init's memory through /proc/1. */
+  prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (strcmp (program[0], "--relay") == 0)
     {
       sigset_t chld;

@@ -319,6 +319,51 @@ add_usr (SandstepJail *jail)
     }
 }
 
+/* The host-wide knobs and views of /proc.  The jail's uid 0 is the caller's
+ * uid, which for a root helper is the host's root: without these masks it
+ * could write global sysctls such as kernel.core_pattern (a pipe run as host
+ * root) and the other root-only files of /proc.  Docker masks the same. */
+static void
+add_proc_masks (SandstepJail *jail)
+{
+  static const char *const read_only_dirs[] = { "sys", "irq", "bus", "fs", "sysvipc" };
+  static const char *const hidden_files[] = {
+    "sysrq-trigger", "kcore", "kmsg", "keys", "key-users", "timer_list", "sched_debug", "latency_stats",
+    "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "config.gz", "slabinfo", "vmallocinfo",
+  };
+  static const char *const hidden_dirs[] = { "acpi", "scsi", "asound", "driver", "tty", "dynamic_debug" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (read_only_dirs); i++)
+    {
+      g_autofree char *host = g_strconcat ("/proc/", read_only_dirs[i], NULL);
+      g_autofree char *what = g_strdup_printf ("make %s read-only", host);
+      if (!g_file_test (host, G_FILE_TEST_IS_DIR))
+        continue;
+      add_op (jail, OP_BIND, host, NULL, MS_BIND | MS_REC, NULL, 0, what);
+      g_free (g_array_index (jail->ops, JailOp, jail->ops->len - 1).source);
+      g_array_index (jail->ops, JailOp, jail->ops->len - 1).source = g_strconcat (NEWROOT, host, NULL);
+      add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              NULL, 0, what);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (hidden_files); i++)
+    {
+      g_autofree char *host = g_strconcat ("/proc/", hidden_files[i], NULL);
+      g_autofree char *what = g_strdup_printf ("hide %s", host);
+      if (!g_file_test (host, G_FILE_TEST_EXISTS))
+        continue;
+      add_op (jail, OP_BIND, host, "/dev/null", MS_BIND, NULL, 0, what);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (hidden_dirs); i++)
+    {
+      g_autofree char *host = g_strconcat ("/proc/", hidden_dirs[i], NULL);
+      g_autofree char *what = g_strdup_printf ("hide %s", host);
+      if (!g_file_test (host, G_FILE_TEST_IS_DIR))
+        continue;
+      add_op (jail, OP_TMPFS, host, NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=0", 16,
+              what);
+    }
+}
+
 static char **
 build_environment (const SandstepSpec *spec)
 {
@@ -485,6 +530,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   /* proc must be mounted while the host's full /proc is still visible. */
   add_op (jail, OP_MKDIR, "/proc", NULL, 0555, NULL, 0, "create /proc");
   add_op (jail, OP_PROC, "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0, "mount /proc");
+  add_proc_masks (jail);
   return g_steal_pointer (&jail);
 }
 
