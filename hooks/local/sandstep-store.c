@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "sandstep-backend.h"
@@ -354,8 +355,34 @@ typedef struct {
   guint64 start;
 } ClaimInfo;
 
+/* The pid holding the flock on @fd's file, from /proc/locks; 0 if none or unknown. */
+static pid_t
+flock_holder (int fd)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *key = NULL;
+  g_auto(GStrv) lines = NULL;
+  struct stat st;
+
+  if (fstat (fd, &st) < 0 || !g_file_get_contents ("/proc/locks", &text, NULL, NULL))
+    return 0;
+  key = g_strdup_printf (" %02x:%02x:%lu ", major (st.st_dev), minor (st.st_dev), (unsigned long) st.st_ino);
+  lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (strstr (*l, "FLOCK") != NULL && strstr (*l, key) != NULL && strstr (*l, "->") == NULL)
+      {
+        g_auto(GStrv) fields = g_strsplit_set (*l, " ", -1);
+        int seen = 0;
+        /* "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF": the pid is the fifth field. */
+        for (char **f = fields; *f; f++)
+          if (**f != '\0' && ++seen == 5)
+            return (pid_t) g_ascii_strtoll (*f, NULL, 10);
+      }
+  return 0;
+}
+
 static void
-read_claim (int fd, ClaimInfo *info)
+parse_claim (int fd, ClaimInfo *info)
 {
   char buf[4096];
   ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
@@ -373,8 +400,28 @@ read_claim (int fd, ClaimInfo *info)
           info->start = json_object_get_int_member_with_default (o, "start", 0);
         }
     }
-  if (info->holder == NULL)
-    info->holder = g_strdup ("(a holder that has not yet written its name)");
+}
+
+/* Who holds the claim.  The new holder writes its name just after taking the
+ * lock, so what the file says may still be the previous holder's: trust it
+ * only when its pid is the one /proc/locks shows holding the lock. */
+static void
+read_claim (int fd, ClaimInfo *info)
+{
+  pid_t holder = 0;
+
+  for (int attempt = 0; attempt < 100; attempt++)
+    {
+      parse_claim (fd, info);
+      holder = flock_holder (fd);
+      if (info->holder != NULL && (holder == 0 || holder == info->pid))
+        return;
+      g_clear_pointer (&info->holder, g_free);
+      g_usleep (2000);
+    }
+  info->pid = holder;
+  info->holder = holder > 0 ? g_strdup_printf ("(the process %d, which has not written its name)", (int) holder)
+                            : g_strdup ("(a holder that has not written its name)");
 }
 
 static int
@@ -570,6 +617,12 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
   return TRUE;
 }
 
+static int
+compare_strings (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
 GPtrArray *
 sandstep_store_list (SandstepStore *store)
 {
@@ -588,6 +641,6 @@ sandstep_store_list (SandstepStore *store)
     if (sandstep_handle_is_valid (entry->d_name))
       g_ptr_array_add (handles, g_strdup (entry->d_name));
   closedir (dir);
-  g_ptr_array_sort (handles, (GCompareFunc) g_strcmp0);
+  g_ptr_array_sort (handles, compare_strings);
   return handles;
 }

@@ -1,0 +1,948 @@
+/* sandstep-test-utils.c: driving the real `sandstep` helper from GTest suites. */
+#include "sandstep-test-utils.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Throwaway users and temporary directories: "sandstep-test-<pid>...". */
+#define USER_PREFIX "sandstep-test-"
+/* After a timeout kill, how long the harness still collects output. */
+#define DRAIN_AFTER_KILL_US (5 * G_USEC_PER_SEC)
+
+/* ---- small host helpers ---- */
+
+static char *
+find_tool (const char *name)
+{
+  static const char *const dirs[] = { "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+  char *found = g_find_program_in_path (name);
+
+  for (gsize i = 0; found == NULL && i < G_N_ELEMENTS (dirs); i++)
+    {
+      g_autofree char *path = g_build_filename (dirs[i], name, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_EXECUTABLE))
+        found = g_steal_pointer (&path);
+    }
+  return found;
+}
+
+/* Runs @argv to completion, output discarded; returns its exit status (-1: could not start). */
+static int
+run_quietly (const char *const *argv, char **out_stderr)
+{
+  g_autoptr(GError) error = NULL;
+  int wait_status = 0;
+
+  if (!g_spawn_sync ("/", (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDIN_FROM_DEV_NULL, NULL,
+                     NULL, NULL, out_stderr, &wait_status, &error))
+    {
+      if (out_stderr != NULL)
+        *out_stderr = g_strdup (error->message);
+      return -1;
+    }
+  if (WIFEXITED (wait_status))
+    return WEXITSTATUS (wait_status);
+  return 128 + WTERMSIG (wait_status);
+}
+
+/* rm -rf without following links, making directories writable on the way
+ * (a command may leave a read-only directory behind). */
+static void
+remove_tree_at (int dir_fd, const char *name)
+{
+  int fd;
+  DIR *dir;
+  struct dirent *entry;
+
+  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
+    return;
+  fchmodat (dir_fd, name, 0700, 0);
+  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    {
+      close (fd);
+      return;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      remove_tree_at (dirfd (dir), entry->d_name);
+  closedir (dir);
+  unlinkat (dir_fd, name, AT_REMOVEDIR);
+}
+
+static void
+chown_tree (const char *path, uid_t uid, gid_t gid)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+  struct stat st;
+
+  g_assert_cmpint (lchown (path, uid, gid), ==, 0);
+  if (lstat (path, &st) < 0 || !S_ISDIR (st.st_mode))
+    return;
+  dir = g_dir_open (path, 0, NULL);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+      chown_tree (child, uid, gid);
+    }
+}
+
+static char *
+join_argv (const char *const *argv)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+
+  for (gsize i = 0; argv[i] != NULL; i++)
+    {
+      g_autofree char *quoted = g_shell_quote (argv[i]);
+      g_string_append_printf (out, "%s%s", i ? " " : "", quoted);
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+static GPtrArray *
+collect_args (const char *first_arg, va_list ap)
+{
+  GPtrArray *args = g_ptr_array_new ();
+
+  for (const char *arg = first_arg; arg != NULL; arg = va_arg (ap, const char *))
+    g_ptr_array_add (args, (gpointer) arg);
+  g_ptr_array_add (args, NULL);
+  return args;
+}
+
+/* ---- unprivileged users ---- */
+
+static void
+remove_stale_users (const char *userdel)
+{
+  g_autofree char *passwd = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/etc/passwd", &passwd, NULL, NULL))
+    return;
+  lines = g_strsplit (passwd, "\n", -1);
+  for (gsize i = 0; lines[i] != NULL; i++)
+    {
+      const char *colon = strchr (lines[i], ':');
+      g_autofree char *name = NULL;
+      char *end = NULL;
+      gint64 pid;
+
+      if (!g_str_has_prefix (lines[i], USER_PREFIX) || colon == NULL)
+        continue;
+      name = g_strndup (lines[i], colon - lines[i]);
+      pid = g_ascii_strtoll (name + strlen (USER_PREFIX), &end, 10);
+      if (end == name + strlen (USER_PREFIX) || *end != '\0' || pid <= 0)
+        continue;
+      /* Left by a test process that died before its teardown. */
+      if (kill ((pid_t) pid, 0) < 0 && errno == ESRCH)
+        {
+          const char *argv[] = { userdel, "--force", name, NULL };
+          run_quietly (argv, NULL);
+        }
+    }
+}
+
+SandstepTestUser *
+sandstep_test_user_new (char **out_reason)
+{
+  g_autofree char *useradd = NULL;
+  g_autofree char *userdel = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *last_error = NULL;
+  SandstepTestUser *user;
+  struct passwd *pw;
+  int status = -1;
+
+  if (getuid () != 0)
+    {
+      *out_reason = g_strdup ("the tests do not run as root, so they cannot create a throwaway user; "
+                              "the other cases already run the helper unprivileged");
+      return NULL;
+    }
+  useradd = find_tool ("useradd");
+  userdel = find_tool ("userdel");
+  if (useradd == NULL || userdel == NULL)
+    {
+      *out_reason = g_strdup ("useradd or userdel is not installed");
+      return NULL;
+    }
+  remove_stale_users (userdel);
+
+  name = g_strdup_printf (USER_PREFIX "%d", (int) getpid ());
+  if (getpwnam (name) == NULL)
+    {
+      /* Another test program may hold the passwd lock for a moment: retry. */
+      for (int attempt = 0; attempt < 50; attempt++)
+        {
+          const char *argv[] = { useradd, "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin",
+                                 "--comment", "sandstep test user", name, NULL };
+          g_clear_pointer (&last_error, g_free);
+          status = run_quietly (argv, &last_error);
+          if (status == 0)
+            break;
+          g_usleep (100 * 1000);
+        }
+      g_assert_cmpstr (status == 0 ? NULL : last_error, ==, NULL);
+    }
+  pw = getpwnam (name);
+  g_assert_nonnull (pw);
+
+  user = g_new0 (SandstepTestUser, 1);
+  user->name = g_steal_pointer (&name);
+  user->uid = pw->pw_uid;
+  user->gid = pw->pw_gid;
+  user->created = TRUE;
+  return user;
+}
+
+void
+sandstep_test_user_free (SandstepTestUser *user)
+{
+  if (user == NULL)
+    return;
+  if (user->created)
+    {
+      g_autofree char *userdel = find_tool ("userdel");
+      g_autofree char *last_error = NULL;
+      int status = -1;
+
+      g_assert_nonnull (userdel);
+      for (int attempt = 0; attempt < 50; attempt++)
+        {
+          const char *argv[] = { userdel, "--force", user->name, NULL };
+          g_clear_pointer (&last_error, g_free);
+          status = run_quietly (argv, &last_error);
+          if (status == 0 || getpwnam (user->name) == NULL)
+            break;
+          g_usleep (100 * 1000);
+        }
+      g_assert_null (getpwnam (user->name));
+    }
+  g_free (user->name);
+  g_free (user);
+}
+
+char **
+sandstep_test_user_wrap_argv (SandstepTestUser *user, const char *const *argv)
+{
+  g_autofree char *setpriv = find_tool ("setpriv");
+  GPtrArray *out = g_ptr_array_new ();
+
+  g_assert_nonnull (setpriv);
+  g_ptr_array_add (out, g_strdup (setpriv));
+  g_ptr_array_add (out, g_strdup_printf ("--reuid=%u", (unsigned) user->uid));
+  g_ptr_array_add (out, g_strdup_printf ("--regid=%u", (unsigned) user->gid));
+  g_ptr_array_add (out, g_strdup ("--clear-groups"));
+  /* The uid change clears a parent-death signal set before exec: set it again. */
+  g_ptr_array_add (out, g_strdup ("--pdeathsig=KILL"));
+  g_ptr_array_add (out, g_strdup ("--"));
+  for (gsize i = 0; argv[i] != NULL; i++)
+    g_ptr_array_add (out, g_strdup (argv[i]));
+  g_ptr_array_add (out, NULL);
+  return (char **) g_ptr_array_free (out, FALSE);
+}
+
+gboolean
+sandstep_test_user_can_unshare (SandstepTestUser *user, char **out_reason)
+{
+  g_autofree char *unshare = find_tool ("unshare");
+  g_autofree char *true_path = find_tool ("true");
+  g_autofree char *err = NULL;
+  g_auto(GStrv) argv = NULL;
+  int status;
+
+  if (unshare == NULL || true_path == NULL)
+    {
+      *out_reason = g_strdup ("unshare(1) is not installed, so user namespaces cannot be probed");
+      return FALSE;
+    }
+  {
+    const char *probe[] = { unshare, "-U", true_path, NULL };
+    argv = sandstep_test_user_wrap_argv (user, probe);
+  }
+  status = run_quietly ((const char *const *) argv, &err);
+  if (status == 0)
+    return TRUE;
+  *out_reason = g_strdup_printf ("'unshare -U true' as the unprivileged user '%s' failed (status %d: %s): "
+                                 "this kernel refuses unprivileged user namespaces",
+                                 user->name, status, err ? g_strstrip (err) : "");
+  return FALSE;
+}
+
+/* ---- the fixture ---- */
+
+/* Removes TMPDIR/sandstep-test-<pid>-* directories of test processes that died
+ * before their teardown (a failed assertion aborts the program). */
+static void
+remove_stale_dirs (void)
+{
+  const char *tmp = g_get_tmp_dir ();
+  g_autoptr(GDir) dir = g_dir_open (tmp, 0, NULL);
+  int tmp_fd = open (tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const char *name;
+
+  while (dir != NULL && tmp_fd >= 0 && (name = g_dir_read_name (dir)) != NULL)
+    {
+      const char *digits = name + strlen (USER_PREFIX);
+      char *end = NULL;
+      gint64 pid;
+
+      if (!g_str_has_prefix (name, USER_PREFIX))
+        continue;
+      pid = g_ascii_strtoll (digits, &end, 10);
+      if (end == digits || *end != '-' || pid <= 0 || pid == getpid ())
+        continue;
+      if (kill ((pid_t) pid, 0) < 0 && errno == ESRCH)
+        remove_tree_at (tmp_fd, name);
+    }
+  if (tmp_fd >= 0)
+    close (tmp_fd);
+}
+
+void
+sandstep_test_setup (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  const char *helper = g_getenv ("SANDSTEP");
+
+  memset (f, 0, sizeof *f);
+  if (helper == NULL)
+    g_test_message ("SANDSTEP must name the built helper; tests/meson.build sets it (run through 'meson test')");
+  g_assert_nonnull (helper);
+  g_assert_true (g_file_test (helper, G_FILE_TEST_IS_EXECUTABLE));
+  f->helper = g_strdup (helper);
+
+  remove_stale_dirs ();
+  {
+    g_autofree char *template = g_strdup_printf (USER_PREFIX "%d-XXXXXX", (int) getpid ());
+    f->base_dir = g_dir_make_tmp (template, &error);
+  }
+  g_assert_no_error (error);
+  f->state_dir = g_build_filename (f->base_dir, "state", NULL);
+  f->host_dir = g_build_filename (f->base_dir, "host", NULL);
+  g_assert_cmpint (mkdir (f->state_dir, 0700), ==, 0);
+  g_assert_cmpint (mkdir (f->host_dir, 0700), ==, 0);
+
+  f->run = g_strdup_printf ("run-%d-%08x", (int) getpid (), g_random_int ());
+  f->dag = g_strdup ("sandstep-test");
+  f->owner = g_strdup_printf ("%s/%s", f->dag, f->run);
+  f->holder = g_strdup_printf ("%s/main", f->owner);
+
+  f->envp = g_get_environ ();
+  f->envp = g_environ_setenv (f->envp, "SANDSTEP_STATE_DIR", f->state_dir, TRUE);
+  f->envp = g_environ_setenv (f->envp, "SANDSTEP_OWNER", f->owner, TRUE);
+  f->envp = g_environ_setenv (f->envp, "SANDSTEP_HOLDER", f->holder, TRUE);
+  f->procs = g_ptr_array_new ();
+}
+
+/* TRUE if @user may execute @program and every executable beside it
+ * (access(2) as that user: `test -x`). */
+static gboolean
+user_can_execute_beside (SandstepTestUser *user, const char *program)
+{
+  g_autofree char *test = find_tool ("test");
+  g_autofree char *dir_path = g_path_get_dirname (program);
+  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (test);
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir_path, name, NULL);
+      const char *check[] = { test, "-x", path, NULL };
+      g_auto(GStrv) argv = NULL;
+      struct stat st;
+
+      if (stat (path, &st) < 0 || !S_ISREG (st.st_mode) || !(st.st_mode & S_IXUSR))
+        continue;
+      argv = sandstep_test_user_wrap_argv (user, check);
+      if (run_quietly ((const char *const *) argv, NULL) != 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+void
+sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user)
+{
+  g_autofree char *copy = NULL;
+
+  g_assert_null (f->user);
+  f->user = user;
+  g_assert_cmpint (chmod (f->base_dir, 0700), ==, 0);
+  chown_tree (f->base_dir, user->uid, user->gid);
+
+  /* The build tree may sit where the user cannot reach (/root): use a copy then,
+   * with the programs beside the helper (sandstep-init is found there).  The
+   * helper links its own libraries statically, so a copy runs the same code. */
+  if (!user_can_execute_beside (user, f->helper))
+    {
+      g_autofree char *src_dir = g_path_get_dirname (f->helper);
+      g_autofree char *base = g_path_get_basename (f->helper);
+      g_autofree char *dest_dir = g_build_filename (f->base_dir, "bin", NULL);
+      g_autoptr(GDir) dir = g_dir_open (src_dir, 0, NULL);
+      const char *name;
+
+      g_assert_nonnull (dir);
+      g_assert_cmpint (mkdir (dest_dir, 0755), ==, 0);
+      g_assert_cmpint (lchown (dest_dir, user->uid, user->gid), ==, 0);
+      while ((name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *src = g_build_filename (src_dir, name, NULL);
+          g_autofree char *dest = g_build_filename (dest_dir, name, NULL);
+          g_autofree char *contents = NULL;
+          gsize len = 0;
+          g_autoptr(GError) error = NULL;
+          struct stat st;
+
+          if (stat (src, &st) < 0 || !S_ISREG (st.st_mode) || !(st.st_mode & S_IXUSR))
+            continue;
+          g_file_get_contents (src, &contents, &len, &error);
+          g_assert_no_error (error);
+          g_file_set_contents_full (dest, contents, len, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+          g_assert_no_error (error);
+          g_assert_cmpint (lchown (dest, user->uid, user->gid), ==, 0);
+        }
+      copy = g_build_filename (dest_dir, base, NULL);
+      g_assert_true (g_file_test (copy, G_FILE_TEST_IS_EXECUTABLE));
+      g_test_message ("the user '%s' cannot execute '%s'; using copies in '%s'", user->name, f->helper, dest_dir);
+      g_free (f->helper);
+      f->helper = g_steal_pointer (&copy);
+    }
+}
+
+void
+sandstep_test_fixture_setenv (SandstepTestFixture *f, const char *name, const char *value)
+{
+  if (value != NULL)
+    f->envp = g_environ_setenv (f->envp, name, value, TRUE);
+  else
+    f->envp = g_environ_unsetenv (f->envp, name);
+}
+
+void
+sandstep_test_fixture_chown (SandstepTestFixture *f, const char *path)
+{
+  if (f->user != NULL)
+    chown_tree (path, f->user->uid, f->user->gid);
+}
+
+char *
+sandstep_test_host_path (SandstepTestFixture *f, const char *name)
+{
+  return g_build_filename (f->host_dir, name, NULL);
+}
+
+static void proc_free (SandstepTestProc *proc);
+
+/* A helper left running by an aborted test case dies with the test program. */
+static void
+die_with_parent (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+}
+
+void
+sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data)
+{
+  /* What a case left running (a failed assertion, a deliberate background run). */
+  while (f->procs->len > 0)
+    {
+      SandstepTestProc *proc = f->procs->pdata[f->procs->len - 1];
+      sandstep_test_proc_kill (proc, SIGKILL);
+      sandstep_test_result_free (sandstep_test_proc_wait (proc, 10));
+    }
+  g_ptr_array_unref (f->procs);
+
+  /* A jail dies with its helper, so nothing of the sandboxes runs any more. */
+  if (f->base_dir != NULL)
+    {
+      g_autofree char *parent = g_path_get_dirname (f->base_dir);
+      g_autofree char *name = g_path_get_basename (f->base_dir);
+      int fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+      g_assert_cmpint (fd, >=, 0);
+      remove_tree_at (fd, name);
+      close (fd);
+      g_assert_false (g_file_test (f->base_dir, G_FILE_TEST_EXISTS));
+    }
+  sandstep_test_user_free (f->user);
+  g_strfreev (f->envp);
+  g_free (f->base_dir);
+  g_free (f->state_dir);
+  g_free (f->host_dir);
+  g_free (f->helper);
+  g_free (f->run);
+  g_free (f->dag);
+  g_free (f->owner);
+  g_free (f->holder);
+  memset (f, 0, sizeof *f);
+}
+
+/* ---- results ---- */
+
+void
+sandstep_test_result_free (SandstepTestResult *result)
+{
+  if (result == NULL)
+    return;
+  g_free (result->out);
+  g_free (result->err);
+  g_free (result->command);
+  g_free (result);
+}
+
+static void
+print_result (const SandstepTestResult *result)
+{
+  g_test_message ("command: %s", result->command);
+  g_test_message ("status: %d%s after %.2fs", result->status, result->timed_out ? " (killed by the harness's timeout)" : "",
+                  result->elapsed_s);
+  g_test_message ("stdout: %s", result->out);
+  g_test_message ("stderr: %s", result->err);
+}
+
+void
+sandstep_test_assert_status_impl (const char *file, int line, const char *func, const SandstepTestResult *result,
+                                  int expected)
+{
+  g_autofree char *expr = NULL;
+
+  if (result->status == expected)
+    return;
+  print_result (result);
+  expr = g_strdup_printf ("exit status of '%s' == %d", result->command, expected);
+  g_assertion_message_cmpnum (G_LOG_DOMAIN, file, line, func, expr, result->status, "==", expected, 'i');
+}
+
+void
+sandstep_test_assert_contains_impl (const char *file, int line, const char *func, const char *haystack,
+                                    const char *needle, gboolean expected)
+{
+  g_autofree char *message = NULL;
+  gboolean found = haystack != NULL && strstr (haystack, needle) != NULL;
+
+  if (found == expected)
+    return;
+  message = g_strdup_printf ("expected %s'%s' in:\n%s", expected ? "" : "no ", needle, haystack ? haystack : "(null)");
+  g_assertion_message (G_LOG_DOMAIN, file, line, func, message);
+}
+
+/* ---- processes ---- */
+
+struct _SandstepTestProc {
+  SandstepTestFixture *f;
+  GPid pid;
+  int pidfd;
+  int out_fd;
+  int err_fd;
+  GString *out;
+  GString *err;
+  gsize out_pos;       /* how much of out read_line has handed out */
+  gsize err_pos;
+  gboolean exited;
+  int status;
+  gint64 started;
+  char *command;
+};
+
+static void
+proc_free (SandstepTestProc *proc)
+{
+  if (proc->pidfd >= 0)
+    close (proc->pidfd);
+  if (proc->out_fd >= 0)
+    close (proc->out_fd);
+  if (proc->err_fd >= 0)
+    close (proc->err_fd);
+  if (proc->out != NULL)
+    g_string_free (proc->out, TRUE);
+  if (proc->err != NULL)
+    g_string_free (proc->err, TRUE);
+  g_free (proc->command);
+  g_free (proc);
+}
+
+static void
+proc_reap (SandstepTestProc *proc, int options)
+{
+  int wait_status = 0;
+  pid_t r;
+
+  if (proc->exited)
+    return;
+  do
+    r = waitpid (proc->pid, &wait_status, options);
+  while (r < 0 && errno == EINTR);
+  if (r != proc->pid)
+    return;
+  proc->exited = TRUE;
+  proc->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
+}
+
+static void
+drain (int *fd, GString *into)
+{
+  char buf[65536];
+  ssize_t n;
+
+  for (;;)
+    {
+      n = read (*fd, buf, sizeof buf);
+      if (n > 0)
+        {
+          g_string_append_len (into, buf, n);
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        return;
+      /* End of file, or an error that ends this stream just the same. */
+      close (*fd);
+      *fd = -1;
+      return;
+    }
+}
+
+/* Waits for output or the exit until @deadline (monotonic µs); FALSE when it passed. */
+static gboolean
+proc_step (SandstepTestProc *proc, gint64 deadline)
+{
+  struct pollfd fds[3];
+  int n = 0;
+  gint64 left = deadline - g_get_monotonic_time ();
+  int r;
+
+  if (proc->out_fd >= 0)
+    fds[n++] = (struct pollfd) { .fd = proc->out_fd, .events = POLLIN };
+  if (proc->err_fd >= 0)
+    fds[n++] = (struct pollfd) { .fd = proc->err_fd, .events = POLLIN };
+  if (!proc->exited)
+    fds[n++] = (struct pollfd) { .fd = proc->pidfd, .events = POLLIN };
+  if (n == 0)
+    return TRUE;
+  if (left <= 0)
+    return FALSE;
+  r = poll (fds, n, (int) MIN ((left + 999) / 1000, G_MAXINT));
+  if (r < 0)
+    {
+      g_assert_cmpint (errno, ==, EINTR);
+      return TRUE;
+    }
+  if (r == 0)
+    return g_get_monotonic_time () < deadline;
+  if (proc->out_fd >= 0)
+    drain (&proc->out_fd, proc->out);
+  if (proc->err_fd >= 0)
+    drain (&proc->err_fd, proc->err);
+  if (!proc->exited)
+    proc_reap (proc, WNOHANG);
+  return TRUE;
+}
+
+static gboolean
+proc_done (SandstepTestProc *proc)
+{
+  return proc->exited && proc->out_fd < 0 && proc->err_fd < 0;
+}
+
+SandstepTestProc *
+sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const int *source_fds,
+                          const int *target_fds, gsize n_fds)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) wrapped = NULL;
+  SandstepTestProc *proc = g_new0 (SandstepTestProc, 1);
+  char **final_argv;
+  int out_fd = -1, err_fd = -1;
+
+  g_ptr_array_add (argv, f->helper);
+  for (gsize i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+  if (f->user != NULL)
+    wrapped = sandstep_test_user_wrap_argv (f->user, (const char *const *) argv->pdata);
+  final_argv = wrapped != NULL ? wrapped : (char **) argv->pdata;
+
+  proc->f = f;
+  proc->pidfd = proc->out_fd = proc->err_fd = -1;
+  proc->out = g_string_new (NULL);
+  proc->err = g_string_new (NULL);
+  proc->command = join_argv ((const char *const *) final_argv);
+  proc->started = g_get_monotonic_time ();
+  g_spawn_async_with_pipes_and_fds (f->host_dir, (const char *const *) final_argv, (const char *const *) f->envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, die_with_parent, NULL, -1, -1,
+                                    -1,
+                                    source_fds, target_fds, n_fds, &proc->pid, NULL, &out_fd, &err_fd, &error);
+  g_assert_no_error (error);
+  proc->out_fd = out_fd;
+  proc->err_fd = err_fd;
+  g_assert_cmpint (fcntl (proc->out_fd, F_SETFL, O_NONBLOCK), ==, 0);
+  g_assert_cmpint (fcntl (proc->err_fd, F_SETFL, O_NONBLOCK), ==, 0);
+  g_assert_cmpint (fcntl (proc->out_fd, F_SETFD, FD_CLOEXEC), ==, 0);
+  g_assert_cmpint (fcntl (proc->err_fd, F_SETFD, FD_CLOEXEC), ==, 0);
+  proc->pidfd = (int) syscall (SYS_pidfd_open, proc->pid, 0);
+  g_assert_cmpint (proc->pidfd, >=, 0);
+  g_assert_cmpint (fcntl (proc->pidfd, F_SETFD, FD_CLOEXEC), ==, 0);
+  g_ptr_array_add (f->procs, proc);
+  return proc;
+}
+
+SandstepTestProc *
+sandstep_test_spawn (SandstepTestFixture *f, const char *first_arg, ...)
+{
+  g_autoptr(GPtrArray) args = NULL;
+  va_list ap;
+
+  va_start (ap, first_arg);
+  args = collect_args (first_arg, ap);
+  va_end (ap);
+  return sandstep_test_spawn_full (f, (const char *const *) args->pdata, NULL, NULL, 0);
+}
+
+GPid
+sandstep_test_proc_pid (SandstepTestProc *proc)
+{
+  return proc->pid;
+}
+
+gboolean
+sandstep_test_proc_running (SandstepTestProc *proc)
+{
+  struct pollfd pfd = { .fd = proc->pidfd, .events = POLLIN };
+
+  if (!proc->exited && poll (&pfd, 1, 0) > 0)
+    proc_reap (proc, WNOHANG);
+  return !proc->exited;
+}
+
+static char *
+read_line_from (SandstepTestProc *proc, GString *buf, const int *fd, gsize *pos, double timeout_s)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+
+  for (;;)
+    {
+      const char *start = buf->str + *pos;
+      const char *nl = memchr (start, '\n', buf->len - *pos);
+
+      if (nl != NULL)
+        {
+          char *line = g_strndup (start, nl - start);
+          *pos += nl - start + 1;
+          return line;
+        }
+      if (*fd < 0 || !proc_step (proc, deadline))
+        return NULL;
+    }
+}
+
+char *
+sandstep_test_proc_read_line (SandstepTestProc *proc, double timeout_s)
+{
+  return read_line_from (proc, proc->out, &proc->out_fd, &proc->out_pos, timeout_s);
+}
+
+char *
+sandstep_test_proc_read_err_line (SandstepTestProc *proc, double timeout_s)
+{
+  return read_line_from (proc, proc->err, &proc->err_fd, &proc->err_pos, timeout_s);
+}
+
+void
+sandstep_test_proc_kill (SandstepTestProc *proc, int sig)
+{
+  /* Not reaped yet, so the pid cannot have been reused. */
+  if (!proc->exited)
+    kill (proc->pid, sig);
+}
+
+SandstepTestResult *
+sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  SandstepTestResult *result = g_new0 (SandstepTestResult, 1);
+  gboolean timed_out = FALSE;
+
+  while (!proc_done (proc))
+    {
+      if (proc_step (proc, deadline))
+        continue;
+      if (timed_out)
+        break;   /* killed and drained for a while: give up on the rest */
+      timed_out = TRUE;
+      sandstep_test_proc_kill (proc, SIGKILL);
+      deadline = g_get_monotonic_time () + DRAIN_AFTER_KILL_US;
+    }
+  if (!proc->exited)
+    {
+      sandstep_test_proc_kill (proc, SIGKILL);
+      proc_reap (proc, 0);
+    }
+
+  result->timed_out = timed_out;
+  result->status = timed_out ? -1 : proc->status;
+  result->elapsed_s = (g_get_monotonic_time () - proc->started) / (double) G_USEC_PER_SEC;
+  result->out_len = proc->out->len;
+  result->out = g_string_free (g_steal_pointer (&proc->out), FALSE);
+  result->err = g_string_free (g_steal_pointer (&proc->err), FALSE);
+  result->command = g_steal_pointer (&proc->command);
+  g_ptr_array_remove_fast (proc->f->procs, proc);
+  proc_free (proc);
+  return result;
+}
+
+/* ---- synchronous runs ---- */
+
+SandstepTestResult *
+sandstep_test_helper_argv (SandstepTestFixture *f, const char *const *args, double timeout_s)
+{
+  return sandstep_test_proc_wait (sandstep_test_spawn_full (f, args, NULL, NULL, 0), timeout_s);
+}
+
+SandstepTestResult *
+sandstep_test_helper (SandstepTestFixture *f, const char *first_arg, ...)
+{
+  g_autoptr(GPtrArray) args = NULL;
+  va_list ap;
+
+  va_start (ap, first_arg);
+  args = collect_args (first_arg, ap);
+  va_end (ap);
+  return sandstep_test_helper_argv (f, (const char *const *) args->pdata, SANDSTEP_TEST_DEFAULT_TIMEOUT_S);
+}
+
+char *
+sandstep_test_provision (SandstepTestFixture *f, ...)
+{
+  g_autoptr(GPtrArray) args = NULL;
+  g_autoptr(SandstepTestResult) result = NULL;
+  va_list ap;
+
+  const char *first_arg;
+
+  va_start (ap, f);
+  first_arg = va_arg (ap, const char *);
+  args = collect_args (first_arg, ap);
+  va_end (ap);
+  g_ptr_array_insert (args, 0, (gpointer) "provision");
+  result = sandstep_test_helper_argv (f, (const char *const *) args->pdata, SANDSTEP_TEST_DEFAULT_TIMEOUT_S);
+  sandstep_test_assert_status (result, 0);
+  /* One line: the handle. */
+  if (result->out_len < 2 || strchr (result->out, '\n') != result->out + result->out_len - 1)
+    print_result (result);
+  g_assert_cmpuint (result->out_len, >, 1);
+  g_assert_true (strchr (result->out, '\n') == result->out + result->out_len - 1);
+  return g_strndup (result->out, result->out_len - 1);
+}
+
+char *
+sandstep_test_run_ok (SandstepTestFixture *f, const char *handle, const char *command)
+{
+  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  g_autoptr(SandstepTestResult) result = sandstep_test_helper (f, "run", handle_arg, "--", command, NULL);
+
+  sandstep_test_assert_status (result, 0);
+  return g_steal_pointer (&result->out);
+}
+
+JsonObject *
+sandstep_test_describe (SandstepTestFixture *f, const char *handle)
+{
+  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  g_autoptr(SandstepTestResult) result = sandstep_test_helper (f, "describe", handle_arg, NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+
+  sandstep_test_assert_status (result, 0);
+  json_parser_load_from_data (parser, result->out, -1, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
+  return json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+}
+
+char *
+sandstep_test_snapshot (SandstepTestFixture *f, const char *handle)
+{
+  return sandstep_test_run_ok (f, handle,
+                               "cd / && find workspace tmp -exec stat -c '%n %F %a %s' {} + | LC_ALL=C sort && "
+                               "find workspace tmp -type f -exec md5sum {} + | LC_ALL=C sort");
+}
+
+/* ---- host processes ---- */
+
+char *
+sandstep_test_unique_seconds (guint whole_seconds)
+{
+  static guint counter;
+
+  /* The pid's digits then three of a counter: unique across concurrent test programs. */
+  return g_strdup_printf ("%u.%d%03u", whole_seconds, (int) getpid (), counter++ % 1000);
+}
+
+GArray *
+sandstep_test_find_processes (const char *const *argv)
+{
+  GArray *pids = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_autoptr(GDir) dir = g_dir_open ("/proc", 0, NULL);
+  g_autoptr(GString) wanted = g_string_new (NULL);
+  const char *name;
+
+  g_assert_nonnull (dir);
+  for (gsize i = 0; argv[i] != NULL; i++)
+    g_string_append_len (wanted, argv[i], strlen (argv[i]) + 1);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autofree char *cmdline = NULL;
+      gsize len = 0;
+
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      path = g_build_filename ("/proc", name, "cmdline", NULL);
+      if (!g_file_get_contents (path, &cmdline, &len, NULL))
+        continue;
+      if (len == wanted->len && memcmp (cmdline, wanted->str, len) == 0)
+        {
+          GPid pid = (GPid) g_ascii_strtoll (name, NULL, 10);
+          g_array_append_val (pids, pid);
+        }
+    }
+  return pids;
+}
+
+gboolean
+sandstep_test_wait_for_process (const char *const *argv, gboolean present, double timeout_s)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+
+  for (;;)
+    {
+      g_autoptr(GArray) pids = sandstep_test_find_processes (argv);
+      if ((pids->len > 0) == present)
+        return TRUE;
+      if (g_get_monotonic_time () >= deadline)
+        return FALSE;
+      g_usleep (20 * 1000);
+    }
+}

@@ -1,0 +1,171 @@
+/* sandstep-test-utils.h: driving the real `sandstep` helper from GTest suites.
+ *
+ * A SandstepTestFixture gives each test case its own state directory (its own
+ * sandboxes), a scratch directory for host files, a unique owner and holder,
+ * and the environment every helper run gets.  Helper runs are either
+ * synchronous (sandstep_test_helper*: exit status, stdout and stderr, under a
+ * timeout) or asynchronous (sandstep_test_spawn*: read lines as they come,
+ * signal, then wait).  Teardown kills whatever a case left running, destroys
+ * its sandboxes and removes its directories.
+ *
+ * With a SandstepTestUser the helper runs as a throwaway unprivileged user
+ * (created with useradd when the tests run as root), through setpriv.
+ *
+ * Every function asserts on setup failures (g_assert_*): a broken harness is a
+ * failed test, never a silent pass.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+/* How long one helper run may take before the harness kills it and fails. */
+#define SANDSTEP_TEST_DEFAULT_TIMEOUT_S 30.0
+
+/* ---- unprivileged users ---- */
+
+typedef struct {
+  char *name;
+  uid_t uid;
+  gid_t gid;
+  gboolean created;  /* made by useradd here: userdel on free */
+} SandstepTestUser;
+
+/* A throwaway user "sandstep-test-<pid>" when running as root (useradd, after
+ * removing such users left by test processes that no longer exist).  Returns
+ * NULL with @out_reason set when that is impossible (not root, no useradd);
+ * callers g_test_skip() with the reason. */
+SandstepTestUser *sandstep_test_user_new (char **out_reason);
+/* Deletes the user if it was created here. */
+void sandstep_test_user_free (SandstepTestUser *user);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepTestUser, sandstep_test_user_free)
+
+/* TRUE if `unshare -U true` works as @user; else FALSE with @out_reason set. */
+gboolean sandstep_test_user_can_unshare (SandstepTestUser *user, char **out_reason);
+
+/* A new argv that runs @argv as @user (setpriv --reuid --regid --clear-groups). */
+char **sandstep_test_user_wrap_argv (SandstepTestUser *user, const char *const *argv);
+
+/* ---- the fixture ---- */
+
+typedef struct {
+  char *base_dir;    /* mkdtemp'd; removed at teardown */
+  char *state_dir;   /* SANDSTEP_STATE_DIR of every helper run */
+  char *host_dir;    /* scratch for host files (puts, exports, handle files) */
+  char *helper;      /* the helper binary: $SANDSTEP (or a copy @user can execute) */
+  char *run;         /* unique run id */
+  char *dag;         /* "sandstep-test" */
+  char *owner;       /* "<dag>/<run>": SANDSTEP_OWNER of every helper run */
+  char *holder;      /* "<owner>/main": SANDSTEP_HOLDER of every helper run */
+  char **envp;       /* the environment of every helper run; edit with sandstep_test_fixture_setenv */
+  SandstepTestUser *user; /* NULL: the helper runs as this process's user */
+  GPtrArray *procs;  /* helpers still running, killed at teardown */
+} SandstepTestFixture;
+
+/* g_test_add() setup and teardown.  @data is ignored. */
+void sandstep_test_setup (SandstepTestFixture *f, gconstpointer data);
+void sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data);
+
+/* Makes every later helper run of @f run as @user (state directories are
+ * handed to it).  Takes ownership of @user. */
+void sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user);
+
+/* Sets (@value non-NULL) or unsets a variable of the helper's environment. */
+void sandstep_test_fixture_setenv (SandstepTestFixture *f, const char *name, const char *value);
+
+/* Hands @path (recursively) to the fixture's user, so the helper owns the host
+ * files a case made for it; nothing without a user. */
+void sandstep_test_fixture_chown (SandstepTestFixture *f, const char *path);
+
+/* A path under host_dir (not created). */
+char *sandstep_test_host_path (SandstepTestFixture *f, const char *name);
+
+/* ---- results ---- */
+
+typedef struct {
+  int status;        /* exit status; 128+N when signal N ended it; -1 when timed out */
+  gboolean timed_out;/* the harness killed it after its timeout */
+  char *out;         /* stdout, NUL-terminated (out_len is exact: binary output survives) */
+  gsize out_len;
+  char *err;         /* stderr, NUL-terminated */
+  double elapsed_s;
+  char *command;     /* for messages: the argv, joined */
+} SandstepTestResult;
+
+void sandstep_test_result_free (SandstepTestResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepTestResult, sandstep_test_result_free)
+
+/* Asserts the exit status, printing the command and both streams when it differs. */
+#define sandstep_test_assert_status(result, expected) \
+  sandstep_test_assert_status_impl (__FILE__, __LINE__, G_STRFUNC, (result), (expected))
+void sandstep_test_assert_status_impl (const char *file, int line, const char *func,
+                                       const SandstepTestResult *result, int expected);
+
+/* Asserts that @haystack contains @needle, printing both when not. */
+#define sandstep_test_assert_contains(haystack, needle) \
+  sandstep_test_assert_contains_impl (__FILE__, __LINE__, G_STRFUNC, (haystack), (needle), TRUE)
+#define sandstep_test_assert_not_contains(haystack, needle) \
+  sandstep_test_assert_contains_impl (__FILE__, __LINE__, G_STRFUNC, (haystack), (needle), FALSE)
+void sandstep_test_assert_contains_impl (const char *file, int line, const char *func, const char *haystack,
+                                         const char *needle, gboolean expected);
+
+/* ---- synchronous helper runs ---- */
+
+/* `sandstep ARGS...` (NULL-terminated), under SANDSTEP_TEST_DEFAULT_TIMEOUT_S. */
+SandstepTestResult *sandstep_test_helper (SandstepTestFixture *f, const char *first_arg, ...) G_GNUC_NULL_TERMINATED;
+/* `sandstep ARGS...` under @timeout_s. */
+SandstepTestResult *sandstep_test_helper_argv (SandstepTestFixture *f, const char *const *args, double timeout_s);
+
+/* `sandstep provision ARGS...`, asserting exit 0 and one line of output; returns the handle. */
+char *sandstep_test_provision (SandstepTestFixture *f, ...) G_GNUC_NULL_TERMINATED;
+
+/* `sandstep run --handle=HANDLE -- COMMAND`, asserting exit 0; returns stdout. */
+char *sandstep_test_run_ok (SandstepTestFixture *f, const char *handle, const char *command);
+
+/* `sandstep describe --handle=HANDLE` as parsed JSON, asserting exit 0. */
+JsonObject *sandstep_test_describe (SandstepTestFixture *f, const char *handle);
+
+/* Every path under /workspace and /tmp of the sandbox with its type, mode,
+ * size and (for files) checksum, sorted: equal snapshots mean unchanged files. */
+char *sandstep_test_snapshot (SandstepTestFixture *f, const char *handle);
+
+/* ---- asynchronous helper runs ---- */
+
+typedef struct _SandstepTestProc SandstepTestProc;
+
+/* Starts `sandstep ARGS...` (its stdin is /dev/null).  @source_fds[i] of
+ * this process becomes @target_fds[i] in the helper (n_fds may be 0). */
+SandstepTestProc *sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const int *source_fds,
+                                            const int *target_fds, gsize n_fds);
+SandstepTestProc *sandstep_test_spawn (SandstepTestFixture *f, const char *first_arg, ...) G_GNUC_NULL_TERMINATED;
+
+/* The helper's pid (setpriv execs it, so also under a user). */
+GPid sandstep_test_proc_pid (SandstepTestProc *proc);
+/* TRUE while the helper has not exited. */
+gboolean sandstep_test_proc_running (SandstepTestProc *proc);
+/* The next line of stdout (without its newline), or NULL at end of file or
+ * after @timeout_s.  What is read stays part of the final result's out. */
+char *sandstep_test_proc_read_line (SandstepTestProc *proc, double timeout_s);
+/* The same for stderr. */
+char *sandstep_test_proc_read_err_line (SandstepTestProc *proc, double timeout_s);
+void sandstep_test_proc_kill (SandstepTestProc *proc, int sig);
+/* Collects the rest of the output and the exit status, killing the helper
+ * (SIGKILL) if it has not ended within @timeout_s; frees @proc. */
+SandstepTestResult *sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s);
+
+/* ---- host processes ---- */
+
+/* A fresh decimal number of seconds (e.g. "1000.482913"), for a command like
+ * `sleep SECONDS` whose argv no other process on the host shares. */
+char *sandstep_test_unique_seconds (guint whole_seconds);
+
+/* Host pids (as seen from this process) whose argv is exactly @argv. */
+GArray *sandstep_test_find_processes (const char *const *argv);
+/* Waits up to @timeout_s until some (@present) / no (!@present) host process
+ * has argv @argv; returns whether that happened. */
+gboolean sandstep_test_wait_for_process (const char *const *argv, gboolean present, double timeout_s);
+
+G_END_DECLS

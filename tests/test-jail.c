@@ -1,0 +1,735 @@
+/* test-jail.c: the baseline every command's jail gives, seen from inside and out.
+ *
+ * Each case runs commands through the real helper ($SANDSTEP) and checks one
+ * property of the jail: its namespaces, read-only /usr, persistent /workspace
+ * and /tmp, own /proc, minimal /dev, dropped privileges, network modes, closed
+ * fds, allowlisted environment, read-only data mounts, own session, and that
+ * nothing of a command outlives it.
+ *
+ * Every case runs twice: as the test's own user (/jail/as-caller/...) and as a
+ * throwaway unprivileged user (/jail/as-user/...), created when the tests run
+ * as root and skipped only when that user cannot create a user namespace.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-test-utils.h"
+
+typedef struct {
+  SandstepTestFixture base;  /* first: the shared teardown takes it */
+  char *skip_reason;
+} JailFixture;
+
+typedef enum {
+  AS_CALLER,
+  AS_USER,
+} RunAs;
+
+static void
+jail_setup (JailFixture *jf, gconstpointer data)
+{
+  char *reason = NULL;
+  SandstepTestUser *user;
+
+  sandstep_test_setup (&jf->base, NULL);
+  jf->skip_reason = NULL;
+  if (GPOINTER_TO_INT (data) != AS_USER)
+    return;
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      jf->skip_reason = reason;
+      return;
+    }
+  if (!sandstep_test_user_can_unshare (user, &reason))
+    {
+      sandstep_test_user_free (user);
+      jf->skip_reason = reason;
+      return;
+    }
+  sandstep_test_fixture_set_user (&jf->base, user);
+}
+
+static void
+jail_teardown (JailFixture *jf, gconstpointer data)
+{
+  g_free (jf->skip_reason);
+  sandstep_test_teardown (&jf->base, NULL);
+}
+
+/* The fixture to use, or NULL when this variant is skipped. */
+static SandstepTestFixture *
+jail_begin (JailFixture *jf)
+{
+  if (jf->skip_reason != NULL)
+    {
+      g_test_skip (jf->skip_reason);
+      return NULL;
+    }
+  return &jf->base;
+}
+
+static char *
+handle_arg (const char *handle)
+{
+  return g_strconcat ("--handle=", handle, NULL);
+}
+
+static void
+write_host_file (const char *path, const char *data)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_file_set_contents (path, data, -1, &error);
+  g_assert_no_error (error);
+}
+
+static int
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Interface names in a /proc/net/dev text, sorted, one a line. */
+static char *
+interfaces_of (const char *net_dev)
+{
+  g_auto(GStrv) lines = g_strsplit (net_dev, "\n", -1);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GString) out = g_string_new (NULL);
+
+  for (gsize i = 2; lines[i] != NULL; i++)
+    {
+      const char *colon = strchr (lines[i], ':');
+      if (colon != NULL)
+        g_ptr_array_add (names, g_strstrip (g_strndup (lines[i], colon - lines[i])));
+    }
+  g_ptr_array_sort (names, compare_names);
+  for (guint i = 0; i < names->len; i++)
+    g_string_append_printf (out, "%s\n", (char *) names->pdata[i]);
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+static char *
+host_interfaces (void)
+{
+  g_autofree char *net_dev = NULL;
+
+  g_assert_true (g_file_get_contents ("/proc/net/dev", &net_dev, NULL, NULL));
+  return interfaces_of (net_dev);
+}
+
+static const char *const namespaces[] = { "user", "mnt", "pid", "net", "ipc", "uts", "cgroup" };
+
+/* The namespace links of one process of the jail, one a line in namespaces[] order. */
+static char **
+jail_namespaces (SandstepTestFixture *f, const char *handle)
+{
+  g_autofree char *out = sandstep_test_run_ok (f, handle,
+                                               "for n in user mnt pid net ipc uts cgroup; do "
+                                               "readlink /proc/self/ns/$n; done");
+  char **lines = g_strsplit (g_strchomp (out), "\n", -1);
+
+  g_assert_cmpuint (g_strv_length (lines), ==, G_N_ELEMENTS (namespaces));
+  return lines;
+}
+
+static char *
+host_namespace (const char *name)
+{
+  g_autofree char *path = g_strconcat ("/proc/self/ns/", name, NULL);
+  g_autoptr(GError) error = NULL;
+  char *link = g_file_read_link (path, &error);
+
+  g_assert_no_error (error);
+  return link;
+}
+
+/* A TCP listener on every address of the host (port chosen by the kernel). */
+static int
+listen_anywhere (guint16 *out_port)
+{
+  struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_ANY) };
+  socklen_t len = sizeof addr;
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, sizeof addr), ==, 0);
+  g_assert_cmpint (listen (fd, 16), ==, 0);
+  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &addr, &len), ==, 0);
+  *out_port = ntohs (addr.sin_port);
+  return fd;
+}
+
+/* The first IPv4 address of an interface that is up and not loopback, or NULL. */
+static char *
+host_external_ipv4 (void)
+{
+  struct ifaddrs *list = NULL;
+  char *found = NULL;
+
+  if (getifaddrs (&list) < 0)
+    return NULL;
+  for (struct ifaddrs *i = list; i != NULL && found == NULL; i = i->ifa_next)
+    if (i->ifa_addr != NULL && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+        !(i->ifa_flags & IFF_LOOPBACK))
+      {
+        char buf[INET_ADDRSTRLEN];
+        if (inet_ntop (AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, buf, sizeof buf) != NULL)
+          found = g_strdup (buf);
+      }
+  freeifaddrs (list);
+  return found;
+}
+
+/* Shell words that print "connected" or "refused" for a TCP connect from inside. */
+static char *
+connect_probe (const char *address, guint16 port)
+{
+  return g_strdup_printf ("if bash -c 'exec 3<>/dev/tcp/%s/%u' 2>/dev/null; then echo connected; "
+                          "else echo refused; fi",
+                          address, port);
+}
+
+/* Fields of /proc/PID/stat after "pid (comm)": index 0 is field 3 (state). */
+static char **
+proc_stat_fields (const char *stat_text)
+{
+  const char *close = strrchr (stat_text, ')');
+
+  g_assert_nonnull (close);
+  return g_strsplit (close + 2, " ", -1);
+}
+
+/* ---- the cases ---- */
+
+static void
+test_namespaces (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_auto(GStrv) inside = NULL;
+  g_autofree char *uid_map = NULL;
+  g_auto(GStrv) fields = NULL;
+
+  g_test_summary ("a command runs in its own user, mount, pid, net, ipc, uts and cgroup namespaces");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  inside = jail_namespaces (f, handle);
+  for (gsize i = 0; i < G_N_ELEMENTS (namespaces); i++)
+    {
+      g_autofree char *outside = host_namespace (namespaces[i]);
+      g_assert_true (g_str_has_prefix (inside[i], namespaces[i]));
+      g_assert_cmpstr (inside[i], !=, outside);
+    }
+
+  /* The user namespace maps the helper's own uid: the throwaway user's in the as-user variant. */
+  uid_map = sandstep_test_run_ok (f, handle, "cat /proc/self/uid_map");
+  fields = g_regex_split_simple ("\\s+", g_strstrip (uid_map), 0, 0);
+  g_assert_cmpuint (g_strv_length (fields), ==, 3);
+  g_assert_cmpstr (fields[0], ==, "0");
+  g_assert_cmpint (g_ascii_strtoll (fields[1], NULL, 10), ==, f->user != NULL ? f->user->uid : getuid ());
+}
+
+static void
+test_usr_read_only (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *name = g_strdup_printf ("/usr/sandstep-test-%08x", g_random_int ());
+  g_autofree char *command = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("/usr is read-only inside: writes fail with 'Read-only file system'");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  command = g_strdup_printf ("touch %s; echo touch=$?; mkdir %s.d; echo mkdir=$?; "
+                             "test -w /usr/bin && echo writable || echo not-writable", name, name);
+  r = sandstep_test_helper (f, "run", h, "--", command, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "touch=1\nmkdir=1\nnot-writable\n");
+  sandstep_test_assert_contains (r->err, "Read-only file system");
+  g_assert_false (g_file_test (name, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_workspace_and_tmp_persist (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *first = NULL;
+  g_autofree char *second = NULL;
+
+  g_test_summary ("/workspace (cwd and HOME) and /tmp are writable and keep their files across runs");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  first = sandstep_test_run_ok (f, handle,
+                                "pwd; echo $HOME; echo w > /workspace/w.txt; echo t > /tmp/t.txt; "
+                                "mkdir -p /workspace/d/e /tmp/x/y; echo deep > /workspace/d/e/f");
+  g_assert_cmpstr (first, ==, "/workspace\n/workspace\n");
+  second = sandstep_test_run_ok (f, handle,
+                                 "cat /workspace/w.txt /tmp/t.txt /workspace/d/e/f; test -d /tmp/x/y && echo dir; "
+                                 "echo more >> w.txt && cat w.txt");
+  g_assert_cmpstr (second, ==, "w\nt\ndeep\ndir\nw\nmore\n");
+}
+
+static void
+test_own_proc (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_auto(GStrv) pids = NULL;
+  g_autoptr(GDir) host_proc = g_dir_open ("/proc", 0, NULL);
+  guint host_count = 0;
+  gint64 max_inside = 0;
+  const char *name;
+
+  g_test_summary ("/proc is the jail's own: pid 1 is the jail's init, host processes are invisible");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  out = sandstep_test_run_ok (f, handle,
+                              "ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '; echo; "
+                              "sed -n 's/^PPid:[[:space:]]*//p' /proc/1/status");
+  lines = g_strsplit (out, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 3);
+  pids = g_strsplit (g_strstrip (lines[0]), " ", -1);
+
+  /* Only the jail's few processes: init, the shell, the pipeline. */
+  g_assert_cmpuint (g_strv_length (pids), >=, 2);
+  g_assert_cmpuint (g_strv_length (pids), <=, 8);
+  g_assert_cmpstr (pids[0], ==, "1");
+  g_assert_cmpstr (lines[1], ==, "0");
+  for (gsize i = 0; pids[i] != NULL; i++)
+    max_inside = MAX (max_inside, g_ascii_strtoll (pids[i], NULL, 10));
+  g_assert_nonnull (host_proc);
+  while ((name = g_dir_read_name (host_proc)) != NULL)
+    if (g_ascii_isdigit (name[0]))
+      host_count++;
+  g_assert_cmpuint (host_count, >, g_strv_length (pids));
+  /* This test's own pid is not among them (unless pid numbers happen to overlap). */
+  if (getpid () > max_inside)
+    {
+      g_autofree char *mine = g_strdup_printf ("%d", (int) getpid ());
+      g_assert_false (g_strv_contains ((const char *const *) pids, mine));
+    }
+}
+
+static void
+test_minimal_dev (JailFixture *jf, gconstpointer data)
+{
+  static const char *const allowed[] = { "null", "zero", "full", "random", "urandom", "tty", "fd", "stdin",
+                                         "stdout", "stderr", "shm", "pts", "ptmx", "console", "core", "mqueue",
+                                         NULL };
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_auto(GStrv) sections = NULL;
+  g_auto(GStrv) names = NULL;
+
+  g_test_summary ("/dev is minimal: null, zero, full, random, urandom and tty as character devices, "
+                  "no block devices, nothing of the host's");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  r = sandstep_test_helper (f, "run", h, "--",
+                            "for d in null zero full random urandom tty; do test -c /dev/$d && echo $d; done; "
+                            "echo --; find /dev -type b | wc -l; echo --; ls -A /dev; echo --; "
+                            "echo gone > /dev/null && head -c 8 /dev/urandom | wc -c; "
+                            "head -c 4 /dev/zero | od -An -tx1 | tr -d ' '; "
+                            "if head -c 1 /dev/zero > /dev/full; then echo full-accepted; else echo full-refused; fi",
+                            NULL);
+  sandstep_test_assert_status (r, 0);
+  sections = g_strsplit (r->out, "--\n", -1);
+  g_assert_cmpuint (g_strv_length (sections), ==, 4);
+  g_assert_cmpstr (sections[0], ==, "null\nzero\nfull\nrandom\nurandom\ntty\n");
+  g_assert_cmpstr (sections[1], ==, "0\n");
+  names = g_strsplit (g_strchomp (sections[2]), "\n", -1);
+  for (gsize i = 0; names[i] != NULL; i++)
+    {
+      if (!g_strv_contains (allowed, names[i]))
+        g_test_message ("unexpected /dev entry '%s'", names[i]);
+      g_assert_true (g_strv_contains (allowed, names[i]));
+    }
+  g_assert_cmpstr (sections[3], ==, "8\n00000000\nfull-refused\n");
+  sandstep_test_assert_contains (r->err, "No space left on device");
+}
+
+static void
+test_no_privileges (JailFixture *jf, gconstpointer data)
+{
+  static const char *const expected[] = {
+    "NoNewPrivs:\t1", "Seccomp:\t2", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+    "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000",
+  };
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *status = NULL;
+  g_autofree char *shell_status = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_auto(GStrv) shell_lines = NULL;
+
+  g_test_summary ("a command has no_new_privs, a seccomp filter, and no capabilities in any set");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  status = sandstep_test_run_ok (f, handle, "cat /proc/self/status");
+  shell_status = sandstep_test_run_ok (f, handle, "cat /proc/$$/status");
+  lines = g_strsplit (status, "\n", -1);
+  shell_lines = g_strsplit (shell_status, "\n", -1);
+  for (gsize i = 0; i < G_N_ELEMENTS (expected); i++)
+    {
+      if (!g_strv_contains ((const char *const *) lines, expected[i]))
+        g_test_message ("missing '%s' in:\n%s", expected[i], status);
+      g_assert_true (g_strv_contains ((const char *const *) lines, expected[i]));
+      g_assert_true (g_strv_contains ((const char *const *) shell_lines, expected[i]));
+    }
+}
+
+static void
+test_network_none (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *net_dev = NULL;
+  g_autofree char *probe_lo = NULL;
+  g_autofree char *external = host_external_ipv4 ();
+  g_autoptr(SandstepTestResult) dns = NULL;
+  g_autoptr(SandstepTestResult) reach = NULL;
+  guint16 port;
+  int listener;
+
+  g_test_summary ("--network=none leaves only the loopback interface: DNS fails and no host listener is "
+                  "reachable");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, "--network=none", NULL);
+  h = handle_arg (handle);
+  net_dev = sandstep_test_run_ok (f, handle, "cat /proc/net/dev");
+  {
+    g_autofree char *names = interfaces_of (net_dev);
+    g_assert_cmpstr (names, ==, "lo\n");
+  }
+  dns = sandstep_test_helper (f, "run", h, "--", "getent hosts example.com; echo getent=$?", NULL);
+  sandstep_test_assert_status (dns, 0);
+  sandstep_test_assert_not_contains (dns->out, "getent=0");
+
+  listener = listen_anywhere (&port);
+  probe_lo = connect_probe ("127.0.0.1", port);
+  {
+    /* Without an external address the second probe is loopback again. */
+    g_autofree char *probe_ext = connect_probe (external != NULL ? external : "127.0.0.1", port);
+    g_autofree char *command = g_strdup_printf ("%s; %s", probe_lo, probe_ext);
+    reach = sandstep_test_helper (f, "run", h, "--", command, NULL);
+  }
+  close (listener);
+  sandstep_test_assert_status (reach, 0);
+  g_assert_cmpstr (reach->out, ==, "refused\nrefused\n");
+}
+
+static void
+test_network_open (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *net_dev = NULL;
+  g_autofree char *names = NULL;
+  g_autofree char *host_names = host_interfaces ();
+  g_autofree char *reach = NULL;
+  g_autofree char *probe = NULL;
+  g_auto(GStrv) inside = NULL;
+  guint16 port;
+  int listener;
+
+  g_test_summary ("--network=open shares the host's network: its interfaces and its listeners; every other "
+                  "namespace stays the jail's own");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, "--network=open", NULL);
+  net_dev = sandstep_test_run_ok (f, handle, "cat /proc/net/dev");
+  names = interfaces_of (net_dev);
+  g_assert_cmpstr (names, ==, host_names);
+
+  inside = jail_namespaces (f, handle);
+  for (gsize i = 0; i < G_N_ELEMENTS (namespaces); i++)
+    {
+      g_autofree char *outside = host_namespace (namespaces[i]);
+      if (strcmp (namespaces[i], "net") == 0)
+        g_assert_cmpstr (inside[i], ==, outside);
+      else
+        g_assert_cmpstr (inside[i], !=, outside);
+    }
+
+  listener = listen_anywhere (&port);
+  probe = connect_probe ("127.0.0.1", port);
+  reach = sandstep_test_run_ok (f, handle, probe);
+  close (listener);
+  g_assert_cmpstr (reach, ==, "connected\n");
+}
+
+static void
+test_inherited_fds_closed (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *secret_path = NULL;
+  g_autofree char *secret = g_strdup_printf ("inherited-secret-%08x", g_random_int ());
+  g_autofree char *seconds = sandstep_test_unique_seconds (1);
+  g_autofree char *command = NULL;
+  g_autofree char *helper_fd = NULL;
+  g_autofree char *fd7 = NULL;
+  const char *marker_argv[] = { "sleep", seconds, NULL };
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_auto(GStrv) sections = NULL;
+  SandstepTestProc *proc;
+  int fd;
+
+  g_test_summary ("fds the helper inherits beyond 0, 1 and 2 are closed before the command starts");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  secret_path = sandstep_test_host_path (f, "secret.txt");
+  write_host_file (secret_path, secret);
+  fd = open (secret_path, O_RDONLY | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+
+  /* No redirections or pipes before the listings: the shell would hold fds of its own for them. */
+  command = g_strdup_printf ("sleep %s; ls /proc/$$/fd; echo --; ls /proc/self/fd; echo --; cat <&7; echo --",
+                             seconds);
+  proc = sandstep_test_spawn_full (f, (const char *[]) { "run", h, "--", command, NULL }, (const int[]) { fd },
+                                   (const int[]) { 7 }, 1);
+  close (fd);
+  /* The helper did get fd 7 (so the check inside can fail). */
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+  fd7 = g_strdup_printf ("/proc/%d/fd/7", (int) sandstep_test_proc_pid (proc));
+  helper_fd = g_file_read_link (fd7, NULL);
+  g_assert_cmpstr (helper_fd, ==, secret_path);
+
+  r = sandstep_test_proc_wait (proc, 20);
+  sandstep_test_assert_status (r, 0);
+  sandstep_test_assert_not_contains (r->out, secret);
+  sections = g_strsplit (r->out, "--\n", -1);
+  g_assert_cmpuint (g_strv_length (sections), ==, 4);
+  g_assert_cmpstr (sections[0], ==, "0\n1\n2\n");
+  /* ls also sees the directory it reads. */
+  g_assert_true (strcmp (sections[1], "0\n1\n2\n") == 0 || strcmp (sections[1], "0\n1\n2\n3\n") == 0);
+  g_assert_cmpstr (sections[2], ==, "");
+  sandstep_test_assert_contains (r->err, "7");
+}
+
+static void
+test_environment_allowlist (JailFixture *jf, gconstpointer data)
+{
+  static const char *const allowed[] = { "PATH", "HOME", "PWD", "OLDPWD", "TMPDIR", "USER", "LOGNAME", "SHELL",
+                                         "HOSTNAME", "SANDSTEP", "TERM", "LANG", "LANGUAGE", "TZ", "SHLVL", "_",
+                                         "A", "B", NULL };
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *secret = g_strdup_printf ("xyz-%08x", g_random_int ());
+  g_autofree char *b_value = g_strdup_printf ("bee-%08x", g_random_int ());
+  g_autofree char *expected_b = g_strconcat ("B=", b_value, NULL);
+  g_autofree char *out = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_test_summary ("the environment inside is an allowlist plus --env: host variables stay out, --env=A=1 and "
+                  "--env=B (this environment's B) come in");
+  if (f == NULL)
+    return;
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_SECRET", secret);
+  sandstep_test_fixture_setenv (f, "AWS_SECRET_ACCESS_KEY", secret);
+  sandstep_test_fixture_setenv (f, "SSH_AUTH_SOCK", "/tmp/agent.sock");
+  sandstep_test_fixture_setenv (f, "B", b_value);
+  handle = sandstep_test_provision (f, "--env=A=1", "--env=B", NULL);
+  out = sandstep_test_run_ok (f, handle, "env");
+  sandstep_test_assert_not_contains (out, secret);
+  sandstep_test_assert_not_contains (out, "SANDSTEP_TEST_SECRET");
+  lines = g_strsplit (g_strchomp (out), "\n", -1);
+  g_assert_true (g_strv_contains ((const char *const *) lines, "A=1"));
+  g_assert_true (g_strv_contains ((const char *const *) lines, expected_b));
+  for (gsize i = 0; lines[i] != NULL; i++)
+    {
+      g_autofree char *name = g_strndup (lines[i], strcspn (lines[i], "="));
+      gboolean ok = g_strv_contains (allowed, name) || g_str_has_prefix (name, "LC_");
+      if (!ok)
+        g_test_message ("variable '%s' is not in the allowlist", lines[i]);
+      g_assert_true (ok);
+    }
+}
+
+static void
+test_data_mount_read_only (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *docs = NULL;
+  g_autofree char *doc = NULL;
+  g_autofree char *mount = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *after = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+  guint entries = 0;
+
+  g_test_summary ("--mount=HOSTPATH:/data/NAME is readable inside and every write fails with EROFS");
+  if (f == NULL)
+    return;
+  docs = sandstep_test_host_path (f, "docs");
+  g_assert_cmpint (mkdir (docs, 0755), ==, 0);
+  doc = g_build_filename (docs, "doc.txt", NULL);
+  write_host_file (doc, "document\n");
+  /* Writable by the helper's user, so only the read-only mount can refuse a write. */
+  sandstep_test_fixture_chown (f, docs);
+  mount = g_strdup_printf ("--mount=%s:/data/docs", docs);
+  handle = sandstep_test_provision (f, mount, NULL);
+  h = handle_arg (handle);
+  r = sandstep_test_helper (f, "run", h, "--",
+                            "cat /data/docs/doc.txt; echo x > /data/docs/new; echo create=$?; "
+                            "echo y >> /data/docs/doc.txt; echo append=$?; rm -f /data/docs/doc.txt; echo rm=$?; "
+                            "mkdir /data/docs/sub; echo mkdir=$?",
+                            NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "document\ncreate=2\nappend=2\nrm=1\nmkdir=1\n");
+  sandstep_test_assert_contains (r->err, "Read-only file system");
+  sandstep_test_assert_not_contains (r->err, "Permission denied");
+
+  g_assert_true (g_file_get_contents (doc, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, "document\n");
+  dir = g_dir_open (docs, 0, NULL);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    entries++;
+  g_assert_cmpuint (entries, ==, 1);
+}
+
+static void
+test_own_session (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *seconds = sandstep_test_unique_seconds (1);
+  g_autofree char *command = NULL;
+  g_autofree char *stat_path = NULL;
+  g_autofree char *stat_text = NULL;
+  g_autoptr(GArray) pids = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *marker_argv[] = { "sleep", seconds, NULL };
+  SandstepTestProc *proc;
+  pid_t host_sid;
+
+  g_test_summary ("a command runs in a session of its own (setsid), with no controlling terminal");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  command = g_strdup_printf ("set -- $(cut -d' ' -f6,7 /proc/self/stat); echo \"tty=$2\"; "
+                             "test -d /proc/$1 && echo leader-inside; sleep %s", seconds);
+  proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+
+  /* Seen from the host: the command's session is neither ours nor the helper's. */
+  pids = sandstep_test_find_processes (marker_argv);
+  g_assert_cmpuint (pids->len, ==, 1);
+  stat_path = g_strdup_printf ("/proc/%d/stat", (int) g_array_index (pids, GPid, 0));
+  g_assert_true (g_file_get_contents (stat_path, &stat_text, NULL, NULL));
+  fields = proc_stat_fields (stat_text);
+  host_sid = (pid_t) g_ascii_strtoll (fields[3], NULL, 10);
+  g_assert_cmpint (host_sid, >, 0);
+  g_assert_cmpint (host_sid, !=, getsid (0));
+  g_assert_cmpint (host_sid, !=, getsid (sandstep_test_proc_pid (proc)));
+  g_assert_cmpstr (fields[4], ==, "0");
+
+  r = sandstep_test_proc_wait (proc, 20);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "tty=0\nleader-inside\n");
+}
+
+static void
+test_no_survivors (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *seconds = sandstep_test_unique_seconds (300);
+  g_autofree char *daemon_seconds = sandstep_test_unique_seconds (301);
+  g_autofree char *command = NULL;
+  const char *marker_argv[] = { "sleep", seconds, NULL };
+  const char *daemon_argv[] = { "sleep", daemon_seconds, NULL };
+  g_autoptr(SandstepTestResult) r = NULL;
+  SandstepTestProc *proc;
+
+  g_test_summary ("no process a command started survives it: background and daemonized processes are gone "
+                  "from the host when it exits");
+  if (f == NULL)
+    return;
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  command = g_strdup_printf ("sleep %s & (setsid sleep %s > /dev/null 2>&1 &); sleep 1", seconds, daemon_seconds);
+  proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+  g_assert_true (sandstep_test_wait_for_process (daemon_argv, TRUE, 5));
+  r = sandstep_test_proc_wait (proc, 20);
+  sandstep_test_assert_status (r, 0);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 2));
+  g_assert_true (sandstep_test_wait_for_process (daemon_argv, FALSE, 2));
+}
+
+typedef struct {
+  const char *name;
+  void (*func) (JailFixture *, gconstpointer);
+} JailCase;
+
+static const JailCase cases[] = {
+  { "namespaces", test_namespaces },
+  { "usr-read-only", test_usr_read_only },
+  { "workspace-and-tmp-persist", test_workspace_and_tmp_persist },
+  { "own-proc", test_own_proc },
+  { "minimal-dev", test_minimal_dev },
+  { "no-privileges", test_no_privileges },
+  { "network-none", test_network_none },
+  { "network-open", test_network_open },
+  { "inherited-fds-closed", test_inherited_fds_closed },
+  { "environment-allowlist", test_environment_allowlist },
+  { "data-mount-read-only", test_data_mount_read_only },
+  { "own-session", test_own_session },
+  { "no-survivors", test_no_survivors },
+};
+
+int
+main (int argc, char **argv)
+{
+  static const struct { const char *prefix; RunAs as; } variants[] = {
+    { "/jail/as-caller/", AS_CALLER },
+    { "/jail/as-user/", AS_USER },
+  };
+
+  g_test_init (&argc, &argv, NULL);
+  for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+    for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+      {
+        g_autofree char *path = g_strconcat (variants[v].prefix, cases[i].name, NULL);
+        g_test_add (path, JailFixture, GINT_TO_POINTER (variants[v].as), jail_setup, cases[i].func, jail_teardown);
+      }
+  return g_test_run ();
+}
