@@ -102,15 +102,19 @@ SandstepAttachment *sandstep_invocation_attach (SandstepInvocation *invocation, 
 char *sandstep_operator_usage (const SandstepOperator *op);
 
 /* The operators' run functions, one file each. */
+gboolean sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_describe (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_put (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_release (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error);
 
 G_END_DECLS

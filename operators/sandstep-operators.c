@@ -46,6 +46,20 @@ static const SandstepOption gc_options[] = {
   { NULL }
 };
 
+static const SandstepOption mcp_options[] = {
+  { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr" },
+  { NULL }
+};
+
+static const SandstepOption agent_options[] = {
+  { "model",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the model to ask (default $OPENAI_MODEL); the endpoint is $OPENAI_BASE_URL, the key $OPENAI_API_KEY" },
+  { "max-turns", SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "stop (exit 2) after this many model requests without a final answer (default 50)" },
+  { "time-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,         "stop (exit 124) when the run has taken this long; commands are cut to fit (default: none)" },
+  { "system",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "FILE holding the system prompt (default: a short built-in one)" },
+  { "transcript", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "write the run to FILE as JSON lines: requests, responses, tool results (never the API key)" },
+  { NULL }
+};
+
 static const SandstepOption no_options[] = {
   { NULL }
 };
@@ -72,16 +86,20 @@ static const SandstepOption claim_options[] = {
 
 static const SandstepOperator operators[] = {
   /* name         flags  options           text                    operands            summary                                              run */
+  { "agent",      H | C, agent_options,    SANDSTEP_TEXT_COMMAND,  "-- PROMPT",        "let an LLM agent work in the sandbox with the four tools; print its answer", sandstep_op_agent },
+  { "call",       H | C, no_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory) and print what a model would read", sandstep_op_call },
   { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
   { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file:// URLs, all or none",       sandstep_op_export },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run",      sandstep_op_gc },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
+  { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
   { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
+  { "tools",      H | C, no_options,       SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
 };
 
 #undef H

@@ -2,9 +2,12 @@
  *
  * run_command, read_file, write_file and list_directory, with the model-facing
  * behaviour of the Airflow sandbox toolset (shared/reference/
- * airflow-sandbox-contract.md §4, §6): output bounded per stream keeping the
- * tail, secrets masked before any cut, file windows with a next-offset hint,
- * timeouts checked and clamped, and the notes in run_command's description.
+ * airflow-sandbox-contract.md §4, §6): output bounded per stream (we keep the
+ * head and the tail, with a count of what was left out; the contract keeps
+ * the tail), in bounded memory, secrets masked before any cut, file windows
+ * with a next-offset hint, timeouts checked and clamped, and the notes in
+ * run_command's description.  The text rules and the decisions on the
+ * contract's quirks are in sandstep-output.c.
  * Both our agent loop (op-agent.c) and the MCP server (op-tools.c) serve
  * exactly these tools through this one interface.
  */
@@ -26,6 +29,8 @@ typedef struct {
 } SandstepToolLimits;
 
 void sandstep_tool_limits_init (SandstepToolLimits *limits);
+/* Limits must be >= 1, timeouts positive and finite, default <= max. */
+gboolean sandstep_tool_limits_check (const SandstepToolLimits *limits, GError **error);
 
 typedef struct _SandstepToolbox SandstepToolbox;
 
@@ -47,5 +52,14 @@ JsonArray *sandstep_toolbox_definitions (SandstepToolbox *toolbox);
  * sets @error, and should end the run. */
 char *sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
                              gboolean *out_is_error, GError **error);
+
+/* Ends every later command's budget by @deadline_us (g_get_monotonic_time()
+ * clock; 0: no deadline), as it is already ended by the sandbox's lifetime:
+ * an agent's time budget. */
+void sandstep_toolbox_set_deadline (SandstepToolbox *toolbox, gint64 deadline_us);
+
+/* @text with the sandbox's secrets masked ("***"), for texts the caller shows
+ * or logs itself (error messages, transcripts). */
+char *sandstep_toolbox_mask (SandstepToolbox *toolbox, const char *text);
 
 G_END_DECLS

@@ -29,6 +29,21 @@ sandstep_ensure_packages () {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# The official MCP client SDK (@modelcontextprotocol/sdk, npm) that tests/test-mcp.c
+# drives the MCP server with: installed into tests/mcp/node_modules from
+# tests/mcp/package-lock.json when missing.  node and npm come from Debian's
+# nodejs and npm packages when they are absent.
+sandstep_ensure_mcp_client () {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
+  [ -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    sandstep_ensure_packages nodejs npm || return 1
+  fi
+  echo "sandstep: installing @modelcontextprotocol/sdk into $dir/node_modules" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+}
+
 sandstep_build () {
   local builddir=$1
   if [ -f "$builddir/build.ninja" ]; then

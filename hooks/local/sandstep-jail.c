@@ -159,6 +159,12 @@ add_op (SandstepJail *jail, OpKind kind, const char *path, const char *source, u
   g_array_append_val (jail->ops, op);
 }
 
+static void
+add_tmpfs (SandstepJail *jail, const char *path, unsigned long flags, const char *options, const char *what)
+{
+  add_op (jail, OP_TMPFS, path, NULL, flags, options, strlen (options), what);
+}
+
 /* The flags the kernel locks on a mount seen from a user namespace: a remount
  * must repeat them or it fails with EPERM. */
 static unsigned long
@@ -277,8 +283,7 @@ add_dev (SandstepJail *jail)
   };
 
   add_op (jail, OP_MKDIR, "/dev", NULL, 0755, NULL, 0, "create /dev");
-  add_op (jail, OP_TMPFS, "/dev", NULL, MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", 31,
-          "mount a tmpfs on /dev");
+  add_tmpfs (jail, "/dev", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", "mount a tmpfs on /dev");
   for (gsize i = 0; i < G_N_ELEMENTS (nodes); i++)
     {
       g_autofree char *path = g_strconcat ("/dev/", nodes[i], NULL);
@@ -289,8 +294,7 @@ add_dev (SandstepJail *jail)
   for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
     add_op (jail, OP_SYMLINK, links[i][0], links[i][1], 0, NULL, 0, links[i][0]);
   add_op (jail, OP_MKDIR, "/dev/shm", NULL, 01777, NULL, 0, "create /dev/shm");
-  add_op (jail, OP_TMPFS, "/dev/shm", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", 18,
-          "mount a tmpfs on /dev/shm");
+  add_tmpfs (jail, "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", "mount a tmpfs on /dev/shm");
   add_op (jail, OP_REMOUNT, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0,
           "make /dev read-only");
 }
@@ -359,8 +363,7 @@ add_proc_masks (SandstepJail *jail)
       g_autofree char *what = g_strdup_printf ("hide %s", host);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
-      add_op (jail, OP_TMPFS, host, NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=0", 16,
-              what);
+      add_tmpfs (jail, host, MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=0", what);
     }
 }
 
@@ -493,8 +496,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   jail->seccomp_prog.len = g_bytes_get_size (jail->seccomp) / sizeof (struct sock_filter);
   jail->seccomp_prog.filter = (struct sock_filter *) g_bytes_get_data (jail->seccomp, NULL);
 
-  add_op (jail, OP_TMPFS, "", NULL, MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096", 33,
-          "mount the tmpfs root");
+  add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096", "mount the tmpfs root");
   add_usr (jail);
   if (!add_bind (jail, config->workspace, TRUE, "/workspace", FALSE, TRUE, error) ||
       !add_bind (jail, config->tmp, TRUE, "/tmp", FALSE, TRUE, error))

@@ -1,0 +1,194 @@
+/* sandstep-output.h: the text rules of the agent tools, pure and unit-testable.
+ *
+ * Everything here works on bytes and numbers only: no sandbox, no I/O.
+ * sandstep-tools.c composes these into the four tools' results; the rules
+ * and the decisions taken against the Airflow contract (shared/reference/
+ * airflow-sandbox-contract.md §4, §6, §10) are listed at the top of
+ * sandstep-output.c.
+ *
+ * Lines are split at "\n" only; a text's one final "\n" ends its last line
+ * instead of starting an empty one.  Every result that keeps part of a text
+ * keeps whole lines, byte for byte, except the one documented case of a last
+ * line wider than the whole budget.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sandstep-spec.h"
+
+G_BEGIN_DECLS
+
+/* Prefixed by sandstep_truncate_output() when the caller says bytes were
+ * already dropped before the text reached it (the contract's marker). */
+#define SANDSTEP_EARLIER_TRUNCATED_MARKER "[... earlier output truncated]"
+
+/* ---- numbers ---- */
+
+/* n >= 1 MiB: "%.1fMB"; n >= 1024: "%.1fKB"; else "<n>B" (binary units
+ * labelled KB/MB, as the contract does). */
+char *sandstep_format_size (guint64 n);
+
+/* Seconds for a "[timed out after Ns]" note: rounded to 0.1 s, no trailing
+ * ".0", never an exponent (60 -> "60", 2.5 -> "2.5", 1e6 -> "1000000"). */
+char *sandstep_format_seconds (double seconds);
+
+/* A number the model gave, echoed in an error: integers without a decimal
+ * point, others in their shortest round-trip form; "nan", "inf", "-inf". */
+char *sandstep_format_number (double value);
+
+/* @text in quotes the way Python's repr() quotes a str: single quotes unless
+ * the text holds a single quote and no double quote; backslash escapes for
+ * the quote, backslash and control characters. */
+char *sandstep_quote (const char *text);
+
+/* Round half to even, as Python's round() does for the lifetime note. */
+gint64 sandstep_round_half_even (double value);
+
+/* ---- masking ---- */
+
+typedef struct _SandstepMasker SandstepMasker;
+
+/* Masks every occurrence of each non-empty value in @secrets (NULL-terminated;
+ * NULL or empty: a masker that masks nothing) with "***".  At each position
+ * the longest secret that matches wins; matching restarts after it. */
+SandstepMasker *sandstep_masker_new (const char *const *secrets);
+/* The same from the values of a NAME -> VALUE table (NULL: none). */
+SandstepMasker *sandstep_masker_new_from_table (GHashTable *secrets);
+void sandstep_masker_free (SandstepMasker *masker);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepMasker, sandstep_masker_free)
+
+gboolean sandstep_masker_is_empty (const SandstepMasker *masker);
+
+/* @len bytes of @data (-1: NUL-terminated) with every secret masked; the
+ * result is NUL-terminated and its length goes to @out_len (may be NULL). */
+char *sandstep_masker_mask (const SandstepMasker *masker, const char *data, gssize len, gsize *out_len);
+
+/* Masks @error's message in place; @error may be NULL. */
+void sandstep_masker_mask_error (const SandstepMasker *masker, GError *error);
+
+/* ---- bounding command output and listings ---- */
+
+/* Keeps a long text's first and last lines under @max_lines lines and
+ * @max_bytes bytes (the joining newlines count, the markers do not):
+ *
+ *  - empty text: returned as is;
+ *  - a text that fits: returned whole, less one final "\n";
+ *  - else up to a quarter of each budget goes to whole lines from the start,
+ *    the rest to whole lines from the end, and between them a marker counts
+ *    what was left out: "[... 1234 lines (56.7KB) omitted ...]";
+ *  - a last line wider than the whole budget left keeps only its last bytes
+ *    (a broken UTF-8 sequence at the cut is dropped), and the marker says
+ *    "... and the start of the next (S) omitted ...";
+ *  - @already_truncated (bytes were dropped before the text got here) puts
+ *    SANDSTEP_EARLIER_TRUNCATED_MARKER on the first line.
+ */
+char *sandstep_truncate_output (const char *text, gssize len, gsize max_lines, gsize max_bytes,
+                                gboolean already_truncated);
+
+/* A stream of command output kept in bounded memory: secrets are masked as
+ * the bytes come (a secret split across chunks included, so the masking
+ * happens before any cut), then the first max_bytes / 4 + 2 and the last
+ * max_bytes + 2 bytes are kept, and only counts of the bytes and lines in
+ * between.  Rendering gives exactly what sandstep_truncate_output() gives for
+ * the whole masked stream (then made valid UTF-8), so a command writing 1 GiB
+ * costs about 1.25 × max_bytes of memory per stream. */
+typedef struct _SandstepCapture SandstepCapture;
+
+/* @masker may be NULL and must outlive the capture. */
+SandstepCapture *sandstep_capture_new (const SandstepMasker *masker, gsize max_lines, gsize max_bytes);
+void sandstep_capture_free (SandstepCapture *capture);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepCapture, sandstep_capture_free)
+
+void sandstep_capture_append (SandstepCapture *capture, const char *data, gsize len);
+/* The bounded text (masking finished first); valid UTF-8 (invalid bytes
+ * become U+FFFD); "" for an empty stream.  Call once, after the last append. */
+char *sandstep_capture_render (SandstepCapture *capture);
+/* Bytes that came in, and the most bytes the capture ever held (tests). */
+guint64 sandstep_capture_total_bytes (const SandstepCapture *capture);
+gsize sandstep_capture_peak_bytes (const SandstepCapture *capture);
+
+/* The text of a run_command result: each non-empty stream (already bounded)
+ * labelled "[stdout]"/"[stderr]" on a line of its own, "(no output)" when
+ * both are empty, then one line of notes: "[timed out after Ns]" (and no exit
+ * code), else "[exit code: n]" for a non-zero @exit_code. */
+char *sandstep_render_command_result (const char *out, const char *err, int exit_code, gboolean timed_out,
+                                      double applied_timeout_s);
+
+/* A directory listing: @names (sorted by the caller, directories already
+ * suffixed with "/") one a line; "(empty)" when there are none.  A long one
+ * keeps its first and last entries under the same budgets as command output,
+ * and the marker says how many were left out and how to list them with a
+ * shell command: "[... 1234 entries omitted; see them with run_command:
+ * LC_ALL=C ls -Ap 'DIR' | sed -n '501,1734p' ...]". */
+char *sandstep_render_listing (const char *const *names, gsize n_names, const char *dir, gsize max_lines,
+                               gsize max_bytes);
+
+/* ---- read_file ---- */
+
+/* The window of @data (masked already) that read_file returns: lines from
+ * @offset (1-based; <= 0 means 1) up to @limit lines (<= 0: no limit), whole
+ * lines from the head under @max_lines / @max_bytes, then
+ * "\n[... R more lines; read on with offset=N]" when lines are left.
+ * "(no lines at offset S; file has N lines)" past the end (an empty file is
+ * "(no lines at offset 1; file has 0 lines)"); when the first line of the
+ * window alone is over @max_bytes, "Line S is longer than the <size> output
+ * limit. Read part of it with a shell command instead (e.g. cut, head -c, or
+ * sed)."  Invalid UTF-8 becomes U+FFFD. */
+char *sandstep_render_file_window (const char *data, gsize len, gint64 offset, gint64 limit, gsize max_lines,
+                                   gsize max_bytes);
+
+/* TRUE when @data looks binary: a NUL byte among its first 8000 bytes (the
+ * test git and grep use). */
+gboolean sandstep_looks_binary (const char *data, gsize len);
+
+/* "'<path>' is <size>, over the <max> read limit. Read just the part you need
+ * with a shell command instead (e.g. head, tail, sed -n, or grep)."
+ * @size_text NULL (unknown) leaves out "is <size>, ". */
+char *sandstep_read_limit_message (const char *path, const char *size_text, guint64 max_bytes);
+
+/* ---- arguments ---- */
+
+/* TRUE when @text holds a UTF-16 surrogate encoded as UTF-8 (CESU-8 / WTF-8:
+ * bytes ED A0..BF xx), which is what a lone "\ud800" in JSON turns into. */
+gboolean sandstep_has_surrogates (const char *text, gssize len);
+
+/* TRUE when the JSON text @json holds a "\uD800"-"\uDFFF" escape that is not
+ * part of a high-low pair (json-glib fails to parse some of those). */
+gboolean sandstep_json_has_lone_surrogate_escape (const char *json);
+
+/* ---- what the model reads in run_command's description ---- */
+
+/* §4.6: what the sandbox's network reaches.  open: "This sandbox has outbound
+ * network access."; none (and allow with empty lists): the NO network text;
+ * allow: the hosts (HTTPS on 443) and address ranges (any port) in the
+ * contract's words.  @hosts and @cidrs are NULL-terminated, may be NULL. */
+char *sandstep_network_note (SandstepNetwork network, const char *const *hosts, const char *const *cidrs);
+
+/* §4.6 clock: @remaining_s < 0 is unknown; < 60 "Under a minute ..."; else
+ * "About <round-half-even(s/60)> minute[s] of its lifetime remained when this
+ * run began." */
+char *sandstep_lifetime_note (double remaining_s);
+
+/* Default and ceiling of command budgets, stated to the model (§10 quirk 2):
+ * "Commands time out after 60s unless you pass timeout_seconds (at most 300s)." */
+char *sandstep_timeout_note (double default_s, double max_s);
+
+/* The whole description of run_command: the base text, the timeout note, the
+ * attached-sandbox note ("This sandbox was set up by an earlier step, ...")
+ * with @network_note and the lifetime note, and the read-only data mounts
+ * (@mounts: NULL-terminated "/data/NAME" paths, may be NULL). */
+char *sandstep_run_command_description (double default_timeout_s, double max_timeout_s, const char *network_note,
+                                        double remaining_s, const char *const *mounts);
+
+/* ---- timeouts ---- */
+
+/* §6: the budget of one command.  @requested_given FALSE: @default_s.  A
+ * requested value that is not finite or not > 0 is refused: returns FALSE
+ * with *out_message "timeout_seconds must be greater than 0, got <v>."  Else
+ * min(requested, @max_s), then min with @remaining_s when >= 0 (the
+ * sandbox's lifetime or the agent's time budget, whichever is shorter). */
+gboolean sandstep_command_budget (gboolean requested_given, double requested, double default_s, double max_s,
+                                  double remaining_s, double *out_budget, char **out_message);
+
+G_END_DECLS

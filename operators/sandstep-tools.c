@@ -1,0 +1,690 @@
+/* sandstep-tools.c: the four agent tools over one attached sandbox.
+ *
+ * The text rules live in sandstep-output.c (pure); this file checks the
+ * arguments, calls the backend, and sorts its errors: SANDSTEP_PATH_ERROR is
+ * the model's to fix ("The read_file tool failed: ..."), anything else means
+ * the sandbox is unusable (gone, expired, jail setup failed, state broken)
+ * and ends the run.  Every text that leaves here, errors included, has the
+ * sandbox's secrets masked.
+ */
+#include "sandstep-tools.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "sandstep-error.h"
+#include "sandstep-output.h"
+
+struct _SandstepToolbox {
+  SandstepAttachment *attachment;
+  SandstepToolLimits limits;
+  SandstepMasker *masker;
+  char *run_description;
+  SandstepNetwork network;
+  gint64 deadline_us;       /* monotonic; 0: none */
+};
+
+typedef char *(*ToolFunc) (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error);
+
+void
+sandstep_tool_limits_init (SandstepToolLimits *limits)
+{
+  limits->max_output_lines = 2000;
+  limits->max_output_bytes = 50 * 1024;
+  limits->max_read_bytes = 5 * 1024 * 1024;
+  limits->default_timeout_s = 60;
+  limits->max_timeout_s = 300;
+}
+
+gboolean
+sandstep_tool_limits_check (const SandstepToolLimits *limits, GError **error)
+{
+  if (limits->max_output_lines == 0 || limits->max_output_bytes == 0 || limits->max_read_bytes == 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "the output and read limits must be 1 or more");
+  if (!isfinite (limits->default_timeout_s) || limits->default_timeout_s <= 0 ||
+      !isfinite (limits->max_timeout_s) || limits->max_timeout_s <= 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "command timeouts must be positive and finite");
+  if (limits->default_timeout_s > limits->max_timeout_s)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "default_command_timeout (%g) must not exceed max_command_timeout (%g).",
+                           limits->default_timeout_s, limits->max_timeout_s);
+  return TRUE;
+}
+
+/* @list's strings, NULL-terminated, in @out (which does not own them). */
+static const char *const *
+string_list (GPtrArray *list, GPtrArray *out)
+{
+  for (guint i = 0; list != NULL && i < list->len; i++)
+    g_ptr_array_add (out, list->pdata[i]);
+  g_ptr_array_add (out, NULL);
+  return (const char *const *) out->pdata;
+}
+
+SandstepToolbox *
+sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *limits)
+{
+  SandstepToolbox *toolbox = g_new0 (SandstepToolbox, 1);
+  const SandstepBackendClass *klass = attachment->backend->klass;
+  const SandstepSpec *spec = klass->spec (attachment);
+  g_autoptr(GPtrArray) mounts = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) hosts = g_ptr_array_new ();
+  g_autoptr(GPtrArray) cidrs = g_ptr_array_new ();
+  g_autofree char *network_note = NULL;
+
+  toolbox->attachment = attachment;
+  if (limits != NULL)
+    toolbox->limits = *limits;
+  else
+    sandstep_tool_limits_init (&toolbox->limits);
+  toolbox->masker = sandstep_masker_new_from_table (spec != NULL ? spec->secrets : NULL);
+  toolbox->network = spec != NULL ? spec->network : SANDSTEP_NETWORK_NONE;
+  for (guint i = 0; spec != NULL && spec->mounts != NULL && i < spec->mounts->len; i++)
+    g_ptr_array_add (mounts, g_strconcat ("/data/", ((SandstepMount *) spec->mounts->pdata[i])->name, NULL));
+  g_ptr_array_add (mounts, NULL);
+  network_note = sandstep_network_note (toolbox->network, spec != NULL ? string_list (spec->allow_hosts, hosts) : NULL,
+                                        spec != NULL ? string_list (spec->allow_cidrs, cidrs) : NULL);
+  /* Built once, at attach: the lifetime note must not count down between
+   * turns (the description stays byte-identical, so prompt caches hold). */
+  toolbox->run_description =
+    sandstep_run_command_description (toolbox->limits.default_timeout_s, toolbox->limits.max_timeout_s,
+                                      network_note, klass->remaining_lifetime (attachment),
+                                      (const char *const *) mounts->pdata);
+  return toolbox;
+}
+
+void
+sandstep_toolbox_free (SandstepToolbox *toolbox)
+{
+  if (toolbox == NULL)
+    return;
+  sandstep_masker_free (toolbox->masker);
+  g_free (toolbox->run_description);
+  g_free (toolbox);
+}
+
+void
+sandstep_toolbox_set_deadline (SandstepToolbox *toolbox, gint64 deadline_us)
+{
+  toolbox->deadline_us = deadline_us;
+}
+
+char *
+sandstep_toolbox_mask (SandstepToolbox *toolbox, const char *text)
+{
+  return sandstep_masker_mask (toolbox->masker, text, -1, NULL);
+}
+
+/* ---- definitions ---- */
+
+static void
+add_property (JsonBuilder *b, const char *name, const char *type, gint64 minimum, gboolean exclusive,
+              const char *description)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "type");
+  json_builder_add_string_value (b, type);
+  if (minimum >= 0)
+    {
+      json_builder_set_member_name (b, exclusive ? "exclusiveMinimum" : "minimum");
+      json_builder_add_int_value (b, minimum);
+    }
+  json_builder_set_member_name (b, "description");
+  json_builder_add_string_value (b, description);
+  json_builder_end_object (b);
+}
+
+static void
+begin_tool (JsonBuilder *b, const char *name, const char *title, const char *description)
+{
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "name");
+  json_builder_add_string_value (b, name);
+  json_builder_set_member_name (b, "title");
+  json_builder_add_string_value (b, title);
+  json_builder_set_member_name (b, "description");
+  json_builder_add_string_value (b, description);
+  json_builder_set_member_name (b, "inputSchema");
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "type");
+  json_builder_add_string_value (b, "object");
+  json_builder_set_member_name (b, "additionalProperties");
+  json_builder_add_boolean_value (b, FALSE);
+}
+
+/* Ends inputSchema with its required list, adds annotations (pairs of name
+ * and boolean, NULL-terminated), and ends the tool. */
+static void
+end_tool (JsonBuilder *b, const char *const *required, ...)
+{
+  va_list args;
+  const char *hint;
+
+  json_builder_set_member_name (b, "required");
+  json_builder_begin_array (b);
+  for (; *required != NULL; required++)
+    json_builder_add_string_value (b, *required);
+  json_builder_end_array (b);
+  json_builder_end_object (b);  /* inputSchema */
+
+  json_builder_set_member_name (b, "annotations");
+  json_builder_begin_object (b);
+  va_start (args, required);
+  while ((hint = va_arg (args, const char *)) != NULL)
+    {
+      json_builder_set_member_name (b, hint);
+      json_builder_add_boolean_value (b, va_arg (args, gboolean));
+    }
+  va_end (args);
+  json_builder_end_object (b);
+  json_builder_end_object (b);
+}
+
+JsonArray *
+sandstep_toolbox_definitions (SandstepToolbox *toolbox)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new ();
+  g_autoptr(JsonNode) root = NULL;
+  const SandstepToolLimits *l = &toolbox->limits;
+  g_autofree char *default_s = sandstep_format_seconds (l->default_timeout_s);
+  g_autofree char *max_s = sandstep_format_seconds (l->max_timeout_s);
+  g_autofree char *timeout_help = NULL;
+  g_autofree char *output_size = sandstep_format_size (l->max_output_bytes);
+  g_autofree char *read_size = sandstep_format_size (l->max_read_bytes);
+  g_autofree char *read_description = NULL;
+  g_autofree char *limit_help = NULL;
+  g_autofree char *list_description = NULL;
+
+  timeout_help = g_strdup_printf ("Seconds before the command is killed, with everything it started (default %s, "
+                                  "at most %s).", default_s, max_s);
+  read_description = g_strdup_printf (
+    "Read a text file from the sandbox. Relative paths start in /workspace; the file tools reach only /workspace "
+    "and /tmp (use run_command for anything else). Returns at most %" G_GSIZE_FORMAT " lines or %s from offset; "
+    "when lines are left, the result ends with the offset to continue from. Files over %s are refused: read the "
+    "part you need with run_command (head, tail, sed -n, grep).",
+    l->max_output_lines, output_size, read_size);
+  limit_help = g_strdup_printf ("Most lines to return (default: as many as fit %" G_GSIZE_FORMAT " lines and %s).",
+                                l->max_output_lines, output_size);
+  list_description = g_strdup_printf (
+    "List the entries of a directory in the sandbox, sorted by name, one per line; directories end with '/'. "
+    "Relative paths start in /workspace. A listing longer than %" G_GSIZE_FORMAT " lines or %s keeps its first "
+    "and last entries and says how to list the rest.",
+    l->max_output_lines, output_size);
+
+  json_builder_begin_array (b);
+
+  begin_tool (b, "run_command", "Run a shell command", toolbox->run_description);
+  json_builder_set_member_name (b, "properties");
+  json_builder_begin_object (b);
+  add_property (b, "command", "string", -1, FALSE, "Shell command line, e.g. \"make test 2>&1 | tail -50\".");
+  add_property (b, "timeout_seconds", "number", 0, TRUE, timeout_help);
+  json_builder_end_object (b);
+  end_tool (b, (const char *const[]) { "command", NULL }, "destructiveHint", TRUE, "openWorldHint",
+            toolbox->network != SANDSTEP_NETWORK_NONE, NULL);
+
+  begin_tool (b, "read_file", "Read a file", read_description);
+  json_builder_set_member_name (b, "properties");
+  json_builder_begin_object (b);
+  add_property (b, "path", "string", -1, FALSE, "File path, absolute or relative to /workspace.");
+  add_property (b, "offset", "integer", 1, FALSE, "First line to read, 1-based (default 1).");
+  add_property (b, "limit", "integer", 1, FALSE, limit_help);
+  json_builder_end_object (b);
+  end_tool (b, (const char *const[]) { "path", NULL }, "readOnlyHint", TRUE, NULL);
+
+  begin_tool (b, "write_file", "Write a file",
+              "Create or overwrite a text file in the sandbox with the given content, creating parent directories "
+              "as needed. Relative paths start in /workspace; only /workspace and /tmp can be written. Returns "
+              "the number of bytes written.");
+  json_builder_set_member_name (b, "properties");
+  json_builder_begin_object (b);
+  add_property (b, "path", "string", -1, FALSE, "File path, absolute or relative to /workspace.");
+  add_property (b, "content", "string", -1, FALSE, "The complete new content of the file.");
+  json_builder_end_object (b);
+  end_tool (b, (const char *const[]) { "path", "content", NULL }, "destructiveHint", TRUE, "idempotentHint", TRUE,
+            NULL);
+
+  begin_tool (b, "list_directory", "List a directory", list_description);
+  json_builder_set_member_name (b, "properties");
+  json_builder_begin_object (b);
+  add_property (b, "path", "string", -1, FALSE, "Directory to list (default: /workspace).");
+  json_builder_end_object (b);
+  end_tool (b, (const char *const[]) { NULL }, "readOnlyHint", TRUE, NULL);
+
+  json_builder_end_array (b);
+  root = json_builder_get_root (b);
+  return json_array_ref (json_node_get_array (root));
+}
+
+/* ---- arguments ---- */
+
+static const char *
+example_of (const char *tool)
+{
+  if (strcmp (tool, "run_command") == 0)
+    return "{\"command\": \"ls -la\"}";
+  if (strcmp (tool, "read_file") == 0)
+    return "{\"path\": \"notes.txt\"}";
+  if (strcmp (tool, "write_file") == 0)
+    return "{\"path\": \"notes.txt\", \"content\": \"hello\\n\"}";
+  return "{\"path\": \".\"}";
+}
+
+static char *
+describe_node (JsonNode *node)
+{
+  g_autofree char *shown = NULL;
+
+  switch (json_node_get_node_type (node))
+    {
+    case JSON_NODE_NULL:
+      return g_strdup ("null");
+    case JSON_NODE_OBJECT:
+      return g_strdup ("an object");
+    case JSON_NODE_ARRAY:
+      return g_strdup ("an array");
+    case JSON_NODE_VALUE:
+      break;
+    }
+  switch (json_node_get_value_type (node))
+    {
+    case G_TYPE_BOOLEAN:
+      return g_strdup_printf ("a boolean (%s)", json_node_get_boolean (node) ? "true" : "false");
+    case G_TYPE_INT64:
+      return g_strdup_printf ("a number (%" G_GINT64_FORMAT ")", json_node_get_int (node));
+    case G_TYPE_DOUBLE:
+      shown = sandstep_format_number (json_node_get_double (node));
+      return g_strdup_printf ("a number (%s)", shown);
+    case G_TYPE_STRING:
+      return g_strdup ("a string");
+    default:
+      return g_strdup ("a value of another type");
+    }
+}
+
+static char *
+missing_message (const char *tool, const char *name, const char *type)
+{
+  return g_strdup_printf ("%s needs the argument \"%s\" (%s). Call it again with it, e.g. %s.", tool, name, type,
+                          example_of (tool));
+}
+
+static char *
+mistyped_message (const char *tool, const char *name, const char *type, JsonNode *node)
+{
+  g_autofree char *got = describe_node (node);
+
+  return g_strdup_printf ("The argument \"%s\" of %s must be %s, got %s. Call it again, e.g. %s.", name, tool,
+                          type, got, example_of (tool));
+}
+
+static gboolean
+is_string_node (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING;
+}
+
+/* A string argument; *out NULL when absent (or null, for an optional one). */
+static gboolean
+get_string (const char *tool, JsonObject *args, const char *name, gboolean required, const char **out,
+            char **message)
+{
+  JsonNode *node = args != NULL ? json_object_get_member (args, name) : NULL;
+  const char *value;
+
+  *out = NULL;
+  if (node == NULL || (!required && JSON_NODE_HOLDS_NULL (node)))
+    {
+      if (required)
+        *message = missing_message (tool, name, "a string");
+      return !required;
+    }
+  if (!is_string_node (node))
+    {
+      *message = mistyped_message (tool, name, "a string", node);
+      return FALSE;
+    }
+  value = json_node_get_string (node);
+  if (sandstep_has_surrogates (value, -1))
+    {
+      *message = g_strdup_printf ("%s contains characters that cannot be encoded as UTF-8 (unpaired surrogates).",
+                                  name);
+      return FALSE;
+    }
+  if (!g_utf8_validate (value, -1, NULL))
+    {
+      *message = g_strdup_printf ("%s is not valid UTF-8 text.", name);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
+/* A number argument (numeric strings accepted, as lax JSON-schema validators
+ * do); *out_given FALSE when absent or null. */
+static gboolean
+get_number (const char *tool, JsonObject *args, const char *name, const char *type, gboolean whole,
+            gboolean *out_given, double *out, char **message)
+{
+  JsonNode *node = args != NULL ? json_object_get_member (args, name) : NULL;
+  double value;
+
+  *out_given = FALSE;
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64)
+    value = json_node_get_int (node);
+  else if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_DOUBLE)
+    value = json_node_get_double (node);
+  else if (is_string_node (node))
+    {
+      const char *text = json_node_get_string (node);
+      char *end = NULL;
+
+      value = g_ascii_strtod (text, &end);
+      while (end != NULL && g_ascii_isspace (*end))
+        end++;
+      if (text[0] == '\0' || end == NULL || *end != '\0')
+        {
+          *message = mistyped_message (tool, name, type, node);
+          return FALSE;
+        }
+    }
+  else
+    {
+      *message = mistyped_message (tool, name, type, node);
+      return FALSE;
+    }
+  if (whole && (!isfinite (value) || value != floor (value)))
+    {
+      g_autofree char *shown = sandstep_format_number (value);
+      *message = g_strdup_printf ("%s must be a whole number, got %s.", name, shown);
+      return FALSE;
+    }
+  *out_given = TRUE;
+  *out = value;
+  return TRUE;
+}
+
+/* ---- errors ---- */
+
+/* Only a path the model chose can be fixed by the model; anything else means
+ * the sandbox is unusable (fail closed on kinds we do not know). */
+static gboolean
+is_recoverable (const GError *error)
+{
+  return error->domain == SANDSTEP_PATH_ERROR;
+}
+
+/* The size text of the backend's "'<path>' is <size>, over the <max> read
+ * limit" message, or NULL. */
+static char *
+size_from_message (const char *message)
+{
+  const char *is = strstr (message, "' is ");
+  const char *over = is != NULL ? strstr (is, ", over the ") : NULL;
+
+  if (over == NULL || over - (is + 5) > 32 || over == is + 5)
+    return NULL;
+  return g_strndup (is + 5, over - (is + 5));
+}
+
+static char *
+tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GError *local, gboolean *out_is_error,
+             GError **error)
+{
+  sandstep_masker_mask_error (toolbox->masker, local);
+  if (!is_recoverable (local))
+    {
+      g_propagate_error (error, local);
+      return NULL;
+    }
+  *out_is_error = TRUE;
+  if (g_error_matches (local, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE) && path != NULL &&
+      strcmp (tool, "read_file") == 0)
+    {
+      g_autofree char *size = size_from_message (local->message);
+      g_error_free (local);
+      return sandstep_read_limit_message (path, size, toolbox->limits.max_read_bytes);
+    }
+  {
+    char *text = g_strdup_printf ("The %s tool failed: %s", tool, local->message);
+    g_error_free (local);
+    return text;
+  }
+}
+
+/* ---- the tools ---- */
+
+typedef struct {
+  SandstepCapture *out;
+  SandstepCapture *err;
+} Captures;
+
+static void
+on_output (int stream, const char *data, gsize len, gpointer user_data)
+{
+  Captures *captures = user_data;
+
+  sandstep_capture_append (stream == 2 ? captures->err : captures->out, data, len);
+}
+
+static char *
+tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
+{
+  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
+  const SandstepToolLimits *l = &toolbox->limits;
+  const char *command;
+  char *message = NULL;
+  gboolean given;
+  double requested = 0, remaining, budget;
+  g_autoptr(SandstepCapture) out = NULL;
+  g_autoptr(SandstepCapture) err = NULL;
+  g_autofree char *out_text = NULL;
+  g_autofree char *err_text = NULL;
+  Captures captures;
+  SandstepRunRequest request = { 0 };
+  SandstepRunResult result = { 0 };
+  GError *local = NULL;
+
+  if (!get_string ("run_command", args, "command", TRUE, &command, &message) ||
+      !get_number ("run_command", args, "timeout_seconds", "a number of seconds", FALSE, &given, &requested,
+                   &message))
+    goto refused;
+
+  remaining = klass->remaining_lifetime (toolbox->attachment);
+  if (toolbox->deadline_us > 0)
+    remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
+  if (!sandstep_command_budget (given, requested, l->default_timeout_s, l->max_timeout_s, remaining, &budget,
+                                &message))
+    goto refused;
+
+  out = sandstep_capture_new (toolbox->masker, l->max_output_lines, l->max_output_bytes);
+  err = sandstep_capture_new (toolbox->masker, l->max_output_lines, l->max_output_bytes);
+  captures = (Captures) { out, err };
+  request.command = command;
+  request.timeout_s = budget;
+  request.stdin_fd = -1;
+  request.stdout_fd = -1;
+  request.stderr_fd = -1;
+  request.on_output = on_output;
+  request.user_data = &captures;
+  g_debug ("run_command: budget %.3fs", budget);
+  if (!klass->run_command (toolbox->attachment, &request, &result, &local))
+    return tool_failed (toolbox, "run_command", NULL, local, out_is_error, error);
+
+  out_text = sandstep_capture_render (out);
+  err_text = sandstep_capture_render (err);
+  return sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
+                                         sandstep_capture_total_bytes (err) > 0 ? err_text : NULL,
+                                         result.exit_status, result.timed_out,
+                                         result.applied_timeout_s > 0 ? result.applied_timeout_s : budget);
+
+refused:
+  *out_is_error = TRUE;
+  return message;
+}
+
+static char *
+tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
+{
+  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
+  const SandstepToolLimits *l = &toolbox->limits;
+  const char *path;
+  char *message = NULL;
+  gboolean offset_given, limit_given;
+  double offset = 1, limit = 0;
+  g_autoptr(GBytes) bytes = NULL;
+  g_autofree char *masked = NULL;
+  gsize masked_len;
+  GError *local = NULL;
+
+  if (!get_string ("read_file", args, "path", TRUE, &path, &message) ||
+      !get_number ("read_file", args, "offset", "a whole number", TRUE, &offset_given, &offset, &message) ||
+      !get_number ("read_file", args, "limit", "a whole number", TRUE, &limit_given, &limit, &message))
+    {
+      *out_is_error = TRUE;
+      return message;
+    }
+
+  bytes = klass->read_file (toolbox->attachment, path, l->max_read_bytes, &local);
+  if (bytes == NULL)
+    return tool_failed (toolbox, "read_file", path, local, out_is_error, error);
+  masked = sandstep_masker_mask (toolbox->masker, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
+                                 &masked_len);
+  if (sandstep_looks_binary (masked, masked_len))
+    {
+      g_autofree char *quoted = sandstep_quote (path);
+      g_autofree char *shell_path = g_shell_quote (path);
+      g_autofree char *size = sandstep_format_size (g_bytes_get_size (bytes));
+
+      *out_is_error = TRUE;
+      return g_strdup_printf ("%s looks like a binary file (%s, with NUL bytes), so it is not shown. Inspect it with "
+                              "run_command instead (e.g. file %s, xxd %s | head, or strings %s | head).",
+                              quoted, size, shell_path, shell_path, shell_path);
+    }
+  return sandstep_render_file_window (masked, masked_len, offset_given ? (gint64) CLAMP (offset, -1, G_MAXINT64 / 2) : 1,
+                                      limit_given ? (gint64) CLAMP (limit, -1, G_MAXINT64 / 2) : 0,
+                                      l->max_output_lines, l->max_output_bytes);
+}
+
+static char *
+tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
+{
+  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
+  const char *path, *content;
+  char *message = NULL;
+  g_autofree char *quoted = NULL;
+  GError *local = NULL;
+  gsize len;
+
+  if (!get_string ("write_file", args, "path", TRUE, &path, &message) ||
+      !get_string ("write_file", args, "content", TRUE, &content, &message))
+    {
+      *out_is_error = TRUE;
+      return message;
+    }
+  len = strlen (content);
+  if (!klass->write_file (toolbox->attachment, path, content, len, &local))
+    return tool_failed (toolbox, "write_file", path, local, out_is_error, error);
+  quoted = sandstep_quote (path);
+  return g_strdup_printf ("Wrote %" G_GSIZE_FORMAT " bytes to %s.", len, quoted);
+}
+
+static int
+compare_entries (gconstpointer a, gconstpointer b)
+{
+  const SandstepDirEntry *x = *(SandstepDirEntry *const *) a;
+  const SandstepDirEntry *y = *(SandstepDirEntry *const *) b;
+  int by_name = strcmp (x->name, y->name);
+
+  return by_name != 0 ? by_name : (int) x->is_dir - (int) y->is_dir;
+}
+
+static char *
+tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
+{
+  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
+  const char *path;
+  char *message = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  GError *local = NULL;
+
+  if (!get_string ("list_directory", args, "path", FALSE, &path, &message))
+    {
+      *out_is_error = TRUE;
+      return message;
+    }
+  if (path == NULL || path[0] == '\0')
+    path = ".";
+  entries = klass->list_directory (toolbox->attachment, path, &local);
+  if (entries == NULL)
+    return tool_failed (toolbox, "list_directory", path, local, out_is_error, error);
+  /* By name before the "/" suffix, so the suffix never reorders names. */
+  g_ptr_array_sort (entries, compare_entries);
+  for (guint i = 0; i < entries->len; i++)
+    {
+      const SandstepDirEntry *entry = entries->pdata[i];
+      char *name = g_strconcat (entry->name, entry->is_dir ? "/" : "", NULL);
+
+      /* One entry a line: control characters show as '?', as ls -q does. */
+      for (char *p = name; *p != '\0'; p++)
+        if ((guchar) *p < 0x20 || *p == 0x7f)
+          *p = '?';
+      g_ptr_array_add (names, name);
+    }
+  return sandstep_render_listing ((const char *const *) names->pdata, names->len, path,
+                                  toolbox->limits.max_output_lines, toolbox->limits.max_output_bytes);
+}
+
+static const struct {
+  const char *name;
+  ToolFunc func;
+} tools[] = {
+  { "run_command", tool_run_command },
+  { "read_file", tool_read_file },
+  { "write_file", tool_write_file },
+  { "list_directory", tool_list_directory },
+};
+
+char *
+sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments, gboolean *out_is_error,
+                       GError **error)
+{
+  g_autofree char *text = NULL;
+  gboolean is_error = FALSE;
+
+  g_return_val_if_fail (toolbox != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    if (g_strcmp0 (tools[i].name, name) == 0)
+      {
+        GError *local = NULL;
+
+        text = tools[i].func (toolbox, arguments, &is_error, &local);
+        if (text == NULL)
+          {
+            /* Terminal: the sandbox cannot be used any more. */
+            sandstep_masker_mask_error (toolbox->masker, local);
+            g_propagate_error (error, local);
+            return NULL;
+          }
+        if (out_is_error != NULL)
+          *out_is_error = is_error;
+        /* Masked again on the way out, whatever the tool did. */
+        return sandstep_masker_mask (toolbox->masker, text, -1, NULL);
+      }
+
+  if (out_is_error != NULL)
+    *out_is_error = TRUE;
+  {
+    g_autofree char *quoted = sandstep_quote (name != NULL ? name : "");
+    g_autofree char *masked = sandstep_masker_mask (toolbox->masker, quoted, -1, NULL);
+    return g_strdup_printf ("Unknown tool: %s. The tools are run_command, read_file, write_file and "
+                            "list_directory.", masked);
+  }
+}
