@@ -213,11 +213,17 @@ is_own_address (GInetAddress *address)
 gboolean
 sandstep_egress_address_is_internal (GInetAddress *address)
 {
+  /* Mapped forms are judged as the IPv4 address they carry. */
+  g_autofree char *text = g_inet_address_to_string (address);
+  g_autoptr(GInetAddress) plain = sandstep_egress_parse_literal (text);
   static const char *const internal[] = {
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
     "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96",
+    "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96", "::ffff:0:0/96",
   };
+
+  if (plain != NULL)
+    address = plain;
 
   for (gsize i = 0; i < G_N_ELEMENTS (internal); i++)
     {
@@ -259,7 +265,10 @@ sandstep_egress_decide (SandstepEgress *egress, const char *host, guint16 port, 
       *out_reason = g_strdup_printf ("%s is allowed over HTTPS on port 443 only, not port %u", name, port);
       return NULL;
     }
-  if (!named && egress->ranges->len == 0)
+  /* An unlisted name is never looked up: the lookup itself would carry data
+   * out through the host's resolver (DNS exfiltration).  Ranges are reached
+   * by address. */
+  if (!named)
     {
       *out_reason = g_strdup_printf ("%s is not an allowed host", name);
       return NULL;
@@ -273,21 +282,23 @@ sandstep_egress_decide (SandstepEgress *egress, const char *host, guint16 port, 
     }
   for (GList *l = resolved; l != NULL; l = l->next)
     {
-      GInetAddress *address = l->data;
-      gboolean covered = range_covering (egress, address) != NULL;
+      /* An AAAA record may carry an IPv4 address (::ffff:127.0.0.1): judge and dial the IPv4 one. */
+      g_autofree char *text = g_inet_address_to_string (l->data);
+      g_autoptr(GInetAddress) address = sandstep_egress_parse_literal (text);
+      gboolean covered;
+
+      if (address == NULL)
+        continue;
+      covered = range_covering (egress, address) != NULL;
       /* A listed range wins; otherwise a listed name may reach public addresses only. */
-      if (covered || (named && !sandstep_egress_address_is_internal (address)))
-        dial = g_list_append (dial, g_object_ref (address));
+      if (covered || !sandstep_egress_address_is_internal (address))
+        dial = g_list_append (dial, g_steal_pointer (&address));
     }
   if (dial == NULL)
     {
       g_autofree char *first = g_inet_address_to_string (resolved->data);
-      if (named)
-        *out_reason = g_strdup_printf ("%s resolves to %s, an internal address, and no allowed range covers it", name,
-                                       first);
-      else
-        *out_reason = g_strdup_printf ("%s is not an allowed host, and its address %s is in no allowed range", name,
-                                       first);
+      *out_reason = g_strdup_printf ("%s resolves to %s, an internal address, and no allowed range covers it", name,
+                                     first);
     }
   return dial;
 }

@@ -460,6 +460,30 @@ die_with_parent (gpointer data)
   prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 }
 
+static void
+destroy_leftovers (SandstepTestFixture *f)
+{
+  g_autofree char *dir_path = g_build_filename (f->state_dir, "sandboxes", NULL);
+  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *record = g_build_filename (dir_path, name, "record.json", NULL);
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autofree char *owner_arg = NULL;
+      g_autofree char *handle_arg = NULL;
+
+      if (name[0] == '.' || !json_parser_load_from_file (parser, record, NULL) ||
+          !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        continue;
+      owner_arg = g_strdup_printf ("--owner=%s", json_object_get_string_member_with_default (
+                                                   json_node_get_object (json_parser_get_root (parser)), "owner", ""));
+      handle_arg = g_strdup_printf ("--handle=%s", name);
+      sandstep_test_result_free (sandstep_test_helper (f, "destroy", handle_arg, owner_arg, NULL));
+    }
+}
+
 void
 sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data)
 {
@@ -470,9 +494,12 @@ sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data)
       sandstep_test_proc_kill (proc, SIGKILL);
       sandstep_test_result_free (sandstep_test_proc_wait (proc, 10));
     }
+  /* A jail dies with its helper, so nothing of the sandboxes runs any more;
+   * destroy each through the helper all the same, so that what lives outside
+   * the state directory (its cgroup) goes with it. */
+  if (f->state_dir != NULL)
+    destroy_leftovers (f);
   g_ptr_array_unref (f->procs);
-
-  /* A jail dies with its helper, so nothing of the sandboxes runs any more. */
   if (f->base_dir != NULL)
     {
       g_autofree char *parent = g_path_get_dirname (f->base_dir);

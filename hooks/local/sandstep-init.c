@@ -53,13 +53,15 @@ listen_loopback (int port)
   return fd;
 }
 
-/* One relayed connection, in a child of init: copy both ways until either ends. */
+/* One relayed connection, in a child of init: copy both ways; an end of
+ * stream on one side is passed on as a half-close. */
 static void
 relay_one (int client, const char *socket_path)
 {
   struct sockaddr_un address = { .sun_family = AF_UNIX };
   struct pollfd fds[2];
   char buf[65536];
+  int open_ends = 2;
   int proxy = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
   strncpy (address.sun_path, socket_path, sizeof address.sun_path - 1);
@@ -67,7 +69,7 @@ relay_one (int client, const char *socket_path)
     _exit (1);
   fds[0] = (struct pollfd) { .fd = client, .events = POLLIN };
   fds[1] = (struct pollfd) { .fd = proxy, .events = POLLIN };
-  for (;;)
+  while (open_ends > 0)
     {
       if (poll (fds, 2, -1) < 0)
         {
@@ -77,24 +79,28 @@ relay_one (int client, const char *socket_path)
         }
       for (int i = 0; i < 2; i++)
         {
+          int other = i == 0 ? proxy : client;
           ssize_t n;
-          if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+          if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
           n = read (fds[i].fd, buf, sizeof buf);
           if (n <= 0)
             {
-              shutdown (fds[1 - i].fd, SHUT_WR);
-              _exit (0);
+              shutdown (other, SHUT_WR);
+              fds[i].fd = -1;
+              open_ends--;
+              continue;
             }
           for (ssize_t done = 0; done < n;)
             {
-              ssize_t w = write (fds[1 - i].fd, buf + done, n - done);
+              ssize_t w = write (other, buf + done, n - done);
               if (w <= 0)
                 _exit (0);
               done += w;
             }
         }
     }
+  _exit (0);
 }
 
 static int

@@ -355,7 +355,9 @@ add_proc_masks (SandstepJail *jail)
       g_autofree char *what = g_strdup_printf ("hide %s", host);
       if (!g_file_test (host, G_FILE_TEST_EXISTS))
         continue;
+      /* Read-only too: a write to a masked file fails instead of vanishing into /dev/null. */
       add_op (jail, OP_BIND, host, "/dev/null", MS_BIND, NULL, 0, what);
+      add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0, what);
     }
   for (gsize i = 0; i < G_N_ELEMENTS (hidden_dirs); i++)
     {

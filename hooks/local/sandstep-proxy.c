@@ -59,9 +59,26 @@ resolve (const char *host, GError **error)
   return g_resolver_lookup_by_name (g_resolver_get_default (), host, NULL, error);
 }
 
-static void
-refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *target, const char *reason)
+/* @text with every byte outside printable ASCII written as \xNN: what a
+ * sandbox sends must never start a new log line or reach a terminal raw. */
+static char *
+escape_text (const char *text)
 {
+  GString *out = g_string_new (NULL);
+
+  for (const guchar *p = (const guchar *) text; *p; p++)
+    if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+      g_string_append_c (out, *p);
+    else
+      g_string_append_printf (out, "\\x%02x", *p);
+  return g_string_free (out, FALSE);
+}
+
+static void
+refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_target, const char *raw_reason)
+{
+  g_autofree char *target = escape_text (raw_target);
+  g_autofree char *reason = escape_text (raw_reason);
   g_autofree char *body = g_strdup_printf ("sandstep: %s\n", reason);
   g_autofree char *response = g_strdup_printf ("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                                                "Connection: close\r\n\r\n%s",
@@ -84,16 +101,18 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *target
     proxy->on_refusal (target, reason, proxy->user_data);
 }
 
-/* Copies both ways until either side is done. */
+/* Copies both ways; an end of stream on one side is passed on as a
+ * half-close, and the tunnel ends when both sides are done. */
 static void
 relay (int a, int b, const char *pending, gsize pending_len)
 {
   struct pollfd fds[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
   char buf[65536];
+  int open_ends = 2;
 
   if (pending_len > 0 && write (b, pending, pending_len) != (ssize_t) pending_len)
     return;
-  for (;;)
+  while (open_ends > 0)
     {
       if (poll (fds, 2, -1) < 0)
         {
@@ -103,18 +122,21 @@ relay (int a, int b, const char *pending, gsize pending_len)
         }
       for (int i = 0; i < 2; i++)
         {
+          int other = i == 0 ? b : a;
           ssize_t n;
-          if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+          if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
           n = read (fds[i].fd, buf, sizeof buf);
           if (n <= 0)
             {
-              shutdown (fds[1 - i].fd, SHUT_WR);
-              return;
+              shutdown (other, SHUT_WR);
+              fds[i].fd = -1;
+              open_ends--;
+              continue;
             }
           for (ssize_t done = 0; done < n;)
             {
-              ssize_t w = write (fds[1 - i].fd, buf + done, n - done);
+              ssize_t w = write (other, buf + done, n - done);
               if (w <= 0)
                 return;
               done += w;
@@ -215,7 +237,8 @@ handle_one (SandstepProxy *proxy, GSocketConnection *connection)
       refuse (proxy, out, 403, request[1], why);
       return TRUE;
     }
-  if (!parse_target (request[1], &host, &port))
+  if (strspn (request[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-:[]") != strlen (request[1]) ||
+      !parse_target (request[1], &host, &port))
     {
       refuse (proxy, out, 403, request[1], "the CONNECT target is not HOST:PORT");
       return TRUE;
