@@ -126,7 +126,8 @@ sandstep_attachment_detach (SandstepAttachment *attachment)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepBackend, sandstep_backend_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepAttachment, sandstep_attachment_detach)
 
-/* A handle is "sandstep-" and 16 lowercase hex digits. */
+/* A local handle is "sandstep-" and 16 lowercase hex digits; a remote one
+ * names its server: http(s)://HOST[:PORT][/PREFIX]/sandstep-<16 hex>. */
 #define SANDSTEP_HANDLE_PREFIX "sandstep-"
 gboolean sandstep_handle_is_valid (const char *handle);
 

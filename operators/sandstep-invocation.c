@@ -162,7 +162,7 @@ sandstep_option_check (const SandstepOption *option, const char *value, GError *
 static char *
 accepted_options (const SandstepOperator *op)
 {
-  static const char *const common[] = { "handle", "wait", "owner", "holder" };
+  static const char *const common[] = { "handle", "wait", "owner", "holder", "backend" };
   GString *out = g_string_new (NULL);
 
   for (const SandstepOption *o = op->options; o->name != NULL; o++)

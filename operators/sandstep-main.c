@@ -3,18 +3,43 @@
  * It decides what to print: library code returns GErrors, and this maps
  * each to one line on stderr and the exit status documented in the README.
  */
+#include <errno.h>
 #include <locale.h>
+#include <unistd.h>
 #include <signal.h>
 #include <string.h>
 
 #include "sandstep-error.h"
 #include "sandstep-operator.h"
+#include "sandstep-remote.h"
 
 static int
 fail (const char *op_name, GError *error)
 {
   g_printerr ("sandstep %s: %s\n", op_name, error->message);
   return sandstep_error_exit_status (error);
+}
+
+/* The operators that speak HTTP live in sandstep-net, beside this program
+ * in a build tree, else in libexecdir; see sandstep-operators.c. */
+static int
+exec_net (const char *op_name, char **argv)
+{
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *dir = self != NULL ? g_path_get_dirname (self) : NULL;
+  g_autofree char *beside = dir != NULL ? g_build_filename (dir, "sandstep-net", NULL) : NULL;
+  const char *candidates[] = { beside, SANDSTEP_LIBEXECDIR "/sandstep-net" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
+    if (candidates[i] != NULL && g_file_test (candidates[i], G_FILE_TEST_IS_EXECUTABLE))
+      {
+        execv (candidates[i], argv);
+        g_printerr ("sandstep %s: could not run '%s': %s\n", op_name, candidates[i], g_strerror (errno));
+        return SANDSTEP_EXIT_INTERNAL;
+      }
+  g_printerr ("sandstep %s: this operator needs sandstep-net, found neither beside '%s' nor in '%s'; "
+              "reinstall sandstep\n", op_name, self ? self : "sandstep", SANDSTEP_LIBEXECDIR);
+  return SANDSTEP_EXIT_INTERNAL;
 }
 
 int
@@ -57,7 +82,11 @@ main (int argc, char **argv)
   invocation = sandstep_invocation_parse (op, argc - 2, argv + 2, &error);
   if (invocation == NULL)
     return fail (op->name, error);
-  invocation->backend = sandstep_local_backend_new (NULL, &error);
+  if (op->run == NULL)
+    return exec_net (op->name, argv);
+  /* Remote when --backend (or $SANDSTEP_BACKEND) is a sandstepd URL or the handle names a server. */
+  invocation->backend = sandstep_backend_open (sandstep_invocation_get (invocation, "backend"), invocation->handle,
+                                               &error);
   if (invocation->backend == NULL)
     return fail (op->name, error);
   if (!op->run (invocation, &exit_status, &error))

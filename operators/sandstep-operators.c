@@ -68,6 +68,7 @@ static const SandstepOption no_options[] = {
 static const SandstepOption identity_options[] = {
   { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else USER@HOST)" },
   { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)" },
+  { "backend",   SANDSTEP_OPTION_STRING,    FALSE, NULL,         "local, or a sandstepd URL http(s)://HOST:PORT (default $SANDSTEP_BACKEND, else local; a handle naming a server picks it); token from $SANDSTEP_TOKEN or $SANDSTEP_TOKEN_FILE" },
   { NULL }
 };
 
@@ -80,6 +81,15 @@ static const SandstepOption claim_options[] = {
   { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600; 0: refuse at once)" },
   { NULL }
 };
+
+/* The operators that speak HTTP (agent, mcp, tools) are weak references: the
+ * lean `sandstep` helper and the make plugin link without them, and so
+ * without libsoup, whose loading alone costs more than a jail; their rows
+ * then have no run function, and the helper execs `sandstep-net`, the same
+ * program linked whole. */
+#pragma weak sandstep_op_agent
+#pragma weak sandstep_op_mcp
+#pragma weak sandstep_op_tools
 
 #define H SANDSTEP_OP_HANDLE
 #define C SANDSTEP_OP_CLAIMS

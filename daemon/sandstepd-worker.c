@@ -1,0 +1,486 @@
+/* sandstepd-worker.c: the process that holds one claim for sandstepd.
+ *
+ * sandstepd keeps a few of these ready.  A claim takes one, which attaches
+ * through the local backend exactly as the `sandstep` helper does: the claim
+ * is this process's lock, a destroy kills this process, and every jail it
+ * starts dies with it (PR_SET_PDEATHSIG).  It dies with sandstepd in turn.
+ * Once detached it waits for the next claim: no process start per claim.
+ *
+ * Two threads: the reader takes messages off the socket and kills what runs
+ * when told to cancel (or when sandstepd goes away); the main thread does the
+ * operations in order and answers each.
+ */
+#include "sandstepd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandstep-backend.h"
+#include "sandstep-error.h"
+#include "sandstep-remote-wire.h"
+#include "sandstepd-wire.h"
+
+#define SEND_TIMEOUT_MS (30 * 1000)
+/* How long a cancel keeps killing before it gives up on a command that will not die. */
+#define CANCEL_LIMIT_US (30 * G_USEC_PER_SEC)
+
+typedef struct {
+  JsonObject *message;    /* NULL: the daemon is gone; detach and exit */
+  int fds[SANDSTEPD_WIRE_MAX_FDS];
+  guint n_fds;
+} Op;
+
+typedef struct {
+  int sock;
+  SandstepBackend *backend;
+  SandstepAttachment *attachment;
+  SandstepIdentity who;
+  GAsyncQueue *ops;
+  gint current;           /* id of the operation running now; 0: none */
+  gint cancelled;         /* the last id told to cancel */
+} Worker;
+
+static void
+op_free (Op *op)
+{
+  if (op->message != NULL)
+    json_object_unref (op->message);
+  for (guint i = 0; i < op->n_fds; i++)
+    if (op->fds[i] >= 0)
+      close (op->fds[i]);
+  g_free (op);
+}
+
+/* Kills every child of this process: the jail of the command that runs (its
+ * init is our child; killing it ends its whole pid namespace). */
+static void
+kill_children (void)
+{
+  pid_t self = getpid ();
+  DIR *proc = opendir ("/proc");
+  struct dirent *entry;
+
+  if (proc == NULL)
+    return;
+  while ((entry = readdir (proc)) != NULL)
+    {
+      char path[64], buf[512];
+      const char *close_paren;
+      int fd, pidfd;
+      ssize_t n;
+      char state;
+      int ppid = 0;
+
+      if (!g_ascii_isdigit (entry->d_name[0]))
+        continue;
+      g_snprintf (path, sizeof path, "/proc/%s/stat", entry->d_name);
+      fd = open (path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        continue;
+      n = read (fd, buf, sizeof buf - 1);
+      close (fd);
+      if (n <= 0)
+        continue;
+      buf[n] = '\0';
+      close_paren = strrchr (buf, ')');
+      if (close_paren == NULL || sscanf (close_paren + 1, " %c %d", &state, &ppid) != 2 || ppid != self)
+        continue;
+      /* A pidfd pins the process: it is still our child (unreaped) when the signal goes. */
+      pidfd = syscall (SYS_pidfd_open, atoi (entry->d_name), 0);
+      if (pidfd < 0)
+        continue;
+      syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+      close (pidfd);
+    }
+  closedir (proc);
+}
+
+static void
+cancel (Worker *w, gint id)
+{
+  gint64 limit = g_get_monotonic_time () + CANCEL_LIMIT_US;
+
+  g_atomic_int_set (&w->cancelled, id);
+  /* Until the operation is over: a command may be starting right now. */
+  while (id != 0 && g_atomic_int_get (&w->current) == id && g_get_monotonic_time () < limit)
+    {
+      kill_children ();
+      g_usleep (20 * 1000);
+    }
+}
+
+static gpointer
+reader_thread (gpointer data)
+{
+  Worker *w = data;
+
+  for (;;)
+    {
+      g_autoptr(GError) error = NULL;
+      Op *op = g_new0 (Op, 1);
+      const char *name;
+
+      if (!sandstepd_wire_recv (w->sock, &op->message, op->fds, &op->n_fds, &error))
+        {
+          /* sandstepd closed the lease (or died): stop what runs, then detach. */
+          op->message = NULL;
+          g_async_queue_push (w->ops, op);
+          cancel (w, g_atomic_int_get (&w->current));
+          return NULL;
+        }
+      name = json_object_get_string_member_with_default (op->message, "op", "");
+      if (strcmp (name, "cancel") == 0)
+        {
+          gint id = (gint) json_object_get_int_member_with_default (op->message, "id", 0);
+          op_free (op);
+          cancel (w, id);
+          continue;
+        }
+      g_async_queue_push (w->ops, op);
+    }
+}
+
+static JsonObject *
+error_reply (const GError *error, const char *holder)
+{
+  g_autoptr(JsonNode) node = sandstep_wire_error_to_json (error, holder);
+  JsonObject *reply = json_object_new ();
+
+  json_object_set_member (reply, "error", g_steal_pointer (&node));
+  return reply;
+}
+
+static JsonObject *
+do_attach (Worker *w, JsonObject *m)
+{
+  const char *handle = json_object_get_string_member_with_default (m, "handle", NULL);
+  g_autoptr(GError) error = NULL;
+  JsonObject *reply;
+
+  if (w->attachment != NULL || !sandstep_wire_handle_is_local (handle))
+    {
+      g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "sandstepd worker: attach refused (already attached, or a bad handle)");
+      return error_reply (error, NULL);
+    }
+  g_free ((char *) w->who.owner);
+  g_free ((char *) w->who.holder);
+  w->who.owner = g_strdup (json_object_get_string_member_with_default (m, "owner", ""));
+  w->who.holder = g_strdup (json_object_get_string_member_with_default (m, "holder", ""));
+  w->attachment = w->backend->klass->attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
+  if (w->attachment == NULL)
+    {
+      g_autofree char *holder = NULL;
+      if (g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY))
+        {
+          /* The client waits and asks again: it needs the holder's name. */
+          g_autoptr(JsonNode) record = w->backend->klass->describe (w->backend, handle, &w->who, NULL);
+          JsonObject *o = record != NULL && JSON_NODE_HOLDS_OBJECT (record) ? json_node_get_object (record) : NULL;
+          holder = g_strdup (o != NULL && json_object_has_member (o, "held_by") &&
+                                 !json_object_get_null_member (o, "held_by")
+                               ? json_object_get_string_member (o, "held_by")
+                               : "");
+        }
+      return error_reply (error, holder);
+    }
+  reply = json_object_new ();
+  json_object_set_double_member (reply, "remaining_seconds",
+                                 w->attachment->backend->klass->remaining_lifetime (w->attachment));
+  json_object_set_member (reply, "spec",
+                          sandstep_spec_to_json (w->attachment->backend->klass->spec (w->attachment), TRUE));
+  return reply;
+}
+
+static JsonObject *
+need_attachment (Worker *w)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (w->attachment != NULL)
+    return NULL;
+  g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                       "sandstepd worker: no sandbox is attached");
+  return error_reply (error, NULL);
+}
+
+static JsonObject *
+do_run (Worker *w, JsonObject *m, Op *op, gint id)
+{
+  SandstepRunRequest request = { 0 };
+  SandstepRunResult result;
+  g_autoptr(GError) error = NULL;
+  JsonObject *reply;
+
+  if (op->n_fds != 2)
+    {
+      g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "sandstepd worker: a command needs two output pipes");
+      return error_reply (error, NULL);
+    }
+  request.command = json_object_get_string_member_with_default (m, "command", "");
+  request.timeout_s = json_object_get_double_member_with_default (m, "timeout_s", 0);
+  request.stdin_fd = -1;
+  request.stdout_fd = op->fds[0];
+  request.stderr_fd = op->fds[1];
+  if (g_atomic_int_get (&w->cancelled) == id)
+    {
+      g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "The command was cancelled before it started: its caller went away");
+      return error_reply (error, NULL);
+    }
+  if (!w->attachment->backend->klass->run_command (w->attachment, &request, &result, &error))
+    return error_reply (error, NULL);
+  reply = json_object_new ();
+  json_object_set_int_member (reply, "exit", result.exit_status);
+  json_object_set_boolean_member (reply, "timed_out", result.timed_out);
+  json_object_set_double_member (reply, "applied_timeout_s", result.applied_timeout_s);
+  json_object_set_boolean_member (reply, "clamped", result.clamped);
+  json_object_set_boolean_member (reply, "memory_limit_hit", result.memory_limit_hit);
+  json_object_set_boolean_member (reply, "pids_limit_hit", result.pids_limit_hit);
+  return reply;
+}
+
+static JsonObject *
+do_read (Worker *w, JsonObject *m, int *out_fd)
+{
+  const char *path = json_object_get_string_member_with_default (m, "path", "");
+  gint64 max_bytes = json_object_get_int_member_with_default (m, "max_bytes", 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  const char *data;
+  gsize len, done = 0;
+  JsonObject *reply;
+  int fd;
+
+  bytes = w->attachment->backend->klass->read_file (w->attachment, path, (gsize) MAX (max_bytes, 0), &error);
+  if (bytes == NULL)
+    return error_reply (error, NULL);
+  /* The bytes go back in a memfd: the daemon maps it and sends it, never copying it onto its heap. */
+  fd = memfd_create ("sandstepd-read", MFD_CLOEXEC);
+  data = g_bytes_get_data (bytes, &len);
+  while (fd >= 0 && done < len)
+    {
+      ssize_t n = write (fd, data + done, len - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          close (fd);
+          fd = -1;
+          break;
+        }
+      done += n;
+    }
+  if (fd < 0)
+    {
+      sandstep_throw_errno (&error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                            "Could not pass '%s' on to the client", path);
+      return error_reply (error, NULL);
+    }
+  *out_fd = fd;
+  reply = json_object_new ();
+  json_object_set_int_member (reply, "size", len);
+  return reply;
+}
+
+static JsonObject *
+do_write (Worker *w, JsonObject *m, Op *op)
+{
+  const char *path = json_object_get_string_member_with_default (m, "path", "");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GMappedFile) mapped = NULL;
+  const char *data = "";
+  gsize len = 0;
+
+  if (op->n_fds != 1)
+    {
+      g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "sandstepd worker: a write needs its staged file");
+      return error_reply (error, NULL);
+    }
+  if (lseek (op->fds[0], 0, SEEK_END) > 0)
+    {
+      mapped = g_mapped_file_new_from_fd (op->fds[0], FALSE, &error);
+      if (mapped == NULL)
+        return error_reply (error, NULL);
+      data = g_mapped_file_get_contents (mapped);
+      len = g_mapped_file_get_length (mapped);
+    }
+  if (!w->attachment->backend->klass->write_file (w->attachment, path, data, len, &error))
+    return error_reply (error, NULL);
+  return json_object_new ();
+}
+
+static JsonObject *
+do_put (Worker *w, JsonObject *m)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!w->attachment->backend->klass->put (w->attachment, json_object_get_string_member_with_default (m, "src", ""),
+                                           json_object_get_string_member_with_default (m, "dest", ""), &error))
+    return error_reply (error, NULL);
+  return json_object_new ();
+}
+
+static JsonObject *
+do_list (Worker *w, JsonObject *m)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  JsonArray *array;
+  JsonObject *reply;
+
+  entries = w->attachment->backend->klass->list_directory (
+    w->attachment, json_object_get_string_member_with_default (m, "path", ""), &error);
+  if (entries == NULL)
+    return error_reply (error, NULL);
+  array = json_array_sized_new (entries->len);
+  for (guint i = 0; i < entries->len; i++)
+    {
+      const SandstepDirEntry *entry = entries->pdata[i];
+      JsonObject *o = json_object_new ();
+      json_object_set_string_member (o, "name", entry->name);
+      json_object_set_boolean_member (o, "is_dir", entry->is_dir);
+      json_array_add_object_element (array, o);
+    }
+  reply = json_object_new ();
+  json_object_set_array_member (reply, "entries", array);
+  return reply;
+}
+
+static JsonObject *
+do_export (Worker *w, JsonObject *m, Op *op)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 written;
+  JsonObject *reply;
+
+  if (op->n_fds != 1)
+    {
+      g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "sandstepd worker: an export needs its pipe");
+      return error_reply (error, NULL);
+    }
+  written = w->attachment->backend->klass->export_file (
+    w->attachment, json_object_get_string_member_with_default (m, "path", ""), op->fds[0],
+    (guint64) MAX (json_object_get_int_member_with_default (m, "max_bytes", 0), 0), &error);
+  /* The reader sees the end of the file once our end is closed. */
+  close (op->fds[0]);
+  op->fds[0] = -1;
+  if (written < 0)
+    return error_reply (error, NULL);
+  reply = json_object_new ();
+  json_object_set_int_member (reply, "written", written);
+  return reply;
+}
+
+static void
+detach (Worker *w)
+{
+  if (w->attachment != NULL)
+    sandstep_attachment_detach (g_steal_pointer (&w->attachment));
+}
+
+int
+sandstepd_worker_main (int sock, const char *state_dir, int parent)
+{
+  Worker w = { .sock = sock };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) ready = json_object_new ();
+
+  /* Die with sandstepd; if it is gone already, go now. */
+  prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid () != parent)
+    return 1;
+  /* A pipe whose reader went away is an error to handle, not a reason to die. */
+  signal (SIGPIPE, SIG_IGN);
+
+  w.backend = sandstep_local_backend_new (state_dir, &error);
+  json_object_set_boolean_member (ready, "ready", w.backend != NULL);
+  if (w.backend == NULL)
+    json_object_set_member (ready, "error", sandstep_wire_error_to_json (error, NULL));
+  if (!sandstepd_wire_send_object (sock, ready, NULL, 0, SEND_TIMEOUT_MS, NULL) || w.backend == NULL)
+    return 1;
+
+  w.ops = g_async_queue_new ();
+  g_thread_unref (g_thread_new ("sandstepd-reader", reader_thread, &w));
+
+  for (;;)
+    {
+      Op *op = g_async_queue_pop (w.ops);
+      g_autoptr(JsonObject) reply = NULL;
+      const char *name;
+      gint id;
+      int reply_fd = -1;
+      gboolean last = FALSE;
+
+      if (op->message == NULL)
+        {
+          detach (&w);
+          _exit (0);
+        }
+      name = json_object_get_string_member_with_default (op->message, "op", "");
+      id = (gint) json_object_get_int_member_with_default (op->message, "id", 0);
+      g_atomic_int_set (&w.current, id);
+
+      if (strcmp (name, "attach") == 0)
+        reply = do_attach (&w, op->message);
+      else if (strcmp (name, "detach") == 0)
+        {
+          /* The claim goes; the process stays, ready for the next one. */
+          detach (&w);
+          g_atomic_int_set (&w.cancelled, 0);
+          reply = json_object_new ();
+        }
+      else if ((reply = need_attachment (&w)) != NULL)
+        ;
+      else if (strcmp (name, "run") == 0)
+        reply = do_run (&w, op->message, op, id);
+      else if (strcmp (name, "read") == 0)
+        reply = do_read (&w, op->message, &reply_fd);
+      else if (strcmp (name, "write") == 0)
+        reply = do_write (&w, op->message, op);
+      else if (strcmp (name, "put") == 0)
+        reply = do_put (&w, op->message);
+      else if (strcmp (name, "list") == 0)
+        reply = do_list (&w, op->message);
+      else if (strcmp (name, "export") == 0)
+        reply = do_export (&w, op->message, op);
+      else
+        {
+          g_autoptr(GError) unknown = NULL;
+          g_set_error (&unknown, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                       "sandstepd worker: unknown operation '%s'", name);
+          reply = error_reply (unknown, NULL);
+        }
+      /* Close our copies of the command's pipes before answering: the daemon's
+       * reader must see their end once the answer is in. */
+      for (guint i = 0; i < op->n_fds; i++)
+        if (op->fds[i] >= 0)
+          {
+            close (op->fds[i]);
+            op->fds[i] = -1;
+          }
+      g_atomic_int_set (&w.current, 0);
+      json_object_set_int_member (reply, "id", id);
+      if (!sandstepd_wire_send_object (sock, reply, reply_fd >= 0 ? &reply_fd : NULL, reply_fd >= 0 ? 1 : 0,
+                                       SEND_TIMEOUT_MS, NULL))
+        last = TRUE;
+      if (reply_fd >= 0)
+        close (reply_fd);
+      op_free (op);
+      if (last)
+        {
+          detach (&w);
+          _exit (0);
+        }
+    }
+}

@@ -1,0 +1,1549 @@
+/* test-remote.c: sandstepd and the remote backend, end to end.
+ *
+ * Each case starts its own sandstepd (its own token file and state directory,
+ * on 127.0.0.1, port 0 unless it needs to restart on the same port) and stops
+ * it by its pid; the `sandstep` helper talks to it through SANDSTEP_BACKEND
+ * and SANDSTEP_TOKEN_FILE, exactly as a make step would.  The three-host case
+ * makes network namespaces (tests/netns-hosts.sh) and deletes them again.
+ *
+ * The local behaviour suite runs a second time through a daemon as the meson
+ * test test-helper-remote (tests/with-sandstepd.sh); this file covers what
+ * only a daemon has: leases on connections, restarts, many clients, hosts,
+ * bad requests, TLS.
+ *
+ * Environment: SANDSTEP (the helper), SANDSTEPD (the daemon), G_TEST_SRCDIR.
+ * SANDSTEP_TESTS_MUST_SANDBOX=1 turns "cannot make sandboxes or namespaces
+ * here" skips into failures.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <glib-unix.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandstep-backend.h"
+#include "sandstep-remote.h"
+
+#define HELPER_TIMEOUT_S 60.0
+#define EXIT_BUSY 75
+#define EXIT_INTERNAL 125
+#define EXIT_PATH 69
+
+/* ---- processes ---- */
+
+typedef struct {
+  GPid pid;
+  int out_fd;
+  int err_fd;
+  GString *out;
+  GString *err;
+  gint64 started;
+  char *command;
+} Proc;
+
+typedef struct {
+  int status;               /* exit status; 128+N for signal N; -1: killed by the timeout */
+  char *out;
+  char *err;
+  double elapsed_s;
+  char *command;
+} Result;
+
+static void
+result_free (Result *r)
+{
+  if (r == NULL)
+    return;
+  g_free (r->out);
+  g_free (r->err);
+  g_free (r->command);
+  g_free (r);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Result, result_free)
+
+static void
+die_with_parent (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+}
+
+static Proc *
+proc_spawn (const char *const *argv, char **envp)
+{
+  g_autoptr(GError) error = NULL;
+  Proc *p = g_new0 (Proc, 1);
+
+  p->out = g_string_new (NULL);
+  p->err = g_string_new (NULL);
+  p->command = g_strjoinv (" ", (char **) argv);
+  p->started = g_get_monotonic_time ();
+  g_spawn_async_with_pipes_and_fds (NULL, argv, (const char *const *) envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, die_with_parent, NULL, -1,
+                                    -1, -1, NULL, NULL, 0, &p->pid, NULL, &p->out_fd, &p->err_fd, &error);
+  g_assert_no_error (error);
+  g_unix_set_fd_nonblocking (p->out_fd, TRUE, NULL);
+  g_unix_set_fd_nonblocking (p->err_fd, TRUE, NULL);
+  return p;
+}
+
+/* Reads what is there; returns FALSE once both pipes are at their end. */
+static gboolean
+proc_pump (Proc *p, int timeout_ms)
+{
+  struct pollfd pfds[2] = { { p->out_fd, POLLIN, 0 }, { p->err_fd, POLLIN, 0 } };
+  char buf[65536];
+
+  if (p->out_fd < 0 && p->err_fd < 0)
+    return FALSE;
+  if (poll (pfds, 2, timeout_ms) <= 0)
+    return TRUE;
+  for (int i = 0; i < 2; i++)
+    {
+      int *fd = i == 0 ? &p->out_fd : &p->err_fd;
+      GString *into = i == 0 ? p->out : p->err;
+      ssize_t n;
+
+      if (*fd < 0 || pfds[i].revents == 0)
+        continue;
+      n = read (*fd, buf, sizeof buf);
+      if (n > 0)
+        g_string_append_len (into, buf, n);
+      else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        {
+          close (*fd);
+          *fd = -1;
+        }
+    }
+  return p->out_fd >= 0 || p->err_fd >= 0;
+}
+
+static void
+proc_kill (Proc *p, int sig)
+{
+  kill (p->pid, sig);
+}
+
+/* Waits for the end (killing it after @timeout_s), frees @p. */
+static Result *
+proc_wait (Proc *p, double timeout_s)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  Result *r = g_new0 (Result, 1);
+  gboolean killed = FALSE;
+  int status = 0;
+
+  while (proc_pump (p, 50))
+    if (!killed && g_get_monotonic_time () > deadline)
+      {
+        kill (p->pid, SIGKILL);
+        killed = TRUE;
+      }
+  while (waitpid (p->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  r->status = killed ? -1 : WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  r->out = g_string_free (p->out, FALSE);
+  r->err = g_string_free (p->err, FALSE);
+  r->elapsed_s = (g_get_monotonic_time () - p->started) / (double) G_USEC_PER_SEC;
+  r->command = p->command;
+  g_free (p);
+  return r;
+}
+
+static Result *
+run_argv (const char *const *argv, char **envp, double timeout_s)
+{
+  return proc_wait (proc_spawn (argv, envp), timeout_s);
+}
+
+static void
+assert_status (const Result *r, int expected)
+{
+  if (r->status != expected)
+    {
+      g_test_message ("command: %s", r->command);
+      g_test_message ("status %d after %.2fs (expected %d)", r->status, r->elapsed_s, expected);
+      g_test_message ("stdout: %s", r->out);
+      g_test_message ("stderr: %s", r->err);
+    }
+  g_assert_cmpint (r->status, ==, expected);
+}
+
+static void
+assert_contains (const char *haystack, const char *needle)
+{
+  if (strstr (haystack, needle) == NULL)
+    g_test_message ("'%s' lacks '%s'", haystack, needle);
+  g_assert_nonnull (strstr (haystack, needle));
+}
+
+/* Host pids whose command line is exactly @argv. */
+static gboolean
+process_exists (const char *const *argv)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  gsize want_len = 0;
+  g_autofree char *want = NULL;
+  GString *joined = g_string_new (NULL);
+
+  for (gsize i = 0; argv[i] != NULL; i++)
+    g_string_append_len (joined, argv[i], strlen (argv[i]) + 1);
+  want_len = joined->len;
+  want = g_string_free (joined, FALSE);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autofree char *cmdline = NULL;
+      gsize len = 0;
+
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      path = g_strdup_printf ("/proc/%s/cmdline", name);
+      if (g_file_get_contents (path, &cmdline, &len, NULL) && len == want_len && memcmp (cmdline, want, len) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+wait_for_process (const char *const *argv, gboolean present, double timeout_s)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+
+  do
+    {
+      if (process_exists (argv) == present)
+        return TRUE;
+      g_usleep (20 * 1000);
+    }
+  while (g_get_monotonic_time () < deadline);
+  return FALSE;
+}
+
+static char *
+unique_seconds (guint whole)
+{
+  return g_strdup_printf ("%u.%06u%03u", whole, (guint) getpid () % 1000000, g_random_int_range (0, 1000));
+}
+
+/* ---- skipping ---- */
+
+static gboolean
+must_sandbox (void)
+{
+  return g_strcmp0 (g_getenv ("SANDSTEP_TESTS_MUST_SANDBOX"), "1") == 0;
+}
+
+static gboolean
+skip_because (const char *reason)
+{
+  if (must_sandbox ())
+    {
+      g_test_message ("SANDSTEP_TESTS_MUST_SANDBOX=1 but: %s", reason);
+      g_test_fail ();
+      return TRUE;
+    }
+  g_test_skip (reason);
+  return TRUE;
+}
+
+/* ---- a sandstepd of our own ---- */
+
+typedef struct {
+  char *dir;
+  char *state_dir;
+  char *token_file;
+  char *token;
+  char *log;
+  char *listen;
+  char **prefix;            /* e.g. {"ip", "netns", "exec", NS}: where it runs */
+  char **extra;             /* more options */
+  GPid pid;
+  int out_fd;
+  char *url;
+} Server;
+
+static void
+server_init (Server *s, const char *dir, const char *listen)
+{
+  memset (s, 0, sizeof *s);
+  s->dir = g_strdup (dir);
+  s->state_dir = g_build_filename (dir, "state", NULL);
+  s->token_file = g_build_filename (dir, "token", NULL);
+  s->log = g_build_filename (dir, "sandstepd.log", NULL);
+  s->listen = g_strdup (listen);
+  s->token = g_strdup_printf ("%08x%08x%08x%08x", g_random_int (), g_random_int (), g_random_int (), g_random_int ());
+  g_assert_true (g_file_set_contents_full (s->token_file, s->token, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+  s->pid = 0;
+  s->out_fd = -1;
+}
+
+static void
+server_start (Server *s)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) out = g_string_new (NULL);
+  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  const char *daemon = g_getenv ("SANDSTEPD");
+  int log_fd;
+
+  g_assert_nonnull (daemon);
+  for (char **p = s->prefix; p != NULL && *p != NULL; p++)
+    g_ptr_array_add (argv, g_strdup (*p));
+  g_ptr_array_add (argv, g_strdup (daemon));
+  g_ptr_array_add (argv, g_strconcat ("--listen=", s->listen, NULL));
+  g_ptr_array_add (argv, g_strconcat ("--token-file=", s->token_file, NULL));
+  g_ptr_array_add (argv, g_strconcat ("--state-dir=", s->state_dir, NULL));
+  for (char **p = s->extra; p != NULL && *p != NULL; p++)
+    g_ptr_array_add (argv, g_strdup (*p));
+  g_ptr_array_add (argv, NULL);
+
+  log_fd = open (s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  g_assert_cmpint (log_fd, >=, 0);
+  g_spawn_async_with_pipes_and_fds (NULL, (const char *const *) argv->pdata, NULL,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL | G_SPAWN_SEARCH_PATH,
+                                    die_with_parent, NULL, -1, -1, log_fd, NULL, NULL, 0, &s->pid, NULL, &s->out_fd,
+                                    NULL, &error);
+  close (log_fd);
+  g_assert_no_error (error);
+
+  /* The first line names the URL (and the port, when it was 0). */
+  g_free (s->url);
+  s->url = NULL;
+  while (s->url == NULL && g_get_monotonic_time () < deadline)
+    {
+      struct pollfd pfd = { s->out_fd, POLLIN, 0 };
+      char buf[512];
+      const char *nl;
+      ssize_t n;
+
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = read (s->out_fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      g_string_append_len (out, buf, n);
+      if ((nl = strchr (out->str, '\n')) != NULL && g_str_has_prefix (out->str, "sandstepd: listening on "))
+        s->url = g_strndup (out->str + strlen ("sandstepd: listening on "),
+                            nl - out->str - strlen ("sandstepd: listening on "));
+    }
+  if (s->url == NULL)
+    {
+      g_autofree char *log = NULL;
+      g_file_get_contents (s->log, &log, NULL, NULL);
+      g_test_message ("sandstepd did not start; its log: %s", log ? log : "(none)");
+    }
+  g_assert_nonnull (s->url);
+}
+
+/* Signals the daemon and reaps it. */
+static void
+server_stop (Server *s, int sig)
+{
+  int status;
+
+  if (s->pid <= 0)
+    return;
+  kill (s->pid, sig);
+  for (int i = 0; i < 100 && waitpid (s->pid, &status, WNOHANG) == 0; i++)
+    g_usleep (50 * 1000);
+  if (waitpid (s->pid, &status, WNOHANG) == 0)
+    {
+      kill (s->pid, SIGKILL);
+      waitpid (s->pid, &status, 0);
+    }
+  s->pid = 0;
+  if (s->out_fd >= 0)
+    close (s->out_fd);
+  s->out_fd = -1;
+}
+
+static void
+server_clear (Server *s)
+{
+  server_stop (s, SIGTERM);
+  g_free (s->dir);
+  g_free (s->state_dir);
+  g_free (s->token_file);
+  g_free (s->token);
+  g_free (s->log);
+  g_free (s->listen);
+  g_strfreev (s->prefix);
+  g_strfreev (s->extra);
+  g_free (s->url);
+}
+
+static guint64
+server_rss_kib (Server *s)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) s->pid);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  line = strstr (text, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+}
+
+static int
+server_port (Server *s)
+{
+  const char *colon = strrchr (s->url, ':');
+
+  g_assert_nonnull (colon);
+  return atoi (colon + 1);
+}
+
+/* ---- the fixture: one daemon, a scratch directory, one DAG run's identity ---- */
+
+typedef struct {
+  char *dir;
+  char *host_dir;
+  char *helper;
+  char *run;
+  char *owner;
+  char *holder;
+  Server server;
+  char **envp;
+} Fixture;
+
+static char **
+helper_env (Fixture *f, const char *backend)
+{
+  char **envp = g_get_environ ();
+  g_autofree char *local = g_build_filename (f->dir, "local-state", NULL);
+
+  envp = g_environ_unsetenv (envp, "SANDSTEP_TOKEN");
+  envp = g_environ_unsetenv (envp, "SANDSTEP_BACKEND");
+  if (backend != NULL)
+    envp = g_environ_setenv (envp, "SANDSTEP_BACKEND", backend, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_TOKEN_FILE", f->server.token_file, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_OWNER", f->owner, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_HOLDER", f->holder, TRUE);
+  /* Anything that wrongly went local would land here, not in a real state directory. */
+  envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", local, TRUE);
+  return envp;
+}
+
+static void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  const char *listen = data != NULL ? data : "127.0.0.1:0";
+
+  memset (f, 0, sizeof *f);
+  f->helper = g_strdup (g_getenv ("SANDSTEP"));
+  g_assert_nonnull (f->helper);
+  g_assert_nonnull (g_getenv ("SANDSTEPD"));
+  f->dir = g_dir_make_tmp ("sandstep-remote-XXXXXX", &error);
+  g_assert_no_error (error);
+  f->host_dir = g_build_filename (f->dir, "host", NULL);
+  g_assert_cmpint (g_mkdir (f->host_dir, 0700), ==, 0);
+  f->run = g_strdup_printf ("run-%d-%08x", (int) getpid (), g_random_int ());
+  f->owner = g_strdup_printf ("sandstep-test/%s", f->run);
+  f->holder = g_strdup_printf ("%s/main", f->owner);
+  server_init (&f->server, f->dir, listen);
+}
+
+static void
+fixture_start (Fixture *f)
+{
+  server_start (&f->server);
+  g_strfreev (f->envp);
+  f->envp = helper_env (f, f->server.url);
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  server_clear (&f->server);
+  if (f->dir != NULL)
+    {
+      g_autofree char *quoted = g_shell_quote (f->dir);
+      g_autofree char *command = g_strdup_printf ("rm -rf %s", quoted);
+      g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL);
+    }
+  g_strfreev (f->envp);
+  g_free (f->dir);
+  g_free (f->host_dir);
+  g_free (f->helper);
+  g_free (f->run);
+  g_free (f->owner);
+  g_free (f->holder);
+}
+
+static Result *
+helper_v (Fixture *f, char **envp, const char *const *prefix, double timeout_s, const char *first, va_list ap)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+
+  for (gsize i = 0; prefix != NULL && prefix[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) prefix[i]);
+  g_ptr_array_add (argv, f->helper);
+  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (gpointer) a);
+  g_ptr_array_add (argv, NULL);
+  return run_argv ((const char *const *) argv->pdata, envp, timeout_s);
+}
+
+static Result *helper (Fixture *f, const char *first, ...) G_GNUC_NULL_TERMINATED;
+
+/* `sandstep ARGS...` against the fixture's daemon. */
+static Result *
+helper (Fixture *f, const char *first, ...)
+{
+  va_list ap;
+  Result *r;
+
+  va_start (ap, first);
+  r = helper_v (f, f->envp, NULL, HELPER_TIMEOUT_S, first, ap);
+  va_end (ap);
+  return r;
+}
+
+static Proc *helper_spawn (Fixture *f, const char *first, ...) G_GNUC_NULL_TERMINATED;
+
+static Proc *
+helper_spawn (Fixture *f, const char *first, ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  va_list ap;
+
+  g_ptr_array_add (argv, f->helper);
+  va_start (ap, first);
+  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (gpointer) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  return proc_spawn ((const char *const *) argv->pdata, f->envp);
+}
+
+static char *
+provision (Fixture *f, const char *holder)
+{
+  g_autofree char *holder_arg = g_strconcat ("--holder=", holder != NULL ? holder : f->holder, NULL);
+  g_autoptr(Result) r = helper (f, "provision", holder_arg, NULL);
+
+  assert_status (r, 0);
+  g_strchomp (r->out);
+  g_assert_true (g_str_has_prefix (r->out, f->server.url));
+  g_assert_true (sandstep_handle_is_valid (r->out));
+  return g_strdup (r->out);
+}
+
+/* Can this machine make sandboxes at all?  Asked once, through the local helper. */
+static gboolean
+jails_work (Fixture *f, char **out_reason)
+{
+  static gsize once;
+  static char *reason;
+
+  if (g_once_init_enter (&once))
+    {
+      g_auto(GStrv) envp = helper_env (f, "local");
+      const char *provision_argv[] = { f->helper, "provision", "--holder=probe", NULL };
+      g_autoptr(Result) p = run_argv (provision_argv, envp, HELPER_TIMEOUT_S);
+
+      if (p->status != 0)
+        reason = g_strdup_printf ("the local helper cannot provision here: %s", p->err);
+      else
+        {
+          g_autofree char *h = g_strconcat ("--handle=", g_strstrip (p->out), NULL);
+          const char *run_argv_[] = { f->helper, "run", h, "--holder=probe", "--", "true", NULL };
+          g_autoptr(Result) r = run_argv (run_argv_, envp, HELPER_TIMEOUT_S);
+          if (r->status != 0)
+            reason = g_strdup_printf ("the helper cannot run sandboxes here: %s", r->err);
+        }
+      g_once_init_leave (&once, 1);
+    }
+  *out_reason = g_strdup (reason);
+  return reason == NULL;
+}
+
+#define SKIP_IF_NO_JAIL(f)                                 \
+  G_STMT_START                                             \
+  {                                                        \
+    g_autofree char *why_ = NULL;                          \
+    if (!jails_work ((f), &why_))                          \
+      {                                                    \
+        skip_because (why_);                               \
+        return;                                            \
+      }                                                    \
+  }                                                        \
+  G_STMT_END
+
+/* ---- handles ---- */
+
+static void
+test_handles (void)
+{
+  static const char *const valid[] = {
+    "sandstep-0123456789abcdef",
+    "http://127.0.0.1:7700/sandstep-0123456789abcdef",
+    "https://sandboxes.example.org/sandstep-0123456789abcdef",
+    "https://sandboxes.example.org:8443/team/a/sandstep-0123456789abcdef",
+    "http://[::1]:7700/sandstep-0123456789abcdef",
+  };
+  static const char *const invalid[] = {
+    "", "None", "sandstep-0123", "sandstep-0123456789ABCDEF",
+    "http://127.0.0.1:7700/sandstep-0123",
+    "http://127.0.0.1:7700/sandstep-0123456789abcdef/",
+    "http://user:pw@127.0.0.1:7700/sandstep-0123456789abcdef",
+    "http://127.0.0.1:7700/sandstep-0123456789abcdef?x=1",
+    "http://127.0.0.1:7700/sandstep-0123456789abcdef#x",
+    "http://127.0.0.1:7700/../sandstep-0123456789abcdef",
+    "http://127.0.0.1:7700//sandstep-0123456789abcdef",
+    "http://127.0.0.1:7700/%2e%2e/sandstep-0123456789abcdef",
+    "http:///sandstep-0123456789abcdef",
+    "http://ho st/sandstep-0123456789abcdef",
+    "ftp://127.0.0.1/sandstep-0123456789abcdef",
+    "http://127.0.0.1:7700/sandstep-0123456789abcdef\n",
+  };
+  g_autofree char *server = NULL;
+  g_autofree char *local = NULL;
+
+  g_test_summary ("a remote handle names its server: http(s)://HOST[:PORT][/PREFIX]/sandstep-<16 hex>, and nothing "
+                  "else passes (no user info, query, fragment, dot segments or encoding)");
+  for (gsize i = 0; i < G_N_ELEMENTS (valid); i++)
+    {
+      g_test_message ("valid: %s", valid[i]);
+      g_assert_true (sandstep_handle_is_valid (valid[i]));
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (invalid); i++)
+    {
+      g_test_message ("invalid: %s", invalid[i]);
+      g_assert_false (sandstep_handle_is_valid (invalid[i]));
+    }
+  g_assert_true (sandstep_remote_handle_split ("https://h.example:8443/a/b/sandstep-0123456789abcdef", &server, &local));
+  g_assert_cmpstr (server, ==, "https://h.example:8443/a/b");
+  g_assert_cmpstr (local, ==, "sandstep-0123456789abcdef");
+}
+
+/* ---- starting ---- */
+
+static void
+test_listen_refuses_open_port_without_token (Fixture *f, gconstpointer data)
+{
+  g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
+  const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=0.0.0.0:0", state, NULL };
+  g_autoptr(Result) r = run_argv (argv, NULL, 10);
+
+  g_test_summary ("sandstepd refuses to listen beyond loopback without a token (exit 64, saying why)");
+  assert_status (r, 64);
+  assert_contains (r->err, "without a token");
+}
+
+/* ---- a round trip of every operator ---- */
+
+static void
+write_file (const char *path, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+}
+
+static void
+test_round_trip (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *src = g_build_filename (f->host_dir, "src", NULL);
+  g_autofree char *sub = g_build_filename (src, "sub", NULL);
+  g_autofree char *a = g_build_filename (src, "a.txt", NULL);
+  g_autofree char *b = g_build_filename (sub, "b.txt", NULL);
+  g_autofree char *link = g_build_filename (src, "link", NULL);
+  g_autofree char *src_slash = g_strconcat (src, "/", NULL);
+  g_autofree char *exported = g_build_filename (f->host_dir, "exported.txt", NULL);
+  g_autofree char *export_pair = g_strconcat ("src/sub/b.txt=file://", exported, NULL);
+  g_autofree char *contents = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonObject *record;
+
+  g_test_summary ("every operator works through sandstepd with the same outputs as locally: provision prints a "
+                  "handle naming the server; run streams both streams and exits with the command's status; "
+                  "put/ls/get/export move files; describe shows the record; release destroys");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+
+  {
+    g_autoptr(Result) r = helper (f, "run", h, "--", "echo out; echo err >&2; pwd; exit 7", NULL);
+    assert_status (r, 7);
+    g_assert_cmpstr (r->out, ==, "out\n/workspace\n");
+    g_assert_cmpstr (r->err, ==, "err\n");
+  }
+  g_assert_cmpint (g_mkdir_with_parents (sub, 0755), ==, 0);
+  write_file (a, "alpha\n");
+  write_file (b, "beta\n");
+  g_assert_cmpint (chmod (a, 0750), ==, 0);
+  g_assert_cmpint (symlink ("a.txt", link), ==, 0);
+  {
+    g_autoptr(Result) r = helper (f, "put", h, src_slash, "/workspace/src/", NULL);
+    assert_status (r, 0);
+  }
+  {
+    g_autoptr(Result) r = helper (f, "ls", h, "src", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "a.txt\nlink\nsub/\n");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "run", h, "--", "stat -c '%a %F' src/a.txt src/link; cat src/link src/sub/b.txt",
+                                  NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "750 regular file\n777 symbolic link\nalpha\nbeta\n");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "get", h, "src/sub/b.txt", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "beta\n");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "export", h, export_pair, NULL);
+    assert_status (r, 0);
+    g_assert_true (g_file_get_contents (exported, &contents, NULL, NULL));
+    g_assert_cmpstr (contents, ==, "beta\n");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "get", h, "../../etc/passwd", NULL);
+    assert_status (r, EXIT_PATH);
+    assert_contains (r->err, "goes above '/'");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "describe", h, NULL);
+    assert_status (r, 0);
+    g_assert_true (json_parser_load_from_data (parser, r->out, -1, NULL));
+    record = json_node_get_object (json_parser_get_root (parser));
+    g_assert_cmpstr (json_object_get_string_member (record, "handle"), ==, handle);
+    g_assert_cmpstr (json_object_get_string_member (record, "owner"), ==, f->owner);
+    g_assert_cmpstr (json_object_get_string_member (record, "server"), ==, f->server.url);
+  }
+  {
+    g_autofree char *other = g_strconcat ("--owner=", f->owner, "-other", NULL);
+    g_autoptr(Result) r = helper (f, "describe", h, other, NULL);
+    assert_status (r, 67);
+    assert_contains (r->err, handle);
+    assert_contains (r->err, "is not owned by");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "release", h, NULL);
+    g_autoptr(Result) gone = NULL;
+    assert_status (r, 0);
+    gone = helper (f, "describe", h, NULL);
+    assert_status (gone, 66);
+  }
+}
+
+/* ---- leases: a claim lives as long as its holder's connection ---- */
+
+static void
+test_disconnect_kills_command (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *seconds = unique_seconds (1000);
+  g_autofree char *command = g_strdup_printf ("sleep %s", seconds);
+  const char *marker[] = { "sleep", seconds, NULL };
+  g_autoptr(Result) killed = NULL;
+  g_autoptr(Result) next = NULL;
+  Proc *p;
+
+  g_test_summary ("a caller that disconnects mid-command has its command killed, and its claim ends with its "
+                  "connection: the next holder proceeds at once (--wait=0)");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  p = helper_spawn (f, "run", h, "--holder=dag/run/killed", "--", command, NULL);
+  g_assert_true (wait_for_process (marker, TRUE, 10));
+  proc_kill (p, SIGKILL);
+  killed = proc_wait (p, 10);
+  g_assert_cmpint (killed->status, ==, 128 + SIGKILL);
+  g_assert_true (wait_for_process (marker, FALSE, 3));
+  next = helper (f, "run", h, "--holder=dag/run/next", "--wait=0", "--", "echo next", NULL);
+  assert_status (next, 0);
+  g_assert_cmpstr (next->out, ==, "next\n");
+}
+
+static void
+test_claim_busy_and_wait (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autoptr(Result) first = NULL;
+  g_autoptr(Result) refused = NULL;
+  g_autoptr(Result) waited = NULL;
+  Proc *holding;
+  Proc *waiting;
+
+  g_test_summary ("another holder is refused (75) with --wait=0, naming the holder; with --wait it says whom it "
+                  "waits for and proceeds when the claim ends");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  holding = helper_spawn (f, "run", h, "--holder=dag/run/first", "--", "echo started; sleep 2", NULL);
+  while (strstr (holding->out->str, "started") == NULL)
+    g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  refused = helper (f, "run", h, "--holder=dag/run/second", "--wait=0", "--", "true", NULL);
+  assert_status (refused, EXIT_BUSY);
+  assert_contains (refused->err, "is held by 'dag/run/first'");
+  assert_contains (refused->err, handle);
+  waiting = helper_spawn (f, "run", h, "--holder=dag/run/third", "--wait=30", "--", "echo third", NULL);
+  waited = proc_wait (waiting, 30);
+  first = proc_wait (holding, 30);
+  assert_status (first, 0);
+  assert_status (waited, 0);
+  g_assert_cmpstr (waited->out, ==, "third\n");
+  assert_contains (waited->err, "is held by 'dag/run/first'; waiting up to 30s");
+}
+
+/* ---- the daemon killed mid-command, and back ---- */
+
+static void
+test_crash_and_restart (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *seconds = unique_seconds (1000);
+  g_autofree char *command = g_strdup_printf ("echo evidence > kept.txt; echo started; sleep %s", seconds);
+  const char *marker[] = { "sleep", seconds, NULL };
+  g_autoptr(Result) interrupted = NULL;
+  g_autofree char *listen = NULL;
+  Proc *p;
+
+  g_test_summary ("sandstepd SIGKILLed mid-command: the caller hears the server went away and its files are "
+                  "intact, the command dies with it; restarted on the same port, the sandbox, its files and its "
+                  "owner are all there and the claim is free");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  p = helper_spawn (f, "run", h, "--", command, NULL);
+  while (strstr (p->out->str, "started") == NULL)
+    g_assert_true (proc_pump (p, 100) || strstr (p->out->str, "started") != NULL);
+  g_assert_true (wait_for_process (marker, TRUE, 10));
+
+  server_stop (&f->server, SIGKILL);
+  interrupted = proc_wait (p, 10);
+  assert_status (interrupted, EXIT_INTERNAL);
+  assert_contains (interrupted->err, "went away while the command ran");
+  assert_contains (interrupted->err, "its files are intact; run it again");
+  /* The jail died with the worker, which died with the daemon. */
+  g_assert_true (wait_for_process (marker, FALSE, 5));
+
+  {
+    g_autoptr(Result) down = helper (f, "describe", h, NULL);
+    assert_status (down, EXIT_INTERNAL);
+    assert_contains (down->err, "Cannot reach the sandbox server");
+  }
+
+  listen = g_strdup_printf ("127.0.0.1:%d", server_port (&f->server));
+  g_free (f->server.listen);
+  f->server.listen = g_steal_pointer (&listen);
+  server_start (&f->server);
+  {
+    g_autoptr(Result) d = helper (f, "describe", h, NULL);
+    g_autoptr(Result) get = helper (f, "get", h, "kept.txt", NULL);
+    g_autoptr(Result) again = helper (f, "run", h, "--wait=0", "--holder=dag/run/after", "--", "cat kept.txt", NULL);
+    assert_status (d, 0);
+    assert_contains (d->out, f->owner);
+    assert_status (get, 0);
+    g_assert_cmpstr (get->out, ==, "evidence\n");
+    assert_status (again, 0);
+    g_assert_cmpstr (again->out, ==, "evidence\n");
+  }
+}
+
+/* ---- many clients ---- */
+
+#define N_CLIENTS 64
+#define N_SANDBOXES 8
+
+static void
+test_many_clients (Fixture *f, gconstpointer data)
+{
+  char *handles[N_SANDBOXES];
+  Proc *procs[N_CLIENTS];
+  gint64 started;
+
+  g_test_summary ("64 clients run commands in 8 sandboxes at once: every result is right, and no two holders "
+                  "are ever inside one sandbox together (a mkdir lock inside witnesses it), within 120 s");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  for (int i = 0; i < N_SANDBOXES; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("%s/box%d", f->owner, i);
+      handles[i] = provision (f, holder);
+    }
+  started = g_get_monotonic_time ();
+  for (int i = 0; i < N_CLIENTS; i++)
+    {
+      g_autofree char *h = g_strconcat ("--handle=", handles[i % N_SANDBOXES], NULL);
+      g_autofree char *holder = g_strdup_printf ("--holder=%s/client%d", f->owner, i);
+      g_autofree char *command = g_strdup_printf (
+        "mkdir /workspace/lock || exit 42; echo %d > /workspace/who; sleep 0.05; "
+        "test \"$(cat /workspace/who)\" = %d || exit 43; rmdir /workspace/lock; echo client-%d; echo side-%d >&2",
+        i, i, i, i);
+      procs[i] = helper_spawn (f, "run", h, holder, "--wait=120", "--", command, NULL);
+    }
+  for (int i = 0; i < N_CLIENTS; i++)
+    {
+      g_autoptr(Result) r = proc_wait (procs[i], 150);
+      g_autofree char *out = g_strdup_printf ("client-%d\n", i);
+      g_autofree char *err_line = g_strdup_printf ("side-%d\n", i);
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, out);
+      assert_contains (r->err, err_line);
+    }
+  g_test_message ("64 clients done in %.1fs", (g_get_monotonic_time () - started) / (double) G_USEC_PER_SEC);
+  g_assert_cmpfloat ((g_get_monotonic_time () - started) / (double) G_USEC_PER_SEC, <, 120);
+  for (int i = 0; i < N_SANDBOXES; i++)
+    {
+      g_autofree char *h = g_strconcat ("--handle=", handles[i], NULL);
+      g_autoptr(Result) r = helper (f, "run", h, "--wait=0", "--", "test -e /workspace/lock && echo left || echo clean",
+                                    NULL);
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, "clean\n");
+      g_free (handles[i]);
+    }
+}
+
+/* ---- bad requests ---- */
+
+typedef struct {
+  guint status;
+  char *body;
+} Answer;
+
+static void
+answer_clear (Answer *a)
+{
+  g_free (a->body);
+}
+
+static SoupSession *
+plain_session (void)
+{
+  SoupSession *session = soup_session_new_with_options ("timeout", 30, NULL);
+
+  soup_session_set_proxy_resolver (session, NULL);
+  return session;
+}
+
+/* One request with @body (NULL: none); @token NULL: no Authorization. */
+static void
+request (SoupSession *session, const char *method, const char *url, const char *token, const char *content_type,
+         GBytes *body, const char *claim, Answer *out)
+{
+  g_autoptr(SoupMessage) msg = soup_message_new (method, url);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) answer = NULL;
+
+  g_assert_nonnull (msg);
+  if (token != NULL)
+    {
+      g_autofree char *value = g_strconcat ("Bearer ", token, NULL);
+      soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", value);
+    }
+  if (claim != NULL)
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "X-Sandstep-Claim", claim);
+  if (body != NULL)
+    soup_message_set_request_body_from_bytes (msg, content_type ? content_type : "application/json", body);
+  answer = soup_session_send_and_read (session, msg, NULL, &error);
+  g_assert_no_error (error);
+  out->status = soup_message_get_status (msg);
+  out->body = g_strndup (g_bytes_get_data (answer, NULL), g_bytes_get_size (answer));
+}
+
+/* Asserts the answer is a JSON error {code, message, hint} with @status and @code. */
+static void
+assert_error (const Answer *a, guint status, const char *code)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonObject *o;
+
+  if (a->status != status)
+    g_test_message ("answer %u (expected %u): %s", a->status, status, a->body);
+  g_assert_cmpuint (a->status, ==, status);
+  g_assert_true (json_parser_load_from_data (parser, a->body, -1, NULL));
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
+  o = json_node_get_object (json_parser_get_root (parser));
+  if (g_strcmp0 (json_object_get_string_member_with_default (o, "code", NULL), code) != 0)
+    g_test_message ("answer: %s (expected code %s)", a->body, code);
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "code", NULL), ==, code);
+  g_assert_nonnull (json_object_get_string_member_with_default (o, "message", NULL));
+  g_assert_nonnull (json_object_get_string_member_with_default (o, "hint", NULL));
+}
+
+/* Sends raw bytes on a fresh connection; returns what came back (until close or 2 s). */
+static char *
+raw_exchange (Server *s, const char *data, gsize len)
+{
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) out = g_string_new (NULL);
+  GOutputStream *output;
+  GSocket *socket;
+  char buf[4096];
+  gssize n;
+
+  g_socket_client_set_enable_proxy (client, FALSE);
+  connection = g_socket_client_connect_to_host (client, "127.0.0.1", server_port (s), NULL, &error);
+  g_assert_no_error (error);
+  output = g_io_stream_get_output_stream (G_IO_STREAM (connection));
+  g_output_stream_write_all (output, data, len, NULL, NULL, NULL);
+  socket = g_socket_connection_get_socket (connection);
+  g_socket_set_timeout (socket, 2);
+  while ((n = g_socket_receive (socket, buf, sizeof buf, NULL, NULL)) > 0)
+    g_string_append_len (out, buf, n);
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+static char *
+api (Server *s, const char *path)
+{
+  return g_strconcat (s->url, path, NULL);
+}
+
+static GBytes *
+text_bytes (const char *text)
+{
+  return g_bytes_new (text, strlen (text));
+}
+
+static void
+test_bad_requests (Fixture *f, gconstpointer data)
+{
+  g_autoptr(SoupSession) session = plain_session ();
+  Server *s = &f->server;
+  const char *token = s->token;
+  g_autofree char *handle = NULL;
+  g_autofree char *local = NULL;
+  g_autofree char *server_url = NULL;
+  g_autofree char *describe_url = NULL;
+  g_autofree char *log = NULL;
+  g_autoptr(GBytes) identity = NULL;
+
+  g_test_summary ("every class of bad request gets the right HTTP status and a JSON error {code, message, hint}: "
+                  "missing or wrong token (401, logged without the token), malformed JSON, a body too large, "
+                  "unknown routes and methods, bad handles, path traversal, unknown claims; and the daemon lives on");
+  fixture_start (f);
+  identity = text_bytes ("{\"owner\":\"o\",\"holder\":\"o/h\"}");
+  describe_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/describe");
+
+  {
+    Answer a = { 0 };
+    request (session, "POST", describe_url, NULL, NULL, identity, NULL, &a);
+    assert_error (&a, 401, "unauthorized");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    request (session, "POST", describe_url, "not-the-token", NULL, identity, NULL, &a);
+    assert_error (&a, 401, "unauthorized");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autoptr(GBytes) body = text_bytes ("{\"owner\": \"o\", \"holder\": ");
+    request (session, "POST", describe_url, token, NULL, body, NULL, &a);
+    assert_error (&a, 400, "bad-json");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autoptr(GBytes) body = text_bytes ("[1, 2, 3]");
+    request (session, "POST", describe_url, token, NULL, body, NULL, &a);
+    assert_error (&a, 400, "bad-json");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autoptr(GBytes) body = text_bytes ("{\"owner\": 7}");
+    request (session, "POST", describe_url, token, NULL, body, NULL, &a);
+    assert_error (&a, 400, "bad-request");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    gsize len = 2 * 1024 * 1024;
+    g_autofree char *big = g_malloc (len);
+    g_autoptr(GBytes) body = NULL;
+    memset (big, ' ', len);
+    big[0] = '{';
+    big[len - 1] = '}';
+    body = g_bytes_new_take (g_steal_pointer (&big), len);
+    request (session, "POST", describe_url, token, NULL, body, NULL, &a);
+    assert_error (&a, 413, "body-too-large");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autofree char *url = api (s, "/v1/nothing-here");
+    request (session, "POST", url, token, NULL, identity, NULL, &a);
+    assert_error (&a, 404, "no-route");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    request (session, "GET", describe_url, token, NULL, NULL, NULL, &a);
+    assert_error (&a, 405, "method");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autofree char *url = api (s, "/v1/sandboxes/sandstep-XYZ/describe");
+    request (session, "POST", url, token, NULL, identity, NULL, &a);
+    assert_error (&a, 400, "bad-handle");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autofree char *url = api (s, "/v1/sandboxes/..%2F..%2Fetc/describe");
+    request (session, "POST", url, token, NULL, identity, NULL, &a);
+    g_assert_cmpuint (a.status, ==, 400);
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    request (session, "POST", describe_url, token, NULL, identity, NULL, &a);
+    assert_error (&a, 404, "not-found");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autofree char *url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/run");
+    g_autoptr(GBytes) body = text_bytes ("{\"claim\":\"c-nope\",\"command\":\"true\"}");
+    request (session, "POST", url, token, NULL, body, NULL, &a);
+    assert_error (&a, 409, "no-claim");
+    answer_clear (&a);
+  }
+  {
+    Answer a = { 0 };
+    g_autofree char *url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/write?path=x");
+    g_autoptr(GBytes) body = text_bytes ("data");
+    request (session, "POST", url, token, "application/octet-stream", body, "c-nope", &a);
+    assert_error (&a, 409, "no-claim");
+    answer_clear (&a);
+  }
+  {
+    /* Not even HTTP: libsoup answers 400 (no JSON: it never became a request) and the daemon is unmoved. */
+    g_autofree char *back = raw_exchange (s, "GARBAGE\r\n\r\n", strlen ("GARBAGE\r\n\r\n"));
+    g_assert_true (g_str_has_prefix (back, "HTTP/1."));
+    assert_contains (back, " 400 ");
+  }
+
+  /* With a sandbox: traversal in file paths, malformed uploads. */
+  {
+    g_autofree char *why = NULL;
+    if (jails_work (f, &why))
+      {
+        g_autofree char *claim_url = NULL;
+        g_autofree char *read_url = NULL;
+        g_autofree char *put_url = NULL;
+        g_autofree char *write_url = NULL;
+        g_autofree char *claim_body = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s\"}", f->owner, f->holder);
+        g_autoptr(SoupMessage) claim_msg = NULL;
+        g_autoptr(GInputStream) claim_stream = NULL;
+        g_autoptr(GDataInputStream) lines = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonParser) parser = json_parser_new ();
+        g_autofree char *first = NULL;
+        const char *claim;
+        g_autofree char *auth = g_strconcat ("Bearer ", token, NULL);
+        g_autoptr(GBytes) claim_bytes = text_bytes (claim_body);
+
+        handle = provision (f, NULL);
+        g_assert_true (sandstep_remote_handle_split (handle, &server_url, &local));
+        claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", s->url, local);
+        claim_msg = soup_message_new ("POST", claim_url);
+        soup_message_headers_replace (soup_message_get_request_headers (claim_msg), "Authorization", auth);
+        soup_message_set_request_body_from_bytes (claim_msg, "application/json", claim_bytes);
+        claim_stream = soup_session_send (session, claim_msg, NULL, &error);
+        g_assert_no_error (error);
+        g_assert_cmpuint (soup_message_get_status (claim_msg), ==, 200);
+        lines = g_data_input_stream_new (claim_stream);
+        first = g_data_input_stream_read_line (lines, NULL, NULL, &error);
+        g_assert_no_error (error);
+        g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
+        claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
+
+        read_url = g_strdup_printf ("%s/v1/sandboxes/%s/read", s->url, local);
+        {
+          Answer a = { 0 };
+          g_autofree char *text = g_strdup_printf ("{\"claim\":\"%s\",\"path\":\"../../../etc/passwd\"}", claim);
+          g_autoptr(GBytes) body = text_bytes (text);
+          request (session, "POST", read_url, token, NULL, body, NULL, &a);
+          assert_error (&a, 400, "path-escapes");
+          answer_clear (&a);
+        }
+        {
+          Answer a = { 0 };
+          g_autofree char *text = g_strdup_printf ("{\"claim\":\"%s\",\"path\":\"/etc/passwd\"}", claim);
+          g_autoptr(GBytes) body = text_bytes (text);
+          request (session, "POST", read_url, token, NULL, body, NULL, &a);
+          assert_error (&a, 400, "path-escapes");
+          answer_clear (&a);
+        }
+        put_url = g_strdup_printf ("%s/v1/sandboxes/%s/put?dest=/workspace/&name=up&contents=0", s->url, local);
+        {
+          /* An entry that climbs out of the upload. */
+          Answer a = { 0 };
+          g_autoptr(GBytes) body = text_bytes ("{\"path\":\"\",\"type\":\"dir\",\"mode\":493}\n"
+                                               "{\"path\":\"../../escape\",\"type\":\"file\",\"mode\":420,\"size\":1}\nx"
+                                               "{\"end\":true}\n");
+          request (session, "POST", put_url, token, "application/x-sandstep-entries", body, claim, &a);
+          assert_error (&a, 400, "usage");
+          answer_clear (&a);
+        }
+        {
+          /* A link, then a file through it. */
+          Answer a = { 0 };
+          g_autoptr(GBytes) body = text_bytes ("{\"path\":\"\",\"type\":\"dir\",\"mode\":493}\n"
+                                               "{\"path\":\"l\",\"type\":\"link\",\"target\":\"/etc\"}\n"
+                                               "{\"path\":\"l/owned\",\"type\":\"file\",\"mode\":420,\"size\":1}\nx"
+                                               "{\"end\":true}\n");
+          request (session, "POST", put_url, token, "application/x-sandstep-entries", body, claim, &a);
+          g_assert_cmpuint (a.status, >=, 400);
+          g_assert_false (g_file_test ("/etc/owned", G_FILE_TEST_EXISTS));
+          answer_clear (&a);
+        }
+        {
+          /* Cut short: no end line. */
+          Answer a = { 0 };
+          g_autoptr(GBytes) body = text_bytes ("{\"path\":\"\",\"type\":\"file\",\"mode\":420,\"size\":10}\nabc");
+          request (session, "POST", put_url, token, "application/x-sandstep-entries", body, claim, &a);
+          assert_error (&a, 400, "usage");
+          answer_clear (&a);
+        }
+        write_url = g_strdup_printf ("%s/v1/sandboxes/%s/write?path=../../../../tmp/x", s->url, local);
+        {
+          Answer a = { 0 };
+          g_autoptr(GBytes) body = text_bytes ("data");
+          request (session, "POST", write_url, token, "application/octet-stream", body, claim, &a);
+          assert_error (&a, 400, "path-escapes");
+          answer_clear (&a);
+        }
+        g_input_stream_close (claim_stream, NULL, NULL);
+      }
+  }
+
+  /* Still serving. */
+  {
+    Answer a = { 0 };
+    g_autofree char *url = api (s, "/v1/health");
+    request (session, "GET", url, token, NULL, NULL, NULL, &a);
+    g_assert_cmpuint (a.status, ==, 200);
+    answer_clear (&a);
+  }
+  g_assert_true (g_file_get_contents (s->log, &log, NULL, NULL));
+  assert_contains (log, "refused POST /v1/sandboxes/sandstep-0123456789abcdef/describe from 127.0.0.1: no token");
+  assert_contains (log, "a wrong token");
+  g_assert_null (strstr (log, token));
+  g_assert_null (strstr (log, "not-the-token"));
+}
+
+#define LOOP_REQUESTS 2000
+#define LOOP_SECONDS 20
+
+static void
+test_bad_request_loop (Fixture *f, gconstpointer data)
+{
+  g_autoptr(SoupSession) session = plain_session ();
+  Server *s = &f->server;
+  g_autofree char *describe_url = NULL;
+  g_autofree char *nothing_url = NULL;
+  g_autofree char *run_url = NULL;
+  g_autoptr(GBytes) broken = text_bytes ("{\"owner\": ");
+  g_autoptr(GBytes) identity = text_bytes ("{\"owner\":\"o\",\"holder\":\"o/h\"}");
+  g_autoptr(GBytes) unclaimed = text_bytes ("{\"claim\":\"c-nope\",\"command\":\"true\"}");
+  g_autoptr(GBytes) big = NULL;
+  guint64 before, after;
+  gint64 deadline;
+  guint done = 0;
+
+  g_test_summary ("2000 malformed requests (or 20 s of them) of every kind: no crash, every one answered, and "
+                  "the daemon's RSS grows by less than 20 MiB");
+  fixture_start (f);
+  describe_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/describe");
+  nothing_url = api (s, "/v1/x/y/z");
+  run_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/run");
+  {
+    gsize len = 1536 * 1024;
+    char *data = g_malloc (len);
+    memset (data, 'x', len);
+    big = g_bytes_new_take (data, len);
+  }
+  /* Warm up first: the first requests allocate what every later one reuses. */
+  for (int i = 0; i < 50; i++)
+    {
+      Answer a = { 0 };
+      request (session, "POST", describe_url, s->token, NULL, broken, NULL, &a);
+      answer_clear (&a);
+    }
+  before = server_rss_kib (s);
+  deadline = g_get_monotonic_time () + LOOP_SECONDS * G_USEC_PER_SEC;
+  for (; done < LOOP_REQUESTS && g_get_monotonic_time () < deadline; done++)
+    {
+      Answer a = { 0 };
+      switch (done % 7)
+        {
+        case 0: request (session, "POST", describe_url, s->token, NULL, broken, NULL, &a); break;
+        case 1: request (session, "POST", describe_url, "wrong", NULL, identity, NULL, &a); break;
+        case 2: request (session, "POST", nothing_url, s->token, NULL, identity, NULL, &a); break;
+        case 3: request (session, "POST", describe_url, s->token, NULL, big, NULL, &a); break;
+        case 4: request (session, "POST", run_url, s->token, NULL, unclaimed, NULL, &a); break;
+        case 5: request (session, "PUT", describe_url, s->token, NULL, identity, NULL, &a); break;
+        case 6:
+          {
+            g_autofree char *back = raw_exchange (s, "POST /v1/gc HTTP/1.1\r\nContent-Length: x\r\n\r\n", 43);
+            a.status = 400;
+            a.body = g_strdup (back);
+            break;
+          }
+        }
+      g_assert_cmpuint (a.status, >=, 400);
+      answer_clear (&a);
+    }
+  after = server_rss_kib (s);
+  g_test_message ("%u requests; daemon RSS %" G_GUINT64_FORMAT " KiB before, %" G_GUINT64_FORMAT " KiB after", done,
+                  before, after);
+  g_assert_cmpuint (done, >=, 200);
+  g_assert_cmpint ((gint64) after - (gint64) before, <, 20 * 1024);
+  g_assert_cmpint (kill (s->pid, 0), ==, 0);
+}
+
+/* ---- three hosts ---- */
+
+typedef struct {
+  char *prefix;
+  char *script;
+  gboolean up;
+} Hosts;
+
+static gboolean
+hosts_up (Hosts *hosts, char **out_reason)
+{
+  const char *srcdir = g_getenv ("G_TEST_SRCDIR");
+  g_autofree char *ip = g_find_program_in_path ("ip");
+
+  hosts->prefix = g_strdup_printf ("sandstep-test-%d", (int) getpid ());
+  hosts->script = g_build_filename (srcdir != NULL ? srcdir : ".", "netns-hosts.sh", NULL);
+  if (getuid () != 0)
+    {
+      *out_reason = g_strdup ("network namespaces need root");
+      return FALSE;
+    }
+  if (ip == NULL)
+    {
+      *out_reason = g_strdup ("iproute2's 'ip' is missing");
+      return FALSE;
+    }
+  {
+    const char *sweep[] = { "/bin/sh", hosts->script, "sweep", NULL };
+    const char *up[] = { "/bin/sh", hosts->script, "up", hosts->prefix, NULL };
+    g_autoptr(Result) swept = run_argv (sweep, NULL, 30);
+    g_autoptr(Result) r = run_argv (up, NULL, 30);
+    if (r->status != 0)
+      {
+        *out_reason = g_strdup_printf ("cannot make network namespaces here: %s", r->err);
+        return FALSE;
+      }
+  }
+  hosts->up = TRUE;
+  return TRUE;
+}
+
+static void
+hosts_down (Hosts *hosts)
+{
+  if (hosts->up)
+    {
+      const char *down[] = { "/bin/sh", hosts->script, "down", hosts->prefix, NULL };
+      g_autoptr(Result) r = run_argv (down, NULL, 30);
+      g_autofree char *list = NULL;
+      g_spawn_command_line_sync ("ip netns list", &list, NULL, NULL, NULL);
+      g_assert_null (strstr (list ? list : "", hosts->prefix));
+    }
+  g_free (hosts->prefix);
+  g_free (hosts->script);
+}
+
+static char **
+netns_prefix (Hosts *hosts, const char *host)
+{
+  g_autofree char *ns = g_strdup_printf ("%s-%s", hosts->prefix, host);
+  const char *prefix[] = { "ip", "netns", "exec", ns, NULL };
+
+  return g_strdupv ((char **) prefix);
+}
+
+static Result *helper_on (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
+  G_GNUC_NULL_TERMINATED;
+
+/* `sandstep ARGS...` on one of the hosts. */
+static Result *
+helper_on (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
+{
+  g_auto(GStrv) prefix = netns_prefix (hosts, host);
+  g_autofree char *ip = g_find_program_in_path ("ip");
+  va_list ap;
+  Result *r;
+
+  g_free (prefix[0]);
+  prefix[0] = g_strdup (ip);
+  va_start (ap, first);
+  r = helper_v (f, envp, (const char *const *) prefix, HELPER_TIMEOUT_S, first, ap);
+  va_end (ap);
+  return r;
+}
+
+static void
+test_three_hosts (Fixture *f, gconstpointer data)
+{
+  Hosts hosts = { 0 };
+  g_autofree char *why = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_auto(GStrv) env_a = NULL;
+  g_auto(GStrv) env_c = NULL;
+  const char *server = "http://10.231.1.2:7700";
+
+  g_test_summary ("three hosts (network namespaces A, B, C; 10.231.x.0/24 addresses that exist only inside "
+                  "them): a step on A provisions through sandstepd on B; a step on C attaches by the handle "
+                  "alone (no backend given) and reads the files A left");
+  SKIP_IF_NO_JAIL (f);
+  if (!hosts_up (&hosts, &why))
+    {
+      hosts_down (&hosts);
+      skip_because (why);
+      return;
+    }
+  f->server.prefix = netns_prefix (&hosts, "b");
+  g_free (f->server.listen);
+  /* Inside B only: its two veth addresses and its own loopback. */
+  f->server.listen = g_strdup ("0.0.0.0:7700");
+  server_start (&f->server);
+
+  env_a = helper_env (f, server);
+  env_a = g_environ_setenv (env_a, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/provision", TRUE);
+  {
+    g_autoptr(Result) r = helper_on (f, &hosts, "a", env_a, "provision", NULL);
+    assert_status (r, 0);
+    handle = g_strdup (g_strstrip (r->out));
+    g_assert_true (g_str_has_prefix (handle, "http://10.231.1.2:7700/sandstep-"));
+  }
+  h = g_strconcat ("--handle=", handle, NULL);
+  env_a = g_environ_setenv (env_a, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/step-a", TRUE);
+  {
+    g_autoptr(Result) r = helper_on (f, &hosts, "a", env_a, "run", h, "--", "echo left-by-a > a.txt; hostname", NULL);
+    assert_status (r, 0);
+  }
+
+  /* C knows only the handle and the token. */
+  env_c = helper_env (f, NULL);
+  env_c = g_environ_setenv (env_c, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/step-c", TRUE);
+  {
+    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "left-by-a\n");
+  }
+  {
+    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "ls", h, NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "a.txt\n");
+  }
+  {
+    /* From this machine's own namespace, B's addresses do not exist. */
+    g_autoptr(Result) r = helper (f, "describe", h, NULL);
+    g_assert_cmpint (r->status, !=, 0);
+  }
+  server_stop (&f->server, SIGTERM);
+  hosts_down (&hosts);
+}
+
+/* ---- TLS ---- */
+
+static void
+test_tls (Fixture *f, gconstpointer data)
+{
+  g_autofree char *openssl = g_find_program_in_path ("openssl");
+  g_autofree char *cert = g_build_filename (f->dir, "cert.pem", NULL);
+  g_autofree char *key = g_build_filename (f->dir, "key.pem", NULL);
+  g_autofree char *cert_arg = g_strconcat ("--tls-cert=", cert, NULL);
+  g_autofree char *key_arg = g_strconcat ("--tls-key=", key, NULL);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+
+  g_test_summary ("with --tls-cert and --tls-key sandstepd serves https; a client trusting the certificate "
+                  "(SANDSTEP_CA_FILE) works, one that does not is refused with a clear error");
+  SKIP_IF_NO_JAIL (f);
+  if (openssl == NULL)
+    {
+      g_test_skip ("openssl is missing: no certificate can be made");
+      return;
+    }
+  {
+    const char *argv[] = { openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                           "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
+                           NULL };
+    g_autoptr(Result) r = run_argv (argv, NULL, 60);
+    assert_status (r, 0);
+  }
+  f->server.extra = g_strdupv ((char *[]) { cert_arg, key_arg, NULL });
+  fixture_start (f);
+  g_assert_true (g_str_has_prefix (f->server.url, "https://"));
+  f->envp = g_environ_setenv (f->envp, "SANDSTEP_CA_FILE", cert, TRUE);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  {
+    g_autoptr(Result) r = helper (f, "run", h, "--", "echo over-tls", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "over-tls\n");
+  }
+  f->envp = g_environ_unsetenv (f->envp, "SANDSTEP_CA_FILE");
+  {
+    g_autoptr(Result) r = helper (f, "describe", h, NULL);
+    assert_status (r, EXIT_INTERNAL);
+    assert_contains (r->err, "Cannot reach the sandbox server");
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  signal (SIGPIPE, SIG_IGN);
+
+#define ADD(path, func) g_test_add (path, Fixture, NULL, fixture_setup, func, fixture_teardown)
+  g_test_add_func ("/remote/handles", test_handles);
+  ADD ("/remote/listen/refuses-open-port-without-token", test_listen_refuses_open_port_without_token);
+  ADD ("/remote/round-trip", test_round_trip);
+  ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
+  ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);
+  ADD ("/remote/crash/sigkill-and-restart", test_crash_and_restart);
+  ADD ("/remote/many-clients", test_many_clients);
+  ADD ("/remote/bad-input/every-class", test_bad_requests);
+  ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
+  ADD ("/remote/hosts/three-namespaces", test_three_hosts);
+  ADD ("/remote/tls", test_tls);
+#undef ADD
+
+  return g_test_run ();
+}

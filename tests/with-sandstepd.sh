@@ -1,0 +1,57 @@
+#!/bin/sh
+# with-sandstepd.sh SANDSTEPD PROGRAM [ARGS...]
+#
+# Runs PROGRAM against a fresh sandstepd: the daemon listens on 127.0.0.1 at
+# a free port (port 0), with its own token file and state directory, and
+# PROGRAM runs with SANDSTEP_BACKEND and SANDSTEP_TOKEN_FILE set, so every
+# `sandstep` it starts goes through the daemon.  The daemon is stopped by its
+# pid (TERM, then KILL) and its directory removed however PROGRAM ends; the
+# exit status is PROGRAM's.  tests/meson.build runs test-helper this way
+# (test-helper-remote): the local behaviour suite a second time, remotely.
+set -u
+daemon=$1
+shift
+dir=$(mktemp -d "${TMPDIR:-/tmp}/sandstepd-test.XXXXXX") || exit 99
+pid=
+cleanup () {
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null
+    i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  fi
+  if [ -s "$dir/log" ] && [ "${status:-1}" -ne 0 ]; then
+    echo "# sandstepd log:" >&2
+    sed 's/^/# /' "$dir/log" >&2
+  fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+umask 077
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/token"
+"$daemon" --listen=127.0.0.1:0 --token-file="$dir/token" --state-dir="$dir/state" >"$dir/out" 2>"$dir/log" &
+pid=$!
+url=
+i=0
+while [ $i -lt 100 ]; do
+  url=$(sed -n 's/^sandstepd: listening on //p' "$dir/out" 2>/dev/null)
+  [ -n "$url" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+  i=$((i + 1))
+done
+if [ -z "$url" ]; then
+  echo "Bail out! sandstepd did not start" 
+  cat "$dir/log" >&2
+  status=99
+  exit 99
+fi
+SANDSTEP_BACKEND=$url
+SANDSTEP_TOKEN_FILE=$dir/token
+export SANDSTEP_BACKEND SANDSTEP_TOKEN_FILE
+"$@"
+status=$?
+exit $status
