@@ -183,7 +183,10 @@ append_options (GString *out, const SandstepOption *options)
           left = g_strdup_printf ("--%s=N", options->name);
           break;
         case SANDSTEP_OPTION_STRING:
-          left = g_strdup_printf ("--%s=%s", options->name, g_ascii_strup (options->name, -1));
+          {
+            g_autofree char *upper = g_ascii_strup (options->name, -1);
+            left = g_strdup_printf ("--%s=%s", options->name, upper);
+          }
           break;
         }
       g_string_append_printf (out, "  %-26s %s%s\n", left, options->help, options->repeatable ? " (repeatable)" : "");
