@@ -1,6 +1,8 @@
 /* sandstep-test-utils.c: driving the real `sandstep` helper from GTest suites. */
 #include "sandstep-test-utils.h"
 
+#include "sandstep-store.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,34 +56,6 @@ run_quietly (const char *const *argv, char **out_stderr)
   if (WIFEXITED (wait_status))
     return WEXITSTATUS (wait_status);
   return 128 + WTERMSIG (wait_status);
-}
-
-/* rm -rf without following links, making directories writable on the way
- * (a command may leave a read-only directory behind). */
-static void
-remove_tree_at (int dir_fd, const char *name)
-{
-  int fd;
-  DIR *dir;
-  struct dirent *entry;
-
-  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
-    return;
-  fchmodat (dir_fd, name, 0700, 0);
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  dir = fdopendir (fd);
-  if (dir == NULL)
-    {
-      close (fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      remove_tree_at (dirfd (dir), entry->d_name);
-  closedir (dir);
-  unlinkat (dir_fd, name, AT_REMOVEDIR);
 }
 
 static void
@@ -310,7 +284,7 @@ remove_stale_dirs (void)
       if (end == digits || *end != '-' || pid <= 0 || pid == getpid ())
         continue;
       if (kill ((pid_t) pid, 0) < 0 && errno == ESRCH)
-        remove_tree_at (tmp_fd, name);
+        sandstep_store_remove_tree_at (tmp_fd, name);
     }
   if (tmp_fd >= 0)
     close (tmp_fd);
@@ -507,7 +481,7 @@ sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data)
       int fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
       g_assert_cmpint (fd, >=, 0);
-      remove_tree_at (fd, name);
+      sandstep_store_remove_tree_at (fd, name);
       close (fd);
       g_assert_false (g_file_test (f->base_dir, G_FILE_TEST_EXISTS));
     }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sandstep-jail-init.h"
+#include "sandstep-relay.h"
 
 static void
 report (int fd, int step, int errsv)
@@ -53,53 +54,17 @@ listen_loopback (int port)
   return fd;
 }
 
-/* One relayed connection, in a child of init: copy both ways; an end of
- * stream on one side is passed on as a half-close. */
+/* One relayed connection, in a child of init. */
 static void
 relay_one (int client, const char *socket_path)
 {
   struct sockaddr_un address = { .sun_family = AF_UNIX };
-  struct pollfd fds[2];
-  char buf[65536];
-  int open_ends = 2;
   int proxy = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
   strncpy (address.sun_path, socket_path, sizeof address.sun_path - 1);
   if (proxy < 0 || connect (proxy, (struct sockaddr *) &address, sizeof address) < 0)
     _exit (1);
-  fds[0] = (struct pollfd) { .fd = client, .events = POLLIN };
-  fds[1] = (struct pollfd) { .fd = proxy, .events = POLLIN };
-  while (open_ends > 0)
-    {
-      if (poll (fds, 2, -1) < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          _exit (1);
-        }
-      for (int i = 0; i < 2; i++)
-        {
-          int other = i == 0 ? proxy : client;
-          ssize_t n;
-          if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-            continue;
-          n = read (fds[i].fd, buf, sizeof buf);
-          if (n <= 0)
-            {
-              shutdown (other, SHUT_WR);
-              fds[i].fd = -1;
-              open_ends--;
-              continue;
-            }
-          for (ssize_t done = 0; done < n;)
-            {
-              ssize_t w = write (other, buf + done, n - done);
-              if (w <= 0)
-                _exit (0);
-              done += w;
-            }
-        }
-    }
+  sandstep_relay (client, proxy, NULL, 0);
   _exit (0);
 }
 

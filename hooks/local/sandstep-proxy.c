@@ -4,13 +4,13 @@
 #include <errno.h>
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-relay.h"
 
 #define HEAD_MAX 8192
 #define CONNECT_TIMEOUT_S 15
@@ -99,50 +99,6 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
   g_mutex_unlock (&proxy->log_lock);
   if (proxy->on_refusal != NULL)
     proxy->on_refusal (target, reason, proxy->user_data);
-}
-
-/* Copies both ways; an end of stream on one side is passed on as a
- * half-close, and the tunnel ends when both sides are done. */
-static void
-relay (int a, int b, const char *pending, gsize pending_len)
-{
-  struct pollfd fds[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
-  char buf[65536];
-  int open_ends = 2;
-
-  if (pending_len > 0 && write (b, pending, pending_len) != (ssize_t) pending_len)
-    return;
-  while (open_ends > 0)
-    {
-      if (poll (fds, 2, -1) < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          return;
-        }
-      for (int i = 0; i < 2; i++)
-        {
-          int other = i == 0 ? b : a;
-          ssize_t n;
-          if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-            continue;
-          n = read (fds[i].fd, buf, sizeof buf);
-          if (n <= 0)
-            {
-              shutdown (other, SHUT_WR);
-              fds[i].fd = -1;
-              open_ends--;
-              continue;
-            }
-          for (ssize_t done = 0; done < n;)
-            {
-              ssize_t w = write (other, buf + done, n - done);
-              if (w <= 0)
-                return;
-              done += w;
-            }
-        }
-    }
 }
 
 static gboolean
@@ -272,8 +228,8 @@ handle_one (SandstepProxy *proxy, GSocketConnection *connection)
     const char *after = end_of_head + 4;
     if (!g_output_stream_write_all (out, established, sizeof established - 1, NULL, NULL, NULL))
       return TRUE;
-    relay (g_socket_get_fd (g_socket_connection_get_socket (connection)),
-           g_socket_get_fd (g_socket_connection_get_socket (upstream)), after, head + len - after);
+    sandstep_relay (g_socket_get_fd (g_socket_connection_get_socket (connection)),
+                    g_socket_get_fd (g_socket_connection_get_socket (upstream)), after, head + len - after);
   }
   return TRUE;
 }

@@ -504,9 +504,8 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
   return fd;
 }
 
-/* Deletes @name under @dir_fd without following any link, whatever the modes inside say. */
-static void
-remove_tree_at (int dir_fd, const char *name)
+void
+sandstep_store_remove_tree_at (int dir_fd, const char *name)
 {
   int fd;
   DIR *dir;
@@ -526,7 +525,7 @@ remove_tree_at (int dir_fd, const char *name)
     }
   while ((entry = readdir (dir)) != NULL)
     if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      remove_tree_at (dirfd (dir), entry->d_name);
+      sandstep_store_remove_tree_at (dirfd (dir), entry->d_name);
   closedir (dir);
   unlinkat (dir_fd, name, AT_REMOVEDIR);
 }
@@ -580,7 +579,7 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
       if (fd < 0 && g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
         {
           /* No claim file: gone already, or a half-made sandbox; remove what is there. */
-          remove_tree_at (store->dir_fd, from);
+          sandstep_store_remove_tree_at (store->dir_fd, from);
           return TRUE;
         }
       if (fd < 0)
@@ -611,7 +610,7 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
   trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (trash_fd >= 0)
     {
-      remove_tree_at (trash_fd, to + strlen ("trash/"));
+      sandstep_store_remove_tree_at (trash_fd, to + strlen ("trash/"));
       close (trash_fd);
     }
   return TRUE;

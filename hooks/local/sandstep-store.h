@@ -68,6 +68,10 @@ int sandstep_store_try_claim (SandstepStore *store, const char *handle, const ch
  * @claim_fd: a claim this process already holds, or -1. */
 gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
 
+/* Deletes @name under @dir_fd (rm -rf) without following any link, making
+ * directories writable on the way (a command may leave a read-only one). */
+void sandstep_store_remove_tree_at (int dir_fd, const char *name);
+
 /* Every handle in the store. */
 GPtrArray *sandstep_store_list (SandstepStore *store);
 
