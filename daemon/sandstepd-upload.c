@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-store.h"
 #include "sandstep-remote-wire.h"
 
 #define MAX_HEADER (64 * 1024)
@@ -47,33 +48,6 @@ struct _SandstepdUpload {
   guint entries;
   GError *error;
 };
-
-void
-sandstepd_remove_tree_at (int dir_fd, const char *name)
-{
-  int fd;
-  DIR *dir;
-  struct dirent *entry;
-
-  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
-    return;
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  /* Emptying needs write and search permission on the directory itself. */
-  fchmod (fd, 0700);
-  dir = fdopendir (fd);
-  if (dir == NULL)
-    {
-      close (fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstepd_remove_tree_at (dirfd (dir), entry->d_name);
-  closedir (dir);
-  unlinkat (dir_fd, name, AT_REMOVEDIR);
-}
 
 static gboolean
 fail (SandstepdUpload *u, GError **error, const char *format, ...) G_GNUC_PRINTF (3, 4);
@@ -160,7 +134,7 @@ sandstepd_upload_free (SandstepdUpload *u)
   if (u->dir_fd >= 0)
     close (u->dir_fd);
   if (u->dir_name != NULL)
-    sandstepd_remove_tree_at (u->staging_fd, u->dir_name);
+    sandstep_store_remove_tree_at (u->staging_fd, u->dir_name);
   g_byte_array_unref (u->line);
   g_clear_error (&u->error);
   g_free (u->dir_name);

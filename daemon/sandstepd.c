@@ -2520,7 +2520,7 @@ clean_staging (Daemon *d)
     }
   while ((entry = readdir (dir)) != NULL)
     if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstepd_remove_tree_at (d->staging_fd, entry->d_name);
+      sandstep_store_remove_tree_at (d->staging_fd, entry->d_name);
   closedir (dir);
 }
 

@@ -31,7 +31,4 @@ const char *sandstepd_upload_path (SandstepdUpload *upload);
 void sandstepd_upload_free (SandstepdUpload *upload);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepdUpload, sandstepd_upload_free)
 
-/* Deletes @name under @dir_fd, recursively, never following a link. */
-void sandstepd_remove_tree_at (int dir_fd, const char *name);
-
 G_END_DECLS

@@ -5,21 +5,12 @@
 
 #include "sandstep-error.h"
 #include "sandstep-export.h"
-
-static char *
-format_size (gint64 n)
-{
-  if (n >= 1024 * 1024)
-    return g_strdup_printf ("%.1fMB", n / 1048576.0);
-  if (n >= 1024)
-    return g_strdup_printf ("%.1fKB", n / 1024.0);
-  return g_strdup_printf ("%" G_GINT64_FORMAT "B", n);
-}
+#include "sandstep-output.h"
 
 static void
 print_staged (const char *path, const char *dest, gint64 bytes, gpointer data)
 {
-  g_autofree char *size = format_size (bytes);
+  g_autofree char *size = sandstep_format_size ((guint64) bytes);
 
   g_printerr ("sandstep export: staged %s for %s (%s)\n", path, dest, size);
 }
