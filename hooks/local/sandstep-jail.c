@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-etc.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-limits.h"
 #include "sandstep-seccomp.h"
@@ -217,60 +218,32 @@ add_bind (SandstepJail *jail, const char *host_path, gboolean early, const char 
   return TRUE;
 }
 
-#define ETC_COPY_MAX (1024 * 1024)
-
-/* Host /etc entries a command commonly needs; everything else of the host's
- * /etc (shadow, keys, credentials) stays out. */
-static const char *const etc_allowlist[] = {
-  "alternatives", "ca-certificates", "ca-certificates.conf", "debian_version", "gai.conf", "host.conf",
-  "inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf",
-  "os-release", "protocols", "services", "ssl", "timezone",
-};
+typedef struct {
+  SandstepJail *jail;
+  GError **error;
+  gboolean ok;
+} LiveEtc;
 
 static void
-add_etc (SandstepJail *jail, gboolean open_network)
+bind_live_etc (const char *host_path, gboolean is_dir, gpointer data)
 {
-  static const char passwd[] =
-    "root:x:0:0:sandstep:/workspace:/bin/sh\n"
-    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-  static const char group[] = "root:x:0:\nnogroup:x:65534:\n";
-  static const char hosts[] = "127.0.0.1\tlocalhost " HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+  LiveEtc *live = data;
+
+  if (live->ok)
+    live->ok = add_bind (live->jail, host_path, FALSE, host_path, TRUE, is_dir, live->error);
+}
+
+/* The sandbox's copy of /etc (sandstep-etc.c), with the host directories it lists bound live on top. */
+static gboolean
+add_etc (SandstepJail *jail, const char *etc_dir, GError **error)
+{
+  LiveEtc live = { jail, error, TRUE };
 
   add_op (jail, OP_MKDIR, "/etc", NULL, 0755, NULL, 0, "create /etc");
-  add_op (jail, OP_FILE, "/etc/passwd", NULL, 0, passwd, strlen (passwd), "write /etc/passwd");
-  add_op (jail, OP_FILE, "/etc/group", NULL, 0, group, strlen (group), "write /etc/group");
-  add_op (jail, OP_FILE, "/etc/hostname", NULL, 0, HOSTNAME "\n", strlen (HOSTNAME) + 1, "write /etc/hostname");
-  add_op (jail, OP_FILE, "/etc/hosts", NULL, 0, hosts, strlen (hosts), "write /etc/hosts");
-
-  for (gsize i = 0; i < G_N_ELEMENTS (etc_allowlist) + 1; i++)
-    {
-      const char *name = i < G_N_ELEMENTS (etc_allowlist) ? etc_allowlist[i] : "resolv.conf";
-      g_autofree char *host = g_strconcat ("/etc/", name, NULL);
-      struct stat st;
-
-      if (i == G_N_ELEMENTS (etc_allowlist) && !open_network)
-        break;
-      if (lstat (host, &st) < 0)
-        continue;
-      if (S_ISLNK (st.st_mode))
-        {
-          g_autofree char *target = g_file_read_link (host, NULL);
-          if (target != NULL)
-            add_op (jail, OP_SYMLINK, host, target, 0, NULL, 0, host);
-        }
-      else if (S_ISDIR (st.st_mode))
-        add_bind (jail, host, FALSE, host, TRUE, TRUE, NULL);
-      else if (S_ISREG (st.st_mode))
-        {
-          /* A copy into the tmpfs costs one write in the child; a bind costs three mount calls. */
-          g_autofree char *contents = NULL;
-          gsize len = 0;
-          if (st.st_size <= ETC_COPY_MAX && g_file_get_contents (host, &contents, &len, NULL))
-            add_op (jail, OP_FILE, host, NULL, 0, contents, len, host);
-          else
-            add_bind (jail, host, FALSE, host, TRUE, FALSE, NULL);
-        }
-    }
+  if (!add_bind (jail, etc_dir, TRUE, "/etc", TRUE, TRUE, error))
+    return FALSE;
+  sandstep_etc_foreach_live (bind_live_etc, &live);
+  return live.ok;
 }
 
 static void
@@ -336,6 +309,8 @@ add_proc_masks (SandstepJail *jail)
     "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "config.gz", "slabinfo", "vmallocinfo",
   };
   static const char *const hidden_dirs[] = { "acpi", "scsi", "asound", "driver", "tty", "dynamic_debug" };
+  g_autofree char *first_file = NULL;
+  g_autofree char *first_dir = NULL;
 
   for (gsize i = 0; i < G_N_ELEMENTS (read_only_dirs); i++)
     {
@@ -349,15 +324,23 @@ add_proc_masks (SandstepJail *jail)
       add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               NULL, 0, what);
     }
+  /* The first mask of each kind gets its mount flags; the others are binds of it, which carry them. */
   for (gsize i = 0; i < G_N_ELEMENTS (hidden_files); i++)
     {
       g_autofree char *host = g_strconcat ("/proc/", hidden_files[i], NULL);
       g_autofree char *what = g_strdup_printf ("hide %s", host);
       if (!g_file_test (host, G_FILE_TEST_EXISTS))
         continue;
-      /* Read-only too: a write to a masked file fails instead of vanishing into /dev/null. */
-      add_op (jail, OP_BIND, host, "/dev/null", MS_BIND, NULL, 0, what);
-      add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0, what);
+      /* The mask is /dev/null: a read sees nothing, a write vanishes, the real file is out of reach. */
+      if (first_file == NULL)
+        {
+          add_op (jail, OP_BIND, host, "/dev/null", MS_BIND, NULL, 0, what);
+          add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0,
+                  what);
+          first_file = g_strconcat (NEWROOT, host, NULL);
+        }
+      else
+        add_op (jail, OP_BIND, host, first_file, MS_BIND, NULL, 0, what);
     }
   for (gsize i = 0; i < G_N_ELEMENTS (hidden_dirs); i++)
     {
@@ -365,7 +348,13 @@ add_proc_masks (SandstepJail *jail)
       g_autofree char *what = g_strdup_printf ("hide %s", host);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
-      add_tmpfs (jail, host, MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=0", what);
+      if (first_dir == NULL)
+        {
+          add_tmpfs (jail, host, MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=0", what);
+          first_dir = g_strconcat (NEWROOT, host, NULL);
+        }
+      else
+        add_op (jail, OP_BIND, host, first_dir, MS_BIND, NULL, 0, what);
     }
 }
 
@@ -503,7 +492,8 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   if (!add_bind (jail, config->workspace, TRUE, "/workspace", FALSE, TRUE, error) ||
       !add_bind (jail, config->tmp, TRUE, "/tmp", FALSE, TRUE, error))
     return NULL;
-  add_etc (jail, !jail->new_net);
+  if (!add_etc (jail, config->etc_dir, error))
+    return NULL;
   add_dev (jail);
   if (jail->relay)
     {
@@ -609,7 +599,8 @@ run_op (SandstepJail *jail, JailOp *op)
     case OP_MKDIR:
       return mkdir (op->path, op->flags ? (mode_t) op->flags : 0755) < 0 && errno != EEXIST ? -1 : 0;
     case OP_TOUCH:
-      fd = open (op->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+      /* Read-only: the file may already stand in a read-only bind (/etc). */
+      fd = open (op->path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
       if (fd < 0)
         return -1;
       close (fd);

@@ -20,6 +20,7 @@ typedef struct _SandstepJail SandstepJail;
 typedef struct {
   const char *workspace;     /* host directory seen as /workspace (cwd, HOME) */
   const char *tmp;           /* host directory seen as /tmp */
+  const char *etc_dir;       /* the sandbox's /etc, made by sandstep_etc_prepare() */
   const SandstepSpec *spec;  /* network, env, secrets, mounts, limits */
   gboolean memory_by_rlimit; /* no cgroup limits the command's memory: bound each process */
   const char *proxy_dir;     /* network=allow: host directory holding proxy.sock */

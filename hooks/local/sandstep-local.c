@@ -10,6 +10,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-jail.h"
+#include "sandstep-etc.h"
 #include "sandstep-limits.h"
 #include "sandstep-proxy.h"
 #include "sandstep-store.h"
@@ -304,8 +305,12 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
                                                                 "tree/workspace");
       g_autofree char *tmp = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "tree/tmp");
       g_autofree char *proxy_dir = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "proxy");
-      SandstepJailConfig config = { workspace, tmp, attachment->record->spec,
+      g_autofree char *etc_dir = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "etc");
+      SandstepJailConfig config = { workspace, tmp, etc_dir, attachment->record->spec,
                                     sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE, proxy_dir };
+
+      if (!sandstep_etc_prepare (etc_dir, attachment->record->spec->network == SANDSTEP_NETWORK_OPEN, error))
+        return FALSE;
 
       if (attachment->record->spec->network == SANDSTEP_NETWORK_ALLOW && g_mkdir_with_parents (proxy_dir, 0700) < 0)
         return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,

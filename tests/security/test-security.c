@@ -123,6 +123,8 @@ static const SimpleCase simple_cases[] = {
   { "C12-read-etc-shadow", "open /etc/shadow r", "errno=ENOENT", TRUE, "ref 4.12 /etc/shadow is not in the jail: ENOENT" },
   { "C12-read-root-home", "open /root dir", "errno=ENOENT", TRUE, "ref 4.12 /root is not in the jail: ENOENT" },
   { "C12-read-ssh-keys", "open /root/.ssh dir", "errno=ENOENT", TRUE, "ref 4.12 ~/.ssh is not in the jail: ENOENT" },
+  { "C12-read-ssl-private", "stat /etc/ssl/private", "errno=ENOENT", TRUE,
+    "ref 4.12 the host's TLS private keys (/etc/ssl/private) are not in the jail: ENOENT" },
   { "C12-read-other-sandboxes", "open %S dir", "errno=ENOENT", TRUE,
     "ref 4.12 the state directory holding every sandbox's files is not in the jail: ENOENT" },
   { "C12-read-host-scratch", "open %H dir", "errno=ENOENT", TRUE,
