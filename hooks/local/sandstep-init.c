@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -117,6 +118,8 @@ main (int argc, char **argv)
   int report_fd;
   int status = 0;
   pid_t command;
+  posix_spawnattr_t attributes;
+  int failed;
   char **direct = NULL;
   char **program = argv + 2;
   const char *relay_socket = NULL;
@@ -157,25 +160,22 @@ main (int argc, char **argv)
   /* The command must not inherit the report pipe: its exec closing it tells the helper all went well. */
   fcntl (report_fd, F_SETFD, FD_CLOEXEC);
 
-  command = fork ();
-  if (command < 0)
+  /* posix_spawn: a vfork, so no page table is copied, and it returns once the exec is done. */
+  posix_spawnattr_init (&attributes);
+  if (signal_fd >= 0)
     {
-      report (report_fd, SANDSTEP_JAIL_STEP_INIT, errno);
-      return 125;
+      sigset_t none;
+      sigemptyset (&none);
+      posix_spawnattr_setsigmask (&attributes, &none);
+      posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSIGMASK);
     }
-  if (command == 0)
+  failed = direct != NULL ? posix_spawnp (&command, direct[0], NULL, &attributes, direct, environ) : ENOENT;
+  if (failed != 0)
+    failed = posix_spawn (&command, program[0], NULL, &attributes, program, environ);
+  if (failed != 0)
     {
-      if (signal_fd >= 0)
-        {
-          sigset_t none;
-          sigemptyset (&none);
-          sigprocmask (SIG_SETMASK, &none, NULL);
-        }
-      if (direct != NULL)
-        execvpe (direct[0], direct, environ);
-      execve (program[0], program, environ);
-      report (report_fd, SANDSTEP_JAIL_STEP_EXEC, errno);
-      _exit (127);
+      report (report_fd, SANDSTEP_JAIL_STEP_EXEC, failed);
+      return 127;
     }
 
   /* Hold nothing the command's readers wait on. */
