@@ -499,8 +499,15 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
     root = json_builder_get_root (builder);
     text = json_to_string (root, FALSE);
   }
-  if (ftruncate (fd, 0) < 0 || pwrite (fd, text, strlen (text), 0) < 0)
-    g_debug ("Could not record the holder of '%s': %s", handle, g_strerror (errno));
+  {
+    /* Overwritten in place, cut only when shorter: truncating to 0 frees the block, and that costs a
+     * journal transaction on every claim. */
+    struct stat st;
+    gsize len = strlen (text);
+    if (fstat (fd, &st) < 0 || pwrite (fd, text, len, 0) != (ssize_t) len ||
+        ((gsize) st.st_size > len && ftruncate (fd, len) < 0))
+      g_debug ("Could not record the holder of '%s': %s", handle, g_strerror (errno));
+  }
   return fd;
 }
 
