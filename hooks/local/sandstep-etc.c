@@ -11,7 +11,6 @@
 #include "sandstep-error.h"
 #include "sandstep-store.h"
 
-#define HOSTNAME "sandstep"
 /* Larger files are bound live instead of copied. */
 #define ETC_COPY_MAX (1024 * 1024)
 
@@ -94,10 +93,12 @@ fill (int dir_fd, gboolean open_network)
     "root:x:0:0:sandstep:/workspace:/bin/sh\n"
     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
   static const char group[] = "root:x:0:\nnogroup:x:65534:\n";
-  static const char hosts[] = "127.0.0.1\tlocalhost " HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+  static const char hosts[] =
+    "127.0.0.1\tlocalhost " SANDSTEP_JAIL_HOSTNAME "\n"
+    "::1\tlocalhost ip6-localhost ip6-loopback\n";
 
   if (!write_at (dir_fd, "passwd", passwd, strlen (passwd)) || !write_at (dir_fd, "group", group, strlen (group)) ||
-      !write_at (dir_fd, "hostname", HOSTNAME "\n", strlen (HOSTNAME) + 1) ||
+      !write_at (dir_fd, "hostname", SANDSTEP_JAIL_HOSTNAME "\n", strlen (SANDSTEP_JAIL_HOSTNAME) + 1) ||
       !write_at (dir_fd, "hosts", hosts, strlen (hosts)))
     return FALSE;
   for (gsize i = 0; i < G_N_ELEMENTS (allowlist); i++)

@@ -14,6 +14,9 @@
 
 G_BEGIN_DECLS
 
+/* The jail's hostname, also in its /etc/hostname and /etc/hosts. */
+#define SANDSTEP_JAIL_HOSTNAME "sandstep"
+
 /* Creates @dir (absent: built beside it, renamed into place whole) unless it
  * exists.  resolv.conf is copied only with @open_network: elsewhere DNS is
  * meant to fail. */

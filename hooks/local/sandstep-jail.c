@@ -50,7 +50,6 @@
 
 /* The jail's root is a tmpfs mounted here, in the child's private mount namespace. */
 #define NEWROOT "/tmp"
-#define HOSTNAME "sandstep"
 
 typedef enum {
   OP_TMPFS,      /* mount a tmpfs at path, data as options */
@@ -375,7 +374,7 @@ build_environment (const SandstepSpec *spec)
   envp = g_environ_setenv (envp, "USER", "root", TRUE);
   envp = g_environ_setenv (envp, "LOGNAME", "root", TRUE);
   envp = g_environ_setenv (envp, "SHELL", "/bin/sh", TRUE);
-  envp = g_environ_setenv (envp, "HOSTNAME", HOSTNAME, TRUE);
+  envp = g_environ_setenv (envp, "HOSTNAME", SANDSTEP_JAIL_HOSTNAME, TRUE);
   envp = g_environ_setenv (envp, "SANDSTEP", "1", TRUE);
   if (spec->network == SANDSTEP_NETWORK_ALLOW)
     {
@@ -695,7 +694,7 @@ child_main (void *data)
     child_fail (report_fd, STEP_ROOT_RDONLY, errno);
   if (jail->new_net && bring_up_loopback () < 0)
     child_fail (report_fd, STEP_LOOPBACK, errno);
-  if (sethostname (HOSTNAME, strlen (HOSTNAME)) < 0)
+  if (sethostname (SANDSTEP_JAIL_HOSTNAME, strlen (SANDSTEP_JAIL_HOSTNAME)) < 0)
     child_fail (report_fd, STEP_HOSTNAME, errno);
   if (setsid () < 0)
     child_fail (report_fd, STEP_SETSID, errno);
