@@ -56,7 +56,6 @@ typedef enum {
   OP_MKDIR,
   OP_TOUCH,      /* an empty file to bind a file onto */
   OP_SYMLINK,    /* path -> source */
-  OP_FILE,       /* write data into a new file at path */
   OP_BIND,       /* bind source (or /proc/self/fd/fd) on path */
   OP_REMOUNT,    /* change the flags of the bind at path */
   OP_PROC,
@@ -72,8 +71,7 @@ typedef struct {
   OpKind kind;
   char *path;           /* absolute, under NEWROOT */
   char *source;
-  char *data;
-  gsize data_len;
+  char *data;           /* OP_TMPFS: the mount options */
   unsigned long flags;
   int slot;             /* OP_OPEN: the slot to fill; OP_BIND: the slot to bind from, or -1 */
   char *what;           /* for messages: what this step does, in words */
@@ -144,15 +142,14 @@ jail_op_clear (JailOp *op)
 
 static void
 add_op (SandstepJail *jail, OpKind kind, const char *path, const char *source, unsigned long flags,
-        const char *data, gsize data_len, const char *what)
+        const char *data, const char *what)
 {
   JailOp op = {
     .kind = kind,
     .path = kind == OP_OPEN ? g_strdup (path) : g_strconcat (NEWROOT, path, NULL),
     .slot = -1,
     .source = g_strdup (source),
-    .data = data != NULL ? g_memdup2 (data, data_len + 1) : NULL,
-    .data_len = data_len,
+    .data = g_strdup (data),
     .flags = flags,
     .what = g_strdup (what),
   };
@@ -162,7 +159,7 @@ add_op (SandstepJail *jail, OpKind kind, const char *path, const char *source, u
 static void
 add_tmpfs (SandstepJail *jail, const char *path, unsigned long flags, const char *options, const char *what)
 {
-  add_op (jail, OP_TMPFS, path, NULL, flags, options, strlen (options), what);
+  add_op (jail, OP_TMPFS, path, NULL, flags, options, what);
 }
 
 /* The flags the kernel locks on a mount seen from a user namespace: a remount
@@ -210,10 +207,10 @@ add_bind (SandstepJail *jail, const char *host_path, gboolean early, const char 
       JailOp open_op = { .kind = OP_OPEN, .path = g_strdup (host_path), .slot = slot, .what = g_strdup (what) };
       g_array_insert_val (jail->ops, slot, open_op);
     }
-  add_op (jail, is_dir ? OP_MKDIR : OP_TOUCH, target, NULL, 0, NULL, 0, what);
-  add_op (jail, OP_BIND, target, early ? "/proc/self/fd/XXXXXXXXXXXX" : host_path, MS_BIND | MS_REC, NULL, 0, what);
+  add_op (jail, is_dir ? OP_MKDIR : OP_TOUCH, target, NULL, 0, NULL, what);
+  add_op (jail, OP_BIND, target, early ? "/proc/self/fd/XXXXXXXXXXXX" : host_path, MS_BIND | MS_REC, NULL, what);
   g_array_index (jail->ops, JailOp, jail->ops->len - 1).slot = slot;
-  add_op (jail, OP_REMOUNT, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL, 0, what);
+  add_op (jail, OP_REMOUNT, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL, what);
   return TRUE;
 }
 
@@ -238,7 +235,7 @@ add_etc (SandstepJail *jail, const char *etc_dir, GError **error)
 {
   LiveEtc live = { jail, error, TRUE };
 
-  add_op (jail, OP_MKDIR, "/etc", NULL, 0755, NULL, 0, "create /etc");
+  add_op (jail, OP_MKDIR, "/etc", NULL, 0755, NULL, "create /etc");
   if (!add_bind (jail, etc_dir, TRUE, "/etc", TRUE, TRUE, error))
     return FALSE;
   sandstep_etc_foreach_live (bind_live_etc, &live);
@@ -254,20 +251,20 @@ add_dev (SandstepJail *jail)
     { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
   };
 
-  add_op (jail, OP_MKDIR, "/dev", NULL, 0755, NULL, 0, "create /dev");
+  add_op (jail, OP_MKDIR, "/dev", NULL, 0755, NULL, "create /dev");
   add_tmpfs (jail, "/dev", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", "mount a tmpfs on /dev");
   for (gsize i = 0; i < G_N_ELEMENTS (nodes); i++)
     {
       g_autofree char *path = g_strconcat ("/dev/", nodes[i], NULL);
       g_autofree char *what = g_strdup_printf ("bind the device %s", path);
-      add_op (jail, OP_TOUCH, path, NULL, 0, NULL, 0, what);
-      add_op (jail, OP_BIND, path, path, MS_BIND, NULL, 0, what);
+      add_op (jail, OP_TOUCH, path, NULL, 0, NULL, what);
+      add_op (jail, OP_BIND, path, path, MS_BIND, NULL, what);
     }
   for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
-    add_op (jail, OP_SYMLINK, links[i][0], links[i][1], 0, NULL, 0, links[i][0]);
-  add_op (jail, OP_MKDIR, "/dev/shm", NULL, 01777, NULL, 0, "create /dev/shm");
+    add_op (jail, OP_SYMLINK, links[i][0], links[i][1], 0, NULL, links[i][0]);
+  add_op (jail, OP_MKDIR, "/dev/shm", NULL, 01777, NULL, "create /dev/shm");
   add_tmpfs (jail, "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", "mount a tmpfs on /dev/shm");
-  add_op (jail, OP_REMOUNT, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0,
+  add_op (jail, OP_REMOUNT, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL,
           "make /dev read-only");
 }
 
@@ -288,7 +285,7 @@ add_usr (SandstepJail *jail)
         {
           g_autofree char *target = g_file_read_link (tops[i], NULL);
           if (target != NULL)
-            add_op (jail, OP_SYMLINK, tops[i], target, 0, NULL, 0, tops[i]);
+            add_op (jail, OP_SYMLINK, tops[i], target, 0, NULL, tops[i]);
         }
       else if (S_ISDIR (st.st_mode))
         add_bind (jail, tops[i], FALSE, tops[i], TRUE, TRUE, NULL);
@@ -314,14 +311,14 @@ add_proc_masks (SandstepJail *jail)
   for (gsize i = 0; i < G_N_ELEMENTS (read_only_dirs); i++)
     {
       g_autofree char *host = g_strconcat ("/proc/", read_only_dirs[i], NULL);
+      g_autofree char *inside = g_strconcat (NEWROOT, host, NULL);
       g_autofree char *what = g_strdup_printf ("make %s read-only", host);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
-      add_op (jail, OP_BIND, host, NULL, MS_BIND | MS_REC, NULL, 0, what);
-      g_free (g_array_index (jail->ops, JailOp, jail->ops->len - 1).source);
-      g_array_index (jail->ops, JailOp, jail->ops->len - 1).source = g_strconcat (NEWROOT, host, NULL);
+      /* Bound onto itself (the jail's own /proc/NAME), so that it can be remounted read-only. */
+      add_op (jail, OP_BIND, host, inside, MS_BIND | MS_REC, NULL, what);
       add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              NULL, 0, what);
+              NULL, what);
     }
   /* The first mask of each kind gets its mount flags; the others are binds of it, which carry them. */
   for (gsize i = 0; i < G_N_ELEMENTS (hidden_files); i++)
@@ -333,13 +330,13 @@ add_proc_masks (SandstepJail *jail)
       /* The mask is /dev/null: a read sees nothing, a write vanishes, the real file is out of reach. */
       if (first_file == NULL)
         {
-          add_op (jail, OP_BIND, host, "/dev/null", MS_BIND, NULL, 0, what);
-          add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL, 0,
+          add_op (jail, OP_BIND, host, "/dev/null", MS_BIND, NULL, what);
+          add_op (jail, OP_REMOUNT, host, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL,
                   what);
           first_file = g_strconcat (NEWROOT, host, NULL);
         }
       else
-        add_op (jail, OP_BIND, host, first_file, MS_BIND, NULL, 0, what);
+        add_op (jail, OP_BIND, host, first_file, MS_BIND, NULL, what);
     }
   for (gsize i = 0; i < G_N_ELEMENTS (hidden_dirs); i++)
     {
@@ -353,7 +350,7 @@ add_proc_masks (SandstepJail *jail)
           first_dir = g_strconcat (NEWROOT, host, NULL);
         }
       else
-        add_op (jail, OP_BIND, host, first_dir, MS_BIND, NULL, 0, what);
+        add_op (jail, OP_BIND, host, first_dir, MS_BIND, NULL, what);
     }
 }
 
@@ -496,13 +493,13 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   add_dev (jail);
   if (jail->relay)
     {
-      add_op (jail, OP_MKDIR, "/run", NULL, 0755, NULL, 0, "create /run");
+      add_op (jail, OP_MKDIR, "/run", NULL, 0755, NULL, "create /run");
       if (!add_bind (jail, config->proxy_dir, TRUE, "/run/sandstep", TRUE, TRUE, error))
         return NULL;
     }
 
   if (config->spec->mounts->len > 0)
-    add_op (jail, OP_MKDIR, "/data", NULL, 0755, NULL, 0, "create /data");
+    add_op (jail, OP_MKDIR, "/data", NULL, 0755, NULL, "create /data");
   for (guint i = 0; i < config->spec->mounts->len; i++)
     {
       const SandstepMount *mount = config->spec->mounts->pdata[i];
@@ -521,8 +518,8 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
     }
 
   /* proc must be mounted while the host's full /proc is still visible. */
-  add_op (jail, OP_MKDIR, "/proc", NULL, 0555, NULL, 0, "create /proc");
-  add_op (jail, OP_PROC, "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0, "mount /proc");
+  add_op (jail, OP_MKDIR, "/proc", NULL, 0555, NULL, "create /proc");
+  add_op (jail, OP_PROC, "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, "mount /proc");
   add_proc_masks (jail);
   return g_steal_pointer (&jail);
 }
@@ -606,8 +603,6 @@ run_op (SandstepJail *jail, JailOp *op)
       return 0;
     case OP_SYMLINK:
       return symlink (op->source, op->path);
-    case OP_FILE:
-      return write_file_at_once (op->path, op->data, op->data_len, O_WRONLY | O_CREAT | O_EXCL);
     case OP_BIND:
       if (op->slot >= 0)
         format_fd_path (op->source, jail->slots[op->slot]);
