@@ -73,16 +73,6 @@
 /* ---- numbers ---- */
 
 char *
-sandstep_format_size (guint64 n)
-{
-  if (n >= 1024 * 1024)
-    return g_strdup_printf ("%.1fMB", (double) n / (1024.0 * 1024.0));
-  if (n >= 1024)
-    return g_strdup_printf ("%.1fKB", (double) n / 1024.0);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT "B", n);
-}
-
-char *
 sandstep_format_seconds (double seconds)
 {
   double tenths = round (seconds * 10) / 10;

@@ -15,6 +15,8 @@
 
 #include <glib.h>
 
+#include "sandstep-error.h"
+
 #include "sandstep-spec.h"
 
 G_BEGIN_DECLS
@@ -25,9 +27,7 @@ G_BEGIN_DECLS
 
 /* ---- numbers ---- */
 
-/* n >= 1 MiB: "%.1fMB"; n >= 1024: "%.1fKB"; else "<n>B" (binary units
- * labelled KB/MB, as the contract does). */
-char *sandstep_format_size (guint64 n);
+/* Sizes: sandstep_format_size() in sandstep-error.h, shared with the hooks' messages. */
 
 /* Seconds for a "[timed out after Ns]" note: rounded to 0.1 s, no trailing
  * ".0", never an exponent (60 -> "60", 2.5 -> "2.5", 1e6 -> "1000000"). */

@@ -31,6 +31,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 
 #define TREE_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define COPY_CHUNK (64 * 1024)
@@ -56,31 +57,6 @@ sandstep_dir_entry_free (SandstepDirEntry *entry)
     return;
   g_free (entry->name);
   g_free (entry);
-}
-
-static char *
-format_size (guint64 n)
-{
-  if (n >= 1024 * 1024)
-    return g_strdup_printf ("%.1fMB", (double) n / (1024.0 * 1024.0));
-  if (n >= 1024)
-    return g_strdup_printf ("%.1fKB", (double) n / 1024.0);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT "B", n);
-}
-
-static const char *
-describe_type (mode_t mode)
-{
-  switch (mode & S_IFMT)
-    {
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    case S_IFLNK: return "a symbolic link";
-    case S_IFDIR: return "a directory";
-    default: return "not a regular file";
-    }
 }
 
 /* One lookup under @dir_fd as root.  EAGAIN means a concurrent rename or mount
@@ -234,7 +210,7 @@ open_regular (int tree_fd, const char *rel, const char *shown, struct stat *out_
   if (!S_ISREG (path_st.st_mode))
     return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
                            "'%s' is %s, not a regular file; copy what you need into a file with "
-                           "'sandstep run' first", shown, describe_type (path_st.st_mode)), -1;
+                           "'sandstep run' first", shown, sandstep_file_type_words (path_st.st_mode)), -1;
 
   /* O_NONBLOCK: should a FIFO be swapped in after the check, open() must not wait for a writer. */
   fd = tree_openat2 (tree_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
@@ -530,8 +506,8 @@ sandstep_tree_read_file (int tree_fd, const char *sandbox_path, gsize max_bytes,
 
   if (size > max_bytes)
     {
-      g_autofree char *size_text = format_size (size);
-      g_autofree char *max_text = format_size (max_bytes);
+      g_autofree char *size_text = sandstep_format_size (size);
+      g_autofree char *max_text = sandstep_format_size (max_bytes);
 
       sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
                       "'%s' is %s, over the %s read limit; read the part you need with 'sandstep run' "
@@ -666,108 +642,29 @@ put_symlink (int tree_fd, const char *target, const char *rel, GError **error)
                          "exists; remove the '.*.XXXXXX' files beside it", shown);
 }
 
-static char *
-read_link (int dir_fd, const char *name)
-{
-  for (gsize size = 256; size <= 65536; size *= 2)
-    {
-      g_autofree char *buffer = g_malloc (size);
-      ssize_t n = readlinkat (dir_fd, name, buffer, size);
-
-      if (n < 0)
-        return NULL;
-      if ((gsize) n < size)
-        {
-          buffer[n] = '\0';
-          return g_steal_pointer (&buffer);
-        }
-    }
-  errno = ENAMETOOLONG;
-  return NULL;
-}
-
-/* Copies the host entry @name in @host_dir_fd (its lstat in @st) to @rel.
- * @follow: the entry was named by the caller, so a link there is followed. */
+/* sandstep_tree_put()'s sink: the walk's entries land under the tree. */
 static gboolean
-put_entry (int tree_fd, int host_dir_fd, const char *name, const char *host_shown, const struct stat *st,
-           gboolean follow, const char *rel, GError **error)
+tree_sink_dir (const char *rel, mode_t mode, gpointer data, GError **error)
 {
-  int nofollow = follow ? 0 : O_NOFOLLOW;
+  /* 0700 at least, or a read-only source directory could not be filled. */
+  g_auto(TreeFd) out_fd = ensure_directory (GPOINTER_TO_INT (data), rel, (mode & 0777) | 0700, error);
 
-  if (S_ISLNK (st->st_mode))
-    {
-      g_autofree char *target = read_link (host_dir_fd, name);
-
-      if (target == NULL)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot read the symbolic link '%s' on the host", host_shown);
-      return put_symlink (tree_fd, target, rel, error);
-    }
-
-  if (S_ISREG (st->st_mode))
-    {
-      g_auto(TreeFd) fd = openat (host_dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | nofollow);
-      struct stat fd_st;
-
-      if (fd < 0)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot open '%s' on the host", host_shown);
-      if (fstat (fd, &fd_st) < 0 || !S_ISREG (fd_st.st_mode))
-        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
-                               "'%s' on the host was replaced while it was copied; put it again",
-                               host_shown);
-      return put_file (tree_fd, fd, host_shown, fd_st.st_mode, rel, error);
-    }
-
-  if (S_ISDIR (st->st_mode))
-    {
-      g_auto(TreeFd) fd = openat (host_dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
-      g_auto(TreeFd) out_fd = -1;
-      g_autoptr(DIR) dir = NULL;
-      struct dirent *entry;
-
-      if (fd < 0)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot open the directory '%s' on the host", host_shown);
-      /* 0700 at least, or a read-only source directory could not be filled. */
-      out_fd = ensure_directory (tree_fd, rel, (st->st_mode & 0777) | 0700, error);
-      if (out_fd < 0)
-        return FALSE;
-
-      dir = fdopendir (fd);
-      if (dir == NULL)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot read the directory '%s' on the host", host_shown);
-      g_steal_fd (&fd);
-
-      for (errno = 0; (entry = readdir (dir)) != NULL; errno = 0)
-        {
-          g_autofree char *child_host = NULL;
-          g_autofree char *child_rel = NULL;
-          struct stat child_st;
-
-          if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
-            continue;
-          child_host = g_build_filename (host_shown, entry->d_name, NULL);
-          child_rel = g_strconcat (rel, "/", entry->d_name, NULL);
-          if (fstatat (dirfd (dir), entry->d_name, &child_st, AT_SYMLINK_NOFOLLOW) < 0)
-            return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                         "Cannot stat '%s' on the host", child_host);
-          if (!put_entry (tree_fd, dirfd (dir), entry->d_name, child_host, &child_st, FALSE, child_rel,
-                          error))
-            return FALSE;
-        }
-      if (errno != 0)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot read the directory '%s' on the host", host_shown);
-      return TRUE;
-    }
-
-  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
-                         "'%s' on the host is %s; put copies only regular files, directories and symbolic "
-                         "links: remove it from the source, or put the files you need one by one",
-                         host_shown, describe_type (st->st_mode));
+  return out_fd >= 0;
 }
+
+static gboolean
+tree_sink_link (const char *rel, const char *target, gpointer data, GError **error)
+{
+  return put_symlink (GPOINTER_TO_INT (data), target, rel, error);
+}
+
+static gboolean
+tree_sink_file (const char *rel, int fd, const struct stat *st, const char *shown, gpointer data, GError **error)
+{
+  return put_file (GPOINTER_TO_INT (data), fd, shown, st->st_mode, rel, error);
+}
+
+static const SandstepHostSink tree_sink = { tree_sink_dir, tree_sink_link, tree_sink_file };
 
 gboolean
 sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError **error)
@@ -783,21 +680,8 @@ sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError *
   g_return_val_if_fail (dest != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  /* Canonical, so that "." or "dir/.." still has a real basename to put under. */
-  src = g_canonicalize_filename (host_src, NULL);
-  base = g_path_get_basename (src);
-  if (strcmp (base, "/") == 0)
-    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "'%s' is the host's root; put a file or directory under it", host_src);
-
-  if (stat (src, &st) < 0)
-    {
-      if (errno == ENOENT || errno == ENOTDIR)
-        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
-                               "'%s' does not exist on the host", host_src);
-      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                   "Cannot stat '%s' on the host", host_src);
-    }
+  if (!sandstep_host_source (host_src, &src, &base, &st, error))
+    return FALSE;
 
   dest_rel = sandstep_tree_relative_path (dest, error);
   if (dest_rel == NULL)
@@ -816,7 +700,7 @@ sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError *
     }
   rel = into ? g_strconcat (dest_rel, "/", base, NULL) : g_strdup (dest_rel);
 
-  return put_entry (tree_fd, AT_FDCWD, src, src, &st, TRUE, rel, error);
+  return sandstep_host_walk (src, &st, rel, &tree_sink, GINT_TO_POINTER (tree_fd), error);
 }
 
 static int
@@ -857,7 +741,7 @@ sandstep_tree_list (int tree_fd, const char *sandbox_path, GError **error)
   if (!S_ISDIR (st.st_mode))
     return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
                            "'%s' is %s, not a directory; list the directory that holds it", shown,
-                           S_ISREG (st.st_mode) ? "a file" : describe_type (st.st_mode)), NULL;
+                           S_ISREG (st.st_mode) ? "a file" : sandstep_file_type_words (st.st_mode)), NULL;
 
   /* "." from the O_PATH fd reopens the very directory that was checked. */
   fd = openat (path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -921,8 +805,8 @@ sandstep_tree_export (int tree_fd, const char *sandbox_path, int dest_fd, guint6
 
   if ((guint64) before.st_size > max_bytes)
     {
-      g_autofree char *size_text = format_size (before.st_size);
-      g_autofree char *max_text = format_size (max_bytes);
+      g_autofree char *size_text = sandstep_format_size (before.st_size);
+      g_autofree char *max_text = sandstep_format_size (max_bytes);
 
       return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
                              "'%s' is %s, over the %s export limit; make a smaller file with 'sandstep run' "
@@ -948,8 +832,8 @@ sandstep_tree_export (int tree_fd, const char *sandbox_path, int dest_fd, guint6
   if (after.st_size != before.st_size || copied != (gint64) before.st_size ||
       after.st_mtim.tv_sec != before.st_mtim.tv_sec || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec)
     {
-      g_autofree char *before_text = format_size (before.st_size);
-      g_autofree char *after_text = format_size (after.st_size);
+      g_autofree char *before_text = sandstep_format_size (before.st_size);
+      g_autofree char *after_text = sandstep_format_size (after.st_size);
 
       return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
                              "'%s' changed while it was exported (%s before, %s after, %" G_GINT64_FORMAT

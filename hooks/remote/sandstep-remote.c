@@ -18,11 +18,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-remote-wire.h"
 
 /* No line of a response is longer: output arrives in 64 KiB pieces, base64'd. */
@@ -763,21 +763,6 @@ typedef struct {
   GError *error;
 } PutWriter;
 
-static const char *
-describe_type (mode_t mode)
-{
-  switch (mode & S_IFMT)
-    {
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    case S_IFLNK: return "a symbolic link";
-    case S_IFDIR: return "a directory";
-    default: return "not a regular file";
-    }
-}
-
 static gboolean
 put_header (PutWriter *w, const char *rel, const char *type, mode_t mode, gint64 size, const char *target)
 {
@@ -810,132 +795,46 @@ put_header (PutWriter *w, const char *rel, const char *type, mode_t mode, gint64
   return write_all (w->fd, line, strlen (line));
 }
 
-static char *
-read_link_at (int dir_fd, const char *name)
-{
-  for (gsize size = 256; size <= 65536; size *= 2)
-    {
-      g_autofree char *buffer = g_malloc (size);
-      ssize_t n = readlinkat (dir_fd, name, buffer, size);
-
-      if (n < 0)
-        return NULL;
-      if ((gsize) n < size)
-        {
-          buffer[n] = '\0';
-          return g_steal_pointer (&buffer);
-        }
-    }
-  errno = ENAMETOOLONG;
-  return NULL;
-}
-
-/* Same walk and the same host-side messages as sandstep_tree_put()'s. */
+/* remote_put()'s sink: each entry as a header line, a file's bytes after its header. */
 static gboolean
-put_entry (PutWriter *w, int dir_fd, const char *name, const char *shown, const struct stat *st, gboolean follow,
-           const char *rel)
+wire_sink_dir (const char *rel, mode_t mode, gpointer data, GError **error)
 {
-  int nofollow = follow ? 0 : O_NOFOLLOW;
-
-  if (S_ISLNK (st->st_mode))
-    {
-      g_autofree char *target = read_link_at (dir_fd, name);
-      if (target == NULL)
-        return sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot read the symbolic link '%s' on the host", shown);
-      return put_header (w, rel, "link", 0777, -1, target);
-    }
-  if (S_ISREG (st->st_mode))
-    {
-      int fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | nofollow);
-      struct stat fd_st;
-      char buf[PUT_BLOCK];
-      guint64 left;
-      gboolean ok = TRUE;
-
-      if (fd < 0)
-        return sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot open '%s' on the host", shown);
-      if (fstat (fd, &fd_st) < 0 || !S_ISREG (fd_st.st_mode))
-        {
-          close (fd);
-          return sandstep_throw (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
-                                 "'%s' on the host was replaced while it was copied; put it again", shown);
-        }
-      if (!put_header (w, rel, "file", fd_st.st_mode, fd_st.st_size, NULL))
-        {
-          close (fd);
-          return FALSE;
-        }
-      for (left = fd_st.st_size; left > 0 && ok;)
-        {
-          ssize_t n = read (fd, buf, MIN (left, sizeof buf));
-          if (n < 0 && errno == EINTR)
-            continue;
-          if (n < 0)
-            ok = sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                       "Cannot read '%s' on the host", shown);
-          else if (n == 0)
-            ok = sandstep_throw (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
-                                 "'%s' on the host was replaced while it was copied; put it again", shown);
-          else
-            {
-              ok = write_all (w->fd, buf, n);
-              left -= n;
-            }
-        }
-      close (fd);
-      return ok;
-    }
-  if (S_ISDIR (st->st_mode))
-    {
-      int fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
-      DIR *dir;
-      struct dirent *entry;
-      gboolean ok = TRUE;
-
-      if (fd < 0)
-        return sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot open the directory '%s' on the host", shown);
-      if (!put_header (w, rel, "dir", st->st_mode, -1, NULL))
-        {
-          close (fd);
-          return FALSE;
-        }
-      dir = fdopendir (fd);
-      if (dir == NULL)
-        {
-          close (fd);
-          return sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                       "Cannot read the directory '%s' on the host", shown);
-        }
-      for (errno = 0; ok && (entry = readdir (dir)) != NULL; errno = 0)
-        {
-          g_autofree char *child_shown = NULL;
-          g_autofree char *child_rel = NULL;
-          struct stat child_st;
-
-          if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
-            continue;
-          child_shown = g_build_filename (shown, entry->d_name, NULL);
-          child_rel = rel[0] ? g_strconcat (rel, "/", entry->d_name, NULL) : g_strdup (entry->d_name);
-          if (fstatat (dirfd (dir), entry->d_name, &child_st, AT_SYMLINK_NOFOLLOW) < 0)
-            ok = sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                       "Cannot stat '%s' on the host", child_shown);
-          else
-            ok = put_entry (w, dirfd (dir), entry->d_name, child_shown, &child_st, FALSE, child_rel);
-        }
-      if (ok && errno != 0)
-        ok = sandstep_throw_errno (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                   "Cannot read the directory '%s' on the host", shown);
-      closedir (dir);
-      return ok;
-    }
-  return sandstep_throw (&w->error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
-                         "'%s' on the host is %s; put copies only regular files, directories and symbolic "
-                         "links: remove it from the source, or put the files you need one by one",
-                         shown, describe_type (st->st_mode));
+  return put_header (data, rel, "dir", mode, -1, NULL);
 }
+
+static gboolean
+wire_sink_link (const char *rel, const char *target, gpointer data, GError **error)
+{
+  return put_header (data, rel, "link", 0777, -1, target);
+}
+
+static gboolean
+wire_sink_file (const char *rel, int fd, const struct stat *st, const char *shown, gpointer data, GError **error)
+{
+  PutWriter *w = data;
+  char buf[PUT_BLOCK];
+
+  if (!put_header (w, rel, "file", st->st_mode, st->st_size, NULL))
+    return FALSE;
+  for (guint64 left = st->st_size; left > 0;)
+    {
+      ssize_t n = read (fd, buf, MIN (left, sizeof buf));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot read '%s' on the host", shown);
+      if (n == 0)
+        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
+                               "'%s' on the host was replaced while it was copied; put it again", shown);
+      if (!write_all (w->fd, buf, n))
+        return FALSE;
+      left -= n;
+    }
+  return TRUE;
+}
+
+static const SandstepHostSink wire_sink = { wire_sink_dir, wire_sink_link, wire_sink_file };
 
 typedef struct {
   PutWriter writer;
@@ -953,7 +852,7 @@ put_writer_thread (gpointer data)
   sigemptyset (&pipe_only);
   sigaddset (&pipe_only, SIGPIPE);
   pthread_sigmask (SIG_BLOCK, &pipe_only, NULL);
-  if (put_entry (&job->writer, AT_FDCWD, job->src, job->src, &job->st, TRUE, ""))
+  if (sandstep_host_walk (job->src, &job->st, "", &wire_sink, &job->writer, &job->writer.error))
     write_all (job->writer.fd, "{\"end\":true}\n", strlen ("{\"end\":true}\n"));
   close (job->writer.fd);
   job->writer.fd = -1;
@@ -964,8 +863,8 @@ static gboolean
 remote_put (SandstepAttachment *parent, const char *host_src, const char *dest, GError **error)
 {
   RemoteAttachment *a = (RemoteAttachment *) parent;
-  g_autofree char *src = g_canonicalize_filename (host_src, NULL);
-  g_autofree char *base = g_path_get_basename (src);
+  g_autofree char *src = NULL;
+  g_autofree char *base = NULL;
   g_autofree char *url_path = NULL;
   g_autofree char *query = NULL;
   g_autoptr(SoupMessage) msg = NULL;
@@ -978,17 +877,8 @@ remote_put (SandstepAttachment *parent, const char *host_src, const char *dest, 
   gboolean contents;
 
   /* The host side is checked here, with the local backend's words. */
-  if (strcmp (base, "/") == 0)
-    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "'%s' is the host's root; put a file or directory under it", host_src);
-  if (stat (src, &job.st) < 0)
-    {
-      if (errno == ENOENT || errno == ENOTDIR)
-        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
-                               "'%s' does not exist on the host", host_src);
-      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                   "Cannot stat '%s' on the host", host_src);
-    }
+  if (!sandstep_host_source (host_src, &src, &base, &job.st, error))
+    return FALSE;
   contents = S_ISDIR (job.st.st_mode) && g_str_has_suffix (host_src, "/");
 
   if (pipe2 (fds, O_CLOEXEC) < 0)

@@ -1,0 +1,171 @@
+/* sandstep-host-files.c: the host's side of a put, for every backend. */
+#include "sandstep-host-files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+
+const char *
+sandstep_file_type_words (mode_t mode)
+{
+  switch (mode & S_IFMT)
+    {
+    case S_IFIFO: return "a FIFO";
+    case S_IFSOCK: return "a socket";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFLNK: return "a symbolic link";
+    case S_IFDIR: return "a directory";
+    default: return "not a regular file";
+    }
+}
+
+char *
+sandstep_read_link_at (int dir_fd, const char *name)
+{
+  for (gsize size = 256; size <= 65536; size *= 2)
+    {
+      g_autofree char *buffer = g_malloc (size);
+      ssize_t n = readlinkat (dir_fd, name, buffer, size);
+
+      if (n < 0)
+        return NULL;
+      if ((gsize) n < size)
+        {
+          buffer[n] = '\0';
+          return g_steal_pointer (&buffer);
+        }
+    }
+  errno = ENAMETOOLONG;
+  return NULL;
+}
+
+gboolean
+sandstep_host_source (const char *host_src, char **out_path, char **out_base, struct stat *out_st, GError **error)
+{
+  /* Canonical, so that "." or "dir/.." still has a real basename to put under. */
+  g_autofree char *path = g_canonicalize_filename (host_src, NULL);
+  g_autofree char *base = g_path_get_basename (path);
+
+  if (strcmp (base, "/") == 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "'%s' is the host's root; put a file or directory under it", host_src);
+  if (stat (path, out_st) < 0)
+    {
+      if (errno == ENOENT || errno == ENOTDIR)
+        return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                               "'%s' does not exist on the host", host_src);
+      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                   "Cannot stat '%s' on the host", host_src);
+    }
+  *out_path = g_steal_pointer (&path);
+  *out_base = g_steal_pointer (&base);
+  return TRUE;
+}
+
+static gboolean walk_entry (int dir_fd, const char *name, const char *shown, const struct stat *st, gboolean follow,
+                            const char *rel, const SandstepHostSink *sink, gpointer data, GError **error);
+
+/* The entries of the open directory @fd (taken over), each as @rel/NAME. */
+static gboolean
+walk_directory (int fd, const char *shown, const char *rel, const SandstepHostSink *sink, gpointer data,
+                GError **error)
+{
+  DIR *dir = fdopendir (fd);
+  struct dirent *entry;
+  gboolean ok = TRUE;
+
+  if (dir == NULL)
+    {
+      close (fd);
+      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                   "Cannot read the directory '%s' on the host", shown);
+    }
+  for (errno = 0; ok && (entry = readdir (dir)) != NULL; errno = 0)
+    {
+      g_autofree char *child_shown = NULL;
+      g_autofree char *child_rel = NULL;
+      struct stat child_st;
+
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
+        continue;
+      child_shown = g_build_filename (shown, entry->d_name, NULL);
+      child_rel = rel[0] ? g_strconcat (rel, "/", entry->d_name, NULL) : g_strdup (entry->d_name);
+      if (fstatat (dirfd (dir), entry->d_name, &child_st, AT_SYMLINK_NOFOLLOW) < 0)
+        ok = sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                   "Cannot stat '%s' on the host", child_shown);
+      else
+        ok = walk_entry (dirfd (dir), entry->d_name, child_shown, &child_st, FALSE, child_rel, sink, data, error);
+    }
+  if (ok && errno != 0)
+    ok = sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                               "Cannot read the directory '%s' on the host", shown);
+  closedir (dir);
+  return ok;
+}
+
+/* The host entry @name in @dir_fd (its lstat in @st).  @follow: the entry was
+ * named by the caller, so a link there is followed. */
+static gboolean
+walk_entry (int dir_fd, const char *name, const char *shown, const struct stat *st, gboolean follow, const char *rel,
+            const SandstepHostSink *sink, gpointer data, GError **error)
+{
+  int nofollow = follow ? 0 : O_NOFOLLOW;
+  int fd;
+
+  if (S_ISLNK (st->st_mode))
+    {
+      g_autofree char *target = sandstep_read_link_at (dir_fd, name);
+
+      if (target == NULL)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot read the symbolic link '%s' on the host", shown);
+      return sink->link (rel, target, data, error);
+    }
+  if (S_ISREG (st->st_mode))
+    {
+      struct stat fd_st;
+      gboolean ok;
+
+      /* O_NONBLOCK: a FIFO swapped in after the lstat must not hang the open. */
+      fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | nofollow);
+      if (fd < 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot open '%s' on the host", shown);
+      if (fstat (fd, &fd_st) < 0 || !S_ISREG (fd_st.st_mode))
+        ok = sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
+                             "'%s' on the host was replaced while it was copied; put it again", shown);
+      else
+        ok = sink->file (rel, fd, &fd_st, shown, data, error);
+      close (fd);
+      return ok;
+    }
+  if (S_ISDIR (st->st_mode))
+    {
+      fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
+      if (fd < 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot open the directory '%s' on the host", shown);
+      if (!sink->dir (rel, st->st_mode, data, error))
+        {
+          close (fd);
+          return FALSE;
+        }
+      return walk_directory (fd, shown, rel, sink, data, error);
+    }
+  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
+                         "'%s' on the host is %s; put copies only regular files, directories and symbolic "
+                         "links: remove it from the source, or put the files you need one by one",
+                         shown, sandstep_file_type_words (st->st_mode));
+}
+
+gboolean
+sandstep_host_walk (const char *path, const struct stat *st, const char *rel, const SandstepHostSink *sink,
+                    gpointer data, GError **error)
+{
+  return walk_entry (AT_FDCWD, path, path, st, TRUE, rel, sink, data, error);
+}

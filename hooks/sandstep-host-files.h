@@ -1,0 +1,42 @@
+/* sandstep-host-files.h: the host's side of a put, for every backend.
+ *
+ * The local tree and the sandstepd client copy the same host entries by the
+ * same rules and with the same messages: one walk here, and a sink per
+ * backend that writes what the walk visits (into the tree, or onto the wire).
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/stat.h>
+
+G_BEGIN_DECLS
+
+/* "a FIFO", "a directory", ...: a file type in words, for messages. */
+const char *sandstep_file_type_words (mode_t mode);
+
+/* The target of the symbolic link @name in @dir_fd; NULL with errno set. */
+char *sandstep_read_link_at (int dir_fd, const char *name);
+
+/* Checks the host path given to put: its canonical form in @out_path, its
+ * basename (what a put "into" a directory names it) in @out_base, and its
+ * stat, links followed, in @out_st. */
+gboolean sandstep_host_source (const char *host_src, char **out_path, char **out_base, struct stat *out_st,
+                               GError **error);
+
+/* What the walk hands over; @rel is the destination path of each entry. */
+typedef struct {
+  /* A directory, before its entries. */
+  gboolean (*dir) (const char *rel, mode_t mode, gpointer data, GError **error);
+  gboolean (*link) (const char *rel, const char *target, gpointer data, GError **error);
+  /* A regular file, open on @fd; @st is its fstat, @shown its host path. */
+  gboolean (*file) (const char *rel, int fd, const struct stat *st, const char *shown, gpointer data,
+                    GError **error);
+} SandstepHostSink;
+
+/* Walks @path (from sandstep_host_source()) depth first, as @rel; links
+ * inside are copied as links, never followed.  Anything but regular files,
+ * directories and links is refused. */
+gboolean sandstep_host_walk (const char *path, const struct stat *st, const char *rel, const SandstepHostSink *sink,
+                             gpointer data, GError **error);
+
+G_END_DECLS
