@@ -17,26 +17,45 @@ format_bytes (guint64 n)
   return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
 }
 
-/* One line per limit the command ran into, so a killed command says why. */
-static void
-report_limits (SandstepAttachment *attachment, const SandstepRunResult *result)
+int
+sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, const SandstepRunResult *result,
+                     GString *out)
 {
-  SandstepLimits limits = sandstep_limits_resolve (&attachment->backend->klass->spec (attachment)->limits);
+  SandstepLimits limits = sandstep_limits_resolve (&spec->limits);
   g_autofree char *memory = format_bytes (limits.memory);
   g_autofree char *disk = format_bytes (limits.disk);
 
+  /* One line per limit the command ran into, so a killed command says why. */
   if (result->memory_limit_hit)
-    g_printerr ("sandstep run: the command hit the sandbox's memory limit (memory=%s) and the kernel killed the "
-                "process using the most; provision with a larger memory= if it needs more\n", memory);
+    g_string_append_printf (out, "sandstep run: the command hit the sandbox's memory limit (memory=%s) and the kernel "
+                            "killed the process using the most; provision with a larger memory= if it needs more\n",
+                            memory);
   if (result->pids_limit_hit)
-    g_printerr ("sandstep run: the command hit the sandbox's process limit (pids=%" G_GINT64_FORMAT "): "
-                "further forks failed; provision with a larger pids= if it needs more\n", limits.pids);
+    g_string_append_printf (out, "sandstep run: the command hit the sandbox's process limit (pids=%" G_GINT64_FORMAT
+                            "): further forks failed; provision with a larger pids= if it needs more\n", limits.pids);
   if (!result->timed_out && result->exit_status == 128 + SIGXCPU)
-    g_printerr ("sandstep run: a process of the command used up its CPU time (cpu-time=%" G_GINT64_FORMAT "s) and "
-                "was killed\n", limits.cpu_time_s);
+    g_string_append_printf (out, "sandstep run: a process of the command used up its CPU time (cpu-time=%"
+                            G_GINT64_FORMAT "s) and was killed\n", limits.cpu_time_s);
   if (!result->timed_out && result->exit_status == 128 + SIGXFSZ)
-    g_printerr ("sandstep run: the command tried to write a file larger than the sandbox's disk limit (disk=%s) "
-                "and was killed\n", disk);
+    g_string_append_printf (out, "sandstep run: the command tried to write a file larger than the sandbox's disk "
+                            "limit (disk=%s) and was killed\n", disk);
+  if (!result->timed_out)
+    return result->exit_status;
+
+  {
+    g_autofree char *budget = g_strdup_printf ("%g", round (result->applied_timeout_s * 10) / 10);
+    if (!result->clamped)
+      g_string_append_printf (out, "sandstep run: the command ran out of its %ss budget (--timeout=%s) and was "
+                              "killed, with everything it started\n", budget, timeout_text);
+    else if (timeout_text != NULL)
+      g_string_append_printf (out, "sandstep run: the command ran out of its %ss budget (the sandbox's remaining "
+                              "lifetime, shorter than --timeout=%s) and was killed, with everything it started\n",
+                              budget, timeout_text);
+    else
+      g_string_append_printf (out, "sandstep run: the command ran out of its %ss budget (the sandbox's remaining "
+                              "lifetime) and was killed, with everything it started\n", budget);
+  }
+  return SANDSTEP_EXIT_TIMEOUT;
 }
 
 static void
@@ -51,7 +70,8 @@ sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
   g_autoptr(SandstepAttachment) attachment = NULL;
   g_autofree char *command = NULL;
   const char *timeout_text = sandstep_invocation_get (invocation, "timeout");
-  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .on_notice = print_notice };
+  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .on_notice = print_notice,
+                                 .warm = TRUE };
   SandstepRunResult result;
 
   if (invocation->operands->len == 0)
@@ -70,22 +90,11 @@ sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
   if (!attachment->backend->klass->run_command (attachment, &request, &result, error))
     return FALSE;
 
-  report_limits (attachment, &result);
-  if (result.timed_out)
-    {
-      g_autofree char *budget = g_strdup_printf ("%g", round (result.applied_timeout_s * 10) / 10);
-      if (!result.clamped)
-        g_printerr ("sandstep run: the command ran out of its %ss budget (--timeout=%s) and was killed, with "
-                    "everything it started\n", budget, timeout_text);
-      else if (timeout_text != NULL)
-        g_printerr ("sandstep run: the command ran out of its %ss budget (the sandbox's remaining lifetime, shorter "
-                    "than --timeout=%s) and was killed, with everything it started\n", budget, timeout_text);
-      else
-        g_printerr ("sandstep run: the command ran out of its %ss budget (the sandbox's remaining lifetime) and was "
-                    "killed, with everything it started\n", budget);
-      *out_exit = SANDSTEP_EXIT_TIMEOUT;
-      return TRUE;
-    }
-  *out_exit = result.exit_status;
+  {
+    g_autoptr(GString) report = g_string_new (NULL);
+    *out_exit = sandstep_run_report (attachment->backend->klass->spec (attachment), timeout_text, &result, report);
+    if (report->len > 0)
+      g_printerr ("%s", report->str);
+  }
   return TRUE;
 }

@@ -194,6 +194,12 @@ default_identity (const char *variable, const char *suffix)
 
   if (value != NULL && value[0] != '\0')
     return g_strdup (value);
+  return sandstep_identity_fallback (suffix);
+}
+
+char *
+sandstep_identity_fallback (const char *suffix)
+{
   return g_strdup_printf ("%s@%s%s", g_get_user_name (), g_get_host_name (), suffix);
 }
 

@@ -65,6 +65,9 @@ main (int argc, char **argv)
       g_print ("sandstep %s\n", SANDSTEP_VERSION);
       return 0;
     }
+  /* Not an operator: the service `sandstep run` starts for a sandbox (sandstep-launch.c). */
+  if (strcmp (argv[1], "--launcher") == 0 && argc == 3)
+    return sandstep_launch_main (argv[2]);
   op = sandstep_operator_lookup (argv[1]);
   if (op == NULL)
     {

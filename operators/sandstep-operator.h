@@ -98,6 +98,18 @@ char *sandstep_resolve_handle (const char *given, GError **error);
 /* Attaches to the invocation's sandbox, printing one line while it waits. */
 SandstepAttachment *sandstep_invocation_attach (SandstepInvocation *invocation, GError **error);
 
+/* What `sandstep run` says after its command: a line for each limit it hit
+ * and for a timeout, appended to @out.  Returns the exit status: the
+ * command's, or SANDSTEP_EXIT_TIMEOUT.  @timeout_text: --timeout as given. */
+int sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, const SandstepRunResult *result,
+                         GString *out);
+
+/* USER@HOST followed by @suffix: who runs sandstep when nothing says otherwise. */
+char *sandstep_identity_fallback (const char *suffix);
+
+/* The service behind `sandstep --launcher HANDLE` (sandstep-launch.c). */
+int sandstep_launch_main (const char *handle);
+
 /* Usage text of @op (or of the whole helper for NULL). */
 char *sandstep_operator_usage (const SandstepOperator *op);
 

@@ -5,12 +5,16 @@
  * not be visible inside the jail.
  *
  *   sandstep-init REPORT-FD [--relay PORT SOCKET] [--try WORD... --] PROGRAM ARGS...
+ *   sandstep-init REPORT-FD --serve FD
  *
  * With --try, init first execs WORD... through PATH, as a shell would run
  * that simple command, and falls back to PROGRAM if that fails.  With
  * --relay (network=allow), init also listens on 127.0.0.1:PORT inside the
  * jail's empty network namespace and relays each connection to the unix
- * SOCKET of the host-side egress proxy: the one way out.
+ * SOCKET of the host-side egress proxy: the one way out.  With --serve,
+ * the jail was built ahead of its command: init waits on FD for the
+ * arguments after REPORT-FD, the environment and the command's stdin,
+ * stdout and stderr (sandstep_jail_start()).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -67,6 +72,65 @@ relay_one (int client, const char *socket_path)
     _exit (1);
   sandstep_relay (client, proxy, NULL, 0);
   _exit (0);
+}
+
+/* One message on @fd: argc, the arguments and the environment as
+ * NUL-terminated strings, with three fds that become 0, 1 and 2.
+ * Returns the arguments; NULL when the sender went away.  @fd stays open,
+ * close-on-exec, for the exit status. */
+static char **
+receive_command (int fd)
+{
+  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } control;
+  struct iovec iov;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+  struct cmsghdr *cmsg;
+  ssize_t size, n;
+  char *buf, *p, *end;
+  char **argv, **envp;
+  int argc, n_env = 0;
+
+  do
+    size = recv (fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+  while (size < 0 && errno == EINTR);
+  if (size <= 0 || (buf = malloc (size + 1)) == NULL)
+    return NULL;
+  iov.iov_base = buf;
+  iov.iov_len = size;
+  do
+    n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  cmsg = CMSG_FIRSTHDR (&msg);
+  if (n != size || cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS || cmsg->cmsg_len != CMSG_LEN (3 * sizeof (int)))
+    return NULL;
+  for (int i = 0; i < 3; i++)
+    {
+      int given;
+      memcpy (&given, CMSG_DATA (cmsg) + i * sizeof (int), sizeof given);
+      if (dup2 (given, i) < 0)
+        return NULL;
+      if (given > 2)
+        close (given);
+    }
+
+  buf[size] = '\0';
+  end = buf + size;
+  argc = atoi (buf);
+  for (p = buf + strlen (buf) + 1; p < end; p += strlen (p) + 1)
+    n_env++;
+  n_env -= argc;
+  if (argc < 1 || n_env < 0 || (argv = calloc (argc + n_env + 2, sizeof (char *))) == NULL)
+    return NULL;
+  envp = argv + argc + 1;
+  p = buf + strlen (buf) + 1;
+  for (int i = 0; i < argc + n_env; i++, p += strlen (p) + 1)
+    if (i < argc)
+      argv[i] = p;
+    else
+      envp[i - argc] = p;
+  environ = envp;
+  return argv;
 }
 
 static int
@@ -124,12 +188,19 @@ main (int argc, char **argv)
   char **program = argv + 2;
   const char *relay_socket = NULL;
   int listener = -1, signal_fd = -1;
+  int serve_fd = -1;
 
   if (argc < 3)
     return 125;
   report_fd = atoi (argv[1]);
   /* The command must not read or write init's memory through /proc/1. */
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (strcmp (program[0], "--serve") == 0)
+    {
+      serve_fd = atoi (program[1]);
+      if (argc < 4 || fcntl (serve_fd, F_SETFD, FD_CLOEXEC) < 0 || (program = receive_command (serve_fd)) == NULL)
+        return 125;
+    }
   if (strcmp (program[0], "--relay") == 0)
     {
       sigset_t chld;
@@ -192,6 +263,17 @@ main (int argc, char **argv)
         break;
       if (pid < 0 && errno != EINTR)
         return 125;
+    }
+  if (serve_fd >= 0)
+    {
+      /* Tell the launcher now, not after the namespaces are torn down: once
+       * every other process of the jail is gone, the command has ended. */
+      int32_t code = exit_status (status);
+      kill (-1, SIGKILL);
+      while (waitpid (-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+      if (send (serve_fd, &code, sizeof code, MSG_NOSIGNAL) < 0)
+        return code;
     }
   return exit_status (status);
 }

@@ -38,6 +38,7 @@
 #include "sandstep-error.h"
 #include "sandstep-etc.h"
 #include "sandstep-jail-init.h"
+#include "sandstep-launch-wire.h"
 #include "sandstep-limits.h"
 #include "sandstep-seccomp.h"
 
@@ -85,7 +86,9 @@ struct _SandstepJail {
   gboolean relay;       /* network=allow: init relays the proxy port to the host's proxy */
   char uid_map[64];
   char gid_map[64];
-  char **envp;
+  char **env_base;       /* see build_environment() */
+  char **env_own;
+  char **envp;          /* for a command started with the jail: this process's terminal and locale */
   GBytes *seccomp;
   struct sock_fprog seccomp_prog;
   int last_cap;
@@ -127,6 +130,7 @@ typedef struct {
   SandstepJail *jail;
   int report_fd;
   int life_fd;
+  int keep_fd;          /* open across the exec of init too, or -1 */
   int stdio[3];
   char *const *argv;
 } ChildArgs;
@@ -354,45 +358,63 @@ add_proc_masks (SandstepJail *jail)
     }
 }
 
-static char **
-build_environment (const SandstepSpec *spec)
+/* What the jail's environment is made of: the fixed variables and the spec's
+ * own, with the caller's terminal and locale between them (the spec wins). */
+static void
+build_environment (SandstepJail *jail, const SandstepSpec *spec)
 {
-  /* Passed through from the caller when set: terminal and locale only. */
-  static const char *const passthrough[] = { "TERM", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE",
-                                             "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME" };
-  g_auto(GStrv) envp = NULL;
   GHashTableIter iter;
   gpointer key, value;
+  char **base = NULL, **own = NULL;
 
-  envp = g_environ_setenv (envp, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", TRUE);
-  envp = g_environ_setenv (envp, "HOME", "/workspace", TRUE);
-  envp = g_environ_setenv (envp, "PWD", "/workspace", TRUE);
-  envp = g_environ_setenv (envp, "TMPDIR", "/tmp", TRUE);
-  envp = g_environ_setenv (envp, "USER", "root", TRUE);
-  envp = g_environ_setenv (envp, "LOGNAME", "root", TRUE);
-  envp = g_environ_setenv (envp, "SHELL", "/bin/sh", TRUE);
-  envp = g_environ_setenv (envp, "HOSTNAME", SANDSTEP_JAIL_HOSTNAME, TRUE);
-  envp = g_environ_setenv (envp, "SANDSTEP", "1", TRUE);
+  base = g_environ_setenv (base, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", TRUE);
+  base = g_environ_setenv (base, "HOME", "/workspace", TRUE);
+  base = g_environ_setenv (base, "PWD", "/workspace", TRUE);
+  base = g_environ_setenv (base, "TMPDIR", "/tmp", TRUE);
+  base = g_environ_setenv (base, "USER", "root", TRUE);
+  base = g_environ_setenv (base, "LOGNAME", "root", TRUE);
+  base = g_environ_setenv (base, "SHELL", "/bin/sh", TRUE);
+  base = g_environ_setenv (base, "HOSTNAME", SANDSTEP_JAIL_HOSTNAME, TRUE);
+  base = g_environ_setenv (base, "SANDSTEP", "1", TRUE);
   if (spec->network == SANDSTEP_NETWORK_ALLOW)
     {
       static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
                                                 "ALL_PROXY", "all_proxy" };
       for (gsize i = 0; i < G_N_ELEMENTS (proxy_vars); i++)
-        envp = g_environ_setenv (envp, proxy_vars[i], SANDSTEP_PROXY_URL, TRUE);
-      envp = g_environ_setenv (envp, "NO_PROXY", "localhost,127.0.0.1,::1", TRUE);
-      envp = g_environ_setenv (envp, "no_proxy", "localhost,127.0.0.1,::1", TRUE);
+        base = g_environ_setenv (base, proxy_vars[i], SANDSTEP_PROXY_URL, TRUE);
+      base = g_environ_setenv (base, "NO_PROXY", "localhost,127.0.0.1,::1", TRUE);
+      base = g_environ_setenv (base, "no_proxy", "localhost,127.0.0.1,::1", TRUE);
     }
-  for (gsize i = 0; i < G_N_ELEMENTS (passthrough); i++)
-    if (g_getenv (passthrough[i]) != NULL)
-      envp = g_environ_setenv (envp, passthrough[i], g_getenv (passthrough[i]), TRUE);
-
   g_hash_table_iter_init (&iter, spec->env);
   while (g_hash_table_iter_next (&iter, &key, &value))
-    envp = g_environ_setenv (envp, key, value, TRUE);
+    own = g_environ_setenv (own, key, value, TRUE);
   g_hash_table_iter_init (&iter, spec->secrets);
   while (g_hash_table_iter_next (&iter, &key, &value))
-    envp = g_environ_setenv (envp, key, value, TRUE);
-  return g_steal_pointer (&envp);
+    own = g_environ_setenv (own, key, value, TRUE);
+  jail->env_base = base;
+  jail->env_own = own;
+}
+
+/* The command's environment, with the terminal and locale of @caller_env. */
+static char **
+jail_environment (SandstepJail *jail, char **caller_env)
+{
+  static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
+  char **envp = g_strdupv (jail->env_base);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (passthrough); i++)
+    {
+      const char *value = g_environ_getenv (caller_env, passthrough[i]);
+      if (value != NULL)
+        envp = g_environ_setenv (envp, passthrough[i], value, TRUE);
+    }
+  for (char **e = jail->env_own; e != NULL && *e != NULL; e++)
+    {
+      const char *eq = strchr (*e, '=');
+      g_autofree char *name = g_strndup (*e, eq - *e);
+      envp = g_environ_setenv (envp, name, eq + 1, TRUE);
+    }
+  return envp;
 }
 
 static void
@@ -470,7 +492,8 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
     }
   g_snprintf (jail->uid_map, sizeof jail->uid_map, "0 %u 1\n", (unsigned) getuid ());
   g_snprintf (jail->gid_map, sizeof jail->gid_map, "0 %u 1\n", (unsigned) getgid ());
-  jail->envp = build_environment (config->spec);
+  build_environment (jail, config->spec);
+  jail->envp = jail_environment (jail, environ);
   jail->last_cap = read_last_cap ();
   set_rlimits (jail, config);
   jail->init_fd = open_init (error);
@@ -532,6 +555,8 @@ sandstep_jail_free (SandstepJail *jail)
   if (jail->ops != NULL)
     g_array_unref (jail->ops);
   g_strfreev (jail->envp);
+  g_strfreev (jail->env_base);
+  g_strfreev (jail->env_own);
   if (jail->init_fd > 0)
     close (jail->init_fd);
   if (jail->seccomp != NULL)
@@ -716,8 +741,15 @@ child_main (void *data)
     child_fail (report_fd, STEP_NNP, errno);
   if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &jail->seccomp_prog, 0, 0) < 0)
     child_fail (report_fd, STEP_SECCOMP, errno);
-  if (fcntl (report_fd, F_SETFD, 0) < 0)
+  if (fcntl (report_fd, F_SETFD, 0) < 0 || (args->keep_fd >= 0 && fcntl (args->keep_fd, F_SETFD, 0) < 0))
     child_fail (report_fd, STEP_INIT_FD, errno);
+  /* A mask survives exec: the command must not inherit the signals its
+   * starter blocks (a launcher blocks SIGTERM to read it from a signalfd). */
+  {
+    sigset_t none;
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
+  }
   syscall (SYS_execveat, jail->init_fd, "", args->argv, jail->envp, AT_EMPTY_PATH);
   fcntl (report_fd, F_SETFD, FD_CLOEXEC);
   child_fail (report_fd, STEP_INIT_FD, errno);
@@ -799,31 +831,58 @@ dup_high (int fd)
   return fd < 0 ? -1 : fcntl (fd, F_DUPFD_CLOEXEC, 10);
 }
 
-gboolean
-sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int stdout_fd, int stderr_fd,
-                     SandstepJailProcess *out_process, GError **error)
+/* init's arguments after its report fd for @command: try the words directly
+ * when the shell would only exec them, else `/bin/sh -c COMMAND`. */
+static GPtrArray *
+command_argv (SandstepJail *jail, const char *command)
+{
+  g_auto(GStrv) words = simple_command_words (command);
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+
+  if (jail->relay)
+    {
+      g_ptr_array_add (argv, g_strdup ("--relay"));
+      g_ptr_array_add (argv, g_strdup (SANDSTEP_PROXY_PORT));
+      g_ptr_array_add (argv, g_strdup ("/run/sandstep/proxy.sock"));
+    }
+  if (words != NULL)
+    {
+      g_ptr_array_add (argv, g_strdup ("--try"));
+      for (char **w = words; *w; w++)
+        g_ptr_array_add (argv, g_strdup (*w));
+      g_ptr_array_add (argv, g_strdup ("--"));
+    }
+  g_ptr_array_add (argv, g_strdup ("/bin/sh"));
+  g_ptr_array_add (argv, g_strdup ("-c"));
+  g_ptr_array_add (argv, g_strdup (command));
+  return argv;
+}
+
+/* Clones the jail's child, which builds the jail and execs init with
+ * @init_args after its report fd; returns once that exec is done
+ * (CLONE_VFORK), with the read end of the report pipe.  @control, when
+ * not -1, stays open across the exec. */
+static gboolean
+clone_jail (SandstepJail *jail, GPtrArray *init_args, const int stdio[3], int control, SandstepJailProcess *out,
+            int *out_report, GError **error)
 {
   int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
               CLONE_NEWCGROUP | CLONE_PIDFD | SIGCHLD;
   int report[2] = { -1, -1 }, life[2] = { -1, -1 };
   char report_text[16];
-  g_auto(GStrv) words = simple_command_words (command);
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  ChildArgs args = { .jail = jail };
+  ChildArgs args = { .jail = jail, .keep_fd = control };
   g_autofree guint8 *stack = NULL;
   int pidfd = -1;
   pid_t pid;
-  ChildFailure failure;
-  ssize_t n;
   int errsv;
 
   if (jail->new_net)
     flags |= CLONE_NEWNET;
 
   /* Above fd 9, so the child's dup2 onto 0..2 can never clobber one of them. */
-  args.stdio[0] = dup_high (stdin_fd);
-  args.stdio[1] = dup_high (stdout_fd);
-  args.stdio[2] = dup_high (stderr_fd);
+  for (int i = 0; i < 3; i++)
+    args.stdio[i] = dup_high (stdio[i]);
   if (pipe2 (report, O_CLOEXEC) < 0 || pipe2 (life, O_CLOEXEC) < 0)
     {
       errsv = errno;
@@ -833,22 +892,8 @@ sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int 
   g_snprintf (report_text, sizeof report_text, "%d", report[1]);
   g_ptr_array_add (argv, (char *) "sandstep-init");
   g_ptr_array_add (argv, report_text);
-  if (jail->relay)
-    {
-      g_ptr_array_add (argv, (char *) "--relay");
-      g_ptr_array_add (argv, (char *) SANDSTEP_PROXY_PORT);
-      g_ptr_array_add (argv, (char *) "/run/sandstep/proxy.sock");
-    }
-  if (words != NULL)
-    {
-      g_ptr_array_add (argv, (char *) "--try");
-      for (char **w = words; *w; w++)
-        g_ptr_array_add (argv, *w);
-      g_ptr_array_add (argv, (char *) "--");
-    }
-  g_ptr_array_add (argv, (char *) "/bin/sh");
-  g_ptr_array_add (argv, (char *) "-c");
-  g_ptr_array_add (argv, (char *) command);
+  for (guint i = 0; i < init_args->len; i++)
+    g_ptr_array_add (argv, init_args->pdata[i]);
   g_ptr_array_add (argv, NULL);
   args.argv = (char *const *) argv->pdata;
   args.report_fd = report[1];
@@ -864,15 +909,16 @@ out:
       close (args.stdio[i]);
   if (report[1] >= 0)
     close (report[1]);
+  /* The child checked the life pipe before its exec, and clone returned after it. */
   if (life[0] >= 0)
     close (life[0]);
+  if (life[1] >= 0)
+    close (life[1]);
 
   if (pid < 0)
     {
       if (report[0] >= 0)
         close (report[0]);
-      if (life[1] >= 0)
-        close (life[1]);
       if (errsv == EPERM || errsv == EINVAL || errsv == ENOSPC || errsv == EUSERS)
         return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
                                      "Cannot create the sandbox's namespaces (user, mount, pid, ipc, uts%s); "
@@ -881,28 +927,154 @@ out:
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Cannot start the sandbox's process");
     }
+  out->pid = pid;
+  out->pidfd = pidfd;
+  *out_report = report[0];
+  return TRUE;
+}
 
-  /* EOF on the report pipe: the command was exec'd (or the jail died before
-   * it could say anything). */
+/* EOF on the report pipe: the command was exec'd (or the jail died before it
+ * could say anything).  A report names the step that failed; the jail is
+ * reaped then.  Takes @report. */
+static gboolean
+await_exec (SandstepJail *jail, int report, SandstepJailProcess *process, GError **error)
+{
+  ChildFailure failure;
+  ssize_t n;
+
   do
-    n = read (report[0], &failure, sizeof failure);
+    n = read (report, &failure, sizeof failure);
   while (n < 0 && errno == EINTR);
-  close (report[0]);
-  close (life[1]);
+  close (report);
 
   if (n == (ssize_t) sizeof failure)
     {
       g_autofree char *what = describe_step (jail, failure.step);
       siginfo_t info;
-      waitid (P_PIDFD, pidfd, &info, WEXITED);
-      close (pidfd);
+      sandstep_jail_kill (process);
+      waitid (P_PIDFD, process->pidfd, &info, WEXITED);
+      close (process->pidfd);
+      process->pidfd = -1;
       return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                              "The jail could not %s: %s", what, g_strerror (failure.errsv));
     }
-
-  out_process->pid = pid;
-  out_process->pidfd = pidfd;
   return TRUE;
+}
+
+gboolean
+sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int stdout_fd, int stderr_fd,
+                     SandstepJailProcess *out_process, GError **error)
+{
+  g_autoptr(GPtrArray) args = command_argv (jail, command);
+  const int stdio[3] = { stdin_fd, stdout_fd, stderr_fd };
+  int report;
+
+  return clone_jail (jail, args, stdio, -1, out_process, &report, error) &&
+         await_exec (jail, report, out_process, error);
+}
+
+gboolean
+sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError **error)
+{
+  static const int no_stdio[3] = { -1, -1, -1 };
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+  int pair[2];
+  gboolean ok;
+
+  out_ready->control = out_ready->report = -1;
+  out_ready->process.pidfd = -1;
+  if (jail->relay)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                           "A jail with network=allow starts with its command, not ahead of it");
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                 "Could not create the socket that hands a jail its command");
+  g_ptr_array_add (args, g_strdup ("--serve"));
+  g_ptr_array_add (args, g_strdup_printf ("%d", pair[1]));
+  ok = clone_jail (jail, args, no_stdio, pair[1], &out_ready->process, &out_ready->report, error);
+  close (pair[1]);
+  if (!ok)
+    {
+      close (pair[0]);
+      return FALSE;
+    }
+  out_ready->control = pair[0];
+  return TRUE;
+}
+
+gboolean
+sandstep_jail_start (SandstepJail *jail, SandstepJailReady *ready, const char *command, const int stdio[3],
+                     char **caller_env, SandstepJailProcess *out_process, int *out_status_fd, GError **error)
+{
+  g_autoptr(GPtrArray) args = command_argv (jail, command);
+  g_auto(GStrv) envp = jail_environment (jail, caller_env);
+  g_autoptr(GString) message = g_string_new (NULL);
+  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } control;
+  struct iovec iov;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  ssize_t sent;
+  int report = ready->report;
+
+  /* argc, the arguments, then the environment: NUL-terminated strings. */
+  g_string_append_printf (message, "%u", args->len);
+  g_string_append_c (message, '\0');
+  for (guint i = 0; i < args->len; i++)
+    g_string_append_len (message, args->pdata[i], strlen (args->pdata[i]) + 1);
+  for (char **e = envp; *e; e++)
+    g_string_append_len (message, *e, strlen (*e) + 1);
+  iov.iov_base = message->str;
+  iov.iov_len = message->len;
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
+  memcpy (CMSG_DATA (cmsg), stdio, 3 * sizeof (int));
+
+  *out_process = ready->process;
+  ready->process.pidfd = -1;
+  ready->report = -1;
+  *out_status_fd = ready->control;
+  ready->control = -1;
+  do
+    sent = sendmsg (*out_status_fd, &msg, MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent < 0)
+    {
+      int errsv = errno;
+      close (*out_status_fd);
+      *out_status_fd = -1;
+      close (report);
+      sandstep_jail_kill (out_process);
+      waitid (P_PIDFD, out_process->pidfd, &(siginfo_t) { 0 }, WEXITED);
+      close (out_process->pidfd);
+      out_process->pidfd = -1;
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
+                                   "Could not hand the command to the jail built for it");
+    }
+  if (!await_exec (jail, report, out_process, error))
+    {
+      close (*out_status_fd);
+      *out_status_fd = -1;
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+sandstep_jail_ready_clear (SandstepJailReady *ready)
+{
+  if (ready->control >= 0)
+    close (ready->control);
+  if (ready->report >= 0)
+    close (ready->report);
+  if (ready->process.pidfd >= 0)
+    {
+      sandstep_jail_kill (&ready->process);
+      waitid (P_PIDFD, ready->process.pidfd, &(siginfo_t) { 0 }, WEXITED);
+      close (ready->process.pidfd);
+    }
+  ready->control = ready->report = ready->process.pidfd = -1;
 }
 
 void

@@ -44,6 +44,28 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepJail, sandstep_jail_free)
 gboolean sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int stdout_fd, int stderr_fd,
                               SandstepJailProcess *out_process, GError **error);
 
+/* A jail built ahead of its command: namespaces, mounts and hardening done,
+ * its init waiting on @control for the command.  Never for network=allow. */
+typedef struct {
+  SandstepJailProcess process;
+  int control;
+  int report;
+} SandstepJailReady;
+
+gboolean sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError **error);
+
+/* Hands @command and @stdio to the init of @ready, which is used up: like
+ * sandstep_jail_spawn(), with the terminal and locale of @caller_env.
+ * @out_status_fd delivers the command's exit status (an int32, 128+N for
+ * signal N) once every process of the jail is gone, before the namespaces
+ * are torn down; EOF if init was killed. */
+gboolean sandstep_jail_start (SandstepJail *jail, SandstepJailReady *ready, const char *command, const int stdio[3],
+                              char **caller_env, SandstepJailProcess *out_process, int *out_status_fd,
+                              GError **error);
+
+/* Kills and reaps a jail that got no command. */
+void sandstep_jail_ready_clear (SandstepJailReady *ready);
+
 /* Waits until the command ends or @deadline (g_get_monotonic_time() µs; 0:
  * none) passes; then kills the whole jail.  @out_exit is the command's exit
  * status, 128+N when a signal N ended it. */

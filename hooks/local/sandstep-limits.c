@@ -336,6 +336,20 @@ sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolea
 }
 
 void
+sandstep_cgroup_counters (const char *name, guint64 *out_oom_kills, guint64 *out_pids_max)
+{
+  SandstepCgroup cgroup = { .kind = sandstep_cgroup_kind () };
+
+  *out_oom_kills = *out_pids_max = 0;
+  if (place_paths (&cgroup, name))
+    read_counters (&cgroup, out_oom_kills, out_pids_max);
+  g_free (cgroup.memory_dir);
+  g_free (cgroup.pids_dir);
+  g_free (cgroup.memory_home);
+  g_free (cgroup.pids_home);
+}
+
+void
 sandstep_cgroup_remove (const char *name)
 {
   SandstepCgroup cgroup = { .kind = sandstep_cgroup_kind () };

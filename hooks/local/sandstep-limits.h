@@ -45,6 +45,10 @@ SandstepCgroup *sandstep_cgroup_enter (const char *name, guint64 memory, gint64 
  * was hit since it entered. */
 void sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit);
 
+/* The cgroup @name's count of OOM kills and of forks refused at its pids
+ * limit (0 without a cgroup): a command that ran while they grew hit them. */
+void sandstep_cgroup_counters (const char *name, guint64 *out_oom_kills, guint64 *out_pids_max);
+
 /* Removes the sandbox's cgroup once its last process is gone. */
 void sandstep_cgroup_remove (const char *name);
 

@@ -10,6 +10,8 @@
 
 #include "sandstep-error.h"
 #include "sandstep-jail.h"
+#include "sandstep-launcher.h"
+#include "sandstep-local.h"
 #include "sandstep-etc.h"
 #include "sandstep-limits.h"
 #include "sandstep-proxy.h"
@@ -280,6 +282,28 @@ start_proxy (LocalAttachment *attachment, const SandstepRunRequest *request, GEr
                                (gpointer) request, error);
 }
 
+/* Shared with the launcher, which builds the same jail ahead of each command. */
+SandstepJail *
+sandstep_local_jail_new (SandstepStore *store, const SandstepRecord *record, GError **error)
+{
+  g_autofree char *workspace = sandstep_store_sandbox_path (store, record->handle, "tree/workspace");
+  g_autofree char *tmp = sandstep_store_sandbox_path (store, record->handle, "tree/tmp");
+  g_autofree char *proxy_dir = sandstep_store_sandbox_path (store, record->handle, "proxy");
+  g_autofree char *etc_dir = sandstep_store_sandbox_path (store, record->handle, "etc");
+  SandstepJailConfig config = { workspace, tmp, etc_dir, record->spec,
+                                sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE, proxy_dir };
+
+  if (!sandstep_etc_prepare (etc_dir, record->spec->network == SANDSTEP_NETWORK_OPEN, error))
+    return NULL;
+  if (record->spec->network == SANDSTEP_NETWORK_ALLOW && g_mkdir_with_parents (proxy_dir, 0700) < 0)
+    {
+      sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                            "Could not create the egress proxy's directory '%s'", proxy_dir);
+      return NULL;
+    }
+  return sandstep_jail_new (&config, error);
+}
+
 static gboolean run_in_jail (LocalAttachment *attachment, const SandstepRunRequest *request, double budget,
                              SandstepRunResult *result, GError **error);
 
@@ -301,22 +325,7 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
     return FALSE;
   if (attachment->jail == NULL)
     {
-      g_autofree char *workspace = sandstep_store_sandbox_path (attachment->local->store, parent->handle,
-                                                                "tree/workspace");
-      g_autofree char *tmp = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "tree/tmp");
-      g_autofree char *proxy_dir = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "proxy");
-      g_autofree char *etc_dir = sandstep_store_sandbox_path (attachment->local->store, parent->handle, "etc");
-      SandstepJailConfig config = { workspace, tmp, etc_dir, attachment->record->spec,
-                                    sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE, proxy_dir };
-
-      if (!sandstep_etc_prepare (etc_dir, attachment->record->spec->network == SANDSTEP_NETWORK_OPEN, error))
-        return FALSE;
-
-      if (attachment->record->spec->network == SANDSTEP_NETWORK_ALLOW && g_mkdir_with_parents (proxy_dir, 0700) < 0)
-        return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                                     "Could not create the egress proxy's directory '%s'", proxy_dir);
-
-      attachment->jail = sandstep_jail_new (&config, error);
+      attachment->jail = sandstep_local_jail_new (attachment->local->store, attachment->record, error);
       if (attachment->jail == NULL)
         return FALSE;
     }
@@ -346,6 +355,8 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   ok = run_in_jail (attachment, request, budget, result, error);
   sandstep_proxy_stop (proxy);
   sandstep_cgroup_leave (cgroup, &result->memory_limit_hit, &result->pids_limit_hit);
+  if (ok && request->warm && attachment->record->spec->network != SANDSTEP_NETWORK_ALLOW)
+    sandstep_launcher_ensure (attachment->local->store, parent->handle);
   return ok;
 }
 

@@ -1,5 +1,6 @@
 /* sandstep-store.c: the local backend's state directory. */
 #include "sandstep-store.h"
+#include "sandstep-launcher.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -334,8 +335,8 @@ sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *
 }
 
 /* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
-static guint64
-process_start_time (pid_t pid)
+guint64
+sandstep_process_start_time (pid_t pid)
 {
   g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
   g_autofree char *text = NULL;
@@ -494,7 +495,7 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
     json_builder_set_member_name (builder, "pid");
     json_builder_add_int_value (builder, getpid ());
     json_builder_set_member_name (builder, "start");
-    json_builder_add_int_value (builder, (gint64) process_start_time (getpid ()));
+    json_builder_add_int_value (builder, (gint64) sandstep_process_start_time (getpid ()));
     json_builder_end_object (builder);
     root = json_builder_get_root (builder);
     text = json_to_string (root, FALSE);
@@ -551,7 +552,7 @@ take_claim_by_force (int fd, const char *handle, GError **error)
   for (int round = 0; round < 2; round++, sig = SIGKILL)
     {
       /* Only the helper that wrote the claim, identified by pid and start time. */
-      if (info.pid > 0 && info.pid != getpid () && info.start != 0 && process_start_time (info.pid) == info.start)
+      if (info.pid > 0 && info.pid != getpid () && info.start != 0 && sandstep_process_start_time (info.pid) == info.start)
         kill (info.pid, sig);
       deadline = g_get_monotonic_time () + KILL_GRACE_US;
       while (g_get_monotonic_time () < deadline)
@@ -601,6 +602,8 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
         }
     }
 
+  /* Its launcher, and the jail it keeps built, end before the directory and the cgroup go. */
+  sandstep_launcher_stop (store, handle);
   if (renameat (store->dir_fd, from, store->dir_fd, to) < 0)
     {
       int errsv = errno;

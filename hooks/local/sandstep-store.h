@@ -14,6 +14,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 #include "sandstep-spec.h"
 
@@ -71,6 +72,10 @@ gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int c
 /* Deletes @name under @dir_fd (rm -rf) without following any link, making
  * directories writable on the way (a command may leave a read-only one). */
 void sandstep_store_remove_tree_at (int dir_fd, const char *name);
+
+/* The start time of @pid (clock ticks since boot; 0: unknown), so a recycled
+ * pid is never mistaken for the process that wrote it down. */
+guint64 sandstep_process_start_time (pid_t pid);
 
 /* Every handle in the store. */
 GPtrArray *sandstep_store_list (SandstepStore *store);

@@ -1,0 +1,265 @@
+/* test-launcher.c: a sandbox's launcher, through the real `sandstep`.
+ *
+ * The first `sandstep run` of a sandbox starts its launcher; the runs after
+ * it are served by the launcher, which writes its own pid into the claim it
+ * takes: that is how these cases know which path a run took.  Whatever the
+ * path, a run must behave the same: streams, status, timeout, refusals.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-test-utils.h"
+
+typedef SandstepTestFixture Fixture;
+
+enum { EXIT_NOT_OWNER = 67, EXIT_BUSY = 75, EXIT_TIMEOUT = 124 };
+
+static char *
+handle_arg (const char *handle)
+{
+  return g_strdup_printf ("--handle=%s", handle);
+}
+
+static char *
+sandbox_file (Fixture *f, const char *handle, const char *name)
+{
+  return g_build_filename (f->state_dir, "sandboxes", handle, name, NULL);
+}
+
+/* The pid in a "PID ..." or {"pid":PID} file, or 0. */
+static int
+pid_in_file (const char *path, const char *key)
+{
+  g_autofree char *text = NULL;
+  const char *p;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return 0;
+  p = key != NULL ? strstr (text, key) : text;
+  return p != NULL ? atoi (p + (key != NULL ? strlen (key) : 0)) : 0;
+}
+
+/* Running, not a zombie: an ended launcher waits for whoever adopted it to reap it. */
+static gboolean
+process_alive (int pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  const char *p;
+
+  if (pid <= 0 || !g_file_get_contents (path, &text, NULL, NULL) || (p = strrchr (text, ')')) == NULL)
+    return FALSE;
+  return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Runs once the ordinary way, then waits until the launcher it started listens; returns its pid. */
+static int
+start_launcher (Fixture *f, const char *handle)
+{
+  g_autofree char *socket_path = sandbox_file (f, handle, "launcher.sock");
+  g_autofree char *lock_path = sandbox_file (f, handle, "launcher");
+  g_autofree char *out = sandstep_test_run_ok (f, handle, "echo first");
+  g_autofree char *cmdline_path = NULL;
+  g_autofree char *cmdline = NULL;
+  gsize len = 0;
+  int pid;
+
+  g_assert_cmpstr (out, ==, "first\n");
+  for (int i = 0; i < 500 && !g_file_test (socket_path, G_FILE_TEST_EXISTS); i++)
+    g_usleep (10 * 1000);
+  g_assert_true (g_file_test (socket_path, G_FILE_TEST_EXISTS));
+  pid = pid_in_file (lock_path, NULL);
+  g_assert_true (process_alive (pid));
+  cmdline_path = g_strdup_printf ("/proc/%d/cmdline", pid);
+  g_assert_true (g_file_get_contents (cmdline_path, &cmdline, &len, NULL));
+  for (gsize i = 0; i + 1 < len; i++)
+    if (cmdline[i] == '\0')
+      cmdline[i] = ' ';
+  sandstep_test_assert_contains (cmdline, "--launcher");
+  sandstep_test_assert_contains (cmdline, handle);
+  return pid;
+}
+
+/* The pid that took the sandbox's claim last. */
+static int
+last_claimer (Fixture *f, const char *handle)
+{
+  g_autofree char *claim = sandbox_file (f, handle, "claim");
+
+  return pid_in_file (claim, "\"pid\":");
+}
+
+static void
+test_serves_runs (Fixture *f, gconstpointer data)
+{
+  static const struct { const char *command; int status; } statuses[] = {
+    { "true", 0 }, { "exit 3", 3 }, { "false", 1 }, { "kill -TERM $$", 128 + SIGTERM },
+    { "kill -KILL $$", 128 + SIGKILL },
+  };
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  int launcher = start_launcher (f, handle);
+
+  g_test_summary ("after the first run, runs are served by the sandbox's launcher with the same results: "
+                  "stdout and stderr, exit status (128+N for signal N), stdin, the caller's TERM and LANG, "
+                  "and files that persist");
+  for (gsize i = 0; i < G_N_ELEMENTS (statuses); i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--", statuses[i].command, NULL);
+      sandstep_test_assert_status (r, statuses[i].status);
+      g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+    }
+  {
+    g_autoptr(SandstepTestResult) r = NULL;
+    sandstep_test_fixture_setenv (f, "TERM", "sandstep-term");
+    sandstep_test_fixture_setenv (f, "LANG", "C.UTF-8");
+    r = sandstep_test_helper (f, "run", h, "--", "echo out $TERM $LANG; echo err >&2; echo kept > /workspace/f", NULL);
+    sandstep_test_assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "out sandstep-term C.UTF-8\n");
+    g_assert_cmpstr (r->err, ==, "err\n");
+    g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  }
+  {
+    g_autofree char *input = sandstep_test_host_path (f, "input");
+    g_autofree char *command = NULL;
+    g_assert_true (g_file_set_contents (input, "from stdin\n", -1, NULL));
+    g_autofree char *out = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+    int status = -1;
+    /* Not through the harness, whose runs read /dev/null. */
+    command = g_strdup_printf ("'%s' run %s -- 'cat; cat /workspace/f' < '%s'", f->helper, h, input);
+    argv[2] = command;
+    g_assert_true (g_spawn_sync (NULL, (char **) argv, f->envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status,
+                                 &error));
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+    g_assert_cmpstr (out, ==, "from stdin\nkept\n");
+    g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  }
+}
+
+static void
+test_timeout (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *child = sandstep_test_unique_seconds (100);
+  g_autofree char *command = g_strdup_printf ("sleep %s & sleep 50", child);
+  const char *child_argv[] = { "sleep", child, NULL };
+  g_autoptr(SandstepTestResult) r = NULL;
+  int launcher = start_launcher (f, handle);
+
+  g_test_summary ("a launcher-served run keeps its --timeout: everything it started is killed, exit 124, and the "
+                  "message names the budget");
+  r = sandstep_test_helper (f, "run", h, "--timeout=1.5", "--", command, NULL);
+  sandstep_test_assert_status (r, EXIT_TIMEOUT);
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  g_assert_cmpfloat (r->elapsed_s, <, 4.0);
+  sandstep_test_assert_contains (r->err, "ran out of its 1.5s budget (--timeout=1.5)");
+  g_assert_true (sandstep_test_wait_for_process (child_argv, FALSE, 2));
+}
+
+static void
+test_refusals_match (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *marker = sandstep_test_unique_seconds (100);
+  g_autofree char *command = g_strdup_printf ("sleep %s", marker);
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  g_autoptr(SandstepTestResult) other = NULL;
+  g_autoptr(SandstepTestResult) busy = NULL;
+  g_autoptr(SandstepTestResult) held = NULL;
+  SandstepTestProc *proc;
+
+  start_launcher (f, handle);
+  g_test_summary ("with a launcher up, what the ordinary path refuses is refused the same: another owner (exit 67), "
+                  "a sandbox another holder uses (exit 75, naming it), a bad --timeout (exit 64)");
+  other = sandstep_test_helper (f, "run", h, "--owner=someone/else", "--", "true", NULL);
+  sandstep_test_assert_status (other, EXIT_NOT_OWNER);
+  sandstep_test_assert_contains (other->err, "is not owned by 'someone/else'");
+
+  proc = sandstep_test_spawn (f, "run", h, "--holder=first/holder", "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+  busy = sandstep_test_helper (f, "run", h, "--holder=second/holder", "--wait=0", "--", "true", NULL);
+  sandstep_test_assert_status (busy, EXIT_BUSY);
+  sandstep_test_assert_contains (busy->err, "is held by 'first/holder'");
+  sandstep_test_proc_kill (proc, SIGTERM);
+  held = sandstep_test_proc_wait (proc, 5);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 3));
+  {
+    g_autoptr(SandstepTestResult) bad = sandstep_test_helper (f, "run", h, "--timeout=soon", "--", "true", NULL);
+    sandstep_test_assert_status (bad, 64);
+    sandstep_test_assert_contains (bad->err, "'soon'");
+  }
+}
+
+static void
+test_caller_killed (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *marker = sandstep_test_unique_seconds (100);
+  g_autofree char *command = g_strdup_printf ("sleep %s", marker);
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  g_autoptr(SandstepTestResult) r = NULL;
+  SandstepTestProc *proc;
+  int launcher = start_launcher (f, handle);
+
+  g_test_summary ("killing a launcher-served `sandstep run` (as make does on ^C) kills its command; the launcher "
+                  "lives on and serves the next run");
+  proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  sandstep_test_proc_kill (proc, SIGKILL);
+  r = sandstep_test_proc_wait (proc, 5);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 3));
+  g_assert_true (process_alive (launcher));
+  {
+    g_autofree char *out = sandstep_test_run_ok (f, handle, "echo again");
+    g_assert_cmpstr (out, ==, "again\n");
+    g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  }
+}
+
+static void
+test_ends_with_sandbox (Fixture *f, gconstpointer data)
+{
+  g_autofree char *a = sandstep_test_provision (f, "--holder=a", NULL);
+  g_autofree char *b = sandstep_test_provision (f, "--holder=b", NULL);
+  g_autofree char *ha = handle_arg (a);
+  g_autofree char *hb = handle_arg (b);
+  g_autoptr(SandstepTestResult) destroy = NULL;
+  g_autoptr(SandstepTestResult) release = NULL;
+  int launcher_a = start_launcher (f, a);
+  int launcher_b = start_launcher (f, b);
+
+  g_test_summary ("a launcher ends with its sandbox: at destroy, and at release once idle");
+  destroy = sandstep_test_helper (f, "destroy", ha, NULL);
+  sandstep_test_assert_status (destroy, 0);
+  g_assert_false (process_alive (launcher_a));
+
+  release = sandstep_test_helper (f, "release", hb, NULL);
+  sandstep_test_assert_status (release, 0);
+  for (int i = 0; i < 300 && process_alive (launcher_b); i++)
+    g_usleep (10 * 1000);
+  g_assert_false (process_alive (launcher_b));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+#define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
+  ADD ("/launcher/serves-runs", test_serves_runs);
+  ADD ("/launcher/timeout", test_timeout);
+  ADD ("/launcher/refusals-match", test_refusals_match);
+  ADD ("/launcher/caller-killed", test_caller_killed);
+  ADD ("/launcher/ends-with-sandbox", test_ends_with_sandbox);
+#undef ADD
+  return g_test_run ();
+}
