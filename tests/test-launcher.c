@@ -6,11 +6,16 @@
  * path, a run must behave the same: streams, status, timeout, refusals.
  */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandstep-launch-wire.h"
 #include "sandstep-test-utils.h"
 
 typedef SandstepTestFixture Fixture;
@@ -250,6 +255,95 @@ test_ends_with_sandbox (Fixture *f, gconstpointer data)
   g_assert_false (process_alive (launcher_b));
 }
 
+/* In a child running as @user: connects to @socket_path and, when that
+ * works, asks the launcher to run @command with this process's stdio, in
+ * the name of the sandbox's own owner and holder (no secret).
+ * Exits with the errno of connect, or 100 + the reply's kind, or 99. */
+static int
+attempt_as (Fixture *f, SandstepTestUser *user, const char *socket_path, const char *handle, const char *command)
+{
+  pid_t pid = fork ();
+  int status = -1;
+
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      struct sockaddr_un address = { .sun_family = AF_UNIX };
+      const char *fields[SANDSTEP_LAUNCH_FIELDS] = { SANDSTEP_LAUNCH_MAGIC, handle, f->owner, f->holder,
+                                                       "", "", command };
+      char buf[4096];
+      size_t len = 0;
+      int fds[3] = { 0, 1, 2 };
+      union { char buf[CMSG_SPACE (sizeof fds)]; struct cmsghdr align; } control;
+      struct iovec iov = { .iov_base = buf };
+      struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                            .msg_controllen = sizeof control.buf };
+      struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+      SandstepLaunchReply reply;
+      int fd;
+
+      if (setgroups (0, NULL) < 0 || setresgid (user->gid, user->gid, user->gid) < 0 ||
+          setresuid (user->uid, user->uid, user->uid) < 0)
+        _exit (99);
+      strncpy (address.sun_path, socket_path, sizeof address.sun_path - 1);
+      fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      if (connect (fd, (struct sockaddr *) &address, sizeof address) < 0)
+        _exit (errno);
+      for (int i = 0; i < SANDSTEP_LAUNCH_FIELDS; i++)
+        {
+          memcpy (buf + len, fields[i], strlen (fields[i]) + 1);
+          len += strlen (fields[i]) + 1;
+        }
+      iov.iov_len = len;
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN (sizeof fds);
+      memcpy (CMSG_DATA (cmsg), fds, sizeof fds);
+      if (sendmsg (fd, &msg, 0) < 0 || recv (fd, &reply, sizeof reply, 0) != sizeof reply)
+        _exit (99);
+      _exit (100 + reply.kind);
+    }
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+static void
+test_other_user_refused (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *socket_path = sandbox_file (f, handle, "launcher.sock");
+  g_autofree char *sandbox_dir = g_build_filename (f->state_dir, "sandboxes", handle, NULL);
+  g_autofree char *sandboxes = g_build_filename (f->state_dir, "sandboxes", NULL);
+  g_autofree char *pwned = g_build_filename (sandbox_dir, "tree", "workspace", "pwned", NULL);
+  const char *opened[] = { f->base_dir, f->state_dir, sandboxes, sandbox_dir };
+  g_autofree char *reason = NULL;
+  g_autoptr(SandstepTestUser) user = NULL;
+  int launcher;
+
+  g_test_summary ("another user cannot drive a sandbox's launcher: connecting gives EACCES (the sandbox's "
+                  "directory is 0700), and with every permission opened by hand the launcher still sends the "
+                  "caller away (SO_PEERCRED) and runs nothing");
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      g_test_skip (reason);
+      return;
+    }
+  launcher = start_launcher (f, handle);
+  g_assert_cmpint (attempt_as (f, user, socket_path, handle, "echo pwned > /workspace/pwned"), ==, EACCES);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    g_assert_cmpint (chmod (opened[i], 0711), ==, 0);
+  g_assert_cmpint (chmod (socket_path, 0777), ==, 0);
+  g_assert_cmpint (attempt_as (f, user, socket_path, handle, "echo pwned > /workspace/pwned"), ==,
+                   100 + SANDSTEP_LAUNCH_FALLBACK);
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    g_assert_cmpint (chmod (opened[i], 0700), ==, 0);
+  g_assert_false (g_file_test (pwned, G_FILE_TEST_EXISTS));
+  g_assert_true (process_alive (launcher));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -260,6 +354,7 @@ main (int argc, char **argv)
   ADD ("/launcher/refusals-match", test_refusals_match);
   ADD ("/launcher/caller-killed", test_caller_killed);
   ADD ("/launcher/ends-with-sandbox", test_ends_with_sandbox);
+  ADD ("/launcher/other-user-refused", test_other_user_refused);
 #undef ADD
   return g_test_run ();
 }

@@ -723,7 +723,9 @@ sandstep_launcher_ensure (SandstepStore *store, const char *handle)
 {
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   char *argv[] = { (char *) "sandstep", (char *) "--launcher", (char *) handle, NULL };
-  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STATE_DIR", store->dir, TRUE);
+  /* Absolute: the launcher leaves the caller's working directory (it must not pin it). */
+  g_autofree char *state_dir = g_canonicalize_filename (store->dir, NULL);
+  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STATE_DIR", state_dir, TRUE);
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   int lock = open_lock (store, handle, O_CREAT);
@@ -748,6 +750,7 @@ sandstep_launcher_ensure (SandstepStore *store, const char *handle)
   posix_spawn_file_actions_addopen (&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen (&actions, 2, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addclosefrom_np (&actions, 3);
+  posix_spawn_file_actions_addchdir_np (&actions, "/");
   posix_spawnattr_init (&attributes);
   posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSID);
   if (posix_spawn (&pid, self, &actions, &attributes, argv, envp) != 0)
