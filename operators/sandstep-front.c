@@ -288,7 +288,9 @@ main (int argc, char **argv)
   ssize_t n;
   int fd;
 
-  if (argc < 3 || strcmp (argv[1], "run") != 0 || (backend != NULL && backend[0] != '\0') ||
+  /* $SANDSTEP_BACKEND names a sandstepd unless empty or "local", as in sandstep_backend_open(). */
+  if (argc < 3 || strcmp (argv[1], "run") != 0 ||
+      (backend != NULL && backend[0] != '\0' && strcmp (backend, "local") != 0) ||
       !parse_run (argc - 2, argv + 2, &request))
     exec_core (argv);
   fd = connect_launcher (request.handle);
