@@ -8,6 +8,8 @@
 #include "sandstep-operator.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,14 +66,24 @@ sandstep_launch_main (const char *handle)
   g_autoptr(SandstepStore) store = NULL;
   g_autofree char *dir = sandstep_store_default_dir ();
   SandstepLauncherHooks hooks = { accept_request, report, (gpointer) sandstep_operator_lookup ("run") };
+  struct stat st;
 
   if (!sandstep_handle_is_valid (handle) || sandstep_handle_is_remote (handle))
     {
       g_printerr ("sandstep --launcher: '%s' is not a local sandbox handle\n", handle);
       return SANDSTEP_EXIT_USAGE;
     }
-  store = sandstep_store_open (dir, &error);
-  if (store == NULL || !sandstep_launcher_serve (store, handle, &hooks, &error))
+  /* Started by sandstep_launcher_ensure() only: the store and the held lock come as fds. */
+  if (fstat (SANDSTEP_LAUNCHER_STORE_FD, &st) < 0 || !S_ISDIR (st.st_mode) ||
+      fcntl (SANDSTEP_LAUNCHER_LOCK_FD, F_SETFD, FD_CLOEXEC) < 0 ||
+      fcntl (SANDSTEP_LAUNCHER_STORE_FD, F_SETFD, FD_CLOEXEC) < 0)
+    {
+      g_printerr ("sandstep --launcher: a launcher is started by 'sandstep run', which hands it the state "
+                  "directory and its lock; run a command in the sandbox instead\n");
+      return SANDSTEP_EXIT_USAGE;
+    }
+  store = sandstep_store_adopt (SANDSTEP_LAUNCHER_STORE_FD, dir);
+  if (!sandstep_launcher_serve (store, handle, &hooks, &error))
     {
       /* Nobody reads this (stderr is /dev/null when run by sandstep run); for whoever starts one by hand. */
       g_printerr ("sandstep --launcher: %s\n", error->message);

@@ -6,6 +6,7 @@
  * path, a run must behave the same: streams, status, timeout, refusals.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "sandstep-launch-wire.h"
+#include "sandstep-store.h"
 #include "sandstep-test-utils.h"
 
 typedef SandstepTestFixture Fixture;
@@ -255,6 +257,66 @@ test_ends_with_sandbox (Fixture *f, gconstpointer data)
   g_assert_false (process_alive (launcher_b));
 }
 
+/* Pids of running processes whose command line names @handle's launcher. */
+static guint
+count_launchers (const char *handle)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  guint count = 0;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/%s/cmdline", name);
+      g_autofree char *cmdline = NULL;
+      gsize len = 0;
+      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &cmdline, &len, NULL) ||
+          !process_alive (atoi (name)))
+        continue;
+      for (gsize i = 0; i + 1 < len; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, "--launcher") != NULL && strstr (cmdline, handle) != NULL)
+        count++;
+    }
+  return count;
+}
+
+static void
+test_destroy_while_starting (Fixture *f, gconstpointer data)
+{
+  g_test_summary ("destroy right after a sandbox's first run stops the launcher that run starts, even while it "
+                  "is still starting: in 20 rounds, no launcher is left, and a state directory removed after the "
+                  "destroy stays removed");
+  for (int round = 0; round < 20; round++)
+    {
+      g_autofree char *name = g_strdup_printf ("state-%d", round);
+      g_autofree char *state = g_build_filename (f->base_dir, name, NULL);
+      g_autofree char *handle = NULL;
+      g_autofree char *h = NULL;
+      g_autofree char *out = NULL;
+      g_autoptr(SandstepTestResult) destroy = NULL;
+      int base_fd;
+
+      sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", state);
+      handle = sandstep_test_provision (f, NULL);
+      h = handle_arg (handle);
+      out = sandstep_test_run_ok (f, handle, "true");
+      destroy = sandstep_test_helper (f, "destroy", h, NULL);
+      sandstep_test_assert_status (destroy, 0);
+      g_assert_cmpuint (count_launchers (handle), ==, 0);
+
+      base_fd = open (f->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      g_assert_cmpint (base_fd, >=, 0);
+      sandstep_store_remove_tree_at (base_fd, name);
+      close (base_fd);
+      g_usleep (100 * 1000);
+      g_assert_false (g_file_test (state, G_FILE_TEST_EXISTS));
+      g_assert_cmpuint (count_launchers (handle), ==, 0);
+    }
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", f->state_dir);
+}
+
 /* In a child running as @user: connects to @socket_path and, when that
  * works, asks the launcher to run @command with this process's stdio, in
  * the name of the sandbox's own owner and holder (no secret).
@@ -354,6 +416,7 @@ main (int argc, char **argv)
   ADD ("/launcher/refusals-match", test_refusals_match);
   ADD ("/launcher/caller-killed", test_caller_killed);
   ADD ("/launcher/ends-with-sandbox", test_ends_with_sandbox);
+  ADD ("/launcher/destroy-while-starting", test_destroy_while_starting);
   ADD ("/launcher/other-user-refused", test_other_user_refused);
 #undef ADD
   return g_test_run ();

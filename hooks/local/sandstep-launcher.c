@@ -520,7 +520,8 @@ check_sandbox (Launcher *launcher)
 static void
 loop (Launcher *launcher)
 {
-  while (!launcher->done)
+  /* Once done, a command that runs still ends as usual; nothing new starts. */
+  while (!launcher->done || launcher->conn >= 0)
     {
       struct pollfd fds[5 + MAX_REAPING] = {
         { .fd = launcher->signals, .events = POLLIN },
@@ -568,7 +569,7 @@ loop (Launcher *launcher)
         reap (launcher, FALSE);
       if (fds[1].revents & POLLIN)
         check_sandbox (launcher);
-      if (builder_failed (&launcher->builder))
+      if (launcher->conn < 0 && builder_failed (&launcher->builder))
         launcher->done = TRUE;
       if (launcher->conn >= 0)
         {
@@ -626,31 +627,13 @@ sandstep_launcher_serve (SandstepStore *store, const char *handle, const Sandste
 {
   g_autofree char *dir = g_build_filename ("sandboxes", handle, NULL);
   g_autofree char *watched = NULL;
-  g_autofree char *pid_text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", (int) getpid (),
-                                               sandstep_process_start_time (getpid ()));
   Launcher launcher = { .store = store, .handle = handle, .hooks = hooks, .dir_fd = -1, .listener = -1,
                         .watch = -1, .signals = -1, .conn = -1, .claim_fd = -1, .err_fd = -1,
                         .status_fd = -1, .reaping = { -1, -1, -1, -1, -1, -1, -1, -1 } };
   struct sockaddr_un address;
   sigset_t stop;
-  int lock;
   gboolean ok = FALSE;
 
-  lock = open_lock (store, handle, O_CREAT);
-  if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0)
-    {
-      /* Gone, or another launcher serves it. */
-      if (lock >= 0)
-        close (lock);
-      return TRUE;
-    }
-  if (pwrite (lock, pid_text, strlen (pid_text), 0) < 0 || ftruncate (lock, strlen (pid_text)) < 0)
-    {
-      sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                            "Could not write the launcher's pid for sandbox '%s'", handle);
-      close (lock);
-      return FALSE;
-    }
   launcher.record = sandstep_store_load (store, handle, NULL);
   if (launcher.record == NULL || launcher.record->spec->network == SANDSTEP_NETWORK_ALLOW || !alive (launcher.record))
     {
@@ -714,7 +697,6 @@ out:
       if (fd >= 0)
         close (fd);
     }
-  close (lock);
   return ok;
 }
 
@@ -726,37 +708,55 @@ sandstep_launcher_ensure (SandstepStore *store, const char *handle)
   /* Absolute: the launcher leaves the caller's working directory (it must not pin it). */
   g_autofree char *state_dir = g_canonicalize_filename (store->dir, NULL);
   g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STATE_DIR", state_dir, TRUE);
+  g_autofree char *pid_text = NULL;
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   int lock = open_lock (store, handle, O_CREAT);
-  pid_t pid;
+  int store_fd = -1, lock_fd = -1;
+  pid_t pid = -1;
 
-  if (lock < 0 || self == NULL)
+  if (lock < 0 || self == NULL || flock (lock, LOCK_EX | LOCK_NB) < 0)
     {
       if (lock >= 0)
         close (lock);
       return;
     }
-  if (flock (lock, LOCK_EX | LOCK_NB) < 0)
-    {
-      close (lock);
-      return;
-    }
-  close (lock);
+  /* The launcher inherits this lock, so sandstep_launcher_stop() sees it from
+   * this moment, not from when it has started; until the pid is written,
+   * the file is empty and stop waits for it. */
+  if (ftruncate (lock, 0) < 0 || (store_fd = fcntl (store->dir_fd, F_DUPFD_CLOEXEC, 10)) < 0 ||
+      (lock_fd = fcntl (lock, F_DUPFD_CLOEXEC, 10)) < 0)
+    goto out;
 
-  /* Its own session, no terminal, nothing of ours open: make must not wait on it. */
+  /* Its own session, no terminal, in /, and of ours only the store and the
+   * lock (SANDSTEP_LAUNCHER_STORE_FD, _LOCK_FD): make must not wait on it. */
   posix_spawn_file_actions_init (&actions);
   posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen (&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen (&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addclosefrom_np (&actions, 3);
+  posix_spawn_file_actions_adddup2 (&actions, store_fd, SANDSTEP_LAUNCHER_STORE_FD);
+  posix_spawn_file_actions_adddup2 (&actions, lock_fd, SANDSTEP_LAUNCHER_LOCK_FD);
+  posix_spawn_file_actions_addclosefrom_np (&actions, SANDSTEP_LAUNCHER_LOCK_FD + 1);
   posix_spawn_file_actions_addchdir_np (&actions, "/");
   posix_spawnattr_init (&attributes);
   posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSID);
   if (posix_spawn (&pid, self, &actions, &attributes, argv, envp) != 0)
-    g_debug ("Could not start the launcher of '%s'", handle);
+    pid = -1;
   posix_spawn_file_actions_destroy (&actions);
   posix_spawnattr_destroy (&attributes);
+  if (pid > 0)
+    {
+      pid_text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", (int) pid, sandstep_process_start_time (pid));
+      if (pwrite (lock, pid_text, strlen (pid_text), 0) < 0)
+        g_debug ("Could not write the pid of the launcher of '%s'", handle);
+    }
+
+out:
+  if (store_fd >= 0)
+    close (store_fd);
+  if (lock_fd >= 0)
+    close (lock_fd);
+  close (lock);
 }
 
 /* Sends @sig and waits until @pidfd's process ended; TRUE if it did. */
@@ -772,21 +772,30 @@ signal_and_wait (int pidfd, int sig)
 void
 sandstep_launcher_stop (SandstepStore *store, const char *handle)
 {
-  char text[64] = { 0 };
   int lock = open_lock (store, handle, 0);
   int pid = 0, pidfd;
   guint64 start = 0;
 
   if (lock < 0)
     return;
-  if (flock (lock, LOCK_EX | LOCK_NB) == 0 || pread (lock, text, sizeof text - 1, 0) <= 0 ||
-      sscanf (text, "%d %" G_GUINT64_FORMAT, &pid, &start) != 2 || pid == getpid ())
+  /* Held with no pid yet: its starter writes it right after the spawn. */
+  for (int attempt = 0; attempt < 500; attempt++)
     {
-      close (lock);
-      return;
+      char text[64] = { 0 };
+      if (flock (lock, LOCK_EX | LOCK_NB) == 0)
+        {
+          close (lock);
+          return;
+        }
+      if (pread (lock, text, sizeof text - 1, 0) > 0 && sscanf (text, "%d %" G_GUINT64_FORMAT, &pid, &start) == 2)
+        break;
+      pid = 0;
+      g_usleep (2000);
     }
   close (lock);
-  /* Only the launcher that wrote the file, identified by pid and start time. */
+  if (pid <= 0 || pid == getpid ())
+    return;
+  /* Only the launcher the file names, identified by pid and start time. */
   pidfd = syscall (SYS_pidfd_open, pid, 0);
   if (pidfd < 0)
     return;

@@ -48,9 +48,14 @@ typedef struct {
   gpointer user_data;
 } SandstepLauncherHooks;
 
-/* Serves @handle's commands until the launcher has no reason to live.
- * Returns at once when another launcher serves it, or it cannot be served
- * ahead (network=allow, gone, expired). */
+/* What sandstep_launcher_ensure() hands the launcher it starts: the state
+ * directory (sandstep_store_adopt()) and the launcher's lock, already held. */
+#define SANDSTEP_LAUNCHER_STORE_FD 3
+#define SANDSTEP_LAUNCHER_LOCK_FD 4
+
+/* Serves @handle's commands until the launcher has no reason to live,
+ * holding the lock it was handed at SANDSTEP_LAUNCHER_LOCK_FD.  Returns at
+ * once when it cannot be served ahead (network=allow, gone, expired). */
 gboolean sandstep_launcher_serve (SandstepStore *store, const char *handle, const SandstepLauncherHooks *hooks,
                                   GError **error);
 

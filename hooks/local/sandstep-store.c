@@ -77,6 +77,16 @@ sandstep_store_open (const char *dir, GError **error)
   return g_steal_pointer (&store);
 }
 
+SandstepStore *
+sandstep_store_adopt (int dir_fd, const char *dir)
+{
+  SandstepStore *store = g_new0 (SandstepStore, 1);
+
+  store->dir_fd = dir_fd;
+  store->dir = g_strdup (dir);
+  return store;
+}
+
 void
 sandstep_store_free (SandstepStore *store)
 {

@@ -42,6 +42,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepRecord, sandstep_record_free)
 char *sandstep_store_default_dir (void);
 
 SandstepStore *sandstep_store_open (const char *dir, GError **error);
+/* A store over @dir_fd (taken), the state directory at @dir, creating
+ * nothing: a state directory removed meanwhile stays removed. */
+SandstepStore *sandstep_store_adopt (int dir_fd, const char *dir);
 void sandstep_store_free (SandstepStore *store);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepStore, sandstep_store_free)
 
