@@ -285,6 +285,7 @@ main (int argc, char **argv)
   Request request = { { 0 } };
   const char *backend = getenv ("SANDSTEP_BACKEND");
   SandstepLaunchReply reply;
+  int started = 0;
   ssize_t n;
   int fd;
 
@@ -298,17 +299,25 @@ main (int argc, char **argv)
     exec_core (argv);
   if (!send_request (fd, &request))
     exec_core (argv);
-  do
-    n = recv (fd, &reply, sizeof reply, 0);
-  while (n < 0 && errno == EINTR);
-  if (n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_FALLBACK)
+  for (;;)
     {
-      close (fd);
-      exec_core (argv);
+      do
+        n = recv (fd, &reply, sizeof reply, 0);
+      while (n < 0 && errno == EINTR);
+      if (n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_STARTED)
+        started = 1;
+      else if (n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_DONE)
+        return reply.exit_status;
+      else if ((n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_FALLBACK) || !started)
+        {
+          /* Nothing ran (the launcher said so, or ended before starting it). */
+          close (fd);
+          exec_core (argv);
+        }
+      else
+        break;
     }
-  if (n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_DONE)
-    return reply.exit_status;
-  fprintf (stderr, "sandstep run: the launcher of sandbox '%s' ended before the command did (was the sandbox "
+  fprintf (stderr, "sandstep run: the launcher of sandbox '%s' ended while the command ran (was the sandbox "
            "destroyed?); run the step again\n", request.handle);
   return EXIT_INTERNAL;
 }

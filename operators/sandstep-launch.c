@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +18,8 @@
 #include "sandstep-launcher.h"
 #include "sandstep-remote.h"
 #include "sandstep-store.h"
+
+#define REPORT_PATIENCE_MS 2000
 
 static gboolean
 value_ok (const SandstepOperator *run, const char *name, const char *value)
@@ -47,9 +50,14 @@ report (int err_fd, const SandstepSpec *spec, const SandstepLaunchRequest *reque
   int exit_status = sandstep_run_report (spec, request->timeout[0] != '\0' ? request->timeout : NULL, result, text);
   gsize done = 0;
 
+  /* A launcher serves more than this caller: a stderr nobody drains loses the lines, not the launcher. */
   while (done < text->len)
     {
-      ssize_t n = write (err_fd, text->str + done, text->len - done);
+      struct pollfd pfd = { .fd = err_fd, .events = POLLOUT };
+      ssize_t n;
+      if (poll (&pfd, 1, REPORT_PATIENCE_MS) <= 0)
+        break;
+      n = write (err_fd, text->str + done, text->len - done);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)

@@ -257,6 +257,96 @@ test_ends_with_sandbox (Fixture *f, gconstpointer data)
   g_assert_false (process_alive (launcher_b));
 }
 
+static void
+test_data_mount_replaced (Fixture *f, gconstpointer data)
+{
+  g_autofree char *docs = sandstep_test_host_path (f, "docs");
+  g_autofree char *file = g_build_filename (docs, "f", NULL);
+  g_autofree char *mount = g_strdup_printf ("--mount=%s:/data/docs", docs);
+  g_autofree char *handle = NULL;
+  g_autofree char *first = NULL;
+  g_autofree char *second = NULL;
+  g_autofree char *third = NULL;
+  int launcher;
+
+  g_test_summary ("a data mount replaced on the host between two runs (rm -rf and made again) is seen new by the "
+                  "next run, as on the ordinary path: the jail built ahead with the old one is not used");
+  g_assert_cmpint (g_mkdir_with_parents (docs, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (file, "one\n", -1, NULL));
+  handle = sandstep_test_provision (f, mount, NULL);
+  launcher = start_launcher (f, handle);
+  first = sandstep_test_run_ok (f, handle, "cat /data/docs/f");
+  g_assert_cmpstr (first, ==, "one\n");
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+
+  g_assert_cmpint (unlink (file), ==, 0);
+  g_assert_cmpint (rmdir (docs), ==, 0);
+  g_assert_cmpint (g_mkdir_with_parents (docs, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (file, "two\n", -1, NULL));
+  second = sandstep_test_run_ok (f, handle, "cat /data/docs/f");
+  g_assert_cmpstr (second, ==, "two\n");
+  /* And the launcher serves again, with the new one. */
+  third = sandstep_test_run_ok (f, handle, "cat /data/docs/f");
+  g_assert_cmpstr (third, ==, "two\n");
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+}
+
+static void
+test_closed_stderr (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *command = NULL;
+  g_autofree char *out = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+  int launcher = start_launcher (f, handle);
+  int status = -1;
+
+  g_test_summary ("a caller whose stderr is a pipe closed before the timeout message (| head -c 1) does not take "
+                  "the launcher down: it serves the next run");
+  command = g_strdup_printf ("'%s' run --handle=%s --timeout=1 -- 'echo x; sleep 5' 2>&1 | head -c 1", f->helper,
+                             handle);
+  argv[2] = command;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, f->envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status,
+                               &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (out, ==, "x");
+  g_usleep (1500 * 1000);
+  g_assert_true (process_alive (launcher));
+  {
+    g_autofree char *again = sandstep_test_run_ok (f, handle, "echo again");
+    g_assert_cmpstr (again, ==, "again\n");
+    g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  }
+}
+
+static void
+test_jail_cannot_drive (Fixture *f, gconstpointer data)
+{
+  g_autofree char *bin_dir = g_path_get_dirname (f->helper);
+  g_autofree char *state_mount = g_strdup_printf ("--mount=%s:/data/state", f->state_dir);
+  g_autofree char *bin_mount = g_strdup_printf ("--mount=%s:/data/bin", bin_dir);
+  g_autofree char *target = sandstep_test_provision (f, "--holder=target", NULL);
+  g_autofree char *attacker = sandstep_test_provision (f, "--holder=attacker", state_mount, bin_mount, NULL);
+  g_autofree char *ha = g_strdup_printf ("--handle=%s", attacker);
+  g_autofree char *command = NULL;
+  g_autofree char *pwned = g_build_filename (f->state_dir, "sandboxes", target, "tree", "workspace", "pwned", NULL);
+  g_autoptr(SandstepTestResult) r = NULL;
+  int launcher = start_launcher (f, target);
+
+  g_test_summary ("a jail that can see another sandbox's launcher socket (its state directory data-mounted, so "
+                  "the socket is reachable and the jail's uid 0 is the owner's uid) cannot make it run anything: "
+                  "the launcher refuses callers outside its user namespace");
+  command = g_strdup_printf ("SANDSTEP_STATE_DIR=/data/state SANDSTEP_OWNER='%s' SANDSTEP_HOLDER='%s' "
+                             "/data/bin/sandstep run --handle=%s -- 'echo pwned > /workspace/pwned'; echo rc=$?",
+                             f->owner, f->holder, target);
+  r = sandstep_test_helper (f, "run", ha, "--", command, NULL);
+  sandstep_test_assert_status (r, 0);
+  sandstep_test_assert_not_contains (r->out, "rc=0");
+  g_assert_false (g_file_test (pwned, G_FILE_TEST_EXISTS));
+  g_assert_true (process_alive (launcher));
+}
+
 /* Pids of running processes whose command line names @handle's launcher. */
 static guint
 count_launchers (const char *handle)
@@ -418,6 +508,9 @@ main (int argc, char **argv)
   ADD ("/launcher/ends-with-sandbox", test_ends_with_sandbox);
   ADD ("/launcher/destroy-while-starting", test_destroy_while_starting);
   ADD ("/launcher/other-user-refused", test_other_user_refused);
+  ADD ("/launcher/jail-cannot-drive", test_jail_cannot_drive);
+  ADD ("/launcher/data-mount-replaced", test_data_mount_replaced);
+  ADD ("/launcher/closed-stderr", test_closed_stderr);
 #undef ADD
   return g_test_run ();
 }

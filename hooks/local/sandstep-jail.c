@@ -973,6 +973,51 @@ sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin_fd, int 
          await_exec (jail, report, out_process, error);
 }
 
+/* The host path each bind takes, in op order: an OP_OPEN's, or a bind's source outside the new root. */
+static const char *
+op_host_source (const JailOp *op)
+{
+  if (op->kind == OP_OPEN)
+    return op->path;
+  if (op->kind == OP_BIND && op->slot < 0 && op->source != NULL && !g_str_has_prefix (op->source, NEWROOT "/"))
+    return op->source;
+  return NULL;
+}
+
+/* Fills @ready's sources; -1 where a path cannot be seen (then never current). */
+static void
+stat_sources (SandstepJail *jail, SandstepJailReady *ready)
+{
+  ready->n_sources = 0;
+  for (guint i = 0; i < jail->ops->len && ready->n_sources < SANDSTEP_JAIL_MAX_SOURCES; i++)
+    {
+      const char *path = op_host_source (&g_array_index (jail->ops, JailOp, i));
+      struct stat st;
+      if (path == NULL)
+        continue;
+      if (stat (path, &st) < 0)
+        st.st_dev = st.st_ino = (ino_t) -1;
+      ready->sources[ready->n_sources].dev = st.st_dev;
+      ready->sources[ready->n_sources].ino = st.st_ino;
+      ready->n_sources++;
+    }
+}
+
+gboolean
+sandstep_jail_ready_current (SandstepJail *jail, const SandstepJailReady *ready)
+{
+  SandstepJailReady now;
+
+  stat_sources (jail, &now);
+  if (now.n_sources != ready->n_sources)
+    return FALSE;
+  for (int i = 0; i < now.n_sources; i++)
+    if (now.sources[i].ino == (ino_t) -1 || now.sources[i].dev != ready->sources[i].dev ||
+        now.sources[i].ino != ready->sources[i].ino)
+      return FALSE;
+  return TRUE;
+}
+
 gboolean
 sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError **error)
 {
@@ -991,6 +1036,7 @@ sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError 
                                  "Could not create the socket that hands a jail its command");
   g_ptr_array_add (args, g_strdup ("--serve"));
   g_ptr_array_add (args, g_strdup_printf ("%d", pair[1]));
+  stat_sources (jail, out_ready);
   ok = clone_jail (jail, args, no_stdio, pair[1], &out_ready->process, &out_ready->report, error);
   close (pair[1]);
   if (!ok)
@@ -998,6 +1044,26 @@ sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError 
       close (pair[0]);
       return FALSE;
     }
+  /* clone() also returns when the child failed before exec'ing init: then
+   * the report is already there (init, waiting, holds the pipe open). */
+  {
+    struct pollfd pfd = { .fd = out_ready->report, .events = POLLIN };
+    if (poll (&pfd, 1, 0) > 0)
+      {
+        int report = out_ready->report;
+        out_ready->report = -1;
+        close (pair[0]);
+        if (!await_exec (jail, report, &out_ready->process, error))
+          return FALSE;
+        /* EOF: init itself ended at once. */
+        sandstep_jail_kill (&out_ready->process);
+        waitid (P_PIDFD, out_ready->process.pidfd, &(siginfo_t) { 0 }, WEXITED);
+        close (out_ready->process.pidfd);
+        out_ready->process.pidfd = -1;
+        return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                               "The jail's init ended before it could wait for a command");
+      }
+  }
   out_ready->control = pair[0];
   return TRUE;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 #include "sandstep-backend.h"
 #include "sandstep-spec.h"
@@ -46,10 +47,15 @@ gboolean sandstep_jail_spawn (SandstepJail *jail, const char *command, int stdin
 
 /* A jail built ahead of its command: namespaces, mounts and hardening done,
  * its init waiting on @control for the command.  Never for network=allow. */
+#define SANDSTEP_JAIL_MAX_SOURCES 96
+
 typedef struct {
   SandstepJailProcess process;
   int control;
   int report;
+  /* The host paths it binds, as they were when it was built. */
+  int n_sources;
+  struct { dev_t dev; ino_t ino; } sources[SANDSTEP_JAIL_MAX_SOURCES];
 } SandstepJailReady;
 
 gboolean sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError **error);
@@ -62,6 +68,10 @@ gboolean sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready
 gboolean sandstep_jail_start (SandstepJail *jail, SandstepJailReady *ready, const char *command, const int stdio[3],
                               char **caller_env, SandstepJailProcess *out_process, int *out_status_fd,
                               GError **error);
+
+/* FALSE when a host path @ready binds (a data mount, /etc, /usr) has been
+ * replaced since it was built: its command would see the old one. */
+gboolean sandstep_jail_ready_current (SandstepJail *jail, const SandstepJailReady *ready);
 
 /* Kills and reaps a jail that got no command. */
 void sandstep_jail_ready_clear (SandstepJailReady *ready);

@@ -5,9 +5,10 @@
  * (SOCK_SEQPACKET, same uid only).  `sandstep run` (sandstep-front.c) sends
  * one request: SANDSTEP_LAUNCH_FIELDS NUL-terminated strings, then the
  * caller's terminal and locale variables as NAME=VALUE strings, with its
- * stdin, stdout and stderr attached (SCM_RIGHTS).  The launcher answers with
- * one SandstepLaunchReply: run it yourself (FALLBACK, before anything ran),
- * or the exit status once the command ended.
+ * stdin, stdout and stderr attached (SCM_RIGHTS).  The launcher answers
+ * with SandstepLaunchReply messages: run it yourself (FALLBACK, nothing
+ * ran), or STARTED and later the exit status (DONE).  A caller that sees
+ * the socket close before STARTED may run the command the ordinary way.
  *
  * Plain C: the front is linked statically without GLib.
  */
@@ -37,6 +38,7 @@ enum {
 typedef enum {
   SANDSTEP_LAUNCH_FALLBACK = 1,  /* nothing ran: do it without the launcher */
   SANDSTEP_LAUNCH_DONE = 2,      /* the command ended; exit with .exit_status */
+  SANDSTEP_LAUNCH_STARTED = 3,   /* the command runs: never run it again, whatever comes */
 } SandstepLaunchKind;
 
 typedef struct {

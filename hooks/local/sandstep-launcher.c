@@ -13,6 +13,7 @@
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -28,8 +29,10 @@
 #define P_PIDFD 3
 #endif
 
-/* How long a request may take to arrive once its caller connected. */
+/* How long a request may take to arrive once its caller connected: for one
+ * that will run, and for one sent the ordinary way while a command runs. */
 #define REQUEST_TIMEOUT_S 2
+#define REFUSE_TIMEOUT_MS 100
 /* How long sandstep_launcher_stop() waits for each signal to work. */
 #define STOP_GRACE_MS 2000
 
@@ -62,6 +65,7 @@ typedef struct {
   SandstepRecord *record;
   SandstepJail *jail;
   Builder builder;
+  SandstepCgroup *cgroup;      /* its paths, found once: the builder moves this process while it builds */
   int dir_fd;                  /* the sandbox's directory */
   int listener;
   int watch;                   /* inotify on the sandbox's directory */
@@ -256,7 +260,6 @@ receive_request (int conn, int fds[3], char **out_text, SandstepLaunchRequest *o
   struct iovec iov;
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                         .msg_controllen = sizeof control.buf };
-  struct timeval patience = { .tv_sec = REQUEST_TIMEOUT_S };
   struct cmsghdr *cmsg;
   const char *fields[SANDSTEP_LAUNCH_FIELDS];
   g_autoptr(GPtrArray) env = g_ptr_array_new ();
@@ -264,7 +267,6 @@ receive_request (int conn, int fds[3], char **out_text, SandstepLaunchRequest *o
   const char *p, *end;
   ssize_t n;
 
-  setsockopt (conn, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
   iov.iov_base = buf;
   iov.iov_len = SANDSTEP_LAUNCH_MAX;
   do
@@ -331,16 +333,32 @@ forget_request (char **text, SandstepLaunchRequest *request)
 }
 
 static void check_sandbox (Launcher *launcher);
+static void destroy_own_sandbox (Launcher *launcher, int claim_fd);
+
+/* TRUE if @pid shares this process's user namespace (not a jail's). */
+static gboolean
+same_user_namespace (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/ns/user", (int) pid);
+  struct stat theirs, ours;
+
+  return pid > 0 && stat (path, &theirs) == 0 && stat ("/proc/self/ns/user", &ours) == 0 &&
+         theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+}
 
 /* Sends a caller the ordinary way.  Its request is read first: a unix socket
- * closed with unread data resets the peer, which would lose the answer. */
+ * closed with unread data resets the peer, which would lose the answer.
+ * A caller sends it right after connecting; one that does not is not waited
+ * for long, since a command may be running meanwhile. */
 static void
 refuse (int conn)
 {
+  struct timeval patience = { .tv_usec = REFUSE_TIMEOUT_MS * 1000 };
   int fds[3] = { -1, -1, -1 };
   SandstepLaunchRequest request;
   char *text = NULL;
 
+  setsockopt (conn, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
   if (receive_request (conn, fds, &text, &request))
     forget_request (&text, &request);
   for (int i = 0; i < 3; i++)
@@ -367,12 +385,19 @@ begin (Launcher *launcher, int conn)
   int claim_fd = -1;
 
   /* The directory is the owner's alone; this is the second lock on the door.
-   * Another user (root, say) runs the ordinary way, as itself. */
-  if (getsockopt (conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != getuid ())
+   * Another user (root, say) runs the ordinary way, as itself; so does a
+   * process of a jail (its uid 0 is this uid) that could reach the socket
+   * through a data mount: it never drives a sandbox's launcher. */
+  if (getsockopt (conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != getuid () ||
+      !same_user_namespace (peer.pid))
     {
       refuse (conn);
       return;
     }
+  {
+    struct timeval patience = { .tv_sec = REQUEST_TIMEOUT_S };
+    setsockopt (conn, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+  }
   if (!receive_request (conn, fds, &launcher->request_text, &launcher->request))
     goto fallback;
   if (strcmp (launcher->request.handle, launcher->handle) != 0 ||
@@ -386,10 +411,26 @@ begin (Launcher *launcher, int conn)
   claim_fd = sandstep_store_try_claim (launcher->store, launcher->handle, holder, &current, NULL);
   if (claim_fd < 0)
     goto fallback;
+  /* A release that came just before the claim left the destruction to us, as to any holder. */
+  check_sandbox (launcher);
+  if (launcher->done || !alive (launcher->record))
+    {
+      if (!launcher->done && launcher->record->released)
+        destroy_own_sandbox (launcher, claim_fd);
+      close (claim_fd);
+      goto fallback;
+    }
   if (!builder_take (&launcher->builder, &ready))
     {
       close (claim_fd);
       launcher->done = TRUE;
+      goto fallback;
+    }
+  /* Built before a data mount (or /etc, /usr) was replaced on the host: the ordinary path binds it afresh. */
+  if (!sandstep_jail_ready_current (launcher->jail, &ready))
+    {
+      sandstep_jail_ready_clear (&ready);
+      close (claim_fd);
       goto fallback;
     }
 
@@ -400,7 +441,7 @@ begin (Launcher *launcher, int conn)
   launcher->result.clamped = timeout_s <= 0 || timeout_s > remaining;
   launcher->result.applied_timeout_s = budget;
 
-  sandstep_cgroup_counters (launcher->handle, &launcher->oom_kills, &launcher->pids_max);
+  sandstep_cgroup_counters (launcher->cgroup, &launcher->oom_kills, &launcher->pids_max);
   if (!sandstep_jail_start (launcher->jail, &ready, launcher->request.command, fds, launcher->request.env,
                             &launcher->process, &launcher->status_fd, &error))
     {
@@ -409,6 +450,8 @@ begin (Launcher *launcher, int conn)
       close (claim_fd);
       goto fallback;
     }
+  /* From here the caller must not run it again, whatever becomes of this launcher. */
+  reply (conn, SANDSTEP_LAUNCH_STARTED, 0);
   close (fds[0]);
   close (fds[1]);
   launcher->err_fd = fds[2];
@@ -425,6 +468,17 @@ fallback:
   forget_request (&launcher->request_text, &launcher->request);
   reply (conn, SANDSTEP_LAUNCH_FALLBACK, 0);
   close (conn);
+}
+
+/* Destroys the sandbox, whose claim @claim_fd holds, after its jails: they live in its cgroup. */
+static void
+destroy_own_sandbox (Launcher *launcher, int claim_fd)
+{
+  builder_stop (&launcher->builder);
+  memset (&launcher->builder, 0, sizeof launcher->builder);
+  reap (launcher, TRUE);
+  sandstep_store_destroy (launcher->store, launcher->handle, claim_fd, NULL);
+  launcher->done = TRUE;
 }
 
 /* The command ended (or was killed): report, release the claim, finish a release. */
@@ -456,7 +510,7 @@ finish (Launcher *launcher)
       launcher->result.exit_status = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
     }
   launcher->process.pidfd = -1;
-  sandstep_cgroup_counters (launcher->handle, &oom_kills, &pids_max);
+  sandstep_cgroup_counters (launcher->cgroup, &oom_kills, &pids_max);
   launcher->result.memory_limit_hit = oom_kills > launcher->oom_kills;
   launcher->result.pids_limit_hit = pids_max > launcher->pids_max;
 
@@ -474,13 +528,7 @@ finish (Launcher *launcher)
   /* A release that came while the command ran left the destruction to its holder. */
   check_sandbox (launcher);
   if (!launcher->done && launcher->record->released && !alive (launcher->record))
-    {
-      builder_stop (&launcher->builder);
-      memset (&launcher->builder, 0, sizeof launcher->builder);
-      reap (launcher, TRUE);
-      sandstep_store_destroy (launcher->store, launcher->handle, launcher->claim_fd, NULL);
-      launcher->done = TRUE;
-    }
+    destroy_own_sandbox (launcher, launcher->claim_fd);
   close (launcher->claim_fd);
   launcher->claim_fd = -1;
   launcher->idle_deadline = g_get_monotonic_time () + SANDSTEP_LAUNCHER_IDLE_S * G_USEC_PER_SEC;
@@ -526,7 +574,7 @@ loop (Launcher *launcher)
       struct pollfd fds[5 + MAX_REAPING] = {
         { .fd = launcher->signals, .events = POLLIN },
         { .fd = launcher->watch, .events = POLLIN },
-        { .fd = launcher->listener, .events = POLLIN },
+        { .fd = launcher->done ? -1 : launcher->listener, .events = POLLIN },
         { .fd = launcher->conn >= 0 && !launcher->caller_gone ? launcher->conn : -1, .events = POLLIN },
         { .fd = launcher->conn >= 0 ? launcher->status_fd : -1, .events = POLLIN },
       };
@@ -579,13 +627,14 @@ loop (Launcher *launcher)
               launcher->caller_gone = TRUE;
               sandstep_jail_kill (&launcher->process);
             }
-          if (!launcher->result.timed_out && now >= launcher->deadline)
+          /* An exit status that came in time wins over the deadline. */
+          if (fds[4].revents & (POLLIN | POLLHUP | POLLERR))
+            finish (launcher);
+          else if (!launcher->result.timed_out && now >= launcher->deadline)
             {
               launcher->result.timed_out = TRUE;
               sandstep_jail_kill (&launcher->process);
             }
-          if (fds[4].revents & (POLLIN | POLLHUP | POLLERR))
-            finish (launcher);
         }
       else if (now >= launcher->idle_deadline || !alive (launcher->record))
         launcher->done = TRUE;
@@ -645,7 +694,12 @@ sandstep_launcher_serve (SandstepStore *store, const char *handle, const Sandste
   sigaddset (&stop, SIGTERM);
   sigaddset (&stop, SIGINT);
   sigaddset (&stop, SIGHUP);
-  if (sigprocmask (SIG_BLOCK, &stop, NULL) < 0 || (launcher.signals = signalfd (-1, &stop, SFD_CLOEXEC)) < 0 ||
+  /* A caller's stderr closed under a report is EPIPE, not death; the jail's child clears the mask. */
+  sigaddset (&stop, SIGPIPE);
+  if (sigprocmask (SIG_BLOCK, &stop, NULL) < 0)
+    goto out;
+  sigdelset (&stop, SIGPIPE);
+  if ((launcher.signals = signalfd (-1, &stop, SFD_CLOEXEC)) < 0 ||
       (launcher.dir_fd = openat (store->dir_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
       (launcher.watch = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK)) < 0)
     {
@@ -662,6 +716,7 @@ sandstep_launcher_serve (SandstepStore *store, const char *handle, const Sandste
       goto out;
     }
 
+  launcher.cgroup = sandstep_cgroup_find (handle);
   launcher.jail = sandstep_local_jail_new (store, launcher.record, error);
   if (launcher.jail == NULL)
     goto out;
@@ -689,6 +744,7 @@ out:
     close_listener (&launcher);
   builder_stop (&launcher.builder);
   reap (&launcher, TRUE);
+  sandstep_cgroup_free (launcher.cgroup);
   sandstep_jail_free (launcher.jail);
   sandstep_record_free (launcher.record);
   for (int i = 0; i < 3; i++)
@@ -711,6 +767,7 @@ sandstep_launcher_ensure (SandstepStore *store, const char *handle)
   g_autofree char *pid_text = NULL;
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
+  sigset_t all, none;
   int lock = open_lock (store, handle, O_CREAT);
   int store_fd = -1, lock_fd = -1;
   pid_t pid = -1;
@@ -738,8 +795,14 @@ sandstep_launcher_ensure (SandstepStore *store, const char *handle)
   posix_spawn_file_actions_adddup2 (&actions, lock_fd, SANDSTEP_LAUNCHER_LOCK_FD);
   posix_spawn_file_actions_addclosefrom_np (&actions, SANDSTEP_LAUNCHER_LOCK_FD + 1);
   posix_spawn_file_actions_addchdir_np (&actions, "/");
+  /* Nothing of the first caller's signal state: an ignored SIGTERM would outlive a destroy, and every
+   * command after would inherit what was ignored. */
   posix_spawnattr_init (&attributes);
-  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSID);
+  sigfillset (&all);
+  sigemptyset (&none);
+  posix_spawnattr_setsigdefault (&attributes, &all);
+  posix_spawnattr_setsigmask (&attributes, &none);
+  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   if (posix_spawn (&pid, self, &actions, &attributes, argv, envp) != 0)
     pid = -1;
   posix_spawn_file_actions_destroy (&actions);
@@ -778,28 +841,27 @@ sandstep_launcher_stop (SandstepStore *store, const char *handle)
 
   if (lock < 0)
     return;
-  /* Held with no pid yet: its starter writes it right after the spawn. */
+  /* Held with no pid yet, or a dead launcher's: its starter writes the new
+   * one right after the spawn.  Only the launcher the file names, identified
+   * by pid and start time, is signalled. */
   for (int attempt = 0; attempt < 500; attempt++)
     {
       char text[64] = { 0 };
       if (flock (lock, LOCK_EX | LOCK_NB) == 0)
-        {
-          close (lock);
-          return;
-        }
-      if (pread (lock, text, sizeof text - 1, 0) > 0 && sscanf (text, "%d %" G_GUINT64_FORMAT, &pid, &start) == 2)
         break;
-      pid = 0;
+      if (pread (lock, text, sizeof text - 1, 0) > 0 && sscanf (text, "%d %" G_GUINT64_FORMAT, &pid, &start) == 2 &&
+          pid > 0 && start != 0 && (pid == getpid () || sandstep_process_start_time (pid) == start))
+        {
+          if (pid != getpid () && (pidfd = syscall (SYS_pidfd_open, pid, 0)) >= 0)
+            {
+              /* The start time again, now that the pidfd pins the process. */
+              if (sandstep_process_start_time (pid) == start && !signal_and_wait (pidfd, SIGTERM))
+                signal_and_wait (pidfd, SIGKILL);
+              close (pidfd);
+            }
+          break;
+        }
       g_usleep (2000);
     }
   close (lock);
-  if (pid <= 0 || pid == getpid ())
-    return;
-  /* Only the launcher the file names, identified by pid and start time. */
-  pidfd = syscall (SYS_pidfd_open, pid, 0);
-  if (pidfd < 0)
-    return;
-  if (start != 0 && sandstep_process_start_time (pid) == start && !signal_and_wait (pidfd, SIGTERM))
-    signal_and_wait (pidfd, SIGKILL);
-  close (pidfd);
 }

@@ -335,18 +335,33 @@ sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolea
   cgroup_free (cgroup);
 }
 
-void
-sandstep_cgroup_counters (const char *name, guint64 *out_oom_kills, guint64 *out_pids_max)
+SandstepCgroup *
+sandstep_cgroup_find (const char *name)
 {
-  SandstepCgroup cgroup = { .kind = sandstep_cgroup_kind () };
+  SandstepCgroup *cgroup = g_new0 (SandstepCgroup, 1);
 
+  cgroup->kind = sandstep_cgroup_kind ();
+  if (!place_paths (cgroup, name))
+    {
+      cgroup_free (cgroup);
+      return NULL;
+    }
+  return cgroup;
+}
+
+void
+sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, guint64 *out_pids_max)
+{
   *out_oom_kills = *out_pids_max = 0;
-  if (place_paths (&cgroup, name))
-    read_counters (&cgroup, out_oom_kills, out_pids_max);
-  g_free (cgroup.memory_dir);
-  g_free (cgroup.pids_dir);
-  g_free (cgroup.memory_home);
-  g_free (cgroup.pids_home);
+  if (cgroup != NULL)
+    read_counters (cgroup, out_oom_kills, out_pids_max);
+}
+
+void
+sandstep_cgroup_free (SandstepCgroup *cgroup)
+{
+  if (cgroup != NULL)
+    cgroup_free (cgroup);
 }
 
 void

@@ -45,9 +45,14 @@ SandstepCgroup *sandstep_cgroup_enter (const char *name, guint64 memory, gint64 
  * was hit since it entered. */
 void sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit);
 
-/* The cgroup @name's count of OOM kills and of forks refused at its pids
- * limit (0 without a cgroup): a command that ran while they grew hit them. */
-void sandstep_cgroup_counters (const char *name, guint64 *out_oom_kills, guint64 *out_pids_max);
+/* The cgroup @name as seen from where this process is now, without
+ * entering or making it; NULL when no cgroup can be made here. */
+SandstepCgroup *sandstep_cgroup_find (const char *name);
+void sandstep_cgroup_free (SandstepCgroup *cgroup);
+
+/* Its count of OOM kills and of forks refused at its pids limit (0 for
+ * NULL): a command that ran while they grew hit them. */
+void sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, guint64 *out_pids_max);
 
 /* Removes the sandbox's cgroup once its last process is gone. */
 void sandstep_cgroup_remove (const char *name);
