@@ -347,6 +347,43 @@ test_jail_cannot_drive (Fixture *f, gconstpointer data)
   g_assert_true (process_alive (launcher));
 }
 
+static void
+test_limits (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autoptr(SandstepTestResult) forks = NULL;
+  g_autoptr(SandstepTestResult) memory = NULL;
+  g_autoptr(SandstepTestResult) fine = NULL;
+  int launcher;
+
+  g_test_summary ("a launcher-served run keeps the sandbox's limits and names the one it hit: more processes "
+                  "than pids=16 (forks fail), more memory than memory=64M (the kernel kills it); a run within "
+                  "them says nothing");
+  if (getuid () != 0)
+    {
+      g_test_skip ("needs root: the process and memory limits are a cgroup only a root helper can make here");
+      return;
+    }
+  handle = sandstep_test_provision (f, "--pids=16", "--memory=64M", NULL);
+  h = handle_arg (handle);
+  launcher = start_launcher (f, handle);
+
+  forks = sandstep_test_helper (f, "run", h, "--", "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait", NULL);
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  sandstep_test_assert_contains (forks->err, "the command hit the sandbox's process limit (pids=16)");
+
+  memory = sandstep_test_helper (f, "run", h, "--", "dd if=/dev/zero of=/dev/null bs=256M count=1", NULL);
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  g_assert_cmpint (memory->status, ==, 128 + SIGKILL);
+  sandstep_test_assert_contains (memory->err, "the command hit the sandbox's memory limit (memory=64M)");
+
+  fine = sandstep_test_helper (f, "run", h, "--", "for i in 1 2 3 4; do sleep 0.1 & done; wait", NULL);
+  sandstep_test_assert_status (fine, 0);
+  g_assert_cmpint (last_claimer (f, handle), ==, launcher);
+  sandstep_test_assert_not_contains (fine->err, "limit");
+}
+
 /* Pids of running processes whose command line names @handle's launcher. */
 static guint
 count_launchers (const char *handle)
@@ -503,6 +540,7 @@ main (int argc, char **argv)
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/launcher/serves-runs", test_serves_runs);
   ADD ("/launcher/timeout", test_timeout);
+  ADD ("/launcher/limits", test_limits);
   ADD ("/launcher/refusals-match", test_refusals_match);
   ADD ("/launcher/caller-killed", test_caller_killed);
   ADD ("/launcher/ends-with-sandbox", test_ends_with_sandbox);

@@ -121,7 +121,8 @@ build_one (Builder *builder, SandstepJailReady *out_ready, GError **error)
   gboolean memory_hit, pids_hit;
   gboolean ok;
 
-  cgroup = sandstep_cgroup_enter (builder->handle, builder->limits.memory, builder->limits.pids, error);
+  /* Only this thread moves (where it can): the launcher's other thread stays out of the sandbox's counts. */
+  cgroup = sandstep_cgroup_enter_thread (builder->handle, builder->limits.memory, builder->limits.pids, error);
   if (cgroup == NULL && error != NULL && *error != NULL)
     return FALSE;
   ok = sandstep_jail_prepare (builder->jail, out_ready, error);

@@ -41,6 +41,8 @@ struct _SandstepCgroup {
   char *pids_dir;          /* v1: in the pids hierarchy */
   char *memory_home;       /* where this process was, to go back */
   char *pids_home;
+  const char *member_file; /* cgroup.procs (this process), or v1's tasks (this thread) */
+  char *member;            /* the pid or tid written there */
 };
 
 /* This process's cgroup in the hierarchy holding @controller ("" for v2). */
@@ -166,6 +168,7 @@ cgroup_free (SandstepCgroup *cgroup)
   g_free (cgroup->pids_dir);
   g_free (cgroup->memory_home);
   g_free (cgroup->pids_home);
+  g_free (cgroup->member);
   g_free (cgroup);
 }
 
@@ -233,14 +236,14 @@ place_paths (SandstepCgroup *cgroup, const char *name)
   return FALSE;
 }
 
-SandstepCgroup *
-sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **error)
+static SandstepCgroup *
+enter (const char *name, guint64 memory, gint64 pids, gboolean thread_only, GError **error)
 {
   SandstepCgroup *cgroup;
   g_autofree char *memory_text = g_strdup_printf ("%" G_GUINT64_FORMAT, memory);
   /* The helper itself is in the cgroup too. */
   g_autofree char *pids_text = g_strdup_printf ("%" G_GINT64_FORMAT, pids + 1);
-  g_autofree char *self = g_strdup_printf ("%d", (int) getpid ());
+  const char *self;
   int made;
 
   cgroup = g_new0 (SandstepCgroup, 1);
@@ -250,6 +253,10 @@ sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **e
       cgroup_free (cgroup);
       return NULL;
     }
+  thread_only = thread_only && cgroup->kind == SANDSTEP_CGROUP_V1;
+  cgroup->member_file = thread_only ? "tasks" : "cgroup.procs";
+  cgroup->member = g_strdup_printf ("%d", thread_only ? (int) gettid () : (int) getpid ());
+  self = cgroup->member;
   if (!place_paths (cgroup, name))
     goto fail;
 
@@ -264,7 +271,8 @@ sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **e
       if (made)
         write_text (cgroup->memory_dir, "memory.memsw.limit_in_bytes", memory_text);
       read_counters (cgroup, &cgroup->oom_kills, &cgroup->pids_max_events);
-      if (!write_text (cgroup->memory_dir, "cgroup.procs", self) || !write_text (cgroup->pids_dir, "cgroup.procs", self))
+      if (!write_text (cgroup->memory_dir, cgroup->member_file, self) ||
+          !write_text (cgroup->pids_dir, cgroup->member_file, self))
         goto fail;
       return cgroup;
     }
@@ -285,15 +293,27 @@ fail:
   {
     int errsv = errno;
     if (cgroup->memory_home != NULL)
-      write_text (cgroup->memory_home, "cgroup.procs", self);
+      write_text (cgroup->memory_home, cgroup->member_file, self);
     if (cgroup->pids_home != NULL)
-      write_text (cgroup->pids_home, "cgroup.procs", self);
+      write_text (cgroup->pids_home, cgroup->member_file, self);
     sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
                           "Could not set up the cgroup '%s' that limits the command's memory and processes",
                           cgroup->memory_dir ? cgroup->memory_dir : name);
     cgroup_free (cgroup);
     return NULL;
   }
+}
+
+SandstepCgroup *
+sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **error)
+{
+  return enter (name, memory, pids, FALSE, error);
+}
+
+SandstepCgroup *
+sandstep_cgroup_enter_thread (const char *name, guint64 memory, gint64 pids, GError **error)
+{
+  return enter (name, memory, pids, TRUE, error);
 }
 
 /* The number after @key in a "key value" per line file, or 0. */
@@ -319,7 +339,6 @@ read_counter (const char *dir, const char *file, const char *key)
 void
 sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit)
 {
-  g_autofree char *self = g_strdup_printf ("%d", (int) getpid ());
   guint64 oom_kills, pids_max;
 
   *out_memory_hit = FALSE;
@@ -329,9 +348,9 @@ sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolea
   read_counters (cgroup, &oom_kills, &pids_max);
   *out_memory_hit = oom_kills > cgroup->oom_kills;
   *out_pids_hit = pids_max > cgroup->pids_max_events;
-  write_text (cgroup->memory_home, "cgroup.procs", self);
+  write_text (cgroup->memory_home, cgroup->member_file, cgroup->member);
   if (cgroup->pids_home != NULL)
-    write_text (cgroup->pids_home, "cgroup.procs", self);
+    write_text (cgroup->pids_home, cgroup->member_file, cgroup->member);
   cgroup_free (cgroup);
 }
 

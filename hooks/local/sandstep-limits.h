@@ -41,7 +41,12 @@ SandstepCgroupKind sandstep_cgroup_kind (void);
  * NULL (no error) when no cgroup can be made here. */
 SandstepCgroup *sandstep_cgroup_enter (const char *name, guint64 memory, gint64 pids, GError **error);
 
-/* Moves this process back out; reports whether the memory or the pids limit
+/* The same for the calling thread alone where the hierarchy allows it
+ * (cgroup v1's tasks), so that the process's other threads stay out; on
+ * cgroup v2 the whole process moves. */
+SandstepCgroup *sandstep_cgroup_enter_thread (const char *name, guint64 memory, gint64 pids, GError **error);
+
+/* Moves this process (or thread) back out; reports whether the memory or the pids limit
  * was hit since it entered. */
 void sandstep_cgroup_leave (SandstepCgroup *cgroup, gboolean *out_memory_hit, gboolean *out_pids_hit);
 
