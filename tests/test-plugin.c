@@ -23,6 +23,7 @@
 
 #include "sandstep-identity.h"
 #include "sandstep-render.h"
+#include "sandstep-store.h"
 
 /* ---- fixture: a temporary tree ------------------------------------------- */
 
@@ -69,11 +70,27 @@ remove_tree (const char *path)
     g_test_message ("could not remove '%s' entirely: %s", path, g_strerror (errno));
 }
 
+/* Sandboxes a DAG left (a failed step never releases): destroyed, so that
+ * what lives outside the tree goes too (their cgroups, their launchers). */
+static void
+destroy_left_sandboxes (const char *state)
+{
+  g_autoptr(SandstepStore) store = NULL;
+  g_autoptr(GPtrArray) handles = NULL;
+
+  if (!g_file_test (state, G_FILE_TEST_IS_DIR) || (store = sandstep_store_open (state, NULL)) == NULL)
+    return;
+  handles = sandstep_store_list (store);
+  for (guint i = 0; i < handles->len; i++)
+    sandstep_store_destroy (store, handles->pdata[i], -1, NULL);
+}
+
 static void
 tree_free (Tree *tree)
 {
   if (tree == NULL)
     return;
+  destroy_left_sandboxes (tree->state);
   remove_tree (tree->dir);
   g_free (tree->dir);
   g_free (tree->state);
