@@ -933,6 +933,19 @@ out:
   return TRUE;
 }
 
+/* Kills and reaps a jail that will not run (or no longer runs) its command. */
+static void
+end_jail (SandstepJailProcess *process)
+{
+  if (process->pidfd < 0)
+    return;
+  sandstep_jail_kill (process);
+  while (waitid (P_PIDFD, process->pidfd, &(siginfo_t) { 0 }, WEXITED) < 0 && errno == EINTR)
+    ;
+  close (process->pidfd);
+  process->pidfd = -1;
+}
+
 /* EOF on the report pipe: the command was exec'd (or the jail died before it
  * could say anything).  A report names the step that failed; the jail is
  * reaped then.  Takes @report. */
@@ -950,11 +963,7 @@ await_exec (SandstepJail *jail, int report, SandstepJailProcess *process, GError
   if (n == (ssize_t) sizeof failure)
     {
       g_autofree char *what = describe_step (jail, failure.step);
-      siginfo_t info;
-      sandstep_jail_kill (process);
-      waitid (P_PIDFD, process->pidfd, &info, WEXITED);
-      close (process->pidfd);
-      process->pidfd = -1;
+      end_jail (process);
       return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                              "The jail could not %s: %s", what, g_strerror (failure.errsv));
     }
@@ -1056,10 +1065,7 @@ sandstep_jail_prepare (SandstepJail *jail, SandstepJailReady *out_ready, GError 
         if (!await_exec (jail, report, &out_ready->process, error))
           return FALSE;
         /* EOF: init itself ended at once. */
-        sandstep_jail_kill (&out_ready->process);
-        waitid (P_PIDFD, out_ready->process.pidfd, &(siginfo_t) { 0 }, WEXITED);
-        close (out_ready->process.pidfd);
-        out_ready->process.pidfd = -1;
+        end_jail (&out_ready->process);
         return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                                "The jail's init ended before it could wait for a command");
       }
@@ -1111,10 +1117,7 @@ sandstep_jail_start (SandstepJail *jail, SandstepJailReady *ready, const char *c
       close (*out_status_fd);
       *out_status_fd = -1;
       close (report);
-      sandstep_jail_kill (out_process);
-      waitid (P_PIDFD, out_process->pidfd, &(siginfo_t) { 0 }, WEXITED);
-      close (out_process->pidfd);
-      out_process->pidfd = -1;
+      end_jail (out_process);
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Could not hand the command to the jail built for it");
     }
@@ -1134,13 +1137,8 @@ sandstep_jail_ready_clear (SandstepJailReady *ready)
     close (ready->control);
   if (ready->report >= 0)
     close (ready->report);
-  if (ready->process.pidfd >= 0)
-    {
-      sandstep_jail_kill (&ready->process);
-      waitid (P_PIDFD, ready->process.pidfd, &(siginfo_t) { 0 }, WEXITED);
-      close (ready->process.pidfd);
-    }
-  ready->control = ready->report = ready->process.pidfd = -1;
+  end_jail (&ready->process);
+  ready->control = ready->report = -1;
 }
 
 void

@@ -504,11 +504,9 @@ finish (Launcher *launcher)
   else
     {
       /* Init itself was killed: at the deadline, or by the caller going away. */
-      siginfo_t info = { 0 };
-      while (waitid (P_PIDFD, launcher->process.pidfd, &info, WEXITED) < 0 && errno == EINTR)
-        ;
-      close (launcher->process.pidfd);
-      launcher->result.exit_status = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+      gboolean timed_out;
+      if (!sandstep_jail_wait (&launcher->process, 0, &launcher->result.exit_status, &timed_out, NULL))
+        launcher->result.exit_status = SANDSTEP_EXIT_INTERNAL;
     }
   launcher->process.pidfd = -1;
   sandstep_cgroup_counters (launcher->cgroup, &oom_kills, &pids_max);
@@ -760,11 +758,10 @@ out:
 void
 sandstep_launcher_ensure (SandstepStore *store, const char *handle)
 {
-  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   char *argv[] = { (char *) "sandstep", (char *) "--launcher", (char *) handle, NULL };
-  /* Absolute: the launcher leaves the caller's working directory (it must not pin it). */
-  g_autofree char *state_dir = g_canonicalize_filename (store->dir, NULL);
-  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STATE_DIR", state_dir, TRUE);
+  g_autofree char *self = NULL;
+  g_autofree char *state_dir = NULL;
+  g_auto(GStrv) envp = NULL;
   g_autofree char *pid_text = NULL;
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
@@ -773,12 +770,16 @@ sandstep_launcher_ensure (SandstepStore *store, const char *handle)
   int store_fd = -1, lock_fd = -1;
   pid_t pid = -1;
 
-  if (lock < 0 || self == NULL || flock (lock, LOCK_EX | LOCK_NB) < 0)
+  /* Most runs find one running: nothing more to do then. */
+  if (lock < 0 || flock (lock, LOCK_EX | LOCK_NB) < 0 || (self = g_file_read_link ("/proc/self/exe", NULL)) == NULL)
     {
       if (lock >= 0)
         close (lock);
       return;
     }
+  /* Absolute: the launcher leaves the caller's working directory (it must not pin it). */
+  state_dir = g_canonicalize_filename (store->dir, NULL);
+  envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STATE_DIR", state_dir, TRUE);
   /* The launcher inherits this lock, so sandstep_launcher_stop() sees it from
    * this moment, not from when it has started; until the pid is written,
    * the file is empty and stop waits for it. */

@@ -386,15 +386,11 @@ sandstep_cgroup_free (SandstepCgroup *cgroup)
 void
 sandstep_cgroup_remove (const char *name)
 {
-  SandstepCgroup cgroup = { .kind = sandstep_cgroup_kind () };
+  SandstepCgroup *cgroup = sandstep_cgroup_find (name);
 
-  if (place_paths (&cgroup, name))
-    {
-      remove_dir (cgroup.memory_dir);
-      remove_dir (cgroup.pids_dir);
-    }
-  g_free (cgroup.memory_dir);
-  g_free (cgroup.pids_dir);
-  g_free (cgroup.memory_home);
-  g_free (cgroup.pids_home);
+  if (cgroup == NULL)
+    return;
+  remove_dir (cgroup->memory_dir);
+  remove_dir (cgroup->pids_dir);
+  cgroup_free (cgroup);
 }
