@@ -2489,21 +2489,6 @@ on_quit_signal (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* sandstep-init sits beside `sandstep`; in a build tree sandstepd is elsewhere, so point the jail at it. */
-static void
-find_init (const char *self_exe)
-{
-  g_autofree char *dir = g_path_get_dirname (self_exe);
-  g_autofree char *beside = g_build_filename (dir, "sandstep-init", NULL);
-
-  if (g_getenv ("SANDSTEP_INIT") != NULL || g_file_test (beside, G_FILE_TEST_IS_EXECUTABLE))
-    return;
-#ifdef SANDSTEPD_BUILD_INIT
-  if (g_file_test (SANDSTEPD_BUILD_INIT, G_FILE_TEST_IS_EXECUTABLE))
-    g_setenv ("SANDSTEP_INIT", SANDSTEPD_BUILD_INIT, TRUE);
-#endif
-}
-
 static void
 clean_staging (Daemon *d)
 {
@@ -2638,7 +2623,6 @@ main (int argc, char **argv)
   d->self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (d->self_exe == NULL)
     d->self_exe = g_strdup (argv[0]);
-  find_init (d->self_exe);
 
   d->server = soup_server_new ("server-header", "sandstepd/" SANDSTEP_VERSION, NULL);
   if (tls_cert != NULL)

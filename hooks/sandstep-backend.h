@@ -36,9 +36,6 @@ typedef struct {
   /* Host-side events while the command runs (an egress refusal), one line each;
    * called from another thread.  May be NULL. */
   void (*on_notice) (const char *message, gpointer user_data);
-  /* Keep a jail built for the sandbox's next command, where the backend can
-   * (the local one: a launcher, sandstep-launcher.h). */
-  gboolean warm;
 } SandstepRunRequest;
 
 typedef struct {

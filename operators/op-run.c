@@ -1,61 +1,26 @@
-/* op-run.c: one shell command in a fresh jail over the sandbox's files. */
+/* op-run.c: one shell command, a fresh process tree in the sandbox. */
 #include "sandstep-operator.h"
-
-#include <math.h>
-#include <signal.h>
 
 #include "sandstep-error.h"
 #include "sandstep-limits.h"
-
-static char *
-format_bytes (guint64 n)
-{
-  if (n % (1ULL << 30) == 0)
-    return g_strdup_printf ("%" G_GUINT64_FORMAT "G", n >> 30);
-  if (n % (1ULL << 20) == 0)
-    return g_strdup_printf ("%" G_GUINT64_FORMAT "M", n >> 20);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
-}
+#include "sandstep-run-report.h"
 
 int
 sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, const SandstepRunResult *result,
                      GString *out)
 {
   SandstepLimits limits = sandstep_limits_resolve (&spec->limits);
-  g_autofree char *memory = format_bytes (limits.memory);
-  g_autofree char *disk = format_bytes (limits.disk);
+  SandstepRunOutcome outcome = {
+    .exit_status = result->exit_status, .timed_out = result->timed_out, .clamped = result->clamped,
+    .memory_hit = result->memory_limit_hit, .pids_hit = result->pids_limit_hit,
+    .applied_timeout_s = result->applied_timeout_s,
+    .memory = limits.memory, .pids = limits.pids, .cpu_time_s = limits.cpu_time_s, .disk = limits.disk,
+  };
+  char text[2048];
+  int exit_status = sandstep_run_report_format (&outcome, timeout_text, text, sizeof text);
 
-  /* One line per limit the command ran into, so a killed command says why. */
-  if (result->memory_limit_hit)
-    g_string_append_printf (out, "sandstep run: the command hit the sandbox's memory limit (memory=%s) and the kernel "
-                            "killed the process using the most; provision with a larger memory= if it needs more\n",
-                            memory);
-  if (result->pids_limit_hit)
-    g_string_append_printf (out, "sandstep run: the command hit the sandbox's process limit (pids=%" G_GINT64_FORMAT
-                            "): further forks failed; provision with a larger pids= if it needs more\n", limits.pids);
-  if (!result->timed_out && result->exit_status == 128 + SIGXCPU)
-    g_string_append_printf (out, "sandstep run: a process of the command used up its CPU time (cpu-time=%"
-                            G_GINT64_FORMAT "s) and was killed\n", limits.cpu_time_s);
-  if (!result->timed_out && result->exit_status == 128 + SIGXFSZ)
-    g_string_append_printf (out, "sandstep run: the command tried to write a file larger than the sandbox's disk "
-                            "limit (disk=%s) and was killed\n", disk);
-  if (!result->timed_out)
-    return result->exit_status;
-
-  {
-    g_autofree char *budget = g_strdup_printf ("%g", round (result->applied_timeout_s * 10) / 10);
-    if (!result->clamped)
-      g_string_append_printf (out, "sandstep run: the command ran out of its %ss budget (--timeout=%s) and was "
-                              "killed, with everything it started\n", budget, timeout_text);
-    else if (timeout_text != NULL)
-      g_string_append_printf (out, "sandstep run: the command ran out of its %ss budget (the sandbox's remaining "
-                              "lifetime, shorter than --timeout=%s) and was killed, with everything it started\n",
-                              budget, timeout_text);
-    else
-      g_string_append_printf (out, "sandstep run: the command ran out of its %ss budget (the sandbox's remaining "
-                              "lifetime) and was killed, with everything it started\n", budget);
-  }
-  return SANDSTEP_EXIT_TIMEOUT;
+  g_string_append (out, text);
+  return exit_status;
 }
 
 static void
@@ -70,8 +35,7 @@ sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
   g_autoptr(SandstepAttachment) attachment = NULL;
   g_autofree char *command = NULL;
   const char *timeout_text = sandstep_invocation_get (invocation, "timeout");
-  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .on_notice = print_notice,
-                                 .warm = TRUE };
+  SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .on_notice = print_notice };
   SandstepRunResult result;
 
   if (invocation->operands->len == 0)

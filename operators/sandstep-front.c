@@ -1,11 +1,12 @@
 /* sandstep-front.c: the `sandstep` command.
  *
  * Linked statically and free of libraries, so that it starts in about a
- * millisecond.  For `sandstep run` on a local sandbox whose launcher runs
- * (hooks/local/sandstep-launcher.h), it hands the command over and exits
- * with its status: no GLib, no JSON, no jail to build.  Everything else,
- * and every run the launcher sends back, it execs sandstep-core with the
- * same arguments, which does the work and says what goes wrong.
+ * millisecond.  For `sandstep run` on a live local sandbox (one whose
+ * supervisor runs: hooks/local/sandstep-supervisor.h), it hands the command
+ * to the supervisor and exits with its status: no GLib, no JSON.
+ * Everything else, and every run the supervisor sends back unrun, it execs
+ * sandstep-core with the same arguments, which does the work (starting the
+ * supervisor when none runs) and says what goes wrong.
  *
  * It only takes the plain shapes of `run` it can read with certainty; any
  * other option, a value it would have to judge, a remote handle: the core.
@@ -20,7 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sandstep-launch-wire.h"
+#include "sandstep-run-client.h"
+#include "sandstep-run-report.h"
 
 #define HANDLE_PREFIX "sandstep-"
 #define HANDLE_HEX_DIGITS 16
@@ -30,7 +32,7 @@
 static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
 
 typedef struct {
-  const char *value[SANDSTEP_LAUNCH_FIELDS];
+  const char *value[SANDSTEP_RUN_FIELDS];
   char handle[sizeof HANDLE_PREFIX + HANDLE_HEX_DIGITS];
   char *command;
 } Request;
@@ -111,9 +113,8 @@ static int
 parse_run (int argc, char **argv, Request *request)
 {
   static const char *const names[] = { "handle", "owner", "holder", "wait", "timeout" };
-  static const int fields[] = { SANDSTEP_LAUNCH_FIELD_HANDLE, SANDSTEP_LAUNCH_FIELD_OWNER,
-                                SANDSTEP_LAUNCH_FIELD_HOLDER, SANDSTEP_LAUNCH_FIELD_WAIT,
-                                SANDSTEP_LAUNCH_FIELD_TIMEOUT };
+  static const int fields[] = { SANDSTEP_RUN_FIELD_HANDLE, SANDSTEP_RUN_FIELD_OWNER, SANDSTEP_RUN_FIELD_HOLDER,
+                                SANDSTEP_RUN_FIELD_WAIT, SANDSTEP_RUN_FIELD_TIMEOUT };
   const char *operands[256];
   int n_operands = 0, options_done = 0;
   size_t len = 0;
@@ -157,15 +158,15 @@ parse_run (int argc, char **argv, Request *request)
       if (!known)
         return 0;
     }
-  if (n_operands == 0 || request->value[SANDSTEP_LAUNCH_FIELD_HANDLE] == NULL ||
-      !resolve_handle (request->value[SANDSTEP_LAUNCH_FIELD_HANDLE], request->handle))
+  if (n_operands == 0 || request->value[SANDSTEP_RUN_FIELD_HANDLE] == NULL ||
+      !resolve_handle (request->value[SANDSTEP_RUN_FIELD_HANDLE], request->handle))
     return 0;
-  request->value[SANDSTEP_LAUNCH_FIELD_HANDLE] = request->handle;
+  request->value[SANDSTEP_RUN_FIELD_HANDLE] = request->handle;
 
   /* The command is the operands joined by spaces. */
   for (int i = 0; i < n_operands; i++)
     len += strlen (operands[i]) + 1;
-  if (len > SANDSTEP_LAUNCH_MAX / 2 || (request->command = malloc (len)) == NULL)
+  if (len > SANDSTEP_RUN_MAX / 2 || (request->command = malloc (len)) == NULL)
     return 0;
   request->command[0] = '\0';
   for (int i = 0; i < n_operands; i++)
@@ -174,15 +175,14 @@ parse_run (int argc, char **argv, Request *request)
         strcat (request->command, " ");
       strcat (request->command, operands[i]);
     }
-  request->value[SANDSTEP_LAUNCH_FIELD_COMMAND] = request->command;
-  request->value[SANDSTEP_LAUNCH_FIELD_MAGIC] = SANDSTEP_LAUNCH_MAGIC;
+  request->value[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
 
-  /* Identity: the option, else the environment, else the launcher's USER@HOST. */
-  if (request->value[SANDSTEP_LAUNCH_FIELD_OWNER] == NULL)
-    request->value[SANDSTEP_LAUNCH_FIELD_OWNER] = getenv ("SANDSTEP_OWNER");
-  if (request->value[SANDSTEP_LAUNCH_FIELD_HOLDER] == NULL)
-    request->value[SANDSTEP_LAUNCH_FIELD_HOLDER] = getenv ("SANDSTEP_HOLDER");
-  for (int i = 0; i < SANDSTEP_LAUNCH_FIELDS; i++)
+  /* Identity: the option, else the environment, else the supervisor's USER@HOST. */
+  if (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL)
+    request->value[SANDSTEP_RUN_FIELD_OWNER] = getenv ("SANDSTEP_OWNER");
+  if (request->value[SANDSTEP_RUN_FIELD_HOLDER] == NULL)
+    request->value[SANDSTEP_RUN_FIELD_HOLDER] = getenv ("SANDSTEP_HOLDER");
+  for (int i = 0; i < SANDSTEP_RUN_FIELDS; i++)
     if (request->value[i] == NULL)
       request->value[i] = "";
   return 1;
@@ -210,73 +210,32 @@ sandbox_dir (const char *handle, char *out, size_t size)
   return n > 0 && (size_t) n < size;
 }
 
-static int
-connect_launcher (const char *handle)
+static void
+print_notice (const char *text, void *user_data)
 {
-  char dir[PATH_MAX];
-  struct sockaddr_un address = { .sun_family = AF_UNIX };
-  int dir_fd, fd;
-
-  if (!sandbox_dir (handle, dir, sizeof dir))
-    return -1;
-  /* Through the directory's fd, so a long state path still fits sun_path. */
-  dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0)
-    return -1;
-  snprintf (address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/" SANDSTEP_LAUNCH_SOCKET, dir_fd);
-  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect (fd, (struct sockaddr *) &address, sizeof address) < 0)
-    {
-      close (fd);
-      fd = -1;
-    }
-  close (dir_fd);
-  return fd;
+  fprintf (stderr, "sandstep run: %s\n", text);
 }
 
-/* The request with our stdin, stdout and stderr attached; 0 if it could not go. */
-static int
-send_request (int fd, const Request *request)
+/* The caller's terminal and locale, which the command may see. */
+static char **
+passthrough_environment (void)
 {
-  static char buf[SANDSTEP_LAUNCH_MAX];
-  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } control;
-  struct iovec iov = { .iov_base = buf };
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
-  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
-  int fds[3];
-  size_t len = 0;
+  static char *env[sizeof passthrough / sizeof passthrough[0] + 1];
+  int n = 0;
 
-  for (int i = 0; i < SANDSTEP_LAUNCH_FIELDS; i++)
-    {
-      size_t n = strlen (request->value[i]) + 1;
-      if (len + n > sizeof buf)
-        return 0;
-      memcpy (buf + len, request->value[i], n);
-      len += n;
-    }
   for (size_t i = 0; i < sizeof passthrough / sizeof passthrough[0]; i++)
     {
       const char *value = getenv (passthrough[i]);
-      int n;
+      size_t len;
       if (value == NULL)
         continue;
-      n = snprintf (buf + len, sizeof buf - len, "%s=%s", passthrough[i], value);
-      if (n < 0 || len + n + 1 > sizeof buf)
-        return 0;
-      len += n + 1;
+      len = strlen (passthrough[i]) + strlen (value) + 2;
+      if ((env[n] = malloc (len)) == NULL)
+        continue;
+      snprintf (env[n++], len, "%s=%s", passthrough[i], value);
     }
-  /* A closed standard stream reads as /dev/null in the jail, as in the core. */
-  for (int i = 0; i < 3; i++)
-    fds[i] = fcntl (i, F_GETFD) >= 0 ? i : open ("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
-  if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0)
-    return 0;
-  iov.iov_len = len;
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
-  memcpy (CMSG_DATA (cmsg), fds, sizeof fds);
-  return sendmsg (fd, &msg, MSG_NOSIGNAL) == (ssize_t) len;
+  env[n] = NULL;
+  return env;
 }
 
 int
@@ -284,40 +243,67 @@ main (int argc, char **argv)
 {
   Request request = { { 0 } };
   const char *backend = getenv ("SANDSTEP_BACKEND");
-  SandstepLaunchReply reply;
-  int started = 0;
-  ssize_t n;
-  int fd;
+  SandstepRunCall call = { .stdio = { 0, 1, 2 }, .claim_fd = -1, .on_notice = print_notice };
+  SandstepRunCallResult result;
+  char dir[PATH_MAX];
+  int dir_fd, sock;
 
   /* $SANDSTEP_BACKEND names a sandstepd unless empty or "local", as in sandstep_backend_open(). */
   if (argc < 3 || strcmp (argv[1], "run") != 0 ||
       (backend != NULL && backend[0] != '\0' && strcmp (backend, "local") != 0) ||
-      !parse_run (argc - 2, argv + 2, &request))
+      !parse_run (argc - 2, argv + 2, &request) || !sandbox_dir (request.handle, dir, sizeof dir) ||
+      (dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     exec_core (argv);
-  fd = connect_launcher (request.handle);
-  if (fd < 0)
+  sock = sandstep_run_connect (dir_fd);
+  close (dir_fd);
+  if (sock < 0)
     exec_core (argv);
-  if (!send_request (fd, &request))
-    exec_core (argv);
-  for (;;)
+  memcpy (call.field, request.value, sizeof call.field);
+  call.env = passthrough_environment ();
+  sandstep_run_call (sock, &call, &result);
+  close (sock);
+  switch (result.outcome)
     {
-      do
-        n = recv (fd, &reply, sizeof reply, 0);
-      while (n < 0 && errno == EINTR);
-      if (n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_STARTED)
-        started = 1;
-      else if (n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_DONE)
-        return reply.exit_status;
-      else if ((n == (ssize_t) sizeof reply && reply.kind == SANDSTEP_LAUNCH_FALLBACK) || !started)
-        {
-          /* Nothing ran (the launcher said so, or ended before starting it). */
-          close (fd);
-          exec_core (argv);
-        }
-      else
-        break;
+    case SANDSTEP_RUN_CALL_FALLBACK:
+    case SANDSTEP_RUN_CALL_RETRY:
+      /* Nothing ran: the core does it, or says why not. */
+      exec_core (argv);
+      break;
+    case SANDSTEP_RUN_CALL_ERROR:
+      fprintf (stderr, "sandstep run: %s\n", result.text);
+      return EXIT_INTERNAL;
+    case SANDSTEP_RUN_CALL_LOST:
+      fprintf (stderr, "sandstep run: %s\n", SANDSTEP_RUN_LOST_TEXT);
+      return EXIT_INTERNAL;
+    case SANDSTEP_RUN_CALL_DONE:
+      {
+        char report[2048];
+        int status;
+        if (result.reply.flags & SANDSTEP_RUN_EXEC_FAILED)
+          {
+            fprintf (stderr, "sandstep run: The jail could not execute /bin/sh: %s\n", strerror (result.reply.exit_status));
+            return EXIT_INTERNAL;
+          }
+        if ((result.reply.flags & SANDSTEP_RUN_INTERRUPTED) && !(result.reply.flags & SANDSTEP_RUN_MEMORY_HIT))
+          {
+            fprintf (stderr, "sandstep run: %s\n", SANDSTEP_RUN_LOST_TEXT);
+            return EXIT_INTERNAL;
+          }
+        SandstepRunOutcome outcome = {
+          .exit_status = result.reply.exit_status,
+          .timed_out = (result.reply.flags & SANDSTEP_RUN_TIMED_OUT) != 0,
+          .clamped = (result.reply.flags & SANDSTEP_RUN_CLAMPED) != 0,
+          .memory_hit = (result.reply.flags & SANDSTEP_RUN_MEMORY_HIT) != 0,
+          .pids_hit = (result.reply.flags & SANDSTEP_RUN_PIDS_HIT) != 0,
+          .applied_timeout_s = result.reply.applied_timeout_s,
+          .memory = result.reply.memory, .pids = result.reply.pids, .cpu_time_s = result.reply.cpu_time_s,
+          .disk = result.reply.disk,
+        };
+        const char *timeout = request.value[SANDSTEP_RUN_FIELD_TIMEOUT];
+        status = sandstep_run_report_format (&outcome, timeout[0] != '\0' ? timeout : NULL, report, sizeof report);
+        fputs (report, stderr);
+        return status;
+      }
     }
-  fprintf (stderr, "sandstep run: the launcher of sandbox '%s' ended while the command ran (was the sandbox "
-           "destroyed?); run the step again\n", request.handle);
   return EXIT_INTERNAL;
 }

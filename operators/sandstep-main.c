@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-local.h"
 #include "sandstep-operator.h"
 #include "sandstep-remote.h"
 
@@ -65,9 +66,11 @@ main (int argc, char **argv)
       g_print ("sandstep %s\n", SANDSTEP_VERSION);
       return 0;
     }
-  /* Not an operator: the service `sandstep run` starts for a sandbox (sandstep-launch.c). */
-  if (strcmp (argv[1], "--launcher") == 0 && argc == 3)
-    return sandstep_launch_main (argv[2]);
+  /* Not operators: what a sandbox's supervisor starts (hooks/local/sandstep-local.h). */
+  if (strcmp (argv[1], "--egress") == 0 && argc == 3)
+    return sandstep_local_egress_main (argv[2]);
+  if (strcmp (argv[1], "--reclaim") == 0 && argc == 3)
+    return sandstep_local_reclaim_main (argv[2]);
   op = sandstep_operator_lookup (argv[1]);
   if (op == NULL)
     {

@@ -107,8 +107,6 @@ int sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, con
 /* USER@HOST followed by @suffix: who runs sandstep when nothing says otherwise. */
 char *sandstep_identity_fallback (const char *suffix);
 
-/* The service behind `sandstep --launcher HANDLE` (sandstep-launch.c). */
-int sandstep_launch_main (const char *handle);
 
 /* Usage text of @op (or of the whole helper for NULL). */
 char *sandstep_operator_usage (const SandstepOperator *op);

@@ -1384,19 +1384,10 @@ test_llm_bad_reply (void)
 int
 main (int argc, char **argv)
 {
-  const char *helper = g_getenv ("SANDSTEP");
-
   if (argc >= 2 && strcmp (argv[1], "--serve") == 0)
     return serve_main (argc, argv);
 
   g_test_init (&argc, &argv, NULL);
-  /* The jail's init lives beside the helper. */
-  if (helper != NULL && g_getenv ("SANDSTEP_INIT") == NULL)
-    {
-      g_autofree char *dir = g_path_get_dirname (helper);
-      g_autofree char *init = g_build_filename (dir, "sandstep-init", NULL);
-      g_setenv ("SANDSTEP_INIT", init, TRUE);
-    }
 
 #define ADD(path, func) g_test_add (path, AgentFixture, NULL, agent_setup, func, agent_teardown)
   g_test_add_func ("/llm/units", test_llm_units);

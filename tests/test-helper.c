@@ -1125,8 +1125,8 @@ assert_refused (Fixture *f, Prepared *p, int status, const char *needle, const c
   if (needle != NULL)
     sandstep_test_assert_contains (r->err, needle);
   /* One line on stderr that starts with the operator. */
-  g_assert_true (g_str_has_prefix (r->err, "sandstep "));
-  g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
+  if (!g_str_has_prefix (r->err, "sandstep ") || strchr (r->err, '\n') != r->err + strlen (r->err) - 1)
+    g_error ("expected one line on stderr starting with 'sandstep ', got: '%s'", r->err);
   after = sandstep_test_snapshot (f, p->handle);
   g_assert_cmpstr (after, ==, p->before);
 }

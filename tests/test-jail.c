@@ -209,6 +209,17 @@ proc_stat_fields (const char *stat_text)
   return g_strsplit (close + 2, " ", -1);
 }
 
+/* Whether @uid may not open @path read-write (by its mode and owner). */
+static gboolean
+access_as_user_fails (uid_t uid, const char *path)
+{
+  struct stat st;
+
+  if (stat (path, &st) < 0)
+    return TRUE;
+  return !((st.st_mode & 0006) == 0006 || (st.st_uid == uid && (st.st_mode & 0600) == 0600));
+}
+
 /* ---- the cases ---- */
 
 static void
@@ -232,12 +243,29 @@ test_namespaces (JailFixture *jf, gconstpointer data)
       g_assert_cmpstr (inside[i], !=, outside);
     }
 
-  /* The user namespace maps the helper's own uid: the throwaway user's in the as-user variant. */
+  /* The user namespace maps one host uid: as root, the sandbox's own, never root and never another
+   * sandbox's; as any other user (the throwaway user of the as-user variant), that user's. */
   uid_map = sandstep_test_run_ok (f, handle, "cat /proc/self/uid_map");
   fields = g_regex_split_simple ("\\s+", g_strstrip (uid_map), 0, 0);
   g_assert_cmpuint (g_strv_length (fields), ==, 3);
   g_assert_cmpstr (fields[0], ==, "0");
-  g_assert_cmpint (g_ascii_strtoll (fields[1], NULL, 10), ==, f->user != NULL ? f->user->uid : getuid ());
+  g_assert_cmpstr (fields[2], ==, "1");
+  if (f->user == NULL && getuid () == 0)
+    {
+      g_autofree char *other = sandstep_test_provision (f, "--holder=other", NULL);
+      g_autofree char *other_map = sandstep_test_run_ok (f, other, "cat /proc/self/uid_map");
+      g_auto(GStrv) other_fields = g_regex_split_simple ("\\s+", g_strstrip (other_map), 0, 0);
+      g_autofree char *record_path = g_build_filename (f->state_dir, "sandboxes", handle, "record.json", NULL);
+      g_autofree char *record = NULL;
+      g_autofree char *uid_member = g_strdup_printf ("\"uid\" : %s,", fields[1]);
+
+      g_assert_cmpint (g_ascii_strtoll (fields[1], NULL, 10), !=, 0);
+      g_assert_cmpstr (other_fields[1], !=, fields[1]);
+      g_assert_true (g_file_get_contents (record_path, &record, NULL, NULL));
+      sandstep_test_assert_contains (record, uid_member);
+    }
+  else
+    g_assert_cmpint (g_ascii_strtoll (fields[1], NULL, 10), ==, f->user != NULL ? f->user->uid : getuid ());
 }
 
 static void
@@ -456,33 +484,45 @@ test_network_open (JailFixture *jf, gconstpointer data)
   g_autofree char *reach = NULL;
   g_autofree char *probe = NULL;
   g_auto(GStrv) inside = NULL;
+  g_auto(GStrv) lines = NULL;
   guint16 port;
   int listener;
 
-  g_test_summary ("--network=open shares the host's network: its interfaces and its listeners; every other "
-                  "namespace stays the jail's own");
+  g_test_summary ("--network=open gets a network namespace of its own, joined to the outside by a user-mode "
+                  "stack: none of the host's interfaces, and the host's loopback listeners are out of reach "
+                  "(ECONNREFUSED); every namespace is the sandbox's own");
   if (f == NULL)
     return;
   handle = sandstep_test_provision (f, "--network=open", NULL);
+  if (f->user != NULL && access_as_user_fails (f->user->uid, "/dev/net/tun"))
+    {
+      /* A host that keeps /dev/net/tun to root: one clear line, and nothing runs. */
+      g_autofree char *h = handle_arg (handle);
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
+      sandstep_test_assert_status (r, 125);
+      sandstep_test_assert_contains (r->err, "network=open needs /dev/net/tun for its user-mode network stack");
+      return;
+    }
   net_dev = sandstep_test_run_ok (f, handle, "cat /proc/net/dev");
   names = interfaces_of (net_dev);
-  g_assert_cmpstr (names, ==, host_names);
+  /* Loopback and the one interface of the stack, never the host's list. */
+  g_assert_cmpstr (names, !=, host_names);
+  g_assert_true (g_str_has_suffix (names, "lo\n"));
+  lines = g_strsplit (names, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 3);
 
   inside = jail_namespaces (f, handle);
   for (gsize i = 0; i < G_N_ELEMENTS (namespaces); i++)
     {
       g_autofree char *outside = host_namespace (namespaces[i]);
-      if (strcmp (namespaces[i], "net") == 0)
-        g_assert_cmpstr (inside[i], ==, outside);
-      else
-        g_assert_cmpstr (inside[i], !=, outside);
+      g_assert_cmpstr (inside[i], !=, outside);
     }
 
   listener = listen_anywhere (&port);
   probe = connect_probe ("127.0.0.1", port);
   reach = sandstep_test_run_ok (f, handle, probe);
   close (listener);
-  g_assert_cmpstr (reach, ==, "connected\n");
+  g_assert_cmpstr (reach, ==, "refused\n");
 }
 
 static void
@@ -598,8 +638,11 @@ test_data_mount_read_only (JailFixture *jf, gconstpointer data)
   g_assert_cmpint (mkdir (docs, 0755), ==, 0);
   doc = g_build_filename (docs, "doc.txt", NULL);
   write_host_file (doc, "document\n");
-  /* Writable by the helper's user, so only the read-only mount can refuse a write. */
+  /* Writable by anyone (the sandbox's uid 0 is a host uid of its own), so only the read-only mount can refuse
+   * a write. */
   sandstep_test_fixture_chown (f, docs);
+  g_assert_cmpint (chmod (docs, 0777), ==, 0);
+  g_assert_cmpint (chmod (doc, 0666), ==, 0);
   mount = g_strdup_printf ("--mount=%s:/data/docs", docs);
   handle = sandstep_test_provision (f, mount, NULL);
   h = handle_arg (handle);

@@ -1451,6 +1451,74 @@ test_proxy_unaware (NetFixture *nf, gconstpointer data)
   g_assert_cmpint (NEW_HITS (nf, echo6), ==, 0);
 }
 
+/* Whether @uid may open /dev/net/tun, which the user-mode network stack of network=open needs. */
+static gboolean
+tun_usable_by (uid_t uid)
+{
+  struct stat st;
+
+  if (stat ("/dev/net/tun", &st) < 0)
+    return FALSE;
+  return (st.st_mode & 0006) == 0006 || (st.st_uid == uid && (st.st_mode & 0600) == 0600);
+}
+
+static void
+test_open_network (NetFixture *nf, gconstpointer data)
+{
+  SandstepTestFixture *f = net_begin (nf);
+  g_autofree char *handle = NULL;
+  g_autofree char *attack = NULL;
+  g_autofree char *name = g_strdup_printf ("sandstep-net-%d-%08x", (int) getpid (), g_random_int ());
+  g_autofree char *command = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  int fd;
+
+  g_test_summary ("--network=open reaches the network through a user-mode stack of its own: the test host's echo "
+                  "service answers; the host's loopback TCP services (ECONNREFUSED), its abstract unix sockets "
+                  "(ECONNREFUSED, and absent from /proc/net/unix) and its socket files (ENOENT) stay out of reach");
+  if (f == NULL)
+    return;
+  memcpy (addr.sun_path + 1, name, strlen (name));
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, offsetof (struct sockaddr_un, sun_path) + 1 + strlen (name)),
+                   ==, 0);
+  g_assert_cmpint (listen (fd, 4), ==, 0);
+  handle = provision (nf, "--network=open", NULL);
+  attack = g_strdup_printf ("connect %s %u", net.peer_v4, ECHO_PORT);
+  if (attack_helper_uid (&nf->af) != 0 && !tun_usable_by (attack_helper_uid (&nf->af)))
+    {
+      /* A host that keeps /dev/net/tun to root: the one clear line, and nothing runs. */
+      r = run_attack (nf, handle, attack);
+      sandstep_test_assert_status (r, 125);
+      sandstep_test_assert_contains (r->err, "network=open needs /dev/net/tun for its user-mode network stack, "
+                                             "and this user may not open it");
+      close (fd);
+      return;
+    }
+  r = run_attack (nf, handle, attack);
+  attack_assert_line (r, "ok");
+  g_clear_pointer (&r, sandstep_test_result_free);
+  attack = (g_free (attack), g_strdup_printf ("connect 127.0.0.1 %u", net.loopback->port));
+  r = run_attack (nf, handle, attack);
+  attack_assert_line (r, "errno=ECONNREFUSED");
+  g_clear_pointer (&r, sandstep_test_result_free);
+  attack = (g_free (attack), g_strdup_printf ("connect-abstract %s", name));
+  r = run_attack (nf, handle, attack);
+  attack_assert_line (r, "errno=ECONNREFUSED");
+  g_clear_pointer (&r, sandstep_test_result_free);
+  command = g_strdup_printf ("grep -c '@%s' /proc/net/unix || true", name);
+  r = run_command (nf, handle, command);
+  attack_assert_line (r, "0");
+  g_clear_pointer (&r, sandstep_test_result_free);
+  r = run_attack (nf, handle, "connect-unix /run/dbus/system_bus_socket");
+  attack_assert_line (r, "errno=ENOENT");
+  g_assert_cmpint (accept4 (fd, NULL, NULL, SOCK_CLOEXEC), ==, -1);
+  close (fd);
+  g_assert_cmpint (NEW_HITS (nf, echo), >=, 1);
+  g_assert_cmpint (NEW_HITS (nf, loopback), ==, 0);
+}
+
 static void
 test_host_loopback_from_allow (NetFixture *nf, gconstpointer data)
 {
@@ -1520,8 +1588,9 @@ test_relay_abuse (NetFixture *nf, gconstpointer data)
   g_autofree char *reason = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.43 the relay leads to the proxy and nowhere else: the proxy's own host port, the host's "
-                  "loopback and garbage requests get 403; /run/sandstep is read-only; 3128 is the only port");
+  g_test_summary ("ref 4.43 the proxy port leads to the proxy and nowhere else: the host's loopback and garbage "
+                  "requests get 403; nothing of the proxy's host side (a socket, a directory) is in the sandbox; "
+                  "3128 is the only port");
   if (f == NULL)
     return;
   handle = provision (nf, "--allow=svc.test", NULL);
@@ -1532,13 +1601,14 @@ test_relay_abuse (NetFixture *nf, gconstpointer data)
   assert_refused (nf, handle, "CONNECT", "svc.test", "the CONNECT target is not HOST:PORT");
   assert_refused (nf, handle, "POST", "/", "plain HTTP (POST /) is not allowed; only HTTPS to allowed hosts");
   r = run_attack (nf, handle, "open /run/sandstep/planted creat");
-  attack_assert_line (r, "errno=EROFS");
+  attack_assert_line (r, "errno=ENOENT");
   g_clear_pointer (&r, sandstep_test_result_free);
   r = run_attack (nf, handle, "connect 127.0.0.1 3129");
   attack_assert_line (r, "errno=ECONNREFUSED");
   g_clear_pointer (&r, sandstep_test_result_free);
-  r = run_command (nf, handle, "ls -A /run/sandstep");
-  attack_assert_line (r, "proxy.sock");
+  /* No socket of any kind anywhere in the sandbox's root. */
+  r = run_command (nf, handle, "find / -xdev -type s 2>/dev/null | wc -l");
+  attack_assert_line (r, "0");
   g_assert_cmpint (NEW_HITS (nf, loopback), ==, 0);
 }
 
@@ -1551,7 +1621,7 @@ test_proxy_socket_private (NetFixture *nf, gconstpointer data)
   g_autofree char *ha = NULL;
   g_autofree char *seconds = sandstep_test_unique_seconds (3);
   g_autofree char *command = NULL;
-  g_autofree char *proxy_dir = NULL;
+  g_autofree char *sandbox_dir = NULL;
   g_autofree char *sock = NULL;
   g_autofree char *attack = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
@@ -1559,8 +1629,9 @@ test_proxy_socket_private (NetFixture *nf, gconstpointer data)
   SandstepTestProc *proc;
   struct stat st;
 
-  g_test_summary ("ref 4.44 there is no credential to steal: a sandbox's proxy socket exists only while its "
-                  "command runs, in a 0700 directory, and another sandbox cannot reach it");
+  g_test_summary ("ref 4.44 there is no credential to steal: the proxy has no socket on any file system, only "
+                  "the connections the sandbox's init hands it; the sandbox's directory (0700) holds one socket, "
+                  "its supervisor's, which another sandbox cannot reach");
   if (f == NULL)
     return;
   a = provision (nf, "--allow=svc.test", NULL);
@@ -1571,15 +1642,29 @@ test_proxy_socket_private (NetFixture *nf, gconstpointer data)
   }
   g_assert_cmpstr (a, !=, b);
   ha = attack_handle_arg (a);
-  proxy_dir = attack_sandbox_path (&nf->af, a, "proxy");
-  sock = g_build_filename (proxy_dir, "proxy.sock", NULL);
+  sandbox_dir = attack_sandbox_path (&nf->af, a, NULL);
+  sock = g_build_filename (sandbox_dir, "supervisor.sock", NULL);
   command = g_strdup_printf ("sleep %s", seconds);
   proc = sandstep_test_spawn (f, "run", ha, "--", command, NULL);
   g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 10));
-  g_assert_cmpint (stat (proxy_dir, &st), ==, 0);
+  g_assert_cmpint (stat (sandbox_dir, &st), ==, 0);
   g_assert_cmpint (st.st_mode & 0777, ==, 0700);
-  g_assert_cmpint (stat (sock, &st), ==, 0);
-  g_assert_true (S_ISSOCK (st.st_mode));
+  {
+    g_autoptr(GDir) dir = g_dir_open (sandbox_dir, 0, NULL);
+    const char *name;
+    guint sockets = 0;
+    g_assert_nonnull (dir);
+    while ((name = g_dir_read_name (dir)) != NULL)
+      {
+        g_autofree char *path = g_build_filename (sandbox_dir, name, NULL);
+        if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
+          {
+            g_assert_cmpstr (name, ==, "supervisor.sock");
+            sockets++;
+          }
+      }
+    g_assert_cmpuint (sockets, ==, 1);
+  }
   /* B, meanwhile, finds A's socket nowhere. */
   attack = g_strdup_printf ("connect-unix %s", sock);
   r = run_attack (nf, b, attack);
@@ -1587,7 +1672,6 @@ test_proxy_socket_private (NetFixture *nf, gconstpointer data)
   g_clear_pointer (&r, sandstep_test_result_free);
   r = sandstep_test_proc_wait (proc, ATTACK_TIMEOUT_S);
   sandstep_test_assert_status (r, 0);
-  g_assert_false (g_file_test (sock, G_FILE_TEST_EXISTS));
 }
 
 static void
@@ -1668,6 +1752,7 @@ static const NetCase net_cases[] = {
   { "F43-relay-abuse", test_relay_abuse, FALSE, NULL },
   { "F44-proxy-socket-private", test_proxy_socket_private, FALSE, NULL },
   { "none-reaches-nothing", test_none_reaches_nothing, TRUE, NULL },
+  { "open-reaches-network-not-host", test_open_network, TRUE, NULL },
   { "refusal-log-injection", test_log_injection, FALSE, NULL },
 };
 

@@ -1,15 +1,8 @@
-/* sandstep-etc.c: the jail's /etc, made once per sandbox. */
+/* sandstep-etc.c: what a sandbox's /etc holds. */
 #include "sandstep-etc.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-#include "sandstep-error.h"
-#include "sandstep-store.h"
 
 /* Larger files are bound live instead of copied. */
 #define ETC_COPY_MAX (1024 * 1024)
@@ -22,72 +15,52 @@ static const char *const allowlist[] = {
   "os-release", "protocols", "services", "ssl/certs", "ssl/openssl.cnf", "timezone",
 };
 
-static gboolean
-is_live (const struct stat *st)
+static void
+own_file (const SandstepEtcSink *sink, const char *name, const char *text, gpointer user_data)
 {
-  return S_ISDIR (st->st_mode) || (S_ISREG (st->st_mode) && st->st_size > ETC_COPY_MAX);
+  g_autoptr(GBytes) content = g_bytes_new_static (text, strlen (text));
+
+  sink->file (name, content, 0644, user_data);
 }
 
-void
-sandstep_etc_foreach_live (SandstepEtcBindFunc bind, gpointer user_data)
-{
-  for (gsize i = 0; i < G_N_ELEMENTS (allowlist); i++)
-    {
-      g_autofree char *host = g_strconcat ("/etc/", allowlist[i], NULL);
-      struct stat st;
-
-      if (lstat (host, &st) == 0 && is_live (&st))
-        bind (host, S_ISDIR (st.st_mode), user_data);
-    }
-}
-
-static gboolean
-write_at (int dir_fd, const char *name, const char *data, gsize len)
-{
-  int fd = openat (dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  gboolean ok;
-
-  if (fd < 0)
-    return FALSE;
-  ok = write (fd, data, len) == (ssize_t) len;
-  return close (fd) == 0 && ok;
-}
-
-/* Copies one allowlisted entry; what the host lacks is left out. */
-static gboolean
-copy_entry (int dir_fd, const char *name)
+/* One allowlisted entry, its parent directory made first; what the host lacks is left out. */
+static void
+copy_entry (const SandstepEtcSink *sink, const char *name, GHashTable *made, gpointer user_data)
 {
   g_autofree char *host = g_strconcat ("/etc/", name, NULL);
   g_autofree char *parent = g_path_get_dirname (name);
   struct stat st;
 
   if (lstat (host, &st) < 0)
-    return TRUE;
-  if (strcmp (parent, ".") != 0 && mkdirat (dir_fd, parent, 0755) < 0 && errno != EEXIST)
-    return FALSE;
+    return;
+  if (strcmp (parent, ".") != 0 && !g_hash_table_contains (made, parent))
+    {
+      sink->directory (parent, user_data);
+      g_hash_table_add (made, g_steal_pointer (&parent));
+    }
   if (S_ISLNK (st.st_mode))
     {
       g_autofree char *target = g_file_read_link (host, NULL);
-      return target == NULL || symlinkat (target, dir_fd, name) == 0;
+      if (target != NULL)
+        sink->symlink (name, target, user_data);
     }
-  if (S_ISDIR (st.st_mode))
-    return mkdirat (dir_fd, name, 0755) == 0;
-  if (!S_ISREG (st.st_mode))
-    return TRUE;
-  if (is_live (&st))
-    return write_at (dir_fd, name, "", 0);
-  {
-    g_autofree char *contents = NULL;
-    gsize len = 0;
-    /* Unreadable to this user: the jail could not read it through a bind either. */
-    if (!g_file_get_contents (host, &contents, &len, NULL))
-      return TRUE;
-    return write_at (dir_fd, name, contents, len);
-  }
+  else if (S_ISDIR (st.st_mode) || (S_ISREG (st.st_mode) && st.st_size > ETC_COPY_MAX))
+    sink->live (host, S_ISDIR (st.st_mode), user_data);
+  else if (S_ISREG (st.st_mode))
+    {
+      g_autofree char *contents = NULL;
+      gsize len = 0;
+      /* Unreadable to this user: the sandbox could not read it through a bind either. */
+      if (g_file_get_contents (host, &contents, &len, NULL))
+        {
+          g_autoptr(GBytes) content = g_bytes_new_take (g_steal_pointer (&contents), len);
+          sink->file (name, content, 0644, user_data);
+        }
+    }
 }
 
-static gboolean
-fill (int dir_fd, gboolean open_network)
+void
+sandstep_etc_build (gboolean open_network, const SandstepEtcSink *sink, gpointer user_data)
 {
   static const char passwd[] =
     "root:x:0:0:sandstep:/workspace:/bin/sh\n"
@@ -96,45 +69,14 @@ fill (int dir_fd, gboolean open_network)
   static const char hosts[] =
     "127.0.0.1\tlocalhost " SANDSTEP_JAIL_HOSTNAME "\n"
     "::1\tlocalhost ip6-localhost ip6-loopback\n";
+  g_autoptr(GHashTable) made = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
-  if (!write_at (dir_fd, "passwd", passwd, strlen (passwd)) || !write_at (dir_fd, "group", group, strlen (group)) ||
-      !write_at (dir_fd, "hostname", SANDSTEP_JAIL_HOSTNAME "\n", strlen (SANDSTEP_JAIL_HOSTNAME) + 1) ||
-      !write_at (dir_fd, "hosts", hosts, strlen (hosts)))
-    return FALSE;
+  own_file (sink, "passwd", passwd, user_data);
+  own_file (sink, "group", group, user_data);
+  own_file (sink, "hostname", SANDSTEP_JAIL_HOSTNAME "\n", user_data);
+  own_file (sink, "hosts", hosts, user_data);
   for (gsize i = 0; i < G_N_ELEMENTS (allowlist); i++)
-    if (!copy_entry (dir_fd, allowlist[i]))
-      return FALSE;
-  return !open_network || copy_entry (dir_fd, "resolv.conf");
-}
-
-gboolean
-sandstep_etc_prepare (const char *dir, gboolean open_network, GError **error)
-{
-  g_autofree char *staging = g_strdup_printf ("%s.new-%d", dir, (int) getpid ());
-  int fd;
-  gboolean ok;
-
-  if (g_file_test (dir, G_FILE_TEST_IS_DIR))
-    return TRUE;
-  /* A helper killed while building left its staging copy: start over. */
-  sandstep_store_remove_tree_at (AT_FDCWD, staging);
-  if (mkdir (staging, 0755) < 0 ||
-      (fd = open (staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                                 "Could not create the sandbox's /etc at '%s'; check that the state directory is "
-                                 "writable", staging);
-  ok = fill (fd, open_network);
-  close (fd);
-  if (ok && rename (staging, dir) == 0)
-    return TRUE;
-  {
-    int errsv = errno;
-    sandstep_store_remove_tree_at (AT_FDCWD, staging);
-    /* Another helper finished first: its copy serves as well. */
-    if (g_file_test (dir, G_FILE_TEST_IS_DIR))
-      return TRUE;
-    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
-                                 "Could not fill the sandbox's /etc at '%s'; check the space left in the state "
-                                 "directory", staging);
-  }
+    copy_entry (sink, allowlist[i], made, user_data);
+  if (open_network)
+    copy_entry (sink, "resolv.conf", made, user_data);
 }

@@ -1,12 +1,12 @@
-/* sandstep-etc.h: the jail's /etc, made once per sandbox.
+/* sandstep-etc.h: what a sandbox's /etc holds.
  *
- * The files a command commonly needs (passwd and group of the jail's own,
- * hosts, and an allowlist of the host's: ld.so.cache, nsswitch.conf, ...)
- * are copied into the sandbox's state directory on its first command and
- * bound read-only as /etc from then on: a command costs one bind, not a
- * read of every file in the helper and a write of it in the jail.  The
- * allowlisted host directories (ssl/certs, alternatives, ...) stay live:
- * the copy holds an empty directory where each is bound.
+ * A sandbox's /etc is its own, written into its root when it is built: a
+ * passwd and group of its own, hosts, hostname, and copies of an allowlist
+ * of the host's files a command commonly needs (ld.so.cache,
+ * nsswitch.conf, ...).  The allowlisted host directories (ssl/certs,
+ * alternatives, ...) and files too large to copy are bound live instead.
+ * Nothing else of the host's /etc (shadow, keys, ssl/private, credentials)
+ * is there.
  */
 #pragma once
 
@@ -17,13 +17,16 @@ G_BEGIN_DECLS
 /* The jail's hostname, also in its /etc/hostname and /etc/hosts. */
 #define SANDSTEP_JAIL_HOSTNAME "sandstep"
 
-/* Creates @dir (absent: built beside it, renamed into place whole) unless it
- * exists.  resolv.conf is copied only with @open_network: elsewhere DNS is
- * meant to fail. */
-gboolean sandstep_etc_prepare (const char *dir, gboolean open_network, GError **error);
+/* Receives /etc entry by entry, parents first; NAME is relative to /etc. */
+typedef struct {
+  void (*file) (const char *name, GBytes *content, guint mode, gpointer user_data);
+  void (*directory) (const char *name, gpointer user_data);
+  void (*symlink) (const char *name, const char *target, gpointer user_data);
+  /* A host path to bind live at the same place. */
+  void (*live) (const char *host_path, gboolean is_dir, gpointer user_data);
+} SandstepEtcSink;
 
-/* Calls @bind for each host path that is bound live at /etc/NAME over the copy. */
-typedef void (*SandstepEtcBindFunc) (const char *host_path, gboolean is_dir, gpointer user_data);
-void sandstep_etc_foreach_live (SandstepEtcBindFunc bind, gpointer user_data);
+/* resolv.conf comes only with @open_network: elsewhere DNS is meant to fail. */
+void sandstep_etc_build (gboolean open_network, const SandstepEtcSink *sink, gpointer user_data);
 
 G_END_DECLS

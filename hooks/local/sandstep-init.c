@@ -1,50 +1,58 @@
-/* sandstep-init.c: pid 1 of a jail.
+/* sandstep-init.c: pid 1 of a live sandbox.
  *
- * Linked statically and kept free of libraries, so that exec'ing it costs
- * next to nothing; the helper execs it with execveat() on an fd, so it need
- * not be visible inside the jail.
+ *   sandstep-init CONTROL-FD [EGRESS-FD]
  *
- *   sandstep-init REPORT-FD [--relay PORT SOCKET] [--try WORD... --] PROGRAM ARGS...
- *   sandstep-init REPORT-FD --serve FD
- *
- * With --try, init first execs WORD... through PATH, as a shell would run
- * that simple command, and falls back to PROGRAM if that fails.  With
- * --relay (network=allow), init also listens on 127.0.0.1:PORT inside the
- * jail's empty network namespace and relays each connection to the unix
- * SOCKET of the host-side egress proxy: the one way out.  With --serve,
- * the jail was built ahead of its command: init waits on FD for the
- * arguments after REPORT-FD, the environment and the command's stdin,
- * stdout and stderr (sandstep_jail_start()).
+ * Linked statically and kept free of libraries: it is exec'd once per
+ * sandbox by the jail's child, as the last step after every restriction is
+ * in place, so each command it starts inherits them all.  It starts the
+ * commands the supervisor sends (sandstep-jail-init.h), one at a time, each
+ * as a fresh process tree.  As pid 1 it adopts every
+ * orphan, so when a command's main process ends (or the supervisor says
+ * KILL), init kills every other process of the sandbox, reaps them all and
+ * removes the SysV IPC objects and /dev/shm files they left before it
+ * reports the status: no process or IPC object of a command outlives it.  Nothing inside can kill
+ * init (the kernel ignores a signal to a namespace's init that has no
+ * handler), and when the supervisor goes, init goes, and the sandbox with it.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-jail-init.h"
-#include "sandstep-relay.h"
 
-static void
-report (int fd, int step, int errsv)
-{
-  SandstepJailFailure failure = { step, errsv };
+#ifndef SHM_STAT_ANY
+#define SHM_STAT_ANY 15
+#endif
+#ifndef SEM_STAT_ANY
+#define SEM_STAT_ANY 20
+#endif
+#ifndef MSG_STAT_ANY
+#define MSG_STAT_ANY 13
+#endif
 
-  if (write (fd, &failure, sizeof failure) < 0)
-    {
-      /* the helper sees the jail end without a report */
-    }
-}
+union semun {
+  int val;
+  struct semid_ds *buf;
+  unsigned short *array;
+  struct seminfo *__buf;
+};
 
 static int
 listen_loopback (int port)
@@ -52,85 +60,12 @@ listen_loopback (int port)
   struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons (port),
                                  .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   int one = 1;
-  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
   if (fd < 0 || setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
       bind (fd, (struct sockaddr *) &address, sizeof address) < 0 || listen (fd, 64) < 0)
     return -1;
   return fd;
-}
-
-/* One relayed connection, in a child of init. */
-static void
-relay_one (int client, const char *socket_path)
-{
-  struct sockaddr_un address = { .sun_family = AF_UNIX };
-  int proxy = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-  strncpy (address.sun_path, socket_path, sizeof address.sun_path - 1);
-  if (proxy < 0 || connect (proxy, (struct sockaddr *) &address, sizeof address) < 0)
-    _exit (1);
-  sandstep_relay (client, proxy, NULL, 0);
-  _exit (0);
-}
-
-/* One message on @fd: argc, the arguments and the environment as
- * NUL-terminated strings, with three fds that become 0, 1 and 2.
- * Returns the arguments; NULL when the sender went away.  @fd stays open,
- * close-on-exec, for the exit status. */
-static char **
-receive_command (int fd)
-{
-  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } control;
-  struct iovec iov;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
-  struct cmsghdr *cmsg;
-  ssize_t size, n;
-  char *buf, *p, *end;
-  char **argv, **envp;
-  int argc, n_env = 0;
-
-  do
-    size = recv (fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
-  while (size < 0 && errno == EINTR);
-  if (size <= 0 || (buf = malloc (size + 1)) == NULL)
-    return NULL;
-  iov.iov_base = buf;
-  iov.iov_len = size;
-  do
-    n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  cmsg = CMSG_FIRSTHDR (&msg);
-  if (n != size || cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS || cmsg->cmsg_len != CMSG_LEN (3 * sizeof (int)))
-    return NULL;
-  for (int i = 0; i < 3; i++)
-    {
-      int given;
-      memcpy (&given, CMSG_DATA (cmsg) + i * sizeof (int), sizeof given);
-      if (dup2 (given, i) < 0)
-        return NULL;
-      if (given > 2)
-        close (given);
-    }
-
-  buf[size] = '\0';
-  end = buf + size;
-  argc = atoi (buf);
-  for (p = buf + strlen (buf) + 1; p < end; p += strlen (p) + 1)
-    n_env++;
-  n_env -= argc;
-  if (argc < 1 || n_env < 0 || (argv = calloc (argc + n_env + 2, sizeof (char *))) == NULL)
-    return NULL;
-  envp = argv + argc + 1;
-  p = buf + strlen (buf) + 1;
-  for (int i = 0; i < argc + n_env; i++, p += strlen (p) + 1)
-    if (i < argc)
-      argv[i] = p;
-    else
-      envp[i - argc] = p;
-  environ = envp;
-  return argv;
 }
 
 static int
@@ -141,139 +76,366 @@ exit_status (int status)
   return WEXITSTATUS (status);
 }
 
-/* Reaps and relays until the command ends. */
-static int
-serve_relay (pid_t command, int listener, int signal_fd, const char *socket_path)
+static void
+say (int control, int32_t kind, int32_t status, int32_t error)
 {
-  struct pollfd fds[2] = { { .fd = listener, .events = POLLIN }, { .fd = signal_fd, .events = POLLIN } };
+  SandstepInitMessage message = { .kind = kind, .status = status, .error = error };
 
-  for (;;)
+  while (send (control, &message, sizeof message, MSG_NOSIGNAL) < 0 && errno == EINTR)
+    ;
+}
+
+/* Every SysV IPC object there is: after a command, only what it left. */
+static void
+remove_ipc (void)
+{
+  struct shm_info shm_info;
+  struct seminfo sem_info;
+  struct msginfo msg_info;
+  int max;
+
+  max = shmctl (0, SHM_INFO, (struct shmid_ds *) &shm_info);
+  for (int i = 0; max >= 0 && shm_info.used_ids > 0 && i <= max; i++)
     {
-      if (poll (fds, 2, -1) < 0 && errno != EINTR)
-        return 125;
-      if (fds[1].revents & POLLIN)
+      struct shmid_ds ds;
+      int id = shmctl (i, SHM_STAT_ANY, &ds);
+      if (id >= 0)
+        shmctl (id, IPC_RMID, NULL);
+    }
+  max = semctl (0, 0, SEM_INFO, (union semun) { .__buf = &sem_info });
+  for (int i = 0; max >= 0 && sem_info.semusz > 0 && i <= max; i++)
+    {
+      struct semid_ds ds;
+      int id = semctl (i, 0, SEM_STAT_ANY, (union semun) { .buf = &ds });
+      if (id >= 0)
+        semctl (id, 0, IPC_RMID);
+    }
+  max = msgctl (0, MSG_INFO, (struct msqid_ds *) &msg_info);
+  for (int i = 0; max >= 0 && msg_info.msgpool > 0 && i <= max; i++)
+    {
+      struct msqid_ds ds;
+      int id = msgctl (i, MSG_STAT_ANY, &ds);
+      if (id >= 0)
+        msgctl (id, IPC_RMID, NULL);
+    }
+}
+
+/* Everything under @dir_fd, depth first; @dir_fd is closed. */
+static void
+empty_directory (int dir_fd)
+{
+  DIR *dir = fdopendir (dir_fd);
+  struct dirent *entry;
+
+  if (dir == NULL)
+    {
+      close (dir_fd);
+      return;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    {
+      int child;
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
+        continue;
+      if (unlinkat (dirfd (dir), entry->d_name, 0) == 0)
+        continue;
+      child = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child >= 0)
         {
-          struct signalfd_siginfo info;
-          int status;
-          pid_t pid;
-          if (read (signal_fd, &info, sizeof info) < 0)
-            {
-              /* drained by the loop below anyway */
-            }
-          while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            if (pid == command)
-              return exit_status (status);
-        }
-      if (fds[0].revents & POLLIN)
-        {
-          int client = accept4 (listener, NULL, NULL, SOCK_CLOEXEC);
-          if (client < 0)
-            continue;
-          if (fork () == 0)
-            relay_one (client, socket_path);
-          close (client);
+          empty_directory (child);
+          unlinkat (dirfd (dir), entry->d_name, AT_REMOVEDIR);
         }
     }
+  closedir (dir);
+}
+
+/* POSIX shared memory and semaphores are files in /dev/shm: like SysV IPC,
+ * nothing of a command's outlives it (and its memory stays charged). */
+static void
+remove_shm (void)
+{
+  int fd = open ("/dev/shm", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+  if (fd >= 0)
+    empty_directory (fd);
+}
+
+/* Kills every process of the sandbox but init, and reaps them all; returns
+ * @command's wait status when it is among them. */
+static int
+end_everything (pid_t command, int *out_status)
+{
+  int found = 0;
+
+  /* One kill(-1) reaches every process: a fork racing it fails, since its parent already has SIGKILL pending. */
+  kill (-1, SIGKILL);
+  for (;;)
+    {
+      int status;
+      pid_t pid = waitpid (-1, &status, 0);
+      if (pid < 0 && errno == EINTR)
+        continue;
+      if (pid < 0)
+        break;
+      if (pid == command)
+        {
+          *out_status = status;
+          found = 1;
+        }
+    }
+  return found;
+}
+
+typedef struct {
+  char **strings;   /* the allocation .argv, .envp and .direct point into */
+  char **argv;      /* into .buf */
+  char **envp;
+  char **direct;    /* the words to try first, or NULL */
+  char *buf;
+  int fds[3];
+} Command;
+
+static void
+command_clear (Command *command)
+{
+  for (int i = 0; i < 3; i++)
+    if (command->fds[i] >= 0)
+      close (command->fds[i]);
+  free (command->strings);
+  free (command->buf);
+  memset (command, 0, sizeof *command);
+  command->fds[0] = command->fds[1] = command->fds[2] = -1;
+}
+
+/* One message on @control: the header, argc, the arguments and the
+ * environment, with three fds.  0 at EOF, -1 on a bad message. */
+static int
+receive (int control, SandstepInitMessage *header, Command *command)
+{
+  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  struct iovec iov[2];
+  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg;
+  ssize_t size, n;
+  char *p, *end;
+  int argc, n_strings = 0;
+
+  do
+    size = recv (control, NULL, 0, MSG_PEEK | MSG_TRUNC);
+  while (size < 0 && errno == EINTR);
+  if (size <= 0)
+    return size == 0 ? 0 : -1;
+  if ((size_t) size < sizeof *header || (command->buf = malloc (size - sizeof *header + 1)) == NULL)
+    {
+      recv (control, header, sizeof *header, 0);
+      return -1;
+    }
+  iov[0] = (struct iovec) { header, sizeof *header };
+  iov[1] = (struct iovec) { command->buf, size - sizeof *header };
+  do
+    n = recvmsg (control, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n != size)
+    return -1;
+  for (cmsg = CMSG_FIRSTHDR (&msg); cmsg != NULL; cmsg = CMSG_NXTHDR (&msg, cmsg))
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+      {
+        size_t count = (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int);
+        for (size_t i = 0; i < count; i++)
+          {
+            int fd;
+            memcpy (&fd, CMSG_DATA (cmsg) + i * sizeof (int), sizeof fd);
+            if (i < 3 && command->fds[i] < 0)
+              command->fds[i] = fd;
+            else
+              close (fd);
+          }
+      }
+  if (header->kind != SANDSTEP_INIT_RUN)
+    return 1;
+  if (command->fds[0] < 0 || command->fds[1] < 0 || command->fds[2] < 0)
+    return -1;
+
+  size -= sizeof *header;
+  command->buf[size] = '\0';
+  end = command->buf + size;
+  argc = atoi (command->buf);
+  for (p = command->buf + strlen (command->buf) + 1; p < end; p += strlen (p) + 1)
+    n_strings++;
+  if (argc < 1 || argc > n_strings || (command->strings = calloc (n_strings + 2, sizeof (char *))) == NULL)
+    return -1;
+  command->argv = command->strings;
+  command->envp = command->argv + argc + 1;
+  p = command->buf + strlen (command->buf) + 1;
+  for (int i = 0; i < n_strings; i++, p += strlen (p) + 1)
+    if (i < argc)
+      command->argv[i] = p;
+    else
+      command->envp[i - argc] = p;
+
+  /* "--try WORD... --": exec the words as a shell would run that simple command, else what follows. */
+  if (strcmp (command->argv[0], "--try") == 0)
+    {
+      char **a = command->argv + 1;
+      command->direct = a;
+      while (*a != NULL && strcmp (*a, "--") != 0)
+        a++;
+      if (*a == NULL || a[1] == NULL)
+        return -1;
+      *a = NULL;
+      command->argv = a + 1;
+    }
+  return 1;
+}
+
+/* Starts @command with default signal handling and nothing blocked.  It
+ * stays in init's session, which has no controlling terminal: it may make
+ * a session of its own (setsid), as any program started from a daemon can. */
+static int
+spawn (Command *command, pid_t *out_pid)
+{
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  sigset_t none, all;
+  int failed;
+
+  posix_spawn_file_actions_init (&actions);
+  for (int i = 0; i < 3; i++)
+    posix_spawn_file_actions_adddup2 (&actions, command->fds[i], i);
+  posix_spawnattr_init (&attributes);
+  sigemptyset (&none);
+  sigfillset (&all);
+  posix_spawnattr_setsigmask (&attributes, &none);
+  posix_spawnattr_setsigdefault (&attributes, &all);
+  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  /* posix_spawn is a vfork: no page table is copied, and it returns once the exec is done. */
+  failed = command->direct != NULL
+             ? posix_spawnp (out_pid, command->direct[0], &actions, &attributes, command->direct, command->envp)
+             : ENOENT;
+  if (failed != 0)
+    failed = posix_spawn (out_pid, command->argv[0], &actions, &attributes, command->argv, command->envp);
+  posix_spawn_file_actions_destroy (&actions);
+  posix_spawnattr_destroy (&attributes);
+  return failed;
 }
 
 int
 main (int argc, char **argv)
 {
-  int report_fd;
-  int status = 0;
-  pid_t command;
-  posix_spawnattr_t attributes;
-  int failed;
-  char **direct = NULL;
-  char **program = argv + 2;
-  const char *relay_socket = NULL;
-  int listener = -1, signal_fd = -1;
-  int serve_fd = -1;
+  int control, egress = -1, listener = -1, signals;
+  sigset_t chld;
+  pid_t command = 0;
 
-  if (argc < 3)
+  if (argc < 2)
     return 125;
-  report_fd = atoi (argv[1]);
-  /* The command must not read or write init's memory through /proc/1. */
+  control = atoi (argv[1]);
+  if (argc > 2)
+    egress = atoi (argv[2]);
+  /* A command must not read or write init's memory or fds through /proc/1. */
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
-  if (strcmp (program[0], "--serve") == 0)
-    {
-      serve_fd = atoi (program[1]);
-      if (argc < 4 || fcntl (serve_fd, F_SETFD, FD_CLOEXEC) < 0 || (program = receive_command (serve_fd)) == NULL)
-        return 125;
-    }
-  if (strcmp (program[0], "--relay") == 0)
-    {
-      sigset_t chld;
-      if (argc < 6)
-        return 125;
-      relay_socket = program[2];
-      /* Bound before the command starts, so nothing inside can take the port first. */
-      listener = listen_loopback (atoi (program[1]));
-      sigemptyset (&chld);
-      sigaddset (&chld, SIGCHLD);
-      if (listener < 0 || sigprocmask (SIG_BLOCK, &chld, NULL) < 0 ||
-          (signal_fd = signalfd (-1, &chld, SFD_CLOEXEC)) < 0)
-        {
-          report (report_fd, SANDSTEP_JAIL_STEP_INIT, errno);
-          return 125;
-        }
-      program += 3;
-    }
-  if (strcmp (program[0], "--try") == 0)
-    {
-      direct = program + 1;
-      for (program = direct; *program != NULL && strcmp (*program, "--") != 0; program++)
-        ;
-      if (*program == NULL)
-        return 125;
-      *program++ = NULL;
-    }
-  /* The command must not inherit the report pipe: its exec closing it tells the helper all went well. */
-  fcntl (report_fd, F_SETFD, FD_CLOEXEC);
+  umask (022);
+  sigemptyset (&chld);
+  sigaddset (&chld, SIGCHLD);
+  if (fcntl (control, F_SETFD, FD_CLOEXEC) < 0 || (egress >= 0 && fcntl (egress, F_SETFD, FD_CLOEXEC) < 0) ||
+      sigprocmask (SIG_BLOCK, &chld, NULL) < 0 || (signals = signalfd (-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+    return 125;
+  /* Bound before any command starts, so nothing inside can take the port first. */
+  if (egress >= 0 && (listener = listen_loopback (SANDSTEP_PROXY_PORT)) < 0)
+    return 125;
 
-  /* posix_spawn: a vfork, so no page table is copied, and it returns once the exec is done. */
-  posix_spawnattr_init (&attributes);
-  if (signal_fd >= 0)
-    {
-      sigset_t none;
-      sigemptyset (&none);
-      posix_spawnattr_setsigmask (&attributes, &none);
-      posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSIGMASK);
-    }
-  failed = direct != NULL ? posix_spawnp (&command, direct[0], NULL, &attributes, direct, environ) : ENOENT;
-  if (failed != 0)
-    failed = posix_spawn (&command, program[0], NULL, &attributes, program, environ);
-  if (failed != 0)
-    {
-      report (report_fd, SANDSTEP_JAIL_STEP_EXEC, failed);
-      return 127;
-    }
-
-  /* Hold nothing the command's readers wait on. */
-  for (int fd = 0; fd < 3; fd++)
-    close (fd);
-  close (report_fd);
-
-  if (relay_socket != NULL)
-    return serve_relay (command, listener, signal_fd, relay_socket);
   for (;;)
     {
-      pid_t pid = waitpid (-1, &status, 0);
-      if (pid == command)
-        break;
-      if (pid < 0 && errno != EINTR)
-        return 125;
+      struct pollfd fds[3] = {
+        { .fd = control, .events = POLLIN },
+        { .fd = signals, .events = POLLIN },
+        { .fd = listener, .events = POLLIN },
+      };
+
+      if (poll (fds, 3, -1) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return 125;
+        }
+
+      if (fds[1].revents & POLLIN)
+        {
+          struct signalfd_siginfo info;
+          int status;
+          pid_t pid;
+          while (read (signals, &info, sizeof info) > 0)
+            ;
+          while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+            if (command > 0 && pid == command)
+              {
+                /* The command's main process ended: so does everything it started. */
+                end_everything (0, &status);
+                remove_ipc ();
+                remove_shm ();
+                command = 0;
+                say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0);
+              }
+        }
+
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR))
+        {
+          SandstepInitMessage header = { 0 };
+          Command next = { .fds = { -1, -1, -1 } };
+          int r = receive (control, &header, &next);
+
+          if (r == 0)
+            break;
+          if (r > 0 && header.kind == SANDSTEP_INIT_KILL && command > 0)
+            {
+              int status = 0;
+              if (!end_everything (command, &status))
+                status = SIGKILL;
+              remove_ipc ();
+              remove_shm ();
+              command = 0;
+              say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0);
+            }
+          else if (r > 0 && header.kind == SANDSTEP_INIT_RUN && command == 0)
+            {
+              int failed = spawn (&next, &command);
+              if (failed != 0)
+                {
+                  command = 0;
+                  say (control, SANDSTEP_INIT_EXITED, 127, failed);
+                }
+            }
+          else if (r < 0 || (header.kind == SANDSTEP_INIT_RUN && command != 0))
+            say (control, SANDSTEP_INIT_EXITED, 125, r < 0 ? EPROTO : EBUSY);
+          /* Hold nothing the command's readers wait on. */
+          command_clear (&next);
+        }
+
+      if (listener >= 0 && (fds[2].revents & POLLIN))
+        {
+          int client = accept4 (listener, NULL, NULL, SOCK_CLOEXEC);
+          if (client >= 0)
+            {
+              union { char buf[CMSG_SPACE (sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+              char byte = 0;
+              struct iovec iov = { &byte, 1 };
+              struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg_buf.buf,
+                                    .msg_controllen = sizeof cmsg_buf.buf };
+              struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+              cmsg->cmsg_level = SOL_SOCKET;
+              cmsg->cmsg_type = SCM_RIGHTS;
+              cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+              memcpy (CMSG_DATA (cmsg), &client, sizeof client);
+              /* A proxy that does not keep up loses the connection, never stops init. */
+              sendmsg (egress, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+              close (client);
+            }
+        }
     }
-  if (serve_fd >= 0)
-    {
-      /* Tell the launcher now, not after the namespaces are torn down: once
-       * every other process of the jail is gone, the command has ended. */
-      int32_t code = exit_status (status);
-      kill (-1, SIGKILL);
-      while (waitpid (-1, NULL, 0) > 0 || errno == EINTR)
-        ;
-      if (send (serve_fd, &code, sizeof code, MSG_NOSIGNAL) < 0)
-        return code;
-    }
-  return exit_status (status);
+
+  {
+    int status;
+    end_everything (0, &status);
+  }
+  return 0;
 }

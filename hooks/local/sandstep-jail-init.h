@@ -1,17 +1,50 @@
-/* sandstep-jail-init.h: what the jail's init and the helper share.
+/* sandstep-jail-init.h: what the supervisor and a sandbox's init say.
  *
- * The jail's child execs `sandstep-init REPORT-FD PROGRAM ARGS...` as the
- * last step of its setup.  init forks PROGRAM, reaps every process of the
- * jail and exits with PROGRAM's status; when it exits, the kernel kills
- * whatever is left in the pid namespace.  A failure to exec PROGRAM is
- * written to REPORT-FD as one SandstepJailFailure.
+ * The jail's child execs `sandstep-init CONTROL-FD [EGRESS-FD]` as the last
+ * step of building a sandbox: init is pid 1 of the sandbox's pid namespace,
+ * inside every namespace, with every restriction of a command already on it
+ * (no capability, no_new_privs, seccomp).  It runs one command at a time on
+ * CONTROL-FD's word (SOCK_SEQPACKET):
+ *
+ *   supervisor -> init   RUN: a SandstepInitMessage, argc, the arguments and
+ *                        the environment as NUL-terminated strings, with the
+ *                        command's stdin, stdout and stderr (SCM_RIGHTS);
+ *                        KILL: end the command now.
+ *   init -> supervisor   EXITED: the command's main process ended and every
+ *                        process of the sandbox is gone (killed and reaped),
+ *                        with its status; .error is set when nothing could
+ *                        be executed.
+ *
+ * When CONTROL-FD closes, init exits and the kernel ends the sandbox.  With
+ * EGRESS-FD (network=allow), init listens on 127.0.0.1:SANDSTEP_PROXY_PORT
+ * in the sandbox's empty network namespace and hands every connection to
+ * the host-side egress proxy through EGRESS-FD (SCM_RIGHTS): the one way out.
+ *
+ * A failure of the jail's child before init runs is written to its report
+ * pipe as one SandstepJailFailure.
  */
 #pragma once
 
+#include <stdint.h>
+
 typedef struct {
-  int step;    /* the setup step that failed; SANDSTEP_JAIL_STEP_EXEC for the command's exec */
+  int step;    /* the setup step that failed */
   int errsv;
 } SandstepJailFailure;
 
-#define SANDSTEP_JAIL_STEP_EXEC (-1)
-#define SANDSTEP_JAIL_STEP_INIT (-2)
+typedef enum {
+  SANDSTEP_INIT_RUN = 1,
+  SANDSTEP_INIT_KILL = 2,
+  SANDSTEP_INIT_EXITED = 3,
+} SandstepInitKind;
+
+typedef struct {
+  int32_t kind;
+  int32_t status;   /* EXITED: 128+N for signal N */
+  int32_t error;    /* EXITED: the errno of a command that could not be executed, else 0 */
+  int32_t reserved;
+} SandstepInitMessage;
+
+/* Inside a network=allow sandbox: where programs find the egress proxy. */
+#define SANDSTEP_PROXY_PORT 3128
+#define SANDSTEP_PROXY_URL "http://127.0.0.1:3128"

@@ -8,15 +8,15 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-error.h"
-#include "sandstep-jail.h"
-#include "sandstep-launcher.h"
 #include "sandstep-local.h"
-#include "sandstep-etc.h"
-#include "sandstep-limits.h"
 #include "sandstep-proxy.h"
+#include "sandstep-run-client.h"
 #include "sandstep-store.h"
+#include "sandstep-supervision.h"
 #include "sandstep-tree.h"
+#include "sandstep-uids.h"
 
 typedef struct {
   SandstepBackend parent;
@@ -29,7 +29,6 @@ typedef struct {
   SandstepRecord *record;
   int claim_fd;
   int tree_fd;
-  SandstepJail *jail;     /* built on the first command */
 } LocalAttachment;
 
 static gint64
@@ -88,6 +87,36 @@ check_alive (const SandstepRecord *record, GError **error)
                          record->handle, when, record->spec->lifetime_s);
 }
 
+/* As root, a host uid of its own for the new sandbox's uid 0 (sandstep-uids.h). */
+static void
+assign_uid (LocalBackend *local, SandstepRecord *record)
+{
+  g_autoptr(GPtrArray) handles = NULL;
+  g_autoptr(GHashTable) used = NULL;
+  SandstepUidRange range;
+  guint32 slot;
+
+  if (geteuid () != 0 || !sandstep_uids_idmap_works (local->store->dir))
+    return;
+  range = sandstep_uids_range ();
+  used = g_hash_table_new (NULL, NULL);
+  handles = sandstep_store_list (local->store);
+  for (guint i = 0; i < handles->len; i++)
+    {
+      g_autoptr(SandstepRecord) other = sandstep_store_load (local->store, handles->pdata[i], NULL);
+      if (other != NULL && other->uid >= range.uid_base && other->uid - range.uid_base < range.count)
+        g_hash_table_add (used, GUINT_TO_POINTER (other->uid - range.uid_base));
+    }
+  /* Start where the handle points, so that sandboxes rarely probe; the first free slot after it. */
+  slot = g_str_hash (record->handle) % range.count;
+  for (guint32 tries = 0; tries < range.count && g_hash_table_contains (used, GUINT_TO_POINTER (slot)); tries++)
+    slot = (slot + 1) % range.count;
+  if (g_hash_table_contains (used, GUINT_TO_POINTER (slot)))
+    return;
+  record->uid = range.uid_base + slot;
+  record->gid = range.gid_base + slot;
+}
+
 static SandstepSpec *
 copy_spec (const SandstepSpec *spec)
 {
@@ -122,7 +151,7 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
           return g_steal_pointer (&existing);
         }
       if (old != NULL)
-        sandstep_store_destroy (local->store, existing, -1, NULL);
+        sandstep_sandbox_destroy (local->store, existing, -1, NULL);
     }
 
   record = g_new0 (SandstepRecord, 1);
@@ -132,10 +161,11 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   record->created = now_unix ();
   record->expires = record->created + spec->lifetime_s;
   record->spec = copy_spec (spec);
+  assign_uid (local, record);
   if (!sandstep_store_create (local->store, record, error) ||
       !sandstep_store_set_holder (local->store, who->owner, who->holder, record->handle, error))
     {
-      sandstep_store_destroy (local->store, record->handle, -1, NULL);
+      sandstep_sandbox_destroy (local->store, record->handle, -1, NULL);
       close (lock);
       return NULL;
     }
@@ -229,10 +259,9 @@ local_detach (SandstepAttachment *parent)
   /* A release that came while we ran left the destruction to us. */
   now = sandstep_store_load (attachment->local->store, parent->handle, NULL);
   if (now != NULL && now->released && now_unix () >= now->expires)
-    sandstep_store_destroy (attachment->local->store, parent->handle, attachment->claim_fd, NULL);
+    sandstep_sandbox_destroy (attachment->local->store, parent->handle, attachment->claim_fd, NULL);
   if (attachment->claim_fd >= 0)
     close (attachment->claim_fd);
-  sandstep_jail_free (attachment->jail);
   sandstep_record_free (attachment->record);
   g_free (parent->handle);
   g_free (attachment);
@@ -254,154 +283,119 @@ local_spec (SandstepAttachment *parent)
 }
 
 static void
-notice_refusal (const char *target, const char *reason, gpointer data)
+relay_notice (const char *text, void *user_data)
 {
-  const SandstepRunRequest *request = data;
-  g_autofree char *message = NULL;
+  const SandstepRunRequest *request = user_data;
 
-  if (request->on_notice == NULL)
-    return;
-  message = g_strdup_printf ("egress refused: %s: %s", target, reason);
-  request->on_notice (message, request->user_data);
+  if (request->on_notice != NULL)
+    request->on_notice (text, request->user_data);
 }
 
-/* network=allow: the host-side proxy that is the jail's one way out. */
-static SandstepProxy *
-start_proxy (LocalAttachment *attachment, const SandstepRunRequest *request, GError **error)
+static void
+relay_output (int stream, const char *data, size_t len, void *user_data)
 {
-  const SandstepSpec *spec = attachment->record->spec;
-  g_autofree char *socket_path = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle,
-                                                              "proxy/proxy.sock");
-  g_autofree char *log_path = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle,
-                                                           "egress.log");
-  SandstepEgress *egress = sandstep_egress_new (spec->allow_hosts, spec->allow_cidrs, error);
+  const SandstepRunRequest *request = user_data;
 
-  if (egress == NULL)
-    return NULL;
-  return sandstep_proxy_start (socket_path, egress, attachment->parent.handle, log_path, notice_refusal,
-                               (gpointer) request, error);
+  request->on_output (stream, data, len, request->user_data);
 }
 
-/* Shared with the launcher, which builds the same jail ahead of each command. */
-SandstepJail *
-sandstep_local_jail_new (SandstepStore *store, const SandstepRecord *record, GError **error)
+/* The caller's terminal and locale, which a command may see. */
+static char **
+passthrough_environment (void)
 {
-  g_autofree char *workspace = sandstep_store_sandbox_path (store, record->handle, "tree/workspace");
-  g_autofree char *tmp = sandstep_store_sandbox_path (store, record->handle, "tree/tmp");
-  g_autofree char *proxy_dir = sandstep_store_sandbox_path (store, record->handle, "proxy");
-  g_autofree char *etc_dir = sandstep_store_sandbox_path (store, record->handle, "etc");
-  SandstepJailConfig config = { workspace, tmp, etc_dir, record->spec,
-                                sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE, proxy_dir };
+  static const char *const names[] = { SANDSTEP_PASSTHROUGH_ENV };
+  GPtrArray *env = g_ptr_array_new ();
 
-  if (!sandstep_etc_prepare (etc_dir, record->spec->network == SANDSTEP_NETWORK_OPEN, error))
-    return NULL;
-  if (record->spec->network == SANDSTEP_NETWORK_ALLOW && g_mkdir_with_parents (proxy_dir, 0700) < 0)
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
     {
-      sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                            "Could not create the egress proxy's directory '%s'", proxy_dir);
-      return NULL;
+      const char *value = g_getenv (names[i]);
+      if (value != NULL)
+        g_ptr_array_add (env, g_strconcat (names[i], "=", value, NULL));
     }
-  return sandstep_jail_new (&config, error);
+  g_ptr_array_add (env, NULL);
+  return (char **) g_ptr_array_free (env, FALSE);
 }
 
-static gboolean run_in_jail (LocalAttachment *attachment, const SandstepRunRequest *request, double budget,
-                             SandstepRunResult *result, GError **error);
-
+/* Every command goes to the sandbox's supervisor, which this attachment's claim entitles to run it. */
 static gboolean
 local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request, SandstepRunResult *result,
                    GError **error)
 {
   LocalAttachment *attachment = (LocalAttachment *) parent;
-  double remaining = local_remaining_lifetime (parent);
-  double budget;
-  SandstepLimits limits;
-  g_autoptr(GError) cgroup_error = NULL;
-  SandstepCgroup *cgroup;
-  SandstepProxy *proxy = NULL;
-  gboolean ok;
+  g_auto(GStrv) env = passthrough_environment ();
+  char timeout_text[G_ASCII_DTOSTR_BUF_SIZE] = "";
+  SandstepRunCall call = {
+    .env = env,
+    .stdio = { request->stdin_fd, request->stdout_fd, request->stderr_fd },
+    .claim_fd = attachment->claim_fd,
+    .on_output = request->on_output != NULL ? relay_output : NULL,
+    .on_notice = relay_notice,
+    .user_data = (void *) request,
+  };
+  SandstepRunCallResult outcome;
 
   memset (result, 0, sizeof *result);
   if (!check_alive (attachment->record, error))
     return FALSE;
-  if (attachment->jail == NULL)
+  if (request->timeout_s > 0)
+    g_ascii_dtostr (timeout_text, sizeof timeout_text, request->timeout_s);
+  call.field[SANDSTEP_RUN_FIELD_HANDLE] = parent->handle;
+  call.field[SANDSTEP_RUN_FIELD_OWNER] = attachment->record->owner;
+  call.field[SANDSTEP_RUN_FIELD_HOLDER] = attachment->record->holder;
+  call.field[SANDSTEP_RUN_FIELD_TIMEOUT] = timeout_text;
+  call.field[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
+
+  /* A supervisor that ends as we ask ran nothing: ask the next one. */
+  for (int attempt = 0; attempt < 5; attempt++)
     {
-      attachment->jail = sandstep_local_jail_new (attachment->local->store, attachment->record, error);
-      if (attachment->jail == NULL)
+      int sock = sandstep_supervisor_connect (attachment->local->store, attachment->record, error);
+      if (sock < 0)
         return FALSE;
-    }
-
-  /* The command's budget never outlives the sandbox. */
-  budget = request->timeout_s > 0 ? MIN (request->timeout_s, remaining) : remaining;
-  result->clamped = request->timeout_s <= 0 || request->timeout_s > remaining;
-  result->applied_timeout_s = budget;
-
-  limits = sandstep_limits_resolve (&attachment->record->spec->limits);
-  cgroup = sandstep_cgroup_enter (parent->handle, limits.memory, limits.pids, &cgroup_error);
-  if (cgroup_error != NULL)
-    {
-      /* Never run weaker than asked: no cgroup where one should be made is a refusal. */
-      g_propagate_error (error, g_steal_pointer (&cgroup_error));
-      return FALSE;
-    }
-  if (attachment->record->spec->network == SANDSTEP_NETWORK_ALLOW)
-    {
-      proxy = start_proxy (attachment, request, error);
-      if (proxy == NULL)
+      sandstep_run_call (sock, &call, &outcome);
+      close (sock);
+      switch (outcome.outcome)
         {
-          sandstep_cgroup_leave (cgroup, &result->memory_limit_hit, &result->pids_limit_hit);
-          return FALSE;
+        case SANDSTEP_RUN_CALL_RETRY:
+          continue;
+        case SANDSTEP_RUN_CALL_ERROR:
+          return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s", outcome.text);
+        case SANDSTEP_RUN_CALL_LOST:
+          return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s",
+                                 SANDSTEP_RUN_LOST_TEXT);
+        case SANDSTEP_RUN_CALL_FALLBACK:
+          {
+            /* Refused although this step holds the claim: the sandbox changed under it. */
+            g_autoptr(SandstepRecord) now = sandstep_store_load (attachment->local->store, parent->handle, error);
+            if (now == NULL || !check_alive (now, error))
+              return FALSE;
+            return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                   "The supervisor of sandbox '%s' refused the command although this step "
+                                   "holds the sandbox; run the step again", parent->handle);
+          }
+        case SANDSTEP_RUN_CALL_DONE:
+          {
+            const SandstepRunReply *reply = &outcome.reply;
+            gboolean memory_hit = (reply->flags & SANDSTEP_RUN_MEMORY_HIT) != 0;
+            if (reply->flags & SANDSTEP_RUN_EXEC_FAILED)
+              return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                                           reply->exit_status, "The jail could not execute /bin/sh");
+            /* The sandbox went down under the command, and not for a limit it hit. */
+            if ((reply->flags & SANDSTEP_RUN_INTERRUPTED) && !memory_hit)
+              return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s",
+                                     SANDSTEP_RUN_LOST_TEXT);
+            result->exit_status = reply->exit_status;
+            result->timed_out = (reply->flags & SANDSTEP_RUN_TIMED_OUT) != 0;
+            result->applied_timeout_s = reply->applied_timeout_s;
+            result->clamped = (reply->flags & SANDSTEP_RUN_CLAMPED) != 0;
+            result->memory_limit_hit = memory_hit;
+            result->pids_limit_hit = (reply->flags & SANDSTEP_RUN_PIDS_HIT) != 0;
+            return TRUE;
+          }
         }
     }
-  ok = run_in_jail (attachment, request, budget, result, error);
-  sandstep_proxy_stop (proxy);
-  sandstep_cgroup_leave (cgroup, &result->memory_limit_hit, &result->pids_limit_hit);
-  if (ok && request->warm && attachment->record->spec->network != SANDSTEP_NETWORK_ALLOW)
-    sandstep_launcher_ensure (attachment->local->store, parent->handle);
-  return ok;
-}
-
-static gboolean
-run_in_jail (LocalAttachment *attachment, const SandstepRunRequest *request, double budget,
-             SandstepRunResult *result, GError **error)
-{
-  gint64 deadline = g_get_monotonic_time () + (gint64) (budget * G_USEC_PER_SEC);
-  SandstepJailProcess process;
-  int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-  gboolean spawned;
-
-  if (request->on_output == NULL)
-    {
-      if (!sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, request->stdout_fd,
-                                request->stderr_fd, &process, error))
-        return FALSE;
-      return sandstep_jail_wait (&process, deadline, &result->exit_status, &result->timed_out, error);
-    }
-
-  if (pipe2 (out_pipe, O_CLOEXEC) < 0 || pipe2 (err_pipe, O_CLOEXEC) < 0)
-    {
-      int errsv = errno;
-      for (int i = 0; i < 2; i++)
-        {
-          if (out_pipe[i] >= 0)
-            close (out_pipe[i]);
-          if (err_pipe[i] >= 0)
-            close (err_pipe[i]);
-        }
-      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
-                                   "Could not create pipes for the command's output");
-    }
-  spawned = sandstep_jail_spawn (attachment->jail, request->command, request->stdin_fd, out_pipe[1], err_pipe[1],
-                                 &process, error);
-  close (out_pipe[1]);
-  close (err_pipe[1]);
-  if (!spawned)
-    {
-      close (out_pipe[0]);
-      close (err_pipe[0]);
-      return FALSE;
-    }
-  return sandstep_jail_wait_output (&process, deadline, out_pipe[0], err_pipe[0], request->on_output,
-                                    request->user_data, &result->exit_status, &result->timed_out, error);
+  return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                         "The supervisor of sandbox '%s' kept ending before it could run the command; run the "
+                         "step again", parent->handle);
 }
 
 static GBytes *
@@ -518,7 +512,7 @@ local_release (SandstepBackend *backend, const char *handle, const SandstepIdent
   fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, NULL);
   if (fd < 0)
     return TRUE;
-  *out_destroyed = sandstep_store_destroy (local->store, handle, fd, error);
+  *out_destroyed = sandstep_sandbox_destroy (local->store, handle, fd, error);
   close (fd);
   return *out_destroyed;
 }
@@ -535,7 +529,7 @@ local_destroy (SandstepBackend *backend, const char *handle, const SandstepIdent
   /* An unreadable record must not make a sandbox impossible to destroy. */
   if (record != NULL && !check_owner (record, who, error))
     return FALSE;
-  return sandstep_store_destroy (local->store, handle, -1, error);
+  return sandstep_sandbox_destroy (local->store, handle, -1, error);
 }
 
 /* The run of an owner "<dag>/<run>" is its last component. */
@@ -566,7 +560,7 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
         continue;
       if (expired_only && now_unix () < record->expires)
         continue;
-      if (sandstep_store_destroy (local->store, handle, -1, &local_error))
+      if (sandstep_sandbox_destroy (local->store, handle, -1, &local_error))
         g_ptr_array_add (destroyed, g_strdup (handle));
       else if (ok)
         {
@@ -575,6 +569,17 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
         }
     }
   return ok;
+}
+
+gboolean
+sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
+{
+  /* What runs it first: its supervisor ends with its namespaces, and every process in them. */
+  sandstep_supervisor_stop (store, handle);
+  if (!sandstep_store_destroy (store, handle, claim_fd, error))
+    return FALSE;
+  sandstep_cgroup_remove (handle);
+  return TRUE;
 }
 
 static void
@@ -619,4 +624,49 @@ sandstep_local_backend_new (const char *state_dir, GError **error)
   local->parent.klass = &local_class;
   local->store = store;
   return &local->parent;
+}
+
+int
+sandstep_local_reclaim_main (const char *handle)
+{
+  g_autofree char *dir = sandstep_store_default_dir ();
+  g_autoptr(SandstepStore) store = sandstep_store_open (dir, NULL);
+  g_autoptr(SandstepRecord) record = NULL;
+
+  if (store == NULL || !sandstep_handle_is_valid (handle) ||
+      (record = sandstep_store_load (store, handle, NULL)) == NULL)
+    return 0;
+  /* Only what its supervisor found: released, and its kept time over. */
+  if (record->released && now_unix () >= record->expires)
+    sandstep_sandbox_destroy (store, handle, -1, NULL);
+  return 0;
+}
+
+int
+sandstep_local_egress_main (const char *handle)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = sandstep_store_default_dir ();
+  g_autoptr(SandstepStore) store = sandstep_store_open (dir, &error);
+  g_autoptr(SandstepRecord) record = NULL;
+  g_autofree char *log_path = NULL;
+  SandstepEgress *egress;
+  gboolean ok;
+
+  if (store == NULL || !sandstep_handle_is_valid (handle) ||
+      (record = sandstep_store_load (store, handle, &error)) == NULL ||
+      (egress = sandstep_egress_new (record->spec->allow_hosts, record->spec->allow_cidrs, &error)) == NULL)
+    {
+      g_printerr ("sandstep --egress: %s\n", error != NULL ? error->message : "not a sandbox handle");
+      return SANDSTEP_EXIT_INTERNAL;
+    }
+  log_path = sandstep_store_sandbox_path (store, handle, "egress.log");
+  ok = sandstep_proxy_serve (3, egress, handle, log_path, 4, &error);
+  sandstep_egress_free (egress);
+  if (!ok)
+    {
+      g_printerr ("sandstep --egress: %s\n", error->message);
+      return SANDSTEP_EXIT_INTERNAL;
+    }
+  return 0;
 }

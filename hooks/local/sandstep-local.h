@@ -1,12 +1,23 @@
-/* sandstep-local.h: what the local backend shares with its launcher. */
+/* sandstep-local.h: the local backend's entry points beyond the vtable. */
 #pragma once
 
-#include "sandstep-jail.h"
+#include <glib.h>
+
 #include "sandstep-store.h"
 
 G_BEGIN_DECLS
 
-/* The jail of @record's sandbox, its /etc made on first use. */
-SandstepJail *sandstep_local_jail_new (SandstepStore *store, const SandstepRecord *record, GError **error);
+/* Destroys a sandbox whole: its supervisor (and every process of it), the
+ * holder of its claim, its directory, its cgroup.  Gone already is fine. */
+gboolean sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
+
+/* `sandstep-core --reclaim HANDLE`: what a supervisor execs as it ends
+ * after the last command of a released sandbox: destroys it. */
+int sandstep_local_reclaim_main (const char *handle);
+
+/* `sandstep-core --egress HANDLE`: the egress proxy a supervisor starts for
+ * a network=allow sandbox, with init's connections on fd 3 and its notices
+ * on fd 4 (sandstep-proxy.h). */
+int sandstep_local_egress_main (const char *handle);
 
 G_END_DECLS

@@ -1,9 +1,8 @@
-/* sandstep-proxy.c: CONNECT-only egress proxy on a unix socket. */
+/* sandstep-proxy.c: the CONNECT-only egress proxy of a network=allow sandbox. */
 #include "sandstep-proxy.h"
 
 #include <errno.h>
 #include <gio/gio.h>
-#include <gio/gunixsocketaddress.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,20 +15,13 @@
 #define CONNECT_TIMEOUT_S 15
 #define MAX_CONNECTIONS 64
 
-struct _SandstepProxy {
-  char *socket_path;
-  char *sandbox;
-  char *log_path;
+typedef struct {
+  const char *sandbox;
+  const char *log_path;
   SandstepEgress *egress;
-  SandstepRefusalFunc on_refusal;
-  gpointer user_data;
+  int notices;             /* a line per refusal, for the step that made the connection */
   GMutex log_lock;
-  GMainContext *context;
-  GMainLoop *loop;
-  GSocketService *service;
-  GThread *thread;
-  gint active;             /* connections being handled */
-};
+} SandstepProxy;
 
 /* SANDSTEP_TEST_RESOLVE="name=address,..." replaces DNS for tests; it comes
  * from the helper's own environment, which nothing in a sandbox can set. */
@@ -88,7 +80,7 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
   g_autofree char *when = g_date_time_format_iso8601 (now);
   FILE *log;
 
-  g_output_stream_write_all (out, response, strlen (response), NULL, NULL, NULL);
+  /* Said before the client hears it: the step's line must not come after the command has ended. */
   g_mutex_lock (&proxy->log_lock);
   log = proxy->log_path != NULL ? fopen (proxy->log_path, "ae") : NULL;
   if (log != NULL)
@@ -96,9 +88,15 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
       fprintf (log, "%s sandbox=%s target=%s refused: %s\n", when, proxy->sandbox, target, reason);
       fclose (log);
     }
+  if (proxy->notices >= 0)
+    {
+      g_autofree char *line = g_strdup_printf ("egress refused: %s: %s\n", target, reason);
+      /* A supervisor that does not keep up loses the line, never stalls the proxy. */
+      if (write (proxy->notices, line, strlen (line)) < 0)
+        g_debug ("egress notice dropped: %s", g_strerror (errno));
+    }
   g_mutex_unlock (&proxy->log_lock);
-  if (proxy->on_refusal != NULL)
-    proxy->on_refusal (target, reason, proxy->user_data);
+  g_output_stream_write_all (out, response, strlen (response), NULL, NULL, NULL);
 }
 
 static gboolean
@@ -131,20 +129,6 @@ parse_target (const char *target, char **out_host, guint16 *out_port)
     }
   *out_port = (guint16) port;
   return TRUE;
-}
-
-static gboolean handle_one (SandstepProxy *proxy, GSocketConnection *connection);
-
-static gboolean
-handle_connection (GThreadedSocketService *service, GSocketConnection *connection, GObject *source, gpointer data)
-{
-  SandstepProxy *proxy = data;
-  gboolean handled;
-
-  g_atomic_int_inc (&proxy->active);
-  handled = handle_one (proxy, connection);
-  g_atomic_int_dec_and_test (&proxy->active);
-  return handled;
 }
 
 static gboolean
@@ -234,91 +218,65 @@ handle_one (SandstepProxy *proxy, GSocketConnection *connection)
   return TRUE;
 }
 
-static gpointer
-serve (gpointer data)
+static void
+handle_fd (gpointer data, gpointer user_data)
 {
-  SandstepProxy *proxy = data;
+  SandstepProxy *proxy = user_data;
+  int fd = GPOINTER_TO_INT (data);
+  g_autoptr(GSocket) socket = g_socket_new_from_fd (fd, NULL);
+  g_autoptr(GSocketConnection) connection = NULL;
 
-  g_main_context_push_thread_default (proxy->context);
-  g_main_loop_run (proxy->loop);
-  g_main_context_pop_thread_default (proxy->context);
-  return NULL;
-}
-
-SandstepProxy *
-sandstep_proxy_start (const char *socket_path, SandstepEgress *egress, const char *sandbox, const char *log_path,
-                      SandstepRefusalFunc on_refusal, gpointer user_data, GError **error)
-{
-  SandstepProxy *proxy = g_new0 (SandstepProxy, 1);
-  g_autoptr(GSocketAddress) address = NULL;
-
-  proxy->socket_path = g_strdup (socket_path);
-  proxy->sandbox = g_strdup (sandbox);
-  proxy->log_path = g_strdup (log_path);
-  proxy->egress = egress;
-  proxy->on_refusal = on_refusal;
-  proxy->user_data = user_data;
-  g_mutex_init (&proxy->log_lock);
-  proxy->context = g_main_context_new ();
-  proxy->loop = g_main_loop_new (proxy->context, FALSE);
-
-  unlink (socket_path);
-  g_main_context_push_thread_default (proxy->context);
-  proxy->service = g_threaded_socket_service_new (MAX_CONNECTIONS);
-  address = g_unix_socket_address_new (socket_path);
-  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (proxy->service), address, G_SOCKET_TYPE_STREAM,
-                                      G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL, error))
+  if (socket == NULL)
     {
-      g_main_context_pop_thread_default (proxy->context);
-      g_prefix_error (error, "Could not start the egress proxy on '%s': ", socket_path);
-      sandstep_proxy_stop (proxy);
-      return NULL;
-    }
-  g_signal_connect (proxy->service, "run", G_CALLBACK (handle_connection), proxy);
-  g_socket_service_start (proxy->service);
-  g_main_context_pop_thread_default (proxy->context);
-  proxy->thread = g_thread_new ("sandstep-proxy", serve, proxy);
-  return proxy;
-}
-
-static gboolean
-quit_loop (gpointer data)
-{
-  g_main_loop_quit (data);
-  return G_SOURCE_REMOVE;
-}
-
-void
-sandstep_proxy_stop (SandstepProxy *proxy)
-{
-  if (proxy == NULL)
-    return;
-  if (proxy->service != NULL)
-    {
-      g_socket_service_stop (proxy->service);
-      g_socket_listener_close (G_SOCKET_LISTENER (proxy->service));
-    }
-  if (proxy->thread != NULL)
-    {
-      g_main_context_invoke (proxy->context, quit_loop, proxy->loop);
-      g_thread_join (proxy->thread);
-    }
-  /* Connections end with the jail that made them; wait briefly for their
-   * threads, and if one still runs, leave the proxy to it rather than free it. */
-  for (int i = 0; i < 200 && g_atomic_int_get (&proxy->active) > 0; i++)
-    g_usleep (10 * 1000);
-  unlink (proxy->socket_path);
-  if (g_atomic_int_get (&proxy->active) > 0)
-    {
-      g_debug ("egress proxy of %s: connections still open at stop, left running", proxy->sandbox);
+      close (fd);
       return;
     }
-  g_clear_object (&proxy->service);
-  g_main_loop_unref (proxy->loop);
-  g_main_context_unref (proxy->context);
-  sandstep_egress_free (proxy->egress);
-  g_free (proxy->socket_path);
-  g_free (proxy->sandbox);
-  g_free (proxy->log_path);
-  g_free (proxy);
+  connection = g_socket_connection_factory_create_connection (socket);
+  handle_one (proxy, connection);
+}
+
+/* One connection made in the sandbox, as init hands it over; -1 when init is gone. */
+static int
+receive_connection (int from)
+{
+  union { char buf[CMSG_SPACE (sizeof (int))]; struct cmsghdr align; } control;
+  char byte;
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+  struct cmsghdr *cmsg;
+  ssize_t n;
+  int fd = -1;
+
+  do
+    n = recvmsg (from, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0)
+    return -1;
+  cmsg = CMSG_FIRSTHDR (&msg);
+  if (cmsg != NULL && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS &&
+      cmsg->cmsg_len == CMSG_LEN (sizeof (int)))
+    memcpy (&fd, CMSG_DATA (cmsg), sizeof fd);
+  return fd >= 0 ? fd : -2;
+}
+
+gboolean
+sandstep_proxy_serve (int connections, SandstepEgress *egress, const char *sandbox, const char *log_path,
+                      int notices, GError **error)
+{
+  SandstepProxy proxy = { .sandbox = sandbox, .log_path = log_path, .egress = egress, .notices = notices };
+  GThreadPool *pool;
+  int fd;
+
+  g_mutex_init (&proxy.log_lock);
+  pool = g_thread_pool_new (handle_fd, &proxy, MAX_CONNECTIONS, FALSE, error);
+  if (pool == NULL)
+    return FALSE;
+  while ((fd = receive_connection (connections)) != -1)
+    if (fd >= 0)
+      g_thread_pool_push (pool, GINT_TO_POINTER (fd), NULL);
+  /* The sandbox is gone: so are its connections. */
+  g_thread_pool_free (pool, TRUE, FALSE);
+  g_mutex_clear (&proxy.log_lock);
+  return TRUE;
 }

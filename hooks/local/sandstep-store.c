@@ -1,6 +1,5 @@
 /* sandstep-store.c: the local backend's state directory. */
 #include "sandstep-store.h"
-#include "sandstep-launcher.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +14,6 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
-#include "sandstep-limits.h"
 
 #define RECORD_VERSION 1
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
@@ -132,6 +130,10 @@ record_to_json (const SandstepRecord *record)
   json_builder_add_int_value (builder, record->expires);
   json_builder_set_member_name (builder, "released");
   json_builder_add_boolean_value (builder, record->released);
+  json_builder_set_member_name (builder, "uid");
+  json_builder_add_int_value (builder, record->uid);
+  json_builder_set_member_name (builder, "gid");
+  json_builder_add_int_value (builder, record->gid);
   json_builder_set_member_name (builder, "spec");
   json_builder_add_value (builder, sandstep_spec_to_json (record->spec, TRUE));
   json_builder_end_object (builder);
@@ -171,6 +173,8 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
   record->created = json_object_get_int_member_with_default (object, "created", 0);
   record->expires = json_object_get_int_member_with_default (object, "expires", 0);
   record->released = json_object_get_boolean_member_with_default (object, "released", FALSE);
+  record->uid = (guint32) CLAMP (json_object_get_int_member_with_default (object, "uid", 0), 0, G_MAXUINT32);
+  record->gid = (guint32) CLAMP (json_object_get_int_member_with_default (object, "gid", 0), 0, G_MAXUINT32);
   record->spec = sandstep_spec_from_json (json_object_get_member (object, "spec"), error);
   if (record->spec == NULL)
     return NULL;
@@ -201,6 +205,15 @@ replace_file_at (int dir_fd, const char *dir_path, const char *name, const char 
   return TRUE;
 }
 
+/* The record's lifetime, in a form the static supervisor reads. */
+static gboolean
+write_lifetime (int dir_fd, const char *dir_path, const SandstepRecord *record, GError **error)
+{
+  g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT " %d\n", record->expires, record->released ? 1 : 0);
+
+  return replace_file_at (dir_fd, dir_path, "lifetime", text, strlen (text), 0600, error);
+}
+
 static int
 open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
 {
@@ -226,7 +239,8 @@ sandstep_store_save (SandstepStore *store, const SandstepRecord *record, GError 
 
   if (fd < 0)
     return FALSE;
-  ok = replace_file_at (fd, dir, "record.json", text, strlen (text), 0600, error);
+  ok = replace_file_at (fd, dir, "record.json", text, strlen (text), 0600, error) &&
+       write_lifetime (fd, dir, record, error);
   close (fd);
   return ok;
 }
@@ -257,7 +271,8 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
       goto fail;
     close (claim);
   }
-  if (!replace_file_at (fd, staging, "record.json", text, strlen (text), 0600, error))
+  if (!replace_file_at (fd, staging, "record.json", text, strlen (text), 0600, error) ||
+      !write_lifetime (fd, staging, record, error))
     {
       close (fd);
       sandstep_store_destroy (store, staging + strlen ("sandboxes/"), -1, NULL);
@@ -612,8 +627,6 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
         }
     }
 
-  /* Its launcher, and the jail it keeps built, end before the directory and the cgroup go. */
-  sandstep_launcher_stop (store, handle);
   if (renameat (store->dir_fd, from, store->dir_fd, to) < 0)
     {
       int errsv = errno;
@@ -626,7 +639,6 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
     }
   if (fd != claim_fd)
     close (fd);
-  sandstep_cgroup_remove (handle);
   trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (trash_fd >= 0)
     {

@@ -3,10 +3,16 @@
  *   STATE/provision.lock          flock held while a provision looks up or creates
  *   STATE/holders/<sha256>        the handle a (owner, holder) pair provisioned
  *   STATE/sandboxes/<handle>/
- *       record.json               owner, holder, spec (with secret values), times  (0600)
+ *       record.json               owner, holder, spec (with secret values), times, the
+ *                                 host uid and gid of its uid 0  (0600)
+ *       lifetime                  "EXPIRES RELEASED": the record's lifetime, for the
+ *                                 static supervisor, which reads no JSON
  *       claim                     flock held by the operator using the sandbox;
  *                                 its content names that holder and its pid
  *       tree/workspace, tree/tmp  the persistent files
+ *
+ * The store knows nothing of what runs a sandbox: destroying one whole
+ * (its supervisor, its cgroup) is sandstep_sandbox_destroy() in sandstep-local.h.
  *
  * A sandbox is destroyed by renaming its directory into STATE/trash first,
  * so it disappears for every reader at once, then deleting it.
@@ -27,6 +33,8 @@ typedef struct {
   gint64 created;         /* unix seconds */
   gint64 expires;         /* unix seconds */
   gboolean released;      /* the DAG is done with it */
+  guint32 uid;            /* the host uid and gid of its uid 0 (sandstep-uids.h); 0: the caller's */
+  guint32 gid;
   SandstepSpec *spec;
 } SandstepRecord;
 
@@ -68,8 +76,8 @@ gboolean sandstep_store_set_holder (SandstepStore *store, const char *owner, con
 int sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,
                               GError **error);
 
-/* Kills whatever holds the claim, then removes the sandbox; gone already is fine.
- * @claim_fd: a claim this process already holds, or -1. */
+/* Kills whatever holds the claim, then removes the sandbox's directory; gone
+ * already is fine.  @claim_fd: a claim this process already holds, or -1. */
 gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
 
 /* Deletes @name under @dir_fd (rm -rf) without following any link, making

@@ -52,10 +52,12 @@ attack_fixture_setup (AttackFixture *af, RunAs as)
   g_assert_cmpint (mkdir (af->bin_dir, 0755), ==, 0);
   bin = g_build_filename (af->bin_dir, "attack", NULL);
   attack_copy_file (attack, bin, 0755);
-  /* A plain data file beside it (the program itself is busy while it runs). */
+  /* A plain data file beside it (the program itself is busy while it runs), writable by anyone: only the
+   * read-only mount stands between a command and it. */
   note = g_build_filename (af->bin_dir, "note.txt", NULL);
   g_file_set_contents (note, "data\n", -1, &error);
   g_assert_no_error (error);
+  g_assert_cmpint (chmod (note, 0666), ==, 0);
   sandstep_test_fixture_chown (&af->base, af->bin_dir);
   af->mount_arg = g_strdup_printf ("--mount=%s:/data/bin", af->bin_dir);
 }

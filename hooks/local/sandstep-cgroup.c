@@ -1,0 +1,281 @@
+/* sandstep-cgroup.c: the cgroup that holds a live sandbox. */
+#include "sandstep-cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+#define PARENT "sandstep"
+/* rmdir of a cgroup fails while its last tasks are still exiting. */
+#define RMDIR_ATTEMPTS 200
+
+struct _SandstepCgroup {
+  SandstepCgroupKind kind;
+  char *memory_dir;        /* the sandbox's cgroup (v2: the only one) */
+  char *pids_dir;          /* v1: in the pids hierarchy */
+  int oom_fd;              /* memory.oom_control (v1) or memory.events, kept open for the counters */
+  int pids_fd;             /* pids.events */
+};
+
+static gboolean
+write_text (const char *dir, const char *file, const char *text)
+{
+  g_autofree char *path = g_build_filename (dir, file, NULL);
+  int fd = open (path, O_WRONLY | O_CLOEXEC);
+  gboolean ok;
+
+  if (fd < 0)
+    return FALSE;
+  ok = write (fd, text, strlen (text)) == (ssize_t) strlen (text);
+  if (close (fd) < 0)
+    ok = FALSE;
+  return ok;
+}
+
+static gboolean
+is_cgroup2 (const char *path)
+{
+  struct statfs st;
+
+  return statfs (path, &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+static const char *
+unified_mount (void)
+{
+  if (is_cgroup2 ("/sys/fs/cgroup"))
+    return "/sys/fs/cgroup";
+  if (is_cgroup2 ("/sys/fs/cgroup/unified"))
+    return "/sys/fs/cgroup/unified";
+  return NULL;
+}
+
+static int
+make_dir (const char *path)
+{
+  if (mkdir (path, 0755) == 0)
+    return 1;
+  return errno == EEXIST ? 0 : -1;
+}
+
+/* v1: the parent in @controller's hierarchy, made on first use. */
+static char *
+v1_parent (const char *controller, gboolean make)
+{
+  g_autofree char *root = g_build_filename ("/sys/fs/cgroup", controller, NULL);
+  g_autofree char *parent = g_build_filename (root, PARENT, NULL);
+
+  if (access (root, W_OK) != 0 || (make && make_dir (parent) < 0))
+    return NULL;
+  return g_steal_pointer (&parent);
+}
+
+/* v2: controllers must be enabled in the parent's subtree_control, which the
+ * no-internal-process rule allows only at the root; so v2 cgroups live under
+ * /sandstep at the root, and need root. */
+static char *
+v2_parent (gboolean make)
+{
+  const char *mount = unified_mount ();
+  g_autofree char *controllers = NULL;
+  g_autofree char *path = NULL;
+
+  if (mount == NULL)
+    return NULL;
+  path = g_build_filename (mount, "cgroup.controllers", NULL);
+  if (!g_file_get_contents (path, &controllers, NULL, NULL) || strstr (controllers, "memory") == NULL ||
+      strstr (controllers, "pids") == NULL)
+    return NULL;
+  g_free (path);
+  path = g_build_filename (mount, PARENT, NULL);
+  if (!make)
+    return access (path, W_OK) == 0 ? g_steal_pointer (&path) : NULL;
+  if (make_dir (path) < 0 || !write_text (mount, "cgroup.subtree_control", "+memory +pids") ||
+      !write_text (path, "cgroup.subtree_control", "+memory +pids"))
+    return NULL;
+  return g_steal_pointer (&path);
+}
+
+SandstepCgroupKind
+sandstep_cgroup_kind (void)
+{
+  static gsize once;
+  static SandstepCgroupKind kind;
+
+  if (g_once_init_enter (&once))
+    {
+      g_autofree char *memory = v1_parent ("memory", FALSE);
+      g_autofree char *pids = v1_parent ("pids", FALSE);
+      g_autofree char *v2 = NULL;
+
+      if (memory != NULL && pids != NULL)
+        kind = SANDSTEP_CGROUP_V1;
+      else if ((v2 = v2_parent (TRUE)) != NULL)
+        kind = SANDSTEP_CGROUP_V2;
+      else
+        kind = SANDSTEP_CGROUP_NONE;
+      g_once_init_leave (&once, 1);
+    }
+  return kind;
+}
+
+void
+sandstep_cgroup_free (SandstepCgroup *cgroup)
+{
+  if (cgroup == NULL)
+    return;
+  if (cgroup->oom_fd >= 0)
+    close (cgroup->oom_fd);
+  if (cgroup->pids_fd >= 0)
+    close (cgroup->pids_fd);
+  g_free (cgroup->memory_dir);
+  g_free (cgroup->pids_dir);
+  g_free (cgroup);
+}
+
+/* The cgroup's directories, without making anything. */
+static SandstepCgroup *
+find (const char *name, gboolean make)
+{
+  g_autoptr(SandstepCgroup) cgroup = g_new0 (SandstepCgroup, 1);
+
+  cgroup->oom_fd = cgroup->pids_fd = -1;
+  cgroup->kind = sandstep_cgroup_kind ();
+  switch (cgroup->kind)
+    {
+    case SANDSTEP_CGROUP_NONE:
+      return NULL;
+    case SANDSTEP_CGROUP_V1:
+      {
+        g_autofree char *memory = v1_parent ("memory", make);
+        g_autofree char *pids = v1_parent ("pids", make);
+        if (memory == NULL || pids == NULL)
+          return NULL;
+        cgroup->memory_dir = g_build_filename (memory, name, NULL);
+        cgroup->pids_dir = g_build_filename (pids, name, NULL);
+        return g_steal_pointer (&cgroup);
+      }
+    case SANDSTEP_CGROUP_V2:
+      {
+        g_autofree char *parent = v2_parent (make);
+        if (parent == NULL)
+          return NULL;
+        cgroup->memory_dir = g_build_filename (parent, name, NULL);
+        return g_steal_pointer (&cgroup);
+      }
+    }
+  return NULL;
+}
+
+static int
+open_counter (const char *dir, const char *file)
+{
+  g_autofree char *path = g_build_filename (dir, file, NULL);
+
+  return open (path, O_RDONLY | O_CLOEXEC);
+}
+
+SandstepCgroup *
+sandstep_cgroup_make (const char *name, guint64 memory, gint64 pids, GError **error)
+{
+  g_autoptr(SandstepCgroup) cgroup = NULL;
+  g_autofree char *memory_text = g_strdup_printf ("%" G_GUINT64_FORMAT, memory);
+  /* The sandbox's init is one of its processes. */
+  g_autofree char *pids_text = g_strdup_printf ("%" G_GINT64_FORMAT, pids + 1);
+  const char *pids_dir;
+
+  if (sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE)
+    return NULL;
+  cgroup = find (name, TRUE);
+  if (cgroup == NULL)
+    goto fail;
+  pids_dir = cgroup->kind == SANDSTEP_CGROUP_V1 ? cgroup->pids_dir : cgroup->memory_dir;
+  if (make_dir (cgroup->memory_dir) < 0 || (cgroup->kind == SANDSTEP_CGROUP_V1 && make_dir (cgroup->pids_dir) < 0) ||
+      !write_text (cgroup->memory_dir, cgroup->kind == SANDSTEP_CGROUP_V1 ? "memory.limit_in_bytes" : "memory.max",
+                   memory_text) ||
+      !write_text (pids_dir, "pids.max", pids_text))
+    goto fail;
+  /* Swap counts too where the kernel accounts it, so a bomb cannot spill to swap. */
+  if (cgroup->kind == SANDSTEP_CGROUP_V1)
+    write_text (cgroup->memory_dir, "memory.memsw.limit_in_bytes", memory_text);
+  else
+    write_text (cgroup->memory_dir, "memory.swap.max", "0");
+  cgroup->oom_fd = open_counter (cgroup->memory_dir,
+                                 cgroup->kind == SANDSTEP_CGROUP_V1 ? "memory.oom_control" : "memory.events");
+  cgroup->pids_fd = open_counter (pids_dir, "pids.events");
+  return g_steal_pointer (&cgroup);
+
+fail:
+  sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
+                        "Could not set up the cgroup '%s' that limits the sandbox's memory and processes",
+                        cgroup != NULL ? cgroup->memory_dir : name);
+  return NULL;
+}
+
+gboolean
+sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
+{
+  g_autofree char *text = g_strdup_printf ("%d", pid);
+
+  if (!write_text (cgroup->memory_dir, "cgroup.procs", text) ||
+      (cgroup->pids_dir != NULL && !write_text (cgroup->pids_dir, "cgroup.procs", text)))
+    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
+                                 "Could not move the sandbox into its cgroup '%s'", cgroup->memory_dir);
+  return TRUE;
+}
+
+/* The number after @key in a "key value" per line file, or 0. */
+static guint64
+read_counter (int fd, const char *key)
+{
+  char buf[1024];
+  ssize_t n = fd >= 0 ? pread (fd, buf, sizeof buf - 1, 0) : -1;
+  gsize key_len = strlen (key);
+
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  for (char *line = buf; line != NULL && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+    if (strncmp (line, key, key_len) == 0 && line[key_len] == ' ')
+      return g_ascii_strtoull (line + key_len + 1, NULL, 10);
+  return 0;
+}
+
+void
+sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, guint64 *out_pids_max)
+{
+  *out_oom_kills = *out_pids_max = 0;
+  if (cgroup == NULL)
+    return;
+  *out_oom_kills = read_counter (cgroup->oom_fd, "oom_kill");
+  *out_pids_max = read_counter (cgroup->pids_fd, "max");
+}
+
+static void
+remove_dir (const char *dir)
+{
+  if (dir == NULL)
+    return;
+  for (int i = 0; i < RMDIR_ATTEMPTS && rmdir (dir) < 0 && errno == EBUSY; i++)
+    g_usleep (1000);
+}
+
+void
+sandstep_cgroup_remove (const char *name)
+{
+  g_autoptr(SandstepCgroup) cgroup = find (name, FALSE);
+
+  if (cgroup == NULL)
+    return;
+  remove_dir (cgroup->memory_dir);
+  remove_dir (cgroup->pids_dir);
+}

@@ -1,0 +1,44 @@
+/* sandstep-cgroup.h: the cgroup that holds a live sandbox.
+ *
+ * One cgroup per sandbox, under a parent of sandstep's own (the v1
+ * hierarchies' or the v2 root's "sandstep"), never under the caller's
+ * cgroup: a destroy from any cgroup finds it.  Every process of the sandbox
+ * is born inside (the supervisor moves the jail's first process in before
+ * it starts); the supervisor itself stays out, so that only the sandbox is
+ * charged and counted.  Memory (swap included) and process counts are
+ * limited there.  GLib core only: the static supervisor links it.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SANDSTEP_CGROUP_NONE,     /* no cgroup can be made here: rlimits only */
+  SANDSTEP_CGROUP_V1,
+  SANDSTEP_CGROUP_V2,
+} SandstepCgroupKind;
+
+/* What this process can make, found once. */
+SandstepCgroupKind sandstep_cgroup_kind (void);
+
+typedef struct _SandstepCgroup SandstepCgroup;
+
+/* The sandbox's cgroup @name with its limits, made if absent.  NULL
+ * without an error when no cgroup can be made here. */
+SandstepCgroup *sandstep_cgroup_make (const char *name, guint64 memory, gint64 pids, GError **error);
+void sandstep_cgroup_free (SandstepCgroup *cgroup);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepCgroup, sandstep_cgroup_free)
+
+/* Moves the process @pid in. */
+gboolean sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error);
+
+/* Its count of OOM kills and of forks refused at its pids limit (0 for
+ * NULL): a command that ran while they grew hit them. */
+void sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, guint64 *out_pids_max);
+
+/* Removes the sandbox's cgroup once its last process is gone; absent is fine. */
+void sandstep_cgroup_remove (const char *name);
+
+G_END_DECLS

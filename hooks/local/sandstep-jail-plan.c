@@ -1,0 +1,461 @@
+/* sandstep-jail-plan.c: a sandbox's spec compiled into the steps that build it.
+ *
+ * Runs in the helper, which may read the record and the host's files; the
+ * result travels to the supervisor as a GVariant (sandstep-jail.c builds
+ * it).  Construction order follows bubblewrap's: a tmpfs root, read-only
+ * /usr, the persistent trees, /etc, a minimal /dev, data mounts, then /proc
+ * while the host's is still visible, and the /proc masks.
+ */
+#include "sandstep-jail-plan.h"
+#include "sandstep-jail-private.h"
+
+#include <errno.h>
+#include <linux/mount.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-etc.h"
+#include "sandstep-jail-init.h"
+#include "sandstep-limits.h"
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+
+#define NEWROOT SANDSTEP_JAIL_NEWROOT
+/* Every bind of a host path is read-only, nosuid and nodev down its whole subtree. */
+#define HOST_BIND_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define TREE_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+static JailOp *
+add_op (SandstepJail *jail, JailOpKind kind, const char *path, const char *source, guint64 flags, GBytes *data,
+        const char *what)
+{
+  JailOp op = {
+    .kind = kind,
+    .path = kind == JAIL_OP_OPEN ? g_strdup (path) : g_strconcat (NEWROOT, path, NULL),
+    .source = g_strdup (source),
+    .data = data,
+    .flags = flags,
+    .slot = -1,
+    .what = g_strdup (what),
+  };
+
+  g_array_append_val (jail->ops, op);
+  return &g_array_index (jail->ops, JailOp, jail->ops->len - 1);
+}
+
+static void
+add_tmpfs (SandstepJail *jail, const char *path, guint64 flags, const char *options, const char *what)
+{
+  add_op (jail, JAIL_OP_TMPFS, path, NULL, flags, g_bytes_new (options, strlen (options) + 1), what);
+}
+
+static gboolean
+take_slot (SandstepJail *jail, int *out_slot, GError **error)
+{
+  if (jail->n_slots == SANDSTEP_JAIL_MAX_SLOTS)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "Too many mounts for one sandbox (at most %d); use fewer data mounts",
+                           SANDSTEP_JAIL_MAX_SLOTS - 4);
+  *out_slot = jail->n_slots++;
+  return TRUE;
+}
+
+/* Binds @host_path on @target, read-only through its whole subtree unless
+ * @attrs says otherwise.  With @early, the child opens the host path
+ * before the tmpfs root is mounted (the path may lie under NEWROOT). */
+static gboolean
+add_bind (SandstepJail *jail, const char *host_path, gboolean early, const char *target, guint64 attrs,
+          gboolean is_dir, GError **error)
+{
+  g_autofree char *what = g_strdup_printf ("bind '%s' on %s", host_path, target);
+  int slot = -1;
+
+  if (early)
+    {
+      JailOp open_op = { .kind = JAIL_OP_OPEN, .path = g_strdup (host_path), .what = g_strdup (what) };
+      if (!take_slot (jail, &slot, error))
+        return FALSE;
+      open_op.slot = slot;
+      /* Opens run first: before every other op. */
+      g_array_prepend_val (jail->ops, open_op);
+    }
+  add_op (jail, is_dir ? JAIL_OP_MKDIR : JAIL_OP_TOUCH, target, NULL, 0, NULL, what);
+  add_op (jail, JAIL_OP_BIND, target, early ? NULL : host_path, MS_BIND | MS_REC, NULL, what)->slot = slot;
+  add_op (jail, JAIL_OP_RESTRICT, target, NULL, attrs, NULL, what);
+  g_ptr_array_add (jail->sources, g_strdup (host_path));
+  return TRUE;
+}
+
+/* A mount the supervisor makes of @host_path, attached on @target by the child. */
+static gboolean
+add_detached (SandstepJail *jail, const char *host_path, const char *target, guint64 attrs, gboolean idmap,
+              gboolean is_dir, GError **error)
+{
+  g_autofree char *what = g_strdup_printf ("attach '%s' on %s", host_path, target);
+  JailTree tree = { .attrs = attrs, .idmap = idmap, .recursive = !idmap };
+
+  if (!take_slot (jail, &tree.slot, error))
+    return FALSE;
+  tree.host_path = g_strdup (host_path);
+  g_array_append_val (jail->trees, tree);
+  add_op (jail, is_dir ? JAIL_OP_MKDIR : JAIL_OP_TOUCH, target, NULL, 0755, NULL, what);
+  add_op (jail, JAIL_OP_ATTACH, target, NULL, 0, NULL, what)->slot = tree.slot;
+  g_ptr_array_add (jail->sources, g_strdup (host_path));
+  return TRUE;
+}
+
+/* A persistent tree: through an idmapped mount the supervisor makes (as root), or bound as it is. */
+static gboolean
+add_tree (SandstepJail *jail, const char *host_path, const char *target, GError **error)
+{
+  if (jail->idmap)
+    return add_detached (jail, host_path, target, TREE_ATTRS, TRUE, TRUE, error);
+  return add_bind (jail, host_path, TRUE, target, TREE_ATTRS, TRUE, error);
+}
+
+typedef struct {
+  SandstepJail *jail;
+  GError **error;
+  gboolean ok;
+} EtcSink;
+
+static void
+etc_file (const char *name, GBytes *content, guint mode, gpointer data)
+{
+  EtcSink *sink = data;
+  g_autofree char *path = g_strconcat ("/etc/", name, NULL);
+  g_autofree char *what = g_strdup_printf ("write %s", path);
+
+  add_op (sink->jail, JAIL_OP_WRITE, path, NULL, mode, g_bytes_ref (content), what);
+}
+
+static void
+etc_directory (const char *name, gpointer data)
+{
+  EtcSink *sink = data;
+  g_autofree char *path = g_strconcat ("/etc/", name, NULL);
+  g_autofree char *what = g_strdup_printf ("create %s", path);
+
+  add_op (sink->jail, JAIL_OP_MKDIR, path, NULL, 0755, NULL, what);
+}
+
+static void
+etc_symlink (const char *name, const char *target, gpointer data)
+{
+  EtcSink *sink = data;
+  g_autofree char *path = g_strconcat ("/etc/", name, NULL);
+
+  add_op (sink->jail, JAIL_OP_SYMLINK, path, target, 0, NULL, path);
+}
+
+static void
+etc_live (const char *host_path, gboolean is_dir, gpointer data)
+{
+  EtcSink *sink = data;
+
+  if (sink->ok)
+    sink->ok = add_bind (sink->jail, host_path, FALSE, host_path, HOST_BIND_ATTRS, is_dir, sink->error);
+}
+
+/* The sandbox's own /etc in its root (read-only with the root), with the
+ * host directories it lists bound live on top. */
+static gboolean
+add_etc (SandstepJail *jail, gboolean open_network, GError **error)
+{
+  static const SandstepEtcSink sink_funcs = { etc_file, etc_directory, etc_symlink, etc_live };
+  EtcSink sink = { jail, error, TRUE };
+
+  add_op (jail, JAIL_OP_MKDIR, "/etc", NULL, 0755, NULL, "create /etc");
+  sandstep_etc_build (open_network, &sink_funcs, &sink);
+  return sink.ok;
+}
+
+static void
+add_dev (SandstepJail *jail)
+{
+  static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+  static const char *const links[][2] = {
+    { "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
+    { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+  };
+
+  add_op (jail, JAIL_OP_MKDIR, "/dev", NULL, 0755, NULL, "create /dev");
+  add_tmpfs (jail, "/dev", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", "mount a tmpfs on /dev");
+  for (gsize i = 0; i < G_N_ELEMENTS (nodes); i++)
+    {
+      g_autofree char *path = g_strconcat ("/dev/", nodes[i], NULL);
+      g_autofree char *what = g_strdup_printf ("bind the device %s", path);
+      add_op (jail, JAIL_OP_TOUCH, path, NULL, 0, NULL, what);
+      add_op (jail, JAIL_OP_BIND, path, path, MS_BIND, NULL, what);
+      /* A device's reads and writes do not go through its mount; chmod, chown and utimes do, and fail. */
+      add_op (jail, JAIL_OP_RESTRICT, path, NULL, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, NULL, what);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
+    add_op (jail, JAIL_OP_SYMLINK, links[i][0], links[i][1], 0, NULL, links[i][0]);
+  add_op (jail, JAIL_OP_MKDIR, "/dev/shm", NULL, 01777, NULL, "create /dev/shm");
+  add_tmpfs (jail, "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", "mount a tmpfs on /dev/shm");
+  add_op (jail, JAIL_OP_REMOUNT, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL,
+          "make /dev read-only");
+}
+
+/* The top-level links of a merged-/usr system (/bin -> usr/bin); where the
+ * host has a real directory instead, it is bound read-only. */
+static gboolean
+add_usr (SandstepJail *jail, GError **error)
+{
+  static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+
+  if (!add_bind (jail, "/usr", FALSE, "/usr", HOST_BIND_ATTRS, TRUE, error))
+    return FALSE;
+  for (gsize i = 0; i < G_N_ELEMENTS (tops); i++)
+    {
+      struct stat st;
+      if (lstat (tops[i], &st) < 0)
+        continue;
+      if (S_ISLNK (st.st_mode))
+        {
+          g_autofree char *target = g_file_read_link (tops[i], NULL);
+          if (target != NULL)
+            add_op (jail, JAIL_OP_SYMLINK, tops[i], target, 0, NULL, tops[i]);
+        }
+      else if (S_ISDIR (st.st_mode) && !add_bind (jail, tops[i], FALSE, tops[i], HOST_BIND_ATTRS, TRUE, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The host-wide knobs and views of /proc, which a sandbox has no business
+ * changing or reading: read-only or hidden, as Docker masks them. */
+static void
+add_proc_masks (SandstepJail *jail)
+{
+  static const char *const read_only_dirs[] = { "sys", "irq", "bus", "fs", "sysvipc" };
+  static const char *const hidden_files[] = {
+    "sysrq-trigger", "kcore", "kmsg", "keys", "key-users", "timer_list", "sched_debug", "latency_stats",
+    "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "config.gz", "slabinfo", "vmallocinfo",
+  };
+  static const char *const hidden_dirs[] = { "acpi", "scsi", "asound", "driver", "tty", "dynamic_debug" };
+  g_autofree char *first_file = NULL;
+  g_autofree char *first_dir = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (read_only_dirs); i++)
+    {
+      g_autofree char *host = g_strconcat ("/proc/", read_only_dirs[i], NULL);
+      g_autofree char *inside = g_strconcat (NEWROOT, host, NULL);
+      g_autofree char *what = g_strdup_printf ("make %s read-only", host);
+      if (!g_file_test (host, G_FILE_TEST_IS_DIR))
+        continue;
+      /* Bound onto itself (the sandbox's own /proc/NAME), so that it can be made read-only. */
+      add_op (jail, JAIL_OP_BIND, host, inside, MS_BIND | MS_REC, NULL, what);
+      add_op (jail, JAIL_OP_RESTRICT, host, NULL, HOST_BIND_ATTRS, NULL, what);
+    }
+  /* The first mask of each kind gets its mount flags; the others are binds of it, which carry them. */
+  for (gsize i = 0; i < G_N_ELEMENTS (hidden_files); i++)
+    {
+      g_autofree char *host = g_strconcat ("/proc/", hidden_files[i], NULL);
+      g_autofree char *what = g_strdup_printf ("hide %s", host);
+      if (!g_file_test (host, G_FILE_TEST_EXISTS))
+        continue;
+      /* The mask is /dev/null: a read sees nothing, a write vanishes, the real file is out of reach. */
+      if (first_file == NULL)
+        {
+          add_op (jail, JAIL_OP_BIND, host, "/dev/null", MS_BIND, NULL, what);
+          add_op (jail, JAIL_OP_RESTRICT, host, NULL, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, NULL, what);
+          first_file = g_strconcat (NEWROOT, host, NULL);
+        }
+      else
+        add_op (jail, JAIL_OP_BIND, host, first_file, MS_BIND, NULL, what);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (hidden_dirs); i++)
+    {
+      g_autofree char *host = g_strconcat ("/proc/", hidden_dirs[i], NULL);
+      g_autofree char *what = g_strdup_printf ("hide %s", host);
+      if (!g_file_test (host, G_FILE_TEST_IS_DIR))
+        continue;
+      if (first_dir == NULL)
+        {
+          add_tmpfs (jail, host, MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=0", what);
+          first_dir = g_strconcat (NEWROOT, host, NULL);
+        }
+      else
+        add_op (jail, JAIL_OP_BIND, host, first_dir, MS_BIND, NULL, what);
+    }
+}
+
+/* The fixed variables, and the spec's own; a command's terminal and locale
+ * come between them (sandstep_jail_environment()). */
+static void
+build_environment (SandstepJail *jail, const SandstepSpec *spec)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+  char **base = NULL, **own = NULL;
+
+  base = g_environ_setenv (base, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", TRUE);
+  base = g_environ_setenv (base, "HOME", "/workspace", TRUE);
+  base = g_environ_setenv (base, "PWD", "/workspace", TRUE);
+  base = g_environ_setenv (base, "TMPDIR", "/tmp", TRUE);
+  base = g_environ_setenv (base, "USER", "root", TRUE);
+  base = g_environ_setenv (base, "LOGNAME", "root", TRUE);
+  base = g_environ_setenv (base, "SHELL", "/bin/sh", TRUE);
+  base = g_environ_setenv (base, "HOSTNAME", SANDSTEP_JAIL_HOSTNAME, TRUE);
+  base = g_environ_setenv (base, "SANDSTEP", "1", TRUE);
+  if (spec->network == SANDSTEP_NETWORK_ALLOW)
+    {
+      static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                                "ALL_PROXY", "all_proxy" };
+      for (gsize i = 0; i < G_N_ELEMENTS (proxy_vars); i++)
+        base = g_environ_setenv (base, proxy_vars[i], SANDSTEP_PROXY_URL, TRUE);
+      base = g_environ_setenv (base, "NO_PROXY", "localhost,127.0.0.1,::1", TRUE);
+      base = g_environ_setenv (base, "no_proxy", "localhost,127.0.0.1,::1", TRUE);
+    }
+  g_hash_table_iter_init (&iter, spec->env);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    own = g_environ_setenv (own, key, value, TRUE);
+  g_hash_table_iter_init (&iter, spec->secrets);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    own = g_environ_setenv (own, key, value, TRUE);
+  jail->env_base = base;
+  jail->env_own = own;
+}
+
+static void
+add_rlimit (SandstepJail *jail, int resource, rlim_t soft, rlim_t hard)
+{
+  jail->rlimits[jail->n_rlimits].resource = resource;
+  jail->rlimits[jail->n_rlimits].value.rlim_cur = soft;
+  jail->rlimits[jail->n_rlimits].value.rlim_max = hard;
+  jail->n_rlimits++;
+}
+
+static void
+set_rlimits (SandstepJail *jail, const SandstepJailConfig *config)
+{
+  SandstepLimits limits = sandstep_limits_resolve (&config->spec->limits);
+
+  add_rlimit (jail, RLIMIT_CORE, 0, 0);
+  add_rlimit (jail, RLIMIT_NOFILE, SANDSTEP_DEFAULT_NOFILE, SANDSTEP_DEFAULT_NOFILE);
+  add_rlimit (jail, RLIMIT_FSIZE, limits.disk, limits.disk);
+  /* SIGXCPU at the limit, SIGKILL a second later for a command that ignores it. */
+  add_rlimit (jail, RLIMIT_CPU, limits.cpu_time_s, limits.cpu_time_s + 1);
+  /* Counted per user: the sandbox's uid is its own, so this bounds its processes even without a cgroup
+   * (init is one of them).  With one, the cgroup's limit comes first, so that hitting it is seen and said. */
+  add_rlimit (jail, RLIMIT_NPROC, limits.pids + (config->memory_by_rlimit ? 1 : 2),
+              limits.pids + (config->memory_by_rlimit ? 1 : 2));
+  if (config->memory_by_rlimit)
+    add_rlimit (jail, RLIMIT_AS, limits.memory, limits.memory);
+}
+
+SandstepJail *
+sandstep_jail_new (const SandstepJailConfig *config, GError **error)
+{
+  g_autoptr(SandstepJail) jail = sandstep_jail_alloc ();
+  const SandstepSpec *spec = config->spec;
+
+  jail->outer_uid = config->outer_uid;
+  jail->outer_gid = config->outer_gid;
+  jail->idmap = config->idmap;
+  /* Every sandbox has a network namespace of its own; an open one is joined to the outside by a
+   * user-mode network stack (sandstep-supervisor.c). */
+  jail->open_net = spec->network == SANDSTEP_NETWORK_OPEN;
+  jail->egress = spec->network == SANDSTEP_NETWORK_ALLOW;
+  build_environment (jail, spec);
+  set_rlimits (jail, config);
+
+  add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the tmpfs root");
+  if (!add_usr (jail, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
+      !add_tree (jail, config->tmp, "/tmp", error) || !add_etc (jail, jail->open_net, error))
+    return NULL;
+  add_dev (jail);
+
+  if (spec->mounts->len > 0)
+    add_op (jail, JAIL_OP_MKDIR, "/data", NULL, 0755, NULL, "create /data");
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const SandstepMount *mount = spec->mounts->pdata[i];
+      g_autofree char *target = g_strconcat ("/data/", mount->name, NULL);
+      struct stat st;
+
+      if (stat (mount->host_path, &st) < 0)
+        {
+          sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                "The data mount '%s' for %s cannot be used; provision again with a path that exists",
+                                mount->host_path, target);
+          return NULL;
+        }
+      /* As root, the sandbox's own uid may not reach the path: the supervisor opens it. */
+      if (jail->idmap ? !add_detached (jail, mount->host_path, target, HOST_BIND_ATTRS, FALSE, S_ISDIR (st.st_mode),
+                                       error)
+                      : !add_bind (jail, mount->host_path, TRUE, target, HOST_BIND_ATTRS, S_ISDIR (st.st_mode), error))
+        return NULL;
+    }
+
+  /* proc must be mounted while the host's full /proc is still visible. */
+  add_op (jail, JAIL_OP_MKDIR, "/proc", NULL, 0555, NULL, "create /proc");
+  add_op (jail, JAIL_OP_PROC, "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, "mount /proc");
+  add_proc_masks (jail);
+  return g_steal_pointer (&jail);
+}
+
+static GVariant *
+bytes_value (GBytes *bytes)
+{
+  if (bytes == NULL)
+    return g_variant_new_from_data (G_VARIANT_TYPE_BYTESTRING, "", 0, TRUE, NULL, NULL);
+  return g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, bytes, TRUE);
+}
+
+static GVariant *
+strv_value (char **strv)
+{
+  return g_variant_new_bytestring_array ((const char *const *) strv, strv != NULL ? -1 : 0);
+}
+
+GVariant *
+sandstep_jail_to_variant (SandstepJail *jail)
+{
+  g_auto(GVariantBuilder) ops = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_JAIL_OPS_TYPE));
+  g_auto(GVariantBuilder) trees = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_JAIL_TREES_TYPE));
+  g_auto(GVariantBuilder) rlimits = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE ("a(itt)"));
+  g_auto(GVariantBuilder) plan = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
+
+  for (guint i = 0; i < jail->ops->len; i++)
+    {
+      const JailOp *op = &g_array_index (jail->ops, JailOp, i);
+      g_variant_builder_add (&ops, "(u^ay^ay@ayti^ay)", (guint32) op->kind, op->path,
+                             op->source != NULL ? op->source : "", bytes_value (op->data), op->flags, op->slot,
+                             op->what);
+    }
+  for (guint i = 0; i < jail->trees->len; i++)
+    {
+      const JailTree *tree = &g_array_index (jail->trees, JailTree, i);
+      g_variant_builder_add (&trees, "(^ayitbb)", tree->host_path, tree->slot, tree->attrs, tree->idmap,
+                             tree->recursive);
+    }
+  for (int i = 0; i < jail->n_rlimits; i++)
+    g_variant_builder_add (&rlimits, "(itt)", jail->rlimits[i].resource,
+                           (guint64) jail->rlimits[i].value.rlim_cur, (guint64) jail->rlimits[i].value.rlim_max);
+
+  g_variant_builder_add (&plan, "{sv}", "ops", g_variant_builder_end (&ops));
+  g_variant_builder_add (&plan, "{sv}", "trees", g_variant_builder_end (&trees));
+  g_variant_builder_add (&plan, "{sv}", "rlimits", g_variant_builder_end (&rlimits));
+  g_variant_builder_add (&plan, "{sv}", "slots", g_variant_new_int32 (jail->n_slots));
+  g_variant_builder_add (&plan, "{sv}", "outer-uid", g_variant_new_uint32 (jail->outer_uid));
+  g_variant_builder_add (&plan, "{sv}", "outer-gid", g_variant_new_uint32 (jail->outer_gid));
+  g_variant_builder_add (&plan, "{sv}", "idmap", g_variant_new_boolean (jail->idmap));
+  g_variant_builder_add (&plan, "{sv}", "open-net", g_variant_new_boolean (jail->open_net));
+  g_variant_builder_add (&plan, "{sv}", "egress", g_variant_new_boolean (jail->egress));
+  g_variant_builder_add (&plan, "{sv}", "env-base", strv_value (jail->env_base));
+  g_variant_builder_add (&plan, "{sv}", "env-own", strv_value (jail->env_own));
+  g_variant_builder_add (&plan, "{sv}", "sources",
+                         g_variant_new_bytestring_array ((const char *const *) jail->sources->pdata,
+                                                         jail->sources->len));
+  return g_variant_ref_sink (g_variant_builder_end (&plan));
+}

@@ -1,0 +1,29 @@
+/* sandstep-jail-plan.h: compiling a sandbox's spec into its jail, in the helper.
+ *
+ * Paths are checked, the host's /etc read, limits and environment worked
+ * out here, where the record and its spec are at hand; the supervisor then
+ * builds what sandstep_jail_to_variant() hands it (sandstep-jail.h).
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sandstep-jail.h"
+#include "sandstep-spec.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const char *workspace;     /* host directory seen as /workspace (cwd, HOME) */
+  const char *tmp;           /* host directory seen as /tmp */
+  const SandstepSpec *spec;  /* network, env, secrets, mounts, limits */
+  gboolean memory_by_rlimit; /* no cgroup limits the sandbox's memory: bound each process */
+  guint32 outer_uid;         /* the host uid and gid of the sandbox's uid 0 */
+  guint32 outer_gid;
+  gboolean idmap;            /* show the trees through idmapped mounts (needs root) */
+} SandstepJailConfig;
+
+/* Compiles a jail: paths checked, host files read.  The helper side. */
+SandstepJail *sandstep_jail_new (const SandstepJailConfig *config, GError **error);
+
+G_END_DECLS

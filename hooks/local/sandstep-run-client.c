@@ -1,0 +1,396 @@
+/* sandstep-run-client.c: handing one command to a sandbox's supervisor. */
+#include "sandstep-run-client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <unistd.h>
+
+#define RELAY_CHUNK 65536
+
+/* One stream the client carries between the caller and the command. */
+typedef enum {
+  RELAY_IN,          /* the caller's stdin -> a pipe the command reads */
+  RELAY_OUT,         /* a pipe the command writes -> the caller's stdout or stderr */
+  RELAY_CAPTURE,     /* a pipe the command writes -> on_output */
+} RelayKind;
+
+typedef struct {
+  RelayKind kind;
+  int from;          /* -1 once done */
+  int to;
+  int stream;        /* RELAY_CAPTURE: 1 or 2 */
+} Relay;
+
+typedef struct {
+  const SandstepRunCall *call;
+  Relay relays[3];
+  int n_relays;
+  int passed[3];     /* what the command gets as 0, 1, 2 */
+  int close_passed[3];
+  int ttys[3];
+  struct termios modes[3];
+  int n_ttys;
+} Streams;
+
+int
+sandstep_run_connect (int sandbox_dir_fd)
+{
+  struct sockaddr_un address = { .sun_family = AF_UNIX };
+  int fd;
+
+  /* Through the directory's fd, so a long state path still fits sun_path. */
+  snprintf (address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/" SANDSTEP_RUN_SOCKET, sandbox_dir_fd);
+  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect (fd, (struct sockaddr *) &address, sizeof address) < 0)
+    {
+      close (fd);
+      fd = -1;
+    }
+  return fd;
+}
+
+/* Passed as it is: nothing can be reopened through it with more rights. */
+static int
+passes_as_is (int fd, const struct stat *st)
+{
+  if (S_ISFIFO (st->st_mode) || S_ISSOCK (st->st_mode))
+    return 1;
+  return S_ISCHR (st->st_mode) && (st->st_rdev == makedev (1, 3) || isatty (fd));
+}
+
+static void
+add_relay (Streams *streams, RelayKind kind, int from, int to, int stream)
+{
+  streams->relays[streams->n_relays++] = (Relay) { .kind = kind, .from = from, .to = to, .stream = stream };
+}
+
+static int
+set_up_streams (Streams *streams, const SandstepRunCall *call)
+{
+  memset (streams, 0, sizeof *streams);
+  streams->call = call;
+  for (int i = 0; i < 3; i++)
+    streams->passed[i] = -1;
+  for (int i = 0; i < 3; i++)
+    {
+      int fd = call->stdio[i];
+      int pipe_fds[2];
+      struct stat st;
+
+      if (i > 0 && call->on_output != NULL)
+        {
+          if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+            return -1;
+          add_relay (streams, RELAY_CAPTURE, pipe_fds[0], -1, i);
+          streams->passed[i] = pipe_fds[1];
+          streams->close_passed[i] = 1;
+          continue;
+        }
+      if (fd < 0 || fcntl (fd, F_GETFD) < 0)
+        {
+          /* A closed standard stream reads as /dev/null. */
+          streams->passed[i] = open ("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+          streams->close_passed[i] = 1;
+          if (streams->passed[i] < 0)
+            return -1;
+          continue;
+        }
+      if (fstat (fd, &st) < 0)
+        return -1;
+      if (passes_as_is (fd, &st))
+        {
+          streams->passed[i] = fd;
+          if (isatty (fd) && tcgetattr (fd, &streams->modes[streams->n_ttys]) == 0)
+            streams->ttys[streams->n_ttys++] = fd;
+          continue;
+        }
+      if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+        return -1;
+      if (i == 0)
+        {
+          fcntl (pipe_fds[1], F_SETFL, O_NONBLOCK);
+          add_relay (streams, RELAY_IN, fd, pipe_fds[1], 0);
+          streams->passed[i] = pipe_fds[0];
+        }
+      else
+        {
+          add_relay (streams, RELAY_OUT, pipe_fds[0], fd, i);
+          streams->passed[i] = pipe_fds[1];
+        }
+      streams->close_passed[i] = 1;
+    }
+  return 0;
+}
+
+static void
+close_passed (Streams *streams)
+{
+  for (int i = 0; i < 3; i++)
+    if (streams->close_passed[i] && streams->passed[i] >= 0)
+      {
+        close (streams->passed[i]);
+        streams->passed[i] = -1;
+      }
+}
+
+/* Closes the client's pipe end; the caller's own fd stays open. */
+static void
+close_relay (Relay *relay)
+{
+  int own = relay->kind == RELAY_IN ? relay->to : relay->from;
+
+  if (own >= 0)
+    close (own);
+  relay->from = relay->to = -1;
+}
+
+static int
+write_all (Relay *relay, const char *buf, ssize_t n)
+{
+  ssize_t done = 0;
+
+  while (done < n)
+    {
+      ssize_t w = write (relay->to, buf + done, n - done);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0 && errno == EAGAIN)
+        {
+          struct pollfd pfd = { .fd = relay->to, .events = POLLOUT };
+          if (poll (&pfd, 1, -1) > 0 && !(pfd.revents & (POLLERR | POLLHUP)))
+            continue;
+        }
+      if (w <= 0)
+        return 0;
+      done += w;
+    }
+  return 1;
+}
+
+/* Moves what is there; 0 once the relay is done. */
+static int
+pump (Streams *streams, Relay *relay)
+{
+  char buf[RELAY_CHUNK];
+  ssize_t n;
+
+  if (relay->from < 0)
+    return 0;
+  if (relay->kind != RELAY_CAPTURE)
+    {
+      n = splice (relay->from, NULL, relay->to, NULL, RELAY_CHUNK, SPLICE_F_NONBLOCK);
+      if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
+        return 1;
+      if (n == 0 || (errno != EINVAL && errno != ESPIPE))
+        {
+          close_relay (relay);
+          return 0;
+        }
+      /* Not splicable: a directory reads as nothing, an O_APPEND file takes plain writes. */
+    }
+  n = read (relay->from, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return 1;
+  if (n <= 0)
+    {
+      close_relay (relay);
+      return 0;
+    }
+  if (relay->kind == RELAY_CAPTURE)
+    streams->call->on_output (relay->stream, buf, n, streams->call->user_data);
+  else if (!write_all (relay, buf, n))
+    {
+      close_relay (relay);
+      return 0;
+    }
+  return 1;
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void
+on_stop_signal (int sig)
+{
+  stop_signal = sig;
+}
+
+static void
+restore_ttys (Streams *streams)
+{
+  for (int i = 0; i < streams->n_ttys; i++)
+    tcsetattr (streams->ttys[i], TCSANOW, &streams->modes[i]);
+}
+
+static int
+send_request (int sock, const SandstepRunCall *call, const Streams *streams)
+{
+  static char buf[SANDSTEP_RUN_MAX];
+  union { char buf[CMSG_SPACE (4 * sizeof (int))]; struct cmsghdr align; } control;
+  struct iovec iov = { .iov_base = buf };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf };
+  struct cmsghdr *cmsg;
+  int fds[4];
+  int n_fds = 3;
+  size_t len = 0;
+
+  for (int i = 0; i < SANDSTEP_RUN_FIELDS; i++)
+    {
+      const char *value = i == SANDSTEP_RUN_FIELD_MAGIC     ? SANDSTEP_RUN_MAGIC
+                          : i == SANDSTEP_RUN_FIELD_CLAIMED ? (call->claim_fd >= 0 ? "1" : "")
+                          : call->field[i] != NULL          ? call->field[i]
+                                                            : "";
+      size_t n = strlen (value) + 1;
+      if (len + n > sizeof buf)
+        return 0;
+      memcpy (buf + len, value, n);
+      len += n;
+    }
+  for (char *const *e = call->env; e != NULL && *e != NULL; e++)
+    {
+      size_t n = strlen (*e) + 1;
+      if (len + n > sizeof buf)
+        return 0;
+      memcpy (buf + len, *e, n);
+      len += n;
+    }
+  memcpy (fds, streams->passed, sizeof streams->passed);
+  if (call->claim_fd >= 0)
+    fds[n_fds++] = call->claim_fd;
+  iov.iov_len = len;
+  msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+  cmsg = CMSG_FIRSTHDR (&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+  memcpy (CMSG_DATA (cmsg), fds, n_fds * sizeof (int));
+  return sendmsg (sock, &msg, MSG_NOSIGNAL) == (ssize_t) len;
+}
+
+/* One reply; 0 when the call is over. */
+static int
+on_reply (int sock, const SandstepRunCall *call, int *started, SandstepRunCallResult *result)
+{
+  char buf[sizeof (SandstepRunReply) + 4096];
+  SandstepRunReply reply;
+  ssize_t got;
+
+  do
+    got = recv (sock, buf, sizeof buf - 1, 0);
+  while (got < 0 && errno == EINTR);
+  if (got < (ssize_t) sizeof reply)
+    {
+      /* The supervisor went away. */
+      result->outcome = *started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
+      return 0;
+    }
+  memcpy (&reply, buf, sizeof reply);
+  buf[got] = '\0';
+  switch (reply.kind)
+    {
+    case SANDSTEP_RUN_STARTED:
+      *started = 1;
+      return 1;
+    case SANDSTEP_RUN_NOTICE:
+      if (call->on_notice != NULL)
+        call->on_notice (buf + sizeof reply, call->user_data);
+      return 1;
+    case SANDSTEP_RUN_DONE:
+      result->outcome = SANDSTEP_RUN_CALL_DONE;
+      result->reply = reply;
+      return 0;
+    case SANDSTEP_RUN_ERROR:
+      {
+        size_t n = strnlen (buf + sizeof reply, sizeof result->text - 1);
+        result->outcome = SANDSTEP_RUN_CALL_ERROR;
+        memcpy (result->text, buf + sizeof reply, n);
+        result->text[n] = '\0';
+      }
+      return 0;
+    case SANDSTEP_RUN_RETRY:
+      result->outcome = SANDSTEP_RUN_CALL_RETRY;
+      return 0;
+    default:
+      result->outcome = *started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_FALLBACK;
+      return 0;
+    }
+}
+
+void
+sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult *result)
+{
+  static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
+  struct sigaction stop = { .sa_handler = on_stop_signal }, old[3];
+  Streams streams;
+  int started = 0;
+
+  memset (result, 0, sizeof *result);
+  result->outcome = SANDSTEP_RUN_CALL_FALLBACK;
+  if (set_up_streams (&streams, call) < 0 || !send_request (sock, call, &streams))
+    {
+      close_passed (&streams);
+      for (int i = 0; i < streams.n_relays; i++)
+        close_relay (&streams.relays[i]);
+      return;
+    }
+  close_passed (&streams);
+  /* The terminal's modes come back even when this process is told to stop. */
+  if (streams.n_ttys > 0)
+    for (int i = 0; i < 3; i++)
+      sigaction (stop_signals[i], &stop, &old[i]);
+
+  for (;;)
+    {
+      struct pollfd fds[4] = { { .fd = sock, .events = POLLIN } };
+      int n = 1;
+
+      for (int i = 0; i < streams.n_relays; i++)
+        {
+          const Relay *relay = &streams.relays[i];
+          /* stdin moves when the command's pipe has room; output when there is some. */
+          fds[n++] = relay->kind == RELAY_IN ? (struct pollfd) { .fd = relay->to, .events = POLLOUT }
+                                             : (struct pollfd) { .fd = relay->from, .events = POLLIN };
+        }
+      if (poll (fds, n, -1) < 0)
+        {
+          if (errno == EINTR && stop_signal == 0)
+            continue;
+          result->outcome = started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
+          break;
+        }
+      for (int i = 0; i < streams.n_relays; i++)
+        if (fds[1 + i].fd >= 0 && (fds[1 + i].revents & POLLERR) && streams.relays[i].kind == RELAY_IN)
+          close_relay (&streams.relays[i]);   /* the command closed its stdin */
+        else if (fds[1 + i].fd >= 0 && fds[1 + i].revents)
+          pump (&streams, &streams.relays[i]);
+      if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !on_reply (sock, call, &started, result))
+        break;
+    }
+
+  /* What the command wrote before it ended: every writer is gone now. */
+  for (int i = 0; i < streams.n_relays; i++)
+    {
+      Relay *relay = &streams.relays[i];
+      if (relay->kind != RELAY_IN && result->outcome == SANDSTEP_RUN_CALL_DONE && relay->from >= 0)
+        {
+          fcntl (relay->from, F_SETFL, 0);
+          while (pump (&streams, relay))
+            ;
+        }
+      close_relay (relay);
+    }
+  restore_ttys (&streams);
+  if (streams.n_ttys > 0)
+    for (int i = 0; i < 3; i++)
+      sigaction (stop_signals[i], &old[i], NULL);
+  if (stop_signal != 0)
+    raise (stop_signal);
+}

@@ -1,0 +1,53 @@
+/* sandstep-run-client.h: handing one command to a sandbox's supervisor.
+ *
+ * Plain C, no GLib: the static front (`sandstep run`) and the helper's
+ * local backend both call it.  It sends the request of sandstep-run-wire.h
+ * and waits for the command's end, while it
+ *   - passes the command's stdin, stdout and stderr on as they are when
+ *     they are pipes, sockets, terminals or /dev/null, and relays anything
+ *     else (a regular file, a directory, another device) through a pipe, so
+ *     that no command receives a descriptor it could reopen with more
+ *     rights than it was given;
+ *   - or, with an output callback, hands it what the command writes;
+ *   - gives the caller's terminal back in the modes it had.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "sandstep-run-wire.h"
+
+typedef struct {
+  const char *field[SANDSTEP_RUN_FIELDS];   /* MAGIC and CLAIMED are filled in */
+  char *const *env;                         /* NAME=VALUE the command may see; NULL: none */
+  int stdio[3];                             /* -1: /dev/null */
+  int claim_fd;                             /* the caller's claim, or -1 */
+  /* With it, stdout and stderr are pipes whose contents go here (stream 1 or 2). */
+  void (*on_output) (int stream, const char *data, size_t len, void *user_data);
+  void (*on_notice) (const char *text, void *user_data);
+  void *user_data;
+} SandstepRunCall;
+
+typedef enum {
+  SANDSTEP_RUN_CALL_FALLBACK,   /* nothing ran: the ordinary path decides */
+  SANDSTEP_RUN_CALL_RETRY,      /* nothing ran: this supervisor is ending, ask a new one */
+  SANDSTEP_RUN_CALL_ERROR,      /* nothing ran: .text says why (the sandbox could not be built) */
+  SANDSTEP_RUN_CALL_DONE,       /* .reply */
+  SANDSTEP_RUN_CALL_LOST,       /* the supervisor went away after STARTED: the command may or may not have run */
+} SandstepRunCallOutcome;
+
+typedef struct {
+  SandstepRunCallOutcome outcome;
+  SandstepRunReply reply;
+  char text[2048];
+} SandstepRunCallResult;
+
+/* The supervisor of the sandbox whose directory is @sandbox_dir_fd; -1 if none listens. */
+int sandstep_run_connect (int sandbox_dir_fd);
+
+void sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult *result);
+
+/* The line for a command whose supervisor went away after it started. */
+#define SANDSTEP_RUN_LOST_TEXT \
+  "the sandbox went away while the command ran (destroyed, or its supervisor killed); it may or may not " \
+  "have run, in part; it was not run again; check the sandbox's files and run the step again if it must"

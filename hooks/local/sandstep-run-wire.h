@@ -1,0 +1,85 @@
+/* sandstep-run-wire.h: what a `sandstep run` and a sandbox's supervisor say.
+ *
+ * A live sandbox has one supervisor (sandstep-supervisor.h), listening on
+ * STATE/sandboxes/<handle>/supervisor.sock (SOCK_SEQPACKET, same uid and
+ * user namespace only).  A caller sends one request: SANDSTEP_RUN_FIELDS
+ * NUL-terminated strings, then the command's environment additions (the
+ * caller's terminal and locale) as NAME=VALUE strings, with the command's
+ * stdin, stdout and stderr attached (SCM_RIGHTS), and, when the caller
+ * already holds the sandbox's claim, the claim's fd after them.
+ *
+ * The supervisor answers with SandstepRunReply messages:
+ *   FALLBACK  nothing ran: take the ordinary path, which says why (busy,
+ *             another owner, expired, a value to judge);
+ *   RETRY     nothing ran: this supervisor is ending, ask a new one;
+ *   STARTED   the command is being started: never run it again, whatever
+ *             comes next;
+ *   NOTICE    a line for the caller's stderr (an egress refusal), the text
+ *             after the reply;
+ *   DONE      the command ended and every process it started is gone;
+ *   ERROR     nothing ran: the sandbox could not be built, the text after
+ *             the reply says why.
+ * A caller that sees the socket close before STARTED may ask again; after
+ * STARTED, the command may or may not have run, and it is not run again.
+ *
+ * Plain C: the front is linked statically without GLib.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#define SANDSTEP_RUN_MAGIC "sandstep-run-2"
+#define SANDSTEP_RUN_SOCKET "supervisor.sock"
+/* flock held by a sandbox's supervisor; its content is "PID START-TIME". */
+#define SANDSTEP_RUN_LOCK "supervisor"
+
+enum {
+  SANDSTEP_RUN_FIELD_MAGIC,
+  SANDSTEP_RUN_FIELD_HANDLE,
+  SANDSTEP_RUN_FIELD_OWNER,     /* empty: the default identity */
+  SANDSTEP_RUN_FIELD_HOLDER,    /* empty: the default identity */
+  SANDSTEP_RUN_FIELD_WAIT,      /* empty: not given */
+  SANDSTEP_RUN_FIELD_TIMEOUT,   /* empty: not given; else seconds as the caller wrote them */
+  SANDSTEP_RUN_FIELD_CLAIMED,   /* "1": the claim's fd follows stdio */
+  SANDSTEP_RUN_FIELD_COMMAND,
+  SANDSTEP_RUN_FIELDS
+};
+
+/* The largest request: a longer command goes the ordinary way. */
+#define SANDSTEP_RUN_MAX (128 * 1024)
+
+typedef enum {
+  SANDSTEP_RUN_FALLBACK = 1,
+  SANDSTEP_RUN_RETRY = 2,
+  SANDSTEP_RUN_STARTED = 3,
+  SANDSTEP_RUN_NOTICE = 4,
+  SANDSTEP_RUN_DONE = 5,
+  SANDSTEP_RUN_ERROR = 6,
+} SandstepRunKind;
+
+/* DONE flags. */
+enum {
+  SANDSTEP_RUN_TIMED_OUT = 1 << 0,    /* killed at the end of its budget */
+  SANDSTEP_RUN_CLAMPED = 1 << 1,      /* the budget was the sandbox's remaining lifetime */
+  SANDSTEP_RUN_MEMORY_HIT = 1 << 2,
+  SANDSTEP_RUN_PIDS_HIT = 1 << 3,
+  SANDSTEP_RUN_INTERRUPTED = 1 << 4,  /* the sandbox went down under it (destroyed, or its init killed) */
+  SANDSTEP_RUN_EXEC_FAILED = 1 << 5,  /* nothing could be executed; .exit_status is the errno */
+};
+
+typedef struct {
+  int32_t kind;
+  int32_t exit_status;        /* DONE: as a shell reports it, 128+N for signal N */
+  uint32_t flags;
+  uint32_t reserved;
+  double applied_timeout_s;   /* DONE: the budget that applied */
+  /* DONE: the sandbox's limits, for the lines that name them. */
+  uint64_t memory;
+  int64_t pids;
+  int64_t cpu_time_s;
+  uint64_t disk;
+} SandstepRunReply;
+
+/* The caller's variables a command sees: terminal and locale only. */
+#define SANDSTEP_PASSTHROUGH_ENV \
+  "TERM", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME"

@@ -1,0 +1,25 @@
+/* sandstep-supervision.h: starting and stopping a sandbox's supervisor, from the helper.
+ *
+ * The helper compiles the sandbox's plan (sandstep-jail.h) and starts the
+ * static `sandstep-supervise` with it (sandstep-supervisor.h); a supervisor
+ * lock in the sandbox's directory makes sure at most one runs.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sandstep-store.h"
+
+G_BEGIN_DECLS
+
+/* A connection to the supervisor of @record's sandbox, started if none
+ * runs; -1 with @error when it cannot be started (its build failed). */
+int sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record, GError **error);
+
+/* Ends @handle's supervisor, if one runs, and waits until it is gone with its sandbox. */
+void sandstep_supervisor_stop (SandstepStore *store, const char *handle);
+
+/* One of sandstep's own programs: beside this one, else in libexecdir. */
+char *sandstep_program_path (const char *name);
+
+G_END_DECLS

@@ -1,0 +1,39 @@
+/* sandstep-supervisor.h: one live sandbox's supervisor.
+ *
+ * A sandbox in use is live: one set of namespaces held by its supervisor,
+ * a small static service (`sandstep --supervisor HANDLE`, started by the
+ * sandbox's first command: sandstep-supervise-control.h).  It builds the
+ * sandbox once (sandstep-jail.h) and then runs each command it is asked
+ * for (sandstep-run-wire.h) as a fresh process tree under the sandbox's
+ * init, claiming the sandbox for it as any step does, enforcing its budget,
+ * and reporting its status and the limits it ran into.  It keeps the
+ * user-mode network stack of an open sandbox and the egress proxy of an
+ * allowlisted one.  It ends after SANDSTEP_SUPERVISOR_IDLE_S without a
+ * command, when the sandbox expires, is destroyed or released, or on
+ * SIGTERM; a later command starts a new one.
+ *
+ * Its process state is its own (umask, nice value, CPU affinity, resource
+ * limits, environment), never that of the caller that started it.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define SANDSTEP_SUPERVISOR_IDLE_S 30
+
+/* What the starter hands a supervisor, as fds: the state directory, its
+ * lock (held), its plan (a sealed memfd holding a GVariant, see
+ * sandstep-supervise-control.c) and the pipe on which it says "ok" once it
+ * serves, or why it cannot. */
+#define SANDSTEP_SUPERVISOR_STORE_FD 3
+#define SANDSTEP_SUPERVISOR_LOCK_FD 4
+#define SANDSTEP_SUPERVISOR_PLAN_FD 5
+#define SANDSTEP_SUPERVISOR_READY_FD 6
+
+/* Serves @handle until the supervisor has no reason to live.  Returns the
+ * exit status of the supervisor. */
+int sandstep_supervisor_main (const char *handle);
+
+G_END_DECLS

@@ -1,0 +1,34 @@
+/* sandstep-uids.h: the host uids a sandbox's uid 0 is.
+ *
+ * When sandstep runs as root, each sandbox's uid 0 is a host uid of its
+ * own, taken from a range reserved for sandboxes: the subordinate ranges of
+ * the system user "sandstep" in /etc/subuid and /etc/subgid (which
+ * `scripts/deps.sh` sets up), else the fixed range SANDSTEP_UIDS_BASE, 65536
+ * ids long.  No file or process of the host belongs to those ids, so a
+ * command can change nothing of the host it can see, and whatever the
+ * kernel counts per user (processes, inotify watches) counts against the
+ * sandbox alone.  Its tree is shown through idmapped mounts, so its files
+ * keep their host owner.  Any other user's sandboxes run as that user.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define SANDSTEP_UIDS_USER "sandstep"
+#define SANDSTEP_UIDS_BASE 1879048192u   /* 0x70000000: above the ranges systemd hands out to containers */
+#define SANDSTEP_UIDS_COUNT 65536u
+
+typedef struct {
+  guint32 uid_base;
+  guint32 gid_base;
+  guint32 count;
+} SandstepUidRange;
+
+SandstepUidRange sandstep_uids_range (void);
+
+/* Whether @dir's file system can be shown through an idmapped mount here. */
+gboolean sandstep_uids_idmap_works (const char *dir);
+
+G_END_DECLS

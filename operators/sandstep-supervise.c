@@ -1,0 +1,36 @@
+/* sandstep-supervise.c: `sandstep --supervisor HANDLE`, a live sandbox's supervisor.
+ *
+ * Linked statically with GLib's core only, so that a sandbox's first
+ * command does not pay for loading GIO, and a supervisor stays small for as
+ * long as its sandbox lives.  The service itself is
+ * hooks/local/sandstep-supervisor.c; it is started by the helper
+ * (hooks/local/sandstep-supervision.c), which hands it its plan.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sandstep-error.h"
+#include "sandstep-supervisor.h"
+
+int
+main (int argc, char **argv)
+{
+  struct stat st;
+
+  if (argc != 3 || strcmp (argv[1], "--supervisor") != 0)
+    {
+      fprintf (stderr, "usage: sandstep --supervisor HANDLE (started by 'sandstep run', not by hand)\n");
+      return SANDSTEP_EXIT_USAGE;
+    }
+  /* Started by sandstep_supervisor_connect() only: the store, the lock, the plan and the ready pipe come as fds. */
+  for (int fd = SANDSTEP_SUPERVISOR_STORE_FD; fd <= SANDSTEP_SUPERVISOR_READY_FD; fd++)
+    if (fstat (fd, &st) < 0 || fcntl (fd, F_SETFD, FD_CLOEXEC) < 0)
+      {
+        fprintf (stderr, "sandstep --supervisor: a supervisor is started by 'sandstep run', which hands it the "
+                         "sandbox's plan; run a command in the sandbox instead\n");
+        return SANDSTEP_EXIT_USAGE;
+      }
+  return sandstep_supervisor_main (argv[2]);
+}
