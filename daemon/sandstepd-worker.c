@@ -2,17 +2,18 @@
  *
  * sandstepd keeps a few of these ready.  A claim takes one, which attaches
  * through the local backend exactly as the `sandstep` helper does: the claim
- * is this process's lock, a destroy kills this process, and every jail it
- * starts dies with it (PR_SET_PDEATHSIG).  It dies with sandstepd in turn.
+ * is this process's lock, a destroy kills this process, and a command it
+ * runs ends when it goes (its supervisor sees the connection close).  It
+ * dies with sandstepd in turn.
  * Once detached it waits for the next claim: no process start per claim.
  *
- * Two threads: the reader takes messages off the socket and kills what runs
- * when told to cancel (or when sandstepd goes away); the main thread does the
- * operations in order and answers each.
+ * Two threads: the reader takes messages off the socket and cancels what
+ * runs when told to (or when sandstepd goes away: the sandbox's supervisor
+ * then kills the command); the main thread does the operations in order and
+ * answers each.
  */
 #include "sandstepd.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -46,6 +47,8 @@ typedef struct {
   GAsyncQueue *ops;
   gint current;           /* id of the operation running now; 0: none */
   gint cancelled;         /* the last id told to cancel */
+  GMutex lock;
+  GCancellable *running;  /* the command that runs, under .lock */
 } Worker;
 
 static void
@@ -59,50 +62,6 @@ op_free (Op *op)
   g_free (op);
 }
 
-/* Kills every child of this process: the jail of the command that runs (its
- * init is our child; killing it ends its whole pid namespace). */
-static void
-kill_children (void)
-{
-  pid_t self = getpid ();
-  DIR *proc = opendir ("/proc");
-  struct dirent *entry;
-
-  if (proc == NULL)
-    return;
-  while ((entry = readdir (proc)) != NULL)
-    {
-      char path[64], buf[512];
-      const char *close_paren;
-      int fd, pidfd;
-      ssize_t n;
-      char state;
-      int ppid = 0;
-
-      if (!g_ascii_isdigit (entry->d_name[0]))
-        continue;
-      g_snprintf (path, sizeof path, "/proc/%s/stat", entry->d_name);
-      fd = open (path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        continue;
-      n = read (fd, buf, sizeof buf - 1);
-      close (fd);
-      if (n <= 0)
-        continue;
-      buf[n] = '\0';
-      close_paren = strrchr (buf, ')');
-      if (close_paren == NULL || sscanf (close_paren + 1, " %c %d", &state, &ppid) != 2 || ppid != self)
-        continue;
-      /* A pidfd pins the process: it is still our child (unreaped) when the signal goes. */
-      pidfd = syscall (SYS_pidfd_open, atoi (entry->d_name), 0);
-      if (pidfd < 0)
-        continue;
-      syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-      close (pidfd);
-    }
-  closedir (proc);
-}
-
 static void
 cancel (Worker *w, gint id)
 {
@@ -112,7 +71,10 @@ cancel (Worker *w, gint id)
   /* Until the operation is over: a command may be starting right now. */
   while (id != 0 && g_atomic_int_get (&w->current) == id && g_get_monotonic_time () < limit)
     {
-      kill_children ();
+      g_mutex_lock (&w->lock);
+      if (w->running != NULL)
+        g_cancellable_cancel (w->running);
+      g_mutex_unlock (&w->lock);
       g_usleep (20 * 1000);
     }
 }
@@ -218,6 +180,7 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
   SandstepRunResult result;
   g_autoptr(GError) error = NULL;
   JsonObject *reply;
+  gboolean ok;
 
   if (op->n_fds != 2)
     {
@@ -236,7 +199,18 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
                            "The command was cancelled before it started: its caller went away");
       return error_reply (error, NULL);
     }
-  if (!w->attachment->backend->klass->run_command (w->attachment, &request, &result, &error))
+  request.cancellable = g_cancellable_new ();
+  g_mutex_lock (&w->lock);
+  w->running = request.cancellable;
+  g_mutex_unlock (&w->lock);
+  if (g_atomic_int_get (&w->cancelled) == id)
+    g_cancellable_cancel (request.cancellable);
+  ok = w->attachment->backend->klass->run_command (w->attachment, &request, &result, &error);
+  g_mutex_lock (&w->lock);
+  w->running = NULL;
+  g_mutex_unlock (&w->lock);
+  g_object_unref (request.cancellable);
+  if (!ok)
     return error_reply (error, NULL);
   reply = json_object_new ();
   json_object_set_int_member (reply, "exit", result.exit_status);
@@ -396,6 +370,7 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) ready = json_object_new ();
 
+  g_mutex_init (&w.lock);
   /* Die with sandstepd; if it is gone already, go now. */
   prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid () != parent)

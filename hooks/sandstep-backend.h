@@ -7,6 +7,7 @@
 #pragma once
 
 #include <glib.h>
+#include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
 #include "sandstep-spec.h"
@@ -36,6 +37,8 @@ typedef struct {
   /* Host-side events while the command runs (an egress refusal), one line each;
    * called from another thread.  May be NULL. */
   void (*on_notice) (const char *message, gpointer user_data);
+  /* Cancelled: the command is killed with everything it started, and the call fails.  May be NULL. */
+  GCancellable *cancellable;
 } SandstepRunRequest;
 
 typedef struct {

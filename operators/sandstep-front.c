@@ -243,7 +243,7 @@ main (int argc, char **argv)
 {
   Request request = { { 0 } };
   const char *backend = getenv ("SANDSTEP_BACKEND");
-  SandstepRunCall call = { .stdio = { 0, 1, 2 }, .claim_fd = -1, .on_notice = print_notice };
+  SandstepRunCall call = { .stdio = { 0, 1, 2 }, .claim_fd = -1, .cancel_fd = -1, .on_notice = print_notice };
   SandstepRunCallResult result;
   char dir[PATH_MAX];
   int dir_fd, sock;
@@ -273,6 +273,7 @@ main (int argc, char **argv)
       fprintf (stderr, "sandstep run: %s\n", result.text);
       return EXIT_INTERNAL;
     case SANDSTEP_RUN_CALL_LOST:
+    case SANDSTEP_RUN_CALL_CANCELLED:
       fprintf (stderr, "sandstep run: %s\n", SANDSTEP_RUN_LOST_TEXT);
       return EXIT_INTERNAL;
     case SANDSTEP_RUN_CALL_DONE:

@@ -15,7 +15,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "sandstep-run-wire.h"
@@ -528,6 +531,595 @@ test_other_user_refused (Fixture *f, gconstpointer data)
   g_assert_true (process_alive (supervisor));
 }
 
+/* Runs @script with /bin/sh -c in the fixture's environment; returns its stdout, asserting exit 0. */
+static char *
+shell_ok (Fixture *f, const char *script)
+{
+  const char *argv[] = { "/bin/sh", "-c", script, NULL };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *err = NULL;
+  char *out = NULL;
+  int status = -1;
+
+  g_assert_true (g_spawn_sync (f->host_dir, (char **) argv, f->envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                               &status, &error));
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("'%s' failed: %s", script, err);
+  return out;
+}
+
+/* Fields of /proc/PID/stat after "pid (comm)": index 0 is field 3 (state). */
+static char **
+proc_stat_fields (const char *stat_text)
+{
+  const char *close = strrchr (stat_text, ')');
+
+  g_assert_nonnull (close);
+  return g_strsplit (close + 2, " ", -1);
+}
+
+/* A line of /proc/PID/status, after "NAME:\t". */
+static char *
+status_field (int pid, const char *name)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
+  g_autofree char *text = NULL;
+  g_autofree char *key = g_strdup_printf ("\n%s:\t", name);
+  const char *p, *end;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  p = strstr (text, key);
+  g_assert_nonnull (p);
+  p += strlen (key);
+  end = strchr (p, '\n');
+  return g_strndup (p, end != NULL ? end - p : (gssize) strlen (p));
+}
+
+static gboolean
+has_cap_sys_resource (void)
+{
+  g_autofree char *caps = status_field (getpid (), "CapEff");
+
+  return (g_ascii_strtoull (caps, NULL, 16) >> 24) & 1;
+}
+
+static guint count_fds_now (int pid);
+
+/* The fd count once the supervisor is idle: it closes a caller's connection just after answering it. */
+static guint
+count_fds (int pid)
+{
+  guint last = count_fds_now (pid), now;
+
+  for (int i = 0; i < 50; i++)
+    {
+      g_usleep (20 * 1000);
+      if ((now = count_fds_now (pid)) == last)
+        return now;
+      last = now;
+    }
+  return last;
+}
+
+static guint
+count_fds_now (int pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", pid);
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while (g_dir_read_name (dir) != NULL)
+    n++;
+  return n;
+}
+
+static void
+test_live_namespaces (Fixture *f, gconstpointer data)
+{
+  static const char *const names[] = { "user", "mnt", "net", "ipc", "uts", "pid", "cgroup" };
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autoptr(GString) command = g_string_new (NULL);
+  g_autofree char *first = NULL;
+  g_autofree char *second = NULL;
+  g_autofree char *marker = sandstep_test_unique_seconds (300);
+  g_autofree char *background = NULL;
+  const char *marker_argv[] = { "sleep", marker, NULL };
+
+  g_test_summary ("a sandbox is live: its commands share one set of namespaces (user, mount, net, ipc, uts, pid, "
+                  "cgroup), none of them the host's, and each command is a fresh process tree: what one left in "
+                  "the background is gone when it returns");
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    g_string_append_printf (command, "readlink /proc/self/ns/%s; ", names[i]);
+  first = sandstep_test_run_ok (f, handle, command->str);
+  background = g_strdup_printf ("sleep %s & echo started", marker);
+  g_free (sandstep_test_run_ok (f, handle, background));
+  g_assert_false (sandstep_test_wait_for_process (marker_argv, TRUE, 0.01));
+  second = sandstep_test_run_ok (f, handle, command->str);
+  g_assert_cmpstr (first, ==, second);
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *self = g_strdup_printf ("/proc/self/ns/%s", names[i]);
+      g_autofree char *host = g_file_read_link (self, NULL);
+      g_assert_nonnull (host);
+      sandstep_test_assert_not_contains (first, host);
+    }
+}
+
+static void
+test_ipc_removed (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autoptr(SandstepTestResult) made = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *h = handle_arg (handle);
+
+  g_test_summary ("what a command leaves in the sandbox's IPC goes with it: SysV shared memory, semaphores and "
+                  "message queues, and POSIX shared memory (/dev/shm), are gone for the next command");
+  made = sandstep_test_helper (f, "run", h, "--",
+                               "ipcmk -M 4096 >/dev/null && ipcmk -S 2 >/dev/null && ipcmk -Q >/dev/null && "
+                               "mkdir /dev/shm/d && echo x > /dev/shm/d/seg && echo y > /dev/shm/top && "
+                               "ipcs -m | grep -c 0x; ipcs -s | grep -c 0x; ipcs -q | grep -c 0x; ls /dev/shm",
+                               NULL);
+  sandstep_test_assert_status (made, 0);
+  g_assert_cmpstr (made->out, ==, "1\n1\n1\nd\ntop\n");
+  after = sandstep_test_run_ok (f, handle, "ipcs -m | grep -c 0x; ipcs -s | grep -c 0x; ipcs -q | grep -c 0x; "
+                                           "ls -A /dev/shm | wc -l");
+  g_assert_cmpstr (after, ==, "0\n0\n0\n0\n");
+}
+
+static void
+test_own_process_state (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *script = NULL;
+  g_autofree char *supervisor_cpus = NULL;
+  g_autofree char *system_cpus = status_field (1, "Cpus_allowed_list");
+  g_autofree char *umask_text = NULL;
+  g_autofree char *limits_path = NULL;
+  g_autofree char *limits = NULL;
+  g_autofree char *environ_path = NULL;
+  g_autofree char *environ_text = NULL;
+  g_autofree char *seen = NULL;
+  g_auto(GStrv) stat_fields = NULL;
+  int supervisor;
+
+  g_test_summary ("a supervisor's process state is its own, never that of the caller that started it: a first "
+                  "run under umask 077, nice 5, one CPU, 64 open files and an odd environment leaves it with umask "
+                  "0022, nice 0, every CPU, the system's limits and no caller variable; and every command gets "
+                  "umask 0022 and the caller's own terminal and locale, whatever its caller's umask");
+  /* A hard limit lowered by the caller comes back only with CAP_SYS_RESOURCE; the soft one always. */
+  script = g_strdup_printf ("umask 077; ulimit %s -n 64; SANDSTEP_ODD=1 LANG=C exec nice -n 5 taskset -c 0 '%s' run "
+                            "--handle=%s -- 'umask; nice'", has_cap_sys_resource () ? "" : "-S", f->helper, handle);
+  seen = shell_ok (f, script);
+  g_assert_cmpstr (seen, ==, "0022\n0\n");
+  supervisor = start_supervisor (f, handle);
+  umask_text = status_field (supervisor, "Umask");
+  g_assert_cmpstr (umask_text, ==, "0022");
+  supervisor_cpus = status_field (supervisor, "Cpus_allowed_list");
+  g_assert_cmpstr (supervisor_cpus, ==, system_cpus);
+  {
+    g_autofree char *path = g_strdup_printf ("/proc/%d/stat", supervisor);
+    g_autofree char *text = NULL;
+    g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+    stat_fields = proc_stat_fields (text);
+    /* Field 19 of stat, the nice value; 16 after "pid (comm)". */
+    g_assert_cmpstr (stat_fields[16], ==, "0");
+  }
+  limits_path = g_strdup_printf ("/proc/%d/limits", supervisor);
+  g_assert_true (g_file_get_contents (limits_path, &limits, NULL, NULL));
+  sandstep_test_assert_not_contains (limits, "Max open files            64 ");
+  environ_path = g_strdup_printf ("/proc/%d/environ", supervisor);
+  g_assert_true (g_file_get_contents (environ_path, &environ_text, NULL, NULL));
+  g_assert_null (g_strstr_len (environ_text, -1, "SANDSTEP_ODD"));
+  {
+    g_autofree char *again = NULL;
+    script = (g_free (script), g_strdup_printf ("umask 077; LANG=C.UTF-8 '%s' run --handle=%s -- 'umask; echo $LANG'",
+                                                f->helper, handle));
+    again = shell_ok (f, script);
+    g_assert_cmpstr (again, ==, "0022\nC.UTF-8\n");
+    g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+  }
+}
+
+static void
+test_stdio_not_reopenable (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *input = sandstep_test_host_path (f, "input");
+  g_autofree char *log = sandstep_test_host_path (f, "log");
+  g_autofree char *script = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *input_after = NULL;
+  g_autofree char *log_after = NULL;
+
+  g_test_summary ("a command never gets a descriptor through which it could reopen a host file with more "
+                  "rights: a read-only stdin file cannot be written through /proc/self/fd/0, an O_APPEND stdout "
+                  "log cannot be read back through /proc/self/fd/1, a directory as stdin shows nothing; each "
+                  "arrives as a pipe and the data still flows");
+  start_supervisor (f, handle);
+  g_assert_true (g_file_set_contents (input, "input\n", -1, NULL));
+  g_assert_true (g_file_set_contents (log, "SECRET-BEFORE\n", -1, NULL));
+  script = g_strdup_printf ("'%s' run --handle=%s -- 'readlink /proc/self/fd/0 | cut -c1-5; "
+                            "echo pwned > /proc/self/fd/0; cat; cat /proc/self/fd/1 & sleep 0.2; kill $! 2>/dev/null; "
+                            "echo done' < '%s' >> '%s'",
+                            f->helper, handle, input, log);
+  g_free (shell_ok (f, script));
+  g_assert_true (g_file_get_contents (input, &input_after, NULL, NULL));
+  g_assert_cmpstr (input_after, ==, "input\n");
+  g_assert_true (g_file_get_contents (log, &log_after, NULL, NULL));
+  g_assert_true (g_str_has_prefix (log_after, "SECRET-BEFORE\npipe:\n"));
+  g_assert_cmpuint (g_strrstr (log_after, "SECRET-BEFORE") - log_after, ==, 0);
+  sandstep_test_assert_contains (log_after, "input\n");
+  g_assert_true (g_str_has_suffix (log_after, "done\n"));
+
+  script = (g_free (script), g_strdup_printf ("'%s' run --handle=%s -- 'ls /proc/self/fd/0/ 2>&1 | wc -l; "
+                                              "wc -c; readlink /proc/self/fd/0 | cut -c1-5' < /etc",
+                                              f->helper, handle));
+  out = shell_ok (f, script);
+  g_assert_cmpstr (out, ==, "1\n0\npipe:\n");
+}
+
+static void
+test_terminal_modes_restored (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  struct termios before, after;
+  int master, slave;
+  char *slave_name;
+  pid_t pid;
+  int status;
+
+  g_test_summary ("the caller's terminal is given back in the modes it had: a command that puts it in raw mode "
+                  "without echo leaves it as it was");
+  start_supervisor (f, handle);
+  master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (master, >=, 0);
+  g_assert_cmpint (grantpt (master), ==, 0);
+  g_assert_cmpint (unlockpt (master), ==, 0);
+  slave_name = ptsname (master);
+  g_assert_nonnull (slave_name);
+  slave = open (slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (slave, >=, 0);
+  g_assert_cmpint (tcgetattr (slave, &before), ==, 0);
+  pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      const char *argv[] = { f->helper, "run", h, "--", "stty raw -echo; echo moded", NULL };
+      dup2 (slave, 0);
+      dup2 (slave, 1);
+      dup2 (slave, 2);
+      execve (f->helper, (char **) argv, f->envp);
+      _exit (127);
+    }
+  {
+    /* Drain the terminal so that nothing blocks on it. */
+    char buf[256];
+    struct pollfd pfd = { .fd = master, .events = POLLIN };
+    while (waitpid (pid, &status, WNOHANG) == 0)
+      if (poll (&pfd, 1, 50) > 0 && read (master, buf, sizeof buf) < 0)
+        break;
+  }
+  g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  g_assert_cmpint (tcgetattr (slave, &after), ==, 0);
+  g_assert_cmpint (after.c_lflag, ==, before.c_lflag);
+  g_assert_cmpint (after.c_iflag, ==, before.c_iflag);
+  g_assert_cmpint (after.c_oflag, ==, before.c_oflag);
+  close (slave);
+  close (master);
+}
+
+static void
+test_host_inodes_untouchable (Fixture *f, gconstpointer data)
+{
+  g_autofree char *docs = sandstep_test_host_path (f, "docs");
+  g_autofree char *mount = g_strdup_printf ("--mount=%s:/data/docs", docs);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *marker = sandstep_test_unique_seconds (300);
+  g_autofree char *command = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  SandstepTestProc *proc;
+  struct stat null_before, null_after, docs_before, docs_after;
+
+  g_test_summary ("the sandbox's uid 0 can change no host inode it sees: chmod, chown and writes of device nodes, "
+                  "/usr, /etc binds and data mounts fail and the host's inodes keep their modes; as root, the "
+                  "command's processes are, on the host, the sandbox's own uid (never root, never the caller), so "
+                  "what the kernel counts per user counts against it");
+  g_assert_cmpint (mkdir (docs, 0755), ==, 0);
+  handle = sandstep_test_provision (f, mount, NULL);
+  h = handle_arg (handle);
+  g_assert_cmpint (stat ("/dev/null", &null_before), ==, 0);
+  g_assert_cmpint (stat (docs, &docs_before), ==, 0);
+  r = sandstep_test_helper (f, "run", h, "--",
+                            "for p in /dev/null /dev/zero /usr/bin /etc/ssl/certs /data/docs; do "
+                            "chmod 777 $p 2>/dev/null && echo chmod-ok $p; chown 0:0 $p 2>/dev/null && [ -n \"$(ls -ld $p | grep -v ' root root ')\" ] && echo chown-ok $p; "
+                            "touch $p/x 2>/dev/null && echo touch-ok $p; done; echo end", NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "end\n");
+  g_assert_cmpint (stat ("/dev/null", &null_after), ==, 0);
+  g_assert_cmpint (stat (docs, &docs_after), ==, 0);
+  g_assert_cmpint (null_after.st_mode, ==, null_before.st_mode);
+  g_assert_cmpint (docs_after.st_mode, ==, docs_before.st_mode);
+  g_assert_cmpint (docs_after.st_uid, ==, docs_before.st_uid);
+
+  command = g_strdup_printf ("sleep %s", marker);
+  proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+  {
+    g_autoptr(GArray) pids = sandstep_test_find_processes (marker_argv);
+    g_autofree char *uids = NULL;
+    g_auto(GStrv) fields = NULL;
+    g_assert_cmpuint (pids->len, ==, 1);
+    uids = status_field (g_array_index (pids, GPid, 0), "Uid");
+    fields = g_strsplit (uids, "\t", -1);
+    if (getuid () == 0)
+      {
+        g_assert_cmpstr (fields[0], !=, "0");
+        g_assert_cmpstr (fields[0], ==, fields[1]);
+        g_assert_cmpstr (fields[0], ==, fields[2]);
+      }
+    else
+      g_assert_cmpint (g_ascii_strtoll (fields[0], NULL, 10), ==, getuid ());
+  }
+  sandstep_test_proc_kill (proc, SIGTERM);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  r = sandstep_test_proc_wait (proc, 5);
+}
+
+static void
+test_submounts_read_only (Fixture *f, gconstpointer data)
+{
+  g_autofree char *docs = sandstep_test_host_path (f, "docs");
+  g_autofree char *sub = g_build_filename (docs, "sub", NULL);
+  g_autofree char *mount_arg = g_strdup_printf ("--mount=%s:/data/docs", docs);
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+
+  g_test_summary ("every bind is read-only down its whole subtree: a file system the host has mounted below a "
+                  "data mount (writable by anyone) is read-only inside too (EROFS)");
+  if (getuid () != 0)
+    {
+      g_test_skip ("needs root: the case mounts a tmpfs on the host below the data mount");
+      return;
+    }
+  g_assert_cmpint (g_mkdir_with_parents (sub, 0777), ==, 0);
+  g_assert_cmpint (mount ("tmpfs", sub, "tmpfs", 0, "mode=0777,size=1m"), ==, 0);
+  handle = sandstep_test_provision (f, mount_arg, NULL);
+  out = sandstep_test_run_ok (f, handle, "touch /data/docs/sub/x 2>&1 | grep -c 'Read-only file system'; "
+                                         "grep ' /data/docs/sub ' /proc/self/mountinfo | grep -c ' ro,'");
+  g_assert_cmpint (umount2 (sub, MNT_DETACH), ==, 0);
+  g_assert_cmpstr (out, ==, "1\n1\n");
+}
+
+static void
+test_mountinfo_names_little (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, "--network=allow", "--allow=example.com", NULL);
+  g_autofree char *mountinfo = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint naming_state = 0;
+
+  g_test_summary ("/proc/self/mountinfo inside names nothing of the state directory but the sandbox's own two "
+                  "trees (workspace and tmp: a bind shows its path in its file system, which no mount API hides): "
+                  "no copy of /etc, no proxy directory, no other sandbox; /proc/self/uid_map shows one id");
+  mountinfo = sandstep_test_run_ok (f, handle, "cat /proc/self/mountinfo; cat /proc/self/uid_map");
+  lines = g_strsplit (mountinfo, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (strstr (*l, f->state_dir) != NULL)
+      {
+        naming_state++;
+        g_assert_true (strstr (*l, " /workspace ") != NULL || strstr (*l, " /tmp ") != NULL);
+      }
+  g_assert_cmpuint (naming_state, ==, 2);
+  sandstep_test_assert_not_contains (mountinfo, "/etc ");
+  sandstep_test_assert_not_contains (mountinfo, "proxy");
+}
+
+static void
+test_stable_over_many (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *rss_before = NULL;
+  g_autofree char *rss_after = NULL;
+  guint fds_before, fds_after;
+  int supervisor;
+
+  g_test_summary ("1,000 commands on one sandbox leave its supervisor's fd count and resident memory as they "
+                  "were after the first hundred");
+  supervisor = start_supervisor (f, handle);
+  for (int i = 0; i < 100; i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
+      sandstep_test_assert_status (r, 0);
+    }
+  fds_before = count_fds (supervisor);
+  rss_before = status_field (supervisor, "VmRSS");
+  for (int i = 0; i < 1000; i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
+      sandstep_test_assert_status (r, 0);
+    }
+  fds_after = count_fds (supervisor);
+  rss_after = status_field (supervisor, "VmRSS");
+  g_test_message ("supervisor after 100 commands: %u fds, %s; after 1,100: %u fds, %s", fds_before, rss_before,
+                  fds_after, rss_after);
+  g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+  g_assert_cmpuint (fds_after, ==, fds_before);
+  g_assert_cmpstr (rss_after, ==, rss_before);
+}
+
+static void
+test_killed_supervisor_says_so (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *marker = sandstep_test_unique_seconds (300);
+  g_autofree char *command = g_strdup_printf ("echo once >> /workspace/log; sleep %s", marker);
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *log = NULL;
+  SandstepTestProc *proc;
+  int supervisor = start_supervisor (f, handle);
+
+  g_test_summary ("a command whose supervisor is killed under it ends at once with everything it started, and "
+                  "its `sandstep run` exits 125 with one line saying it may or may not have run: it is not run "
+                  "again");
+  proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
+  g_assert_cmpint (kill (supervisor, SIGKILL), ==, 0);
+  r = sandstep_test_proc_wait (proc, 10);
+  sandstep_test_assert_status (r, 125);
+  sandstep_test_assert_contains (r->err, "it may or may not have run, in part; it was not run again");
+  g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 3));
+  log = sandstep_test_run_ok (f, handle, "cat /workspace/log");
+  g_assert_cmpstr (log, ==, "once\n");
+}
+
+/* ---- at most once, under fire ---- */
+
+#define FAULT_STREAMS 8
+#define FAULT_RUNS_PER_STREAM 63
+
+typedef struct {
+  Fixture *f;
+  char *handle;
+  int stream;
+  guint ok, lost;
+  GPtrArray *done;        /* tokens of runs that exited 0 */
+  char *failure;
+} FaultStream;
+
+static gpointer
+fault_stream (gpointer data)
+{
+  FaultStream *st = data;
+  g_autofree char *h = handle_arg (st->handle);
+
+  for (int i = 0; i < FAULT_RUNS_PER_STREAM && st->failure == NULL; i++)
+    {
+      g_autofree char *token = g_strdup_printf ("s%d-r%d", st->stream, i);
+      g_autofree char *command = g_strdup_printf ("echo %s >> /workspace/log", token);
+      const char *argv[] = { st->f->helper, "run", h, "--", command, NULL };
+      g_autofree char *err = NULL;
+      g_autoptr(GError) error = NULL;
+      int wait_status = -1, status;
+
+      /* g_spawn_sync, not the fixture's runner, whose bookkeeping is for one thread. */
+      if (!g_spawn_sync (NULL, (char **) argv, st->f->envp, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                         &wait_status, &error))
+        {
+          st->failure = g_strdup_printf ("run %s: %s", token, error->message);
+          break;
+        }
+      status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
+      if (status == 0)
+        {
+          st->ok++;
+          g_ptr_array_add (st->done, g_steal_pointer (&token));
+        }
+      else if (status == 125 && strstr (err, "it was not run again") != NULL)
+        st->lost++;
+      else
+        st->failure = g_strdup_printf ("run %s: status %d: %s", token, status, err);
+    }
+  return NULL;
+}
+
+static void
+test_at_most_once_under_kills (Fixture *f, gconstpointer data)
+{
+  FaultStream streams[FAULT_STREAMS] = { 0 };
+  GThread *threads[FAULT_STREAMS];
+  guint kills = 0, init_kills = 0, ok = 0, lost = 0;
+  gboolean running = TRUE;
+
+  g_test_summary ("a command runs at most once, whatever is killed and when: 500 runs in 8 parallel streams, "
+                  "one sandbox each, while one of their supervisors, or its sandbox's init, is SIGKILLed every 0-100 ms: every run that "
+                  "exited 0 ran exactly once, every other said it may not have run and ran at most once, no "
+                  "run failed otherwise, and once the sandboxes are destroyed no process, cgroup or state of "
+                  "theirs is left");
+  for (int i = 0; i < FAULT_STREAMS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=stream-%d", i);
+      streams[i] = (FaultStream) { .f = f, .stream = i, .done = g_ptr_array_new_with_free_func (g_free) };
+      streams[i].handle = sandstep_test_provision (f, holder, NULL);
+      threads[i] = g_thread_new ("stream", fault_stream, &streams[i]);
+    }
+  while (running)
+    {
+      g_usleep (g_random_int_range (0, 100) * 1000);
+      running = FALSE;
+      for (int i = 0; i < FAULT_STREAMS; i++)
+        running = running || (streams[i].ok + streams[i].lost < FAULT_RUNS_PER_STREAM && streams[i].failure == NULL);
+      {
+        /* A supervisor, or the init of its sandbox (which a supervisor outlives). */
+        FaultStream *victim = &streams[g_random_int_range (0, FAULT_STREAMS)];
+        g_autoptr(GArray) pids = find_supervisors (victim->handle);
+        gboolean at_init = g_random_boolean ();
+        for (guint k = 0; k < pids->len; k++)
+          {
+            int target = g_array_index (pids, GPid, k);
+            if (at_init)
+              {
+                g_autofree char *path = g_strdup_printf ("/proc/%d/task/%d/children", target, target);
+                g_autofree char *children = NULL;
+                g_file_get_contents (path, &children, NULL, NULL);
+                target = children != NULL ? atoi (children) : 0;
+              }
+            if (target > 0 && kill (target, SIGKILL) == 0)
+              at_init ? init_kills++ : kills++;
+          }
+      }
+    }
+  for (int i = 0; i < FAULT_STREAMS; i++)
+    g_thread_join (threads[i]);
+
+  for (int i = 0; i < FAULT_STREAMS; i++)
+    {
+      FaultStream *st = &streams[i];
+      g_autofree char *log = NULL;
+      g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      g_auto(GStrv) lines = NULL;
+      g_autofree char *h = handle_arg (st->handle);
+      g_autoptr(SandstepTestResult) destroy = NULL;
+      g_autofree char *cgroup = g_build_filename ("/sys/fs/cgroup/pids/sandstep", st->handle, NULL);
+
+      if (st->failure != NULL)
+        g_error ("%s", st->failure);
+      ok += st->ok;
+      lost += st->lost;
+      log = sandstep_test_run_ok (f, st->handle, "cat /workspace/log 2>/dev/null || true");
+      lines = g_strsplit (log, "\n", -1);
+      for (char **l = lines; *l; l++)
+        if (**l != '\0')
+          {
+            if (g_hash_table_contains (seen, *l))
+              g_error ("%s ran twice", *l);
+            g_hash_table_add (seen, g_strdup (*l));
+          }
+      for (guint k = 0; k < st->done->len; k++)
+        g_assert_true (g_hash_table_contains (seen, st->done->pdata[k]));
+      destroy = sandstep_test_helper (f, "destroy", h, NULL);
+      sandstep_test_assert_status (destroy, 0);
+      g_assert_cmpuint (count_supervisors (st->handle), ==, 0);
+      g_assert_false (g_file_test (cgroup, G_FILE_TEST_EXISTS));
+      g_ptr_array_unref (st->done);
+      g_free (st->handle);
+    }
+  g_test_message ("%u runs: %u exited 0, %u said they may not have run; %u supervisors and %u inits killed",
+                  ok + lost, ok, lost, kills, init_kills);
+  g_assert_cmpuint (ok + lost, ==, FAULT_STREAMS * FAULT_RUNS_PER_STREAM);
+  g_assert_cmpuint (kills, >, 0);
+  g_assert_cmpuint (init_kills, >, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -544,6 +1136,17 @@ main (int argc, char **argv)
   ADD ("/supervisor/jail-cannot-drive", test_jail_cannot_drive);
   ADD ("/supervisor/data-mount-replaced", test_data_mount_replaced);
   ADD ("/supervisor/closed-stderr", test_closed_stderr);
+  ADD ("/supervisor/live-namespaces", test_live_namespaces);
+  ADD ("/supervisor/ipc-removed", test_ipc_removed);
+  ADD ("/supervisor/own-process-state", test_own_process_state);
+  ADD ("/supervisor/stdio-not-reopenable", test_stdio_not_reopenable);
+  ADD ("/supervisor/terminal-modes-restored", test_terminal_modes_restored);
+  ADD ("/supervisor/host-inodes-untouchable", test_host_inodes_untouchable);
+  ADD ("/supervisor/submounts-read-only", test_submounts_read_only);
+  ADD ("/supervisor/mountinfo-names-little", test_mountinfo_names_little);
+  ADD ("/supervisor/stable-over-1000-commands", test_stable_over_many);
+  ADD ("/supervisor/killed-supervisor-says-so", test_killed_supervisor_says_so);
+  ADD ("/supervisor/at-most-once-under-kills", test_at_most_once_under_kills);
 #undef ADD
   return g_test_run ();
 }

@@ -609,8 +609,18 @@ child_main (ChildArgs *args)
   if (setsid () < 0)
     child_fail (report, STEP_SETSID, errno);
   for (int i = 0; i < jail->n_rlimits; i++)
-    if (setrlimit (jail->rlimits[i].resource, &jail->rlimits[i].value) < 0)
-      child_fail (report, STEP_RLIMIT, errno);
+    {
+      /* A hard limit can only be raised with CAP_SYS_RESOURCE in the host's namespace: where the supervisor
+       * inherited a lower one, that one holds, tighter than asked, never looser. */
+      struct rlimit want = jail->rlimits[i].value, now;
+      if (getrlimit (jail->rlimits[i].resource, &now) == 0 && want.rlim_max > now.rlim_max)
+        {
+          want.rlim_max = now.rlim_max;
+          want.rlim_cur = MIN (want.rlim_cur, want.rlim_max);
+        }
+      if (setrlimit (jail->rlimits[i].resource, &want) < 0)
+        child_fail (report, STEP_RLIMIT, errno);
+    }
   for (int i = 0; i < 3; i++)
     {
       int fd = open ("/dev/null", O_RDWR | O_CLOEXEC);

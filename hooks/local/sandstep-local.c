@@ -316,34 +316,12 @@ passthrough_environment (void)
   return (char **) g_ptr_array_free (env, FALSE);
 }
 
-/* Every command goes to the sandbox's supervisor, which this attachment's claim entitles to run it. */
+/* Asks supervisors until one has run the command or says why not. */
 static gboolean
-local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request, SandstepRunResult *result,
-                   GError **error)
+run_through_supervisor (LocalAttachment *attachment, SandstepRunCall *call, SandstepRunResult *result,
+                        GError **error)
 {
-  LocalAttachment *attachment = (LocalAttachment *) parent;
-  g_auto(GStrv) env = passthrough_environment ();
-  char timeout_text[G_ASCII_DTOSTR_BUF_SIZE] = "";
-  SandstepRunCall call = {
-    .env = env,
-    .stdio = { request->stdin_fd, request->stdout_fd, request->stderr_fd },
-    .claim_fd = attachment->claim_fd,
-    .on_output = request->on_output != NULL ? relay_output : NULL,
-    .on_notice = relay_notice,
-    .user_data = (void *) request,
-  };
   SandstepRunCallResult outcome;
-
-  memset (result, 0, sizeof *result);
-  if (!check_alive (attachment->record, error))
-    return FALSE;
-  if (request->timeout_s > 0)
-    g_ascii_dtostr (timeout_text, sizeof timeout_text, request->timeout_s);
-  call.field[SANDSTEP_RUN_FIELD_HANDLE] = parent->handle;
-  call.field[SANDSTEP_RUN_FIELD_OWNER] = attachment->record->owner;
-  call.field[SANDSTEP_RUN_FIELD_HOLDER] = attachment->record->holder;
-  call.field[SANDSTEP_RUN_FIELD_TIMEOUT] = timeout_text;
-  call.field[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
 
   /* A supervisor that ends as we ask ran nothing: ask the next one. */
   for (int attempt = 0; attempt < 5; attempt++)
@@ -351,12 +329,15 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
       int sock = sandstep_supervisor_connect (attachment->local->store, attachment->record, error);
       if (sock < 0)
         return FALSE;
-      sandstep_run_call (sock, &call, &outcome);
+      sandstep_run_call (sock, call, &outcome);
       close (sock);
       switch (outcome.outcome)
         {
         case SANDSTEP_RUN_CALL_RETRY:
           continue;
+        case SANDSTEP_RUN_CALL_CANCELLED:
+          return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                                 "The command was stopped: its caller went away");
         case SANDSTEP_RUN_CALL_ERROR:
           return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s", outcome.text);
         case SANDSTEP_RUN_CALL_LOST:
@@ -365,12 +346,13 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
         case SANDSTEP_RUN_CALL_FALLBACK:
           {
             /* Refused although this step holds the claim: the sandbox changed under it. */
-            g_autoptr(SandstepRecord) now = sandstep_store_load (attachment->local->store, parent->handle, error);
+            g_autoptr(SandstepRecord) now = sandstep_store_load (attachment->local->store,
+                                                                 attachment->parent.handle, error);
             if (now == NULL || !check_alive (now, error))
               return FALSE;
             return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                    "The supervisor of sandbox '%s' refused the command although this step "
-                                   "holds the sandbox; run the step again", parent->handle);
+                                   "holds the sandbox; run the step again", attachment->parent.handle);
           }
         case SANDSTEP_RUN_CALL_DONE:
           {
@@ -395,7 +377,44 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
     }
   return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                          "The supervisor of sandbox '%s' kept ending before it could run the command; run the "
-                         "step again", parent->handle);
+                         "step again", attachment->parent.handle);
+}
+
+/* Every command goes to the sandbox's supervisor, which this attachment's claim entitles to run it. */
+static gboolean
+local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request, SandstepRunResult *result,
+                   GError **error)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+  g_auto(GStrv) env = passthrough_environment ();
+  char timeout_text[G_ASCII_DTOSTR_BUF_SIZE] = "";
+  SandstepRunCall call = {
+    .env = env,
+    .stdio = { request->stdin_fd, request->stdout_fd, request->stderr_fd },
+    .claim_fd = attachment->claim_fd,
+    .cancel_fd = -1,
+    .on_output = request->on_output != NULL ? relay_output : NULL,
+    .on_notice = relay_notice,
+    .user_data = (void *) request,
+  };
+  gboolean ok;
+
+  memset (result, 0, sizeof *result);
+  if (!check_alive (attachment->record, error))
+    return FALSE;
+  if (request->timeout_s > 0)
+    g_ascii_dtostr (timeout_text, sizeof timeout_text, request->timeout_s);
+  call.field[SANDSTEP_RUN_FIELD_HANDLE] = parent->handle;
+  call.field[SANDSTEP_RUN_FIELD_OWNER] = attachment->record->owner;
+  call.field[SANDSTEP_RUN_FIELD_HOLDER] = attachment->record->holder;
+  call.field[SANDSTEP_RUN_FIELD_TIMEOUT] = timeout_text;
+  call.field[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
+  if (request->cancellable != NULL)
+    call.cancel_fd = g_cancellable_get_fd (request->cancellable);
+  ok = run_through_supervisor (attachment, &call, result, error);
+  if (call.cancel_fd >= 0)
+    g_cancellable_release_fd (request->cancellable);
+  return ok;
 }
 
 static GBytes *

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -233,15 +234,19 @@ restore_ttys (Streams *streams)
 static int
 send_request (int sock, const SandstepRunCall *call, const Streams *streams)
 {
-  static char buf[SANDSTEP_RUN_MAX];
+  char *buf = malloc (SANDSTEP_RUN_MAX);
+  int sent;
   union { char buf[CMSG_SPACE (4 * sizeof (int))]; struct cmsghdr align; } control;
-  struct iovec iov = { .iov_base = buf };
+  struct iovec iov = { 0 };
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf };
   struct cmsghdr *cmsg;
   int fds[4];
   int n_fds = 3;
   size_t len = 0;
 
+  if (buf == NULL)
+    return 0;
+  iov.iov_base = buf;
   for (int i = 0; i < SANDSTEP_RUN_FIELDS; i++)
     {
       const char *value = i == SANDSTEP_RUN_FIELD_MAGIC     ? SANDSTEP_RUN_MAGIC
@@ -249,16 +254,22 @@ send_request (int sock, const SandstepRunCall *call, const Streams *streams)
                           : call->field[i] != NULL          ? call->field[i]
                                                             : "";
       size_t n = strlen (value) + 1;
-      if (len + n > sizeof buf)
-        return 0;
+      if (len + n > SANDSTEP_RUN_MAX)
+        {
+          free (buf);
+          return 0;
+        }
       memcpy (buf + len, value, n);
       len += n;
     }
   for (char *const *e = call->env; e != NULL && *e != NULL; e++)
     {
       size_t n = strlen (*e) + 1;
-      if (len + n > sizeof buf)
-        return 0;
+      if (len + n > SANDSTEP_RUN_MAX)
+        {
+          free (buf);
+          return 0;
+        }
       memcpy (buf + len, *e, n);
       len += n;
     }
@@ -272,7 +283,9 @@ send_request (int sock, const SandstepRunCall *call, const Streams *streams)
   cmsg->cmsg_type = SCM_RIGHTS;
   cmsg->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
   memcpy (CMSG_DATA (cmsg), fds, n_fds * sizeof (int));
-  return sendmsg (sock, &msg, MSG_NOSIGNAL) == (ssize_t) len;
+  sent = sendmsg (sock, &msg, MSG_NOSIGNAL) == (ssize_t) len;
+  free (buf);
+  return sent;
 }
 
 /* One reply; 0 when the call is over. */
@@ -349,7 +362,7 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
 
   for (;;)
     {
-      struct pollfd fds[4] = { { .fd = sock, .events = POLLIN } };
+      struct pollfd fds[5] = { { .fd = sock, .events = POLLIN } };
       int n = 1;
 
       for (int i = 0; i < streams.n_relays; i++)
@@ -359,11 +372,18 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
           fds[n++] = relay->kind == RELAY_IN ? (struct pollfd) { .fd = relay->to, .events = POLLOUT }
                                              : (struct pollfd) { .fd = relay->from, .events = POLLIN };
         }
-      if (poll (fds, n, -1) < 0)
+      fds[n] = (struct pollfd) { .fd = call->cancel_fd, .events = POLLIN };
+      if (poll (fds, n + 1, -1) < 0)
         {
           if (errno == EINTR && stop_signal == 0)
             continue;
           result->outcome = started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
+          break;
+        }
+      if (call->cancel_fd >= 0 && (fds[n].revents & POLLIN))
+        {
+          /* The supervisor sees the connection go, and kills the command with everything it started. */
+          result->outcome = SANDSTEP_RUN_CALL_CANCELLED;
           break;
         }
       for (int i = 0; i < streams.n_relays; i++)

@@ -22,6 +22,7 @@ typedef struct {
   char *const *env;                         /* NAME=VALUE the command may see; NULL: none */
   int stdio[3];                             /* -1: /dev/null */
   int claim_fd;                             /* the caller's claim, or -1 */
+  int cancel_fd;                            /* readable: give the command up (it is killed); -1: none */
   /* With it, stdout and stderr are pipes whose contents go here (stream 1 or 2). */
   void (*on_output) (int stream, const char *data, size_t len, void *user_data);
   void (*on_notice) (const char *text, void *user_data);
@@ -34,6 +35,7 @@ typedef enum {
   SANDSTEP_RUN_CALL_ERROR,      /* nothing ran: .text says why (the sandbox could not be built) */
   SANDSTEP_RUN_CALL_DONE,       /* .reply */
   SANDSTEP_RUN_CALL_LOST,       /* the supervisor went away after STARTED: the command may or may not have run */
+  SANDSTEP_RUN_CALL_CANCELLED,  /* given up through cancel_fd: the supervisor kills what it started */
 } SandstepRunCallOutcome;
 
 typedef struct {

@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-backend.h"
@@ -24,6 +25,8 @@
 
 /* How long a caller waits for a supervisor that another caller starts. */
 #define START_WAIT_US (20 * G_USEC_PER_SEC)
+/* How many supervisors a caller starts that end before they serve. */
+#define START_ATTEMPTS 3
 /* How long sandstep_supervisor_stop() waits for each signal to work. */
 #define STOP_GRACE_MS 5000
 
@@ -147,9 +150,10 @@ plan_fd (GVariant *plan, GError **error)
   return fd;
 }
 
-/* What the supervisor said on its ready pipe: "ok", or "DOMAIN\tCODE\tMESSAGE". */
+/* What the supervisor said on its ready pipe: "ok", or "DOMAIN\tCODE\tMESSAGE".  @out_vanished:
+ * it ended without a word (killed while it started): nothing ran, and another may be started. */
 static gboolean
-await_ready (int fd, const char *handle, GError **error)
+await_ready (int fd, const char *handle, gboolean *out_vanished, GError **error)
 {
   g_autoptr(GString) text = g_string_new (NULL);
   char buf[4096];
@@ -169,6 +173,7 @@ await_ready (int fd, const char *handle, GError **error)
         return FALSE;
       }
   }
+  *out_vanished = TRUE;
   return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                          "The supervisor of sandbox '%s' ended before it could serve; run the step again, and "
                          "reinstall sandstep if this persists", handle);
@@ -176,7 +181,8 @@ await_ready (int fd, const char *handle, GError **error)
 
 /* Starts the supervisor, holding @lock (flocked), and waits until it serves. */
 static gboolean
-start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, GError **error)
+start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, gboolean *out_vanished,
+                  GError **error)
 {
   char *argv[] = { (char *) "sandstep", (char *) "--supervisor", record->handle, NULL };
   g_autofree char *program = sandstep_program_path ("sandstep-supervise");
@@ -227,15 +233,11 @@ start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, 
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Could not run the sandbox's supervisor '%s'; reinstall sandstep", program);
     }
+  /* It forks at once and the first process ends: never our child for long. */
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
   {
-    /* For sandstep_supervisor_stop(): who holds the lock, by pid and start time. */
-    g_autofree char *text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", (int) pid,
-                                             sandstep_process_start_time (pid));
-    if (ftruncate (lock, 0) < 0 || pwrite (lock, text, strlen (text), 0) < 0)
-      g_debug ("Could not write the pid of the supervisor of '%s'", record->handle);
-  }
-  {
-    gboolean ok = await_ready (ready[0], record->handle, error);
+    gboolean ok = await_ready (ready[0], record->handle, out_vanished, error);
     close (ready[0]);
     return ok;
   }
@@ -256,6 +258,7 @@ sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record,
   int dir_fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   gint64 deadline = g_get_monotonic_time () + START_WAIT_US;
   gulong pause_us = 1000;
+  int vanished = 0;
   int sock = -1;
 
   if (dir_fd < 0)
@@ -277,9 +280,16 @@ sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record,
         }
       if (flock (lock, LOCK_EX | LOCK_NB) == 0)
         {
-          /* Nobody serves the sandbox: start its supervisor. */
-          started = start_supervisor (store, record, lock, error);
+          /* Nobody serves the sandbox: start its supervisor.  One that is killed as it starts ran nothing:
+           * start another, a few times. */
+          gboolean gone = FALSE;
+          started = start_supervisor (store, record, lock, &gone, error);
           close (lock);
+          if (!started && gone && ++vanished < START_ATTEMPTS)
+            {
+              g_clear_error (error);
+              continue;
+            }
           if (!started)
             break;
           continue;

@@ -192,11 +192,13 @@ reset_limit (int resource, const char *label, const char *limits)
     return;
   want.rlim_cur = strcmp (soft, "unlimited") == 0 ? RLIM_INFINITY : g_ascii_strtoull (soft, NULL, 10);
   want.rlim_max = strcmp (hard, "unlimited") == 0 ? RLIM_INFINITY : g_ascii_strtoull (hard, NULL, 10);
-  /* Only root may raise a hard limit; for others, as close as allowed. */
-  if (geteuid () != 0 && want.rlim_max > now.rlim_max)
-    want.rlim_max = now.rlim_max;
   if (want.rlim_cur > want.rlim_max)
     want.rlim_cur = want.rlim_max;
+  /* Raising a hard limit takes CAP_SYS_RESOURCE; without it, as close as allowed. */
+  if (setrlimit (resource, &want) == 0 || want.rlim_max <= now.rlim_max)
+    return;
+  want.rlim_max = now.rlim_max;
+  want.rlim_cur = MIN (want.rlim_cur, want.rlim_max);
   setrlimit (resource, &want);
 }
 
@@ -1140,6 +1142,26 @@ start (Supervisor *s, GError **error)
   return TRUE;
 }
 
+/* Forks once more and lets the starter reap the first process: the
+ * supervisor is then a child of init (or of a subreaper), and writes its
+ * pid where sandstep_supervisor_stop() reads it. */
+static gboolean
+become_daemon (void)
+{
+  g_autofree char *text = NULL;
+  pid_t pid = fork ();
+
+  if (pid < 0)
+    return FALSE;
+  if (pid > 0)
+    _exit (0);
+  text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", (int) getpid (), start_time (getpid ()));
+  if (ftruncate (SANDSTEP_SUPERVISOR_LOCK_FD, 0) < 0 ||
+      pwrite (SANDSTEP_SUPERVISOR_LOCK_FD, text, strlen (text), 0) != (ssize_t) strlen (text))
+    g_debug ("Could not write the supervisor's pid: %s", g_strerror (errno));
+  return TRUE;
+}
+
 /* A released sandbox whose last command ended is destroyed: by the helper, which owns the store. */
 static void
 reclaim (Supervisor *s)
@@ -1161,6 +1183,9 @@ sandstep_supervisor_main (const char *handle)
   };
   gboolean ok;
 
+  /* Nobody's child: whoever started us may kill its children, or wait for them. */
+  if (!become_daemon ())
+    return SANDSTEP_EXIT_INTERNAL;
   own_process_state ();
   ok = start (&s, &error);
   say_ready (ok ? NULL : error);
