@@ -5,6 +5,7 @@ SANDSTEP_PACKAGES=(
   gcc make meson ninja-build pkg-config
   libglib2.0-dev libjson-glib-dev libsoup-3.0-dev libseccomp-dev
   iproute2 util-linux passwd procps
+  passt  # pasta: the user-mode network stack of a network=open sandbox
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
 )
 

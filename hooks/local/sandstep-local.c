@@ -503,6 +503,9 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   json_builder_add_int_value (builder, MAX (record->expires - now_unix (), 0));
   json_builder_set_member_name (builder, "released");
   json_builder_add_boolean_value (builder, record->released);
+  /* The host uid the sandbox's uid 0 is (sandstep-uids.h). */
+  json_builder_set_member_name (builder, "uid");
+  json_builder_add_int_value (builder, geteuid () == 0 ? record->uid : getuid ());
   json_builder_set_member_name (builder, "spec");
   json_builder_add_value (builder, sandstep_spec_to_json (record->spec, FALSE));
   json_builder_end_object (builder);

@@ -82,6 +82,8 @@ typedef struct {
   int store_fd;
   int dir_fd;              /* the sandbox's directory */
   int claim_fd;
+  guint64 start_time;      /* ours, for the claim: a pid is named with it */
+  gboolean jail_is_peer;   /* the sandbox's uid is ours: its processes could reach us but for the namespace */
   int listener;
   int watch;
   int signals;
@@ -575,9 +577,10 @@ reply_text (int conn, SandstepRunKind kind, const char *text)
   sendmsg (conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* The caller must be this user, in this user namespace: never a process of a sandbox. */
+/* The caller must be this user, in this user namespace: never a process of a sandbox.  Where the
+ * sandbox's uid is not ours, the uid alone tells. */
 static gboolean
-peer_is_ours (int conn)
+peer_is_ours (Supervisor *s, int conn)
 {
   struct ucred cred;
   socklen_t len = sizeof cred;
@@ -587,6 +590,8 @@ peer_is_ours (int conn)
 
   if (getsockopt (conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid () || cred.pid <= 0)
     return FALSE;
+  if (!s->jail_is_peer)
+    return TRUE;
   path = g_strdup_printf ("/proc/%d/ns/user", (int) cred.pid);
   theirs = g_file_read_link (path, NULL);
   ours = g_file_read_link ("/proc/self/ns/user", NULL);
@@ -688,7 +693,7 @@ take_claim (Supervisor *s, const char *holder)
     return FALSE;
   append_json_string (text, holder);
   g_string_append_printf (text, ",\"pid\":%d,\"start\":%" G_GUINT64_FORMAT "}", (int) getpid (),
-                          start_time (getpid ()));
+                          s->start_time);
   /* Overwritten in place, cut only when shorter (truncating costs a journal transaction). */
   if (fstat (s->claim_fd, &st) < 0 || pwrite (s->claim_fd, text->str, text->len, 0) != (ssize_t) text->len ||
       ((gsize) st.st_size > text->len && ftruncate (s->claim_fd, text->len) < 0))
@@ -806,7 +811,7 @@ begin (Supervisor *s, int conn)
   int stdio[3];
 
   /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
-  if (!receive_request (conn, &request) || !peer_is_ours (conn) || request.n_fds < 3)
+  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 3)
     goto fallback;
   /* Anything the ordinary path would judge, it judges, word for word. */
   owner = request.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.field[SANDSTEP_RUN_FIELD_OWNER] : s->default_owner;
@@ -1133,6 +1138,12 @@ start (Supervisor *s, GError **error)
                            "Sandbox '%s' expired", s->handle);
   if (!load_plan (s, error))
     return FALSE;
+  {
+    guint32 uid, gid;
+    sandstep_jail_outer_ids (s->jail, &uid, &gid);
+    s->jail_is_peer = uid == getuid ();
+  }
+  s->start_time = start_time (getpid ());
   if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
       (s->cgroup = sandstep_cgroup_make (s->handle, s->memory, s->pids, error)) == NULL)
     return FALSE;
