@@ -32,6 +32,7 @@ static const SandstepOption get_options[] = {
 
 static const SandstepOption export_options[] = {
   { "max-bytes", SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "refuse files larger than this (default 1G)" },
+  { "no-clobber", SANDSTEP_OPTION_FLAG,     FALSE, NULL,         "refuse the whole export if a destination exists, and never replace one" },
   { NULL }
 };
 
