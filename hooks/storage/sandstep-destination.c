@@ -69,6 +69,7 @@ sandstep_destination_init (SandstepDestination *dest, const SandstepDestinationC
   dest->context = context;
   dest->path = g_strdup (path);
   dest->shown = g_strdup (shown);
+  dest->rank = klass->commit_rank;
   return dest;
 }
 

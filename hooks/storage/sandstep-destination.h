@@ -48,6 +48,7 @@ struct _SandstepDestination {
   SandstepExportContext *context;
   char *path;                /* the file in the sandbox */
   char *shown;               /* the destination in messages: never a credential or a signed query */
+  int rank;                  /* the commit order: klass->commit_rank, which stage() may change */
 };
 
 /* Parses @url for the sandbox file @path; touches nothing yet.  A URL that

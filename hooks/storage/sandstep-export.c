@@ -117,8 +117,8 @@ compare_rank (gconstpointer a, gconstpointer b, gpointer data)
   const SandstepDestination *da = dests->pdata[*(const guint *) a];
   const SandstepDestination *db = dests->pdata[*(const guint *) b];
 
-  if (da->klass->commit_rank != db->klass->commit_rank)
-    return da->klass->commit_rank - db->klass->commit_rank;
+  if (da->rank != db->rank)
+    return da->rank - db->rank;
   return (int) *(const guint *) a - (int) *(const guint *) b;
 }
 
