@@ -288,3 +288,40 @@ sandstep_aws_config_load (GError **error)
                         "profile, AWS_SHARED_CREDENTIALS_FILE the file)", profile, credentials.path), NULL;
   return g_steal_pointer (&config);
 }
+
+static const char *
+proxy_env (const char *upper)
+{
+  g_autofree char *lower = g_ascii_strdown (upper, -1);
+  const char *value = env_value (upper);
+
+  return value != NULL ? value : env_value (lower);
+}
+
+GProxyResolver *
+sandstep_aws_proxy_resolver (void)
+{
+  g_autoptr(GPtrArray) ignore = g_ptr_array_new_with_free_func (g_free);
+  const char *no_proxy = proxy_env ("NO_PROXY");
+  const char *https_proxy = proxy_env ("HTTPS_PROXY");
+  const char *http_proxy = proxy_env ("HTTP_PROXY");
+  GProxyResolver *resolver;
+
+  g_ptr_array_add (ignore, g_strdup ("localhost"));
+  g_ptr_array_add (ignore, g_strdup ("127.0.0.0/8"));
+  g_ptr_array_add (ignore, g_strdup ("::1"));
+  if (no_proxy != NULL)
+    {
+      g_auto(GStrv) hosts = g_strsplit (no_proxy, ",", -1);
+      for (guint i = 0; hosts[i] != NULL; i++)
+        if (g_strstrip (hosts[i])[0] != '\0')
+          g_ptr_array_add (ignore, g_strdup (hosts[i]));
+    }
+  g_ptr_array_add (ignore, NULL);
+  resolver = g_simple_proxy_resolver_new (NULL, (char **) ignore->pdata);
+  if (https_proxy != NULL)
+    g_simple_proxy_resolver_set_uri_proxy (G_SIMPLE_PROXY_RESOLVER (resolver), "https", https_proxy);
+  if (http_proxy != NULL)
+    g_simple_proxy_resolver_set_uri_proxy (G_SIMPLE_PROXY_RESOLVER (resolver), "http", http_proxy);
+  return resolver;
+}

@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <gio/gio.h>
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -44,6 +45,11 @@ typedef struct {
   char *credentials_from;     /* for messages: "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", "profile 'x' in '...'" */
   char *endpoint_from;        /* for messages: "AWS_ENDPOINT_URL_S3", ...; NULL for AWS's */
 } SandstepAwsConfig;
+
+/* The proxies the AWS tools use: HTTPS_PROXY for https://, HTTP_PROXY for
+ * http:// (either case), NO_PROXY's hosts and this machine's loopback
+ * direct.  Never the desktop's proxy settings (GSettings). */
+GProxyResolver *sandstep_aws_proxy_resolver (void);
 
 /* Reads the environment and the files.  The file paths are the
  * environment's or the defaults under the home directory. */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sandstep-aws-config.h"
 #include "sandstep-error.h"
 #include "sandstep-export-stream.h"
 
@@ -76,8 +77,9 @@ http_commit (SandstepDestination *parent, GError **error)
 {
   HttpDestination *d = (HttpDestination *) parent;
   guint timeout = (guint) (parent->context->read_timeout_s + 0.999);
+  g_autoptr(GProxyResolver) proxies = sandstep_aws_proxy_resolver ();
   g_autoptr(SoupSession) session = soup_session_new_with_options ("timeout", MAX (timeout, 1u), "user-agent",
-                                                                   "sandstep", NULL);
+                                                                   "sandstep", "proxy-resolver", proxies, NULL);
   g_autoptr(SoupMessage) msg = soup_message_new_from_uri ("PUT", d->uri);
   g_autoptr(GInputStream) body_stream = NULL;
   g_autoptr(GBytes) answer = NULL;

@@ -80,8 +80,11 @@ sandstep_s3_client_new (SandstepAwsConfig *config, double read_timeout_s, GError
     client->shown = g_strdup_printf ("%s://%s%s%s%s%s", client->scheme, ipv6 ? "[" : "", client->host,
                                      ipv6 ? "]" : "", port, client->base_path);
   }
-  client->session = soup_session_new_with_options ("timeout", timeout, "user-agent", "sandstep",
-                                                   NULL);
+  {
+    g_autoptr(GProxyResolver) proxies = sandstep_aws_proxy_resolver ();
+    client->session = soup_session_new_with_options ("timeout", timeout, "user-agent", "sandstep", "proxy-resolver",
+                                                     proxies, NULL);
+  }
   return g_steal_pointer (&client);
 }
 
