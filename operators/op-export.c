@@ -1,4 +1,4 @@
-/* op-export.c: copy files out of the sandbox to file:// URLs, all or none. */
+/* op-export.c: copy files out of the sandbox to file://, s3:// and https:// URLs, all or none. */
 #include "sandstep-operator.h"
 
 #include <string.h>
@@ -15,26 +15,43 @@ print_staged (const char *path, const char *dest, gint64 bytes, gpointer data)
   g_printerr ("sandstep export: staged %s for %s (%s)\n", path, dest, size);
 }
 
+static gboolean
+parse_options (SandstepInvocation *invocation, SandstepExportOptions *options, GError **error)
+{
+  const char *max_text = sandstep_invocation_get (invocation, "max-bytes");
+  const char *timeout_text = sandstep_invocation_get (invocation, "read-timeout");
+
+  memset (options, 0, sizeof *options);
+  options->max_bytes = SANDSTEP_DEFAULT_EXPORT_MAX;
+  if (max_text != NULL && !sandstep_parse_size (max_text, &options->max_bytes, error))
+    return FALSE;
+  if (timeout_text != NULL &&
+      !sandstep_parse_seconds ("read-timeout", timeout_text, FALSE, &options->read_timeout_s, error))
+    return FALSE;
+  options->no_clobber = sandstep_invocation_has (invocation, "no-clobber");
+  return TRUE;
+}
+
+gboolean
+sandstep_op_export_needs_net (SandstepInvocation *invocation)
+{
+  return sandstep_export_needs_net (invocation->operands);
+}
+
 gboolean
 sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **error)
 {
   g_autoptr(SandstepAttachment) attachment = NULL;
-  const char *max_text = sandstep_invocation_get (invocation, "max-bytes");
-  guint64 max_bytes = SANDSTEP_DEFAULT_EXPORT_MAX;
+  SandstepExportOptions options;
 
-  if (max_text != NULL && !sandstep_parse_size (max_text, &max_bytes, error))
+  if (!parse_options (invocation, &options, error))
     return FALSE;
   /* Bad destinations are refused before the sandbox is claimed. */
-  for (guint i = 0; i < invocation->operands->len; i++)
-    {
-      const char *eq = strchr (invocation->operands->pdata[i], '=');
-      g_autofree char *dest = eq != NULL ? sandstep_export_destination (eq + 1, error) : NULL;
-      if (eq != NULL && dest == NULL)
-        return FALSE;
-    }
+  if (!sandstep_export_check (invocation->operands, &options, error))
+    return FALSE;
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL ||
-      !sandstep_export_files (attachment, invocation->operands, max_bytes, print_staged, NULL, error))
+      !sandstep_export_files (attachment, invocation->operands, &options, print_staged, NULL, error))
     return FALSE;
   g_printerr ("sandstep export: published %u file%s\n", invocation->operands->len,
               invocation->operands->len == 1 ? "" : "s");

@@ -31,6 +31,12 @@ exec_net (const char *op_name, char **argv)
   g_autofree char *beside = dir != NULL ? g_build_filename (dir, "sandstep-net", NULL) : NULL;
   const char *candidates[] = { beside, SANDSTEP_LIBEXECDIR "/sandstep-net" };
 
+  /* sandstep-net lacking what it is run for would exec itself for ever. */
+  if (self != NULL && g_str_has_suffix (self, "/sandstep-net"))
+    {
+      g_printerr ("sandstep %s: '%s' lacks what this %s needs; reinstall sandstep\n", op_name, self, op_name);
+      return SANDSTEP_EXIT_INTERNAL;
+    }
   for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
     if (candidates[i] != NULL && g_file_test (candidates[i], G_FILE_TEST_IS_EXECUTABLE))
       {
@@ -88,7 +94,7 @@ main (int argc, char **argv)
   invocation = sandstep_invocation_parse (op, argc - 2, argv + 2, &error);
   if (invocation == NULL)
     return fail (op->name, error);
-  if (op->run == NULL)
+  if (op->run == NULL || (op->needs_net != NULL && op->needs_net (invocation)))
     return exec_net (op->name, argv);
   /* Remote when --backend (or $SANDSTEP_BACKEND) is a sandstepd URL or the handle names a server. */
   invocation->backend = sandstep_backend_open (sandstep_invocation_get (invocation, "backend"), invocation->handle,

@@ -57,6 +57,9 @@ struct _SandstepOperator {
   const char *summary;
   /* Does the work; *out_exit is the helper's exit status when it returns TRUE. */
   gboolean (*run) (SandstepInvocation *invocation, int *out_exit, GError **error);
+  /* May be NULL.  TRUE: this invocation needs what only sandstep-net links
+   * (an export to s3://), and the lean helper execs it, as for a NULL run. */
+  gboolean (*needs_net) (SandstepInvocation *invocation);
 };
 
 struct _SandstepInvocation {
@@ -117,6 +120,7 @@ gboolean sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError
 gboolean sandstep_op_describe (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_export_needs_net (SandstepInvocation *invocation);
 gboolean sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error);

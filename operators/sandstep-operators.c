@@ -32,6 +32,8 @@ static const SandstepOption get_options[] = {
 
 static const SandstepOption export_options[] = {
   { "max-bytes", SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "refuse files larger than this (default 1G)" },
+  { "no-clobber", SANDSTEP_OPTION_FLAG,     FALSE, NULL,         "refuse the whole export if a destination exists, and never replace one (s3://, https://: If-None-Match: *)" },
+  { "read-timeout", SANDSTEP_OPTION_SECONDS, FALSE, NULL,        "seconds an object store may leave a request unanswered before the export gives up (default 60)" },
   { NULL }
 };
 
@@ -100,7 +102,8 @@ static const SandstepOperator operators[] = {
   { "call",       H | C, no_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory) and print what a model would read", sandstep_op_call },
   { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
   { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
-  { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file:// URLs, all or none",       sandstep_op_export },
+  { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
+    sandstep_op_export_needs_net },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run",      sandstep_op_gc },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },

@@ -8,6 +8,9 @@ SANDSTEP_PACKAGES=(
   passt  # pasta: the user-mode network stack of a network=open sandbox
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
 )
+# Not a Debian package, so not installed here: moto_server (pip install
+# 'moto[server]', 5.2.1 was used), the loopback S3 server of tests/test-s3.c
+# and of bench/run's s3:// row.  Without it those skip, saying why.
 
 sandstep_ensure_packages () {
   local missing=() pkg

@@ -468,7 +468,7 @@ file_url (const char *path)
 }
 
 static void
-test_export_stages_then_renames (Fixture *f, gconstpointer data)
+test_export_stages_then_publishes (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
   g_autofree char *h = handle_arg (handle);
@@ -484,18 +484,18 @@ test_export_stages_then_renames (Fixture *f, gconstpointer data)
   char events[16384];
   ssize_t n;
   int fd;
-  guint partial_created = 0, partial_created_before_publish = 0, published = 0;
-  gboolean final_created_directly = FALSE;
+  guint appeared_a = 0, appeared_b = 0, written_in_place = 0;
 
-  g_test_summary ("export stages every file as a hidden .partial sibling first, then renames each into place, "
-                  "and leaves no .partial behind");
+  g_test_summary ("export publishes each file in one step, complete: a new destination appears by a link of "
+                  "the staged file, an existing one is replaced by a rename; neither is ever written in place, "
+                  "and no .partial is left");
   g_assert_cmpint (mkdir (dir, 0755), ==, 0);
   write_host_file (dest_a, "old report\n", -1);
   g_free (sandstep_test_run_ok (f, handle, "echo '# report' > report.md; printf 'a,b\\n1,2\\n' > /tmp/data.csv"));
 
   fd = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
   g_assert_cmpint (fd, >=, 0);
-  g_assert_cmpint (inotify_add_watch (fd, dir, IN_CREATE | IN_MOVED_TO), >=, 0);
+  g_assert_cmpint (inotify_add_watch (fd, dir, IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE), >=, 0);
   r = sandstep_test_helper (f, "export", h, pair_a, pair_b, NULL);
   sandstep_test_assert_status (r, 0);
 
@@ -504,25 +504,21 @@ test_export_stages_then_renames (Fixture *f, gconstpointer data)
       {
         const struct inotify_event *ev = (const struct inotify_event *) p;
         const char *name = ev->len > 0 ? ev->name : "";
+        gboolean is_a = strcmp (name, "report.md") == 0, is_b = strcmp (name, "data.csv") == 0;
 
-        if ((ev->mask & IN_CREATE) && name[0] == '.' && g_str_has_suffix (name, ".partial"))
-          {
-            partial_created++;
-            if (published == 0)
-              partial_created_before_publish++;
-          }
-        if ((ev->mask & IN_CREATE) && (strcmp (name, "report.md") == 0 || strcmp (name, "data.csv") == 0))
-          final_created_directly = TRUE;
-        if ((ev->mask & IN_MOVED_TO) && (strcmp (name, "report.md") == 0 || strcmp (name, "data.csv") == 0))
-          published++;
+        if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && is_a)
+          appeared_a++;
+        if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && is_b)
+          appeared_b++;
+        if ((ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) && (is_a || is_b))
+          written_in_place++;
         p += sizeof (struct inotify_event) + ev->len;
       }
   close (fd);
 
-  g_assert_cmpuint (partial_created, ==, 2);
-  g_assert_cmpuint (partial_created_before_publish, ==, 2);
-  g_assert_cmpuint (published, ==, 2);
-  g_assert_false (final_created_directly);
+  g_assert_cmpuint (appeared_a, ==, 1);
+  g_assert_cmpuint (appeared_b, ==, 1);
+  g_assert_cmpuint (written_in_place, ==, 0);
   a = read_host_file (dest_a);
   b = read_host_file (dest_b);
   g_assert_cmpstr (a, ==, "# report\n");
@@ -1360,7 +1356,7 @@ main (int argc, char **argv)
   ADD ("/helper/put/tree", test_put_tree);
   ADD ("/helper/get/stdout-and-to", test_get_stdout_and_to);
   ADD ("/helper/ls/sorted", test_ls_sorted);
-  ADD ("/helper/export/stages-then-renames", test_export_stages_then_renames);
+  ADD ("/helper/export/stages-then-publishes", test_export_stages_then_publishes);
   ADD ("/helper/export/all-or-none", test_export_all_or_none);
   ADD ("/helper/release/destroys-when-idle", test_release_destroys_when_idle);
   ADD ("/helper/release/keep", test_release_keep);

@@ -595,6 +595,9 @@ test_render (void)
                        "'--holder=dag/r1/show-describe'" },
     { "show-export", "'/opt/x/sandstep' export '--handle=@box.sbx' '--max-bytes=5M' '--owner=dag/r1' "
                      "'--holder=dag/r1/show-export' -- 'report.md=file:///tmp/out/report.md'" },
+    { "show-export-s3", "'/opt/x/sandstep' export '--handle=@box.sbx' '--no-clobber' '--read-timeout=30' "
+                        "'--owner=dag/r1' '--holder=dag/r1/show-export-s3' -- 'report.md=s3://bucket/reports/report.md' "
+                        "'big.bin=s3://bucket/big.bin'" },
     { "show-release", "'/opt/x/sandstep' release '--handle=@box.sbx' '--keep=0' '--owner=dag/r1' "
                       "'--holder=dag/r1/show-release'" },
     { "sub/dir/show-holder", "holder=dag/r1/sub/dir/show-holder" },
@@ -906,6 +909,8 @@ test_errors (void)
     { "bad-size", { "sandbox-get: option 'max-bytes'", "'lots'", "K, M or G" } },
     { "no-value", { "sandbox-run: option 'timeout' needs a value: timeout=SECONDS" } },
     { "flag-value", { "sandbox-gc: option 'expired' takes no value", "'yes'" } },
+    { "export-flag-value", { "sandbox-export: option 'no-clobber' takes no value", "'yes'" } },
+    { "export-unknown-option", { "sandbox-export: unknown option 'noclobber'", "no-clobber, read-timeout=SECONDS" } },
     { "twice", { "sandbox-run: option 'timeout' is given twice" } },
     { "reserved", { "sandbox-run: option 'owner' is set by the plugin" } },
     { "missing-handle", { "sandbox-release: missing handle", "$(sandbox-release @box.sbx)" } },

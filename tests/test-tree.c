@@ -608,6 +608,86 @@ test_export_pipe (void)
   g_assert_cmpmem (got->data, got->len, g_bytes_get_data (pattern, NULL), g_bytes_get_size (pattern));
 }
 
+/* A sparse file: 64 MiB long, with data only at 0, 32 MiB and the last bytes. */
+static char *
+make_sparse (Tree *t, const char *rel, off_t *out_size)
+{
+  char *path = tree_host_path (t, rel);
+  const off_t size = 64 * 1024 * 1024;
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (ftruncate (fd, size), ==, 0);
+  g_assert_cmpint (pwrite (fd, "head", 4, 0), ==, 4);
+  g_assert_cmpint (pwrite (fd, "middle", 6, size / 2), ==, 6);
+  g_assert_cmpint (pwrite (fd, "tail", 4, size - 4), ==, 4);
+  g_assert_cmpint (close (fd), ==, 0);
+  *out_size = size;
+  return path;
+}
+
+static void
+test_export_sparse (void)
+{
+  g_autoptr(Tree) t = tree_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dest_path = g_build_filename (t->base, "export", NULL);
+  g_autofree char *src = NULL;
+  g_autofree char *want = NULL, *got = NULL;
+  gsize want_len, got_len;
+  struct stat src_st, st;
+  off_t size;
+  int dest_fd = open_dest (t, "export", 0);
+
+  g_test_summary ("export copies a sparse file's holes as holes when the destination is a regular file, "
+                  "with the same content (security issue, item 9)");
+  src = make_sparse (t, "workspace/sparse", &size);
+  g_assert_cmpint (stat (src, &src_st), ==, 0);
+  if ((gint64) src_st.st_blocks * 512 >= size)
+    {
+      g_test_skip ("this file system stores no holes");
+      close (dest_fd);
+      return;
+    }
+
+  g_assert_cmpint (sandstep_tree_export (t->fd, "sparse", dest_fd, G_MAXUINT64, &error), ==, size);
+  g_assert_no_error (error);
+  g_assert_cmpint (fstat (dest_fd, &st), ==, 0);
+  g_assert_cmpint (close (dest_fd), ==, 0);
+  g_assert_cmpint (st.st_size, ==, size);
+  /* As sparse as the source, give or take a block per data run. */
+  g_assert_cmpint ((gint64) st.st_blocks * 512, <=, (gint64) src_st.st_blocks * 512 + 3 * 4096);
+  g_file_get_contents (src, &want, &want_len, &error);
+  g_assert_no_error (error);
+  g_file_get_contents (dest_path, &got, &got_len, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (got, got_len, want, want_len);
+}
+
+/* Holes end the file too: the copy's size is the file's, not its last data run's. */
+static void
+test_export_sparse_tail (void)
+{
+  g_autoptr(Tree) t = tree_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *src = tree_host_path (t, "workspace/hole-at-end");
+  struct stat st;
+  int fd = open (src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int dest_fd = open_dest (t, "export", 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (pwrite (fd, "data", 4, 0), ==, 4);
+  g_assert_cmpint (ftruncate (fd, 8 * 1024 * 1024), ==, 0);
+  g_assert_cmpint (close (fd), ==, 0);
+
+  g_assert_cmpint (sandstep_tree_export (t->fd, "hole-at-end", dest_fd, G_MAXUINT64, &error), ==, 8 * 1024 * 1024);
+  g_assert_no_error (error);
+  g_assert_cmpint (fstat (dest_fd, &st), ==, 0);
+  g_assert_cmpint (st.st_size, ==, 8 * 1024 * 1024);
+  g_assert_cmpint (lseek (dest_fd, 0, SEEK_CUR), ==, 8 * 1024 * 1024);
+  close (dest_fd);
+}
+
 static void
 test_export_too_large (void)
 {
@@ -1045,6 +1125,8 @@ main (int argc, char **argv)
   g_test_add_func ("/tree/export/roundtrip", test_export_roundtrip);
   g_test_add_func ("/tree/export/pipe", test_export_pipe);
   g_test_add_func ("/tree/export/too-large", test_export_too_large);
+  g_test_add_func ("/tree/export/sparse", test_export_sparse);
+  g_test_add_func ("/tree/export/sparse-tail", test_export_sparse_tail);
   g_test_add_func ("/tree/export/not-regular", test_export_not_regular);
   g_test_add_func ("/tree/put/file", test_put_file);
   g_test_add_func ("/tree/put/directory", test_put_directory);

@@ -458,6 +458,74 @@ copy_bytes (int in_fd, int out_fd, guint64 limit, gboolean *out_read_failed, int
   return total;
 }
 
+/* Copies @size bytes of a file with holes run by run (SEEK_DATA, SEEK_HOLE),
+ * seeking over the holes in @out_fd, so the copy is as sparse as the source.
+ * @out_fd must be a regular file open without O_APPEND; writing starts at its
+ * offset.  Returns the bytes the copy covers (holes included), or -1. */
+static gint64
+copy_sparse (int in_fd, int out_fd, guint64 size, gboolean *out_read_failed, int *out_errno)
+{
+  off_t out_start = lseek (out_fd, 0, SEEK_CUR);
+  off_t pos = 0;
+
+  if (out_start < 0)
+    goto write_failed;
+  while ((guint64) pos < size)
+    {
+      off_t data = lseek (in_fd, pos, SEEK_DATA);
+      off_t hole;
+      gint64 n;
+
+      if (data < 0 && errno == ENXIO)
+        break;                    /* only a hole from here on */
+      if (data < 0)
+        goto read_failed;
+      if ((guint64) data >= size)
+        break;
+      hole = lseek (in_fd, data, SEEK_HOLE);
+      if (hole < 0)
+        goto read_failed;
+      hole = MIN ((guint64) hole, size);
+      if (lseek (in_fd, data, SEEK_SET) < 0)
+        goto read_failed;
+      if (lseek (out_fd, out_start + data, SEEK_SET) < 0)
+        goto write_failed;
+      n = copy_bytes (in_fd, out_fd, hole - data, out_read_failed, out_errno);
+      if (n < 0)
+        return -1;
+      if (n < hole - data)
+        return data + n;          /* the file shrank: the caller reports the change */
+      pos = hole;
+    }
+  /* A hole at the end is the file's length, not data. */
+  if (ftruncate (out_fd, out_start + size) < 0 || lseek (out_fd, out_start + size, SEEK_SET) < 0)
+    goto write_failed;
+  return size;
+
+read_failed:
+  *out_read_failed = TRUE;
+  *out_errno = errno;
+  return -1;
+write_failed:
+  *out_read_failed = FALSE;
+  *out_errno = errno;
+  return -1;
+}
+
+/* Holes are worth keeping only where they can be made: a regular file
+ * written at its offset (O_APPEND puts every write at the end). */
+static gboolean
+can_copy_sparse (int in_fd, const struct stat *in_st, int out_fd)
+{
+  struct stat out_st;
+  int flags;
+
+  if ((guint64) in_st->st_blocks * 512 >= (guint64) in_st->st_size)
+    return FALSE;
+  flags = fcntl (out_fd, F_GETFL);
+  return flags >= 0 && !(flags & O_APPEND) && fstat (out_fd, &out_st) == 0 && S_ISREG (out_st.st_mode);
+}
+
 GBytes *
 sandstep_tree_read_file (int tree_fd, const char *sandbox_path, gsize max_bytes, GError **error)
 {
@@ -814,7 +882,10 @@ sandstep_tree_export (int tree_fd, const char *sandbox_path, int dest_fd, guint6
     }
 
   /* At most the size seen: a file that grows meanwhile is caught below, not copied on. */
-  copied = copy_bytes (fd, dest_fd, before.st_size, &read_failed, &errsv);
+  if (can_copy_sparse (fd, &before, dest_fd))
+    copied = copy_sparse (fd, dest_fd, before.st_size, &read_failed, &errsv);
+  else
+    copied = copy_bytes (fd, dest_fd, before.st_size, &read_failed, &errsv);
   if (copied < 0)
     {
       if (read_failed)

@@ -23,6 +23,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
+#include "sandstep-sparse.h"
 #include "sandstep-remote-wire.h"
 
 /* No line of a response is longer: output arrives in 64 KiB pieces, base64'd. */
@@ -963,6 +964,7 @@ remote_export_file (SandstepAttachment *parent, const char *path, int dest_fd, g
   g_autoptr(SoupMessage) msg = NULL;
   g_autoptr(GInputStream) stream = NULL;
   g_autofree LineReader *lr = NULL;
+  SandstepSparseWriter sparse;
   guint64 written = 0;
 
   begin_claimed (builder, a);
@@ -977,6 +979,7 @@ remote_export_file (SandstepAttachment *parent, const char *path, int dest_fd, g
 
   lr = g_new0 (LineReader, 1);
   line_reader_init (lr, stream);
+  sandstep_sparse_writer_init (&sparse, dest_fd);
   for (;;)
     {
       g_autoptr(GError) local_error = NULL;
@@ -1011,7 +1014,7 @@ remote_export_file (SandstepAttachment *parent, const char *path, int dest_fd, g
                               " bytes allowed", a->target.server, path, max_bytes);
               return -1;
             }
-          if (!write_all (dest_fd, data, len))
+          if (!sandstep_sparse_write (&sparse, data, len))
             {
               sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
                                     "Cannot write '%s' where it is exported to", path);
@@ -1028,7 +1031,12 @@ remote_export_file (SandstepAttachment *parent, const char *path, int dest_fd, g
           return -1;
         }
       if (json_object_has_member (object, "done"))
-        return (gint64) written;
+        {
+          if (!sandstep_sparse_finish (&sparse))
+            return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                         "Cannot write '%s' where it is exported to", path), -1;
+          return (gint64) written;
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 /* sandstep-export.h: copying files out of a sandbox to destinations, all or none.
  *
- * Every file is first staged as a hidden sibling of its destination
- * (".NAME.<12 hex>.partial", so a consumer globbing the real name never sees
- * it); only when every file is staged are they renamed into place.  On any
- * staging failure every staging file is removed and no destination changes.
- * Destinations are file:// URLs for now.
+ * Every file is first staged where nobody sees it (sandstep-destination.h);
+ * only when every file is staged are they committed, each in one step.  On
+ * any staging failure every stage is undone and no destination changes.  A
+ * commit that fails after others succeeded says which are already in place;
+ * the rest are undone.
  */
 #pragma once
 
@@ -15,12 +15,24 @@
 G_BEGIN_DECLS
 
 #define SANDSTEP_DEFAULT_EXPORT_MAX (1024ULL * 1024 * 1024)
+#define SANDSTEP_DEFAULT_EXPORT_READ_TIMEOUT_S 60.0
 
-/* A local path for a file:// URL; SANDSTEP_EXPORT_ERROR_BAD_URL otherwise. */
-char *sandstep_export_destination (const char *url, GError **error);
+typedef struct {
+  guint64 max_bytes;         /* 0: SANDSTEP_DEFAULT_EXPORT_MAX */
+  gboolean no_clobber;       /* an existing destination is refused, never replaced */
+  double read_timeout_s;     /* <= 0: SANDSTEP_DEFAULT_EXPORT_READ_TIMEOUT_S */
+} SandstepExportOptions;
+
+/* TRUE when a URL of the "PATH=URL" @pairs needs what only sandstep-net has
+ * (the object-storage client, libsoup): the helper hands the export to it. */
+gboolean sandstep_export_needs_net (GPtrArray *pairs);
+
+/* Checks every "PATH=URL" pair as the export would, touching nothing: the
+ * form, the scheme, the object store's configuration. */
+gboolean sandstep_export_check (GPtrArray *pairs, const SandstepExportOptions *options, GError **error);
 
 /* @pairs: "PATH=URL" strings.  Calls @progress (may be NULL) after each file is staged. */
-gboolean sandstep_export_files (SandstepAttachment *attachment, GPtrArray *pairs, guint64 max_bytes,
+gboolean sandstep_export_files (SandstepAttachment *attachment, GPtrArray *pairs, const SandstepExportOptions *options,
                                 void (*progress) (const char *path, const char *dest, gint64 bytes, gpointer data),
                                 gpointer progress_data, GError **error);
 
