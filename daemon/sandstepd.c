@@ -2447,36 +2447,15 @@ static gboolean
 parse_listen (const char *text, GInetSocketAddress **out, GError **error)
 {
   g_autofree char *host = NULL;
-  const char *colon;
-  char *end = NULL;
-  guint64 port;
+  guint16 port;
   GSocketAddress *address;
 
-  if (text[0] == '[')
+  if (sandstep_parse_host_port (text, FALSE, &host, &port) &&
+      (address = g_inet_socket_address_new_from_string (host, port)) != NULL)
     {
-      const char *close = strchr (text, ']');
-      if (close == NULL || close[1] != ':')
-        goto bad;
-      host = g_strndup (text + 1, close - text - 1);
-      colon = close + 1;
+      *out = G_INET_SOCKET_ADDRESS (address);
+      return TRUE;
     }
-  else
-    {
-      colon = strrchr (text, ':');
-      if (colon == NULL)
-        goto bad;
-      host = g_strndup (text, colon - text);
-    }
-  port = g_ascii_strtoull (colon + 1, &end, 10);
-  if (colon[1] == '\0' || *end != '\0' || port > 65535)
-    goto bad;
-  address = g_inet_socket_address_new_from_string (host, (guint) port);
-  if (address == NULL)
-    goto bad;
-  *out = G_INET_SOCKET_ADDRESS (address);
-  return TRUE;
-
-bad:
   return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                          "--listen '%s' is not ADDRESS:PORT (e.g. 127.0.0.1:7700, [::1]:7700, 0.0.0.0:7700)", text);
 }
@@ -2587,21 +2566,8 @@ main (int argc, char **argv)
   d->staging_fd = -1;
   g_queue_init (&d->idle);
   d->leases = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) lease_unref);
-  if (max_upload != NULL)
-    {
-      char *end = NULL;
-      guint64 n = g_ascii_strtoull (max_upload, &end, 10);
-      guint64 scale = 1;
-      if (end != NULL && (*end == 'K' || *end == 'k'))
-        scale = 1ULL << 10, end++;
-      else if (end != NULL && (*end == 'M' || *end == 'm'))
-        scale = 1ULL << 20, end++;
-      else if (end != NULL && (*end == 'G' || *end == 'g'))
-        scale = 1ULL << 30, end++;
-      if (!g_ascii_isdigit (max_upload[0]) || n == 0 || *end != '\0')
-        return usage_error ("--max-upload must be a size: bytes, or a number with K, M or G");
-      d->max_upload = n * scale;
-    }
+  if (max_upload != NULL && !sandstep_parse_size (max_upload, &d->max_upload, NULL))
+    return usage_error ("--max-upload must be a size: bytes, or a number with K, M or G");
 
   if (!parse_listen (listen != NULL ? listen : DEFAULT_LISTEN, &address, &error))
     return usage_error (error->message);

@@ -66,13 +66,3 @@ sandstep_error_exit_status (const GError *error)
 
   return SANDSTEP_EXIT_INTERNAL;
 }
-
-char *
-sandstep_format_size (guint64 n)
-{
-  if (n >= 1024 * 1024)
-    return g_strdup_printf ("%.1fMB", (double) n / (1024.0 * 1024.0));
-  if (n >= 1024)
-    return g_strdup_printf ("%.1fKB", (double) n / 1024.0);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT "B", n);
-}

@@ -8,6 +8,8 @@
 
 #include <glib.h>
 
+#include "sandstep-units.h"
+
 G_BEGIN_DECLS
 
 /* Exit statuses of the sandstep helper (sysexits.h where one fits). */
@@ -85,9 +87,5 @@ gboolean sandstep_throw_errno (GError **error, GQuark domain, int code, int errs
 
 /* The helper's exit status for @error. */
 SandstepExit sandstep_error_exit_status (const GError *error);
-
-/* A size for a message: n >= 1 MiB "%.1fMB", n >= 1024 "%.1fKB", else "<n>B"
- * (binary units labelled KB/MB, as the tool contract does). */
-char *sandstep_format_size (guint64 n);
 
 G_END_DECLS

@@ -305,7 +305,7 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
   if (!g_utf8_validate (prompt, -1, NULL))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "the prompt is not valid UTF-8 text");
-  if (turns_text != NULL && !g_ascii_string_to_unsigned (turns_text, 10, 1, G_MAXUINT32, &max_turns, NULL))
+  if (turns_text != NULL && !sandstep_parse_count (turns_text, G_MAXUINT32, &max_turns))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "max-turns must be a whole number of 1 or more, got '%s'", turns_text);
   if (budget_text != NULL && !sandstep_parse_seconds ("time-budget", budget_text, FALSE, &budget_s, error))

@@ -7,23 +7,13 @@
 #include "sandstep-error.h"
 #include "sandstep-limits.h"
 
-static char *
-format_bytes (guint64 n)
-{
-  if (n % (1ULL << 30) == 0)
-    return g_strdup_printf ("%" G_GUINT64_FORMAT "G", n >> 30);
-  if (n % (1ULL << 20) == 0)
-    return g_strdup_printf ("%" G_GUINT64_FORMAT "M", n >> 20);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
-}
-
 int
 sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, const SandstepRunResult *result,
                      GString *out)
 {
   SandstepLimits limits = sandstep_limits_resolve (&spec->limits);
-  g_autofree char *memory = format_bytes (limits.memory);
-  g_autofree char *disk = format_bytes (limits.disk);
+  g_autofree char *memory = sandstep_format_size_option (limits.memory);
+  g_autofree char *disk = sandstep_format_size_option (limits.disk);
 
   /* One line per limit the command ran into, so a killed command says why. */
   if (result->memory_limit_hit)

@@ -1161,36 +1161,14 @@ static gboolean
 parse_listen_address (const char *text, char **out_host, guint16 *out_port, GError **error)
 {
   g_autofree char *host = NULL;
-  const char *port_text;
   g_autoptr(GInetAddress) address = NULL;
-  guint64 port;
-  char *end = NULL;
+  guint16 port;
   const char *expected = "ADDR:PORT with a loopback ADDR (127.0.0.1, [::1] or localhost) and a PORT from 0 "
                          "(pick a free one) to 65535";
 
   if (text == NULL || text[0] == '\0')
     text = "127.0.0.1:0";
-  if (text[0] == '[')
-    {
-      const char *close = strchr (text, ']');
-      if (close == NULL || close[1] != ':')
-        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                               "--http '%s' is not %s", text, expected);
-      host = g_strndup (text + 1, close - text - 1);
-      port_text = close + 2;
-    }
-  else if (strrchr (text, ':') != NULL)
-    {
-      const char *colon = strrchr (text, ':');
-      host = g_strndup (text, colon - text);
-      port_text = colon + 1;
-    }
-  else
-    {
-      host = g_strdup ("");
-      port_text = text;
-    }
-  if (!g_ascii_isdigit (port_text[0]) || (port = g_ascii_strtoull (port_text, &end, 10)) > 65535 || *end != '\0')
+  if (!sandstep_parse_host_port (text, TRUE, &host, &port))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "--http '%s' is not %s", text, expected);
   if (host[0] == '\0' || g_ascii_strcasecmp (host, "localhost") == 0)
@@ -1206,7 +1184,7 @@ parse_listen_address (const char *text, char **out_host, guint16 *out_port, GErr
                            "only (127.0.0.1, [::1] or localhost); reach it from another machine through an SSH "
                            "tunnel", text, host);
   *out_host = g_inet_address_to_string (address);
-  *out_port = (guint16) port;
+  *out_port = port;
   return TRUE;
 }
 

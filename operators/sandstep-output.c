@@ -73,38 +73,6 @@
 /* ---- numbers ---- */
 
 char *
-sandstep_format_seconds (double seconds)
-{
-  double tenths = round (seconds * 10) / 10;
-
-  if (!isfinite (tenths))
-    return sandstep_format_number (seconds);
-  if (tenths == floor (tenths))
-    return g_strdup_printf ("%.0f", tenths == 0 ? 0.0 : tenths);
-  return g_strdup_printf ("%.1f", tenths);
-}
-
-char *
-sandstep_format_number (double value)
-{
-  if (isnan (value))
-    return g_strdup ("nan");
-  if (isinf (value))
-    return g_strdup (value > 0 ? "inf" : "-inf");
-  if (value == floor (value) && fabs (value) < 1e15)
-    return g_strdup_printf ("%.0f", value == 0 ? 0.0 : value);
-  /* The shortest form that reads back as the same double. */
-  for (int precision = 1; precision <= 17; precision++)
-    {
-      char *text = g_strdup_printf ("%.*g", precision, value);
-      if (g_ascii_strtod (text, NULL) == value)
-        return text;
-      g_free (text);
-    }
-  return g_strdup_printf ("%.17g", value);
-}
-
-char *
 sandstep_quote (const char *text)
 {
   GString *out = g_string_new (NULL);

@@ -16,6 +16,7 @@
 #include <glib.h>
 
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 
 #include "sandstep-spec.h"
 
@@ -27,15 +28,7 @@ G_BEGIN_DECLS
 
 /* ---- numbers ---- */
 
-/* Sizes: sandstep_format_size() in sandstep-error.h, shared with the hooks' messages. */
-
-/* Seconds for a "[timed out after Ns]" note: rounded to 0.1 s, no trailing
- * ".0", never an exponent (60 -> "60", 2.5 -> "2.5", 1e6 -> "1000000"). */
-char *sandstep_format_seconds (double seconds);
-
-/* A number the model gave, echoed in an error: integers without a decimal
- * point, others in their shortest round-trip form; "nan", "inf", "-inf". */
-char *sandstep_format_number (double value);
+/* Sizes, seconds and numbers are printed by sandstep-units.h. */
 
 /* @text in quotes the way Python's repr() quotes a str: single quotes unless
  * the text holds a single quote and no double quote; backslash escapes for
