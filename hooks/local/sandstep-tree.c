@@ -32,6 +32,7 @@
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
+#include "sandstep-units.h"
 
 #define TREE_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define COPY_CHUNK (64 * 1024)
