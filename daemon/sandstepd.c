@@ -55,6 +55,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 #include "sandstep-remote-wire.h"
 #include "sandstep-remote.h"
 #include "sandstep-store.h"

@@ -11,6 +11,7 @@
 #include <libsoup/soup.h>
 
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 
 /* Newest first; the first is the answer to a version we do not know. */
 static const char *const protocol_versions[] = {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 #include "sandstep-output.h"
 
 struct _SandstepToolbox {
