@@ -175,15 +175,15 @@ local_attach (SandstepBackend *backend, const char *handle, const SandstepIdenti
       if (g_get_monotonic_time () >= deadline)
         {
           if (wait_s <= 0)
-            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
-                            "Sandbox '%s' is held by '%s', and one step uses a sandbox at a time; wait for it "
-                            "(--wait=SECONDS) or provision one sandbox per step",
-                            handle, current);
+            sandstep_throw_busy (error, current,
+                                 "Sandbox '%s' is held by '%s', and one step uses a sandbox at a time; wait for it "
+                                 "(--wait=SECONDS) or provision one sandbox per step",
+                                 handle, current);
           else
-            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
-                            "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision one "
-                            "sandbox per step",
-                            handle, current, wait_s);
+            sandstep_throw_busy (error, current,
+                                 "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision "
+                                 "one sandbox per step",
+                                 handle, current, wait_s);
           return NULL;
         }
       if (!notified && notify != NULL)
