@@ -350,10 +350,10 @@ sandstepd_upload_feed (SandstepdUpload *u, const guint8 *data, gsize len, GError
             if (u->total + take > u->max_bytes)
               {
                 if (u->error == NULL)
-                  u->error = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                                          "The upload of '%s' is larger than the server's limit of %" G_GUINT64_FORMAT
-                                          " bytes; put less at a time, or start sandstepd with a larger --max-upload",
-                                          u->name, u->max_bytes);
+                  sandstep_throw_too_large (&u->error, 0, u->max_bytes,
+                                            "The upload of '%s' is larger than the server's limit of %"
+                                            G_GUINT64_FORMAT " bytes; put less at a time, or start sandstepd with "
+                                            "a larger --max-upload", u->name, u->max_bytes);
                 if (error != NULL)
                   *error = g_error_copy (u->error);
                 return FALSE;

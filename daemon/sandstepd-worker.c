@@ -176,21 +176,9 @@ do_attach (Worker *w, JsonObject *m)
   w->who.owner = g_strdup (json_object_get_string_member_with_default (m, "owner", ""));
   w->who.holder = g_strdup (json_object_get_string_member_with_default (m, "holder", ""));
   w->attachment = w->backend->klass->attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
+  /* A busy refusal names its holder: the client waits and asks again. */
   if (w->attachment == NULL)
-    {
-      g_autofree char *holder = NULL;
-      if (g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY))
-        {
-          /* The client waits and asks again: it needs the holder's name. */
-          g_autoptr(JsonNode) record = w->backend->klass->describe (w->backend, handle, &w->who, NULL);
-          JsonObject *o = record != NULL && JSON_NODE_HOLDS_OBJECT (record) ? json_node_get_object (record) : NULL;
-          holder = g_strdup (o != NULL && json_object_has_member (o, "held_by") &&
-                                 !json_object_get_null_member (o, "held_by")
-                               ? json_object_get_string_member (o, "held_by")
-                               : "");
-        }
-      return error_reply (error, holder);
-    }
+    return error_reply (error, NULL);
   reply = json_object_new ();
   json_object_set_double_member (reply, "remaining_seconds",
                                  w->attachment->backend->klass->remaining_lifetime (w->attachment));

@@ -1021,9 +1021,6 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 
   if (error != NULL)
     {
-      const char *holder = reply != NULL ? json_object_get_string_member_with_default (
-                                             json_object_get_object_member (reply, "error"), "holder", NULL)
-                                         : NULL;
       Worker *w = g_steal_pointer (&lease->worker);
 
       lease->ended = TRUE;
@@ -1031,7 +1028,7 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       return_worker (d, w);
       if (req != NULL)
         {
-          answer_error (req, error, holder);
+          answer_error (req, error, NULL);
           lease->claim = NULL;
           req->owner = NULL;
           request_unref (req);

@@ -419,19 +419,6 @@ is_recoverable (const GError *error)
   return error->domain == SANDSTEP_PATH_ERROR;
 }
 
-/* The size text of the backend's "'<path>' is <size>, over the <max> read
- * limit" message, or NULL. */
-static char *
-size_from_message (const char *message)
-{
-  const char *is = strstr (message, "' is ");
-  const char *over = is != NULL ? strstr (is, ", over the ") : NULL;
-
-  if (over == NULL || over - (is + 5) > 32 || over == is + 5)
-    return NULL;
-  return g_strndup (is + 5, over - (is + 5));
-}
-
 static char *
 tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GError *local, gboolean *out_is_error,
              GError **error)
@@ -446,9 +433,13 @@ tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GErro
   if (g_error_matches (local, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE) && path != NULL &&
       strcmp (tool, "read_file") == 0)
     {
-      g_autofree char *size = size_from_message (local->message);
+      guint64 size = 0;
+      g_autofree char *size_text = NULL;
+
+      if (sandstep_error_get_size (local, &size, NULL) && size > 0)
+        size_text = sandstep_format_size (size);
       g_error_free (local);
-      return sandstep_read_limit_message (path, size, toolbox->limits.max_read_bytes);
+      return sandstep_read_limit_message (path, size_text, toolbox->limits.max_read_bytes);
     }
   {
     char *text = g_strdup_printf ("The %s tool failed: %s", tool, local->message);

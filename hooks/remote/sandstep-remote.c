@@ -497,7 +497,8 @@ remote_attach (SandstepBackend *backend, const char *handle, const SandstepIdent
           return &a->parent;
         }
 
-      refusal = error_from_stream (msg, stream, &t, &holder);
+      refusal = error_from_stream (msg, stream, &t, NULL);
+      holder = g_strdup (sandstep_error_get_holder (refusal));
       if (!g_error_matches (refusal, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY) || holder == NULL)
         {
           g_propagate_error (error, g_steal_pointer (&refusal));
