@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-store.h"
-#include "sandstep-remote-wire.h"
+#include "sandstep-wire.h"
 
 #define MAX_HEADER (64 * 1024)
 #define MAX_ENTRIES (1024 * 1024)
@@ -134,7 +135,7 @@ sandstepd_upload_free (SandstepdUpload *u)
   if (u->dir_fd >= 0)
     close (u->dir_fd);
   if (u->dir_name != NULL)
-    sandstep_store_remove_tree_at (u->staging_fd, u->dir_name);
+    sandstep_remove_tree_at (u->staging_fd, u->dir_name);
   g_byte_array_unref (u->line);
   g_clear_error (&u->error);
   g_free (u->dir_name);

@@ -25,7 +25,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
-#include "sandstep-remote-wire.h"
+#include "sandstep-wire.h"
 #include "sandstepd-wire.h"
 
 #define SEND_TIMEOUT_MS (30 * 1000)
@@ -165,7 +165,7 @@ do_attach (Worker *w, JsonObject *m)
   g_autoptr(GError) error = NULL;
   JsonObject *reply;
 
-  if (w->attachment != NULL || !sandstep_wire_handle_is_local (handle))
+  if (w->attachment != NULL || !sandstep_handle_is_local (handle))
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "sandstepd worker: attach refused (already attached, or a bad handle)");

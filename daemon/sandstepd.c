@@ -55,9 +55,9 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-units.h"
-#include "sandstep-remote-wire.h"
-#include "sandstep-remote.h"
+#include "sandstep-wire.h"
 #include "sandstep-store.h"
 #include "sandstepd-wire.h"
 
@@ -2014,7 +2014,7 @@ route_for (const char *path, char **out_handle, gboolean *out_bad_handle)
   for (gsize i = 0; i < G_N_ELEMENTS (sandbox_routes); i++)
     if (strcmp (parts[1], sandbox_routes[i].name) == 0)
       {
-        if (!sandstep_wire_handle_is_local (parts[0]))
+        if (!sandstep_handle_is_local (parts[0]))
           {
             *out_bad_handle = TRUE;
             *out_handle = g_strdup (parts[0]);
@@ -2497,7 +2497,7 @@ clean_staging (Daemon *d)
     }
   while ((entry = readdir (dir)) != NULL)
     if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstep_store_remove_tree_at (d->staging_fd, entry->d_name);
+      sandstep_remove_tree_at (d->staging_fd, entry->d_name);
   closedir (dir);
 }
 

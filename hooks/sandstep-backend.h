@@ -9,6 +9,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "sandstep-handle.h"
 #include "sandstep-spec.h"
 
 G_BEGIN_DECLS
@@ -111,8 +112,10 @@ struct _SandstepAttachment {
   char *handle;
 };
 
-/* The local jail backend over @state_dir (NULL: $SANDSTEP_STATE_DIR or the default). */
+/* The local jail backend over @state_dir (NULL: sandstep_local_backend_default_dir()). */
 SandstepBackend *sandstep_local_backend_new (const char *state_dir, GError **error);
+/* $SANDSTEP_STATE_DIR, else /var/lib/sandstep for root, else $XDG_STATE_HOME/sandstep. */
+char *sandstep_local_backend_default_dir (void);
 
 static inline void
 sandstep_backend_free (SandstepBackend *backend)
@@ -129,9 +132,19 @@ sandstep_attachment_detach (SandstepAttachment *attachment)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepBackend, sandstep_backend_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepAttachment, sandstep_attachment_detach)
 
-/* A local handle is "sandstep-" and 16 lowercase hex digits; a remote one
- * names its server: http(s)://HOST[:PORT][/PREFIX]/sandstep-<16 hex>. */
-#define SANDSTEP_HANDLE_PREFIX "sandstep-"
-gboolean sandstep_handle_is_valid (const char *handle);
+/* Where a client of sandstepd finds its token: never on the command line. */
+#define SANDSTEP_TOKEN_ENV "SANDSTEP_TOKEN"
+#define SANDSTEP_TOKEN_FILE_ENV "SANDSTEP_TOKEN_FILE"
+/* A PEM file of CA certificates to trust for https:// servers (default: the system's). */
+#define SANDSTEP_CA_FILE_ENV "SANDSTEP_CA_FILE"
+
+/* The backend for one helper run: remote when @backend (from --backend, else
+ * $SANDSTEP_BACKEND) is a sandstepd URL or @handle names a server, else
+ * local.  The remote backend lives in the module sandstep-remote.so
+ * (libsoup), loaded on first use, so that a local step never loads libsoup;
+ * it is found beside the running program, at ../hooks/remote/ from it in a
+ * build tree, or in libexecdir, and $SANDSTEP_REMOTE_MODULE overrides all
+ * three. */
+SandstepBackend *sandstep_backend_open (const char *backend, const char *handle, GError **error);
 
 G_END_DECLS

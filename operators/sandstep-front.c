@@ -20,18 +20,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandstep-handle-libc.h"
 #include "sandstep-launch-wire.h"
 
-#define HANDLE_PREFIX "sandstep-"
-#define HANDLE_HEX_DIGITS 16
-#define HANDLE_FILE_MAX 4096
+/* SANDSTEP_EXIT_INTERNAL: sandstep-error.h is GLib's side. */
 #define EXIT_INTERNAL 125
 
 static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
 
 typedef struct {
   const char *value[SANDSTEP_LAUNCH_FIELDS];
-  char handle[sizeof HANDLE_PREFIX + HANDLE_HEX_DIGITS];
+  char handle[SANDSTEP_HANDLE_LOCAL_LEN + 1];
   char *command;
 } Request;
 
@@ -58,51 +57,6 @@ exec_core (char **argv)
   fprintf (stderr, "sandstep: cannot run sandstep-core, beside '%s' or in '%s': %s; reinstall sandstep\n",
            n > 0 ? self : "sandstep", SANDSTEP_LIBEXECDIR, strerror (errno));
   exit (EXIT_INTERNAL);
-}
-
-static int
-handle_ok (const char *text)
-{
-  if (strncmp (text, HANDLE_PREFIX, strlen (HANDLE_PREFIX)) != 0)
-    return 0;
-  text += strlen (HANDLE_PREFIX);
-  for (int i = 0; i < HANDLE_HEX_DIGITS; i++)
-    if (!((text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f')))
-      return 0;
-  return text[HANDLE_HEX_DIGITS] == '\0';
-}
-
-/* --handle=VALUE or --handle=@FILE, trimmed as the core trims it. */
-static int
-resolve_handle (const char *given, char out[static sizeof HANDLE_PREFIX + HANDLE_HEX_DIGITS])
-{
-  char buf[HANDLE_FILE_MAX + 1];
-  const char *start = given;
-  size_t len;
-
-  if (given[0] == '@')
-    {
-      int fd = open (given + 1, O_RDONLY | O_CLOEXEC);
-      ssize_t n;
-      if (fd < 0)
-        return 0;
-      n = read (fd, buf, sizeof buf);
-      close (fd);
-      if (n <= 0 || n > HANDLE_FILE_MAX || memchr (buf, '\0', n) != NULL)
-        return 0;
-      buf[n] = '\0';
-      start = buf;
-    }
-  while (*start == ' ' || (*start >= '\t' && *start <= '\r'))
-    start++;
-  len = strlen (start);
-  while (len > 0 && (start[len - 1] == ' ' || (start[len - 1] >= '\t' && start[len - 1] <= '\r')))
-    len--;
-  if (len != strlen (HANDLE_PREFIX) + HANDLE_HEX_DIGITS)
-    return 0;
-  memcpy (out, start, len);
-  out[len] = '\0';
-  return handle_ok (out);
 }
 
 /* The arguments after "run", when they have a shape this program reads
@@ -158,7 +112,7 @@ parse_run (int argc, char **argv, Request *request)
         return 0;
     }
   if (n_operands == 0 || request->value[SANDSTEP_LAUNCH_FIELD_HANDLE] == NULL ||
-      !resolve_handle (request->value[SANDSTEP_LAUNCH_FIELD_HANDLE], request->handle))
+      !sandstep_handle_libc_resolve (request->value[SANDSTEP_LAUNCH_FIELD_HANDLE], request->handle))
     return 0;
   request->value[SANDSTEP_LAUNCH_FIELD_HANDLE] = request->handle;
 
@@ -283,15 +237,14 @@ int
 main (int argc, char **argv)
 {
   Request request = { { 0 } };
-  const char *backend = getenv ("SANDSTEP_BACKEND");
+  const char *backend = getenv (SANDSTEP_BACKEND_ENV);
   SandstepLaunchReply reply;
   int started = 0;
   ssize_t n;
   int fd;
 
   /* $SANDSTEP_BACKEND names a sandstepd unless empty or "local", as in sandstep_backend_open(). */
-  if (argc < 3 || strcmp (argv[1], "run") != 0 ||
-      (backend != NULL && backend[0] != '\0' && strcmp (backend, "local") != 0) ||
+  if (argc < 3 || strcmp (argv[1], "run") != 0 || !sandstep_backend_name_is_local (backend) ||
       !parse_run (argc - 2, argv + 2, &request))
     exec_core (argv);
   fd = connect_launcher (request.handle);

@@ -7,8 +7,6 @@
 #include "sandstep-error.h"
 
 #define DEFAULT_WAIT_S 600.0
-/* Handle files hold one line; anything longer is not a handle file. */
-#define HANDLE_FILE_MAX 4096
 
 gboolean
 sandstep_option_check (const SandstepOption *option, const char *value, GError **error)
@@ -254,7 +252,7 @@ sandstep_resolve_handle (const char *given, GError **error)
                           path, local_error->message);
           return NULL;
         }
-      if (len > HANDLE_FILE_MAX || memchr (text, '\0', len) != NULL)
+      if (len > SANDSTEP_HANDLE_FILE_MAX || memchr (text, '\0', len) != NULL)
         {
           sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
                           "The handle file '%s' does not hold a handle; it should hold the one line that "

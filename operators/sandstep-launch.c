@@ -16,7 +16,6 @@
 
 #include "sandstep-error.h"
 #include "sandstep-launcher.h"
-#include "sandstep-remote.h"
 #include "sandstep-store.h"
 
 #define REPORT_PATIENCE_MS 2000

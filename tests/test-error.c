@@ -10,7 +10,7 @@
 #include <json-glib/json-glib.h>
 
 #include "sandstep-error.h"
-#include "sandstep-remote-wire.h"
+#include "sandstep-wire.h"
 
 typedef struct {
   GQuark (*domain) (void);

@@ -626,7 +626,7 @@ test_handles (void)
       g_test_message ("invalid: %s", invalid[i]);
       g_assert_false (sandstep_handle_is_valid (invalid[i]));
     }
-  g_assert_true (sandstep_remote_handle_split ("https://h.example:8443/a/b/sandstep-0123456789abcdef", &server, &local));
+  g_assert_true (sandstep_handle_split ("https://h.example:8443/a/b/sandstep-0123456789abcdef", &server, &local));
   g_assert_cmpstr (server, ==, "https://h.example:8443/a/b");
   g_assert_cmpstr (local, ==, "sandstep-0123456789abcdef");
 }
@@ -1170,7 +1170,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
         g_autoptr(GBytes) claim_bytes = text_bytes (claim_body);
 
         handle = provision (f, NULL);
-        g_assert_true (sandstep_remote_handle_split (handle, &server_url, &local));
+        g_assert_true (sandstep_handle_split (handle, &server_url, &local));
         claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", s->url, local);
         claim_msg = soup_message_new ("POST", claim_url);
         soup_message_headers_replace (soup_message_get_request_headers (claim_msg), "Authorization", auth);

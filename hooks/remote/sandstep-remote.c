@@ -23,7 +23,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
-#include "sandstep-remote-wire.h"
+#include "sandstep-wire.h"
 
 /* No line of a response is longer: output arrives in 64 KiB pieces, base64'd. */
 #define MAX_LINE (1024 * 1024)
@@ -87,12 +87,12 @@ static gboolean
 target_parse (RemoteBackend *r, const char *handle, Target *out, GError **error)
 {
   memset (out, 0, sizeof *out);
-  if (sandstep_remote_handle_split (handle, &out->server, &out->local))
+  if (sandstep_handle_split (handle, &out->server, &out->local))
     {
       out->shown = g_strdup (handle);
       return TRUE;
     }
-  if (sandstep_wire_handle_is_local (handle))
+  if (sandstep_handle_is_local (handle))
     {
       if (r->url == NULL)
         return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
@@ -407,7 +407,7 @@ remote_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sand
   if (answer == NULL)
     return NULL;
   handle = json_object_get_string_member_with_default (answer, "handle", NULL);
-  if (!sandstep_wire_handle_is_local (handle))
+  if (!sandstep_handle_is_local (handle))
     {
       sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                       "The sandbox server at '%s' provisioned a sandbox but sent no handle for it", r->url);
@@ -1139,7 +1139,7 @@ remote_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPt
   for (guint i = 0; array != NULL && i < json_array_get_length (array); i++)
     {
       const char *handle = json_node_get_string (json_array_get_element (array, i));
-      if (sandstep_wire_handle_is_local (handle))
+      if (sandstep_handle_is_local (handle))
         g_ptr_array_add (destroyed, g_strdup_printf ("%s/%s", r->url, handle));
     }
   if (json_object_has_member (answer, "error") && !json_object_get_null_member (answer, "error"))
@@ -1193,7 +1193,7 @@ sandstep_remote_backend_new (const char *url, const char *token, GError **error)
 
   if (url != NULL)
     {
-      server = sandstep_remote_server_normalize (url);
+      server = sandstep_server_url_normalize (url);
       if (server == NULL)
         {
           sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,

@@ -1,4 +1,4 @@
-/* sandstep-remote-wire.h: what sandstepd and its clients agree on.
+/* sandstep-wire.h: what sandstepd and its clients agree on.
  *
  * An error crosses the wire as one JSON object:
  *   {"code": "not-owner", "message": "...", "hint": "...",
@@ -35,9 +35,6 @@ GError *sandstep_wire_error_from_json (JsonNode *node, guint http_status, char *
 
 /* Parses @data as one JSON object. */
 JsonObject *sandstep_wire_parse_object (const char *data, gsize len, GError **error);
-
-/* TRUE for a handle as a server knows it: "sandstep-" and 16 lowercase hex digits. */
-gboolean sandstep_wire_handle_is_local (const char *handle);
 
 /* Fills @out with the SHA-256 of @token, for comparisons that take the same time whatever matches. */
 void sandstep_wire_token_digest (const char *token, guint8 out[32]);

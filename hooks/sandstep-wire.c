@@ -1,5 +1,5 @@
-/* sandstep-remote-wire.c: error objects, handles and tokens as sandstepd and its clients see them. */
-#include "sandstep-remote-wire.h"
+/* sandstep-wire.c: error objects and tokens as sandstepd and its clients see them. */
+#include "sandstep-wire.h"
 
 #include <string.h>
 
@@ -103,20 +103,6 @@ sandstep_wire_parse_object (const char *data, gsize len, GError **error)
       return NULL;
     }
   return json_object_ref (json_node_get_object (root));
-}
-
-gboolean
-sandstep_wire_handle_is_local (const char *handle)
-{
-  const char *hex;
-
-  if (handle == NULL || !g_str_has_prefix (handle, "sandstep-"))
-    return FALSE;
-  hex = handle + strlen ("sandstep-");
-  for (int i = 0; i < 16; i++)
-    if (!g_ascii_isxdigit (hex[i]) || g_ascii_isupper (hex[i]))
-      return FALSE;
-  return hex[16] == '\0';
 }
 
 void
