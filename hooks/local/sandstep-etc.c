@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-store.h"
 
 /* Larger files are bound live instead of copied. */
@@ -117,7 +118,7 @@ sandstep_etc_prepare (const char *dir, gboolean open_network, GError **error)
   if (g_file_test (dir, G_FILE_TEST_IS_DIR))
     return TRUE;
   /* A helper killed while building left its staging copy: start over. */
-  sandstep_store_remove_tree_at (AT_FDCWD, staging);
+  sandstep_remove_tree_at (AT_FDCWD, staging);
   if (mkdir (staging, 0755) < 0 ||
       (fd = open (staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
     return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
@@ -129,7 +130,7 @@ sandstep_etc_prepare (const char *dir, gboolean open_network, GError **error)
     return TRUE;
   {
     int errsv = errno;
-    sandstep_store_remove_tree_at (AT_FDCWD, staging);
+    sandstep_remove_tree_at (AT_FDCWD, staging);
     /* Another helper finished first: its copy serves as well. */
     if (g_file_test (dir, G_FILE_TEST_IS_DIR))
       return TRUE;

@@ -606,6 +606,12 @@ static const SandstepBackendClass local_class = {
   .free = local_free,
 };
 
+char *
+sandstep_local_backend_default_dir (void)
+{
+  return sandstep_store_default_dir ();
+}
+
 SandstepBackend *
 sandstep_local_backend_new (const char *state_dir, GError **error)
 {
