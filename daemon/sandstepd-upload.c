@@ -18,7 +18,6 @@
 
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
-#include "sandstep-store.h"
 #include "sandstep-wire.h"
 
 #define MAX_HEADER (64 * 1024)

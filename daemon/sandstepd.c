@@ -58,7 +58,6 @@
 #include "sandstep-host-files.h"
 #include "sandstep-units.h"
 #include "sandstep-wire.h"
-#include "sandstep-store.h"
 #include "sandstepd-wire.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:7700"
@@ -2584,7 +2583,7 @@ main (int argc, char **argv)
   if ((tls_cert != NULL) != (tls_key != NULL))
     return usage_error ("--tls-cert and --tls-key go together");
 
-  d->state_dir = state_dir != NULL ? g_strdup (state_dir) : sandstep_store_default_dir ();
+  d->state_dir = state_dir != NULL ? g_strdup (state_dir) : sandstep_local_backend_default_dir ();
   d->backend = sandstep_local_backend_new (d->state_dir, &error);
   if (d->backend == NULL)
     {
