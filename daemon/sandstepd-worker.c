@@ -175,15 +175,15 @@ do_attach (Worker *w, JsonObject *m)
   g_free ((char *) w->who.holder);
   w->who.owner = g_strdup (json_object_get_string_member_with_default (m, "owner", ""));
   w->who.holder = g_strdup (json_object_get_string_member_with_default (m, "holder", ""));
-  w->attachment = w->backend->klass->attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
+  w->attachment = sandstep_backend_attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
   /* A busy refusal names its holder: the client waits and asks again. */
   if (w->attachment == NULL)
     return error_reply (error, NULL);
   reply = json_object_new ();
   json_object_set_double_member (reply, "remaining_seconds",
-                                 w->attachment->backend->klass->remaining_lifetime (w->attachment));
+                                 sandstep_attachment_remaining_lifetime (w->attachment));
   json_object_set_member (reply, "spec",
-                          sandstep_spec_to_json (w->attachment->backend->klass->spec (w->attachment), TRUE));
+                          sandstep_spec_to_json (sandstep_attachment_spec (w->attachment), TRUE));
   return reply;
 }
 
@@ -224,7 +224,7 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
                            "The command was cancelled before it started: its caller went away");
       return error_reply (error, NULL);
     }
-  if (!w->attachment->backend->klass->run_command (w->attachment, &request, &result, &error))
+  if (!sandstep_attachment_run_command (w->attachment, &request, &result, &error))
     return error_reply (error, NULL);
   reply = json_object_new ();
   json_object_set_int_member (reply, "exit", result.exit_status);
@@ -248,7 +248,7 @@ do_read (Worker *w, JsonObject *m, int *out_fd)
   JsonObject *reply;
   int fd;
 
-  bytes = w->attachment->backend->klass->read_file (w->attachment, path, (gsize) MAX (max_bytes, 0), &error);
+  bytes = sandstep_attachment_read_file (w->attachment, path, (gsize) MAX (max_bytes, 0), &error);
   if (bytes == NULL)
     return error_reply (error, NULL);
   /* The bytes go back in a memfd: the daemon maps it and sends it, never copying it onto its heap. */
@@ -302,7 +302,7 @@ do_write (Worker *w, JsonObject *m, Op *op)
       data = g_mapped_file_get_contents (mapped);
       len = g_mapped_file_get_length (mapped);
     }
-  if (!w->attachment->backend->klass->write_file (w->attachment, path, data, len, &error))
+  if (!sandstep_attachment_write_file (w->attachment, path, data, len, &error))
     return error_reply (error, NULL);
   return json_object_new ();
 }
@@ -312,7 +312,7 @@ do_put (Worker *w, JsonObject *m)
 {
   g_autoptr(GError) error = NULL;
 
-  if (!w->attachment->backend->klass->put (w->attachment, json_object_get_string_member_with_default (m, "src", ""),
+  if (!sandstep_attachment_put (w->attachment, json_object_get_string_member_with_default (m, "src", ""),
                                            json_object_get_string_member_with_default (m, "dest", ""), &error))
     return error_reply (error, NULL);
   return json_object_new ();
@@ -326,8 +326,7 @@ do_list (Worker *w, JsonObject *m)
   JsonArray *array;
   JsonObject *reply;
 
-  entries = w->attachment->backend->klass->list_directory (
-    w->attachment, json_object_get_string_member_with_default (m, "path", ""), &error);
+  entries = sandstep_attachment_list_directory (w->attachment, json_object_get_string_member_with_default (m, "path", ""), &error);
   if (entries == NULL)
     return error_reply (error, NULL);
   array = json_array_sized_new (entries->len);
@@ -357,8 +356,7 @@ do_export (Worker *w, JsonObject *m, Op *op)
                            "sandstepd worker: an export needs its pipe");
       return error_reply (error, NULL);
     }
-  written = w->attachment->backend->klass->export_file (
-    w->attachment, json_object_get_string_member_with_default (m, "path", ""), op->fds[0],
+  written = sandstep_attachment_export_file (w->attachment, json_object_get_string_member_with_default (m, "path", ""), op->fds[0],
     (guint64) MAX (json_object_get_int_member_with_default (m, "max_bytes", 0), 0), &error);
   /* The reader sees the end of the file once our end is closed. */
   close (op->fds[0]);

@@ -1199,7 +1199,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
     case ROUTE_PROVISION:
       {
         gboolean existing = FALSE;
-        g_autofree char *made = b->klass->provision (b, job->spec, &job->who, &existing, &job->error);
+        g_autofree char *made = sandstep_backend_provision (b, job->spec, &job->who, &existing, &job->error);
         if (made != NULL)
           {
             job->answer = json_object_new ();
@@ -1210,7 +1210,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
       }
     case ROUTE_DESCRIBE:
       {
-        g_autoptr(JsonNode) node = b->klass->describe (b, handle, &job->who, &job->error);
+        g_autoptr(JsonNode) node = sandstep_backend_describe (b, handle, &job->who, &job->error);
         if (node != NULL && JSON_NODE_HOLDS_OBJECT (node))
           job->answer = json_object_ref (json_node_get_object (node));
         break;
@@ -1218,7 +1218,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
     case ROUTE_RELEASE:
       {
         gboolean destroyed = FALSE;
-        if (b->klass->release (b, handle, &job->who, job->keep_s, &destroyed, &job->error))
+        if (sandstep_backend_release (b, handle, &job->who, job->keep_s, &destroyed, &job->error))
           {
             job->answer = json_object_new ();
             json_object_set_boolean_member (job->answer, "destroyed", destroyed);
@@ -1226,7 +1226,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         break;
       }
     case ROUTE_DESTROY:
-      if (b->klass->destroy (b, handle, &job->who, &job->error))
+      if (sandstep_backend_destroy (b, handle, &job->who, &job->error))
         job->answer = json_object_new ();
       break;
     case ROUTE_GC:
@@ -1235,7 +1235,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         g_autoptr(GError) error = NULL;
         JsonArray *array = json_array_new ();
 
-        b->klass->gc (b, job->run, job->expired_only, destroyed, &error);
+        sandstep_backend_gc (b, job->run, job->expired_only, destroyed, &error);
         for (guint i = 0; i < destroyed->len; i++)
           json_array_add_string_element (array, destroyed->pdata[i]);
         job->answer = json_object_new ();

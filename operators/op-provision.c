@@ -109,7 +109,7 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
       if (!sandstep_spec_add_mount (spec, values->pdata[i], error))
         return FALSE;
 
-  handle = invocation->backend->klass->provision (invocation->backend, spec, &invocation->who, &existing, error);
+  handle = sandstep_backend_provision (invocation->backend, spec, &invocation->who, &existing, error);
   if (handle == NULL)
     return FALSE;
   if (existing)

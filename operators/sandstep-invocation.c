@@ -313,6 +313,6 @@ sandstep_invocation_attach (SandstepInvocation *invocation, GError **error)
 
   if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))
     return NULL;
-  return invocation->backend->klass->attach (invocation->backend, invocation->handle, &invocation->who, wait_s,
+  return sandstep_backend_attach (invocation->backend, invocation->handle, &invocation->who, wait_s,
                                              print_waiting, invocation, error);
 }

@@ -68,8 +68,7 @@ SandstepToolbox *
 sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *limits)
 {
   SandstepToolbox *toolbox = g_new0 (SandstepToolbox, 1);
-  const SandstepBackendClass *klass = attachment->backend->klass;
-  const SandstepSpec *spec = klass->spec (attachment);
+  const SandstepSpec *spec = sandstep_attachment_spec (attachment);
   g_autoptr(GPtrArray) mounts = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) hosts = g_ptr_array_new ();
   g_autoptr(GPtrArray) cidrs = g_ptr_array_new ();
@@ -91,7 +90,7 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
    * turns (the description stays byte-identical, so prompt caches hold). */
   toolbox->run_description =
     sandstep_run_command_description (toolbox->limits.default_timeout_s, toolbox->limits.max_timeout_s,
-                                      network_note, klass->remaining_lifetime (attachment),
+                                      network_note, sandstep_attachment_remaining_lifetime (attachment),
                                       (const char *const *) mounts->pdata);
   return toolbox;
 }
@@ -466,7 +465,6 @@ on_output (int stream, const char *data, gsize len, gpointer user_data)
 static char *
 tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const SandstepToolLimits *l = &toolbox->limits;
   const char *command;
   char *message = NULL;
@@ -486,7 +484,7 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
                    &message))
     goto refused;
 
-  remaining = klass->remaining_lifetime (toolbox->attachment);
+  remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
   if (toolbox->deadline_us > 0)
     remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
   if (!sandstep_command_budget (given, requested, l->default_timeout_s, l->max_timeout_s, remaining, &budget,
@@ -504,7 +502,7 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   request.on_output = on_output;
   request.user_data = &captures;
   g_debug ("run_command: budget %.3fs", budget);
-  if (!klass->run_command (toolbox->attachment, &request, &result, &local))
+  if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
     return tool_failed (toolbox, "run_command", NULL, local, out_is_error, error);
 
   out_text = sandstep_capture_render (out);
@@ -522,7 +520,6 @@ refused:
 static char *
 tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const SandstepToolLimits *l = &toolbox->limits;
   const char *path;
   char *message = NULL;
@@ -541,7 +538,7 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
       return message;
     }
 
-  bytes = klass->read_file (toolbox->attachment, path, l->max_read_bytes, &local);
+  bytes = sandstep_attachment_read_file (toolbox->attachment, path, l->max_read_bytes, &local);
   if (bytes == NULL)
     return tool_failed (toolbox, "read_file", path, local, out_is_error, error);
   masked = sandstep_masker_mask (toolbox->masker, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
@@ -565,7 +562,6 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
 static char *
 tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const char *path, *content;
   char *message = NULL;
   g_autofree char *quoted = NULL;
@@ -579,7 +575,7 @@ tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_er
       return message;
     }
   len = strlen (content);
-  if (!klass->write_file (toolbox->attachment, path, content, len, &local))
+  if (!sandstep_attachment_write_file (toolbox->attachment, path, content, len, &local))
     return tool_failed (toolbox, "write_file", path, local, out_is_error, error);
   quoted = sandstep_quote (path);
   return g_strdup_printf ("Wrote %" G_GSIZE_FORMAT " bytes to %s.", len, quoted);
@@ -598,7 +594,6 @@ compare_entries (gconstpointer a, gconstpointer b)
 static char *
 tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const char *path;
   char *message = NULL;
   g_autoptr(GPtrArray) entries = NULL;
@@ -612,7 +607,7 @@ tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_i
     }
   if (path == NULL || path[0] == '\0')
     path = ".";
-  entries = klass->list_directory (toolbox->attachment, path, &local);
+  entries = sandstep_attachment_list_directory (toolbox->attachment, path, &local);
   if (entries == NULL)
     return tool_failed (toolbox, "list_directory", path, local, out_is_error, error);
   /* By name before the "/" suffix, so the suffix never reorders names. */

@@ -420,110 +420,79 @@ remote_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sand
 static void remote_detach (SandstepAttachment *parent);
 
 static SandstepAttachment *
-remote_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
-               SandstepWaitNotify notify, gpointer notify_data, GError **error)
+remote_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
   RemoteBackend *r = (RemoteBackend *) backend;
   Target t;
-  gint64 deadline;
-  gint64 pause_us = 5000;
-  gboolean notified = FALSE;
+  g_autofree char *path = NULL;
+  g_autoptr(SoupMessage) msg = NULL;
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GError) local_error = NULL;
+  RemoteAttachment *a;
+  LineReader lr;
+  g_autofree char *line = NULL;
+  g_autoptr(JsonObject) first = NULL;
+  JsonNode *spec_node;
 
   if (!target_parse (r, handle, &t, error))
     return NULL;
   trace (r, "claim sent");
-  deadline = g_get_monotonic_time () + (gint64) (MAX (wait_s, 0) * G_USEC_PER_SEC);
-  for (;;)
+  path = g_strdup_printf ("/sandboxes/%s/claim", t.local);
+  msg = new_message (r, t.server, path, NULL);
+  json_builder_begin_object (builder);
+  add_identity (builder, who);
+  json_builder_end_object (builder);
+  set_json_body (msg, builder);
+  stream = soup_session_send (r->session, msg, NULL, &local_error);
+  if (stream == NULL)
     {
-      g_autofree char *path = g_strdup_printf ("/sandboxes/%s/claim", t.local);
-      g_autoptr(SoupMessage) msg = new_message (r, t.server, path, NULL);
-      g_autoptr(JsonBuilder) builder = json_builder_new ();
-      g_autoptr(GInputStream) stream = NULL;
-      g_autoptr(GError) local_error = NULL;
-      g_autoptr(GError) refusal = NULL;
-      g_autofree char *holder = NULL;
-
-      json_builder_begin_object (builder);
-      add_identity (builder, who);
-      json_builder_end_object (builder);
-      set_json_body (msg, builder);
-      stream = soup_session_send (r->session, msg, NULL, &local_error);
-      if (stream == NULL)
-        {
-          throw_unreachable (error, t.server, local_error);
-          target_clear (&t);
-          return NULL;
-        }
-      if (soup_message_get_status (msg) == SOUP_STATUS_OK)
-        {
-          RemoteAttachment *a = g_new0 (RemoteAttachment, 1);
-          LineReader lr;
-          g_autofree char *line = NULL;
-          g_autoptr(JsonObject) first = NULL;
-          JsonNode *spec_node;
-
-          a->parent.backend = backend;
-          a->parent.handle = g_strdup (t.shown);
-          a->remote = r;
-          a->target = t;
-          a->claim_msg = g_steal_pointer (&msg);
-          a->claim_stream = g_steal_pointer (&stream);
-          /* Only the first line is read here: the rest of the answer is the lease. */
-          line_reader_init (&lr, a->claim_stream);
-          do
-            {
-              g_free (line);
-              line = line_reader_next (&lr, &local_error);
-            }
-          while (line != NULL && line[0] == '\0');
-          if (line != NULL)
-            first = parse_line (line, t.server, &local_error);
-          if (first == NULL || json_object_get_string_member_with_default (first, "claim", NULL) == NULL)
-            {
-              sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                              "The sandbox server at '%s' did not confirm the claim on '%s'%s%s", t.server, t.shown,
-                              local_error ? ": " : "", local_error ? local_error->message : "");
-              remote_detach (&a->parent);
-              return NULL;
-            }
-          a->claim = g_strdup (json_object_get_string_member (first, "claim"));
-          a->remaining_at_claim = json_object_get_double_member_with_default (first, "remaining_seconds", 0);
-          a->claimed_at = g_get_monotonic_time ();
-          spec_node = json_object_get_member (first, "spec");
-          a->spec = spec_node != NULL ? sandstep_spec_from_json (spec_node, NULL) : NULL;
-          if (a->spec == NULL)
-            a->spec = sandstep_spec_new ();
-          trace (r, "claimed");
-          return &a->parent;
-        }
-
-      refusal = error_from_stream (msg, stream, &t, NULL);
-      holder = g_strdup (sandstep_error_get_holder (refusal));
-      if (!g_error_matches (refusal, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY) || holder == NULL)
-        {
-          g_propagate_error (error, g_steal_pointer (&refusal));
-          target_clear (&t);
-          return NULL;
-        }
-      /* Held by another holder: wait here, as the local backend does, asking again. */
-      if (g_get_monotonic_time () >= deadline)
-        {
-          if (wait_s <= 0)
-            g_propagate_error (error, g_steal_pointer (&refusal));
-          else
-            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
-                            "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision one "
-                            "sandbox per step",
-                            t.shown, holder, wait_s);
-          target_clear (&t);
-          return NULL;
-        }
-      if (!notified && notify != NULL)
-        notify (t.shown, holder, wait_s, notify_data);
-      notified = TRUE;
-      g_usleep (MIN (pause_us, deadline - g_get_monotonic_time () + 1));
-      pause_us = MIN (pause_us * 2, 100 * 1000);
+      throw_unreachable (error, t.server, local_error);
+      target_clear (&t);
+      return NULL;
     }
+  if (soup_message_get_status (msg) != SOUP_STATUS_OK)
+    {
+      /* A busy refusal names its holder: sandstep_backend_attach() waits on it. */
+      g_propagate_error (error, error_from_stream (msg, stream, &t, NULL));
+      target_clear (&t);
+      return NULL;
+    }
+
+  a = g_new0 (RemoteAttachment, 1);
+  a->parent.backend = backend;
+  a->parent.handle = g_strdup (t.shown);
+  a->remote = r;
+  a->target = t;
+  a->claim_msg = g_steal_pointer (&msg);
+  a->claim_stream = g_steal_pointer (&stream);
+  /* Only the first line is read here: the rest of the answer is the lease. */
+  line_reader_init (&lr, a->claim_stream);
+  do
+    {
+      g_free (line);
+      line = line_reader_next (&lr, &local_error);
+    }
+  while (line != NULL && line[0] == '\0');
+  if (line != NULL)
+    first = parse_line (line, t.server, &local_error);
+  if (first == NULL || json_object_get_string_member_with_default (first, "claim", NULL) == NULL)
+    {
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                      "The sandbox server at '%s' did not confirm the claim on '%s'%s%s", t.server, t.shown,
+                      local_error ? ": " : "", local_error ? local_error->message : "");
+      remote_detach (&a->parent);
+      return NULL;
+    }
+  a->claim = g_strdup (json_object_get_string_member (first, "claim"));
+  a->remaining_at_claim = json_object_get_double_member_with_default (first, "remaining_seconds", 0);
+  a->claimed_at = g_get_monotonic_time ();
+  spec_node = json_object_get_member (first, "spec");
+  a->spec = spec_node != NULL ? sandstep_spec_from_json (spec_node, NULL) : NULL;
+  if (a->spec == NULL)
+    a->spec = sandstep_spec_new ();
+  trace (r, "claimed");
+  return &a->parent;
 }
 
 static void
@@ -1166,7 +1135,7 @@ remote_free (SandstepBackend *backend)
 static const SandstepBackendClass remote_class = {
   .name = "remote",
   .provision = remote_provision,
-  .attach = remote_attach,
+  .try_attach = remote_try_attach,
   .detach = remote_detach,
   .run_command = remote_run_command,
   .read_file = remote_read_file,

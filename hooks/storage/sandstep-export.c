@@ -85,7 +85,7 @@ stage_one (SandstepAttachment *attachment, ExportItem *item, guint64 max_bytes, 
       return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errno,
                                    "could not create a staging file beside '%s'", item->dest);
     }
-  n = attachment->backend->klass->export_file (attachment, item->path, fd, max_bytes, error);
+  n = sandstep_attachment_export_file (attachment, item->path, fd, max_bytes, error);
   if (close (fd) < 0 && n >= 0)
     return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errno,
                                  "could not finish writing '%s'", item->staging);
