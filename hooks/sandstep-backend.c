@@ -103,8 +103,6 @@ sandstep_backend_attach (SandstepBackend *backend, const char *handle, const San
   gint64 pause_us = CLAIM_PAUSE_FIRST_US;
   gboolean notified = FALSE;
 
-  if (klass->try_attach == NULL)
-    return klass->attach (backend, handle, who, wait_s, notify, notify_data, error);
   for (;;)
     {
       g_autoptr(GError) refusal = NULL;

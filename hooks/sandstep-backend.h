@@ -77,9 +77,6 @@ typedef struct {
    * (sandstep_throw_busy()); sandstep_backend_attach() waits and asks again. */
   SandstepAttachment *(*try_attach) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                                      GError **error);
-  /* Being replaced by try_attach: waits up to @wait_s itself. */
-  SandstepAttachment *(*attach) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
-                                 double wait_s, SandstepWaitNotify notify, gpointer notify_data, GError **error);
   /* Ends the claim and frees the attachment. */
   void (*detach) (SandstepAttachment *attachment);
   /* TRUE when the sandbox was released while this claim held it and its
