@@ -191,13 +191,13 @@ open_parent (SandstepdUpload *u, const char *rel, const char **out_name)
 }
 
 static gboolean
-begin_entry (SandstepdUpload *u, JsonObject *entry, GError **error)
+begin_entry (SandstepdUpload *u, const SandstepWirePutEntry *entry, GError **error)
 {
-  const char *rel = json_object_get_string_member_with_default (entry, "path", NULL);
-  const char *type = json_object_get_string_member_with_default (entry, "type", NULL);
-  gint64 mode = json_object_get_int_member_with_default (entry, "mode", 0644) & 0777;
-  gint64 size = json_object_get_int_member_with_default (entry, "size", 0);
-  const char *target = json_object_get_string_member_with_default (entry, "target", NULL);
+  const char *rel = entry->path;
+  const char *type = entry->type;
+  gint64 mode = entry->mode & 0777;
+  gint64 size = entry->size;
+  const char *target = entry->target;
   const char *name;
   int parent_fd;
   gboolean top;
@@ -294,20 +294,21 @@ static gboolean
 end_line (SandstepdUpload *u, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
-  g_autoptr(JsonObject) entry = NULL;
+  g_autoptr(JsonObject) line = NULL;
+  SandstepWirePutEntry entry;
 
-  entry = sandstep_wire_parse_object ((const char *) u->line->data, u->line->len, &local_error);
+  line = sandstep_wire_parse_object ((const char *) u->line->data, u->line->len, &local_error);
   g_byte_array_set_size (u->line, 0);
-  if (entry == NULL)
+  if (line == NULL)
     return fail (u, error, "%s", local_error->message);
-  if (json_object_get_boolean_member_with_default (entry, "end", FALSE))
+  if (!sandstep_wire_read_put_entry (line, &entry))
     {
       if (!u->top_done)
         return fail (u, error, "it ends before its first entry");
       u->state = STATE_ENDED;
       return TRUE;
     }
-  return begin_entry (u, entry, error);
+  return begin_entry (u, &entry, error);
 }
 
 gboolean

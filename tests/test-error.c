@@ -128,11 +128,11 @@ test_failed_fallback (void)
 static GError *
 round_trip (const GError *error)
 {
-  g_autoptr(JsonNode) node = sandstep_wire_error_to_json (error, NULL);
+  g_autoptr(JsonNode) node = sandstep_wire_error_to_json (error);
   g_autofree char *text = json_to_string (node, FALSE);
   g_autoptr(JsonNode) back = json_from_string (text, NULL);
 
-  return sandstep_wire_error_from_json (back, 500, NULL);
+  return sandstep_wire_error_from_json (back, 500);
 }
 
 static void
