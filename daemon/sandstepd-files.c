@@ -88,15 +88,14 @@ on_simple_done (Call *call, JsonObject *reply, int reply_fd, const GError *error
 void
 sandstepd_handle_read_list (Request *req)
 {
-  g_autoptr(JsonObject) body = sandstepd_request_body (req);
+  g_autoptr(JsonObject) body = NULL;
   g_autoptr(GError) error = NULL;
   gboolean read = req->route == ROUTE_READ;
   const char *path;
   guint64 max_bytes = 0;
-  Lease *lease;
+  Lease *lease = sandstepd_claimed_body (req, &body);
 
-  if (body == NULL ||
-      (lease = sandstepd_find_lease (req, json_object_get_string_member_with_default (body, "claim", NULL))) == NULL)
+  if (lease == NULL)
     return;
   if (!sandstep_wire_read_path_request (body, SANDSTEP_WIRE_DEFAULT_READ_MAX, &path, &max_bytes, &error))
     {

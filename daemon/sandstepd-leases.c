@@ -223,6 +223,19 @@ sandstepd_find_lease (Request *req, const char *claim)
   return NULL;
 }
 
+Lease *
+sandstepd_claimed_body (Request *req, JsonObject **out_body)
+{
+  JsonObject *body = sandstepd_request_body (req);
+  Lease *lease;
+
+  *out_body = body;
+  if (body == NULL)
+    return NULL;
+  lease = sandstepd_find_lease (req, json_object_get_string_member_with_default (body, "claim", NULL));
+  return lease;
+}
+
 void
 sandstepd_handle_claim (Request *req)
 {

@@ -214,6 +214,9 @@ void sandstepd_lease_unref (Lease *lease);
 void sandstepd_lease_worker_died (Lease *lease);
 /* The lease named by @claim on @req's handle, or NULL after answering the request. */
 Lease *sandstepd_find_lease (Request *req, const char *claim);
+/* The JSON body of a claimed call (in @out_body, NULL after answering 400) and its lease,
+ * or NULL after answering the request. */
+Lease *sandstepd_claimed_body (Request *req, JsonObject **out_body);
 void sandstepd_handle_claim (Request *req);
 void sandstepd_handle_release_claim (Request *req);
 

@@ -84,6 +84,18 @@ authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
   return TRUE;
 }
 
+/* A JSON body over its limit; the connection closes rather than read the rest. */
+static void
+refuse_large_body (Request *req)
+{
+  req->refused = TRUE;
+  soup_message_headers_replace (soup_server_message_get_response_headers (req->msg), "Connection", "close");
+  sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                            "send a smaller body; requests are small JSON objects", SANDSTEP_USAGE_ERROR,
+                            SANDSTEP_USAGE_ERROR_BAD_VALUE, "The body of %s %s is larger than %" G_GSIZE_FORMAT
+                            " bytes", req->method, req->path, req->limit);
+}
+
 static void
 on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
 {
@@ -140,12 +152,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
     }
   if (req->body->len + len > req->limit)
     {
-      req->refused = TRUE;
-      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
-      sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
-                                "send a smaller body; requests are small JSON objects", SANDSTEP_USAGE_ERROR,
-                                SANDSTEP_USAGE_ERROR_BAD_VALUE, "The body of %s %s is larger than %" G_GSIZE_FORMAT " bytes",
-                                req->method, req->path, req->limit);
+      refuse_large_body (req);
       return;
     }
   g_byte_array_append (req->body, data, len);
@@ -302,14 +309,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
       return;
     }
   if (length > (goffset) req->limit)
-    {
-      req->refused = TRUE;
-      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
-      sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
-                                "send a smaller body; requests are small JSON objects", SANDSTEP_USAGE_ERROR,
-                                SANDSTEP_USAGE_ERROR_BAD_VALUE, "The body of %s %s is larger than %" G_GSIZE_FORMAT " bytes",
-                                req->method, req->path, req->limit);
-    }
+    refuse_large_body (req);
 }
 
 void

@@ -237,14 +237,13 @@ void
 sandstepd_handle_run (Request *req)
 {
   static const int numbers[2] = { 1, 2 };
-  g_autoptr(JsonObject) body = sandstepd_request_body (req);
+  g_autoptr(JsonObject) body = NULL;
   g_autoptr(GError) error = NULL;
   const char *command;
   double timeout_s = 0;
-  Lease *lease;
+  Lease *lease = sandstepd_claimed_body (req, &body);
 
-  if (body == NULL ||
-      (lease = sandstepd_find_lease (req, json_object_get_string_member_with_default (body, "claim", NULL))) == NULL)
+  if (lease == NULL)
     return;
   if (!sandstep_wire_read_run_request (body, &command, &timeout_s, &error))
     {
@@ -267,14 +266,13 @@ void
 sandstepd_handle_export (Request *req)
 {
   static const int numbers[2] = { 0, 0 };
-  g_autoptr(JsonObject) body = sandstepd_request_body (req);
+  g_autoptr(JsonObject) body = NULL;
   g_autoptr(GError) error = NULL;
   const char *path;
   guint64 max_bytes = 0;
-  Lease *lease;
+  Lease *lease = sandstepd_claimed_body (req, &body);
 
-  if (body == NULL ||
-      (lease = sandstepd_find_lease (req, json_object_get_string_member_with_default (body, "claim", NULL))) == NULL)
+  if (lease == NULL)
     return;
   if (!sandstep_wire_read_path_request (body, 0, &path, &max_bytes, &error))
     {
