@@ -206,9 +206,6 @@ char *sandstep_read_limit_message (const char *path, const char *size_text, guin
  * bytes ED A0..BF xx), which is what a lone "\ud800" in JSON turns into. */
 gboolean sandstep_has_surrogates (const char *text, gssize len);
 
-/* TRUE when the JSON text @json holds a "\uD800"-"\uDFFF" escape that is not
- * part of a high-low pair (json-glib fails to parse some of those). */
-gboolean sandstep_json_has_lone_surrogate_escape (const char *json);
 
 /* ---- what the model reads in run_command's description ---- */
 

@@ -107,55 +107,6 @@ sandstep_has_surrogates (const char *text, gssize len)
   return FALSE;
 }
 
-static int
-parse_u_escape (const char *p)
-{
-  int value = 0;
-
-  if (p[0] != '\\' || p[1] != 'u')
-    return -1;
-  for (int i = 2; i < 6; i++)
-    {
-      int digit = g_ascii_xdigit_value (p[i]);
-      if (digit < 0)
-        return -1;
-      value = value * 16 + digit;
-    }
-  return value;
-}
-
-gboolean
-sandstep_json_has_lone_surrogate_escape (const char *json)
-{
-  for (const char *p = json; *p != '\0'; p++)
-    {
-      int unit;
-
-      if (*p != '\\')
-        continue;
-      if (p[1] == '\0')
-        break;
-      unit = parse_u_escape (p);
-      if (unit < 0)
-        {
-          p++;  /* some other escape: skip its letter, "\\\\" included */
-          continue;
-        }
-      if (unit >= 0xDC00 && unit <= 0xDFFF)
-        return TRUE;
-      if (unit >= 0xD800 && unit <= 0xDBFF)
-        {
-          int low = parse_u_escape (p + 6);
-          if (low < 0xDC00 || low > 0xDFFF)
-            return TRUE;
-          p += 11;
-          continue;
-        }
-      p += 5;
-    }
-  return FALSE;
-}
-
 /* ---- descriptions ---- */
 
 #define NO_NETWORK_NOTE                                                                                         \

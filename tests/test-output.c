@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sandstep-agent.h"
 #include "sandstep-output.h"
 
 #define assert_str_free(expr, expected) \
