@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandstep-error.h"
 #include "sandstep-launch-wire.h"
 #include "sandstep-host-files.h"
 #include "sandstep-store.h"
@@ -23,7 +24,6 @@
 
 typedef SandstepTestFixture Fixture;
 
-enum { EXIT_NOT_OWNER = 67, EXIT_BUSY = 75, EXIT_TIMEOUT = 124 };
 
 static char *
 handle_arg (const char *handle)
@@ -179,7 +179,7 @@ test_timeout (Fixture *f, gconstpointer data)
   g_test_summary ("a launcher-served run keeps its --timeout: everything it started is killed, exit 124, and the "
                   "message names the budget");
   r = sandstep_test_helper (f, "run", h, "--timeout=1.5", "--", command, NULL);
-  sandstep_test_assert_status (r, EXIT_TIMEOUT);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_TIMEOUT);
   g_assert_cmpint (last_claimer (f, handle), ==, launcher);
   g_assert_cmpfloat (r->elapsed_s, <, 4.0);
   sandstep_test_assert_contains (r->err, "ran out of its 1.5s budget (--timeout=1.5)");
@@ -203,20 +203,20 @@ test_refusals_match (Fixture *f, gconstpointer data)
   g_test_summary ("with a launcher up, what the ordinary path refuses is refused the same: another owner (exit 67), "
                   "a sandbox another holder uses (exit 75, naming it), a bad --timeout (exit 64)");
   other = sandstep_test_helper (f, "run", h, "--owner=someone/else", "--", "true", NULL);
-  sandstep_test_assert_status (other, EXIT_NOT_OWNER);
+  sandstep_test_assert_status (other, SANDSTEP_EXIT_NOT_OWNER);
   sandstep_test_assert_contains (other->err, "is not owned by 'someone/else'");
 
   proc = sandstep_test_spawn (f, "run", h, "--holder=first/holder", "--", command, NULL);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
   busy = sandstep_test_helper (f, "run", h, "--holder=second/holder", "--wait=0", "--", "true", NULL);
-  sandstep_test_assert_status (busy, EXIT_BUSY);
+  sandstep_test_assert_status (busy, SANDSTEP_EXIT_BUSY);
   sandstep_test_assert_contains (busy->err, "is held by 'first/holder'");
   sandstep_test_proc_kill (proc, SIGTERM);
   held = sandstep_test_proc_wait (proc, 5);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 3));
   {
     g_autoptr(SandstepTestResult) bad = sandstep_test_helper (f, "run", h, "--timeout=soon", "--", "true", NULL);
-    sandstep_test_assert_status (bad, 64);
+    sandstep_test_assert_status (bad, SANDSTEP_EXIT_USAGE);
     sandstep_test_assert_contains (bad->err, "'soon'");
   }
 }

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "attack-utils.h"
+#include "sandstep-error.h"
 
 typedef struct {
   AttackFixture af;          /* first */
@@ -574,7 +575,7 @@ host_tool_refuses (SecFixture *sf, const char *const *args)
 {
   SandstepTestResult *r = sandstep_test_helper_argv (&sf->af.base, args, 10);
 
-  sandstep_test_assert_status (r, 69);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
   g_assert_cmpfloat (r->elapsed_s, <, 5.0);
   g_assert_cmpstr (r->out, ==, "");
   return r;
@@ -611,7 +612,7 @@ test_trap_fifo (SecFixture *sf, gconstpointer data)
   url = g_strconcat ("file://", dest, NULL);
   export_arg = g_strconcat ("fifo=", url, NULL);
   r = sandstep_test_helper_argv (f, (const char *[]) { "export", h, export_arg, NULL }, 10);
-  sandstep_test_assert_status (r, 69);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
   g_assert_cmpfloat (r->elapsed_s, <, 5.0);
   sandstep_test_assert_contains (r->err, "is a FIFO");
   g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
@@ -665,7 +666,7 @@ test_trap_symlinks (SecFixture *sf, gconstpointer data)
   dest = sandstep_test_host_path (f, "exported-secret");
   export_arg = g_strdup_printf ("hostdir/secret=file://%s", dest);
   r = sandstep_test_helper_argv (f, (const char *[]) { "export", h, export_arg, NULL }, 10);
-  sandstep_test_assert_status (r, 69);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
   g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
 }
 
@@ -736,7 +737,7 @@ test_trap_sparse (SecFixture *sf, gconstpointer data)
   dest = sandstep_test_host_path (f, "sparse-copy");
   export_arg = g_strdup_printf ("sparse=file://%s", dest);
   r = sandstep_test_helper_argv (f, (const char *[]) { "export", h, export_arg, NULL }, 10);
-  sandstep_test_assert_status (r, 69);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
   g_assert_cmpfloat (r->elapsed_s, <, 5.0);
   sandstep_test_assert_contains (r->err, "export limit");
   g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
