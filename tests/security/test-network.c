@@ -1,4 +1,4 @@
-/* test-network.c: network modes and the egress allowlist (issue 7).
+/* test-network.c: network modes and the egress allowlist.
  *
  * Two parts:
  *
@@ -1598,7 +1598,7 @@ test_domain_fronting (NetFixture *nf, gconstpointer data)
   g_autofree char *handle = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.41 domain fronting is a limitation (sandbox-runtimes.md §4.41): the proxy checks the "
+  g_test_summary ("ref 4.41 domain fronting is a limitation: the proxy checks the "
                   "CONNECT target only, so a Host header naming another site goes through the tunnel unseen");
   if (f == NULL)
     return;
