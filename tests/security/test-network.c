@@ -12,7 +12,7 @@
  *                  - a "test host": a network namespace made here (held by a
  *                    child process, never named, gone when this program is), reached
  *                    from the host over a veth pair, 10.231.X.1 (host side)
- *                    and 10.231.X.2 (inside), fd00:231::X:1 and fd00:231::X:2;
+ *                    and 10.231.X.2 (inside), fd00:231:X::1 and fd00:231:X::2;
  *                    it serves HTTPS (a self-signed certificate made here) on
  *                    8443, a TCP echo on 7777 and counts UDP datagrams on 53;
  *                  - listeners on the host's own loopback, which must never
@@ -670,8 +670,9 @@ typedef struct {
   guint subnet;            /* X of 10.231.X.0/24 */
   char *host_v4;           /* 10.231.X.1: the machine's side */
   char *peer_v4;           /* 10.231.X.2: the test host */
-  char *host_v6;           /* fd00:231::X:1 */
-  char *peer_v6;           /* fd00:231::X:2 */
+  char *host_v6;           /* fd00:231:X::1 */
+  char *peer_v6;           /* fd00:231:X::2 */
+  char *cidr_v6;           /* fd00:231:X::/64 */
   char *workdir;           /* certificate and key */
   Server *https;           /* peer_v4:8443 (stands in for 443); NULL without TLS */
   Server *echo;            /* peer_v4:7777 */
@@ -902,8 +903,10 @@ testnet_up (void)
   holder = g_strdup_printf ("%d", (int) net.holder);
   net.host_v4 = g_strdup_printf ("10.231.%u.1", net.subnet);
   net.peer_v4 = g_strdup_printf ("10.231.%u.2", net.subnet);
-  net.host_v6 = g_strdup_printf ("fd00:231::%x:1", net.subnet);
-  net.peer_v6 = g_strdup_printf ("fd00:231::%x:2", net.subnet);
+  /* A /64 of its own, as the /24 is: test runs of other trees may hold a veth of theirs. */
+  net.host_v6 = g_strdup_printf ("fd00:231:%x::1", net.subnet);
+  net.peer_v6 = g_strdup_printf ("fd00:231:%x::2", net.subnet);
+  net.cidr_v6 = g_strdup_printf ("fd00:231:%x::/64", net.subnet);
   v4_host = g_strconcat (net.host_v4, "/24", NULL);
   v4_peer = g_strconcat (net.peer_v4, "/24", NULL);
   v6_host = g_strconcat (net.host_v6, "/64", NULL);
@@ -1129,6 +1132,7 @@ test_allowed_cidr_any_port (NetFixture *nf, gconstpointer data)
 {
   SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr4 = g_strdup_printf ("--allow-cidr=10.231.%u.0/24", net.subnet);
+  g_autofree char *cidr6 = g_strdup_printf ("--allow-cidr=%s", net.cidr_v6);
   g_autofree char *handle = NULL;
   g_autofree char *target = NULL;
   g_autofree char *hex = NULL;
@@ -1136,11 +1140,11 @@ test_allowed_cidr_any_port (NetFixture *nf, gconstpointer data)
   g_autoptr(SandstepTestResult) r = NULL;
 
   g_test_summary ("an allowed range works on an arbitrary port (7777), from the literal, its hex and integer "
-                  "spellings, and over IPv6 (fd00:231::/64): bytes flow both ways; an unlisted name that would "
+                  "spellings, and over IPv6 (the test host's /64): bytes flow both ways; an unlisted name that would "
                   "resolve into it is refused without a lookup");
   if (f == NULL)
     return;
-  handle = provision (nf, cidr4, "--allow-cidr=fd00:231::/64", NULL);
+  handle = provision (nf, cidr4, cidr6, NULL);
   target = g_strdup_printf ("proxy CONNECT %s:%u ping", net.peer_v4, ECHO_PORT);
   r = run_attack (nf, handle, target);
   attack_assert_line (r, "status=200 reply=echo:ping");
@@ -1225,7 +1229,7 @@ static const RebindCase rebind_cases[] = {
   { "F39-rebind-host-own", "own.test", NULL,
     "ref 4.39 an allowed name resolving to one of the host's own addresses is refused" },
   { "F39-rebind-v6-loopback", "v6loop.test", "::1", "ref 4.39 an allowed name resolving to ::1 is refused" },
-  { "F39-rebind-v6-ula", "ula.test", NULL, "ref 4.39 an allowed name resolving to fd00:231::X:2 (ULA) is refused" },
+  { "F39-rebind-v6-ula", "ula.test", NULL, "ref 4.39 an allowed name resolving to fd00:231:X::2 (ULA) is refused" },
 };
 
 static void
