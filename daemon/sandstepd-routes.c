@@ -239,7 +239,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
   if (req->route == ROUTE_NONE)
     {
       req->refused = TRUE;
-      sandstepd_answer_refusal (req, SOUP_STATUS_NOT_FOUND, "no-route", "see the API at the top of sandstepd.c",
+      sandstepd_answer_refusal (req, SOUP_STATUS_NOT_FOUND, "no-route", SANDSTEPD_API_HINT,
                                 SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "No such API: %s %s", req->method,
                                 req->path);
       return;

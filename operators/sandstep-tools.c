@@ -1,6 +1,6 @@
 /* sandstep-tools.c: the four agent tools over one attached sandbox.
  *
- * The text rules live in sandstep-output.c (pure); this file checks the
+ * The text rules live in sandstep-output.h (pure); this file checks the
  * arguments, calls the backend, and sorts its errors: SANDSTEP_PATH_ERROR is
  * the model's to fix ("The read_file tool failed: ..."), anything else means
  * the sandbox is unusable (gone, expired, jail setup failed, state broken)

@@ -1,9 +1,10 @@
-/* test-security.c: the security battery (issue 4).
+/* test-security.c: the security battery.
  *
- * One GTest case per attack of sandbox-runtimes.md §4 (A terminal, B
+ * One GTest case per attack, named by its class and number (A terminal, B
  * namespaces and mounts, C files, D processes and /proc, E seccomp, F
- * network, G privileges, H leaks, I resources), each asserting the exact
- * outcome: an errno name, a signal, a message, or an absence.
+ * network, G privileges, H leaks, I resources: B05, C12, ...), each
+ * asserting the exact outcome: an errno name, a signal, a message, or an
+ * absence.
  *
  * The attacks are made by tests/security/attack.c, a static program that
  * prints one machine-readable line per attempt; $SANDSTEP_ATTACK names it.
