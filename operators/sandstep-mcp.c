@@ -84,20 +84,6 @@ response_gerror (JsonNode *id, const GError *error)
   return sandstep_mcp_response_error (id, code, error->message);
 }
 
-static gboolean
-throw_mcp (GError **error, SandstepMcpError code, const char *format, ...) G_GNUC_PRINTF (3, 4);
-
-static gboolean
-throw_mcp (GError **error, SandstepMcpError code, const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  g_propagate_error (error, g_error_new_valist (SANDSTEP_MCP_ERROR, code, format, args));
-  va_end (args);
-  return FALSE;
-}
-
 gboolean
 sandstep_mcp_version_is_supported (const char *version)
 {
@@ -153,8 +139,9 @@ method_initialize (SandstepMcpServer *server, JsonObject *params, GError **error
 
   if (requested == NULL || !JSON_NODE_HOLDS_VALUE (requested) || json_node_get_value_type (requested) != G_TYPE_STRING)
     {
-      throw_mcp (error, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
-                 "initialize needs params.protocolVersion, a string such as \"%s\"", SANDSTEP_MCP_PROTOCOL_VERSION);
+      sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
+                      "initialize needs params.protocolVersion, a string such as \"%s\"",
+                      SANDSTEP_MCP_PROTOCOL_VERSION);
       return NULL;
     }
   version = json_node_get_string (requested);
@@ -359,14 +346,14 @@ method_tools_call (SandstepMcpServer *server, JsonObject *params, Request *reque
   ToolJob *job;
 
   if (name == NULL || !JSON_NODE_HOLDS_VALUE (name) || json_node_get_value_type (name) != G_TYPE_STRING)
-    return throw_mcp (error, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
-                      "tools/call needs params.name, the name of a tool (see tools/list)");
+    return sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
+                           "tools/call needs params.name, the name of a tool (see tools/list)");
   if (!g_hash_table_contains (server->tool_names, json_node_get_string (name)))
-    return throw_mcp (error, SANDSTEP_MCP_ERROR_INVALID_PARAMS, "Unknown tool: '%s'; the tools are: %s",
-                      json_node_get_string (name), server->tool_list);
+    return sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
+                           "Unknown tool: '%s'; the tools are: %s", json_node_get_string (name), server->tool_list);
   if (arguments != NULL && !JSON_NODE_HOLDS_NULL (arguments) && !JSON_NODE_HOLDS_OBJECT (arguments))
-    return throw_mcp (error, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
-                      "tools/call needs params.arguments to be an object of the tool's arguments");
+    return sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INVALID_PARAMS,
+                           "tools/call needs params.arguments to be an object of the tool's arguments");
 
   job = g_new0 (ToolJob, 1);
   job->request = request;
@@ -568,14 +555,14 @@ sandstep_mcp_parse_message (const char *message, gsize length, GError **error)
     length = G_MAXSSIZE;
   if (!g_utf8_validate (message, length, NULL))
     {
-      throw_mcp (error, SANDSTEP_MCP_ERROR_PARSE, "the message is not UTF-8");
+      sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_PARSE, "the message is not UTF-8");
       return NULL;
     }
   if (!json_parser_load_from_data (parser, message, (gssize) length, error))
     return NULL;
   if (json_parser_get_root (parser) == NULL)
     {
-      throw_mcp (error, SANDSTEP_MCP_ERROR_PARSE, "the message is empty");
+      sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_PARSE, "the message is empty");
       return NULL;
     }
   return json_node_ref (json_parser_get_root (parser));
