@@ -97,7 +97,7 @@ sandstepd_handle_read_list (Request *req)
 
   if (lease == NULL)
     return;
-  if (!sandstep_wire_read_path_request (body, SANDSTEP_WIRE_DEFAULT_READ_MAX, &path, &max_bytes, &error))
+  if (!sandstep_wire_read_path_request (body, SANDSTEP_DEFAULT_READ_MAX, &path, &max_bytes, &error))
     {
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return;

@@ -23,6 +23,9 @@ typedef struct {
   const char *holder;
 } SandstepIdentity;
 
+/* What read_file refuses above when the caller names no limit. */
+#define SANDSTEP_DEFAULT_READ_MAX (5 * 1024 * 1024)
+
 /* Receives a command's output as it comes: @stream is 1 (stdout) or 2 (stderr). */
 typedef void (*SandstepOutputFunc) (int stream, const char *data, gsize len, gpointer user_data);
 

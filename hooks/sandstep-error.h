@@ -17,22 +17,9 @@
 
 #include <glib.h>
 
-G_BEGIN_DECLS
+#include "sandstep-exit.h"
 
-/* Exit statuses of the sandstep helper (sysexits.h where one fits). */
-typedef enum {
-  SANDSTEP_EXIT_OK = 0,
-  SANDSTEP_EXIT_USAGE = 64,        /* unknown option, bad value, missing argument */
-  SANDSTEP_EXIT_BAD_HANDLE = 65,   /* empty, None or malformed handle */
-  SANDSTEP_EXIT_NO_SANDBOX = 66,   /* the handle names no sandbox (destroyed or never made) */
-  SANDSTEP_EXIT_NOT_OWNER = 67,    /* the sandbox carries another owner */
-  SANDSTEP_EXIT_EXPIRED = 68,      /* the sandbox's lifetime is over */
-  SANDSTEP_EXIT_PATH = 69,         /* a path refused: escapes, wrong type, missing, too large */
-  SANDSTEP_EXIT_EXPORT = 73,       /* an export destination could not be written */
-  SANDSTEP_EXIT_BUSY = 75,         /* held by another holder and the wait ran out */
-  SANDSTEP_EXIT_TIMEOUT = 124,     /* the command ran out of its budget */
-  SANDSTEP_EXIT_INTERNAL = 125,    /* sandstep itself failed: jail, state directory */
-} SandstepExit;
+G_BEGIN_DECLS
 
 /* Bad input on the command line or in a make function call. */
 #define SANDSTEP_USAGE_ERROR (sandstep_usage_error_quark ())

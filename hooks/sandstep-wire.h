@@ -48,8 +48,6 @@ G_BEGIN_DECLS
 #define SANDSTEP_CLAIM_HEADER "X-Sandstep-Claim"
 /* Seconds between keepalive lines on long responses (claims, commands, exports). */
 #define SANDSTEP_KEEPALIVE_S 10
-/* read's max_bytes when the request gives none. */
-#define SANDSTEP_WIRE_DEFAULT_READ_MAX (5 * 1024 * 1024)
 
 /* ---- errors ---- */
 

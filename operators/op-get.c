@@ -5,7 +5,6 @@
 #include <stdio.h>
 
 #include "sandstep-error.h"
-#include "sandstep-tree.h"
 
 gboolean
 sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)

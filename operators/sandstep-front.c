@@ -20,11 +20,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandstep-exit.h"
 #include "sandstep-handle-libc.h"
 #include "sandstep-launch-wire.h"
-
-/* SANDSTEP_EXIT_INTERNAL: sandstep-error.h is GLib's side. */
-#define EXIT_INTERNAL 125
 
 static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
 
@@ -56,7 +54,7 @@ exec_core (char **argv)
   execv (SANDSTEP_LIBEXECDIR "/sandstep-core", argv);
   fprintf (stderr, "sandstep: cannot run sandstep-core, beside '%s' or in '%s': %s; reinstall sandstep\n",
            n > 0 ? self : "sandstep", SANDSTEP_LIBEXECDIR, strerror (errno));
-  exit (EXIT_INTERNAL);
+  exit (SANDSTEP_EXIT_INTERNAL);
 }
 
 /* The arguments after "run", when they have a shape this program reads
@@ -272,5 +270,5 @@ main (int argc, char **argv)
     }
   fprintf (stderr, "sandstep run: the launcher of sandbox '%s' ended while the command ran (was the sandbox "
            "destroyed?); run the step again\n", request.handle);
-  return EXIT_INTERNAL;
+  return SANDSTEP_EXIT_INTERNAL;
 }

@@ -32,7 +32,7 @@ sandstep_tool_limits_init (SandstepToolLimits *limits)
 {
   limits->max_output_lines = 2000;
   limits->max_output_bytes = 50 * 1024;
-  limits->max_read_bytes = 5 * 1024 * 1024;
+  limits->max_read_bytes = SANDSTEP_DEFAULT_READ_MAX;
   limits->default_timeout_s = 60;
   limits->max_timeout_s = 300;
 }
