@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-store.h"
-#include "sandstep-remote-wire.h"
+#include "sandstep-host-files.h"
+#include "sandstep-wire.h"
 
 #define MAX_HEADER (64 * 1024)
 #define MAX_ENTRIES (1024 * 1024)
@@ -134,7 +134,7 @@ sandstepd_upload_free (SandstepdUpload *u)
   if (u->dir_fd >= 0)
     close (u->dir_fd);
   if (u->dir_name != NULL)
-    sandstep_store_remove_tree_at (u->staging_fd, u->dir_name);
+    sandstep_remove_tree_at (u->staging_fd, u->dir_name);
   g_byte_array_unref (u->line);
   g_clear_error (&u->error);
   g_free (u->dir_name);
@@ -191,13 +191,13 @@ open_parent (SandstepdUpload *u, const char *rel, const char **out_name)
 }
 
 static gboolean
-begin_entry (SandstepdUpload *u, JsonObject *entry, GError **error)
+begin_entry (SandstepdUpload *u, const SandstepWirePutEntry *entry, GError **error)
 {
-  const char *rel = json_object_get_string_member_with_default (entry, "path", NULL);
-  const char *type = json_object_get_string_member_with_default (entry, "type", NULL);
-  gint64 mode = json_object_get_int_member_with_default (entry, "mode", 0644) & 0777;
-  gint64 size = json_object_get_int_member_with_default (entry, "size", 0);
-  const char *target = json_object_get_string_member_with_default (entry, "target", NULL);
+  const char *rel = entry->path;
+  const char *type = entry->type;
+  gint64 mode = entry->mode & 0777;
+  gint64 size = entry->size;
+  const char *target = entry->target;
   const char *name;
   int parent_fd;
   gboolean top;
@@ -294,20 +294,21 @@ static gboolean
 end_line (SandstepdUpload *u, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
-  g_autoptr(JsonObject) entry = NULL;
+  g_autoptr(JsonObject) line = NULL;
+  SandstepWirePutEntry entry;
 
-  entry = sandstep_wire_parse_object ((const char *) u->line->data, u->line->len, &local_error);
+  line = sandstep_wire_parse_object ((const char *) u->line->data, u->line->len, &local_error);
   g_byte_array_set_size (u->line, 0);
-  if (entry == NULL)
+  if (line == NULL)
     return fail (u, error, "%s", local_error->message);
-  if (json_object_get_boolean_member_with_default (entry, "end", FALSE))
+  if (!sandstep_wire_read_put_entry (line, &entry))
     {
       if (!u->top_done)
         return fail (u, error, "it ends before its first entry");
       u->state = STATE_ENDED;
       return TRUE;
     }
-  return begin_entry (u, entry, error);
+  return begin_entry (u, &entry, error);
 }
 
 gboolean
@@ -350,10 +351,10 @@ sandstepd_upload_feed (SandstepdUpload *u, const guint8 *data, gsize len, GError
             if (u->total + take > u->max_bytes)
               {
                 if (u->error == NULL)
-                  u->error = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                                          "The upload of '%s' is larger than the server's limit of %" G_GUINT64_FORMAT
-                                          " bytes; put less at a time, or start sandstepd with a larger --max-upload",
-                                          u->name, u->max_bytes);
+                  sandstep_throw_too_large (&u->error, 0, u->max_bytes,
+                                            "The upload of '%s' is larger than the server's limit of %"
+                                            G_GUINT64_FORMAT " bytes; put less at a time, or start sandstepd with "
+                                            "a larger --max-upload", u->name, u->max_bytes);
                 if (error != NULL)
                   *error = g_error_copy (u->error);
                 return FALSE;

@@ -26,8 +26,8 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
-#include "sandstep-remote-wire.h"
-#include "sandstepd-wire.h"
+#include "sandstep-wire.h"
+#include "sandstepd-channel.h"
 
 #define SEND_TIMEOUT_MS (30 * 1000)
 /* How long a cancel keeps killing before it gives up on a command that will not die. */
@@ -35,7 +35,7 @@
 
 typedef struct {
   JsonObject *message;    /* NULL: the daemon is gone; detach and exit */
-  int fds[SANDSTEPD_WIRE_MAX_FDS];
+  int fds[SANDSTEPD_CHANNEL_MAX_FDS];
   guint n_fds;
 } Op;
 
@@ -90,7 +90,7 @@ reader_thread (gpointer data)
       Op *op = g_new0 (Op, 1);
       const char *name;
 
-      if (!sandstepd_wire_recv (w->sock, &op->message, op->fds, &op->n_fds, &error))
+      if (!sandstepd_channel_recv (w->sock, &op->message, op->fds, &op->n_fds, &error))
         {
           /* sandstepd closed the lease (or died): stop what runs, then detach. */
           op->message = NULL;
@@ -111,13 +111,9 @@ reader_thread (gpointer data)
 }
 
 static JsonObject *
-error_reply (const GError *error, const char *holder)
+error_reply (const GError *error)
 {
-  g_autoptr(JsonNode) node = sandstep_wire_error_to_json (error, holder);
-  JsonObject *reply = json_object_new ();
-
-  json_object_set_member (reply, "error", g_steal_pointer (&node));
-  return reply;
+  return sandstep_wire_error_line (error);
 }
 
 static JsonObject *
@@ -125,40 +121,24 @@ do_attach (Worker *w, JsonObject *m)
 {
   const char *handle = json_object_get_string_member_with_default (m, "handle", NULL);
   g_autoptr(GError) error = NULL;
-  JsonObject *reply;
+  SandstepIdentity who = { NULL, NULL };
 
-  if (w->attachment != NULL || !sandstep_wire_handle_is_local (handle))
+  if (w->attachment != NULL || !sandstep_handle_is_local (handle) || !sandstep_wire_read_identity (m, &who, NULL))
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "sandstepd worker: attach refused (already attached, or a bad handle)");
-      return error_reply (error, NULL);
+      return error_reply (error);
     }
   g_free ((char *) w->who.owner);
   g_free ((char *) w->who.holder);
-  w->who.owner = g_strdup (json_object_get_string_member_with_default (m, "owner", ""));
-  w->who.holder = g_strdup (json_object_get_string_member_with_default (m, "holder", ""));
-  w->attachment = w->backend->klass->attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
+  w->who.owner = g_strdup (who.owner);
+  w->who.holder = g_strdup (who.holder);
+  w->attachment = sandstep_backend_attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
+  /* A busy refusal names its holder: the client waits and asks again. */
   if (w->attachment == NULL)
-    {
-      g_autofree char *holder = NULL;
-      if (g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY))
-        {
-          /* The client waits and asks again: it needs the holder's name. */
-          g_autoptr(JsonNode) record = w->backend->klass->describe (w->backend, handle, &w->who, NULL);
-          JsonObject *o = record != NULL && JSON_NODE_HOLDS_OBJECT (record) ? json_node_get_object (record) : NULL;
-          holder = g_strdup (o != NULL && json_object_has_member (o, "held_by") &&
-                                 !json_object_get_null_member (o, "held_by")
-                               ? json_object_get_string_member (o, "held_by")
-                               : "");
-        }
-      return error_reply (error, holder);
-    }
-  reply = json_object_new ();
-  json_object_set_double_member (reply, "remaining_seconds",
-                                 w->attachment->backend->klass->remaining_lifetime (w->attachment));
-  json_object_set_member (reply, "spec",
-                          sandstep_spec_to_json (w->attachment->backend->klass->spec (w->attachment), TRUE));
-  return reply;
+    return error_reply (error);
+  return sandstep_wire_claim (NULL, sandstep_attachment_remaining_lifetime (w->attachment),
+                              sandstep_attachment_spec (w->attachment));
 }
 
 static JsonObject *
@@ -170,7 +150,7 @@ need_attachment (Worker *w)
     return NULL;
   g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                        "sandstepd worker: no sandbox is attached");
-  return error_reply (error, NULL);
+  return error_reply (error);
 }
 
 static JsonObject *
@@ -179,17 +159,16 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
   SandstepRunRequest request = { 0 };
   SandstepRunResult result;
   g_autoptr(GError) error = NULL;
-  JsonObject *reply;
   gboolean ok;
 
   if (op->n_fds != 2)
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "sandstepd worker: a command needs two output pipes");
-      return error_reply (error, NULL);
+      return error_reply (error);
     }
-  request.command = json_object_get_string_member_with_default (m, "command", "");
-  request.timeout_s = json_object_get_double_member_with_default (m, "timeout_s", 0);
+  if (!sandstep_wire_read_run_request (m, &request.command, &request.timeout_s, &error))
+    return error_reply (error);
   request.stdin_fd = -1;
   request.stdout_fd = op->fds[0];
   request.stderr_fd = op->fds[1];
@@ -197,7 +176,7 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "The command was cancelled before it started: its caller went away");
-      return error_reply (error, NULL);
+      return error_reply (error);
     }
   request.cancellable = g_cancellable_new ();
   g_mutex_lock (&w->lock);
@@ -205,28 +184,21 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
   g_mutex_unlock (&w->lock);
   if (g_atomic_int_get (&w->cancelled) == id)
     g_cancellable_cancel (request.cancellable);
-  ok = w->attachment->backend->klass->run_command (w->attachment, &request, &result, &error);
+  ok = sandstep_attachment_run_command (w->attachment, &request, &result, &error);
   g_mutex_lock (&w->lock);
   w->running = NULL;
   g_mutex_unlock (&w->lock);
   g_object_unref (request.cancellable);
   if (!ok)
-    return error_reply (error, NULL);
-  reply = json_object_new ();
-  json_object_set_int_member (reply, "exit", result.exit_status);
-  json_object_set_boolean_member (reply, "timed_out", result.timed_out);
-  json_object_set_double_member (reply, "applied_timeout_s", result.applied_timeout_s);
-  json_object_set_boolean_member (reply, "clamped", result.clamped);
-  json_object_set_boolean_member (reply, "memory_limit_hit", result.memory_limit_hit);
-  json_object_set_boolean_member (reply, "pids_limit_hit", result.pids_limit_hit);
-  return reply;
+    return error_reply (error);
+  return sandstep_wire_run_result (&result);
 }
 
 static JsonObject *
 do_read (Worker *w, JsonObject *m, int *out_fd)
 {
-  const char *path = json_object_get_string_member_with_default (m, "path", "");
-  gint64 max_bytes = json_object_get_int_member_with_default (m, "max_bytes", 0);
+  const char *path = NULL;
+  guint64 max_bytes = 0;
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) bytes = NULL;
   const char *data;
@@ -234,9 +206,11 @@ do_read (Worker *w, JsonObject *m, int *out_fd)
   JsonObject *reply;
   int fd;
 
-  bytes = w->attachment->backend->klass->read_file (w->attachment, path, (gsize) MAX (max_bytes, 0), &error);
+  if (!sandstep_wire_read_path_request (m, 0, &path, &max_bytes, &error))
+    return error_reply (error);
+  bytes = sandstep_attachment_read_file (w->attachment, path, (gsize) MIN (max_bytes, G_MAXSIZE), &error);
   if (bytes == NULL)
-    return error_reply (error, NULL);
+    return error_reply (error);
   /* The bytes go back in a memfd: the daemon maps it and sends it, never copying it onto its heap. */
   fd = memfd_create ("sandstepd-read", MFD_CLOEXEC);
   data = g_bytes_get_data (bytes, &len);
@@ -257,7 +231,7 @@ do_read (Worker *w, JsonObject *m, int *out_fd)
     {
       sandstep_throw_errno (&error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
                             "Could not pass '%s' on to the client", path);
-      return error_reply (error, NULL);
+      return error_reply (error);
     }
   *out_fd = fd;
   reply = json_object_new ();
@@ -268,7 +242,8 @@ do_read (Worker *w, JsonObject *m, int *out_fd)
 static JsonObject *
 do_write (Worker *w, JsonObject *m, Op *op)
 {
-  const char *path = json_object_get_string_member_with_default (m, "path", "");
+  const char *path = NULL;
+  guint64 unused = 0;
   g_autoptr(GError) error = NULL;
   g_autoptr(GMappedFile) mapped = NULL;
   const char *data = "";
@@ -278,18 +253,20 @@ do_write (Worker *w, JsonObject *m, Op *op)
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "sandstepd worker: a write needs its staged file");
-      return error_reply (error, NULL);
+      return error_reply (error);
     }
+  if (!sandstep_wire_read_path_request (m, 0, &path, &unused, &error))
+    return error_reply (error);
   if (lseek (op->fds[0], 0, SEEK_END) > 0)
     {
       mapped = g_mapped_file_new_from_fd (op->fds[0], FALSE, &error);
       if (mapped == NULL)
-        return error_reply (error, NULL);
+        return error_reply (error);
       data = g_mapped_file_get_contents (mapped);
       len = g_mapped_file_get_length (mapped);
     }
-  if (!w->attachment->backend->klass->write_file (w->attachment, path, data, len, &error))
-    return error_reply (error, NULL);
+  if (!sandstep_attachment_write_file (w->attachment, path, data, len, &error))
+    return error_reply (error);
   return json_object_new ();
 }
 
@@ -297,10 +274,11 @@ static JsonObject *
 do_put (Worker *w, JsonObject *m)
 {
   g_autoptr(GError) error = NULL;
+  const char *src = NULL, *dest = NULL;
 
-  if (!w->attachment->backend->klass->put (w->attachment, json_object_get_string_member_with_default (m, "src", ""),
-                                           json_object_get_string_member_with_default (m, "dest", ""), &error))
-    return error_reply (error, NULL);
+  if (!sandstep_wire_get_string (m, "src", &src, &error) || !sandstep_wire_get_string (m, "dest", &dest, &error) ||
+      !sandstep_attachment_put (w->attachment, src, dest, &error))
+    return error_reply (error);
   return json_object_new ();
 }
 
@@ -309,51 +287,40 @@ do_list (Worker *w, JsonObject *m)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) entries = NULL;
-  JsonArray *array;
-  JsonObject *reply;
+  const char *path = NULL;
+  guint64 unused = 0;
 
-  entries = w->attachment->backend->klass->list_directory (
-    w->attachment, json_object_get_string_member_with_default (m, "path", ""), &error);
+  if (!sandstep_wire_read_path_request (m, 0, &path, &unused, &error))
+    return error_reply (error);
+  entries = sandstep_attachment_list_directory (w->attachment, path, &error);
   if (entries == NULL)
-    return error_reply (error, NULL);
-  array = json_array_sized_new (entries->len);
-  for (guint i = 0; i < entries->len; i++)
-    {
-      const SandstepDirEntry *entry = entries->pdata[i];
-      JsonObject *o = json_object_new ();
-      json_object_set_string_member (o, "name", entry->name);
-      json_object_set_boolean_member (o, "is_dir", entry->is_dir);
-      json_array_add_object_element (array, o);
-    }
-  reply = json_object_new ();
-  json_object_set_array_member (reply, "entries", array);
-  return reply;
+    return error_reply (error);
+  return sandstep_wire_entries (entries);
 }
 
 static JsonObject *
 do_export (Worker *w, JsonObject *m, Op *op)
 {
   g_autoptr(GError) error = NULL;
+  const char *path = NULL;
+  guint64 max_bytes = 0;
   gint64 written;
-  JsonObject *reply;
 
   if (op->n_fds != 1)
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "sandstepd worker: an export needs its pipe");
-      return error_reply (error, NULL);
+      return error_reply (error);
     }
-  written = w->attachment->backend->klass->export_file (
-    w->attachment, json_object_get_string_member_with_default (m, "path", ""), op->fds[0],
-    (guint64) MAX (json_object_get_int_member_with_default (m, "max_bytes", 0), 0), &error);
+  if (!sandstep_wire_read_path_request (m, 0, &path, &max_bytes, &error))
+    return error_reply (error);
+  written = sandstep_attachment_export_file (w->attachment, path, op->fds[0], max_bytes, &error);
   /* The reader sees the end of the file once our end is closed. */
   close (op->fds[0]);
   op->fds[0] = -1;
   if (written < 0)
-    return error_reply (error, NULL);
-  reply = json_object_new ();
-  json_object_set_int_member (reply, "written", written);
-  return reply;
+    return error_reply (error);
+  return json_object_new ();
 }
 
 static void
@@ -381,8 +348,8 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
   w.backend = sandstep_local_backend_new (state_dir, &error);
   json_object_set_boolean_member (ready, "ready", w.backend != NULL);
   if (w.backend == NULL)
-    json_object_set_member (ready, "error", sandstep_wire_error_to_json (error, NULL));
-  if (!sandstepd_wire_send_object (sock, ready, NULL, 0, SEND_TIMEOUT_MS, NULL) || w.backend == NULL)
+    json_object_set_member (ready, "error", sandstep_wire_error_to_json (error));
+  if (!sandstepd_channel_send_object (sock, ready, NULL, 0, SEND_TIMEOUT_MS, NULL) || w.backend == NULL)
     return 1;
 
   w.ops = g_async_queue_new ();
@@ -434,7 +401,7 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
           g_autoptr(GError) unknown = NULL;
           g_set_error (&unknown, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                        "sandstepd worker: unknown operation '%s'", name);
-          reply = error_reply (unknown, NULL);
+          reply = error_reply (unknown);
         }
       /* Close our copies of the command's pipes before answering: the daemon's
        * reader must see their end once the answer is in. */
@@ -446,7 +413,7 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
           }
       g_atomic_int_set (&w.current, 0);
       json_object_set_int_member (reply, "id", id);
-      if (!sandstepd_wire_send_object (sock, reply, reply_fd >= 0 ? &reply_fd : NULL, reply_fd >= 0 ? 1 : 0,
+      if (!sandstepd_channel_send_object (sock, reply, reply_fd >= 0 ? &reply_fd : NULL, reply_fd >= 0 ? 1 : 0,
                                        SEND_TIMEOUT_MS, NULL))
         last = TRUE;
       if (reply_fd >= 0)

@@ -11,10 +11,10 @@ int sandstepd_worker_main (int sock, const char *state_dir, int parent);
 
 /* ---- uploads of `put`: a stream of entries rebuilt as a tree in a staging directory ----
  *
- * The stream is a sequence of entries, each a JSON line
- *   {"path": "a/b", "type": "dir"|"file"|"link", "mode": 420, "size": N, "target": "..."}
- * followed, for a file, by exactly N bytes; the first entry has path "" (the
- * top, named @name), and a line {"end": true} closes the stream.  Paths are
+ * The stream is a sequence of entries (SandstepWirePutEntry in
+ * sandstep-wire.h), each a JSON line followed, for a file, by exactly its
+ * size in bytes; the first entry has path "" (the top, named @name), and an
+ * end line closes the stream.  Paths are
  * relative, with no empty, "." or ".." component, and never resolve through a
  * link (openat2 RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH). */
 typedef struct _SandstepdUpload SandstepdUpload;

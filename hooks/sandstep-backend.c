@@ -1,23 +1,256 @@
-/* sandstep-backend.c: what every backend shares. */
+/* sandstep-backend.c: what every backend shares, and the choice of one for a helper run. */
 #include "sandstep-backend.h"
 
+#include <dlfcn.h>
 #include <string.h>
 
-#include "sandstep-remote.h"
+#include "sandstep-error.h"
 
-#define HANDLE_HEX_DIGITS 16
+#define REMOTE_MODULE "sandstep-remote.so"
+
+/* sandstep_remote_backend_new() (sandstep-remote.h), defined in the module only. */
+typedef SandstepBackend *(*RemoteBackendNew) (const char *url, const char *token, GError **error);
+
+static RemoteBackendNew
+load_remote (GError **error)
+{
+  static RemoteBackendNew constructor;
+  g_autofree char *self = NULL;
+  g_autofree char *dir = NULL;
+  g_autofree char *beside = NULL;
+  g_autofree char *build_tree = NULL;
+  g_autofree char *reasons = NULL;
+  const char *candidates[4];
+  GString *why = g_string_new (NULL);
+
+  if (constructor != NULL)
+    {
+      g_string_free (why, TRUE);
+      return constructor;
+    }
+  self = g_file_read_link ("/proc/self/exe", NULL);
+  dir = self != NULL ? g_path_get_dirname (self) : NULL;
+  beside = dir != NULL ? g_build_filename (dir, REMOTE_MODULE, NULL) : NULL;
+  build_tree = dir != NULL ? g_build_filename (dir, "..", "hooks", "remote", REMOTE_MODULE, NULL) : NULL;
+  candidates[0] = g_getenv ("SANDSTEP_REMOTE_MODULE");
+  candidates[1] = beside;
+  candidates[2] = build_tree;
+  candidates[3] = SANDSTEP_LIBEXECDIR "/" REMOTE_MODULE;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
+    {
+      void *module;
+
+      if (candidates[i] == NULL || !g_file_test (candidates[i], G_FILE_TEST_EXISTS))
+        continue;
+      /* Never unloaded: the backends it makes point into it. */
+      module = dlopen (candidates[i], RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
+      if (module == NULL)
+        {
+          g_string_append_printf (why, "%s'%s': %s", why->len ? "; " : "", candidates[i], dlerror ());
+          continue;
+        }
+      constructor = (RemoteBackendNew) dlsym (module, "sandstep_remote_backend_new");
+      if (constructor != NULL)
+        {
+          g_string_free (why, TRUE);
+          return constructor;
+        }
+      g_string_append_printf (why, "%s'%s' is not the remote backend", why->len ? "; " : "", candidates[i]);
+    }
+  reasons = g_string_free (why, FALSE);
+  sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                  "The remote backend (" REMOTE_MODULE ") cannot be loaded%s%s; it belongs beside '%s' or in '%s': "
+                  "reinstall sandstep",
+                  reasons[0] ? ": " : "", reasons, self != NULL ? self : "sandstep", SANDSTEP_LIBEXECDIR);
+  return NULL;
+}
+
+SandstepBackend *
+sandstep_backend_open (const char *backend, const char *handle, GError **error)
+{
+  RemoteBackendNew remote_new;
+
+  if (backend == NULL || backend[0] == '\0')
+    backend = g_getenv (SANDSTEP_BACKEND_ENV);
+  if (sandstep_backend_name_is_local (backend))
+    backend = NULL;
+  if (backend == NULL && !sandstep_handle_is_remote (handle))
+    return sandstep_local_backend_new (NULL, error);
+  remote_new = load_remote (error);
+  return remote_new != NULL ? remote_new (backend, NULL, error) : NULL;
+}
+
+/* ---- the wrappers ---- */
+
+char *
+sandstep_backend_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
+                            gboolean *out_existing, GError **error)
+{
+  return backend->klass->provision (backend, spec, who, out_existing, error);
+}
+
+/* The first pause between two tries at a held claim, and the longest. */
+#define CLAIM_PAUSE_FIRST_US 5000
+#define CLAIM_PAUSE_MAX_US (100 * 1000)
+
+SandstepAttachment *
+sandstep_backend_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
+                         SandstepWaitNotify notify, gpointer notify_data, GError **error)
+{
+  const SandstepBackendClass *klass = backend->klass;
+  gint64 deadline = g_get_monotonic_time () + (gint64) (MAX (wait_s, 0) * G_USEC_PER_SEC);
+  gint64 pause_us = CLAIM_PAUSE_FIRST_US;
+  gboolean notified = FALSE;
+
+  for (;;)
+    {
+      g_autoptr(GError) refusal = NULL;
+      SandstepAttachment *attachment = klass->try_attach (backend, handle, who, &refusal);
+      const char *holder = sandstep_error_get_holder (refusal);
+
+      if (attachment != NULL)
+        return attachment;
+      if (!g_error_matches (refusal, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY) || holder == NULL)
+        {
+          g_propagate_error (error, g_steal_pointer (&refusal));
+          return NULL;
+        }
+      if (g_get_monotonic_time () >= deadline)
+        {
+          if (wait_s <= 0)
+            g_propagate_error (error, g_steal_pointer (&refusal));
+          else
+            sandstep_throw_busy (error, holder,
+                                 "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision "
+                                 "one sandbox per step",
+                                 handle, holder, wait_s);
+          return NULL;
+        }
+      if (!notified && notify != NULL)
+        notify (handle, holder, wait_s, notify_data);
+      notified = TRUE;
+      g_usleep (MIN (pause_us, deadline - g_get_monotonic_time () + 1));
+      pause_us = MIN (pause_us * 2, CLAIM_PAUSE_MAX_US);
+    }
+}
+
+JsonNode *
+sandstep_backend_describe (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
+{
+  return backend->klass->describe (backend, handle, who, error);
+}
 
 gboolean
-sandstep_handle_is_valid (const char *handle)
+sandstep_backend_release (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, gint64 keep_s,
+                          gboolean *out_destroyed, GError **error)
 {
-  /* A remote backend's handle names its server: http(s)://HOST[:PORT][/PREFIX]/sandstep-<16 hex>. */
-  if (sandstep_handle_is_remote (handle))
-    return sandstep_remote_handle_split (handle, NULL, NULL);
-  if (handle == NULL || !g_str_has_prefix (handle, SANDSTEP_HANDLE_PREFIX))
+  return backend->klass->release (backend, handle, who, keep_s, out_destroyed, error);
+}
+
+gboolean
+sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
+{
+  return backend->klass->destroy (backend, handle, who, error);
+}
+
+gboolean
+sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed,
+                     GError **error)
+{
+  return backend->klass->gc (backend, run, expired_only, destroyed, error);
+}
+
+void
+sandstep_backend_free (SandstepBackend *backend)
+{
+  if (backend != NULL)
+    backend->klass->free (backend);
+}
+
+void
+sandstep_attachment_detach (SandstepAttachment *attachment)
+{
+  const SandstepBackendClass *klass;
+
+  if (attachment == NULL)
+    return;
+  klass = attachment->backend->klass;
+  /* A release that came while we held the claim left the destruction to us. */
+  if (klass->release_due != NULL && klass->release_due (attachment))
+    klass->destroy_claimed (attachment);
+  klass->detach (attachment);
+}
+
+double
+sandstep_run_budget (double timeout_s, double remaining_s, SandstepRunResult *result)
+{
+  double budget = timeout_s > 0 ? MIN (timeout_s, remaining_s) : remaining_s;
+
+  result->clamped = timeout_s <= 0 || timeout_s > remaining_s;
+  result->applied_timeout_s = budget;
+  return budget;
+}
+
+gboolean
+sandstep_attachment_run_command (SandstepAttachment *attachment, const SandstepRunRequest *request,
+                                 SandstepRunResult *result, GError **error)
+{
+  SandstepRunRequest within = *request;
+  gboolean clamped;
+
+  memset (result, 0, sizeof *result);
+  /* The command's budget never outlives the sandbox. */
+  within.timeout_s = sandstep_run_budget (request->timeout_s, sandstep_attachment_remaining_lifetime (attachment),
+                                          result);
+  clamped = result->clamped;
+  if (!attachment->backend->klass->run_command (attachment, &within, result, error))
     return FALSE;
-  handle += strlen (SANDSTEP_HANDLE_PREFIX);
-  for (int i = 0; i < HANDLE_HEX_DIGITS; i++)
-    if (!g_ascii_isxdigit (handle[i]) || g_ascii_isupper (handle[i]))
-      return FALSE;
-  return handle[HANDLE_HEX_DIGITS] == '\0';
+  /* A server may have cut it further with the lifetime it knows. */
+  result->clamped = result->clamped || clamped;
+  return TRUE;
+}
+
+GBytes *
+sandstep_attachment_read_file (SandstepAttachment *attachment, const char *path, gsize max_bytes, GError **error)
+{
+  return attachment->backend->klass->read_file (attachment, path, max_bytes, error);
+}
+
+gboolean
+sandstep_attachment_write_file (SandstepAttachment *attachment, const char *path, const void *data, gsize len,
+                                GError **error)
+{
+  return attachment->backend->klass->write_file (attachment, path, data, len, error);
+}
+
+gboolean
+sandstep_attachment_put (SandstepAttachment *attachment, const char *host_src, const char *dest, GError **error)
+{
+  return attachment->backend->klass->put (attachment, host_src, dest, error);
+}
+
+GPtrArray *
+sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *path, GError **error)
+{
+  return attachment->backend->klass->list_directory (attachment, path, error);
+}
+
+gint64
+sandstep_attachment_export_file (SandstepAttachment *attachment, const char *path, int dest_fd, guint64 max_bytes,
+                                 GError **error)
+{
+  return attachment->backend->klass->export_file (attachment, path, dest_fd, max_bytes, error);
+}
+
+double
+sandstep_attachment_remaining_lifetime (SandstepAttachment *attachment)
+{
+  return attachment->backend->klass->remaining_lifetime (attachment);
+}
+
+const SandstepSpec *
+sandstep_attachment_spec (SandstepAttachment *attachment)
+{
+  return attachment->backend->klass->spec (attachment);
 }

@@ -10,6 +10,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "sandstep-handle.h"
 #include "sandstep-spec.h"
 
 G_BEGIN_DECLS
@@ -22,6 +23,9 @@ typedef struct {
   const char *owner;
   const char *holder;
 } SandstepIdentity;
+
+/* What read_file refuses above when the caller names no limit. */
+#define SANDSTEP_DEFAULT_READ_MAX (5 * 1024 * 1024)
 
 /* Receives a command's output as it comes: @stream is 1 (stdout) or 2 (stderr). */
 typedef void (*SandstepOutputFunc) (int stream, const char *data, gsize len, gpointer user_data);
@@ -61,6 +65,9 @@ void sandstep_dir_entry_free (SandstepDirEntry *entry);
  * the holder's name), so a CLI can say who it waits for. */
 typedef void (*SandstepWaitNotify) (const char *handle, const char *current_holder, double wait_s, gpointer user_data);
 
+/* What a backend implements.  Callers use the wrappers below, never these:
+ * the rules every backend shares (waiting for a claim, a command's budget,
+ * a release that came while the claim was held) are the wrappers', once. */
 typedef struct {
   const char *name;
 
@@ -68,12 +75,23 @@ typedef struct {
   char *(*provision) (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
                       gboolean *out_existing, GError **error);
 
-  /* Checks the owner and the lifetime, then claims; waits up to @wait_s for another holder. */
-  SandstepAttachment *(*attach) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
-                                 double wait_s, SandstepWaitNotify notify, gpointer notify_data, GError **error);
-  /* Ends the claim; finishes a pending release. */
+  /* Checks the owner and the lifetime, then claims, once: while another
+   * holder has it, fails with SANDSTEP_SANDBOX_ERROR_BUSY naming that holder
+   * (sandstep_throw_busy()); sandstep_backend_attach() waits and asks again. */
+  SandstepAttachment *(*try_attach) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                                     GError **error);
+  /* Ends the claim and frees the attachment. */
   void (*detach) (SandstepAttachment *attachment);
+  /* TRUE when the sandbox was released while this claim held it and its
+   * keep is over; then destroy_claimed() destroys it before the claim ends.
+   * NULL for a backend whose server does this itself. */
+  gboolean (*release_due) (SandstepAttachment *attachment);
+  void (*destroy_claimed) (SandstepAttachment *attachment);
 
+  /* @request->timeout_s is the budget, already cut to the remaining lifetime
+   * (sandstep_attachment_run_command()); the backend leaves
+   * result->applied_timeout_s and ->clamped as they are unless it knows
+   * better (a server's own cut). */
   gboolean (*run_command) (SandstepAttachment *attachment, const SandstepRunRequest *request,
                            SandstepRunResult *result, GError **error);
   GBytes *(*read_file) (SandstepAttachment *attachment, const char *path, gsize max_bytes, GError **error);
@@ -111,27 +129,76 @@ struct _SandstepAttachment {
   char *handle;
 };
 
-/* The local jail backend over @state_dir (NULL: $SANDSTEP_STATE_DIR or the default). */
+/* The local jail backend over @state_dir (NULL: sandstep_local_backend_default_dir()). */
 SandstepBackend *sandstep_local_backend_new (const char *state_dir, GError **error);
+/* $SANDSTEP_STATE_DIR, else /var/lib/sandstep for root, else $XDG_STATE_HOME/sandstep. */
+char *sandstep_local_backend_default_dir (void);
 
-static inline void
-sandstep_backend_free (SandstepBackend *backend)
-{
-  if (backend != NULL)
-    backend->klass->free (backend);
-}
-static inline void
-sandstep_attachment_detach (SandstepAttachment *attachment)
-{
-  if (attachment != NULL)
-    attachment->backend->klass->detach (attachment);
-}
+/* ---- the interface: one wrapper per entry ---- */
+
+char *sandstep_backend_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
+                                  gboolean *out_existing, GError **error);
+
+/* Checks the owner and the lifetime, then claims.  While another holder has
+ * the sandbox it asks again, more slowly each time (5 ms doubling to 100 ms),
+ * for up to @wait_s seconds, calling @notify once with the holder's name;
+ * then fails with SANDSTEP_SANDBOX_ERROR_BUSY (the backend's refusal when
+ * @wait_s <= 0, else "still held by ... after waiting"). */
+SandstepAttachment *sandstep_backend_attach (SandstepBackend *backend, const char *handle,
+                                             const SandstepIdentity *who, double wait_s, SandstepWaitNotify notify,
+                                             gpointer notify_data, GError **error);
+JsonNode *sandstep_backend_describe (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                                     GError **error);
+gboolean sandstep_backend_release (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                                   gint64 keep_s, gboolean *out_destroyed, GError **error);
+gboolean sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                                   GError **error);
+gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed,
+                              GError **error);
+void sandstep_backend_free (SandstepBackend *backend);
+
+/* Ends the claim; a release that came while it was held, and whose keep is
+ * over, destroys the sandbox first (its holder finishes what the release
+ * could not).  NULL is fine. */
+void sandstep_attachment_detach (SandstepAttachment *attachment);
+
+/* Runs a command within its budget: @request->timeout_s (<= 0: none) cut to
+ * the sandbox's remaining lifetime (sandstep_run_budget()). */
+gboolean sandstep_attachment_run_command (SandstepAttachment *attachment, const SandstepRunRequest *request,
+                                          SandstepRunResult *result, GError **error);
+GBytes *sandstep_attachment_read_file (SandstepAttachment *attachment, const char *path, gsize max_bytes,
+                                       GError **error);
+gboolean sandstep_attachment_write_file (SandstepAttachment *attachment, const char *path, const void *data,
+                                         gsize len, GError **error);
+gboolean sandstep_attachment_put (SandstepAttachment *attachment, const char *host_src, const char *dest,
+                                  GError **error);
+GPtrArray *sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *path, GError **error);
+gint64 sandstep_attachment_export_file (SandstepAttachment *attachment, const char *path, int dest_fd,
+                                        guint64 max_bytes, GError **error);
+double sandstep_attachment_remaining_lifetime (SandstepAttachment *attachment);
+const SandstepSpec *sandstep_attachment_spec (SandstepAttachment *attachment);
+
+/* A command's budget: @timeout_s (<= 0: none) cut to @remaining_s, which it
+ * never outlives.  Sets @result's applied_timeout_s to it and clamped to
+ * whether the lifetime cut it (or set it, for no timeout). */
+double sandstep_run_budget (double timeout_s, double remaining_s, SandstepRunResult *result);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepBackend, sandstep_backend_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepAttachment, sandstep_attachment_detach)
 
-/* A local handle is "sandstep-" and 16 lowercase hex digits; a remote one
- * names its server: http(s)://HOST[:PORT][/PREFIX]/sandstep-<16 hex>. */
-#define SANDSTEP_HANDLE_PREFIX "sandstep-"
-gboolean sandstep_handle_is_valid (const char *handle);
+/* Where a client of sandstepd finds its token: never on the command line. */
+#define SANDSTEP_TOKEN_ENV "SANDSTEP_TOKEN"
+#define SANDSTEP_TOKEN_FILE_ENV "SANDSTEP_TOKEN_FILE"
+/* A PEM file of CA certificates to trust for https:// servers (default: the system's). */
+#define SANDSTEP_CA_FILE_ENV "SANDSTEP_CA_FILE"
+
+/* The backend for one helper run: remote when @backend (from --backend, else
+ * $SANDSTEP_BACKEND) is a sandstepd URL or @handle names a server, else
+ * local.  The remote backend lives in the module sandstep-remote.so
+ * (libsoup), loaded on first use, so that a local step never loads libsoup;
+ * it is found beside the running program, at ../hooks/remote/ from it in a
+ * build tree, or in libexecdir, and $SANDSTEP_REMOTE_MODULE overrides all
+ * three. */
+SandstepBackend *sandstep_backend_open (const char *backend, const char *handle, GError **error);
 
 G_END_DECLS

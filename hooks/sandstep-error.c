@@ -1,13 +1,112 @@
-/* sandstep-error.c: error domains and their exit statuses. */
+/* sandstep-error.c: the error domains, the table of what each code means, and the facts two codes carry. */
 #include "sandstep-error.h"
 
 #include <string.h>
 
+/* The holder of a busy sandbox travels with SANDSTEP_SANDBOX_ERROR. */
+typedef struct {
+  char *holder;
+} SandstepSandboxErrorPrivate;
+
+static void
+sandstep_sandbox_error_private_init (SandstepSandboxErrorPrivate *priv)
+{
+  priv->holder = NULL;
+}
+
+static void
+sandstep_sandbox_error_private_copy (const SandstepSandboxErrorPrivate *src, SandstepSandboxErrorPrivate *dest)
+{
+  dest->holder = g_strdup (src->holder);
+}
+
+static void
+sandstep_sandbox_error_private_clear (SandstepSandboxErrorPrivate *priv)
+{
+  g_clear_pointer (&priv->holder, g_free);
+}
+
+G_DEFINE_EXTENDED_ERROR (SandstepSandboxError, sandstep_sandbox_error)
+
+/* The size and limit of a file refused as too large travel with SANDSTEP_PATH_ERROR. */
+typedef struct {
+  gboolean has_size;
+  guint64 size;
+  guint64 limit;
+} SandstepPathErrorPrivate;
+
+static void
+sandstep_path_error_private_init (SandstepPathErrorPrivate *priv)
+{
+  memset (priv, 0, sizeof *priv);
+}
+
+static void
+sandstep_path_error_private_copy (const SandstepPathErrorPrivate *src, SandstepPathErrorPrivate *dest)
+{
+  *dest = *src;
+}
+
+static void
+sandstep_path_error_private_clear (SandstepPathErrorPrivate *priv)
+{
+}
+
+G_DEFINE_EXTENDED_ERROR (SandstepPathError, sandstep_path_error)
+
 G_DEFINE_QUARK (sandstep-usage-error-quark, sandstep_usage_error)
-G_DEFINE_QUARK (sandstep-sandbox-error-quark, sandstep_sandbox_error)
 G_DEFINE_QUARK (sandstep-jail-error-quark, sandstep_jail_error)
-G_DEFINE_QUARK (sandstep-path-error-quark, sandstep_path_error)
 G_DEFINE_QUARK (sandstep-export-error-quark, sandstep_export_error)
+
+#define HINT_LOG "see the sandbox server's log"
+
+/* Every code of every domain, once.  The exit statuses are the README's;
+ * the HTTP statuses and wire codes are what sandstepd answers with. */
+static const SandstepErrorKind kinds[] = {
+  /* domain                         code                                exit                        HTTP  wire code        hint */
+  { sandstep_usage_error_quark,     SANDSTEP_USAGE_ERROR_UNKNOWN_OPTION, SANDSTEP_EXIT_USAGE,       400, "usage",          "fix the request as the message says" },
+  { sandstep_usage_error_quark,     SANDSTEP_USAGE_ERROR_BAD_VALUE,      SANDSTEP_EXIT_USAGE,       400, "usage",          "fix the request as the message says" },
+  { sandstep_usage_error_quark,     SANDSTEP_USAGE_ERROR_MISSING,        SANDSTEP_EXIT_USAGE,       400, "usage",          "fix the request as the message says" },
+  { sandstep_usage_error_quark,     SANDSTEP_USAGE_ERROR_FAILED,         SANDSTEP_EXIT_USAGE,       400, "usage",          "fix the request as the message says" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,   SANDSTEP_EXIT_BAD_HANDLE,  400, "bad-handle",     "pass the handle that 'sandstep provision' printed" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_NOT_FOUND,    SANDSTEP_EXIT_NO_SANDBOX,  404, "not-found",      "the sandbox is gone: provision a new one" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_NOT_OWNER,    SANDSTEP_EXIT_NOT_OWNER,   403, "not-owner",      "use the handle this run provisioned, or pass the owner that provisioned it" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_EXPIRED,      SANDSTEP_EXIT_EXPIRED,     410, "expired",        "provision a new sandbox; 'sandstep gc --expired' reclaims this one" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BUSY,         SANDSTEP_EXIT_BUSY,        409, "busy",           "wait for the holder (--wait=SECONDS) or provision one sandbox per step" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_STATE,        SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
+  { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
+  { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_UNSUPPORTED,     SANDSTEP_EXIT_INTERNAL,    501, "unsupported",    "the server's kernel lacks what the sandbox needs; see the message" },
+  { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT,     504, "timeout",        "give the command a larger budget" },
+  { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_FAILED,          SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_ESCAPES,         SANDSTEP_EXIT_PATH,        400, "path-escapes",   "give a path under /workspace or /tmp" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_NOT_FOUND,       SANDSTEP_EXIT_PATH,        404, "path-not-found", "list the directory to see what is there" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_IS_DIRECTORY,    SANDSTEP_EXIT_PATH,        422, "is-directory",   "name a file, or list the directory" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_NOT_REGULAR,     SANDSTEP_EXIT_PATH,        422, "not-regular",    "only regular files can be read or copied" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_TOO_LARGE,       SANDSTEP_EXIT_PATH,        413, "too-large",      "read a part of it with head, tail or sed through 'sandstep run', or raise the limit" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_CHANGED,         SANDSTEP_EXIT_PATH,        409, "changed",        "try again once the file stops changing" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_IO,              SANDSTEP_EXIT_PATH,        500, "path-io",        "see the message" },
+  { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_FAILED,          SANDSTEP_EXIT_PATH,        500, "path-io",        "see the message" },
+  { sandstep_export_error_quark,    SANDSTEP_EXPORT_ERROR_BAD_URL,       SANDSTEP_EXIT_USAGE,       400, "bad-url",        "give a file:// URL" },
+  { sandstep_export_error_quark,    SANDSTEP_EXPORT_ERROR_WRITE,         SANDSTEP_EXIT_EXPORT,      500, "export",         "see the message" },
+  { sandstep_export_error_quark,    SANDSTEP_EXPORT_ERROR_FAILED,        SANDSTEP_EXIT_EXPORT,      500, "export",         "see the message" },
+};
+
+/* Another domain's error (GIO's, a plugin's). */
+static const SandstepErrorKind other_kind = { NULL, 0, SANDSTEP_EXIT_INTERNAL, 500, "internal", HINT_LOG };
+
+/* The domains, their names on the wire (older builds sent the quark names), and their fallback. */
+static const struct {
+  GQuark (*domain) (void);
+  const char *name;
+  int failed;
+} domains[] = {
+  { sandstep_usage_error_quark,   "sandstep-usage-error-quark",   SANDSTEP_USAGE_ERROR_FAILED },
+  { sandstep_sandbox_error_quark, "sandstep-sandbox-error-quark", SANDSTEP_SANDBOX_ERROR_FAILED },
+  { sandstep_jail_error_quark,    "sandstep-jail-error-quark",    SANDSTEP_JAIL_ERROR_FAILED },
+  { sandstep_path_error_quark,    "sandstep-path-error-quark",    SANDSTEP_PATH_ERROR_FAILED },
+  { sandstep_export_error_quark,  "sandstep-export-error-quark",  SANDSTEP_EXPORT_ERROR_FAILED },
+};
 
 gboolean
 sandstep_throw (GError **error, GQuark domain, int code, const char *format, ...)
@@ -33,46 +132,133 @@ sandstep_throw_errno (GError **error, GQuark domain, int code, int errsv, const 
   return FALSE;
 }
 
+gboolean
+sandstep_throw_busy (GError **error, const char *holder, const char *format, ...)
+{
+  va_list args;
+  GError *busy;
+
+  va_start (args, format);
+  busy = g_error_new_valist (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY, format, args);
+  va_end (args);
+  sandstep_error_set_holder (busy, holder);
+  g_propagate_error (error, busy);
+  return FALSE;
+}
+
+gboolean
+sandstep_throw_too_large (GError **error, guint64 size, guint64 limit, const char *format, ...)
+{
+  va_list args;
+  GError *too_large;
+
+  va_start (args, format);
+  too_large = g_error_new_valist (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE, format, args);
+  va_end (args);
+  sandstep_error_set_size (too_large, size, limit);
+  g_propagate_error (error, too_large);
+  return FALSE;
+}
+
+const char *
+sandstep_error_get_holder (const GError *error)
+{
+  if (error == NULL || error->domain != SANDSTEP_SANDBOX_ERROR)
+    return NULL;
+  return sandstep_sandbox_error_get_private (error)->holder;
+}
+
+void
+sandstep_error_set_holder (GError *error, const char *holder)
+{
+  SandstepSandboxErrorPrivate *priv;
+
+  g_return_if_fail (error != NULL && error->domain == SANDSTEP_SANDBOX_ERROR);
+  priv = sandstep_sandbox_error_get_private (error);
+  g_free (priv->holder);
+  priv->holder = g_strdup (holder);
+}
+
+gboolean
+sandstep_error_get_size (const GError *error, guint64 *out_size, guint64 *out_limit)
+{
+  const SandstepPathErrorPrivate *priv;
+
+  if (error == NULL || error->domain != SANDSTEP_PATH_ERROR)
+    return FALSE;
+  priv = sandstep_path_error_get_private (error);
+  if (!priv->has_size)
+    return FALSE;
+  if (out_size != NULL)
+    *out_size = priv->size;
+  if (out_limit != NULL)
+    *out_limit = priv->limit;
+  return TRUE;
+}
+
+void
+sandstep_error_set_size (GError *error, guint64 size, guint64 limit)
+{
+  SandstepPathErrorPrivate *priv;
+
+  g_return_if_fail (error != NULL && error->domain == SANDSTEP_PATH_ERROR);
+  priv = sandstep_path_error_get_private (error);
+  priv->has_size = TRUE;
+  priv->size = size;
+  priv->limit = limit;
+}
+
+const SandstepErrorKind *
+sandstep_error_kind (const GError *error)
+{
+  for (gsize i = 0; error != NULL && i < G_N_ELEMENTS (kinds); i++)
+    if (error->domain == kinds[i].domain () && error->code == kinds[i].code)
+      return &kinds[i];
+  /* A code of ours that the table lacks is its domain's _FAILED. */
+  for (gsize d = 0; error != NULL && d < G_N_ELEMENTS (domains); d++)
+    if (error->domain == domains[d].domain ())
+      for (gsize i = 0; i < G_N_ELEMENTS (kinds); i++)
+        if (kinds[i].domain == domains[d].domain && kinds[i].code == domains[d].failed)
+          return &kinds[i];
+  return &other_kind;
+}
+
+const SandstepErrorKind *
+sandstep_error_kinds (gsize *n_kinds)
+{
+  *n_kinds = G_N_ELEMENTS (kinds);
+  return kinds;
+}
+
 SandstepExit
 sandstep_error_exit_status (const GError *error)
 {
-  if (error == NULL)
-    return SANDSTEP_EXIT_OK;
-
-  if (error->domain == SANDSTEP_USAGE_ERROR)
-    return SANDSTEP_EXIT_USAGE;
-
-  if (error->domain == SANDSTEP_SANDBOX_ERROR)
-    {
-      switch ((SandstepSandboxError) error->code)
-        {
-        case SANDSTEP_SANDBOX_ERROR_BAD_HANDLE: return SANDSTEP_EXIT_BAD_HANDLE;
-        case SANDSTEP_SANDBOX_ERROR_NOT_FOUND:  return SANDSTEP_EXIT_NO_SANDBOX;
-        case SANDSTEP_SANDBOX_ERROR_NOT_OWNER:  return SANDSTEP_EXIT_NOT_OWNER;
-        case SANDSTEP_SANDBOX_ERROR_EXPIRED:    return SANDSTEP_EXIT_EXPIRED;
-        case SANDSTEP_SANDBOX_ERROR_BUSY:       return SANDSTEP_EXIT_BUSY;
-        case SANDSTEP_SANDBOX_ERROR_STATE:      return SANDSTEP_EXIT_INTERNAL;
-        }
-    }
-
-  if (error->domain == SANDSTEP_PATH_ERROR)
-    return SANDSTEP_EXIT_PATH;
-
-  if (error->domain == SANDSTEP_EXPORT_ERROR)
-    return error->code == SANDSTEP_EXPORT_ERROR_BAD_URL ? SANDSTEP_EXIT_USAGE : SANDSTEP_EXIT_EXPORT;
-
-  if (error->domain == SANDSTEP_JAIL_ERROR && error->code == SANDSTEP_JAIL_ERROR_TIMEOUT)
-    return SANDSTEP_EXIT_TIMEOUT;
-
-  return SANDSTEP_EXIT_INTERNAL;
+  return error != NULL ? sandstep_error_kind (error)->exit_status : SANDSTEP_EXIT_OK;
 }
 
-char *
-sandstep_format_size (guint64 n)
+const char *
+sandstep_error_domain_name (GQuark domain)
 {
-  if (n >= 1024 * 1024)
-    return g_strdup_printf ("%.1fMB", (double) n / (1024.0 * 1024.0));
-  if (n >= 1024)
-    return g_strdup_printf ("%.1fKB", (double) n / 1024.0);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT "B", n);
+  for (gsize d = 0; d < G_N_ELEMENTS (domains); d++)
+    if (domain == domains[d].domain ())
+      return domains[d].name;
+  return NULL;
+}
+
+GError *
+sandstep_error_new_from_name (const char *domain_name, gint64 code, const char *message)
+{
+  for (gsize d = 0; domain_name != NULL && d < G_N_ELEMENTS (domains); d++)
+    {
+      GQuark domain = domains[d].domain ();
+      gboolean known = FALSE;
+
+      if (strcmp (domains[d].name, domain_name) != 0)
+        continue;
+      for (gsize i = 0; i < G_N_ELEMENTS (kinds) && !known; i++)
+        known = kinds[i].domain == domains[d].domain && kinds[i].code == code;
+      return g_error_new_literal (domain, known ? (int) code : domains[d].failed, message);
+    }
+  /* Not a domain of ours (GIO's, say): what the server could not do. */
+  return g_error_new_literal (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, message);
 }

@@ -1,29 +1,25 @@
-/* sandstep-error.h: error domains, one per concept, and their exit statuses.
+/* sandstep-error.h: error domains, one per concept, and what each code means.
  *
- * Library code returns these through GError; executables decide what to print
- * and map the error to the exit status listed beside each code (README, "Exit
- * statuses").  Codes are stable: tests and scripts match on them.
+ * Library code returns these through GError; executables decide what to
+ * print.  One table (sandstep-error.c) gives every domain and code its exit
+ * status (README, "Exit statuses"), its HTTP status and short code on
+ * sandstepd's wire, and the hint a person reads there.  Codes are stable:
+ * tests, scripts and the wire match on them, so a new code goes at the end
+ * of its enum.  Each domain has a _FAILED code: what an unknown code of that
+ * domain (a newer server's) becomes.
+ *
+ * Two kinds of error carry facts as data, not only in their message:
+ * SANDSTEP_SANDBOX_ERROR_BUSY names the current holder, and
+ * SANDSTEP_PATH_ERROR_TOO_LARGE the size and the limit
+ * (sandstep_error_get_holder(), sandstep_error_get_size()).
  */
 #pragma once
 
 #include <glib.h>
 
-G_BEGIN_DECLS
+#include "sandstep-exit.h"
 
-/* Exit statuses of the sandstep helper (sysexits.h where one fits). */
-typedef enum {
-  SANDSTEP_EXIT_OK = 0,
-  SANDSTEP_EXIT_USAGE = 64,        /* unknown option, bad value, missing argument */
-  SANDSTEP_EXIT_BAD_HANDLE = 65,   /* empty, None or malformed handle */
-  SANDSTEP_EXIT_NO_SANDBOX = 66,   /* the handle names no sandbox (destroyed or never made) */
-  SANDSTEP_EXIT_NOT_OWNER = 67,    /* the sandbox carries another owner */
-  SANDSTEP_EXIT_EXPIRED = 68,      /* the sandbox's lifetime is over */
-  SANDSTEP_EXIT_PATH = 69,         /* a path refused: escapes, wrong type, missing, too large */
-  SANDSTEP_EXIT_EXPORT = 73,       /* an export destination could not be written */
-  SANDSTEP_EXIT_BUSY = 75,         /* held by another holder and the wait ran out */
-  SANDSTEP_EXIT_TIMEOUT = 124,     /* the command ran out of its budget */
-  SANDSTEP_EXIT_INTERNAL = 125,    /* sandstep itself failed: jail, state directory */
-} SandstepExit;
+G_BEGIN_DECLS
 
 /* Bad input on the command line or in a make function call. */
 #define SANDSTEP_USAGE_ERROR (sandstep_usage_error_quark ())
@@ -31,6 +27,7 @@ typedef enum {
   SANDSTEP_USAGE_ERROR_UNKNOWN_OPTION,
   SANDSTEP_USAGE_ERROR_BAD_VALUE,
   SANDSTEP_USAGE_ERROR_MISSING,
+  SANDSTEP_USAGE_ERROR_FAILED,
 } SandstepUsageError;
 
 /* What a handle names, who may use it, and for how long. */
@@ -42,6 +39,7 @@ typedef enum {
   SANDSTEP_SANDBOX_ERROR_EXPIRED,
   SANDSTEP_SANDBOX_ERROR_BUSY,
   SANDSTEP_SANDBOX_ERROR_STATE,     /* state directory unreadable or corrupt */
+  SANDSTEP_SANDBOX_ERROR_FAILED,
 } SandstepSandboxError;
 
 /* Building or running the jail. */
@@ -50,6 +48,7 @@ typedef enum {
   SANDSTEP_JAIL_ERROR_SETUP,        /* a namespace, mount or filter step failed */
   SANDSTEP_JAIL_ERROR_UNSUPPORTED,  /* the kernel lacks a feature the spec needs */
   SANDSTEP_JAIL_ERROR_TIMEOUT,
+  SANDSTEP_JAIL_ERROR_FAILED,
 } SandstepJailError;
 
 /* Host-side file tools working inside a sandbox's tree. */
@@ -62,6 +61,7 @@ typedef enum {
   SANDSTEP_PATH_ERROR_TOO_LARGE,
   SANDSTEP_PATH_ERROR_CHANGED,      /* the file changed while it was copied */
   SANDSTEP_PATH_ERROR_IO,
+  SANDSTEP_PATH_ERROR_FAILED,
 } SandstepPathError;
 
 /* Export destinations. */
@@ -69,6 +69,7 @@ typedef enum {
 typedef enum {
   SANDSTEP_EXPORT_ERROR_BAD_URL,
   SANDSTEP_EXPORT_ERROR_WRITE,
+  SANDSTEP_EXPORT_ERROR_FAILED,
 } SandstepExportError;
 
 GQuark sandstep_usage_error_quark (void);
@@ -83,11 +84,48 @@ gboolean sandstep_throw (GError **error, GQuark domain, int code, const char *fo
 /* Like sandstep_throw() with ": <strerror(errsv)>" appended. */
 gboolean sandstep_throw_errno (GError **error, GQuark domain, int code, int errsv, const char *format, ...) G_GNUC_PRINTF (5, 6);
 
-/* The helper's exit status for @error. */
+/* SANDSTEP_SANDBOX_ERROR_BUSY naming @holder, the one who has the sandbox now. */
+gboolean sandstep_throw_busy (GError **error, const char *holder, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+/* SANDSTEP_PATH_ERROR_TOO_LARGE for a file of @size bytes (0: not known) over @limit. */
+gboolean sandstep_throw_too_large (GError **error, guint64 size, guint64 limit, const char *format, ...)
+  G_GNUC_PRINTF (4, 5);
+
+/* The holder a SANDSTEP_SANDBOX_ERROR carries, or NULL. */
+const char *sandstep_error_get_holder (const GError *error);
+void sandstep_error_set_holder (GError *error, const char *holder);
+
+/* The size (0: not known) and limit a SANDSTEP_PATH_ERROR carries; FALSE when it carries none. */
+gboolean sandstep_error_get_size (const GError *error, guint64 *out_size, guint64 *out_limit);
+void sandstep_error_set_size (GError *error, guint64 size, guint64 limit);
+
+/* One row of the table: what a code of a domain means outside the process. */
+typedef struct {
+  GQuark (*domain) (void);
+  int code;
+  SandstepExit exit_status;
+  guint http_status;          /* on sandstepd's wire */
+  const char *wire_code;      /* "not-owner", for people and scripts */
+  const char *hint;           /* what to do next, sent with the message */
+} SandstepErrorKind;
+
+/* The row of @error; errors of other domains (GIO's, a plugin's) share one
+ * row: exit 125, HTTP 500, "internal". */
+const SandstepErrorKind *sandstep_error_kind (const GError *error);
+
+/* Every row, for tests and documentation. */
+const SandstepErrorKind *sandstep_error_kinds (gsize *n_kinds);
+
+/* The helper's exit status for @error (0 for NULL). */
 SandstepExit sandstep_error_exit_status (const GError *error);
 
-/* A size for a message: n >= 1 MiB "%.1fMB", n >= 1024 "%.1fKB", else "<n>B"
- * (binary units labelled KB/MB, as the tool contract does). */
-char *sandstep_format_size (guint64 n);
+/* The name a domain travels under ("sandstep-sandbox-error-quark"), or NULL
+ * for a domain that is not ours. */
+const char *sandstep_error_domain_name (GQuark domain);
+
+/* The error that @domain_name and @code stand for, with @message: an
+ * unknown code of a known domain becomes its _FAILED code; another domain
+ * (or NULL) becomes SANDSTEP_SANDBOX_ERROR_STATE: what the server could not do. */
+GError *sandstep_error_new_from_name (const char *domain_name, gint64 code, const char *message);
 
 G_END_DECLS

@@ -169,3 +169,29 @@ sandstep_host_walk (const char *path, const struct stat *st, const char *rel, co
 {
   return walk_entry (AT_FDCWD, path, path, st, TRUE, rel, sink, data, error);
 }
+
+void
+sandstep_remove_tree_at (int dir_fd, const char *name)
+{
+  int fd;
+  DIR *dir;
+  struct dirent *entry;
+
+  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
+    return;
+  fchmodat (dir_fd, name, 0700, 0);
+  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    {
+      close (fd);
+      return;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      sandstep_remove_tree_at (dirfd (dir), entry->d_name);
+  closedir (dir);
+  unlinkat (dir_fd, name, AT_REMOVEDIR);
+}

@@ -1,4 +1,4 @@
-/* sandstep-host-files.h: the host's side of a put, for every backend.
+/* sandstep-host-files.h: the host's side of a put, for every backend, and rm -rf.
  *
  * The local tree and the sandstepd client copy the same host entries by the
  * same rules and with the same messages: one walk here, and a sink per
@@ -38,5 +38,9 @@ typedef struct {
  * directories and links is refused. */
 gboolean sandstep_host_walk (const char *path, const struct stat *st, const char *rel, const SandstepHostSink *sink,
                              gpointer data, GError **error);
+
+/* Deletes @name under @dir_fd (rm -rf) without following any link, making
+ * directories writable on the way (a command may leave a read-only one). */
+void sandstep_remove_tree_at (int dir_fd, const char *name);
 
 G_END_DECLS

@@ -3,13 +3,13 @@
  *   sandstep agent --handle=H [--model=M] [--max-turns=N] [--time-budget=SECONDS]
  *                  [--system=FILE] [--transcript=FILE] -- PROMPT
  *
- * Claims the sandbox once, for the whole run, then talks to any
- * OpenAI-compatible chat-completions endpoint (OPENAI_BASE_URL,
- * OPENAI_API_KEY; the model from --model or OPENAI_MODEL): each reply's tool
- * calls are answered in order, one tool message per call id, and the loop
- * ends when a reply has no tool calls (whatever its finish_reason).  A
- * malformed argument string, an unknown tool or a bad argument is answered to
- * the model as a tool error; a terminal sandbox error ends the run.
+ * Claims the sandbox once, for the whole run, then runs the turn loop of
+ * hooks/llm/sandstep-agent.c against any OpenAI-compatible chat-completions
+ * endpoint (OPENAI_BASE_URL, OPENAI_API_KEY; the model from --model or
+ * OPENAI_MODEL), with the sandbox's four tools: each reply's tool calls are
+ * answered in order, and the loop ends when a reply has no tool calls.  This
+ * file reads the options, answers the calls with the toolbox, and says what
+ * happened.
  *
  * Output: the final answer on stdout; one progress line per turn on stderr
  * ("sandstep agent: turn 3: run_command, read_file (4.2s)"); with
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-agent.h"
 #include "sandstep-llm.h"
 #include "sandstep-output.h"
 #include "sandstep-tools.h"
@@ -47,8 +48,8 @@ static const char default_system_prompt[] =
 typedef struct {
   FILE *transcript;
   gint64 start_us;          /* monotonic */
-  guint turn;
-  SandstepLlm *llm;
+  SandstepAgentRun run;     /* its turn is the transcript's */
+  SandstepToolbox *toolbox;
 } Agent;
 
 /* One transcript line: @event plus "ts" (UTC, ISO 8601 with milliseconds),
@@ -76,7 +77,7 @@ write_event (Agent *agent, const char *type, JsonObject *event)
   json_object_set_string_member (line, "ts", stamp);
   json_object_set_int_member (line, "elapsed_ms", (g_get_monotonic_time () - agent->start_us) / 1000);
   json_object_set_string_member (line, "type", type);
-  json_object_set_int_member (line, "turn", agent->turn);
+  json_object_set_int_member (line, "turn", agent->run.turn);
   members = json_object_get_members (event);
   for (GList *l = members; l != NULL; l = l->next)
     json_object_set_member (line, l->data, json_node_copy (json_object_get_member (event, l->data)));
@@ -96,8 +97,8 @@ on_retry (guint attempt, guint status, const char *reason, double delay_s, gpoin
   Agent *agent = user_data;
   JsonObject *event = json_object_new ();
 
-  g_printerr ("sandstep agent: turn %u: the chat endpoint failed (%s); retrying in %.1fs\n", agent->turn, reason,
-              delay_s);
+  g_printerr ("sandstep agent: turn %u: the chat endpoint failed (%s); retrying in %.1fs\n", agent->run.turn,
+              reason, delay_s);
   json_object_set_int_member (event, "attempt", attempt);
   json_object_set_int_member (event, "status", status);
   json_object_set_string_member (event, "reason", reason);
@@ -116,103 +117,25 @@ end_event (Agent *agent, const char *reason, const char *message)
   write_event (agent, "end", event);
 }
 
-static double
-seconds_since (gint64 start_us)
-{
-  return (g_get_monotonic_time () - start_us) / 1e6;
-}
-
-/* The text of a message's content: a string, or an array of text parts. */
+/* The loop's hooks: the toolbox answers, the transcript records, stderr says how each turn went. */
 static char *
-content_text (JsonObject *message)
+call_tool (const char *name, JsonObject *arguments, gboolean *out_is_error, GError **error, gpointer user_data)
 {
-  JsonNode *content = json_object_get_member (message, "content");
-  GString *out;
+  Agent *agent = user_data;
 
-  if (content == NULL || JSON_NODE_HOLDS_NULL (content))
-    return NULL;
-  if (JSON_NODE_HOLDS_VALUE (content) && json_node_get_value_type (content) == G_TYPE_STRING)
-    return g_strdup (json_node_get_string (content));
-  if (!JSON_NODE_HOLDS_ARRAY (content))
-    return NULL;
-  out = g_string_new (NULL);
-  for (guint i = 0; i < json_array_get_length (json_node_get_array (content)); i++)
-    {
-      JsonNode *part = json_array_get_element (json_node_get_array (content), i);
-      if (JSON_NODE_HOLDS_OBJECT (part))
-        g_string_append (out, json_object_get_string_member_with_default (json_node_get_object (part), "text", ""));
-    }
-  return g_string_free (out, FALSE);
+  return sandstep_toolbox_call (agent->toolbox, name, arguments, out_is_error, error);
 }
 
-static const char *
-string_member (JsonObject *object, const char *name)
+static void
+record (const char *type, JsonObject *event, gpointer user_data)
 {
-  JsonNode *node = object != NULL ? json_object_get_member (object, name) : NULL;
-
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (node);
+  write_event (user_data, type, event);
 }
 
-/* The arguments of a tool call as an object, or NULL with *out_message for
- * the model: they come as a JSON string (some servers send an object). */
-static JsonObject *
-parse_arguments (const char *tool, JsonNode *arguments, char **out_raw, char **out_message)
+static void
+turn_done (guint turn, const char *tool_names, double seconds, gpointer user_data)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  g_autoptr(GError) error = NULL;
-  g_autofree char *shown = NULL;
-  const char *text;
-  JsonNode *root;
-
-  *out_raw = NULL;
-  if (arguments == NULL || JSON_NODE_HOLDS_NULL (arguments))
-    return json_object_new ();
-  if (JSON_NODE_HOLDS_OBJECT (arguments))
-    {
-      *out_raw = json_to_string (arguments, FALSE);
-      return json_object_ref (json_node_get_object (arguments));
-    }
-  if (!JSON_NODE_HOLDS_VALUE (arguments) || json_node_get_value_type (arguments) != G_TYPE_STRING)
-    {
-      *out_raw = json_to_string (arguments, FALSE);
-      *out_message = g_strdup_printf ("The arguments of this %s call must be a JSON object in a string, got %s. "
-                                      "Call %s again with a JSON object.", tool, *out_raw, tool);
-      return NULL;
-    }
-  text = json_node_get_string (arguments);
-  *out_raw = g_strdup (text);
-  if (text[strspn (text, " \t\r\n")] == '\0')
-    return json_object_new ();
-  if (!json_parser_load_from_data (parser, text, -1, &error))
-    {
-      if (sandstep_json_has_lone_surrogate_escape (text))
-        {
-          *out_message = g_strdup_printf ("The arguments of this %s call contain characters that cannot be encoded "
-                                          "as UTF-8 (unpaired surrogates).", tool);
-          return NULL;
-        }
-      shown = g_utf8_substring (text, 0, MIN (g_utf8_strlen (text, -1), 200));
-      *out_message = g_strdup_printf ("The arguments of this %s call are not valid JSON (%s): %s%s. Call %s again "
-                                      "with its arguments as one JSON object.", tool, error->message, shown,
-                                      g_utf8_strlen (text, -1) > 200 ? "..." : "", tool);
-      return NULL;
-    }
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
-    {
-      *out_message = g_strdup_printf ("The arguments of this %s call must be a JSON object, got %s. Call %s again "
-                                      "with its arguments as one JSON object.", tool, text, tool);
-      return NULL;
-    }
-  return json_object_ref (json_node_get_object (root));
-}
-
-static gboolean
-deadline_passed (gint64 deadline_us)
-{
-  return deadline_us > 0 && g_get_monotonic_time () >= deadline_us;
+  g_printerr ("sandstep agent: turn %u: %s (%.1fs)\n", turn, tool_names, seconds);
 }
 
 static char *
@@ -238,22 +161,12 @@ read_prompt (SandstepInvocation *invocation, GError **error)
   }
 }
 
-static JsonObject *
-make_message (const char *role, const char *content)
-{
-  JsonObject *message = json_object_new ();
-
-  json_object_set_string_member (message, "role", role);
-  json_object_set_string_member (message, "content", content);
-  return message;
-}
-
 static int
 stop_for_time (Agent *agent, double budget_s, const char *during)
 {
   g_autofree char *message = g_strdup_printf ("the time budget of %gs ran out in turn %u, %s, before the model gave "
                                               "a final answer; raise --time-budget or ask for less",
-                                              budget_s, agent->turn, during);
+                                              budget_s, agent->run.turn, during);
 
   g_printerr ("sandstep agent: %s\n", message);
   end_event (agent, "time_budget", message);
@@ -269,8 +182,6 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
   g_autoptr(SandstepAttachment) attachment = NULL;
   g_autoptr(SandstepToolbox) toolbox = NULL;
   g_autoptr(JsonArray) definitions = NULL;
-  g_autoptr(JsonObject) request = json_object_new ();
-  g_autoptr(GHashTable) known = g_hash_table_new (g_str_hash, g_str_equal);
   const char *model = sandstep_invocation_get (invocation, "model");
   const char *turns_text = sandstep_invocation_get (invocation, "max-turns");
   const char *budget_text = sandstep_invocation_get (invocation, "time-budget");
@@ -279,9 +190,8 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
   guint64 max_turns = DEFAULT_MAX_TURNS;
   double budget_s = 0;
   gint64 deadline_us = 0;
-  JsonArray *messages, *tools;
-  guint sent = 0;
   Agent agent = { 0 };
+  SandstepAgentHooks hooks = { call_tool, record, turn_done, &agent };
   SandstepLlmOptions options;
   JsonObject *event;
   gboolean ok = FALSE;
@@ -305,7 +215,7 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
   if (!g_utf8_validate (prompt, -1, NULL))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "the prompt is not valid UTF-8 text");
-  if (turns_text != NULL && !g_ascii_string_to_unsigned (turns_text, 10, 1, G_MAXUINT32, &max_turns, NULL))
+  if (turns_text != NULL && !sandstep_parse_count (turns_text, G_MAXUINT32, &max_turns))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "max-turns must be a whole number of 1 or more, got '%s'", turns_text);
   if (budget_text != NULL && !sandstep_parse_seconds ("time-budget", budget_text, FALSE, &budget_s, error))
@@ -327,7 +237,6 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
   llm = sandstep_llm_new (&options, &local_error);
   if (llm == NULL)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "%s", local_error->message);
-  agent.llm = llm;
   sandstep_llm_set_retry_func (llm, on_retry, &agent);
 
   if (transcript_path != NULL)
@@ -346,18 +255,8 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     deadline_us = agent.start_us + (gint64) (budget_s * G_USEC_PER_SEC);
   toolbox = sandstep_toolbox_new (attachment, NULL);
   sandstep_toolbox_set_deadline (toolbox, deadline_us);
+  agent.toolbox = toolbox;
   definitions = sandstep_toolbox_definitions (toolbox);
-  for (guint i = 0; i < json_array_get_length (definitions); i++)
-    g_hash_table_add (known, (gpointer) json_object_get_string_member (json_array_get_object_element (definitions, i),
-                                                                         "name"));
-
-  json_object_set_string_member (request, "model", model);
-  messages = json_array_new ();
-  json_array_add_object_element (messages, make_message ("system", system_prompt));
-  json_array_add_object_element (messages, make_message ("user", prompt));
-  json_object_set_array_member (request, "messages", messages);
-  tools = sandstep_llm_tools_from_definitions (definitions);
-  json_object_set_array_member (request, "tools", tools);
 
   event = json_object_new ();
   json_object_set_string_member (event, "handle", attachment->handle);
@@ -368,182 +267,64 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     json_object_set_double_member (event, "time_budget", budget_s);
   write_event (&agent, "start", event);
 
-  for (agent.turn = 1; agent.turn <= max_turns; agent.turn++)
+  agent.run.model = model;
+  agent.run.system_prompt = system_prompt;
+  agent.run.prompt = prompt;
+  agent.run.tools = definitions;
+  agent.run.max_turns = max_turns;
+  agent.run.deadline_us = deadline_us;
+  sandstep_agent_run (llm, &agent.run, &hooks);
+
+  switch (agent.run.end)
     {
-      g_autoptr(JsonObject) response = NULL;
-      g_autoptr(GError) local = NULL;
-      g_autoptr(GString) names = g_string_new (NULL);
-      gint64 turn_start = g_get_monotonic_time ();
-      JsonArray *new_messages = json_array_new ();
-      JsonObject *message;
-      JsonNode *calls_node;
-      JsonArray *calls = NULL;
-      guint attempts = 0;
-
-      if (deadline_passed (deadline_us))
+    case SANDSTEP_AGENT_ANSWERED:
+      g_printerr ("sandstep agent: turn %u: final answer (%.1fs)\n", agent.run.turn, agent.run.last_turn_s);
+      if (agent.run.answer == NULL || agent.run.answer[0] == '\0')
+        g_printerr ("sandstep agent: the model ended without an answer (finish_reason '%s')\n",
+                    agent.run.finish_reason != NULL ? agent.run.finish_reason : "none");
+      else
         {
-          json_array_unref (new_messages);
-          *out_exit = stop_for_time (&agent, budget_s, "before asking the model");
-          ok = TRUE;
-          goto out;
-        }
-
-      event = json_object_new ();
-      if (agent.turn == 1)
-        {
-          json_object_set_string_member (event, "url", sandstep_llm_get_url (llm));
-          json_object_set_string_member (event, "model", model);
-          json_object_set_array_member (event, "tools", json_array_ref (tools));
-        }
-      json_object_set_int_member (event, "message_count", json_array_get_length (messages));
-      for (guint i = sent; i < json_array_get_length (messages); i++)
-        json_array_add_element (new_messages, json_node_copy (json_array_get_element (messages, i)));
-      json_object_set_array_member (event, "messages", new_messages);
-      write_event (&agent, "request", event);
-      sent = json_array_get_length (messages);
-
-      response = sandstep_llm_chat (llm, request, deadline_us, &attempts, &local);
-      if (response == NULL)
-        {
-          if (g_error_matches (local, SANDSTEP_LLM_ERROR, SANDSTEP_LLM_ERROR_DEADLINE))
-            {
-              *out_exit = stop_for_time (&agent, budget_s, "while waiting for the model");
-              ok = TRUE;
-              goto out;
-            }
-          g_printerr ("sandstep agent: turn %u: %s\n", agent.turn, local->message);
-          end_event (&agent, "endpoint", local->message);
-          *out_exit = AGENT_EXIT_ENDPOINT;
-          ok = TRUE;
-          goto out;
+          fputs (agent.run.answer, stdout);
+          if (!g_str_has_suffix (agent.run.answer, "\n"))
+            fputc ('\n', stdout);
+          fflush (stdout);
         }
       event = json_object_new ();
-      json_object_set_int_member (event, "attempts", attempts);
-      json_object_set_int_member (event, "duration_ms", (g_get_monotonic_time () - turn_start) / 1000);
-      json_object_set_object_member (event, "body", json_object_ref (response));
-      write_event (&agent, "response", event);
-
-      message = json_object_get_object_member (
-        json_array_get_object_element (json_object_get_array_member (response, "choices"), 0), "message");
-      /* The assistant message goes back verbatim, tool calls and all. */
-      json_array_add_object_element (messages, json_object_ref (message));
-      calls_node = json_object_get_member (message, "tool_calls");
-      if (calls_node != NULL && JSON_NODE_HOLDS_ARRAY (calls_node))
-        calls = json_node_get_array (calls_node);
-
-      if (calls == NULL || json_array_get_length (calls) == 0)
-        {
-          g_autofree char *answer = content_text (message);
-
-          g_printerr ("sandstep agent: turn %u: final answer (%.1fs)\n", agent.turn, seconds_since (turn_start));
-          if (answer == NULL || answer[0] == '\0')
-            g_printerr ("sandstep agent: the model ended without an answer (finish_reason '%s')\n",
-                        string_member (json_array_get_object_element (json_object_get_array_member (response,
-                                                                                                     "choices"), 0),
-                                       "finish_reason") ?: "none");
-          else
-            {
-              fputs (answer, stdout);
-              if (!g_str_has_suffix (answer, "\n"))
-                fputc ('\n', stdout);
-              fflush (stdout);
-            }
-          event = json_object_new ();
-          json_object_set_string_member (event, "content", answer != NULL ? answer : "");
-          write_event (&agent, "final", event);
-          end_event (&agent, "answer", NULL);
-          *out_exit = 0;
-          ok = TRUE;
-          goto out;
-        }
-
-      /* Every call answered, in order, one tool message per call id. */
-      for (guint i = 0; i < json_array_get_length (calls); i++)
-        {
-          JsonNode *call_node = json_array_get_element (calls, i);
-          JsonObject *call = JSON_NODE_HOLDS_OBJECT (call_node) ? json_node_get_object (call_node) : NULL;
-          JsonNode *function_node = call != NULL ? json_object_get_member (call, "function") : NULL;
-          JsonObject *function = function_node != NULL && JSON_NODE_HOLDS_OBJECT (function_node)
-                                   ? json_node_get_object (function_node) : NULL;
-          const char *id = string_member (call, "id");
-          const char *name = string_member (function, "name");
-          g_autofree char *raw = NULL;
-          g_autofree char *result = NULL;
-          g_autoptr(JsonObject) arguments = NULL;
-          g_autoptr(GError) tool_error = NULL;
-          gboolean is_error = FALSE;
-          gint64 call_start = g_get_monotonic_time ();
-          JsonObject *reply;
-
-          if (deadline_passed (deadline_us))
-            {
-              *out_exit = stop_for_time (&agent, budget_s, "between tool calls");
-              ok = TRUE;
-              goto out;
-            }
-          g_string_append_printf (names, "%s%s", names->len > 0 ? ", " : "", name != NULL ? name : "?");
-          if (name == NULL)
-            {
-              is_error = TRUE;
-              result = g_strdup ("This tool call has no function name. Call one of run_command, read_file, "
-                                 "write_file or list_directory.");
-            }
-          else if (!g_hash_table_contains (known, name))
-            {
-              JsonNode *given = json_object_get_member (function, "arguments");
-
-              if (given != NULL && JSON_NODE_HOLDS_VALUE (given) && json_node_get_value_type (given) == G_TYPE_STRING)
-                raw = g_strdup (json_node_get_string (given));
-              result = sandstep_toolbox_call (toolbox, name, NULL, &is_error, &tool_error);
-            }
-          else
-            {
-              arguments = parse_arguments (name, json_object_get_member (function, "arguments"), &raw, &result);
-              if (arguments == NULL)
-                is_error = TRUE;
-              else
-                result = sandstep_toolbox_call (toolbox, name, arguments, &is_error, &tool_error);
-            }
-          if (result == NULL)
-            {
-              /* Terminal: the sandbox cannot be used any more. */
-              g_prefix_error (&tool_error, "turn %u, %s: ", agent.turn, name);
-              end_event (&agent, "sandbox", tool_error->message);
-              g_propagate_error (error, g_steal_pointer (&tool_error));
-              goto out;
-            }
-
-          event = json_object_new ();
-          json_object_set_string_member (event, "tool_call_id", id != NULL ? id : "");
-          json_object_set_string_member (event, "name", name != NULL ? name : "");
-          if (raw != NULL)
-            json_object_set_string_member (event, "arguments", raw);
-          json_object_set_boolean_member (event, "is_error", is_error);
-          json_object_set_int_member (event, "duration_ms", (g_get_monotonic_time () - call_start) / 1000);
-          json_object_set_string_member (event, "content", result);
-          write_event (&agent, "tool_result", event);
-
-          reply = json_object_new ();
-          json_object_set_string_member (reply, "role", "tool");
-          json_object_set_string_member (reply, "tool_call_id", id != NULL ? id : "");
-          json_object_set_string_member (reply, "content", result);
-          json_array_add_object_element (messages, reply);
-        }
-      g_printerr ("sandstep agent: turn %u: %s (%.1fs)\n", agent.turn, names->str, seconds_since (turn_start));
+      json_object_set_string_member (event, "content", agent.run.answer != NULL ? agent.run.answer : "");
+      write_event (&agent, "final", event);
+      end_event (&agent, "answer", NULL);
+      *out_exit = 0;
+      ok = TRUE;
+      break;
+    case SANDSTEP_AGENT_OUT_OF_TIME:
+      *out_exit = stop_for_time (&agent, budget_s, agent.run.during);
+      ok = TRUE;
+      break;
+    case SANDSTEP_AGENT_ENDPOINT_FAILED:
+      g_printerr ("sandstep agent: turn %u: %s\n", agent.run.turn, agent.run.error->message);
+      end_event (&agent, "endpoint", agent.run.error->message);
+      *out_exit = AGENT_EXIT_ENDPOINT;
+      ok = TRUE;
+      break;
+    case SANDSTEP_AGENT_TOOLS_FAILED:
+      end_event (&agent, "sandbox", agent.run.error->message);
+      g_propagate_error (error, g_steal_pointer (&agent.run.error));
+      break;
+    case SANDSTEP_AGENT_OUT_OF_TURNS:
+      {
+        g_autofree char *message =
+          g_strdup_printf ("stopped after %u turn%s (max-turns=%u) without a final answer; raise max-turns, or ask "
+                           "for less", (guint) max_turns, max_turns == 1 ? "" : "s", (guint) max_turns);
+        g_printerr ("sandstep agent: %s\n", message);
+        end_event (&agent, "max_turns", message);
+      }
+      *out_exit = AGENT_EXIT_MAX_TURNS;
+      ok = TRUE;
+      break;
     }
 
-  agent.turn = max_turns;
-  {
-    g_autofree char *message =
-      g_strdup_printf ("stopped after %u turn%s (max-turns=%u) without a final answer; raise max-turns, or ask for "
-                       "less", (guint) max_turns, max_turns == 1 ? "" : "s", (guint) max_turns);
-    g_printerr ("sandstep agent: %s\n", message);
-    end_event (&agent, "max_turns", message);
-  }
-  *out_exit = AGENT_EXIT_MAX_TURNS;
-  ok = TRUE;
-
 out:
+  sandstep_agent_run_clear (&agent.run);
   if (agent.transcript != NULL)
     fclose (agent.transcript);
   return ok;

@@ -13,7 +13,7 @@ sandstep_op_describe (SandstepInvocation *invocation, int *out_exit, GError **er
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "unexpected argument '%s'; describe takes only options",
                            (char *) invocation->operands->pdata[0]);
-  node = invocation->backend->klass->describe (invocation->backend, invocation->handle, &invocation->who, error);
+  node = sandstep_backend_describe (invocation->backend, invocation->handle, &invocation->who, error);
   if (node == NULL)
     return FALSE;
   text = json_to_string (node, TRUE);

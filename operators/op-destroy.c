@@ -10,7 +10,7 @@ sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **err
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "unexpected argument '%s'; destroy takes only options",
                            (char *) invocation->operands->pdata[0]);
-  if (!invocation->backend->klass->destroy (invocation->backend, invocation->handle, &invocation->who, error))
+  if (!sandstep_backend_destroy (invocation->backend, invocation->handle, &invocation->who, error))
     return FALSE;
   *out_exit = 0;
   return TRUE;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 #include "sandstep-export.h"
 #include "sandstep-output.h"
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 
 #include "sandstep-error.h"
-#include "sandstep-tree.h"
 
 gboolean
 sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)
@@ -27,7 +26,7 @@ sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return FALSE;
-  bytes = attachment->backend->klass->read_file (attachment, invocation->operands->pdata[0], max_bytes, error);
+  bytes = sandstep_attachment_read_file (attachment, invocation->operands->pdata[0], max_bytes, error);
   if (bytes == NULL)
     return FALSE;
   data = g_bytes_get_data (bytes, &len);

@@ -16,7 +16,7 @@ sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error)
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return FALSE;
-  entries = attachment->backend->klass->list_directory (attachment, path, error);
+  entries = sandstep_attachment_list_directory (attachment, path, error);
   if (entries == NULL)
     return FALSE;
   for (guint i = 0; i < entries->len; i++)

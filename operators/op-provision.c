@@ -84,7 +84,12 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
       !sandstep_parse_size (value, &spec->limits.memory, error))
     return FALSE;
   if ((value = sandstep_invocation_get (invocation, "pids")) != NULL)
-    spec->limits.pids = g_ascii_strtoll (value, NULL, 10);
+    {
+      guint64 pids = 0;
+      /* Checked already against the option's kind. */
+      sandstep_parse_count (value, G_MAXINT, &pids);
+      spec->limits.pids = (gint64) pids;
+    }
   if ((value = sandstep_invocation_get (invocation, "cpu-time")) != NULL &&
       !sandstep_parse_duration (value, FALSE, &spec->limits.cpu_time_s, error))
     return FALSE;
@@ -104,7 +109,7 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
       if (!sandstep_spec_add_mount (spec, values->pdata[i], error))
         return FALSE;
 
-  handle = invocation->backend->klass->provision (invocation->backend, spec, &invocation->who, &existing, error);
+  handle = sandstep_backend_provision (invocation->backend, spec, &invocation->who, &existing, error);
   if (handle == NULL)
     return FALSE;
   if (existing)

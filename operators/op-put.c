@@ -14,7 +14,7 @@ sandstep_op_put (SandstepInvocation *invocation, int *out_exit, GError **error)
                            invocation->operands->len, invocation->operands->len == 1 ? "" : "s");
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL ||
-      !attachment->backend->klass->put (attachment, invocation->operands->pdata[0], invocation->operands->pdata[1],
+      !sandstep_attachment_put (attachment, invocation->operands->pdata[0], invocation->operands->pdata[1],
                                         error))
     return FALSE;
   *out_exit = 0;

@@ -30,7 +30,7 @@ sandstep_op_release (SandstepInvocation *invocation, int *out_exit, GError **err
       gboolean destroyed = FALSE;
 
       g_clear_error (&last_error);
-      if (invocation->backend->klass->release (invocation->backend, invocation->handle, &invocation->who, keep_s,
+      if (sandstep_backend_release (invocation->backend, invocation->handle, &invocation->who, keep_s,
                                                &destroyed, &last_error))
         {
           if (destroyed)

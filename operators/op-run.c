@@ -51,12 +51,12 @@ sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return FALSE;
-  if (!attachment->backend->klass->run_command (attachment, &request, &result, error))
+  if (!sandstep_attachment_run_command (attachment, &request, &result, error))
     return FALSE;
 
   {
     g_autoptr(GString) report = g_string_new (NULL);
-    *out_exit = sandstep_run_report (attachment->backend->klass->spec (attachment), timeout_text, &result, report);
+    *out_exit = sandstep_run_report (sandstep_attachment_spec (attachment), timeout_text, &result, report);
     if (report->len > 0)
       g_printerr ("%s", report->str);
   }

@@ -21,19 +21,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandstep-exit.h"
+#include "sandstep-handle-libc.h"
 #include "sandstep-run-client.h"
 #include "sandstep-run-report.h"
-
-#define HANDLE_PREFIX "sandstep-"
-#define HANDLE_HEX_DIGITS 16
-#define HANDLE_FILE_MAX 4096
-#define EXIT_INTERNAL 125
 
 static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
 
 typedef struct {
   const char *value[SANDSTEP_RUN_FIELDS];
-  char handle[sizeof HANDLE_PREFIX + HANDLE_HEX_DIGITS];
+  char handle[SANDSTEP_HANDLE_LOCAL_LEN + 1];
   char *command;
 } Request;
 
@@ -59,52 +56,7 @@ exec_core (char **argv)
   execv (SANDSTEP_LIBEXECDIR "/sandstep-core", argv);
   fprintf (stderr, "sandstep: cannot run sandstep-core, beside '%s' or in '%s': %s; reinstall sandstep\n",
            n > 0 ? self : "sandstep", SANDSTEP_LIBEXECDIR, strerror (errno));
-  exit (EXIT_INTERNAL);
-}
-
-static int
-handle_ok (const char *text)
-{
-  if (strncmp (text, HANDLE_PREFIX, strlen (HANDLE_PREFIX)) != 0)
-    return 0;
-  text += strlen (HANDLE_PREFIX);
-  for (int i = 0; i < HANDLE_HEX_DIGITS; i++)
-    if (!((text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f')))
-      return 0;
-  return text[HANDLE_HEX_DIGITS] == '\0';
-}
-
-/* --handle=VALUE or --handle=@FILE, trimmed as the core trims it. */
-static int
-resolve_handle (const char *given, char out[static sizeof HANDLE_PREFIX + HANDLE_HEX_DIGITS])
-{
-  char buf[HANDLE_FILE_MAX + 1];
-  const char *start = given;
-  size_t len;
-
-  if (given[0] == '@')
-    {
-      int fd = open (given + 1, O_RDONLY | O_CLOEXEC);
-      ssize_t n;
-      if (fd < 0)
-        return 0;
-      n = read (fd, buf, sizeof buf);
-      close (fd);
-      if (n <= 0 || n > HANDLE_FILE_MAX || memchr (buf, '\0', n) != NULL)
-        return 0;
-      buf[n] = '\0';
-      start = buf;
-    }
-  while (*start == ' ' || (*start >= '\t' && *start <= '\r'))
-    start++;
-  len = strlen (start);
-  while (len > 0 && (start[len - 1] == ' ' || (start[len - 1] >= '\t' && start[len - 1] <= '\r')))
-    len--;
-  if (len != strlen (HANDLE_PREFIX) + HANDLE_HEX_DIGITS)
-    return 0;
-  memcpy (out, start, len);
-  out[len] = '\0';
-  return handle_ok (out);
+  exit (SANDSTEP_EXIT_INTERNAL);
 }
 
 /* The arguments after "run", when they have a shape this program reads
@@ -113,8 +65,9 @@ static int
 parse_run (int argc, char **argv, Request *request)
 {
   static const char *const names[] = { "handle", "owner", "holder", "wait", "timeout" };
-  static const int fields[] = { SANDSTEP_RUN_FIELD_HANDLE, SANDSTEP_RUN_FIELD_OWNER, SANDSTEP_RUN_FIELD_HOLDER,
-                                SANDSTEP_RUN_FIELD_WAIT, SANDSTEP_RUN_FIELD_TIMEOUT };
+  static const int fields[] = { SANDSTEP_RUN_FIELD_HANDLE, SANDSTEP_RUN_FIELD_OWNER,
+                                SANDSTEP_RUN_FIELD_HOLDER, SANDSTEP_RUN_FIELD_WAIT,
+                                SANDSTEP_RUN_FIELD_TIMEOUT };
   const char *operands[256];
   int n_operands = 0, options_done = 0;
   size_t len = 0;
@@ -159,7 +112,7 @@ parse_run (int argc, char **argv, Request *request)
         return 0;
     }
   if (n_operands == 0 || request->value[SANDSTEP_RUN_FIELD_HANDLE] == NULL ||
-      !resolve_handle (request->value[SANDSTEP_RUN_FIELD_HANDLE], request->handle))
+      !sandstep_handle_libc_resolve (request->value[SANDSTEP_RUN_FIELD_HANDLE], request->handle))
     return 0;
   request->value[SANDSTEP_RUN_FIELD_HANDLE] = request->handle;
 
@@ -242,15 +195,14 @@ int
 main (int argc, char **argv)
 {
   Request request = { { 0 } };
-  const char *backend = getenv ("SANDSTEP_BACKEND");
+  const char *backend = getenv (SANDSTEP_BACKEND_ENV);
   SandstepRunCall call = { .stdio = { 0, 1, 2 }, .claim_fd = -1, .cancel_fd = -1, .on_notice = print_notice };
   SandstepRunCallResult result;
   char dir[PATH_MAX];
   int dir_fd, sock;
 
   /* $SANDSTEP_BACKEND names a sandstepd unless empty or "local", as in sandstep_backend_open(). */
-  if (argc < 3 || strcmp (argv[1], "run") != 0 ||
-      (backend != NULL && backend[0] != '\0' && strcmp (backend, "local") != 0) ||
+  if (argc < 3 || strcmp (argv[1], "run") != 0 || !sandstep_backend_name_is_local (backend) ||
       !parse_run (argc - 2, argv + 2, &request) || !sandbox_dir (request.handle, dir, sizeof dir) ||
       (dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     exec_core (argv);
@@ -271,11 +223,11 @@ main (int argc, char **argv)
       break;
     case SANDSTEP_RUN_CALL_ERROR:
       fprintf (stderr, "sandstep run: %s\n", result.text);
-      return EXIT_INTERNAL;
+      return SANDSTEP_EXIT_INTERNAL;
     case SANDSTEP_RUN_CALL_LOST:
     case SANDSTEP_RUN_CALL_CANCELLED:
       fprintf (stderr, "sandstep run: %s\n", SANDSTEP_RUN_LOST_TEXT);
-      return EXIT_INTERNAL;
+      return SANDSTEP_EXIT_INTERNAL;
     case SANDSTEP_RUN_CALL_DONE:
       {
         char report[2048];
@@ -283,12 +235,12 @@ main (int argc, char **argv)
         if (result.reply.flags & SANDSTEP_RUN_EXEC_FAILED)
           {
             fprintf (stderr, "sandstep run: The jail could not execute /bin/sh: %s\n", strerror (result.reply.exit_status));
-            return EXIT_INTERNAL;
+            return SANDSTEP_EXIT_INTERNAL;
           }
         if ((result.reply.flags & SANDSTEP_RUN_INTERRUPTED) && !(result.reply.flags & SANDSTEP_RUN_MEMORY_HIT))
           {
             fprintf (stderr, "sandstep run: %s\n", SANDSTEP_RUN_LOST_TEXT);
-            return EXIT_INTERNAL;
+            return SANDSTEP_EXIT_INTERNAL;
           }
         SandstepRunOutcome outcome = {
           .exit_status = result.reply.exit_status,
@@ -306,5 +258,5 @@ main (int argc, char **argv)
         return status;
       }
     }
-  return EXIT_INTERNAL;
+  return SANDSTEP_EXIT_INTERNAL;
 }

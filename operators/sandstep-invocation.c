@@ -1,105 +1,12 @@
 /* sandstep-invocation.c: parsing one helper command line against the operator table. */
 #include "sandstep-operator.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sandstep-error.h"
 
 #define DEFAULT_WAIT_S 600.0
-/* Handle files hold one line; anything longer is not a handle file. */
-#define HANDLE_FILE_MAX 4096
-
-static gboolean
-bad_value (GError **error, const char *name, const char *value, const char *expected)
-{
-  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "%s '%s' is not %s", name,
-                         value, expected);
-}
-
-gboolean
-sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error)
-{
-  static const struct { char suffix; gint64 scale; } units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
-  const char *expected = allow_zero ? "a duration: 0, seconds, or a number with s, m, h or d (30m, 2h)"
-                                    : "a duration: seconds, or a number with s, m, h or d (30m, 2h), above 0";
-  char *end = NULL;
-  gint64 scale = 1;
-  guint64 value;
-
-  if (text == NULL || !g_ascii_isdigit (text[0]))
-    return bad_value (error, "duration", text ? text : "", expected);
-  errno = 0;
-  value = g_ascii_strtoull (text, &end, 10);
-  if (errno != 0)
-    return bad_value (error, "duration", text, expected);
-  if (*end != '\0')
-    {
-      gsize i;
-      for (i = 0; i < G_N_ELEMENTS (units); i++)
-        if (end[0] == units[i].suffix && end[1] == '\0')
-          break;
-      if (i == G_N_ELEMENTS (units))
-        return bad_value (error, "duration", text, expected);
-      scale = units[i].scale;
-    }
-  /* Ten years is far beyond any sandbox and keeps the arithmetic in range. */
-  if ((value == 0 && !allow_zero) || value > (guint64) (10 * 365 * 86400) / scale)
-    return bad_value (error, "duration", text, expected);
-  *out_seconds = (gint64) value * scale;
-  return TRUE;
-}
-
-gboolean
-sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero, double *out, GError **error)
-{
-  char *end = NULL;
-  double value;
-
-  if (text == NULL || text[0] == '\0')
-    return bad_value (error, name, "", allow_zero ? "a number of seconds, 0 or more" : "a number of seconds above 0");
-  value = g_ascii_strtod (text, &end);
-  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || g_ascii_isspace (text[0]))
-    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "%s must be a %s finite number of seconds, got '%s'", name,
-                           allow_zero ? "non-negative" : "positive", text);
-  *out = value;
-  return TRUE;
-}
-
-gboolean
-sandstep_parse_size (const char *text, guint64 *out, GError **error)
-{
-  const char *expected = "a size: bytes, or a number with K, M or G (5M), above 0";
-  char *end = NULL;
-  guint64 value, scale = 1;
-
-  if (text == NULL || !g_ascii_isdigit (text[0]))
-    return bad_value (error, "size", text ? text : "", expected);
-  errno = 0;
-  value = g_ascii_strtoull (text, &end, 10);
-  if (errno != 0)
-    return bad_value (error, "size", text, expected);
-  if (*end != '\0')
-    {
-      switch (g_ascii_toupper (*end))
-        {
-        case 'K': scale = 1ULL << 10; break;
-        case 'M': scale = 1ULL << 20; break;
-        case 'G': scale = 1ULL << 30; break;
-        default: return bad_value (error, "size", text, expected);
-        }
-      if (end[1] != '\0' && !(g_ascii_toupper (end[1]) == 'B' && end[2] == '\0') &&
-          !(end[1] == 'i' && end[2] == 'B' && end[3] == '\0'))
-        return bad_value (error, "size", text, expected);
-    }
-  if (value == 0 || value > G_MAXUINT64 / scale / 2)
-    return bad_value (error, "size", text, expected);
-  *out = value * scale;
-  return TRUE;
-}
 
 gboolean
 sandstep_option_check (const SandstepOption *option, const char *value, GError **error)
@@ -144,9 +51,8 @@ sandstep_option_check (const SandstepOption *option, const char *value, GError *
       break;
     case SANDSTEP_OPTION_COUNT:
       {
-        char *end = NULL;
-        guint64 n = value != NULL && g_ascii_isdigit (value[0]) ? g_ascii_strtoull (value, &end, 10) : 0;
-        if (n < 1 || n > G_MAXINT || *end != '\0')
+        guint64 n;
+        if (!sandstep_parse_count (value, G_MAXINT, &n))
           return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                                  "option '%s' must be a whole number of 1 or more, got '%s'", option->name,
                                  value ? value : "");
@@ -346,7 +252,7 @@ sandstep_resolve_handle (const char *given, GError **error)
                           path, local_error->message);
           return NULL;
         }
-      if (len > HANDLE_FILE_MAX || memchr (text, '\0', len) != NULL)
+      if (len > SANDSTEP_HANDLE_FILE_MAX || memchr (text, '\0', len) != NULL)
         {
           sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
                           "The handle file '%s' does not hold a handle; it should hold the one line that "
@@ -407,6 +313,6 @@ sandstep_invocation_attach (SandstepInvocation *invocation, GError **error)
 
   if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))
     return NULL;
-  return invocation->backend->klass->attach (invocation->backend, invocation->handle, &invocation->who, wait_s,
+  return sandstep_backend_attach (invocation->backend, invocation->handle, &invocation->who, wait_s,
                                              print_waiting, invocation, error);
 }

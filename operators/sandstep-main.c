@@ -12,7 +12,6 @@
 #include "sandstep-error.h"
 #include "sandstep-local.h"
 #include "sandstep-operator.h"
-#include "sandstep-remote.h"
 
 static int
 fail (const char *op_name, GError *error)

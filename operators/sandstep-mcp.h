@@ -1,10 +1,9 @@
 /* sandstep-mcp.h: an MCP server for the four sandbox tools.
  *
  * Model Context Protocol, the "legacy" era (initialize handshake), protocol
- * versions 2024-11-05 through 2025-11-25 (shared/reference/agent-protocols.md
- * §2.2-2.4, §2.6).  JSON-RPC 2.0 with a dispatch table: initialize,
- * notifications/initialized, ping, tools/list, tools/call.  Two transports
- * over one server:
+ * versions 2024-11-05 through 2025-11-25.  JSON-RPC 2.0 with a dispatch
+ * table: initialize, notifications/initialized, ping, tools/list,
+ * tools/call.  Two transports over one server:
  *
  *  - stdio: one JSON message per line on stdin, one reply per line on stdout;
  *    EOF on stdin ends the server.  Nothing else is ever written to stdout.
@@ -15,11 +14,11 @@
  *    request whose Origin is not a loopback origin, or whose Host is not a
  *    loopback name or the bound address (DNS rebinding), gets 403.
  *
- * Tool calls run one at a time on a worker thread, in the order they came, so
- * the main loop keeps answering ping and HTTP while a command runs.  A tool
- * failure the model can act on is a result with isError; a terminal one (the
- * sandbox is unusable) is also answered with isError and its message, logged
- * on stderr, and then ends the server with that error
+ * Tool calls run one at a time, in the order they came, each on a GTask
+ * thread, so the main loop keeps answering ping and HTTP while a command
+ * runs.  A tool failure the model can act on is a result with isError; a
+ * terminal one (the sandbox is unusable) is also answered with isError and
+ * its message, logged on stderr, and then ends the server with that error
  * (sandstep_mcp_server_run() returns FALSE).
  */
 #pragma once
@@ -54,12 +53,12 @@ GQuark sandstep_mcp_error_quark (void);
 typedef struct _SandstepMcpServer SandstepMcpServer;
 
 /* A server for @toolbox, which stays owned by the caller and must outlive it
- * (it is used from the server's worker thread until sandstep_mcp_server_free()
+ * (a tool call may use it on another thread until sandstep_mcp_server_free()
  * or a FALSE sandstep_mcp_server_stop()).  @handle names the sandbox in the
  * instructions sent at initialize.  Works in the thread-default main context. */
 SandstepMcpServer *sandstep_mcp_server_new (SandstepToolbox *toolbox, const char *handle);
 
-/* Joins the worker thread (waiting for a tool call in progress) and frees. */
+/* Waits for a tool call in progress, then frees. */
 void sandstep_mcp_server_free (SandstepMcpServer *server);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepMcpServer, sandstep_mcp_server_free)
 
@@ -91,10 +90,11 @@ char *sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *ad
 gboolean sandstep_mcp_server_run (SandstepMcpServer *server, GError **error);
 void sandstep_mcp_server_quit (SandstepMcpServer *server);
 
-/* Lets a call in progress finish for up to @wait_s seconds and stops the
- * worker.  FALSE: a call is still running on the toolbox, so neither it nor
- * the sandbox may be freed; the caller should end the process (which ends the
- * command's jail with it). */
+/* Starts no more tool calls, and lets a call in progress finish for up to
+ * @wait_s seconds (iterating the server's main context; its reply goes out
+ * as usual).  FALSE: a call is still running on the toolbox, so neither it
+ * nor the sandbox may be freed; the caller should end the process (which ends
+ * the command's jail with it). */
 gboolean sandstep_mcp_server_stop (SandstepMcpServer *server, double wait_s);
 
 G_END_DECLS

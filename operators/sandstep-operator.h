@@ -10,6 +10,7 @@
 #include <glib.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-units.h"
 
 G_BEGIN_DECLS
 
@@ -80,10 +81,6 @@ const SandstepOption *sandstep_option_lookup (const SandstepOperator *op, const 
 /* Checks @value against @option's kind; the message names the option, the
  * value in quotes and the accepted values. */
 gboolean sandstep_option_check (const SandstepOption *option, const char *value, GError **error);
-
-gboolean sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error);
-gboolean sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero, double *out, GError **error);
-gboolean sandstep_parse_size (const char *text, guint64 *out, GError **error);
 
 /* Parses argv (after the operator's name) into an invocation. */
 SandstepInvocation *sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GError **error);

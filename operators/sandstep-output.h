@@ -1,21 +1,82 @@
 /* sandstep-output.h: the text rules of the agent tools, pure and unit-testable.
  *
  * Everything here works on bytes and numbers only: no sandbox, no I/O.
- * sandstep-tools.c composes these into the four tools' results; the rules
- * and the decisions taken against the Airflow contract (shared/reference/
- * airflow-sandbox-contract.md §4, §6, §10) are listed at the top of
- * sandstep-output.c.
+ * sandstep-tools.c composes these into the four tools' results.  Masking is
+ * sandstep-mask.c's, the cutting of long texts and streams sandstep-cut.c's,
+ * the texts the model reads sandstep-texts.c's.
  *
  * Lines are split at "\n" only; a text's one final "\n" ends its last line
  * instead of starting an empty one.  Every result that keeps part of a text
  * keeps whole lines, byte for byte, except the one documented case of a last
  * line wider than the whole budget.
+ *
+ * We follow the model-facing behaviour of Apache Airflow's sandbox toolset
+ * (its output, file and timeout rules): per-stream masking then
+ * bounding, [stdout]/[stderr] labels, "(no output)", "[timed out after Ns]",
+ * "[exit code: n]", file windows with a next-offset hint, the read-limit and
+ * long-line messages, "Wrote N bytes to 'path'.", "(empty)", the network and
+ * lifetime notes, and timeouts refused when not > 0 and finite.
+ *
+ * Where we differ on purpose:
+ *
+ *  - Head AND tail.  The contract keeps only the tail of a long stream, behind
+ *    "[... earlier output truncated]".  The start of a build or test log often
+ *    holds the first (real) error and the end holds the summary, so we keep
+ *    both: up to a quarter of the line and byte budgets goes to whole lines
+ *    from the start, the rest to whole lines from the end, and a marker in the
+ *    middle says exactly what was left out: "[... 1234 lines (56.7KB)
+ *    omitted ...]".  The count is exact even for a 1 GiB stream, since the
+ *    capture counts the bytes and newlines it drops.  The contract's marker is
+ *    still used when a caller says bytes were dropped before the text reached
+ *    us (already_truncated).
+ *
+ * Decisions on the contract's quirks:
+ *
+ *  1. Fractional limits: our limits are integers (gsize) in C, and the agent's
+ *     --max-turns is a whole number (SANDSTEP_OPTION_COUNT).  Tool arguments
+ *     offset and limit must be whole numbers too: 1.5 is refused with a
+ *     message, not truncated to 1 (10.0 is accepted as 10).
+ *  2. Yes: run_command's description states the default and the ceiling of
+ *     timeout_seconds ("Commands time out after 60s unless you pass
+ *     timeout_seconds (at most 300s)"), and so does the schema.
+ *  3. Claims: not here; the local backend's claim is a lock (atomic).
+ *  4. Multi-file publish: not here (exports are op-export.c's).
+ *  5. Line splitting: NOT Python's splitlines.  Lines split at "\n" only, and
+ *     "\r" is an ordinary byte: CRLF files show their "\r"s (which matters
+ *     when the model edits them), and a progress bar's "\r" frames stay one
+ *     line, whose last bytes are kept when it is too wide.  What is kept is a
+ *     byte-exact slice of the text (no normalising of line endings); only one
+ *     final "\n" is dropped, as the contract drops it.
+ *  6. Minutes in the lifetime note keep Python's ties-to-even rounding (150 s
+ *     -> 2, 90 s -> 2, 270 s -> 4), as pinned by the contract's tests.
+ *     Timeouts print rounded to 0.1 s without an exponent or a trailing ".0"
+ *     (60, 2.5, 1000000), not with %g (1e+06).
+ *  7. Truncation flags: our capture never drops bytes silently: it counts them,
+ *     so every cut is reported with exact counts; read_file is all or nothing
+ *     (the backend refuses over the read cap).
+ *  8. The empty file keeps the contract's "(no lines at offset 1; file has 0
+ *     lines)".  Binary files are detected (a NUL byte among the first 8000
+ *     bytes, as git and grep do) and refused with a hint to inspect them with
+ *     run_command (file, xxd | head, strings) instead of being shown garbled;
+ *     other invalid UTF-8 still becomes U+FFFD.
+ *  9. No 1 s grace after the lifetime: a command's budget is clamped to what
+ *     is left of the sandbox (and of the agent's time budget), and once the
+ *     lifetime is over the backend refuses the call, which is terminal.
+ * 10. Listings keep their first and last entries (not only the alphabetical
+ *     tail) and the marker gives the shell command that lists the omitted
+ *     ones: "LC_ALL=C ls -Ap 'DIR' | sed -n 'A,Bp'" through run_command.
+ *
+ * Also: the timeout note and the file tools' descriptions say that relative
+ * paths start in /workspace and the file tools reach only /workspace and
+ * /tmp; masking skips empty secret values (an empty value would match
+ * everywhere) and masks every other value, however short.
  */
 #pragma once
 
 #include <glib.h>
 
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 
 #include "sandstep-spec.h"
 
@@ -27,15 +88,7 @@ G_BEGIN_DECLS
 
 /* ---- numbers ---- */
 
-/* Sizes: sandstep_format_size() in sandstep-error.h, shared with the hooks' messages. */
-
-/* Seconds for a "[timed out after Ns]" note: rounded to 0.1 s, no trailing
- * ".0", never an exponent (60 -> "60", 2.5 -> "2.5", 1e6 -> "1000000"). */
-char *sandstep_format_seconds (double seconds);
-
-/* A number the model gave, echoed in an error: integers without a decimal
- * point, others in their shortest round-trip form; "nan", "inf", "-inf". */
-char *sandstep_format_number (double value);
+/* Sizes, seconds and numbers are printed by sandstep-units.h. */
 
 /* @text in quotes the way Python's repr() quotes a str: single quotes unless
  * the text holds a single quote and no double quote; backslash escapes for
@@ -153,24 +206,21 @@ char *sandstep_read_limit_message (const char *path, const char *size_text, guin
  * bytes ED A0..BF xx), which is what a lone "\ud800" in JSON turns into. */
 gboolean sandstep_has_surrogates (const char *text, gssize len);
 
-/* TRUE when the JSON text @json holds a "\uD800"-"\uDFFF" escape that is not
- * part of a high-low pair (json-glib fails to parse some of those). */
-gboolean sandstep_json_has_lone_surrogate_escape (const char *json);
 
 /* ---- what the model reads in run_command's description ---- */
 
-/* §4.6: what the sandbox's network reaches.  open: "This sandbox has outbound
+/* What the sandbox's network reaches.  open: "This sandbox has outbound
  * network access."; none (and allow with empty lists): the NO network text;
  * allow: the hosts (HTTPS on 443) and address ranges (any port) in the
  * contract's words.  @hosts and @cidrs are NULL-terminated, may be NULL. */
 char *sandstep_network_note (SandstepNetwork network, const char *const *hosts, const char *const *cidrs);
 
-/* §4.6 clock: @remaining_s < 0 is unknown; < 60 "Under a minute ..."; else
+/* The clock: @remaining_s < 0 is unknown; < 60 "Under a minute ..."; else
  * "About <round-half-even(s/60)> minute[s] of its lifetime remained when this
  * run began." */
 char *sandstep_lifetime_note (double remaining_s);
 
-/* Default and ceiling of command budgets, stated to the model (§10 quirk 2):
+/* Default and ceiling of command budgets, stated to the model (quirk 2 above):
  * "Commands time out after 60s unless you pass timeout_seconds (at most 300s)." */
 char *sandstep_timeout_note (double default_s, double max_s);
 
@@ -183,7 +233,7 @@ char *sandstep_run_command_description (double default_timeout_s, double max_tim
 
 /* ---- timeouts ---- */
 
-/* §6: the budget of one command.  @requested_given FALSE: @default_s.  A
+/* The budget of one command.  @requested_given FALSE: @default_s.  A
  * requested value that is not finite or not > 0 is refused: returns FALSE
  * with *out_message "timeout_seconds must be greater than 0, got <v>."  Else
  * min(requested, @max_s), then min with @remaining_s when >= 0 (the

@@ -1,6 +1,6 @@
 /* sandstep-tools.c: the four agent tools over one attached sandbox.
  *
- * The text rules live in sandstep-output.c (pure); this file checks the
+ * The text rules live in sandstep-output.h (pure); this file checks the
  * arguments, calls the backend, and sorts its errors: SANDSTEP_PATH_ERROR is
  * the model's to fix ("The read_file tool failed: ..."), anything else means
  * the sandbox is unusable (gone, expired, jail setup failed, state broken)
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-units.h"
 #include "sandstep-output.h"
 
 struct _SandstepToolbox {
@@ -31,7 +32,7 @@ sandstep_tool_limits_init (SandstepToolLimits *limits)
 {
   limits->max_output_lines = 2000;
   limits->max_output_bytes = 50 * 1024;
-  limits->max_read_bytes = 5 * 1024 * 1024;
+  limits->max_read_bytes = SANDSTEP_DEFAULT_READ_MAX;
   limits->default_timeout_s = 60;
   limits->max_timeout_s = 300;
 }
@@ -67,8 +68,7 @@ SandstepToolbox *
 sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *limits)
 {
   SandstepToolbox *toolbox = g_new0 (SandstepToolbox, 1);
-  const SandstepBackendClass *klass = attachment->backend->klass;
-  const SandstepSpec *spec = klass->spec (attachment);
+  const SandstepSpec *spec = sandstep_attachment_spec (attachment);
   g_autoptr(GPtrArray) mounts = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) hosts = g_ptr_array_new ();
   g_autoptr(GPtrArray) cidrs = g_ptr_array_new ();
@@ -90,7 +90,7 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
    * turns (the description stays byte-identical, so prompt caches hold). */
   toolbox->run_description =
     sandstep_run_command_description (toolbox->limits.default_timeout_s, toolbox->limits.max_timeout_s,
-                                      network_note, klass->remaining_lifetime (attachment),
+                                      network_note, sandstep_attachment_remaining_lifetime (attachment),
                                       (const char *const *) mounts->pdata);
   return toolbox;
 }
@@ -418,19 +418,6 @@ is_recoverable (const GError *error)
   return error->domain == SANDSTEP_PATH_ERROR;
 }
 
-/* The size text of the backend's "'<path>' is <size>, over the <max> read
- * limit" message, or NULL. */
-static char *
-size_from_message (const char *message)
-{
-  const char *is = strstr (message, "' is ");
-  const char *over = is != NULL ? strstr (is, ", over the ") : NULL;
-
-  if (over == NULL || over - (is + 5) > 32 || over == is + 5)
-    return NULL;
-  return g_strndup (is + 5, over - (is + 5));
-}
-
 static char *
 tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GError *local, gboolean *out_is_error,
              GError **error)
@@ -445,9 +432,13 @@ tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GErro
   if (g_error_matches (local, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE) && path != NULL &&
       strcmp (tool, "read_file") == 0)
     {
-      g_autofree char *size = size_from_message (local->message);
+      guint64 size = 0;
+      g_autofree char *size_text = NULL;
+
+      if (sandstep_error_get_size (local, &size, NULL) && size > 0)
+        size_text = sandstep_format_size (size);
       g_error_free (local);
-      return sandstep_read_limit_message (path, size, toolbox->limits.max_read_bytes);
+      return sandstep_read_limit_message (path, size_text, toolbox->limits.max_read_bytes);
     }
   {
     char *text = g_strdup_printf ("The %s tool failed: %s", tool, local->message);
@@ -474,7 +465,6 @@ on_output (int stream, const char *data, gsize len, gpointer user_data)
 static char *
 tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const SandstepToolLimits *l = &toolbox->limits;
   const char *command;
   char *message = NULL;
@@ -494,7 +484,7 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
                    &message))
     goto refused;
 
-  remaining = klass->remaining_lifetime (toolbox->attachment);
+  remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
   if (toolbox->deadline_us > 0)
     remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
   if (!sandstep_command_budget (given, requested, l->default_timeout_s, l->max_timeout_s, remaining, &budget,
@@ -512,7 +502,7 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   request.on_output = on_output;
   request.user_data = &captures;
   g_debug ("run_command: budget %.3fs", budget);
-  if (!klass->run_command (toolbox->attachment, &request, &result, &local))
+  if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
     return tool_failed (toolbox, "run_command", NULL, local, out_is_error, error);
 
   out_text = sandstep_capture_render (out);
@@ -530,7 +520,6 @@ refused:
 static char *
 tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const SandstepToolLimits *l = &toolbox->limits;
   const char *path;
   char *message = NULL;
@@ -549,7 +538,7 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
       return message;
     }
 
-  bytes = klass->read_file (toolbox->attachment, path, l->max_read_bytes, &local);
+  bytes = sandstep_attachment_read_file (toolbox->attachment, path, l->max_read_bytes, &local);
   if (bytes == NULL)
     return tool_failed (toolbox, "read_file", path, local, out_is_error, error);
   masked = sandstep_masker_mask (toolbox->masker, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
@@ -573,7 +562,6 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
 static char *
 tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const char *path, *content;
   char *message = NULL;
   g_autofree char *quoted = NULL;
@@ -587,7 +575,7 @@ tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_er
       return message;
     }
   len = strlen (content);
-  if (!klass->write_file (toolbox->attachment, path, content, len, &local))
+  if (!sandstep_attachment_write_file (toolbox->attachment, path, content, len, &local))
     return tool_failed (toolbox, "write_file", path, local, out_is_error, error);
   quoted = sandstep_quote (path);
   return g_strdup_printf ("Wrote %" G_GSIZE_FORMAT " bytes to %s.", len, quoted);
@@ -606,7 +594,6 @@ compare_entries (gconstpointer a, gconstpointer b)
 static char *
 tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  const SandstepBackendClass *klass = toolbox->attachment->backend->klass;
   const char *path;
   char *message = NULL;
   g_autoptr(GPtrArray) entries = NULL;
@@ -620,7 +607,7 @@ tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_i
     }
   if (path == NULL || path[0] == '\0')
     path = ".";
-  entries = klass->list_directory (toolbox->attachment, path, &local);
+  entries = sandstep_attachment_list_directory (toolbox->attachment, path, &local);
   if (entries == NULL)
     return tool_failed (toolbox, "list_directory", path, local, out_is_error, error);
   /* By name before the "/" suffix, so the suffix never reorders names. */

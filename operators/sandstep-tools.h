@@ -1,14 +1,14 @@
 /* sandstep-tools.h: the four agent tools over one attached sandbox.
  *
  * run_command, read_file, write_file and list_directory, with the model-facing
- * behaviour of the Airflow sandbox toolset (shared/reference/
- * airflow-sandbox-contract.md §4, §6): output bounded per stream (we keep the
- * head and the tail, with a count of what was left out; the contract keeps
- * the tail), in bounded memory, secrets masked before any cut, file windows
+ * behaviour of Apache Airflow's sandbox toolset: output bounded per stream
+ * (we keep the head and the tail, with a count of what was left out; the
+ * contract keeps the tail), in bounded memory, secrets masked before any cut, file windows
  * with a next-offset hint, timeouts checked and clamped, and the notes in
  * run_command's description.  The text rules and the decisions on the
- * contract's quirks are in sandstep-output.c.
- * Both our agent loop (op-agent.c) and the MCP server (op-tools.c) serve
+ * contract's quirks are in sandstep-output.h.
+ * Both our agent loop (op-agent.c, hooks/llm/sandstep-agent.c) and the MCP
+ * server (op-tools.c, sandstep-mcp.c) serve
  * exactly these tools through this one interface.
  */
 #pragma once

@@ -4,7 +4,8 @@
  *   box.sbx:  ; $(sandbox-provision network=none lifetime=30m) > $@
  *   test.log: box.sbx ; $(sandbox-run @box.sbx timeout=120,cd src && make check) > $@
  *
- * Thin on purpose (see DESIGN.md, "How make runs an operator"): a function
+ * Thin on purpose, because make expands a recipe whole in its own process
+ * (also under -n), where anything slow stalls every job: a function
  * validates its arguments against the operator table, derives the identity,
  * and expands to a shell command line that runs the `sandstep` helper, which
  * does the work in the recipe's own process.  Nothing here sleeps, spawns,

@@ -1,6 +1,7 @@
 /* sandstep-test-utils.c: driving the real `sandstep` helper from GTest suites. */
 #include "sandstep-test-utils.h"
 
+#include "sandstep-host-files.h"
 #include "sandstep-store.h"
 
 #include <dirent.h>
@@ -284,7 +285,7 @@ remove_stale_dirs (void)
       if (end == digits || *end != '-' || pid <= 0 || pid == getpid ())
         continue;
       if (kill ((pid_t) pid, 0) < 0 && errno == ESRCH)
-        sandstep_store_remove_tree_at (tmp_fd, name);
+        sandstep_remove_tree_at (tmp_fd, name);
     }
   if (tmp_fd >= 0)
     close (tmp_fd);
@@ -481,7 +482,7 @@ sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data)
       int fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
       g_assert_cmpint (fd, >=, 0);
-      sandstep_store_remove_tree_at (fd, name);
+      sandstep_remove_tree_at (fd, name);
       close (fd);
       g_assert_false (g_file_test (f->base_dir, G_FILE_TEST_EXISTS));
     }

@@ -1015,7 +1015,7 @@ tools_attach (AgentFixture *af, const char *lifetime)
   provision (af, lifetime);
   t->backend = sandstep_local_backend_new (af->f.state_dir, &error);
   g_assert_no_error (error);
-  t->attachment = t->backend->klass->attach (t->backend, af->handle, &who, 0, NULL, NULL, &error);
+  t->attachment = sandstep_backend_attach (t->backend, af->handle, &who, 0, NULL, NULL, &error);
   g_assert_no_error (error);
   t->toolbox = sandstep_toolbox_new (t->attachment, NULL);
   return t;

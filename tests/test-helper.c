@@ -14,21 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-error.h"
 #include "sandstep-test-utils.h"
 
 typedef SandstepTestFixture Fixture;
-
-/* Exit statuses (README "Exit statuses"; hooks/sandstep-error.h). */
-enum {
-  EXIT_USAGE = 64,
-  EXIT_BAD_HANDLE = 65,
-  EXIT_NO_SANDBOX = 66,
-  EXIT_NOT_OWNER = 67,
-  EXIT_EXPIRED = 68,
-  EXIT_PATH = 69,
-  EXIT_BUSY = 75,
-  EXIT_TIMEOUT = 124,
-};
 
 #define SIX_MIB (6 * 1024 * 1024)
 
@@ -86,7 +75,7 @@ assert_no_sandbox (Fixture *f, const char *handle)
   g_autofree char *h = handle_arg (handle);
   g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "describe", h, NULL);
 
-  sandstep_test_assert_status (r, EXIT_NO_SANDBOX);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_NO_SANDBOX);
 }
 
 static int
@@ -294,7 +283,7 @@ test_run_timeout_kills_everything (Fixture *f, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (daemon_argv, TRUE, 5));
 
   r = sandstep_test_proc_wait (proc, 10);
-  sandstep_test_assert_status (r, EXIT_TIMEOUT);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_TIMEOUT);
   g_assert_cmpfloat (r->elapsed_s, <, 4.0);
   sandstep_test_assert_contains (r->err, "1.5s");
   sandstep_test_assert_contains (r->err, "--timeout=1.5");
@@ -550,7 +539,7 @@ test_export_all_or_none (Fixture *f, gconstpointer data)
   before = sandstep_test_snapshot (f, handle);
 
   r = sandstep_test_helper (f, "export", h, pair_a, pair_b, NULL);
-  sandstep_test_assert_status (r, EXIT_PATH);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
   sandstep_test_assert_contains (r->err, "missing.txt");
   a = read_host_file (dest_a);
   g_assert_cmpstr (a, ==, "old content\n");
@@ -576,7 +565,7 @@ test_release_destroys_when_idle (Fixture *f, gconstpointer data)
   sandstep_test_assert_status (r, 0);
   assert_no_sandbox (f, handle);
   run = sandstep_test_helper (f, "run", h, "--", "true", NULL);
-  sandstep_test_assert_status (run, EXIT_NO_SANDBOX);
+  sandstep_test_assert_status (run, SANDSTEP_EXIT_NO_SANDBOX);
 }
 
 static void
@@ -761,7 +750,7 @@ test_duration (Fixture *f, gconstpointer data)
       g_autofree char *quoted = g_strdup_printf ("'%s'", c->text);
       g_autoptr(SandstepTestResult) gc = NULL;
 
-      sandstep_test_assert_status (r, EXIT_USAGE);
+      sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
       g_assert_cmpuint (r->out_len, ==, 0);
       sandstep_test_assert_contains (r->err, "lifetime");
       sandstep_test_assert_contains (r->err, quoted);
@@ -837,7 +826,7 @@ test_owner_refused (Fixture *f, gconstpointer data)
       const char *args[8] = { ops[i][0], h, "--owner=intruder-dag/run-9", ops[i][1], ops[i][2], NULL };
       g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, args, SANDSTEP_TEST_DEFAULT_TIMEOUT_S);
 
-      sandstep_test_assert_status (r, EXIT_NOT_OWNER);
+      sandstep_test_assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
       sandstep_test_assert_contains (r->err, "'intruder-dag/run-9'");
       sandstep_test_assert_contains (r->err, quoted_owner);
       g_assert_cmpuint (r->out_len, ==, 0);
@@ -879,7 +868,7 @@ test_claim_busy_refused (Fixture *f, gconstpointer data)
   holding = start_holding (f, h, "dag/run/first-target", seconds);
   refused = sandstep_test_helper (f, "run", h, "--holder=dag/run/second-target", "--wait=0", "--",
                                   "touch /workspace/second", NULL);
-  sandstep_test_assert_status (refused, EXIT_BUSY);
+  sandstep_test_assert_status (refused, SANDSTEP_EXIT_BUSY);
   g_assert_cmpfloat (refused->elapsed_s, <, 1.0);
   sandstep_test_assert_contains (refused->err, "'dag/run/first-target'");
   g_assert_true (sandstep_test_proc_running (holding));
@@ -992,7 +981,7 @@ test_lifetime_clamps_budget (Fixture *f, gconstpointer data)
 
   g_test_summary ("a command's budget is clamped to the sandbox's remaining lifetime, and the message says so");
   r = sandstep_test_helper (f, "run", h, "--timeout=60", "--", "sleep 30", NULL);
-  sandstep_test_assert_status (r, EXIT_TIMEOUT);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_TIMEOUT);
   g_assert_cmpfloat (r->elapsed_s, <, 4.5);
   sandstep_test_assert_contains (r->err, "remaining lifetime");
 }
@@ -1012,7 +1001,7 @@ test_lifetime_expired (Fixture *f, gconstpointer data)
   d = sandstep_test_describe (f, handle);
   wait_until_expired (f, handle);
   r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
-  sandstep_test_assert_status (r, EXIT_EXPIRED);
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_EXPIRED);
   sandstep_test_assert_contains (r->err, "expired");
   sandstep_test_assert_contains (r->err, json_object_get_string_member (d, "expires"));
 
@@ -1049,7 +1038,7 @@ test_tools_never_follow_links_or_hang (Fixture *f, gconstpointer data)
       g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "get", h, paths[i], NULL },
                                                                    10);
       g_assert_false (r->timed_out);
-      sandstep_test_assert_status (r, EXIT_PATH);
+      sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
       g_assert_cmpfloat (r->elapsed_s, <, 3.0);
       g_assert_cmpuint (r->out_len, ==, 0);
       sandstep_test_assert_not_contains (r->err, first_line);
@@ -1069,7 +1058,7 @@ test_tools_read_cap (Fixture *f, gconstpointer data)
                   "through run; --max-bytes raises the cap");
   g_free (sandstep_test_run_ok (f, handle, "head -c 6291456 /dev/urandom > big"));
   capped = sandstep_test_helper (f, "get", h, "big", NULL);
-  sandstep_test_assert_status (capped, EXIT_PATH);
+  sandstep_test_assert_status (capped, SANDSTEP_EXIT_PATH);
   g_assert_cmpuint (capped->out_len, ==, 0);
   g_assert_true (strstr (capped->err, "6.0MB") != NULL || strstr (capped->err, "6291456") != NULL ||
                  strstr (capped->err, "6.0 MB") != NULL || strstr (capped->err, "6 MiB") != NULL);
@@ -1137,9 +1126,9 @@ test_bad_handle_empty_file (Fixture *f, gconstpointer data)
   g_test_summary ("an empty handle file is refused (65): the providing step produced nothing or has not run");
   prepare (f, &p);
   write_host_file (file, "", 0);
-  assert_refused (f, &p, EXIT_BAD_HANDLE, "produced nothing",
+  assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "produced nothing",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
-  assert_refused (f, &p, EXIT_BAD_HANDLE, "empty", (const char *[]) { "get", arg, "one.txt", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "empty", (const char *[]) { "get", arg, "one.txt", NULL });
   prepared_clear (&p);
 }
 
@@ -1153,9 +1142,9 @@ test_bad_handle_none (Fixture *f, gconstpointer data)
   g_test_summary ("a 'None' handle, literal or in the handle file, is refused (65)");
   prepare (f, &p);
   write_host_file (file, "None\n", -1);
-  assert_refused (f, &p, EXIT_BAD_HANDLE, "produced nothing",
+  assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "produced nothing",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
-  assert_refused (f, &p, EXIT_BAD_HANDLE, "'None'",
+  assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "'None'",
                   (const char *[]) { "run", "--handle=None", "--", "touch /workspace/x", NULL });
   prepared_clear (&p);
 }
@@ -1174,11 +1163,11 @@ test_bad_handle_malformed (Fixture *f, gconstpointer data)
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
     {
       g_autofree char *quoted = g_strdup_printf ("'%s'", bad[i] + strlen ("--handle="));
-      assert_refused (f, &p, EXIT_BAD_HANDLE, quoted,
+      assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, quoted,
                       (const char *[]) { "run", bad[i], "--", "touch /workspace/x", NULL });
     }
   write_host_file (file, "not a handle\n", -1);
-  assert_refused (f, &p, EXIT_BAD_HANDLE, "'not a handle'",
+  assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "'not a handle'",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
   prepared_clear (&p);
 }
@@ -1192,7 +1181,7 @@ test_bad_handle_missing_file (Fixture *f, gconstpointer data)
 
   g_test_summary ("a missing handle file is refused (65): the providing step has not run");
   prepare (f, &p);
-  assert_refused (f, &p, EXIT_BAD_HANDLE, "has not run",
+  assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "has not run",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
   prepared_clear (&p);
 }
@@ -1204,9 +1193,9 @@ test_unknown_sandbox (Fixture *f, gconstpointer data)
 
   g_test_summary ("a well-formed handle that names no sandbox is refused (66)");
   prepare (f, &p);
-  assert_refused (f, &p, EXIT_NO_SANDBOX, "sandstep-0123456789abcdef",
+  assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, "sandstep-0123456789abcdef",
                   (const char *[]) { "run", "--handle=sandstep-0123456789abcdef", "--", "true", NULL });
-  assert_refused (f, &p, EXIT_NO_SANDBOX, NULL,
+  assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, NULL,
                   (const char *[]) { "get", "--handle=sandstep-0123456789abcdef", "one.txt", NULL });
   prepared_clear (&p);
 }
@@ -1218,11 +1207,11 @@ test_unknown_option (Fixture *f, gconstpointer data)
 
   g_test_summary ("an unknown option is refused (64) and named");
   prepare (f, &p);
-  assert_refused (f, &p, EXIT_USAGE, "'--bogus'",
+  assert_refused (f, &p, SANDSTEP_EXIT_USAGE, "'--bogus'",
                   (const char *[]) { "run", p.h, "--bogus", "--", "touch /workspace/x", NULL });
-  assert_refused (f, &p, EXIT_USAGE, "'--no-such-thing'",
+  assert_refused (f, &p, SANDSTEP_EXIT_USAGE, "'--no-such-thing'",
                   (const char *[]) { "get", p.h, "--no-such-thing=1", "one.txt", NULL });
-  assert_refused (f, &p, EXIT_USAGE, "'--keep'", (const char *[]) { "destroy", p.h, "--keep=1h", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_USAGE, "'--keep'", (const char *[]) { "destroy", p.h, "--keep=1h", NULL });
   prepared_clear (&p);
 }
 
@@ -1254,13 +1243,13 @@ test_bad_number (Fixture *f, gconstpointer data)
   g_test_summary ("a negative, zero or non-finite timeout or lifetime is refused (64) with the value shown");
   prepare (f, &p);
   if (strcmp (c->option, "timeout") == 0)
-    assert_refused (f, &p, EXIT_USAGE, quoted,
+    assert_refused (f, &p, SANDSTEP_EXIT_USAGE, quoted,
                     (const char *[]) { "run", p.h, arg, "--", "touch /workspace/x", NULL });
   else
     {
-      assert_refused (f, &p, EXIT_USAGE, quoted,
+      assert_refused (f, &p, SANDSTEP_EXIT_USAGE, quoted,
                       (const char *[]) { "provision", "--holder=another-step", arg, NULL });
-      assert_refused (f, &p, EXIT_USAGE, c->option,
+      assert_refused (f, &p, SANDSTEP_EXIT_USAGE, c->option,
                       (const char *[]) { "provision", "--holder=another-step", arg, NULL });
     }
   prepared_clear (&p);
@@ -1276,18 +1265,18 @@ test_path_escaping (Fixture *f, gconstpointer data)
                   "ls and export");
   prepare (f, &p);
   write_host_file (src, "payload\n", -1);
-  assert_refused (f, &p, EXIT_PATH, "'../../etc/passwd'", (const char *[]) { "get", p.h, "../../etc/passwd", NULL });
-  assert_refused (f, &p, EXIT_PATH, "'/etc/passwd'", (const char *[]) { "get", p.h, "/etc/passwd", NULL });
-  assert_refused (f, &p, EXIT_PATH, "'/workspace/../../etc/passwd'",
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "'../../etc/passwd'", (const char *[]) { "get", p.h, "../../etc/passwd", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "'/etc/passwd'", (const char *[]) { "get", p.h, "/etc/passwd", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "'/workspace/../../etc/passwd'",
                   (const char *[]) { "get", p.h, "/workspace/../../etc/passwd", NULL });
-  assert_refused (f, &p, EXIT_PATH, NULL, (const char *[]) { "put", p.h, src, "../../sandstep-escape.txt", NULL });
-  assert_refused (f, &p, EXIT_PATH, NULL, (const char *[]) { "put", p.h, src, "/etc/sandstep-escape.txt", NULL });
-  assert_refused (f, &p, EXIT_PATH, NULL, (const char *[]) { "ls", p.h, "/etc", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, NULL, (const char *[]) { "put", p.h, src, "../../sandstep-escape.txt", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, NULL, (const char *[]) { "put", p.h, src, "/etc/sandstep-escape.txt", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, NULL, (const char *[]) { "ls", p.h, "/etc", NULL });
   {
     g_autofree char *dest = sandstep_test_host_path (f, "exported");
     g_autofree char *url = file_url (dest);
     g_autofree char *pair = g_strconcat ("/etc/passwd=", url, NULL);
-    assert_refused (f, &p, EXIT_PATH, NULL, (const char *[]) { "export", p.h, pair, NULL });
+    assert_refused (f, &p, SANDSTEP_EXIT_PATH, NULL, (const char *[]) { "export", p.h, pair, NULL });
     g_assert_false (g_file_test (dest, G_FILE_TEST_EXISTS));
   }
   g_assert_false (g_file_test ("/etc/sandstep-escape.txt", G_FILE_TEST_EXISTS));
@@ -1307,10 +1296,10 @@ test_wrong_file_type (Fixture *f, gconstpointer data)
                   "which");
   prepare (f, &p);
   write_host_file (dest, "old\n", -1);
-  assert_refused (f, &p, EXIT_PATH, "directory", (const char *[]) { "get", p.h, "d", NULL });
-  assert_refused (f, &p, EXIT_PATH, "FIFO", (const char *[]) { "get", p.h, "fifo", NULL });
-  assert_refused (f, &p, EXIT_PATH, "directory", (const char *[]) { "export", p.h, pair_dir, NULL });
-  assert_refused (f, &p, EXIT_PATH, "FIFO", (const char *[]) { "export", p.h, pair_fifo, NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "directory", (const char *[]) { "get", p.h, "d", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "FIFO", (const char *[]) { "get", p.h, "fifo", NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "directory", (const char *[]) { "export", p.h, pair_dir, NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_PATH, "FIFO", (const char *[]) { "export", p.h, pair_fifo, NULL });
   {
     g_autofree char *dest_now = read_host_file (dest);
     g_autofree char *dir = sandstep_test_host_path (f, "");
@@ -1331,7 +1320,7 @@ test_export_not_a_url (Fixture *f, gconstpointer data)
   g_test_summary ("an export destination that is not a URL is refused (64) and the destination is unchanged");
   prepare (f, &p);
   write_host_file (dest, "old\n", -1);
-  assert_refused (f, &p, EXIT_USAGE, quoted, (const char *[]) { "export", p.h, pair, NULL });
+  assert_refused (f, &p, SANDSTEP_EXIT_USAGE, quoted, (const char *[]) { "export", p.h, pair, NULL });
   {
     g_autofree char *dest_now = read_host_file (dest);
     g_assert_cmpstr (dest_now, ==, "old\n");

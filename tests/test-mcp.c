@@ -22,6 +22,7 @@
 #include <gio/gunixinputstream.h>
 #include <json-glib/json-glib.h>
 
+#include "sandstep-error.h"
 #include "sandstep-test-utils.h"
 
 /* The newest protocol version the server speaks (operators/sandstep-mcp.h). */
@@ -29,10 +30,6 @@
 /* How long one client or agent run may take. */
 #define CLIENT_TIMEOUT_S 90.0
 #define LINE_TIMEOUT_S 30.0
-
-enum {
-  EXIT_USAGE = 64,
-};
 
 typedef struct {
   SandstepTestFixture f;
@@ -842,7 +839,7 @@ test_http_refuses_non_loopback (Fixture *fx, gconstpointer data)
     {
       g_autoptr(SandstepTestResult) result = sandstep_test_helper (&fx->f, "mcp", fx->handle_arg, addresses[i], NULL);
 
-      sandstep_test_assert_status (result, EXIT_USAGE);
+      sandstep_test_assert_status (result, SANDSTEP_EXIT_USAGE);
       sandstep_test_assert_contains (result->err, "loopback");
       g_assert_cmpstr (result->out, ==, "");
     }
@@ -937,7 +934,7 @@ test_tools_exit_and_environment (Fixture *fx, gconstpointer data)
   sandstep_test_assert_status (result, 128 + SIGTERM);
 
   missing = sandstep_test_helper (&fx->f, "tools", fx->handle_arg, NULL);
-  sandstep_test_assert_status (missing, EXIT_USAGE);
+  sandstep_test_assert_status (missing, SANDSTEP_EXIT_USAGE);
   sandstep_test_assert_contains (missing->err, "SANDSTEP_MCP_URL");
 }
 

@@ -1,15 +1,15 @@
-/* test-output.c: the text rules of the agent tools (operators/sandstep-output.c).
+/* test-output.c: the text rules of the agent tools (operators/sandstep-output.h).
  *
  * Pure functions, no sandbox: truncation (head and tail, markers, the wide
  * last line, already_truncated, our "\n"-only line splitting), masking
  * (chunked streams, a secret at the cut), the bounded capture against the
  * plain truncation, file windows, sizes, the notes and the timeout rules,
- * with the contract's examples (shared/reference/airflow-sandbox-contract.md
- * §4, §6).
+ * with the examples of the Airflow contract they follow.
  */
 #include <math.h>
 #include <string.h>
 
+#include "sandstep-agent.h"
 #include "sandstep-output.h"
 
 #define assert_str_free(expr, expected) \
@@ -20,7 +20,7 @@
 static void
 test_format_size (void)
 {
-  g_test_summary ("format_size: binary units labelled KB/MB, one decimal (contract §4.8)");
+  g_test_summary ("format_size: binary units labelled KB/MB, one decimal (as the contract does)");
   assert_str_free (sandstep_format_size (0), "0B");
   assert_str_free (sandstep_format_size (512), "512B");
   assert_str_free (sandstep_format_size (1023), "1023B");
@@ -448,7 +448,7 @@ test_file_window (void)
 {
   const char *three = "l1\nl2\nl3\n";
 
-  g_test_summary ("read_file windows: offsets, limits, caps, the next-offset hint (contract §4.5)");
+  g_test_summary ("read_file windows: offsets, limits, caps, the next-offset hint");
   /* offset null (1), 0 and negatives all mean 1. */
   assert_str_free (window (three, 1, 0, 100, 1000), "l1\nl2\nl3");
   assert_str_free (window (three, 0, 0, 100, 1000), "l1\nl2\nl3");
@@ -489,7 +489,7 @@ test_looks_binary (void)
 static void
 test_read_limit_message (void)
 {
-  g_test_summary ("The read cap message carries the sizes and the shell hint (contract §4.5)");
+  g_test_summary ("The read cap message carries the sizes and the shell hint");
   assert_str_free (sandstep_read_limit_message ("big.log", "6.0MB", 5 * 1024 * 1024),
                    "'big.log' is 6.0MB, over the 5.0MB read limit. Read just the part you need with a shell "
                    "command instead (e.g. head, tail, sed -n, or grep).");
@@ -523,7 +523,7 @@ test_network_note (void)
   const char *hosts[] = { "pypi.org", "files.pythonhosted.org", NULL };
   const char *cidrs[] = { "10.0.0.0/8", NULL };
 
-  g_test_summary ("The network note of run_command's description (contract §4.6)");
+  g_test_summary ("The network note of run_command's description");
   assert_str_free (sandstep_network_note (SANDSTEP_NETWORK_OPEN, NULL, NULL),
                    "This sandbox has outbound network access.");
   assert_str_free (sandstep_network_note (SANDSTEP_NETWORK_NONE, NULL, NULL),
@@ -593,7 +593,7 @@ test_command_budget (void)
   char *message = NULL;
 
   g_test_summary ("Timeouts: default when absent, refused when not > 0 and finite, clamped to the maximum and "
-                  "to what is left (contract §6)");
+                  "to what is left");
   g_assert_true (sandstep_command_budget (FALSE, 0, 60, 300, -1, &budget, &message));
   g_assert_cmpfloat (budget, ==, 60);
   g_assert_true (sandstep_command_budget (TRUE, 1000, 60, 300, -1, &budget, &message));

@@ -32,12 +32,10 @@
 #include <unistd.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-error.h"
 #include "sandstep-remote.h"
 
 #define HELPER_TIMEOUT_S 60.0
-#define EXIT_BUSY 75
-#define EXIT_INTERNAL 125
-#define EXIT_PATH 69
 
 /* ---- processes ---- */
 
@@ -626,7 +624,7 @@ test_handles (void)
       g_test_message ("invalid: %s", invalid[i]);
       g_assert_false (sandstep_handle_is_valid (invalid[i]));
     }
-  g_assert_true (sandstep_remote_handle_split ("https://h.example:8443/a/b/sandstep-0123456789abcdef", &server, &local));
+  g_assert_true (sandstep_handle_split ("https://h.example:8443/a/b/sandstep-0123456789abcdef", &server, &local));
   g_assert_cmpstr (server, ==, "https://h.example:8443/a/b");
   g_assert_cmpstr (local, ==, "sandstep-0123456789abcdef");
 }
@@ -641,7 +639,7 @@ test_listen_refuses_open_port_without_token (Fixture *f, gconstpointer data)
   g_autoptr(Result) r = run_argv (argv, NULL, 10);
 
   g_test_summary ("sandstepd refuses to listen beyond loopback without a token (exit 64, saying why)");
-  assert_status (r, 64);
+  assert_status (r, SANDSTEP_EXIT_USAGE);
   assert_contains (r->err, "without a token");
 }
 
@@ -720,7 +718,7 @@ test_round_trip (Fixture *f, gconstpointer data)
   }
   {
     g_autoptr(Result) r = helper (f, "get", h, "../../etc/passwd", NULL);
-    assert_status (r, EXIT_PATH);
+    assert_status (r, SANDSTEP_EXIT_PATH);
     assert_contains (r->err, "goes above '/'");
   }
   {
@@ -735,7 +733,7 @@ test_round_trip (Fixture *f, gconstpointer data)
   {
     g_autofree char *other = g_strconcat ("--owner=", f->owner, "-other", NULL);
     g_autoptr(Result) r = helper (f, "describe", h, other, NULL);
-    assert_status (r, 67);
+    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
     assert_contains (r->err, handle);
     assert_contains (r->err, "is not owned by");
   }
@@ -744,7 +742,7 @@ test_round_trip (Fixture *f, gconstpointer data)
     g_autoptr(Result) gone = NULL;
     assert_status (r, 0);
     gone = helper (f, "describe", h, NULL);
-    assert_status (gone, 66);
+    assert_status (gone, SANDSTEP_EXIT_NO_SANDBOX);
   }
 }
 
@@ -800,7 +798,7 @@ test_claim_busy_and_wait (Fixture *f, gconstpointer data)
   while (strstr (holding->out->str, "started") == NULL)
     g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
   refused = helper (f, "run", h, "--holder=dag/run/second", "--wait=0", "--", "true", NULL);
-  assert_status (refused, EXIT_BUSY);
+  assert_status (refused, SANDSTEP_EXIT_BUSY);
   assert_contains (refused->err, "is held by 'dag/run/first'");
   assert_contains (refused->err, handle);
   waiting = helper_spawn (f, "run", h, "--holder=dag/run/third", "--wait=30", "--", "echo third", NULL);
@@ -840,7 +838,7 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
 
   server_stop (&f->server, SIGKILL);
   interrupted = proc_wait (p, 10);
-  assert_status (interrupted, EXIT_INTERNAL);
+  assert_status (interrupted, SANDSTEP_EXIT_INTERNAL);
   assert_contains (interrupted->err, "went away while the command ran");
   assert_contains (interrupted->err, "its files are intact; run it again");
   /* The jail died with the worker, which died with the daemon. */
@@ -848,7 +846,7 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
 
   {
     g_autoptr(Result) down = helper (f, "describe", h, NULL);
-    assert_status (down, EXIT_INTERNAL);
+    assert_status (down, SANDSTEP_EXIT_INTERNAL);
     assert_contains (down->err, "Cannot reach the sandbox server");
   }
 
@@ -1170,7 +1168,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
         g_autoptr(GBytes) claim_bytes = text_bytes (claim_body);
 
         handle = provision (f, NULL);
-        g_assert_true (sandstep_remote_handle_split (handle, &server_url, &local));
+        g_assert_true (sandstep_handle_split (handle, &server_url, &local));
         claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", s->url, local);
         claim_msg = soup_message_new ("POST", claim_url);
         soup_message_headers_replace (soup_message_get_request_headers (claim_msg), "Authorization", auth);
@@ -1520,7 +1518,7 @@ test_tls (Fixture *f, gconstpointer data)
   f->envp = g_environ_unsetenv (f->envp, "SANDSTEP_CA_FILE");
   {
     g_autoptr(Result) r = helper (f, "describe", h, NULL);
-    assert_status (r, EXIT_INTERNAL);
+    assert_status (r, SANDSTEP_EXIT_INTERNAL);
     assert_contains (r->err, "Cannot reach the sandbox server");
   }
 }

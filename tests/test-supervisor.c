@@ -21,6 +21,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandstep-host-files.h"
 #include "sandstep-run-wire.h"
 #include "sandstep-store.h"
 #include "sandstep-test-utils.h"
@@ -430,7 +431,7 @@ test_destroy_while_starting (Fixture *f, gconstpointer data)
 
       base_fd = open (f->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       g_assert_cmpint (base_fd, >=, 0);
-      sandstep_store_remove_tree_at (base_fd, name);
+      sandstep_remove_tree_at (base_fd, name);
       close (base_fd);
       g_usleep (100 * 1000);
       g_assert_false (g_file_test (state, G_FILE_TEST_EXISTS));

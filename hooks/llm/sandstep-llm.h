@@ -3,9 +3,8 @@
  * POST {base}/chat/completions with a JSON body, synchronous (the helper does
  * one thing at a time), through libsoup 3.  Retries, with exponential backoff
  * or the server's Retry-After when that is short, on 408, 409, 429, 5xx and
- * connection errors (the openai SDK's rule, shared/reference/
- * agent-protocols.md §1.5); any other 4xx fails at once with the server's
- * error.message quoted.  The API key goes only into the Authorization header:
+ * connection errors (the rule of the openai SDK); any other 4xx fails at
+ * once with the server's error.message quoted.  The API key goes only into the Authorization header:
  * it is never logged, and no request body is logged above debug level.
  */
 #pragma once

@@ -176,14 +176,11 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 static void local_detach (SandstepAttachment *attachment);
 
 static SandstepAttachment *
-local_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
-              SandstepWaitNotify notify, gpointer notify_data, GError **error)
+local_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, error);
-  gint64 deadline;
-  gint64 pause_us = 5000;
-  gboolean notified = FALSE;
+  g_autofree char *current = NULL;
   LocalAttachment *attachment;
   g_autofree char *tree = NULL;
   int fd;
@@ -192,38 +189,18 @@ local_attach (SandstepBackend *backend, const char *handle, const SandstepIdenti
   if (record == NULL || !check_owner (record, who, error) || !check_alive (record, error))
     return NULL;
 
-  deadline = g_get_monotonic_time () + (gint64) (MAX (wait_s, 0) * G_USEC_PER_SEC);
-  for (;;)
+  fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, error);
+  if (fd < 0)
     {
-      g_autofree char *current = NULL;
-
-      fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, error);
-      if (fd >= 0)
-        break;
-      if (current == NULL)
-        return NULL;
-      if (g_get_monotonic_time () >= deadline)
-        {
-          if (wait_s <= 0)
-            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
-                            "Sandbox '%s' is held by '%s', and one step uses a sandbox at a time; wait for it "
-                            "(--wait=SECONDS) or provision one sandbox per step",
-                            handle, current);
-          else
-            sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
-                            "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision one "
-                            "sandbox per step",
-                            handle, current, wait_s);
-          return NULL;
-        }
-      if (!notified && notify != NULL)
-        notify (handle, current, wait_s, notify_data);
-      notified = TRUE;
-      g_usleep (MIN (pause_us, deadline - g_get_monotonic_time () + 1));
-      pause_us = MIN (pause_us * 2, 100 * 1000);
+      if (current != NULL)
+        sandstep_throw_busy (error, current,
+                             "Sandbox '%s' is held by '%s', and one step uses a sandbox at a time; wait for it "
+                             "(--wait=SECONDS) or provision one sandbox per step",
+                             handle, current);
+      return NULL;
     }
 
-  /* The record may have changed while we waited (released, destroyed, or extended). */
+  /* The record may have changed before the claim (released, destroyed, or extended). */
   g_clear_pointer (&record, sandstep_record_free);
   record = sandstep_store_load (local->store, handle, error);
   if (record == NULL || !check_alive (record, error))
@@ -248,18 +225,30 @@ local_attach (SandstepBackend *backend, const char *handle, const SandstepIdenti
   return &attachment->parent;
 }
 
+static gboolean
+local_release_due (SandstepAttachment *parent)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+  g_autoptr(SandstepRecord) now = sandstep_store_load (attachment->local->store, parent->handle, NULL);
+
+  return now != NULL && now->released && now_unix () >= now->expires;
+}
+
+static void
+local_destroy_claimed (SandstepAttachment *parent)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+
+  sandstep_sandbox_destroy (attachment->local->store, parent->handle, attachment->claim_fd, NULL);
+}
+
 static void
 local_detach (SandstepAttachment *parent)
 {
   LocalAttachment *attachment = (LocalAttachment *) parent;
-  g_autoptr(SandstepRecord) now = NULL;
 
   if (attachment->tree_fd >= 0)
     close (attachment->tree_fd);
-  /* A release that came while we ran left the destruction to us. */
-  now = sandstep_store_load (attachment->local->store, parent->handle, NULL);
-  if (now != NULL && now->released && now_unix () >= now->expires)
-    sandstep_sandbox_destroy (attachment->local->store, parent->handle, attachment->claim_fd, NULL);
   if (attachment->claim_fd >= 0)
     close (attachment->claim_fd);
   sandstep_record_free (attachment->record);
@@ -399,7 +388,6 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   };
   gboolean ok;
 
-  memset (result, 0, sizeof *result);
   if (!check_alive (attachment->record, error))
     return FALSE;
   if (request->timeout_s > 0)
@@ -616,8 +604,10 @@ local_free (SandstepBackend *backend)
 static const SandstepBackendClass local_class = {
   .name = "local",
   .provision = local_provision,
-  .attach = local_attach,
+  .try_attach = local_try_attach,
   .detach = local_detach,
+  .release_due = local_release_due,
+  .destroy_claimed = local_destroy_claimed,
   .run_command = local_run_command,
   .read_file = local_read_file,
   .write_file = local_write_file,
@@ -632,6 +622,12 @@ static const SandstepBackendClass local_class = {
   .gc = local_gc,
   .free = local_free,
 };
+
+char *
+sandstep_local_backend_default_dir (void)
+{
+  return sandstep_store_default_dir ();
+}
 
 SandstepBackend *
 sandstep_local_backend_new (const char *state_dir, GError **error)

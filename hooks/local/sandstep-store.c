@@ -14,6 +14,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 
 #define RECORD_VERSION 1
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
@@ -537,32 +538,6 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
   return fd;
 }
 
-void
-sandstep_store_remove_tree_at (int dir_fd, const char *name)
-{
-  int fd;
-  DIR *dir;
-  struct dirent *entry;
-
-  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
-    return;
-  fchmodat (dir_fd, name, 0700, 0);
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  dir = fdopendir (fd);
-  if (dir == NULL)
-    {
-      close (fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstep_store_remove_tree_at (dirfd (dir), entry->d_name);
-  closedir (dir);
-  unlinkat (dir_fd, name, AT_REMOVEDIR);
-}
-
 /* Waits for the claim on @fd, ending its holder if it does not let go. */
 static gboolean
 take_claim_by_force (int fd, const char *handle, GError **error)
@@ -612,7 +587,7 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
       if (fd < 0 && g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
         {
           /* No claim file: gone already, or a half-made sandbox; remove what is there. */
-          sandstep_store_remove_tree_at (store->dir_fd, from);
+          sandstep_remove_tree_at (store->dir_fd, from);
           return TRUE;
         }
       if (fd < 0)
@@ -642,7 +617,7 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
   trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (trash_fd >= 0)
     {
-      sandstep_store_remove_tree_at (trash_fd, to + strlen ("trash/"));
+      sandstep_remove_tree_at (trash_fd, to + strlen ("trash/"));
       close (trash_fd);
     }
   return TRUE;

@@ -80,10 +80,6 @@ int sandstep_store_try_claim (SandstepStore *store, const char *handle, const ch
  * already is fine.  @claim_fd: a claim this process already holds, or -1. */
 gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
 
-/* Deletes @name under @dir_fd (rm -rf) without following any link, making
- * directories writable on the way (a command may leave a read-only one). */
-void sandstep_store_remove_tree_at (int dir_fd, const char *name);
-
 /* The start time of @pid (clock ticks since boot; 0: unknown), so a recycled
  * pid is never mistaken for the process that wrote it down. */
 guint64 sandstep_process_start_time (pid_t pid);

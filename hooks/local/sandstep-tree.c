@@ -32,6 +32,7 @@
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
+#include "sandstep-units.h"
 
 #define TREE_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define COPY_CHUNK (64 * 1024)
@@ -577,9 +578,9 @@ sandstep_tree_read_file (int tree_fd, const char *sandbox_path, gsize max_bytes,
       g_autofree char *size_text = sandstep_format_size (size);
       g_autofree char *max_text = sandstep_format_size (max_bytes);
 
-      sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                      "'%s' is %s, over the %s read limit; read the part you need with 'sandstep run' "
-                      "and head, tail or sed", shown, size_text, max_text);
+      sandstep_throw_too_large (error, size, max_bytes,
+                                "'%s' is %s, over the %s read limit; read the part you need with 'sandstep run' "
+                                "and head, tail or sed", shown, size_text, max_text);
       return NULL;
     }
 
@@ -876,9 +877,9 @@ sandstep_tree_export (int tree_fd, const char *sandbox_path, int dest_fd, guint6
       g_autofree char *size_text = sandstep_format_size (before.st_size);
       g_autofree char *max_text = sandstep_format_size (max_bytes);
 
-      return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                             "'%s' is %s, over the %s export limit; make a smaller file with 'sandstep run' "
-                             "(split, gzip or tar) and export that", shown, size_text, max_text), -1;
+      return sandstep_throw_too_large (error, before.st_size, max_bytes,
+                                       "'%s' is %s, over the %s export limit; make a smaller file with 'sandstep "
+                                       "run' (split, gzip or tar) and export that", shown, size_text, max_text), -1;
     }
 
   /* At most the size seen: a file that grows meanwhile is caught below, not copied on. */

@@ -22,8 +22,6 @@
 
 G_BEGIN_DECLS
 
-#define SANDSTEP_DEFAULT_READ_MAX (5 * 1024 * 1024)
-
 /* Opens @path (the tree on the host) as an O_PATH|O_DIRECTORY dirfd, close-on-exec. */
 int sandstep_tree_open (const char *path, GError **error);
 

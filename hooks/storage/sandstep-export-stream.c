@@ -35,7 +35,7 @@ copy_thread (gpointer data)
   sigaddset (&pipe_only, SIGPIPE);
   pthread_sigmask (SIG_BLOCK, &pipe_only, NULL);
 
-  s->copied = s->attachment->backend->klass->export_file (s->attachment, s->path, s->write_fd, s->max_bytes,
+  s->copied = sandstep_attachment_export_file (s->attachment, s->path, s->write_fd, s->max_bytes,
                                                           &s->error);
   close (s->write_fd);
   s->write_fd = -1;

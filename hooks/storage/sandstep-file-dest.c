@@ -265,7 +265,7 @@ file_stage (SandstepDestination *parent, SandstepAttachment *attachment, gint64 
     return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errno,
                                  "Cannot create a staging file in '%s'", d->dir);
 
-  n = attachment->backend->klass->export_file (attachment, parent->path, fd, parent->context->max_bytes, error);
+  n = sandstep_attachment_export_file (attachment, parent->path, fd, parent->context->max_bytes, error);
   if (n < 0)
     return FALSE;
   if (d->named != NULL)

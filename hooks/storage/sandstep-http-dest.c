@@ -35,7 +35,7 @@ http_stage (SandstepDestination *parent, SandstepAttachment *attachment, gint64 
   d->spool_fd = sandstep_export_spool_open (error);
   if (d->spool_fd < 0)
     return FALSE;
-  d->size = attachment->backend->klass->export_file (attachment, parent->path, d->spool_fd,
+  d->size = sandstep_attachment_export_file (attachment, parent->path, d->spool_fd,
                                                      parent->context->max_bytes, error);
   if (d->size < 0)
     return FALSE;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A real MCP client for the tests: the official TypeScript SDK (@modelcontextprotocol/sdk 1.x),
-// modelled on shared/reference/agent-protocols.md §3.2.  tests/test-mcp.c runs it and asserts
+// used as its documentation shows.  tests/test-mcp.c runs it and asserts
 // on the one JSON object it prints, so the checks live in C and this stays generic.
 //
 // Usage:

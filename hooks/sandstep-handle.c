@@ -1,9 +1,13 @@
-/* sandstep-remote-handle.c: remote handles and server URLs (no libsoup: linked everywhere). */
-#include "sandstep-remote.h"
+/* sandstep-handle.c: local and remote handles, and sandbox server URLs. */
+#include "sandstep-handle.h"
 
 #include <string.h>
 
-#include "sandstep-remote-wire.h"
+gboolean
+sandstep_handle_is_local (const char *handle)
+{
+  return sandstep_handle_libc_is_local (handle);
+}
 
 gboolean
 sandstep_handle_is_remote (const char *handle)
@@ -11,10 +15,18 @@ sandstep_handle_is_remote (const char *handle)
   return handle != NULL && (g_str_has_prefix (handle, "http://") || g_str_has_prefix (handle, "https://"));
 }
 
+gboolean
+sandstep_handle_is_valid (const char *handle)
+{
+  if (sandstep_handle_is_remote (handle))
+    return sandstep_handle_split (handle, NULL, NULL);
+  return sandstep_handle_is_local (handle);
+}
+
 /* Checks a server URL (scheme, host, optional port and path prefix; nothing
  * else) and returns it without a trailing '/'. */
 char *
-sandstep_remote_server_normalize (const char *url)
+sandstep_server_url_normalize (const char *url)
 {
   g_autoptr(GUri) uri = NULL;
   g_autofree char *copy = NULL;
@@ -41,7 +53,7 @@ sandstep_remote_server_normalize (const char *url)
 }
 
 gboolean
-sandstep_remote_handle_split (const char *handle, char **out_server, char **out_local)
+sandstep_handle_split (const char *handle, char **out_server, char **out_local)
 {
   const char *slash;
   g_autofree char *server = NULL;
@@ -50,12 +62,12 @@ sandstep_remote_handle_split (const char *handle, char **out_server, char **out_
   if (!sandstep_handle_is_remote (handle))
     return FALSE;
   slash = strrchr (handle, '/');
-  if (slash == NULL || !sandstep_wire_handle_is_local (slash + 1))
+  if (slash == NULL || !sandstep_handle_is_local (slash + 1))
     return FALSE;
   server = g_strndup (handle, slash - handle);
   if (g_str_has_suffix (server, "/") || strstr (server, "://") == NULL)
     return FALSE;
-  normalized = sandstep_remote_server_normalize (server);
+  normalized = sandstep_server_url_normalize (server);
   if (normalized == NULL || strcmp (normalized, server) != 0)
     return FALSE;
   if (out_server != NULL)
@@ -64,4 +76,3 @@ sandstep_remote_handle_split (const char *handle, char **out_server, char **out_
     *out_local = g_strdup (slash + 1);
   return TRUE;
 }
-

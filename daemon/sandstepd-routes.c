@@ -1,0 +1,375 @@
+/* sandstepd-routes.c: what a request is, who may send it, and its body, as they arrive.
+ *
+ * Each request is read as its headers and body come in, never accumulated
+ * unbounded: a bad path, a missing or wrong token, an unknown route or a
+ * body over its limit is refused before the body is read; write's and put's
+ * bodies are staged on disk as they come.  Once the body is in, the route's
+ * handler runs (sandstepd_on_request()).
+ */
+#include "sandstepd-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-token.h"
+#include "sandstep-wire.h"
+
+static const struct {
+  const char *name;
+  Route route;
+} sandbox_routes[] = {
+  { "describe", ROUTE_DESCRIBE }, { "release", ROUTE_RELEASE },   { "destroy", ROUTE_DESTROY },
+  { "claim", ROUTE_CLAIM },       { "release-claim", ROUTE_RELEASE_CLAIM }, { "run", ROUTE_RUN },
+  { "read", ROUTE_READ },         { "write", ROUTE_WRITE },       { "list", ROUTE_LIST },
+  { "put", ROUTE_PUT },           { "export", ROUTE_EXPORT },
+};
+
+static Route
+route_for (const char *path, char **out_handle, gboolean *out_bad_handle)
+{
+  g_auto(GStrv) parts = NULL;
+  guint n;
+
+  *out_handle = NULL;
+  *out_bad_handle = FALSE;
+  if (strcmp (path, SANDSTEP_API_PREFIX "/health") == 0)
+    return ROUTE_HEALTH;
+  if (strcmp (path, SANDSTEP_API_PREFIX "/sandboxes") == 0)
+    return ROUTE_PROVISION;
+  if (strcmp (path, SANDSTEP_API_PREFIX "/gc") == 0)
+    return ROUTE_GC;
+  if (!g_str_has_prefix (path, SANDSTEP_API_PREFIX "/sandboxes/"))
+    return ROUTE_NONE;
+  parts = g_strsplit (path + strlen (SANDSTEP_API_PREFIX "/sandboxes/"), "/", -1);
+  n = g_strv_length (parts);
+  if (n != 2)
+    return ROUTE_NONE;
+  for (gsize i = 0; i < G_N_ELEMENTS (sandbox_routes); i++)
+    if (strcmp (parts[1], sandbox_routes[i].name) == 0)
+      {
+        if (!sandstep_handle_is_local (parts[0]))
+          {
+            *out_bad_handle = TRUE;
+            *out_handle = g_strdup (parts[0]);
+            return ROUTE_NONE;
+          }
+        *out_handle = g_strdup (parts[0]);
+        return sandbox_routes[i].route;
+      }
+  return ROUTE_NONE;
+}
+
+static gboolean
+authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
+{
+  const char *header = soup_message_headers_get_one (soup_server_message_get_request_headers (msg), "Authorization");
+  guint8 digest[32];
+
+  if (!d->has_token)
+    return TRUE;
+  if (header == NULL || !g_str_has_prefix (header, "Bearer "))
+    {
+      *out_why = "no token";
+      return FALSE;
+    }
+  sandstep_token_digest (header + strlen ("Bearer "), digest);
+  if (!sandstep_token_digest_equal (digest, d->token_digest))
+    {
+      *out_why = "a wrong token";
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* A JSON body over its limit; the connection closes rather than read the rest. */
+static void
+refuse_large_body (Request *req)
+{
+  req->refused = TRUE;
+  soup_message_headers_replace (soup_server_message_get_response_headers (req->msg), "Connection", "close");
+  sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                            "send a smaller body; requests are small JSON objects", SANDSTEP_USAGE_ERROR,
+                            SANDSTEP_USAGE_ERROR_BAD_VALUE, "The body of %s %s is larger than %" G_GSIZE_FORMAT
+                            " bytes", req->method, req->path, req->limit);
+}
+
+static void
+on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
+{
+  Request *req = user_data;
+  gsize len = 0;
+  const guint8 *data = g_bytes_get_data (chunk, &len);
+
+  if (req->refused)
+    return;
+  if (req->route == ROUTE_PUT && req->upload != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+      if (!sandstepd_upload_feed (req->upload, data, len, &error) &&
+          g_error_matches (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE))
+        {
+          req->refused = TRUE;
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+          sandstepd_answer_error (req, error);
+        }
+      return;
+    }
+  if (req->route == ROUTE_WRITE)
+    {
+      if (req->upload_len + len > req->d->max_upload)
+        {
+          req->refused = TRUE;
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+          sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                                    "write less at a time, or start sandstepd with a larger --max-upload",
+                                    SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
+                                    "The body is larger than the server's limit of %" G_GUINT64_FORMAT " bytes",
+                                    req->d->max_upload);
+          return;
+        }
+      for (gsize done = 0; done < len && req->upload_fd >= 0;)
+        {
+          ssize_t n = write (req->upload_fd, data + done, len - done);
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n <= 0)
+            {
+              int errsv = errno;
+              req->refused = TRUE;
+              sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
+                                        SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                        "Cannot stage the written bytes under '%s': %s", req->d->staging_dir,
+                                        g_strerror (errsv));
+              return;
+            }
+          done += n;
+        }
+      req->upload_len += len;
+      return;
+    }
+  if (req->body->len + len > req->limit)
+    {
+      refuse_large_body (req);
+      return;
+    }
+  g_byte_array_append (req->body, data, len);
+}
+
+static int
+open_staged_file (Daemon *d)
+{
+  int fd = openat (d->staging_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+    {
+      g_autofree char *name = g_strdup_printf ("write-%08x%08x", g_random_int (), g_random_int ());
+      fd = openat (d->staging_fd, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd >= 0)
+        unlinkat (d->staging_fd, name, 0);
+    }
+  return fd;
+}
+
+static void
+on_got_headers (SoupServerMessage *msg, gpointer user_data)
+{
+  Daemon *d = user_data;
+  Request *req = g_new0 (Request, 1);
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
+  GUri *uri = soup_server_message_get_uri (msg);
+  const char *why = NULL;
+  gboolean bad_handle = FALSE;
+  goffset length;
+
+  /* Made here, not when the connection waits for a request: a keep-alive
+   * connection that closes instead never finishes that message. */
+  req->refs = 1;              /* released when the exchange finishes */
+  req->d = d;
+  req->msg = g_object_ref (msg);
+  req->upload_fd = -1;
+  g_object_set_data (G_OBJECT (msg), "sandstepd-request", req);
+  g_signal_connect (msg, "got-chunk", G_CALLBACK (on_got_chunk), req);
+  g_signal_connect (msg, "finished", G_CALLBACK (sandstepd_request_finished), req);
+
+  req->method = g_strdup (soup_server_message_get_method (msg));
+  req->path = g_strdup (uri != NULL ? g_uri_get_path (uri) : "?");
+  /* Everything the body brings is handled as it comes: nothing accumulates unbounded. */
+  soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
+  req->body = g_byte_array_new ();
+  req->limit = SANDSTEPD_MAX_JSON_BODY;
+
+  if (soup_server_message_get_status (msg) != 0)
+    {
+      /* libsoup refused it already (e.g. ".." in an encoded path): say so in JSON. */
+      req->refused = TRUE;
+      sandstepd_answer_refusal (req, soup_server_message_get_status (msg), "bad-path",
+                                "request /v1/... paths without '..' segments", SANDSTEP_USAGE_ERROR,
+                                SANDSTEP_USAGE_ERROR_BAD_VALUE, "The request path is refused");
+      return;
+    }
+  if (!authorized (d, msg, &why))
+    {
+      GInetSocketAddress *remote = G_INET_SOCKET_ADDRESS (soup_server_message_get_remote_address (msg));
+      g_autofree char *from = remote != NULL ? g_inet_address_to_string (g_inet_socket_address_get_address (remote))
+                                             : g_strdup ("?");
+      req->refused = TRUE;
+      sandstepd_say ("refused %s %s from %s: %s", req->method, req->path, from, why);
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "WWW-Authenticate",
+                                    "Bearer realm=\"sandstepd\"");
+      sandstepd_answer_refusal (req, SOUP_STATUS_UNAUTHORIZED, "unauthorized",
+                                "set SANDSTEP_TOKEN or SANDSTEP_TOKEN_FILE to the token sandstepd was started with",
+                                SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                                "The sandbox server refused the request: it carried %s; set " SANDSTEP_TOKEN_ENV " or "
+                                SANDSTEP_TOKEN_FILE_ENV " to the token sandstepd was started with", why);
+      return;
+    }
+
+  req->route = route_for (req->path, &req->handle, &bad_handle);
+  if (bad_handle)
+    {
+      req->refused = TRUE;
+      sandstepd_answer_refusal (req, SOUP_STATUS_BAD_REQUEST, "bad-handle", "pass the handle 'sandstep provision' printed",
+                                SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                                "'%s' is not a sandbox handle (they look like sandstep-0123456789abcdef)", req->handle);
+      return;
+    }
+  if (req->route == ROUTE_NONE)
+    {
+      req->refused = TRUE;
+      sandstepd_answer_refusal (req, SOUP_STATUS_NOT_FOUND, "no-route", SANDSTEPD_API_HINT,
+                                SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "No such API: %s %s", req->method,
+                                req->path);
+      return;
+    }
+  if ((req->route == ROUTE_HEALTH) != (strcmp (req->method, SOUP_METHOD_GET) == 0) ||
+      (req->route != ROUTE_HEALTH && strcmp (req->method, SOUP_METHOD_POST) != 0))
+    {
+      req->refused = TRUE;
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow",
+                                    req->route == ROUTE_HEALTH ? "GET" : "POST");
+      sandstepd_answer_refusal (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "method",
+                                req->route == ROUTE_HEALTH ? "use GET" : "use POST", SANDSTEP_USAGE_ERROR,
+                                SANDSTEP_USAGE_ERROR_BAD_VALUE, "%s is not accepted on %s", req->method, req->path);
+      return;
+    }
+
+  length = soup_message_headers_get_encoding (headers) == SOUP_ENCODING_CONTENT_LENGTH
+             ? soup_message_headers_get_content_length (headers)
+             : -1;
+  if (req->route == ROUTE_WRITE || req->route == ROUTE_PUT)
+    {
+      const char *claim = soup_message_headers_get_one (headers, SANDSTEP_CLAIM_HEADER);
+      Lease *lease = claim != NULL ? g_hash_table_lookup (d->leases, claim) : NULL;
+      GHashTable *query = g_uri_get_query (uri) != NULL ? soup_form_decode (g_uri_get_query (uri)) : NULL;
+      g_autoptr(GError) error = NULL;
+
+      if (query != NULL)
+        g_object_set_data_full (G_OBJECT (msg), "sandstepd-query", query, (GDestroyNotify) g_hash_table_unref);
+      /* Unclaimed uploads are refused before a byte is staged. */
+      if (sandstepd_find_lease (req, claim) == NULL)
+        {
+          req->refused = TRUE;
+          return;
+        }
+      req->lease = lease;
+      if (length > 0 && (guint64) length > d->max_upload)
+        {
+          req->refused = TRUE;
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+          sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                                    "send less at a time, or start sandstepd with a larger --max-upload", SANDSTEP_PATH_ERROR,
+                                    SANDSTEP_PATH_ERROR_TOO_LARGE,
+                                    "The body is larger than the server's limit of %" G_GUINT64_FORMAT " bytes", d->max_upload);
+          return;
+        }
+      if (req->route == ROUTE_WRITE)
+        {
+          req->upload_fd = open_staged_file (d);
+          if (req->upload_fd < 0)
+            {
+              req->refused = TRUE;
+              sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
+                                        SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                        "Cannot stage a write under '%s': %s", d->staging_dir, g_strerror (errno));
+            }
+        }
+      else
+        {
+          const char *name = query != NULL ? g_hash_table_lookup (query, "name") : NULL;
+          req->upload = sandstepd_upload_new (d->staging_fd, d->staging_dir, name, d->max_upload, &error);
+          if (req->upload == NULL)
+            {
+              req->refused = TRUE;
+              sandstepd_answer_error (req, error);
+            }
+        }
+      return;
+    }
+  if (length > (goffset) req->limit)
+    refuse_large_body (req);
+}
+
+void
+sandstepd_on_request_started (SoupServer *server, SoupServerMessage *msg, gpointer user_data)
+{
+  g_signal_connect (msg, "got-headers", G_CALLBACK (on_got_headers), user_data);
+}
+
+/* The body is in: do the work (the refused ones never get here: libsoup skips a message with a status). */
+void
+sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+                      gpointer user_data)
+{
+  Request *req = g_object_get_data (G_OBJECT (msg), "sandstepd-request");
+
+  if (req == NULL || req->refused || req->completed)
+    return;
+  if (req->d->debug)
+    sandstepd_say ("%s %s", req->method, req->path);
+  soup_server_message_pause (msg);
+  req->paused = TRUE;
+  switch (req->route)
+    {
+    case ROUTE_HEALTH:
+      {
+        g_autoptr(JsonObject) object = json_object_new ();
+        json_object_set_string_member (object, "sandstepd", SANDSTEP_VERSION);
+        sandstepd_answer_json (req, SOUP_STATUS_OK, object);
+        break;
+      }
+    case ROUTE_PROVISION:
+    case ROUTE_GC:
+    case ROUTE_DESCRIBE:
+    case ROUTE_RELEASE:
+    case ROUTE_DESTROY:
+      sandstepd_handle_record (req);
+      break;
+    case ROUTE_CLAIM:
+      sandstepd_handle_claim (req);
+      break;
+    case ROUTE_RELEASE_CLAIM:
+      sandstepd_handle_release_claim (req);
+      break;
+    case ROUTE_RUN:
+      sandstepd_handle_run (req);
+      break;
+    case ROUTE_READ:
+    case ROUTE_LIST:
+      sandstepd_handle_read_list (req);
+      break;
+    case ROUTE_WRITE:
+      sandstepd_handle_write (req);
+      break;
+    case ROUTE_PUT:
+      sandstepd_handle_put (req);
+      break;
+    case ROUTE_EXPORT:
+      sandstepd_handle_export (req);
+      break;
+    case ROUTE_NONE:
+      break;
+    }
+}

@@ -1,0 +1,339 @@
+/* sandstep-remote-http.c: requests to a sandstepd, its answers and errors, and its streamed lines. */
+#include "sandstep-remote-private.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+
+/* No line of a response is longer: output arrives in 64 KiB pieces, base64'd. */
+#define MAX_LINE (1024 * 1024)
+/* Error bodies and small JSON answers. */
+#define MAX_SMALL_BODY (16 * 1024 * 1024)
+
+void
+sandstep_remote_trace (RemoteBackend *r, const char *what)
+{
+  if (!g_log_writer_default_would_drop (G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN))
+    g_debug ("remote: %s at +%.3f ms", what, (g_get_monotonic_time () - r->created) / 1000.0);
+}
+
+void
+sandstep_remote_target_clear (Target *t)
+{
+  g_clear_pointer (&t->server, g_free);
+  g_clear_pointer (&t->local, g_free);
+  g_clear_pointer (&t->shown, g_free);
+}
+
+gboolean
+sandstep_remote_target_parse (RemoteBackend *r, const char *handle, Target *out, GError **error)
+{
+  memset (out, 0, sizeof *out);
+  if (sandstep_handle_split (handle, &out->server, &out->local))
+    {
+      out->shown = g_strdup (handle);
+      return TRUE;
+    }
+  if (sandstep_handle_is_local (handle))
+    {
+      if (r->url == NULL)
+        return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                               "'%s' names no sandbox server: use the whole handle 'sandstep provision' printed "
+                               "(http://HOST:PORT/%s), or pass --backend=URL (or set " SANDSTEP_BACKEND_ENV ")",
+                               handle, handle);
+      out->server = g_strdup (r->url);
+      out->local = g_strdup (handle);
+      out->shown = g_strdup (handle);
+      return TRUE;
+    }
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                         "'%s' is not a sandbox handle (they look like http://HOST:PORT/sandstep-0123456789abcdef); "
+                         "pass the line 'sandstep provision' printed", handle);
+}
+
+void
+sandstep_remote_rewrite_error (GError *error, const Target *t)
+{
+  g_autofree char *from = NULL;
+  g_autofree char *to = NULL;
+  g_auto(GStrv) parts = NULL;
+
+  if (error == NULL || t == NULL || t->local == NULL || strcmp (t->local, t->shown) == 0)
+    return;
+  from = g_strdup_printf ("'%s'", t->local);
+  to = g_strdup_printf ("'%s'", t->shown);
+  parts = g_strsplit (error->message, from, -1);
+  g_free (error->message);
+  error->message = g_strjoinv (to, parts);
+}
+
+/* Requests are small and answered at once: Nagle's algorithm against the
+ * peer's delayed ACK would add tens of milliseconds to each. */
+static void
+on_network_event (SoupMessage *msg, GSocketClientEvent event, GIOStream *connection, gpointer data)
+{
+  if (event == G_SOCKET_CLIENT_CONNECTED && G_IS_SOCKET_CONNECTION (connection))
+    g_socket_set_option (g_socket_connection_get_socket (G_SOCKET_CONNECTION (connection)), IPPROTO_TCP, TCP_NODELAY,
+                         1, NULL);
+}
+
+SoupMessage *
+sandstep_remote_message (RemoteBackend *r, const char *server, const char *path, const char *query)
+{
+  g_autofree char *url = g_strconcat (server, SANDSTEP_API_PREFIX, path, query ? "?" : "", query ? query : "", NULL);
+  SoupMessage *msg = soup_message_new (SOUP_METHOD_POST, url);
+
+  if (msg == NULL)
+    return NULL;
+  g_signal_connect (msg, "network-event", G_CALLBACK (on_network_event), NULL);
+  if (r->token != NULL)
+    {
+      g_autofree char *value = g_strconcat ("Bearer ", r->token, NULL);
+      soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", value);
+    }
+  return msg;
+}
+
+void
+sandstep_remote_set_body (SoupMessage *msg, JsonObject *body)
+{
+  g_autoptr(JsonObject) owned = body;
+  gsize len;
+  char *text = sandstep_wire_to_text (owned, &len);
+  g_autoptr(GBytes) bytes = g_bytes_new_take (text, len);
+
+  soup_message_set_request_body_from_bytes (msg, "application/json", bytes);
+}
+
+gboolean
+sandstep_remote_throw_unreachable (GError **error, const char *server, const GError *cause)
+{
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                         "Cannot reach the sandbox server at '%s': %s; check that sandstepd runs there and that "
+                         "the URL (--backend, " SANDSTEP_BACKEND_ENV " or the handle) names it",
+                         server, cause ? cause->message : "no answer");
+}
+
+/* The error of a non-2xx answer whose body is @body. */
+static GError *
+error_from_answer (SoupMessage *msg, GBytes *body, const Target *t)
+{
+  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+  gsize len = 0;
+  const char *data = body != NULL ? g_bytes_get_data (body, &len) : NULL;
+  guint status = soup_message_get_status (msg);
+  GError *error;
+
+  if (data != NULL && len > 0 && json_parser_load_from_data (parser, data, len, NULL))
+    error = sandstep_wire_error_from_json (json_parser_get_root (parser), status);
+  else
+    {
+      g_autofree char *url = g_uri_to_string (soup_message_get_uri (msg));
+      error = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "The server at '%s' answered HTTP %u %s, not as a sandbox server would; check the URL",
+                           url, status,
+                           soup_message_get_reason_phrase (msg) ? soup_message_get_reason_phrase (msg) : "");
+    }
+  sandstep_remote_rewrite_error (error, t);
+  return error;
+}
+
+GBytes *
+sandstep_remote_send_and_read (RemoteBackend *r, SoupMessage *msg, const char *server, const Target *t,
+                               GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  g_autoptr(GBytes) body = soup_session_send_and_read (r->session, msg, NULL, &local_error);
+
+  if (body == NULL)
+    {
+      sandstep_remote_throw_unreachable (error, server, local_error);
+      return NULL;
+    }
+  if (!SOUP_STATUS_IS_SUCCESSFUL (soup_message_get_status (msg)))
+    {
+      g_propagate_error (error, error_from_answer (msg, body, t));
+      return NULL;
+    }
+  return g_steal_pointer (&body);
+}
+
+JsonObject *
+sandstep_remote_call (RemoteBackend *r, const char *server, const char *path, JsonObject *body, const Target *t,
+                      GError **error)
+{
+  g_autoptr(JsonObject) owned = body;
+  g_autoptr(SoupMessage) msg = sandstep_remote_message (r, server, path, NULL);
+  g_autoptr(GBytes) answer = NULL;
+  JsonObject *object;
+  gsize len = 0;
+  const char *data;
+  g_autoptr(GError) local_error = NULL;
+
+  if (msg == NULL)
+    {
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "'%s' is not a usable sandbox server URL", server);
+      return NULL;
+    }
+  sandstep_remote_set_body (msg, g_steal_pointer (&owned));
+  answer = sandstep_remote_send_and_read (r, msg, server, t, error);
+  if (answer == NULL)
+    return NULL;
+  data = g_bytes_get_data (answer, &len);
+  if (len == 0)
+    return json_object_new ();
+  object = sandstep_wire_parse_object (data, len, &local_error);
+  if (object == NULL)
+    sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                    "The sandbox server at '%s' sent an answer this client cannot read (%s); are both the same "
+                    "version?", server, local_error->message);
+  return object;
+}
+
+void
+sandstep_remote_line_reader_init (LineReader *lr, GInputStream *in)
+{
+  lr->in = in;
+  lr->start = lr->end = 0;
+  lr->eof = FALSE;
+}
+
+char *
+sandstep_remote_line_reader_next (LineReader *lr, GError **error)
+{
+  g_autoptr(GByteArray) line = g_byte_array_new ();
+
+  for (;;)
+    {
+      guint8 *nl;
+      gssize n;
+
+      if (lr->start < lr->end)
+        {
+          nl = memchr (lr->buf + lr->start, '\n', lr->end - lr->start);
+          if (nl != NULL)
+            {
+              gsize take = nl - (lr->buf + lr->start);
+              g_byte_array_append (line, lr->buf + lr->start, take);
+              lr->start += take + 1;
+              g_byte_array_append (line, (const guint8 *) "", 1);
+              return (char *) g_byte_array_free (g_steal_pointer (&line), FALSE);
+            }
+          g_byte_array_append (line, lr->buf + lr->start, lr->end - lr->start);
+          lr->start = lr->end = 0;
+          if (line->len > MAX_LINE)
+            {
+              g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "a line of the answer is too long");
+              return NULL;
+            }
+        }
+      if (lr->eof)
+        {
+          if (line->len > 0)
+            g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT, "the answer ended mid-line");
+          return NULL;
+        }
+      n = g_input_stream_read (lr->in, lr->buf, sizeof lr->buf, NULL, error);
+      if (n < 0)
+        return NULL;
+      if (n == 0)
+        lr->eof = TRUE;
+      lr->start = 0;
+      lr->end = n;
+    }
+}
+
+GError *
+sandstep_remote_error_from_stream (SoupMessage *msg, GInputStream *in, const Target *t)
+{
+  g_autoptr(GByteArray) body = g_byte_array_new ();
+  guint8 buf[8192];
+  gssize n;
+  g_autoptr(GBytes) bytes = NULL;
+
+  while (body->len < MAX_SMALL_BODY && (n = g_input_stream_read (in, buf, sizeof buf, NULL, NULL)) > 0)
+    g_byte_array_append (body, buf, n);
+  bytes = g_byte_array_free_to_bytes (g_steal_pointer (&body));
+  return error_from_answer (msg, bytes, t);
+}
+
+JsonObject *
+sandstep_remote_parse_line (const char *line, const char *server, GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  JsonObject *object;
+
+  if (line[0] == '\0')
+    return NULL;
+  object = sandstep_wire_parse_object (line, strlen (line), &local_error);
+  if (object == NULL)
+    sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                    "The sandbox server at '%s' sent a line this client cannot read (%s)", server,
+                    local_error->message);
+  return object;
+}
+
+GInputStream *
+sandstep_remote_open_stream (RemoteAttachment *a, const char *op, JsonObject *body, SoupMessage **out_msg,
+                             GError **error)
+{
+  g_autofree char *path = g_strdup_printf ("/sandboxes/%s/%s", a->target.local, op);
+  g_autoptr(SoupMessage) msg = sandstep_remote_message (a->remote, a->target.server, path, NULL);
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GError) local_error = NULL;
+
+  sandstep_remote_set_body (msg, body);
+  stream = soup_session_send (a->remote->session, msg, NULL, &local_error);
+  if (stream == NULL)
+    {
+      sandstep_remote_throw_unreachable (error, a->target.server, local_error);
+      return NULL;
+    }
+  if (soup_message_get_status (msg) != SOUP_STATUS_OK)
+    {
+      g_propagate_error (error, sandstep_remote_error_from_stream (msg, stream, &a->target));
+      return NULL;
+    }
+  *out_msg = g_steal_pointer (&msg);
+  return g_steal_pointer (&stream);
+}
+
+char *
+sandstep_remote_query (const char *first_name, ...)
+{
+  GString *out = g_string_new (NULL);
+  va_list args;
+
+  va_start (args, first_name);
+  for (const char *name = first_name; name != NULL; name = va_arg (args, const char *))
+    {
+      const char *value = va_arg (args, const char *);
+      g_autofree char *escaped = g_uri_escape_string (value, NULL, FALSE);
+      g_string_append_printf (out, "%s%s=%s", out->len ? "&" : "", name, escaped);
+    }
+  va_end (args);
+  return g_string_free (out, FALSE);
+}
+
+gboolean
+sandstep_remote_write_all (int fd, const void *data, gsize len)
+{
+  const char *p = data;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      p += n;
+      len -= n;
+    }
+  return TRUE;
+}

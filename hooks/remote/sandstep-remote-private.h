@@ -1,0 +1,101 @@
+/* sandstep-remote-private.h: what the files of the remote backend share.
+ *
+ * sandstep-remote-http.c talks HTTP to a sandstepd (requests, answers,
+ * errors, streamed lines), sandstep-remote-put.c streams a host tree for a
+ * put, and sandstep-remote.c is the backend interface built on both.  Every
+ * body and line is encoded and read by hooks/sandstep-wire.c.  Nothing here
+ * is exported from the module.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "sandstep-remote.h"
+#include "sandstep-wire.h"
+
+G_BEGIN_DECLS
+
+/* A quiet server sends a keepalive every SANDSTEP_KEEPALIVE_S; this much silence means it is gone. */
+#define SANDSTEP_REMOTE_IO_TIMEOUT_S (6 * SANDSTEP_KEEPALIVE_S)
+
+typedef struct {
+  SandstepBackend parent;
+  char *url;              /* the default server, without a trailing '/'; NULL: handles name theirs */
+  char *token;            /* NULL: none */
+  SoupSession *session;
+  gint64 created;         /* monotonic µs, for sandstep_remote_trace() */
+} RemoteBackend;
+
+/* Where one handle lives, and how the caller wrote it (for messages). */
+typedef struct {
+  char *server;
+  char *local;
+  char *shown;
+} Target;
+
+typedef struct {
+  GInputStream *in;
+  guint8 buf[65536];
+  gsize start, end;
+  gboolean eof;
+} LineReader;
+
+typedef struct {
+  SandstepAttachment parent;
+  RemoteBackend *remote;
+  Target target;
+  char *claim;
+  SoupMessage *claim_msg;
+  GInputStream *claim_stream;
+  SandstepSpec *spec;
+  double remaining_at_claim;
+  gint64 claimed_at;      /* monotonic µs */
+} RemoteAttachment;
+
+/* Where the time of a call goes, at debug level (G_MESSAGES_DEBUG=sandstep-hooks). */
+G_GNUC_INTERNAL void sandstep_remote_trace (RemoteBackend *r, const char *what);
+
+/* The server and local handle of @handle: a remote handle, or a local one on the default server. */
+G_GNUC_INTERNAL gboolean sandstep_remote_target_parse (RemoteBackend *r, const char *handle, Target *out,
+                                                       GError **error);
+G_GNUC_INTERNAL void sandstep_remote_target_clear (Target *t);
+/* The server names sandboxes by their local handle; messages say the handle the caller gave. */
+G_GNUC_INTERNAL void sandstep_remote_rewrite_error (GError *error, const Target *t);
+
+/* A POST to @server's API @path (and @query), with the token. */
+G_GNUC_INTERNAL SoupMessage *sandstep_remote_message (RemoteBackend *r, const char *server, const char *path,
+                                                      const char *query);
+/* Takes @body. */
+G_GNUC_INTERNAL void sandstep_remote_set_body (SoupMessage *msg, JsonObject *body);
+G_GNUC_INTERNAL gboolean sandstep_remote_throw_unreachable (GError **error, const char *server, const GError *cause);
+
+/* Sends @msg; its answer's body, or NULL with @error set (a non-2xx answer becomes the error it carries). */
+G_GNUC_INTERNAL GBytes *sandstep_remote_send_and_read (RemoteBackend *r, SoupMessage *msg, const char *server,
+                                                       const Target *t, GError **error);
+/* POSTs @body (taken) to @path and reads the JSON object it answers. */
+G_GNUC_INTERNAL JsonObject *sandstep_remote_call (RemoteBackend *r, const char *server, const char *path,
+                                                  JsonObject *body, const Target *t, GError **error);
+/* POSTs @body (taken) to the claimed call @op and returns the stream of its JSON lines. */
+G_GNUC_INTERNAL GInputStream *sandstep_remote_open_stream (RemoteAttachment *a, const char *op, JsonObject *body,
+                                                           SoupMessage **out_msg, GError **error);
+/* What is left of a non-2xx streamed answer (bounded), as its error. */
+G_GNUC_INTERNAL GError *sandstep_remote_error_from_stream (SoupMessage *msg, GInputStream *in, const Target *t);
+
+G_GNUC_INTERNAL void sandstep_remote_line_reader_init (LineReader *lr, GInputStream *in);
+/* The next line without its newline; NULL at the end (error unset) or on error. */
+G_GNUC_INTERNAL char *sandstep_remote_line_reader_next (LineReader *lr, GError **error);
+/* One line of a stream; an empty line is a keepalive (NULL, no error). */
+G_GNUC_INTERNAL JsonObject *sandstep_remote_parse_line (const char *line, const char *server, GError **error);
+
+/* "a=b&c=d" from name-value pairs, NULL-terminated, values escaped. */
+G_GNUC_INTERNAL char *sandstep_remote_query (const char *first_name, ...) G_GNUC_NULL_TERMINATED;
+G_GNUC_INTERNAL gboolean sandstep_remote_write_all (int fd, const void *data, gsize len);
+
+/* The put of the vtable: the host tree streams as entries (sandstep-remote-put.c). */
+G_GNUC_INTERNAL gboolean sandstep_remote_put (SandstepAttachment *parent, const char *host_src, const char *dest,
+                                              GError **error);
+
+G_END_DECLS

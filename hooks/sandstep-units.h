@@ -1,0 +1,48 @@
+/* sandstep-units.h: the units a user writes and reads: durations, seconds,
+ * sizes, counts and ADDR:PORT, parsed one way everywhere (the helper's
+ * options, the make plugin's checks, sandstepd's flags) and printed one way
+ * in messages and in what a model reads.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Seconds, or a whole number with s, m, h or d ("90", "30m", "2h"), at most
+ * ten years; 0 only with @allow_zero.  The message names the accepted forms. */
+gboolean sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error);
+
+/* A finite decimal number of seconds (no unit), > 0, or >= 0 with
+ * @allow_zero; @name (the option) heads the message. */
+gboolean sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero, double *out, GError **error);
+
+/* Bytes, or a whole number with K, M or G (binary), optionally followed by
+ * B or iB ("5M", "5MB", "5MiB"); above 0. */
+gboolean sandstep_parse_size (const char *text, guint64 *out, GError **error);
+
+/* A whole number from 1 to @max, digits only; FALSE for anything else (the
+ * caller words the message: it knows the option). */
+gboolean sandstep_parse_count (const char *text, guint64 max, guint64 *out);
+
+/* Splits "ADDR:PORT" or "[ADDR]:PORT" (and "PORT" alone with @port_alone,
+ * giving an empty ADDR); the port is digits, at most 65535.  FALSE for
+ * anything else: the caller words the message.  ADDR is not checked. */
+gboolean sandstep_parse_host_port (const char *text, gboolean port_alone, char **out_host, guint16 *out_port);
+
+/* A size for a message: n >= 1 MiB "%.1fMB", n >= 1024 "%.1fKB", else "<n>B"
+ * (binary units labelled KB/MB, as the tool contract does). */
+char *sandstep_format_size (guint64 n);
+
+/* A size as an option value reads it back: "2G", "512M", else bytes. */
+char *sandstep_format_size_option (guint64 n);
+
+/* Seconds for a "[timed out after Ns]" note: rounded to 0.1 s, no trailing
+ * ".0", never an exponent (60 -> "60", 2.5 -> "2.5", 1e6 -> "1000000"). */
+char *sandstep_format_seconds (double seconds);
+
+/* A number the model gave, echoed in an error: integers without a decimal
+ * point, others in their shortest round-trip form; "nan", "inf", "-inf". */
+char *sandstep_format_number (double value);
+
+G_END_DECLS

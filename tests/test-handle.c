@@ -1,0 +1,158 @@
+/* test-handle.c: the handle grammar (sandstep-handle.h) and its libc twin.
+ *
+ * The static front reads --handle itself (sandstep_handle_libc_resolve()) to
+ * hand a command to a sandbox's launcher; the helper reads it with
+ * sandstep_resolve_handle().  If they disagreed, the front could run a
+ * handle the helper refuses.  Each row below goes through both, as text and
+ * as a handle file: the front must take exactly the local handles the helper
+ * takes, with the same result.  Add a row for every shape worth pinning.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "sandstep-handle.h"
+#include "sandstep-operator.h"
+
+typedef struct {
+  const char *text;
+  gboolean local;     /* a local handle once trimmed */
+  gboolean valid;     /* a handle of either kind (sandstep_handle_is_valid) */
+} Row;
+
+static const Row rows[] = {
+  /* text                                                    local  valid */
+  { "sandstep-0123456789abcdef",                             TRUE,  TRUE },
+  { "  sandstep-0123456789abcdef\n",                         TRUE,  TRUE },
+  { "\tsandstep-0123456789abcdef\r\n",                       TRUE,  TRUE },
+  { "sandstep-0123456789abcdef\f",                           TRUE,  TRUE },
+  { "sandstep-0123456789abcdef\v",                           FALSE, FALSE },
+  { "sandstep-0123456789ABCDEF",                             FALSE, FALSE },
+  { "sandstep-0123456789abcde",                              FALSE, FALSE },
+  { "sandstep-0123456789abcdef0",                            FALSE, FALSE },
+  { "sandstep-0123456789abcdeg",                             FALSE, FALSE },
+  { "sandstep_0123456789abcdef",                             FALSE, FALSE },
+  { "sandstep-0123456789abcdef x",                           FALSE, FALSE },
+  { "",                                                      FALSE, FALSE },
+  { "None",                                                  FALSE, FALSE },
+  { "http://10.0.0.5:7700/sandstep-0123456789abcdef",        FALSE, TRUE },
+  { "https://h.example:8443/a/b/sandstep-0123456789abcdef",  FALSE, TRUE },
+  { "http://10.0.0.5:7700//sandstep-0123456789abcdef",       FALSE, FALSE },
+  { "http://u@h/sandstep-0123456789abcdef",                  FALSE, FALSE },
+  { "http://h/a/../sandstep-0123456789abcdef",               FALSE, FALSE },
+  { "ftp://h/sandstep-0123456789abcdef",                     FALSE, FALSE },
+};
+
+static void
+test_grammar (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      g_autofree char *trimmed = g_strstrip (g_strdup (rows[i].text));
+
+      g_test_message ("row %zu: '%s'", i, rows[i].text);
+      g_assert_cmpint (sandstep_handle_is_local (trimmed), ==, rows[i].local);
+      g_assert_cmpint (sandstep_handle_libc_is_local (trimmed), ==, rows[i].local);
+      g_assert_cmpint (sandstep_handle_is_valid (trimmed), ==, rows[i].valid);
+    }
+}
+
+/* What the front does with @given, against what the helper does. */
+static void
+assert_twins_agree (const char *given, gboolean expect_local)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *helper = sandstep_resolve_handle (given, &error);
+  char front[SANDSTEP_HANDLE_LOCAL_LEN + 1] = "";
+  int front_ok = sandstep_handle_libc_resolve (given, front);
+  gboolean helper_local = helper != NULL && sandstep_handle_is_local (helper);
+
+  g_test_message ("given '%s': helper %s, front %s", given, helper != NULL ? helper : error->message,
+                  front_ok ? front : "(refused)");
+  g_assert_cmpint (front_ok, ==, helper_local);
+  g_assert_cmpint (front_ok, ==, expect_local);
+  if (front_ok)
+    g_assert_cmpstr (front, ==, helper);
+}
+
+static void
+test_twins_text (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    if (rows[i].text[0] != '\0' && rows[i].text[0] != '@')
+      assert_twins_agree (rows[i].text, rows[i].local);
+}
+
+static void
+test_twins_file (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sandstep-test-handle-XXXXXX", NULL);
+  g_autofree char *missing = g_build_filename (dir, "missing.sbx", NULL);
+  g_autofree char *missing_arg = g_strconcat ("@", missing, NULL);
+  g_autofree char *nul = g_build_filename (dir, "nul.sbx", NULL);
+  g_autofree char *nul_arg = g_strconcat ("@", nul, NULL);
+  g_autofree char *big = g_build_filename (dir, "big.sbx", NULL);
+  g_autofree char *big_arg = g_strconcat ("@", big, NULL);
+  g_autofree char *padded = g_strnfill (SANDSTEP_HANDLE_FILE_MAX + 1 - strlen ("sandstep-0123456789abcdef"), ' ');
+  g_autofree char *big_text = g_strconcat ("sandstep-0123456789abcdef", padded, NULL);
+
+  g_assert_nonnull (dir);
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("%s/row-%zu.sbx", dir, i);
+      g_autofree char *arg = g_strconcat ("@", path, NULL);
+
+      g_assert_true (g_file_set_contents (path, rows[i].text, -1, NULL));
+      assert_twins_agree (arg, rows[i].local);
+      g_unlink (path);
+    }
+  /* A missing file, a NUL inside, one byte too long: refused by both. */
+  assert_twins_agree (missing_arg, FALSE);
+  g_assert_true (g_file_set_contents (nul, "sandstep-0123456789abcdef\0\n", 27, NULL));
+  assert_twins_agree (nul_arg, FALSE);
+  g_assert_cmpuint (strlen (big_text), ==, SANDSTEP_HANDLE_FILE_MAX + 1);
+  g_assert_true (g_file_set_contents (big, big_text, -1, NULL));
+  assert_twins_agree (big_arg, FALSE);
+  big_text[SANDSTEP_HANDLE_FILE_MAX] = '\0';
+  g_assert_true (g_file_set_contents (big, big_text, -1, NULL));
+  assert_twins_agree (big_arg, TRUE);
+  g_unlink (nul);
+  g_unlink (big);
+  g_rmdir (dir);
+}
+
+static void
+test_split (void)
+{
+  g_autofree char *server = NULL;
+  g_autofree char *local = NULL;
+  g_autofree char *normalized = sandstep_server_url_normalize ("http://10.0.0.5:7700/prefix/");
+
+  g_assert_true (sandstep_handle_split ("https://h.example:8443/a/b/sandstep-0123456789abcdef", &server, &local));
+  g_assert_cmpstr (server, ==, "https://h.example:8443/a/b");
+  g_assert_cmpstr (local, ==, "sandstep-0123456789abcdef");
+  g_assert_cmpstr (normalized, ==, "http://10.0.0.5:7700/prefix");
+  g_assert_false (sandstep_handle_split ("sandstep-0123456789abcdef", NULL, NULL));
+}
+
+static void
+test_backend_name (void)
+{
+  g_assert_true (sandstep_backend_name_is_local (NULL));
+  g_assert_true (sandstep_backend_name_is_local (""));
+  g_assert_true (sandstep_backend_name_is_local ("local"));
+  g_assert_false (sandstep_backend_name_is_local ("http://127.0.0.1:7700"));
+  g_assert_false (sandstep_backend_name_is_local ("Local"));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/handle/grammar", test_grammar);
+  g_test_add_func ("/handle/twins/text", test_twins_text);
+  g_test_add_func ("/handle/twins/file", test_twins_file);
+  g_test_add_func ("/handle/split", test_split);
+  g_test_add_func ("/handle/backend-name", test_backend_name);
+  return g_test_run ();
+}

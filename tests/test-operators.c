@@ -1,0 +1,150 @@
+/* test-operators.c: the operator table (sandstep-operators.c), the one truth for what the helper accepts.
+ *
+ * The table must stay sorted with unique names, every operator and option
+ * must explain itself in the usage text, the flags must agree, and every
+ * option kind must accept a good value and refuse a bad one with its name.
+ * A new operator or option needs nothing here unless it brings a new kind.
+ */
+#include <glib.h>
+#include <string.h>
+
+#include "sandstep-error.h"
+#include "sandstep-operator.h"
+
+/* The operators that speak HTTP live in sandstep-net: weak in the table, so a
+ * program that does not link them (this one, the lean helper) has no run function. */
+static const char *const http_operators[] = { "agent", "mcp", "tools" };
+
+static gboolean
+is_http (const char *name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (http_operators); i++)
+    if (strcmp (http_operators[i], name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static void
+test_sorted_unique (void)
+{
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+
+  g_assert_cmpuint (n, >, 0);
+  for (gsize i = 1; i < n; i++)
+    g_assert_cmpint (strcmp (ops[i - 1].name, ops[i].name), <, 0);
+  for (gsize i = 0; i < n; i++)
+    {
+      g_assert_true (sandstep_operator_lookup (ops[i].name) == &ops[i]);
+      g_assert_cmpstr (ops[i].summary, !=, "");
+      g_assert_nonnull (ops[i].operands);
+      if (!is_http (ops[i].name))
+        g_assert_nonnull (ops[i].run);
+      /* Holding a sandbox means naming one. */
+      if (ops[i].flags & SANDSTEP_OP_CLAIMS)
+        g_assert_true (ops[i].flags & SANDSTEP_OP_HANDLE);
+      /* Free text comes after "--" or as operands, and the usage says which. */
+      if (ops[i].text == SANDSTEP_TEXT_COMMAND)
+        g_assert_true (g_str_has_prefix (ops[i].operands, "-- "));
+      if (ops[i].text == SANDSTEP_TEXT_NONE)
+        g_assert_cmpstr (ops[i].operands, ==, "");
+    }
+  g_assert_null (sandstep_operator_lookup ("no-such-operator"));
+}
+
+static void
+test_options (void)
+{
+  static const char *const common[] = { "owner", "holder", "backend" };
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+
+      for (const SandstepOption *o = ops[i].options; o->name != NULL; o++)
+        {
+          g_test_message ("%s --%s", ops[i].name, o->name);
+          g_assert_false (g_hash_table_contains (seen, o->name));
+          g_hash_table_add (seen, (gpointer) o->name);
+          g_assert_cmpstr (o->help, !=, "");
+          g_assert_true ((o->kind == SANDSTEP_OPTION_CHOICE) == (o->choices != NULL));
+          g_assert_true (sandstep_option_lookup (&ops[i], o->name) == o);
+        }
+      for (gsize c = 0; c < G_N_ELEMENTS (common); c++)
+        g_assert_nonnull (sandstep_option_lookup (&ops[i], common[c]));
+      g_assert_true ((sandstep_option_lookup (&ops[i], "handle") != NULL) == !!(ops[i].flags & SANDSTEP_OP_HANDLE));
+      g_assert_true ((sandstep_option_lookup (&ops[i], "wait") != NULL) == !!(ops[i].flags & SANDSTEP_OP_CLAIMS));
+    }
+}
+
+static void
+test_usage (void)
+{
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+  g_autofree char *all = sandstep_operator_usage (NULL);
+
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autofree char *usage = sandstep_operator_usage (&ops[i]);
+      g_autofree char *head = g_strdup_printf ("Usage: sandstep %s ", ops[i].name);
+
+      g_assert_nonnull (strstr (all, ops[i].summary));
+      g_assert_true (g_str_has_prefix (usage, head));
+      for (const SandstepOption *o = ops[i].options; o->name != NULL; o++)
+        {
+          g_autofree char *flag = g_strdup_printf ("--%s", o->name);
+          g_assert_nonnull (strstr (usage, flag));
+          g_assert_nonnull (strstr (usage, o->help));
+        }
+    }
+}
+
+typedef struct {
+  SandstepOptionKind kind;
+  const char *choices;
+  const char *good;
+  const char *bad;
+} KindRow;
+
+static const KindRow kind_rows[] = {
+  /* kind                       choices      good     bad */
+  { SANDSTEP_OPTION_STRING,     NULL,        "x",     "" },
+  { SANDSTEP_OPTION_DURATION,   NULL,        "30m",   "0" },
+  { SANDSTEP_OPTION_KEEP,       NULL,        "0",     "-1" },
+  { SANDSTEP_OPTION_SECONDS,    NULL,        "2.5",   "0" },
+  { SANDSTEP_OPTION_WAIT,       NULL,        "0",     "soon" },
+  { SANDSTEP_OPTION_COUNT,      NULL,        "3",     "0" },
+  { SANDSTEP_OPTION_SIZE,       NULL,        "5M",    "5T" },
+  { SANDSTEP_OPTION_CHOICE,     "a|b",       "b",     "c" },
+  { SANDSTEP_OPTION_FLAG,       NULL,        NULL,    "yes" },
+};
+
+static void
+test_option_kinds (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (kind_rows); i++)
+    {
+      SandstepOption option = { "opt-name", kind_rows[i].kind, FALSE, kind_rows[i].choices, "help" };
+      g_autoptr(GError) error = NULL;
+
+      g_test_message ("kind %d: '%s' / '%s'", kind_rows[i].kind, kind_rows[i].good, kind_rows[i].bad);
+      g_assert_true (sandstep_option_check (&option, kind_rows[i].good, NULL));
+      g_assert_false (sandstep_option_check (&option, kind_rows[i].bad, &error));
+      g_assert_true (error->domain == SANDSTEP_USAGE_ERROR);
+      g_assert_nonnull (strstr (error->message, "opt-name"));
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/operators/sorted-unique", test_sorted_unique);
+  g_test_add_func ("/operators/options", test_options);
+  g_test_add_func ("/operators/usage", test_usage);
+  g_test_add_func ("/operators/option-kinds", test_option_kinds);
+  return g_test_run ();
+}
