@@ -25,11 +25,14 @@ sandstepd_say (const char *format, ...)
   g_autofree char *message = NULL;
   g_autoptr(GDateTime) now = g_date_time_new_now_local ();
   g_autofree char *stamp = g_date_time_format (now, "%Y-%m-%d %H:%M:%S.%f");
+  g_autofree char *shown = NULL;
 
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);
-  fprintf (stderr, "%s sandstepd: %s\n", stamp, message);
+  /* A path or a name a client sent must not start a log line of its own. */
+  shown = sandstep_escape (message, -1, 0, SANDSTEP_ESCAPE_LINE);
+  fprintf (stderr, "%s sandstepd: %s\n", stamp, shown);
 }
 
 /* ---- requests and answers ---- */

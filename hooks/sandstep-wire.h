@@ -16,7 +16,8 @@
  *                                                            then {"exit", "timed_out", ...} or {"error": {...}}
  *   POST /v1/sandboxes/H/read       {claim, path, max_bytes} the file's bytes
  *   POST /v1/sandboxes/H/write?path=P   (X-Sandstep-Claim)  the bytes to write; answers {}
- *   POST /v1/sandboxes/H/list       {claim, path}            {"entries": [{"name", "is_dir"}]}
+ *   POST /v1/sandboxes/H/list       {claim, path}            {"entries": [{"name", "is_dir"[, "name_b64"]}]}
+ *                                                            (name_b64: the bytes of a name that is not UTF-8)
  *   POST /v1/sandboxes/H/put?dest=D&name=N&contents=0|1 (X-Sandstep-Claim)  entries (daemon/sandstepd.h); {}
  *   POST /v1/sandboxes/H/export     {claim, path, max_bytes} JSON lines: {"data": base64} ..., {"done": true} or {"error"}
  *

@@ -150,7 +150,9 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
   *out_exit = run.signal != 0 ? 128 + run.signal : SANDSTEP_EXIT_OK;
   if (!ok)
     {
-      g_printerr ("sandstep mcp: a tool call found the sandbox unusable, stopping: %s\n", local_error->message);
+      g_autofree char *why = sandstep_escape (local_error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+      g_printerr ("sandstep mcp: a tool call found the sandbox unusable, stopping: %s\n", why);
       *out_exit = sandstep_error_exit_status (local_error);
     }
   if (!sandstep_mcp_server_stop (server, run.signal != 0 ? 0 : CALL_GRACE_S))
@@ -286,8 +288,9 @@ sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error
   ok = sandstep_mcp_server_run (server, &local_error);
   if (!ok)
     {
-      g_printerr ("sandstep tools: a tool call found the sandbox unusable; ending the agent: %s\n",
-                  local_error->message);
+      g_autofree char *why = sandstep_escape (local_error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+      g_printerr ("sandstep tools: a tool call found the sandbox unusable; ending the agent: %s\n", why);
       agent_stop (&run);
     }
   g_source_remove (sigint_id);

@@ -300,9 +300,10 @@ static void
 print_waiting (const char *handle, const char *current_holder, double wait_s, gpointer user_data)
 {
   SandstepInvocation *invocation = user_data;
+  g_autofree char *holder = sandstep_escape (current_holder, -1, 0, SANDSTEP_ESCAPE_VALUE);
 
   g_printerr ("sandstep %s: sandbox '%s' is held by '%s'; waiting up to %gs\n", invocation->op->name, handle,
-              current_holder, wait_s);
+              holder, wait_s);
 }
 
 SandstepAttachment *

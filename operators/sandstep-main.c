@@ -16,7 +16,10 @@
 static int
 fail (const char *op_name, GError *error)
 {
-  g_printerr ("sandstep %s: %s\n", op_name, error->message);
+  /* One line, whatever a value quoted in it holds. */
+  g_autofree char *shown = sandstep_escape (error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+  g_printerr ("sandstep %s: %s\n", op_name, shown);
   return sandstep_error_exit_status (error);
 }
 
@@ -79,7 +82,9 @@ main (int argc, char **argv)
   op = sandstep_operator_lookup (argv[1]);
   if (op == NULL)
     {
-      g_printerr ("sandstep: unknown operator '%s'; see 'sandstep --help' for the list\n", argv[1]);
+      g_autofree char *name = sandstep_escape (argv[1], -1, 64, SANDSTEP_ESCAPE_VALUE);
+
+      g_printerr ("sandstep: unknown operator '%s'; see 'sandstep --help' for the list\n", name);
       return SANDSTEP_EXIT_USAGE;
     }
   for (int i = 2; i < argc && strcmp (argv[i], "--") != 0; i++)

@@ -444,6 +444,68 @@ test_ls_sorted (Fixture *f, gconstpointer data)
   g_assert_cmpstr (tmp->out, ==, "t1\n");
 }
 
+static void
+test_ls_escapes_names (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("ls shows each name on one line with control characters, invalid UTF-8 and backslashes "
+                  "escaped: a file name can neither fake a second entry nor send an escape sequence");
+  g_free (sandstep_test_run_ok (f, handle,
+                                "touch \"$(printf 'two\\nlines')\" \"$(printf '\\033[31mred')\" "
+                                "\"$(printf 'bad\\377')\" 'back\\slash' \"$(printf 'fake\\ninjected')\""));
+  r = sandstep_test_helper (f, "ls", h, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "\\x1b[31mred\nback\\\\slash\nbad\\xff\nfake\\ninjected\ntwo\\nlines\n");
+}
+
+/* Exactly one line on stderr. */
+static void
+assert_one_line (const SandstepTestResult *r)
+{
+  const char *nl = strchr (r->err, '\n');
+
+  if (nl == NULL || nl[1] != '\0')
+    g_test_message ("stderr is not one line: %s", r->err);
+  g_assert_nonnull (nl);
+  g_assert_cmpint (nl[1], ==, '\0');
+  g_assert_null (strchr (r->err, '\033'));
+}
+
+static void
+test_messages_quote_values_escaped (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+
+  g_test_summary ("a value holding a newline or an escape sequence is quoted escaped: the error stays one line "
+                  "and sends nothing to the terminal");
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "get", h, "no\nsuch\033[2Jfile", NULL);
+
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
+    assert_one_line (r);
+    sandstep_test_assert_contains (r->err, "no\\nsuch\\x1b[2Jfile");
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--timeout=1\nsandstep run: fake", "--",
+                                                            "true", NULL);
+
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_one_line (r);
+    sandstep_test_assert_contains (r->err, "1\\nsandstep run: fake");
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "no-such-op\nx", NULL);
+
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_one_line (r);
+    sandstep_test_assert_contains (r->err, "no-such-op\\nx");
+  }
+}
+
 /* ---- export ---- */
 
 static char *
@@ -1345,6 +1407,8 @@ main (int argc, char **argv)
   ADD ("/helper/put/tree", test_put_tree);
   ADD ("/helper/get/stdout-and-to", test_get_stdout_and_to);
   ADD ("/helper/ls/sorted", test_ls_sorted);
+  ADD ("/helper/ls/escapes-names", test_ls_escapes_names);
+  ADD ("/helper/bad-input/values-quoted-escaped", test_messages_quote_values_escaped);
   ADD ("/helper/export/stages-then-publishes", test_export_stages_then_publishes);
   ADD ("/helper/export/all-or-none", test_export_all_or_none);
   ADD ("/helper/release/destroys-when-idle", test_release_destroys_when_idle);

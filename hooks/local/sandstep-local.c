@@ -675,7 +675,10 @@ sandstep_local_egress_main (const char *handle)
       (record = sandstep_store_load (store, handle, &error)) == NULL ||
       (egress = sandstep_egress_new (record->spec->allow_hosts, record->spec->allow_cidrs, &error)) == NULL)
     {
-      g_printerr ("sandstep --egress: %s\n", error != NULL ? error->message : "not a sandbox handle");
+      g_autofree char *why = sandstep_escape (error != NULL ? error->message : "not a sandbox handle", -1, 0,
+                                              SANDSTEP_ESCAPE_LINE);
+
+      g_printerr ("sandstep --egress: %s\n", why);
       return SANDSTEP_EXIT_INTERNAL;
     }
   log_path = sandstep_store_sandbox_path (store, handle, "egress.log");

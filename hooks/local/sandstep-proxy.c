@@ -51,19 +51,11 @@ resolve (const char *host, GError **error)
   return g_resolver_lookup_by_name (g_resolver_get_default (), host, NULL, error);
 }
 
-/* @text with every byte outside printable ASCII written as \xNN: what a
- * sandbox sends must never start a new log line or reach a terminal raw. */
+/* What a sandbox sends must never start a new log line or reach a terminal raw. */
 static char *
 escape_text (const char *text)
 {
-  GString *out = g_string_new (NULL);
-
-  for (const guchar *p = (const guchar *) text; *p; p++)
-    if (*p >= 0x20 && *p < 0x7f && *p != '\\')
-      g_string_append_c (out, *p);
-    else
-      g_string_append_printf (out, "\\x%02x", *p);
-  return g_string_free (out, FALSE);
+  return sandstep_escape (text, -1, 0, SANDSTEP_ESCAPE_VALUE);
 }
 
 static void
