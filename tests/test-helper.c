@@ -1235,6 +1235,54 @@ test_bad_handle_malformed (Fixture *f, gconstpointer data)
 }
 
 static void
+test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
+{
+  Prepared p = { 0 };
+  g_autofree char *fifo = sandstep_test_host_path (f, "fifo.sbx");
+  g_autofree char *huge = sandstep_test_host_path (f, "huge.sbx");
+  g_autofree char *fifo_arg = g_strconcat ("--handle=@", fifo, NULL);
+  g_autofree char *huge_arg = g_strconcat ("--handle=@", huge, NULL);
+  g_autofree char *junk = g_strnfill (64 * 1024 * 1024, 'A');
+  const char *const zero_arg = "--handle=@/dev/zero";
+
+  g_test_summary ("a handle file that is a FIFO or /dev/zero is refused (65) at once, and a 64 MiB one after "
+                  "reading 4 KiB; the message is one line quoting at most a short escaped prefix");
+  prepare (f, &p);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  memcpy (junk, "\033]0;owned\007\n", strlen ("\033]0;owned\007\n"));
+  write_host_file (huge, junk, 64 * 1024 * 1024);
+  sandstep_test_fixture_chown (f, fifo);
+  sandstep_test_fixture_chown (f, huge);
+  for (int i = 0; i < 3; i++)
+    {
+      const char *arg = i == 0 ? fifo_arg : i == 1 ? zero_arg : huge_arg;
+      const char *kind = i == 0 ? "is a FIFO" : i == 1 ? "is a device" : "over 4096 bytes";
+      g_autoptr(SandstepTestResult) run = sandstep_test_helper_argv (
+        f, (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL }, 10);
+      g_autoptr(SandstepTestResult) get = sandstep_test_helper_argv (
+        f, (const char *[]) { "get", arg, "one.txt", NULL }, 10);
+
+      for (int j = 0; j < 2; j++)
+        {
+          SandstepTestResult *r = j == 0 ? run : get;
+
+          g_assert_false (r->timed_out);
+          sandstep_test_assert_status (r, SANDSTEP_EXIT_BAD_HANDLE);
+          sandstep_test_assert_contains (r->err, kind);
+          g_assert_cmpfloat (r->elapsed_s, <, 5.0);
+          g_assert_cmpuint (strlen (r->err), <, 1024);
+          g_assert_null (strchr (r->err, '\033'));
+          g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
+        }
+    }
+  {
+    g_autofree char *after = sandstep_test_snapshot (f, p.handle);
+    g_assert_cmpstr (after, ==, p.before);
+  }
+  prepared_clear (&p);
+}
+
+static void
 test_bad_handle_missing_file (Fixture *f, gconstpointer data)
 {
   Prepared p = { 0 };
@@ -1435,6 +1483,7 @@ main (int argc, char **argv)
   ADD ("/helper/bad-input/handle/none", test_bad_handle_none);
   ADD ("/helper/bad-input/handle/malformed", test_bad_handle_malformed);
   ADD ("/helper/bad-input/handle/missing-file", test_bad_handle_missing_file);
+  ADD ("/helper/bad-input/handle/fifo-device-huge", test_bad_handle_fifo_device_huge);
   ADD ("/helper/bad-input/unknown-sandbox", test_unknown_sandbox);
   ADD ("/helper/bad-input/unknown-option", test_unknown_option);
   for (gsize i = 0; i < G_N_ELEMENTS (bad_number_cases); i++)
