@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 
 guint
 sandstep_wire_error_status (const GError *error)
@@ -87,18 +88,16 @@ sandstep_wire_error_from_json (JsonNode *node, guint http_status)
 JsonObject *
 sandstep_wire_parse_object (const char *data, gsize len, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
   g_autoptr(GError) local_error = NULL;
-  JsonNode *root;
+  g_autoptr(JsonNode) root = sandstep_json_parse (data, len, SANDSTEP_WIRE_MAX_DOCUMENT, &local_error);
 
-  if (len > G_MAXSSIZE || !json_parser_load_from_data (parser, data, (gssize) len, &local_error))
+  if (root == NULL)
     {
-      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "the body is not JSON: %s",
-                      local_error != NULL ? local_error->message : "too long");
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "the body is not usable JSON: %s",
+                      local_error->message);
       return NULL;
     }
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                       "the body is JSON but not an object; send {\"member\": value, ...}");

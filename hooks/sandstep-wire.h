@@ -66,7 +66,10 @@ GError *sandstep_wire_error_from_json (JsonNode *node, guint http_status);
 
 /* ---- text ---- */
 
-/* Parses @data as one JSON object. */
+/* The largest JSON document any peer may send (bodies, lines, worker messages). */
+#define SANDSTEP_WIRE_MAX_DOCUMENT (64 * 1024 * 1024)
+
+/* Parses @data as one JSON object, its size and depth checked first (sandstep-json.h). */
 JsonObject *sandstep_wire_parse_object (const char *data, gsize len, GError **error);
 /* @object as compact JSON, and as one line of a streamed answer (ending in "\n"). */
 char *sandstep_wire_to_text (JsonObject *object, gsize *out_len);

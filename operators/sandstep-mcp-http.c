@@ -14,9 +14,8 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 
-/* A JSON-RPC message bigger than this is refused (HTTP 413); write_file
- * content is the only big thing a client sends. */
-#define MAX_HTTP_BODY (64 * 1024 * 1024)
+/* A body bigger than this is refused (HTTP 413). */
+#define MAX_HTTP_BODY SANDSTEP_MCP_MAX_MESSAGE
 
 static gboolean
 host_is_loopback (SandstepMcpServer *server, const char *host)

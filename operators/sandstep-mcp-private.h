@@ -51,6 +51,10 @@ struct _SandstepMcpServer {
   GHashTable *sessions;      /* Mcp-Session-Id -> itself */
 };
 
+/* A JSON-RPC message bigger than this is refused; write_file content is the
+ * only big thing a client sends. */
+#define SANDSTEP_MCP_MAX_MESSAGE (64 * 1024 * 1024)
+
 /* Newest first; the first is the answer to a version we do not know. */
 extern const char *const sandstep_mcp_protocol_versions[4];
 

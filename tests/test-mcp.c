@@ -523,6 +523,27 @@ test_stdio_raw (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_stdio_deep_json (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+  StdioServer *server;
+  JsonObject *reply;
+
+  g_test_summary ("a message nesting 200 KB of '[' (which overflowed json-glib's stack) is answered -32700 "
+                  "naming the depth limit, and the server goes on");
+  server = stdio_server_start (fx);
+  reply = stdio_call (server, bomb);
+  assert_error_reply (reply, -32700);
+  sandstep_test_assert_contains (json_object_get_string_member (json_object_get_object_member (reply, "error"),
+                                                                "message"), "deeper than 64");
+  json_object_unref (reply);
+  reply = stdio_call (server, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+  g_assert_cmpint (json_object_get_int_member (reply, "id"), ==, 2);
+  json_object_unref (reply);
+  g_assert_cmpint (stdio_server_finish (server, TRUE), ==, 0);
+}
+
+static void
 test_stdio_ping_while_running (Fixture *fx, gconstpointer data)
 {
   StdioServer *server;
@@ -989,6 +1010,7 @@ main (int argc, char **argv)
   ADD ("/mcp/sdk/http", test_sdk_http);
   ADD ("/mcp/stdio/raw", test_stdio_raw);
   ADD ("/mcp/stdio/ping-while-running", test_stdio_ping_while_running);
+  ADD ("/mcp/stdio/deep-json", test_stdio_deep_json);
   ADD ("/mcp/stdio/terminal-error", test_stdio_terminal);
   ADD ("/mcp/http/raw", test_http_raw);
   ADD ("/mcp/http/refuses-non-loopback", test_http_refuses_non_loopback);

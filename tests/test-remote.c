@@ -1040,7 +1040,8 @@ test_bad_requests (Fixture *f, gconstpointer data)
 
   g_test_summary ("every class of bad request gets the right HTTP status and a JSON error {code, message, hint}: "
                   "missing or wrong token (401, logged without the token), malformed JSON, a body too large, "
-                  "unknown routes and methods, bad handles, path traversal, unknown claims; and the daemon lives on");
+                  "unknown routes and methods, bad handles, path traversal, unknown claims, JSON nested 200 KB deep; and "
+                  "the daemon lives on");
   fixture_start (f);
   identity = text_bytes ("{\"owner\":\"o\",\"holder\":\"o/h\"}");
   describe_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/describe");
@@ -1069,6 +1070,16 @@ test_bad_requests (Fixture *f, gconstpointer data)
     g_autoptr(GBytes) body = text_bytes ("[1, 2, 3]");
     request (session, "POST", describe_url, token, NULL, body, NULL, &a);
     assert_error (&a, 400, "bad-json");
+    answer_clear (&a);
+  }
+  {
+    /* 200 KB of '[' overflowed json-glib's stack, and the daemon with it. */
+    Answer a = { 0 };
+    g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+    g_autoptr(GBytes) body = text_bytes (bomb);
+    request (session, "POST", describe_url, token, NULL, body, NULL, &a);
+    assert_error (&a, 400, "bad-json");
+    assert_contains (a.body, "deeper than 64");
     answer_clear (&a);
   }
   {

@@ -10,6 +10,7 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
@@ -459,12 +460,10 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
     {
       if (flock (fd, LOCK_SH | LOCK_NB) < 0)
         {
-          g_autofree char *text = NULL;
-          g_autoptr(JsonParser) parser = json_parser_new_immutable ();
-          if (g_file_get_contents (claim_path, &text, NULL, NULL) && json_parser_load_from_data (parser, text, -1, NULL) &&
-              JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-            held_by = g_strdup (json_object_get_string_member_with_default (
-              json_node_get_object (json_parser_get_root (parser)), "holder", NULL));
+          g_autoptr(JsonNode) root = sandstep_json_load_file (claim_path, 4096, NULL);
+          if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
+            held_by = g_strdup (json_object_get_string_member_with_default (json_node_get_object (root), "holder",
+                                                                            NULL));
         }
       close (fd);
     }

@@ -15,8 +15,11 @@
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
+#include "sandstep-json.h"
 
 #define RECORD_VERSION 1
+/* A record is a few hundred bytes; nothing bigger is one. */
+#define MAX_RECORD_BYTES (1024 * 1024)
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
 
 void
@@ -145,12 +148,13 @@ SandstepRecord *
 sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
 {
   g_autofree char *path = sandstep_store_sandbox_path (store, handle, "record.json");
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
   g_autoptr(SandstepRecord) record = g_new0 (SandstepRecord, 1);
   g_autoptr(GError) local_error = NULL;
+  /* Size and depth checked first: json-glib would recurse through a deep one until it crashed. */
+  g_autoptr(JsonNode) root = sandstep_json_load_file (path, MAX_RECORD_BYTES, &local_error);
   JsonObject *object;
 
-  if (!json_parser_load_from_mapped_file (parser, path, &local_error))
+  if (root == NULL)
     {
       if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
         not_found (error, handle);
@@ -160,14 +164,14 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
                         handle, path, local_error->message);
       return NULL;
     }
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                       "The record of sandbox '%s' ('%s') is not a JSON object; destroy it with 'sandstep destroy'",
                       handle, path);
       return NULL;
     }
-  object = json_node_get_object (json_parser_get_root (parser));
+  object = json_node_get_object (root);
   record->handle = g_strdup (handle);
   record->owner = g_strdup (json_object_get_string_member_with_default (object, "owner", ""));
   record->holder = g_strdup (json_object_get_string_member_with_default (object, "holder", ""));
@@ -413,15 +417,16 @@ parse_claim (int fd, ClaimInfo *info)
 {
   char buf[4096];
   ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr(JsonNode) root = NULL;
 
   memset (info, 0, sizeof *info);
   if (n > 0)
     {
       buf[n] = '\0';
-      if (json_parser_load_from_data (parser, buf, n, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+      root = sandstep_json_parse (buf, n, sizeof buf, NULL);
+      if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
         {
-          JsonObject *o = json_node_get_object (json_parser_get_root (parser));
+          JsonObject *o = json_node_get_object (root);
           info->holder = g_strdup (json_object_get_string_member_with_default (o, "holder", NULL));
           info->pid = json_object_get_int_member_with_default (o, "pid", 0);
           info->start = json_object_get_int_member_with_default (o, "start", 0);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 
 /* No line of a response is longer: output arrives in 64 KiB pieces, base64'd. */
 #define MAX_LINE (1024 * 1024)
@@ -122,14 +123,14 @@ sandstep_remote_throw_unreachable (GError **error, const char *server, const GEr
 static GError *
 error_from_answer (SoupMessage *msg, GBytes *body, const Target *t)
 {
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
   gsize len = 0;
   const char *data = body != NULL ? g_bytes_get_data (body, &len) : NULL;
   guint status = soup_message_get_status (msg);
+  g_autoptr(JsonNode) root = data != NULL && len > 0 ? sandstep_json_parse (data, len, MAX_SMALL_BODY, NULL) : NULL;
   GError *error;
 
-  if (data != NULL && len > 0 && json_parser_load_from_data (parser, data, len, NULL))
-    error = sandstep_wire_error_from_json (json_parser_get_root (parser), status);
+  if (root != NULL)
+    error = sandstep_wire_error_from_json (root, status);
   else
     {
       g_autofree char *url = g_uri_to_string (soup_message_get_uri (msg));
