@@ -1,7 +1,12 @@
 /* sandstep-token.c: reading a token file, and comparing tokens by digest. */
 #include "sandstep-token.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 
@@ -52,4 +57,84 @@ sandstep_token_read_file (const char *path, GError **error)
       return NULL;
     }
   return g_steal_pointer (&text);
+}
+
+char *
+sandstep_token_new (void)
+{
+  guint8 bytes[32];
+  GString *out = g_string_sized_new (2 * sizeof bytes);
+  gsize got = 0;
+
+  while (got < sizeof bytes)
+    {
+      ssize_t n = getrandom (bytes + got, sizeof bytes - got, 0);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        g_error ("getrandom() failed: %s", g_strerror (errno));
+      got += n;
+    }
+  for (gsize i = 0; i < sizeof bytes; i++)
+    g_string_append_printf (out, "%02x", bytes[i]);
+  explicit_bzero (bytes, sizeof bytes);
+  return g_string_free (out, FALSE);
+}
+
+gboolean
+sandstep_token_write_file (const char *path, const char *token, GError **error)
+{
+  g_autofree char *line = g_strconcat (token, "\n", NULL);
+  struct stat st;
+  gsize done = 0;
+  int fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errno,
+                                 "Cannot write the token file '%s'", path);
+  /* Someone else's file, or not a file: never ours to fill with a secret. */
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid ())
+    {
+      close (fd);
+      return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                             "Cannot write the token file '%s': it exists and is not a regular file of this user; "
+                             "name a new file", path);
+    }
+  if (fchmod (fd, 0600) < 0 || ftruncate (fd, 0) < 0)
+    {
+      int errsv = errno;
+      close (fd);
+      return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errsv,
+                                   "Cannot write the token file '%s'", path);
+    }
+  while (done < strlen (line))
+    {
+      ssize_t n = write (fd, line + done, strlen (line) - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int errsv = errno;
+          close (fd);
+          return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errsv,
+                                       "Cannot write the token file '%s'", path);
+        }
+      done += n;
+    }
+  explicit_bzero (line, strlen (line));
+  if (close (fd) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errno,
+                                 "Cannot write the token file '%s'", path);
+  return TRUE;
+}
+
+gboolean
+sandstep_token_header_matches (const char *header, const guint8 digest[32])
+{
+  guint8 given[32];
+
+  if (header == NULL || g_ascii_strncasecmp (header, "Bearer ", strlen ("Bearer ")) != 0)
+    return FALSE;
+  sandstep_token_digest (header + strlen ("Bearer "), given);
+  return sandstep_token_digest_equal (given, digest);
 }

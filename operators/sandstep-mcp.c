@@ -682,6 +682,10 @@ sandstep_mcp_server_free (SandstepMcpServer *server)
   g_clear_object (&server->cancellable);
   g_clear_object (&server->stdio_in);
   g_clear_object (&server->stdio_out);
+  g_clear_object (&server->eof_in);
+  if (server->token != NULL)
+    explicit_bzero (server->token, strlen (server->token));
+  g_free (server->token);
   if (server->start_idle != 0)
     g_source_destroy (g_main_context_find_source_by_id (server->context, server->start_idle));
   g_free (server->dead);
