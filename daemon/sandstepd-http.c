@@ -56,6 +56,7 @@ sandstepd_request_unref (Request *req)
   sandstepd_upload_free (req->upload);
   g_clear_object (&req->msg);
   g_free (req->handle);
+  g_free (req->caller_owner);
   g_free (req->method);
   g_free (req->path);
   g_free (req);
@@ -95,7 +96,20 @@ answer_node (Request *req, guint status, JsonNode *node)
 void
 sandstepd_answer_error (Request *req, const GError *error)
 {
-  g_autoptr(JsonNode) node = sandstep_wire_error_to_json (error);
+  g_autoptr(GError) hidden = NULL;
+  g_autoptr(JsonNode) node = NULL;
+
+  /* A token for some owners only learns nothing of another owner's sandbox. */
+  if (req->scope != NULL && req->scope->owner_prefix != NULL &&
+      g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_OWNER))
+    {
+      hidden = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_OWNER,
+                            "Sandbox '%s' is not owned by '%s'. Use the handle this run provisioned, or pass the "
+                            "owner that provisioned it (--owner or SANDSTEP_OWNER)",
+                            req->handle != NULL ? req->handle : "?", req->caller_owner != NULL ? req->caller_owner : "?");
+      error = hidden;
+    }
+  node = sandstep_wire_error_to_json (error);
 
   if (req->d->debug)
     sandstepd_say ("%s %s: %u %s", req->method, req->path, sandstep_wire_error_status (error), error->message);
@@ -127,6 +141,21 @@ sandstepd_answer_bad_request (Request *req, const char *hint, const GError *erro
 {
   sandstepd_answer_refusal (req, SOUP_STATUS_BAD_REQUEST, "bad-request", hint, error->domain, error->code, "%s %s: %s",
                             req->method, req->path, error->message);
+}
+
+gboolean
+sandstepd_check_owner (Request *req, const char *owner)
+{
+  g_free (req->caller_owner);
+  req->caller_owner = g_strdup (owner);
+  if (sandstep_token_entry_covers (req->scope, owner))
+    return TRUE;
+  sandstepd_answer_refusal (req, SOUP_STATUS_FORBIDDEN, "forbidden",
+                            "use a token that covers this owner, or the owner this token covers",
+                            SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_OWNER,
+                            "The token of this request covers owners under '%s' only, and '%s' is not one of them",
+                            req->scope->owner_prefix, owner);
+  return FALSE;
 }
 
 JsonObject *

@@ -17,6 +17,7 @@
 #include <libsoup/soup.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-token.h"
 #include "sandstepd-channel.h"
 #include "sandstepd.h"
 
@@ -63,8 +64,8 @@ struct _Daemon {
   char *state_dir;
   char *staging_dir;
   int staging_fd;
-  gboolean has_token;
-  guint8 token_digest[32];
+  SandstepTokenSet *tokens;   /* every request needs one of them */
+  char **server_names;        /* Host names accepted besides addresses, localhost and this host's name */
   char *self_exe;
   GHashTable *leases;       /* claim id -> Lease (ref) */
   GQueue idle;              /* Workers without a lease (ref) */
@@ -112,6 +113,7 @@ struct _Lease {
   char *id;
   char *handle;
   char *holder;
+  char *owner;              /* the owner that claimed it: a token must cover it to use the claim */
   Worker *worker;           /* ref */
   Request *claim;           /* the claim's request (ref) while it streams */
   gboolean active;
@@ -128,6 +130,8 @@ struct _Request {
   char *handle;
   char *method;
   char *path;
+  const SandstepTokenEntry *scope;  /* the token it carried (the daemon's) */
+  char *caller_owner;       /* the caller's owner, once its body named one */
   gboolean refused;         /* answered already while reading (401, 413, ...) */
   GByteArray *body;         /* JSON bodies */
   gsize limit;
@@ -166,6 +170,10 @@ void sandstepd_answer_refusal (Request *req, guint status, const char *code, con
                                int error_code, const char *format, ...) G_GNUC_PRINTF (7, 8);
 /* The same for an error the wire module gave (a bad member), prefixed with the method and path. */
 void sandstepd_answer_bad_request (Request *req, const char *hint, const GError *error);
+
+/* TRUE when the request's token covers @owner (and remembers it as the
+ * caller's); else answers 403 naming @owner and what the token covers. */
+gboolean sandstepd_check_owner (Request *req, const char *owner);
 
 /* The request's body as a JSON object, or NULL after answering 400. */
 JsonObject *sandstepd_request_body (Request *req);

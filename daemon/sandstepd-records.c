@@ -16,6 +16,7 @@ typedef struct {
   SandstepSpec *spec;
   gint64 keep_s;
   const char *run;
+  const char *owner_prefix;  /* gc: what the token covers (NULL: every owner) */
   gboolean expired_only;
   /* results */
   JsonObject *answer;
@@ -76,7 +77,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         g_autoptr(GError) error = NULL;
 
         /* What it reclaimed before a failure is reclaimed: the answer says both. */
-        sandstep_backend_gc (b, job->run, job->expired_only, destroyed, &error);
+        sandstep_backend_gc (b, job->run, job->owner_prefix, job->expired_only, destroyed, &error);
         job->answer = sandstep_wire_gc_reply (destroyed, error);
         break;
       }
@@ -115,6 +116,8 @@ read_body (Request *req, RecordJob *job)
 
   if (req->route == ROUTE_GC)
     {
+      /* Without an admin token, gc reclaims only what the token covers. */
+      job->owner_prefix = req->scope->owner_prefix;
       if (sandstep_wire_read_gc_request (job->body, &job->run, &job->expired_only, &error))
         return TRUE;
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
@@ -126,6 +129,8 @@ read_body (Request *req, RecordJob *job)
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return FALSE;
     }
+  if (!sandstepd_check_owner (req, job->who.owner))
+    return FALSE;
   job->keep_s = (gint64) keep;
   if (req->route == ROUTE_PROVISION)
     {

@@ -1,13 +1,17 @@
 /* sandstepd.c: the backend interface over HTTP, so steps on other machines share sandboxes.
  *
  *   sandstepd [--listen=ADDR:PORT] [--token-file=FILE] [--tls-cert=FILE --tls-key=FILE]
- *             [--state-dir=DIR] [--max-upload=SIZE] [--max-claims=N]
+ *             [--state-dir=DIR] [--max-upload=SIZE] [--max-claims=N] [--server-name=NAME]...
  *
  * The API is hooks/sandstep-wire.h's; how the daemon serves it,
  * sandstepd-private.h's.  Every request needs "Authorization: Bearer TOKEN"
- * when a token file is given; a missing or wrong one is a 401, logged
- * without it.  This file starts the server: options, the state and staging
- * directories, the listening socket, the spare workers, the main loop.
+ * with a token of the token file (sandstep-token.h: admin tokens, and tokens
+ * for some owners only); a missing or wrong one is a 401, logged without it.
+ * Without --token-file the daemon uses STATE/sandstepd.token, which it
+ * makes (0600) on first start, and says so: it never serves without a token,
+ * loopback included.  This file starts the server: options, the tokens, the
+ * state and staging directories, the listening socket, the spare workers,
+ * the main loop.
  */
 #include "sandstepd-private.h"
 
@@ -30,6 +34,8 @@
 #define DEFAULT_LISTEN "127.0.0.1:7700"
 #define DEFAULT_MAX_UPLOAD (1ULL << 30)
 #define DEFAULT_MAX_CLAIMS 256
+/* The token file made in the state directory when none is given. */
+#define OWN_TOKEN_FILE "sandstepd.token"
 
 static Daemon *the_daemon;
 
@@ -78,6 +84,27 @@ clean_staging (Daemon *d)
   closedir (dir);
 }
 
+/* STATE/sandstepd.token: read if it is there, else made with a fresh token. */
+static SandstepTokenSet *
+own_tokens (const char *state_dir, char **out_path, GError **error)
+{
+  g_autofree char *path = g_build_filename (state_dir, OWN_TOKEN_FILE, NULL);
+  g_autofree char *token = NULL;
+  SandstepTokenSet *set;
+
+  if (g_file_test (path, G_FILE_TEST_EXISTS))
+    set = sandstep_token_set_load (path, error);
+  else
+    {
+      token = sandstep_token_new ();
+      set = sandstep_token_write_file (path, token, error) ? sandstep_token_set_new_admin (token) : NULL;
+      explicit_bzero (token, strlen (token));
+    }
+  if (set != NULL)
+    *out_path = g_steal_pointer (&path);
+  return set;
+}
+
 static int
 usage_error (const char *message)
 {
@@ -94,13 +121,16 @@ main (int argc, char **argv)
   g_autofree char *tls_key = NULL;
   g_autofree char *state_dir = NULL;
   g_autofree char *max_upload = NULL;
+  g_auto(GStrv) server_names = NULL;
+  g_autofree char *own_token_path = NULL;
   int max_claims = DEFAULT_MAX_CLAIMS;
   gboolean worker = FALSE;
   gboolean version = FALSE;
   int parent = 0;
   GOptionEntry entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &listen, "Address and port to serve (default " DEFAULT_LISTEN "; port 0: any free one)", "ADDR:PORT" },
-    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file, "Require this bearer token (the file's first line) on every request", "FILE" },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file, "Require a bearer token of this file on every request: one a line, 'TOKEN' (admin) or 'TOKEN owner=PREFIX/' (default: STATE/" OWN_TOKEN_FILE ", made on first start)", "FILE" },
+    { "server-name", 0, 0, G_OPTION_ARG_STRING_ARRAY, &server_names, "A name clients reach this server by (Host), besides its addresses, localhost and this host's name; repeatable", "NAME" },
     { "tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &tls_cert, "Serve HTTPS with this PEM certificate (chain)", "FILE" },
     { "tls-key", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The certificate's PEM private key", "FILE" },
     { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir, "Where sandboxes live (default $SANDSTEP_STATE_DIR, else sandstep's default)", "DIR" },
@@ -117,7 +147,6 @@ main (int argc, char **argv)
   g_autoptr(GMainLoop) loop = NULL;
   g_autoptr(GSocketService) service = NULL;
   g_autoptr(GSocketAddress) effective = NULL;
-  g_autofree char *token = NULL;
   Daemon *d;
 
   setlocale (LC_ALL, "");
@@ -148,16 +177,15 @@ main (int argc, char **argv)
     return usage_error (error->message);
   if (token_file != NULL)
     {
-      token = sandstep_token_read_file (token_file, &error);
-      if (token == NULL)
+      d->tokens = sandstep_token_set_load (token_file, &error);
+      if (d->tokens == NULL)
         return usage_error (error->message);
-      sandstep_token_digest (token, d->token_digest);
-      explicit_bzero (token, strlen (token));
-      d->has_token = TRUE;
     }
-  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (address)) && !d->has_token)
+  /* Beyond loopback the operator chooses the tokens; on loopback one is made. */
+  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (address)) && d->tokens == NULL)
     return usage_error ("refusing to listen beyond loopback without a token: anyone who reaches the port could run "
                         "commands; pass --token-file=FILE (and --tls-cert/--tls-key), or listen on 127.0.0.1");
+  d->server_names = g_steal_pointer (&server_names);
   if ((tls_cert != NULL) != (tls_key != NULL))
     return usage_error ("--tls-cert and --tls-key go together");
 
@@ -176,6 +204,15 @@ main (int argc, char **argv)
       return SANDSTEP_EXIT_INTERNAL;
     }
   clean_staging (d);
+  if (d->tokens == NULL)
+    {
+      d->tokens = own_tokens (d->state_dir, &own_token_path, &error);
+      if (d->tokens == NULL)
+        {
+          g_printerr ("sandstepd: %s\n", error->message);
+          return SANDSTEP_EXIT_INTERNAL;
+        }
+    }
   d->self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (d->self_exe == NULL)
     d->self_exe = g_strdup (argv[0]);
@@ -219,7 +256,11 @@ main (int argc, char **argv)
             text, v6 ? "]" : "", g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
   }
   fflush (stdout);
-  sandstepd_say ("serving sandboxes of '%s'%s", d->state_dir, d->has_token ? " (token required)" : "");
+  sandstepd_say ("serving sandboxes of '%s' (a token of %u required)", d->state_dir,
+                 sandstep_token_set_size (d->tokens));
+  if (own_token_path != NULL)
+    sandstepd_say ("no --token-file: clients need the token in '%s' (SANDSTEP_TOKEN_FILE=%s)", own_token_path,
+                   own_token_path);
 
   loop = g_main_loop_new (NULL, FALSE);
   g_unix_signal_add (SIGTERM, on_quit_signal, loop);

@@ -155,10 +155,10 @@ sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const Sa
 }
 
 gboolean
-sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed,
-                     GError **error)
+sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+                     GPtrArray *destroyed, GError **error)
 {
-  return backend->klass->gc (backend, run, expired_only, destroyed, error);
+  return backend->klass->gc (backend, run, owner_prefix, expired_only, destroyed, error);
 }
 
 void

@@ -1534,6 +1534,334 @@ test_tls (Fixture *f, gconstpointer data)
   }
 }
 
+/* ---- who may talk to the server ---- */
+
+/* `sandstep ARGS...` with the token @token ($SANDSTEP_TOKEN) and the owner @owner. */
+static Result *
+helper_as (Fixture *f, const char *token, const char *owner, const char *const *args)
+{
+  g_auto(GStrv) envp = g_strdupv (f->envp);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+
+  envp = g_environ_unsetenv (envp, "SANDSTEP_TOKEN_FILE");
+  envp = g_environ_setenv (envp, "SANDSTEP_TOKEN", token, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_OWNER", owner, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_HOLDER", owner, TRUE);
+  g_ptr_array_add (argv, f->helper);
+  for (gsize i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+  return run_argv ((const char *const *) argv->pdata, envp, HELPER_TIMEOUT_S);
+}
+
+static void
+test_own_token (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = g_build_filename (f->server.state_dir, "sandstepd.token", NULL);
+  g_autofree char *first = NULL;
+  g_autofree char *again = NULL;
+  g_autofree char *log = NULL;
+  g_autoptr(SoupSession) session = plain_session ();
+  g_autofree char *health = NULL;
+  struct stat st;
+
+  g_test_summary ("without --token-file sandstepd still requires a token, also on loopback: it makes one in "
+                  "STATE/sandstepd.token (0600), says where, refuses requests without it (401) and keeps it "
+                  "across restarts; clients that name the file get in");
+  /* The fixture's daemon, started without the fixture's token file. */
+  g_strfreev (f->server.extra);
+  f->server.extra = NULL;
+  g_free (f->server.token_file);
+  f->server.token_file = g_strdup (path);
+  {
+    /* server_start passes --token-file: run the daemon without it here. */
+    const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", NULL, NULL };
+    g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
+    Proc *p;
+    g_autoptr(Result) r = NULL;
+    gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+    g_autofree char *url = NULL;
+
+    argv[2] = state;
+    for (int round = 0; round < 2; round++)
+      {
+        p = proc_spawn (argv, NULL);
+        while (url == NULL && g_get_monotonic_time () < deadline)
+          {
+            const char *nl;
+            proc_pump (p, 100);
+            if ((nl = strchr (p->out->str, '\n')) != NULL &&
+                g_str_has_prefix (p->out->str, "sandstepd: listening on "))
+              url = g_strndup (p->out->str + strlen ("sandstepd: listening on "),
+                               nl - p->out->str - strlen ("sandstepd: listening on "));
+          }
+        g_assert_nonnull (url);
+        /* The log says where the token is, and never the token. */
+        for (int i = 0; i < 50 && strstr (p->err->str, "sandstepd.token") == NULL; i++)
+          proc_pump (p, 100);
+        assert_contains (p->err->str, path);
+        g_assert_cmpint (stat (path, &st), ==, 0);
+        g_assert_cmpint (st.st_mode & 0777, ==, 0600);
+        g_assert_true (g_file_get_contents (path, round == 0 ? &first : &again, NULL, NULL));
+        g_strchomp (round == 0 ? first : again);
+        g_assert_null (strstr (p->err->str, round == 0 ? first : again));
+        health = g_strconcat (url, "/v1/health", NULL);
+        {
+          Answer a = { 0 };
+          request (session, "GET", health, NULL, NULL, NULL, NULL, &a);
+          g_assert_cmpuint (a.status, ==, 401);
+          answer_clear (&a);
+        }
+        {
+          Answer a = { 0 };
+          request (session, "GET", health, round == 0 ? first : again, NULL, NULL, NULL, &a);
+          g_assert_cmpuint (a.status, ==, 200);
+          answer_clear (&a);
+        }
+        {
+          g_auto(GStrv) envp = helper_env (f, url);
+          const char *provision_argv[] = { f->helper, "provision", NULL };
+          g_autoptr(Result) made = NULL;
+
+          envp = g_environ_setenv (envp, "SANDSTEP_TOKEN_FILE", path, TRUE);
+          made = run_argv (provision_argv, envp, HELPER_TIMEOUT_S);
+          assert_status (made, 0);
+        }
+        g_clear_pointer (&health, g_free);
+        g_clear_pointer (&url, g_free);
+        proc_kill (p, SIGTERM);
+        r = proc_wait (p, 10);
+        g_clear_pointer (&r, result_free);
+        deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+      }
+  }
+  /* A restart keeps the token: clients keep working. */
+  g_assert_cmpstr (first, ==, again);
+  g_assert_cmpuint (strlen (first), ==, 64);
+}
+
+static void
+test_web_pages_refused (Fixture *f, gconstpointer data)
+{
+  static const char *const names[] = { "--server-name=sandboxes.example.org", NULL };
+  g_autoptr(SoupSession) session = plain_session ();
+  Server *s = &f->server;
+  g_autofree char *describe_url = NULL;
+  g_autoptr(GBytes) identity = text_bytes ("{\"owner\":\"o\",\"holder\":\"o/h\"}");
+  g_autofree char *log = NULL;
+
+  g_test_summary ("a web page cannot reach sandstepd: a request with an Origin header is refused (403) even with "
+                  "the token, a body that is not application/json (text/plain, a form: a simple POST) gets 415, "
+                  "and a Host that is not one of the server's names (DNS rebinding) gets 403");
+  s->extra = g_strdupv ((char **) names);
+  fixture_start (f);
+  describe_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/describe");
+  {
+    Answer a = { 0 };
+    g_autoptr(SoupMessage) msg = soup_message_new ("POST", describe_url);
+    g_autofree char *auth = g_strconcat ("Bearer ", s->token, NULL);
+    g_autoptr(GBytes) answer = NULL;
+
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "Origin", "https://evil.example");
+    soup_message_set_request_body_from_bytes (msg, "application/json", identity);
+    answer = soup_session_send_and_read (session, msg, NULL, NULL);
+    a.status = soup_message_get_status (msg);
+    a.body = g_strndup (g_bytes_get_data (answer, NULL), g_bytes_get_size (answer));
+    assert_error (&a, 403, "origin");
+    answer_clear (&a);
+  }
+  for (int i = 0; i < 3; i++)
+    {
+      static const char *const types[] = { "text/plain", "application/x-www-form-urlencoded", "multipart/form-data" };
+      Answer a = { 0 };
+      request (session, "POST", describe_url, s->token, types[i], identity, NULL, &a);
+      assert_error (&a, 415, "content-type");
+      answer_clear (&a);
+    }
+  {
+    /* DNS rebinding: a name of the page's own that now points at this server. */
+    g_autofree char *request_text = g_strdup_printf ("POST /v1/sandboxes/sandstep-0123456789abcdef/describe HTTP/1.1\r\n"
+                                                     "Host: rebind.evil.example:%d\r\nAuthorization: Bearer %s\r\n"
+                                                     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+                                                     "Connection: close\r\n\r\n%s",
+                                                     server_port (s), s->token,
+                                                     strlen ("{\"owner\":\"o\",\"holder\":\"o/h\"}"),
+                                                     "{\"owner\":\"o\",\"holder\":\"o/h\"}");
+    g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
+    assert_contains (back, " 403 ");
+    assert_contains (back, "bad-host");
+  }
+  for (int i = 0; i < 2; i++)
+    {
+      g_autofree char *request_text = g_strdup_printf ("GET /v1/health HTTP/1.1\r\nHost: %s:%d\r\n"
+                                                       "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+                                                       i == 0 ? "sandboxes.example.org" : "localhost",
+                                                       server_port (s), s->token);
+      g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
+      assert_contains (back, " 200 ");
+    }
+  g_assert_true (g_file_get_contents (s->log, &log, NULL, NULL));
+  assert_contains (log, "Origin 'https://evil.example'");
+  assert_contains (log, "Host 'rebind.evil.example");
+}
+
+static void
+test_owner_tokens (Fixture *f, gconstpointer data)
+{
+  g_autofree char *admin = g_strdup_printf ("admin-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *nightly = g_strdup_printf ("nightly-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *weekly = g_strdup_printf ("weekly-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *file = NULL;
+  g_autofree char *n_owner = g_strdup_printf ("nightly/%s", f->run);
+  g_autofree char *w_owner = g_strdup_printf ("weekly/%s", f->run);
+  g_autofree char *n_handle = NULL;
+  g_autofree char *w_handle = NULL;
+  g_autofree char *n_h = NULL;
+  g_autofree char *w_h = NULL;
+  g_autoptr(SoupSession) session = plain_session ();
+
+  g_test_summary ("tokens bound to owner prefixes: a token touches only sandboxes of the owners it covers, is "
+                  "refused (403) for others, naming the caller's owner and never the sandbox's; gc without an "
+                  "admin token reclaims only what the token covers; a claim is usable only under a token that "
+                  "covers its owner; a one-token file stays an admin token");
+  file = g_strdup_printf ("# sandstepd tokens\n%s\n\n%s owner=nightly/\n%s owner=weekly/\n", admin, nightly, weekly);
+  g_assert_true (g_file_set_contents_full (f->server.token_file, file, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+  fixture_start (f);
+  {
+    const char *args[] = { "provision", "--lifetime=3s", NULL };
+    g_autoptr(Result) n = helper_as (f, nightly, n_owner, args);
+    g_autoptr(Result) w = helper_as (f, weekly, w_owner, args);
+    assert_status (n, 0);
+    assert_status (w, 0);
+    n_handle = g_strstrip (g_strdup (n->out));
+    w_handle = g_strstrip (g_strdup (w->out));
+    n_h = g_strconcat ("--handle=", n_handle, NULL);
+    w_h = g_strconcat ("--handle=", w_handle, NULL);
+  }
+  /* The nightly token may not act as a weekly owner. */
+  {
+    const char *args[] = { "provision", NULL };
+    g_autoptr(Result) r = helper_as (f, nightly, w_owner, args);
+    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    assert_contains (r->err, w_owner);
+    assert_contains (r->err, "covers owners under 'nightly/' only");
+  }
+  /* ... and, as its own owner, learns nothing of the weekly sandbox's owner. */
+  {
+    const char *describe[] = { "describe", w_h, NULL };
+    const char *destroy[] = { "destroy", w_h, NULL };
+    const char *run[] = { "ls", w_h, NULL };
+    const char *const *calls[] = { describe, destroy, run };
+
+    for (gsize i = 0; i < G_N_ELEMENTS (calls); i++)
+      {
+        g_autoptr(Result) r = helper_as (f, nightly, n_owner, calls[i]);
+        assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+        assert_contains (r->err, n_owner);
+        g_assert_null (strstr (r->err, "weekly"));
+      }
+  }
+  /* A claim made under the weekly token is no claim of the nightly token's. */
+  {
+    g_autofree char *local = NULL;
+    g_autofree char *server_url = NULL;
+    g_autofree char *claim_url = NULL;
+    g_autofree char *list_url = NULL;
+    g_autofree char *auth = g_strconcat ("Bearer ", weekly, NULL);
+    g_autofree char *body_text = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s/raw\"}", w_owner, w_owner);
+    g_autoptr(GBytes) body = text_bytes (body_text);
+    g_autoptr(SoupMessage) msg = NULL;
+    g_autoptr(GInputStream) stream = NULL;
+    g_autoptr(GDataInputStream) lines = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new ();
+    g_autofree char *first = NULL;
+    const char *claim;
+    g_autofree char *list_text = NULL;
+    g_autoptr(GBytes) list_body = NULL;
+
+    g_assert_true (sandstep_handle_split (w_handle, &server_url, &local));
+    claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.url, local);
+    msg = soup_message_new ("POST", claim_url);
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
+    soup_message_set_request_body_from_bytes (msg, "application/json", body);
+    stream = soup_session_send (session, msg, NULL, NULL);
+    g_assert_nonnull (stream);
+    g_assert_cmpuint (soup_message_get_status (msg), ==, 200);
+    lines = g_data_input_stream_new (stream);
+    first = g_data_input_stream_read_line (lines, NULL, NULL, NULL);
+    g_assert_nonnull (first);
+    g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
+    claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
+    list_url = g_strdup_printf ("%s/v1/sandboxes/%s/list", f->server.url, local);
+    list_text = g_strdup_printf ("{\"claim\":\"%s\",\"path\":\"/workspace\"}", claim);
+    list_body = text_bytes (list_text);
+    {
+      Answer a = { 0 };
+      request (session, "POST", list_url, nightly, NULL, list_body, NULL, &a);
+      assert_error (&a, 409, "no-claim");
+      answer_clear (&a);
+    }
+    {
+      Answer a = { 0 };
+      request (session, "POST", list_url, weekly, NULL, list_body, NULL, &a);
+      g_assert_cmpuint (a.status, ==, 200);
+      answer_clear (&a);
+    }
+    g_input_stream_close (stream, NULL, NULL);
+  }
+  /* Past both lifetimes: the nightly token's gc reclaims the nightly sandbox only. */
+  g_usleep (4 * G_USEC_PER_SEC);
+  {
+    const char *gc[] = { "gc", NULL };
+    const char *describe_w[] = { "describe", w_h, NULL };
+    g_autoptr(Result) r = helper_as (f, nightly, n_owner, gc);
+    g_autoptr(Result) still = NULL;
+
+    assert_status (r, 0);
+    assert_contains (r->out, n_handle);
+    g_assert_null (strstr (r->out, w_handle));
+    still = helper_as (f, weekly, w_owner, describe_w);
+    assert_status (still, 0);
+  }
+  /* The admin token (a line of its own, as the one-token file of before) reclaims every owner's. */
+  {
+    const char *gc[] = { "gc", NULL };
+    g_autoptr(Result) r = helper_as (f, admin, "anyone/at-all", gc);
+    assert_status (r, 0);
+    assert_contains (r->out, w_handle);
+  }
+}
+
+static void
+test_token_file_errors (Fixture *f, gconstpointer data)
+{
+  static const char *const bad[] = {
+    "secret-one owner=nightly\n",           /* a prefix must end in '/' */
+    "secret-two owner=\n",
+    "secret-three superuser\n",
+    "secret-four owner=a/ extra\n",
+    "# only a comment\n\n",
+  };
+  g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
+  g_autofree char *option = g_strconcat ("--token-file=", f->server.token_file, NULL);
+
+  g_test_summary ("a token file sandstepd cannot read is refused at start (64), naming the file and the line, "
+                  "never the token");
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", state, option, NULL };
+      g_autoptr(Result) r = NULL;
+
+      g_assert_true (g_file_set_contents_full (f->server.token_file, bad[i], -1, G_FILE_SET_CONTENTS_NONE, 0600,
+                                               NULL));
+      r = run_argv (argv, NULL, 10);
+      assert_status (r, SANDSTEP_EXIT_USAGE);
+      assert_contains (r->err, f->server.token_file);
+      g_assert_null (strstr (r->err, "secret-"));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1552,6 +1880,10 @@ main (int argc, char **argv)
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
   ADD ("/remote/tls", test_tls);
+  ADD ("/remote/auth/own-token", test_own_token);
+  ADD ("/remote/auth/web-pages-refused", test_web_pages_refused);
+  ADD ("/remote/auth/owner-tokens", test_owner_tokens);
+  ADD ("/remote/auth/token-file-errors", test_token_file_errors);
 #undef ADD
 
   return g_test_run ();

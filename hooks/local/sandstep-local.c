@@ -551,7 +551,8 @@ owner_has_run (const char *owner, const char *run)
 }
 
 static gboolean
-local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
+local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+          GPtrArray *destroyed, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
@@ -566,6 +567,8 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
       if (record == NULL)
         continue;
       if (run != NULL && !owner_has_run (record->owner, run))
+        continue;
+      if (owner_prefix != NULL && !g_str_has_prefix (record->owner, owner_prefix))
         continue;
       if (expired_only && now_unix () < record->expires)
         continue;

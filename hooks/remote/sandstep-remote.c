@@ -436,12 +436,15 @@ remote_destroy (SandstepBackend *backend, const char *handle, const SandstepIden
 }
 
 static gboolean
-remote_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
+remote_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+           GPtrArray *destroyed, GError **error)
 {
   RemoteBackend *r = (RemoteBackend *) backend;
   g_autoptr(JsonObject) answer = NULL;
   GError *failed;
 
+  /* The server narrows it to what the token covers. */
+  g_return_val_if_fail (owner_prefix == NULL, FALSE);
   if (r->url == NULL)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
                            "no sandbox server to reclaim sandboxes on: pass --backend=URL or set "
