@@ -1436,7 +1436,8 @@ test_three_hosts (Fixture *f, gconstpointer data)
 
   g_test_summary ("three hosts (network namespaces A, B, C; 10.231.x.0/24 addresses that exist only inside "
                   "them): a step on A provisions through sandstepd on B; a step on C attaches by the handle "
-                  "alone (no backend given) and reads the files A left");
+                  "(no backend given, B listed in C's servers file) and reads the files A left; unlisted, C "
+                  "refuses to send B its token");
   SKIP_IF_NO_JAIL (f);
   if (!hosts_up (&hosts, &why))
     {
@@ -1451,6 +1452,8 @@ test_three_hosts (Fixture *f, gconstpointer data)
   server_start (&f->server);
 
   env_a = helper_env (f, server);
+  /* Plain http between the namespaces, said so. */
+  env_a = g_environ_setenv (env_a, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env_a = g_environ_setenv (env_a, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/provision", TRUE);
   {
     g_autoptr(Result) r = helper_on (f, &hosts, "a", env_a, "provision", NULL);
@@ -1465,9 +1468,25 @@ test_three_hosts (Fixture *f, gconstpointer data)
     assert_status (r, 0);
   }
 
-  /* C knows only the handle and the token. */
+  /* C knows the handle and the token, and trusts B once its servers file lists it. */
   env_c = helper_env (f, NULL);
+  env_c = g_environ_setenv (env_c, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env_c = g_environ_setenv (env_c, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/step-c", TRUE);
+  {
+    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
+    assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_contains (r->err, "sends its token only to");
+  }
+  {
+    g_autofree char *config = g_build_filename (f->dir, "config-c", NULL);
+    g_autofree char *servers = g_build_filename (config, "sandstep", "servers", NULL);
+    g_autofree char *servers_dir = g_path_get_dirname (servers);
+    g_autofree char *text = g_strdup_printf ("# the team's sandbox server\n%s\n", server);
+
+    g_assert_cmpint (g_mkdir_with_parents (servers_dir, 0700), ==, 0);
+    write_file (servers, text);
+    env_c = g_environ_setenv (env_c, "XDG_CONFIG_HOME", config, TRUE);
+  }
   {
     g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
     assert_status (r, 0);
@@ -1834,6 +1853,53 @@ test_owner_tokens (Fixture *f, gconstpointer data)
 }
 
 static void
+test_token_only_to_its_server (Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) trap = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new_from_string ("127.0.0.1", 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autofree char *foreign = NULL;
+  g_autofree char *file = g_build_filename (f->host_dir, "planted.sbx", NULL);
+  g_autofree char *arg = g_strconcat ("--handle=@", file, NULL);
+  g_autoptr(GSocket) caught = NULL;
+
+  g_test_summary ("the client sends its token only to the server it was configured for: a handle file naming "
+                  "another server is refused (64) before any connection, and plain http:// to a host beyond "
+                  "loopback is refused unless SANDSTEP_ALLOW_HTTP=1");
+  g_assert_no_error (error);
+  fixture_start (f);
+  /* Another server, as a planted handle file would name it; it must never hear from us. */
+  g_socket_bind (trap, any, TRUE, &error);
+  g_assert_no_error (error);
+  g_socket_listen (trap, &error);
+  g_assert_no_error (error);
+  g_socket_set_blocking (trap, FALSE);
+  bound = g_socket_get_local_address (trap, &error);
+  g_assert_no_error (error);
+  foreign = g_strdup_printf ("http://127.0.0.1:%u/sandstep-0123456789abcdef",
+                             g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+  write_file (file, foreign);
+  {
+    g_autoptr(Result) r = helper (f, "get", arg, "secret.txt", NULL);
+    assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_contains (r->err, "sends its token only to");
+    assert_contains (r->err, f->server.url);
+  }
+  caught = g_socket_accept (trap, NULL, NULL);
+  g_assert_null (caught);
+  /* Plain http beyond loopback: refused, unless said so. */
+  {
+    g_auto(GStrv) envp = helper_env (f, "http://192.0.2.1:7700");
+    const char *argv[] = { f->helper, "describe", "--handle=sandstep-0123456789abcdef", NULL };
+    g_autoptr(Result) r = run_argv (argv, envp, HELPER_TIMEOUT_S);
+    assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_contains (r->err, "plain http:// beyond loopback");
+    assert_contains (r->err, "SANDSTEP_ALLOW_HTTP=1");
+  }
+}
+
+static void
 test_token_file_errors (Fixture *f, gconstpointer data)
 {
   static const char *const bad[] = {
@@ -1884,6 +1950,7 @@ main (int argc, char **argv)
   ADD ("/remote/auth/web-pages-refused", test_web_pages_refused);
   ADD ("/remote/auth/owner-tokens", test_owner_tokens);
   ADD ("/remote/auth/token-file-errors", test_token_file_errors);
+  ADD ("/remote/auth/token-only-to-its-server", test_token_only_to_its_server);
 #undef ADD
 
   return g_test_run ();
