@@ -177,15 +177,18 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
   gsize len = 0;
   const guint8 *data = g_bytes_get_data (chunk, &len);
 
+  sandstepd_conn_body_progress (msg);
   if (req->refused)
     return;
+  /* A refusal from here on (req->mid_body) is answered at once, the rest of the body never read. */
   if (req->route == ROUTE_PUT && req->upload != NULL)
     {
       g_autoptr(GError) error = NULL;
-      if (!sandstepd_upload_feed (req->upload, data, len, &error) &&
-          g_error_matches (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE))
+      /* Whatever went wrong, the rest of the body is not read: it could be endless. */
+      if (!sandstepd_upload_feed (req->upload, data, len, &error))
         {
           req->refused = TRUE;
+          req->mid_body = TRUE;
           soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
           sandstepd_answer_error (req, error);
         }
@@ -196,6 +199,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
       if (req->upload_len + len > req->d->max_upload)
         {
           req->refused = TRUE;
+          req->mid_body = TRUE;
           soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
           sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
                                     "write less at a time, or start sandstepd with a larger --max-upload",
@@ -213,6 +217,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
             {
               int errsv = errno;
               req->refused = TRUE;
+              req->mid_body = TRUE;
               sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
                                         SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                         "Cannot stage the written bytes under '%s': %s", req->d->staging_dir,
@@ -226,6 +231,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
     }
   if (req->body->len + len > req->limit)
     {
+      req->mid_body = TRUE;
       refuse_large_body (req);
       return;
     }
@@ -262,6 +268,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
   gboolean bad_handle = FALSE;
   goffset length;
 
+  sandstepd_conn_got_headers (msg);
   /* Made here, not when the connection waits for a request: a keep-alive
    * connection that closes instead never finishes that message. */
   req->refs = 1;              /* released when the exchange finishes */
@@ -443,6 +450,7 @@ sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *pa
 {
   Request *req = g_object_get_data (G_OBJECT (msg), "sandstepd-request");
 
+  sandstepd_conn_body_done (msg);
   if (req == NULL || req->refused || req->completed)
     return;
   if (req->d->debug)

@@ -2,6 +2,7 @@
  *
  *   sandstepd [--listen=ADDR:PORT] [--token-file=FILE] [--tls-cert=FILE --tls-key=FILE]
  *             [--state-dir=DIR] [--max-upload=SIZE] [--max-claims=N] [--server-name=NAME]...
+ *             [--header-timeout=SECONDS] [--idle-timeout=SECONDS]
  *
  * The API is hooks/sandstep-wire.h's; how the daemon serves it,
  * sandstepd-private.h's.  Every request needs "Authorization: Bearer TOKEN"
@@ -23,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,6 +107,26 @@ own_tokens (const char *state_dir, char **out_path, GError **error)
   return set;
 }
 
+/* As many connections as descriptors allow (the soft limit raised to the
+ * hard one), less what workers and files take, and never over the cap. */
+static guint
+connection_limit (void)
+{
+  struct rlimit nofile;
+
+  if (getrlimit (RLIMIT_NOFILE, &nofile) < 0)
+    return 512;
+  if (nofile.rlim_cur < nofile.rlim_max)
+    {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit (RLIMIT_NOFILE, &nofile);
+      getrlimit (RLIMIT_NOFILE, &nofile);
+    }
+  if (nofile.rlim_cur < 256 + 64)
+    return 64;
+  return (guint) MIN (nofile.rlim_cur / 2, SANDSTEPD_MAX_CONNECTIONS);
+}
+
 static int
 usage_error (const char *message)
 {
@@ -122,6 +144,8 @@ main (int argc, char **argv)
   g_autofree char *state_dir = NULL;
   g_autofree char *max_upload = NULL;
   g_auto(GStrv) server_names = NULL;
+  int header_timeout = SANDSTEPD_HEADERS_DEADLINE_S;
+  int idle_timeout = SANDSTEPD_BODY_IDLE_S;
   g_autofree char *own_token_path = NULL;
   int max_claims = DEFAULT_MAX_CLAIMS;
   gboolean worker = FALSE;
@@ -136,6 +160,8 @@ main (int argc, char **argv)
     { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir, "Where sandboxes live (default $SANDSTEP_STATE_DIR, else sandstep's default)", "DIR" },
     { "max-upload", 0, 0, G_OPTION_ARG_STRING, &max_upload, "Largest put or write accepted (default 1G)", "BYTES" },
     { "max-claims", 0, 0, G_OPTION_ARG_INT, &max_claims, "Claims held at once (default 256)", "N" },
+    { "header-timeout", 0, 0, G_OPTION_ARG_INT, &header_timeout, "Seconds a connection has to send its request's headers (default " G_STRINGIFY (SANDSTEPD_HEADERS_DEADLINE_S) ")", "SECONDS" },
+    { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout, "Seconds a request's body may pause (default " G_STRINGIFY (SANDSTEPD_BODY_IDLE_S) ")", "SECONDS" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
     { "worker", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &worker, NULL, NULL },
     { "parent", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &parent, NULL, NULL },
@@ -145,7 +171,7 @@ main (int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autoptr(GInetSocketAddress) address = NULL;
   g_autoptr(GMainLoop) loop = NULL;
-  g_autoptr(GSocketService) service = NULL;
+  g_autoptr(GSocket) listener = NULL;
   g_autoptr(GSocketAddress) effective = NULL;
   Daemon *d;
 
@@ -166,6 +192,11 @@ main (int argc, char **argv)
   the_daemon = d;
   d->debug = g_getenv ("SANDSTEPD_DEBUG") != NULL;
   d->max_workers = max_claims > 0 ? (guint) max_claims : DEFAULT_MAX_CLAIMS;
+  d->max_connections = connection_limit ();
+  if (header_timeout <= 0 || idle_timeout <= 0)
+    return usage_error ("--header-timeout and --idle-timeout must be positive whole seconds");
+  d->header_timeout_s = (guint) header_timeout;
+  d->idle_timeout_s = (guint) idle_timeout;
   d->max_upload = DEFAULT_MAX_UPLOAD;
   d->staging_fd = -1;
   g_queue_init (&d->idle);
@@ -231,17 +262,19 @@ main (int argc, char **argv)
   g_signal_connect (d->server, "request-started", G_CALLBACK (sandstepd_on_request_started), d);
   soup_server_add_handler (d->server, NULL, sandstepd_on_request, d, NULL);
 
-  /* Connections are accepted here and handed to the SoupServer (see sandstepd_on_incoming). */
-  service = g_socket_service_new ();
-  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (service), G_SOCKET_ADDRESS (address), G_SOCKET_TYPE_STREAM,
-                                      G_SOCKET_PROTOCOL_TCP, NULL, &effective, &error))
+  /* Connections are accepted here and handed to the SoupServer (see sandstepd_listen). */
+  listener = g_socket_new (g_socket_address_get_family (G_SOCKET_ADDRESS (address)), G_SOCKET_TYPE_STREAM,
+                           G_SOCKET_PROTOCOL_TCP, &error);
+  if (listener != NULL)
+    g_socket_set_listen_backlog (listener, 1024);
+  if (listener == NULL || !g_socket_bind (listener, G_SOCKET_ADDRESS (address), TRUE, &error) ||
+      !g_socket_listen (listener, &error) || (effective = g_socket_get_local_address (listener, &error)) == NULL)
     {
       g_autofree char *shown = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (address));
       g_printerr ("sandstepd: cannot listen on %s: %s\n", shown, error->message);
       return SANDSTEP_EXIT_INTERNAL;
     }
-  g_signal_connect (service, "incoming", G_CALLBACK (sandstepd_on_incoming), d);
-  g_socket_service_start (service);
+  sandstepd_listen (d, listener);
   if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (address)) && tls_cert == NULL)
     sandstepd_say ("warning: serving beyond loopback without TLS: the token and all traffic travel in clear text");
 

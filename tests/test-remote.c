@@ -1928,6 +1928,274 @@ test_token_file_errors (Fixture *f, gconstpointer data)
     }
 }
 
+/* ---- slow and hostile clients ---- */
+
+/* A TCP connection to the fixture's server from @source (e.g. "127.0.0.2"); its fd. */
+static int
+connect_from (Server *s, const char *source)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+  g_autoptr(GSocketAddress) from = g_inet_socket_address_new_from_string (source, 0);
+  g_autoptr(GSocketAddress) to = g_inet_socket_address_new_from_string ("127.0.0.1", server_port (s));
+  int fd;
+
+  g_assert_no_error (error);
+  g_socket_bind (socket, from, FALSE, &error);
+  g_assert_no_error (error);
+  g_socket_connect (socket, to, NULL, &error);
+  g_assert_no_error (error);
+  fd = dup (g_socket_get_fd (socket));
+  g_assert_cmpint (fd, >=, 0);
+  return fd;
+}
+
+/* TRUE once the server has closed @fd (EOF or reset), within @timeout_s. */
+static gboolean
+closed_within (int fd, double timeout_s)
+{
+  struct pollfd pfd = { fd, POLLIN | POLLRDHUP, 0 };
+  char buf[4096];
+
+  for (gint64 end = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC); g_get_monotonic_time () < end;)
+    {
+      ssize_t n;
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static void
+assert_health (Fixture *f)
+{
+  g_autoptr(SoupSession) session = plain_session ();
+  g_autofree char *url = api (&f->server, "/v1/health");
+  Answer a = { 0 };
+  gint64 start = g_get_monotonic_time ();
+
+  request (session, "GET", url, f->server.token, NULL, NULL, NULL, &a);
+  g_assert_cmpuint (a.status, ==, 200);
+  g_test_message ("an authenticated request took %.1f ms", (g_get_monotonic_time () - start) / 1000.0);
+  answer_clear (&a);
+}
+
+static void
+test_slow_deadlines (Fixture *f, gconstpointer data)
+{
+  static const char *const extra[] = { "--header-timeout=2", "--idle-timeout=2", NULL };
+  static const char partial_head[] = "POST /v1/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  g_autofree char *partial_body = NULL;
+  int silent, slow_head, slow_body;
+
+  g_test_summary ("sandstepd shuts a connection that sends no request within --header-timeout, or only part of "
+                  "its headers, and one whose body stops coming for --idle-timeout; others are served meanwhile");
+  f->server.extra = g_strdupv ((char **) extra);
+  fixture_start (f);
+  silent = connect_from (&f->server, "127.0.0.2");
+  slow_head = connect_from (&f->server, "127.0.0.2");
+  slow_body = connect_from (&f->server, "127.0.0.3");
+  g_assert_cmpint (write (slow_head, partial_head, strlen (partial_head)), >, 0);
+  partial_body = g_strdup_printf ("POST /v1/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                                  "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"owner\":",
+                                  f->server.token);
+  g_assert_cmpint (write (slow_body, partial_body, strlen (partial_body)), >, 0);
+  assert_health (f);
+  g_assert_true (closed_within (silent, 8));
+  g_assert_true (closed_within (slow_head, 8));
+  g_assert_true (closed_within (slow_body, 8));
+  assert_health (f);
+  close (silent);
+  close (slow_head);
+  close (slow_body);
+}
+
+static void
+test_slow_half_open_evicted (Fixture *f, gconstpointer data)
+{
+  int fds[40];
+  guint closed = 0;
+
+  g_test_summary ("a peer holds at most 32 connections that have sent no request: a 33rd and later evict its "
+                  "oldest, and a client elsewhere is served at once all along");
+  fixture_start (f);
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    fds[i] = connect_from (&f->server, "127.0.0.4");
+  assert_health (f);
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    if (closed_within (fds[i], i < 8 ? 3 : 0.05))
+      closed++;
+  g_test_message ("%u of %zu half-open connections were closed", closed, G_N_ELEMENTS (fds));
+  g_assert_cmpuint (closed, ==, G_N_ELEMENTS (fds) - 32);
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    close (fds[i]);
+}
+
+/* The daemon's CPU time (user and system), in seconds. */
+static double
+server_cpu_s (Server *s)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) s->pid);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *after;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  after = strrchr (text, ')');
+  g_assert_nonnull (after);
+  fields = g_strsplit (after + 2, " ", -1);
+  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+}
+
+static void
+test_slow_descriptors_run_out (Fixture *f, gconstpointer data)
+{
+  static const char *const prefix[] = { "prlimit", "--nofile=64:64", NULL };
+  g_autofree char *prlimit = g_find_program_in_path ("prlimit");
+  g_autofree char *log = NULL;
+  GArray *fds = g_array_new (FALSE, FALSE, sizeof (int));
+  double before, after;
+
+  g_test_summary ("when file descriptors run out, sandstepd backs off instead of spinning on its listening "
+                  "socket (its CPU stays low while connections keep coming), frees the oldest half-open one, and "
+                  "serves an authenticated client");
+  if (prlimit == NULL)
+    {
+      g_test_skip ("prlimit (util-linux) is not installed");
+      return;
+    }
+  f->server.prefix = g_strdupv ((char **) prefix);
+  fixture_start (f);
+  /* Far more half-open connections, from 16 peers, than 64 descriptors hold. */
+  for (int i = 0; i < 160; i++)
+    {
+      g_autofree char *source = g_strdup_printf ("127.0.1.%d", 1 + i % 16);
+      int fd = connect_from (&f->server, source);
+      g_array_append_val (fds, fd);
+    }
+  g_usleep (G_USEC_PER_SEC / 2);
+  before = server_cpu_s (&f->server);
+  g_usleep (3 * G_USEC_PER_SEC);
+  after = server_cpu_s (&f->server);
+  g_test_message ("sandstepd spent %.2f s of CPU in 3 s with its descriptors used up", after - before);
+  g_assert_cmpfloat (after - before, <, 0.5);
+  assert_health (f);
+  g_assert_true (g_file_get_contents (f->server.log, &log, NULL, NULL));
+  assert_contains (log, "cannot accept connections");
+  for (guint i = 0; i < fds->len; i++)
+    close (g_array_index (fds, int, i));
+  g_array_unref (fds);
+}
+
+static void
+test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
+{
+  static const char *const extra[] = { "--max-upload=1K", NULL };
+  g_autoptr(SoupSession) session = plain_session ();
+  g_autofree char *handle = NULL;
+  g_autofree char *server_url = NULL;
+  g_autofree char *local = NULL;
+  g_autofree char *claim_url = NULL;
+  g_autofree char *auth = NULL;
+  g_autofree char *body_text = NULL;
+  g_autoptr(GBytes) body = NULL;
+  g_autoptr(SoupMessage) msg = NULL;
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GDataInputStream) lines = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *first = NULL;
+  const char *claim;
+  guint64 rss_before, rss_after;
+  int fd;
+  g_autofree char *head = NULL;
+  GString *chunk = g_string_new (NULL);
+  char answer[8192] = "";
+  gssize n;
+  guint64 sent = 0;
+
+  g_test_summary ("--max-upload holds for a chunked put body of link entries (one once passed 81 MB under a "
+                  "1 KiB limit): refused with 413 after about the limit, the daemon's memory unmoved");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char **) extra);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  g_assert_true (sandstep_handle_split (handle, &server_url, &local));
+  claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.url, local);
+  auth = g_strconcat ("Bearer ", f->server.token, NULL);
+  body_text = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s\"}", f->owner, f->holder);
+  body = text_bytes (body_text);
+  msg = soup_message_new ("POST", claim_url);
+  soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
+  soup_message_set_request_body_from_bytes (msg, "application/json", body);
+  stream = soup_session_send (session, msg, NULL, NULL);
+  g_assert_nonnull (stream);
+  lines = g_data_input_stream_new (stream);
+  first = g_data_input_stream_read_line (lines, NULL, NULL, NULL);
+  g_assert_nonnull (first);
+  g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
+  claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
+
+  rss_before = server_rss_kib (&f->server);
+  fd = connect_from (&f->server, "127.0.0.1");
+  head = g_strdup_printf ("POST /v1/sandboxes/%s/put?dest=/workspace/&name=up&contents=0 HTTP/1.1\r\n"
+                          "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\nX-Sandstep-Claim: %s\r\n"
+                          "Content-Type: application/x-sandstep-entries\r\nTransfer-Encoding: chunked\r\n\r\n",
+                          local, f->server.token, claim);
+  g_assert_cmpint (write (fd, head, strlen (head)), ==, (ssize_t) strlen (head));
+  {
+    static const char top[] = "{\"path\":\"\",\"type\":\"dir\",\"mode\":493}\n";
+    g_string_append_printf (chunk, "%zx\r\n%s\r\n", strlen (top), top);
+    g_assert_cmpint (write (fd, chunk->str, chunk->len), ==, (ssize_t) chunk->len);
+    sent += chunk->len;
+  }
+  /* Up to 80 MB of link entries, each new, as long as the server takes them. */
+  for (int i = 0; i < 800; i++)
+    {
+      struct pollfd pfd = { fd, POLLOUT, 0 };
+      GString *entries = g_string_new (NULL);
+
+      for (int j = 0; j < 1000; j++)
+        g_string_append_printf (entries, "{\"path\":\"l%09d\",\"type\":\"link\",\"target\":\"/etc/passwd\"}\n",
+                                i * 1000 + j);
+      g_string_truncate (chunk, 0);
+      g_string_append_printf (chunk, "%zx\r\n%s\r\n", entries->len, entries->str);
+      g_string_free (entries, TRUE);
+      if (poll (&pfd, 1, 5000) <= 0 || (pfd.revents & (POLLERR | POLLHUP)) != 0)
+        break;
+      if (send (fd, chunk->str, chunk->len, MSG_NOSIGNAL) < 0)
+        break;
+      sent += chunk->len;
+    }
+  n = recv (fd, answer, sizeof answer - 1, 0);
+  if (n > 0)
+    answer[n] = '\0';
+  g_test_message ("sent %" G_GUINT64_FORMAT " bytes before the answer: %.40s", sent, answer);
+  assert_contains (answer, " 413 ");
+  /* Stopped near the limit: what was sent past it sat in socket buffers. */
+  g_assert_cmpuint (sent, <, 16 * 1024 * 1024);
+  rss_after = server_rss_kib (&f->server);
+  g_assert_cmpuint (rss_after, <, rss_before + 20 * 1024);
+  close (fd);
+  g_string_free (chunk, TRUE);
+  g_input_stream_close (stream, NULL, NULL);
+
+  /* The helper's own put over the limit hears why, as locally. */
+  {
+    g_autofree char *big = g_build_filename (f->host_dir, "big.bin", NULL);
+    g_autofree char *junk = g_strnfill (64 * 1024, 'x');
+    g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Result) r = NULL;
+
+    write_file (big, junk);
+    r = helper (f, "put", h, big, "/workspace/big.bin", NULL);
+    assert_status (r, SANDSTEP_EXIT_PATH);
+    assert_contains (r->err, "limit of 1024 bytes");
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1951,6 +2219,10 @@ main (int argc, char **argv)
   ADD ("/remote/auth/owner-tokens", test_owner_tokens);
   ADD ("/remote/auth/token-file-errors", test_token_file_errors);
   ADD ("/remote/auth/token-only-to-its-server", test_token_only_to_its_server);
+  ADD ("/remote/slow/deadlines", test_slow_deadlines);
+  ADD ("/remote/slow/half-open-evicted", test_slow_half_open_evicted);
+  ADD ("/remote/slow/descriptors-run-out", test_slow_descriptors_run_out);
+  ADD ("/remote/slow/chunked-put-limit", test_slow_chunked_put_limit);
 #undef ADD
 
   return g_test_run ();
