@@ -199,8 +199,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepAttachment, sandstep_attachment_detach)
  * local.  The remote backend lives in the module sandstep-remote.so
  * (libsoup), loaded on first use, so that a local step never loads libsoup;
  * it is found beside the running program, at ../hooks/remote/ from it in a
- * build tree, or in libexecdir, and $SANDSTEP_REMOTE_MODULE overrides all
- * three. */
+ * build tree, or in libexecdir; in a build tree, the test hook
+ * $SANDSTEP_TEST_REMOTE_MODULE overrides all three (sandstep-test-hooks.h). */
 SandstepBackend *sandstep_backend_open (const char *backend, const char *handle, GError **error);
 
 G_END_DECLS
