@@ -58,7 +58,8 @@ test_hooks_ignored_when_installed (void)
   gsize len = 0;
 
   g_test_summary ("test hooks (SANDSTEP_TEST_RESOLVE, SANDSTEP_TEST_HTTPS_PORT, SANDSTEP_TEST_REMOTE_MODULE) work "
-                  "in a program of the build tree and are ignored by the same program installed elsewhere");
+                  "in a program of the build tree (or a test copy beside the mark) and are ignored by the same "
+                  "program installed elsewhere");
   g_assert_nonnull (self);
   g_assert_nonnull (dir);
   copy = g_build_filename (dir, "test-installed", NULL);
@@ -72,6 +73,16 @@ test_hooks_ignored_when_installed (void)
   installed = run_probe (copy);
   g_assert_cmpstr (installed, ==, "SANDSTEP_TEST_RESOLVE=(ignored)\nSANDSTEP_TEST_HTTPS_PORT=(ignored)\n"
                                   "SANDSTEP_TEST_REMOTE_MODULE=(ignored)\n");
+  /* The harness's copies for a throwaway user carry the mark, and keep the hooks. */
+  {
+    g_autofree char *mark = g_build_filename (dir, SANDSTEP_TEST_HOOKS_MARK, NULL);
+    g_autofree char *marked = NULL;
+
+    g_assert_true (g_file_set_contents (mark, "", 0, NULL));
+    marked = run_probe (copy);
+    g_assert_cmpstr (marked, ==, in_tree);
+    g_unlink (mark);
+  }
   g_unlink (copy);
   g_rmdir (dir);
 }
