@@ -113,9 +113,11 @@ typedef struct {
                        gint64 keep_s, gboolean *out_destroyed, GError **error);
   /* At once, killing what runs; destroying a sandbox that is gone is no error. */
   gboolean (*destroy) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
-  /* Reclaims sandboxes of @run (NULL: any) that are expired, or all of the run's when !@expired_only.
+  /* Reclaims sandboxes of @run (NULL: any) that are expired, or all of the run's when !@expired_only;
+   * damaged ones once they are certainly expired, or all of them with @broken.
    * Appends the handles it destroyed to @destroyed. */
-  gboolean (*gc) (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error);
+  gboolean (*gc) (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
+                  GPtrArray *destroyed, GError **error);
 
   void (*free) (SandstepBackend *backend);
 } SandstepBackendClass;
@@ -153,8 +155,8 @@ gboolean sandstep_backend_release (SandstepBackend *backend, const char *handle,
                                    gint64 keep_s, gboolean *out_destroyed, GError **error);
 gboolean sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                                    GError **error);
-gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed,
-                              GError **error);
+gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
+                              GPtrArray *destroyed, GError **error);
 void sandstep_backend_free (SandstepBackend *backend);
 
 /* Ends the claim; a release that came while it was held, and whose keep is
