@@ -431,6 +431,9 @@ sandstep_test_host_path (SandstepTestFixture *f, const char *name)
 
 static void proc_free (SandstepTestProc *proc);
 
+/* Helper runs may be started and waited for from several threads at once (the soak test). */
+static GMutex fixture_lock;
+
 /* A helper left running by an aborted test case dies with the test program. */
 static void
 die_with_parent (gpointer data)
@@ -820,7 +823,9 @@ sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const
   proc->pidfd = (int) syscall (SYS_pidfd_open, proc->pid, 0);
   g_assert_cmpint (proc->pidfd, >=, 0);
   g_assert_cmpint (fcntl (proc->pidfd, F_SETFD, FD_CLOEXEC), ==, 0);
+  g_mutex_lock (&fixture_lock);
   g_ptr_array_add (f->procs, proc);
+  g_mutex_unlock (&fixture_lock);
   return proc;
 }
 
@@ -923,6 +928,7 @@ sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s)
   result->out = g_string_free (g_steal_pointer (&proc->out), FALSE);
   result->err = g_string_free (g_steal_pointer (&proc->err), FALSE);
   result->command = g_steal_pointer (&proc->command);
+  g_mutex_lock (&fixture_lock);
   if (proc->provision && result->status == 0 && result->out_len > 1 && result->out[result->out_len - 1] == '\n')
     {
       g_autofree char *handle = g_strndup (result->out, result->out_len - 1);
@@ -931,6 +937,7 @@ sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s)
         g_ptr_array_add (proc->f->handles, g_steal_pointer (&handle));
     }
   g_ptr_array_remove_fast (proc->f->procs, proc);
+  g_mutex_unlock (&fixture_lock);
   proc_free (proc);
   return result;
 }

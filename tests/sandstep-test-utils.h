@@ -14,7 +14,8 @@
  * (created with useradd when the tests run as root), through setpriv.
  *
  * Every function asserts on setup failures (g_assert_*): a broken harness is a
- * failed test, never a silent pass.
+ * failed test, never a silent pass.  Helper runs of one fixture may be
+ * spawned and waited for from several threads at once.
  */
 #pragma once
 
