@@ -18,6 +18,7 @@ typedef struct {
   const char *run;
   const char *owner_prefix;  /* gc: what the token covers (NULL: every owner) */
   gboolean expired_only;
+  gboolean broken;
   /* results */
   JsonObject *answer;
   GError *error;
@@ -77,7 +78,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         g_autoptr(GError) error = NULL;
 
         /* What it reclaimed before a failure is reclaimed: the answer says both. */
-        sandstep_backend_gc (b, job->run, job->owner_prefix, job->expired_only, destroyed, &error);
+        sandstep_backend_gc (b, job->run, job->owner_prefix, job->expired_only, job->broken, destroyed, &error);
         job->answer = sandstep_wire_gc_reply (destroyed, error);
         break;
       }
@@ -118,7 +119,7 @@ read_body (Request *req, RecordJob *job)
     {
       /* Without an admin token, gc reclaims only what the token covers. */
       job->owner_prefix = req->scope->owner_prefix;
-      if (sandstep_wire_read_gc_request (job->body, &job->run, &job->expired_only, &error))
+      if (sandstep_wire_read_gc_request (job->body, &job->run, &job->expired_only, &job->broken, &error))
         return TRUE;
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return FALSE;

@@ -115,8 +115,10 @@ typedef struct {
   gboolean (*destroy) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
   /* Reclaims sandboxes of @run (NULL: any) whose owner starts with
    * @owner_prefix (NULL: any owner) that are expired, or all of the run's
-   * when !@expired_only.  Appends the handles it destroyed to @destroyed. */
+   * when !@expired_only; damaged ones once they are certainly expired, or all
+   * of them with @broken.  Appends the handles it destroyed to @destroyed. */
   gboolean (*gc) (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+                  gboolean broken,
                   GPtrArray *destroyed, GError **error);
 
   void (*free) (SandstepBackend *backend);
@@ -156,7 +158,7 @@ gboolean sandstep_backend_release (SandstepBackend *backend, const char *handle,
 gboolean sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                                    GError **error);
 gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owner_prefix,
-                              gboolean expired_only, GPtrArray *destroyed, GError **error);
+                              gboolean expired_only, gboolean broken, GPtrArray *destroyed, GError **error);
 void sandstep_backend_free (SandstepBackend *backend);
 
 /* Ends the claim; a release that came while it was held, and whose keep is

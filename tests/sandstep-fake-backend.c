@@ -228,7 +228,7 @@ fake_release (SandstepBackend *backend, const char *handle, const SandstepIdenti
 
 static gboolean
 fake_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
-         GPtrArray *destroyed, GError **error)
+         gboolean broken, GPtrArray *destroyed, GError **error)
 {
   FakeBackend *fake = (FakeBackend *) backend;
   g_autoptr(GList) handles = g_hash_table_get_keys (fake->sandboxes);

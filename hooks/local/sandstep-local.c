@@ -131,28 +131,32 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
                  gboolean *out_existing, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
+  SandstepStore *store = local->store;
   g_autoptr(SandstepRecord) record = NULL;
   g_autofree char *existing = NULL;
-  int lock;
 
   *out_existing = FALSE;
-  lock = sandstep_store_lock_provision (local->store, error);
-  if (lock < 0)
+  if (!sandstep_store_lock_provision (store, error))
     return NULL;
+  /* What a provision killed part way left: this one holds the lock, so nothing else is being built. */
+  sandstep_store_sweep (store, FALSE);
 
   /* Get-or-create by holder: a retried step finds the sandbox it made. */
-  existing = sandstep_store_find_holder (local->store, who->owner, who->holder);
+  existing = sandstep_store_find_holder (store, who->owner, who->holder);
   if (existing != NULL)
     {
-      g_autoptr(SandstepRecord) old = sandstep_store_load (local->store, existing, NULL);
+      g_autoptr(GError) load_error = NULL;
+      g_autoptr(SandstepRecord) old = sandstep_store_load (store, existing, &load_error);
       if (old != NULL && now_unix () < old->expires && !old->released)
         {
-          close (lock);
+          sandstep_store_unlock_provision (store);
           *out_existing = TRUE;
           return g_steal_pointer (&existing);
         }
+      /* Over or released: this holder gets a new one.  A damaged one stays for its owner to look
+       * into until gc reclaims it; this holder gets a new one too. */
       if (old != NULL)
-        sandstep_sandbox_destroy (local->store, existing, -1, NULL);
+        sandstep_sandbox_destroy (store, existing, -1, NULL);
     }
 
   record = g_new0 (SandstepRecord, 1);
@@ -163,14 +167,15 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   record->expires = record->created + spec->lifetime_s;
   record->spec = copy_spec (spec);
   assign_uid (local, record);
-  if (!sandstep_store_create (local->store, record, error) ||
-      !sandstep_store_set_holder (local->store, who->owner, who->holder, record->handle, error))
+  /* The holder first: a kill after the sandbox appears must leave it findable, or a retry makes a second. */
+  if (!sandstep_store_set_holder (store, who->owner, who->holder, record->handle, error) ||
+      !sandstep_store_create (store, record, error))
     {
-      sandstep_sandbox_destroy (local->store, record->handle, -1, NULL);
-      close (lock);
+      sandstep_store_forget_holder (store, who->owner, who->holder, record->handle);
+      sandstep_store_unlock_provision (store);
       return NULL;
     }
-  close (lock);
+  sandstep_store_unlock_provision (store);
   return g_strdup (record->handle);
 }
 
@@ -444,29 +449,14 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autofree char *created = NULL;
   g_autofree char *expires = NULL;
-  g_autofree char *claim_path = NULL;
   g_autofree char *held_by = NULL;
-  int fd;
 
   if (record == NULL || !check_owner (record, who, error))
     return NULL;
   created = format_time (record->created);
   expires = format_time (record->expires);
 
-  /* Who holds it now, without taking the claim: a shared lock fails while it is held. */
-  claim_path = sandstep_store_sandbox_path (local->store, handle, "claim");
-  fd = open (claim_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd >= 0)
-    {
-      if (flock (fd, LOCK_SH | LOCK_NB) < 0)
-        {
-          g_autoptr(JsonNode) root = sandstep_json_load_file (claim_path, 4096, NULL);
-          if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
-            held_by = g_strdup (json_object_get_string_member_with_default (json_node_get_object (root), "holder",
-                                                                            NULL));
-        }
-      close (fd);
-    }
+  held_by = sandstep_store_peek_holder (local->store, handle);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "handle");
@@ -508,17 +498,32 @@ local_release (SandstepBackend *backend, const char *handle, const SandstepIdent
   g_autofree char *current = NULL;
   int fd;
 
+  g_autoptr(GError) save_error = NULL;
+
   *out_destroyed = FALSE;
   if (record == NULL || !check_owner (record, who, error))
     return FALSE;
   record->released = TRUE;
   record->expires = now_unix () + keep_s;
-  if (!sandstep_store_save (local->store, record, error))
-    return FALSE;
+  /* Recorded before the claim is tried, so that a holder ending meanwhile sees it and destroys. */
+  if (!sandstep_store_save (local->store, record, &save_error) &&
+      (keep_s > 0 || !g_error_matches (save_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NO_SPACE)))
+    {
+      g_propagate_error (error, g_steal_pointer (&save_error));
+      return FALSE;
+    }
   if (keep_s > 0)
     return TRUE;
   /* Destroy now unless a command runs; then its operator destroys it when it ends. */
   fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, NULL);
+  if (fd < 0 && save_error != NULL)
+    {
+      /* A full disk kept the release from being recorded, and a command holds the sandbox. */
+      g_propagate_prefixed_error (error, g_steal_pointer (&save_error),
+                                  "Sandbox '%s' is left until its lifetime ends: it could not be marked released "
+                                  "while '%s' holds it: ", handle, current != NULL ? current : "a command");
+      return FALSE;
+    }
   if (fd < 0)
     return TRUE;
   *out_destroyed = sandstep_sandbox_destroy (local->store, handle, fd, error);
@@ -552,7 +557,7 @@ owner_has_run (const char *owner, const char *run)
 
 static gboolean
 local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
-          GPtrArray *destroyed, GError **error)
+          gboolean broken, GPtrArray *destroyed, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
@@ -561,17 +566,27 @@ local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, g
   for (guint i = 0; i < handles->len; i++)
     {
       const char *handle = handles->pdata[i];
-      g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, NULL);
+      g_autoptr(GError) load_error = NULL;
+      g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, &load_error);
       g_autoptr(GError) local_error = NULL;
 
       if (record == NULL)
-        continue;
-      if (run != NULL && !owner_has_run (record->owner, run))
-        continue;
-      if (owner_prefix != NULL && !g_str_has_prefix (record->owner, owner_prefix))
-        continue;
-      if (expired_only && now_unix () < record->expires)
-        continue;
+        {
+          /* A damaged sandbox has no owner to match a run: reclaimed when asked, or once certainly over;
+           * never by a gc for some owners only, as it may be anyone's. */
+          if (!g_error_matches (load_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN) ||
+              owner_prefix != NULL || !(broken || sandstep_store_is_over (local->store, handle, NULL)))
+            continue;
+        }
+      else
+        {
+          if (run != NULL && !owner_has_run (record->owner, run))
+            continue;
+          if (owner_prefix != NULL && !g_str_has_prefix (record->owner, owner_prefix))
+            continue;
+          if (expired_only && !sandstep_store_is_over (local->store, handle, record))
+            continue;
+        }
       if (sandstep_sandbox_destroy (local->store, handle, -1, &local_error))
         g_ptr_array_add (destroyed, g_strdup (handle));
       else if (ok)
@@ -580,17 +595,23 @@ local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, g
           g_propagate_error (error, g_steal_pointer (&local_error));
         }
     }
+  sandstep_store_sweep (local->store, TRUE);
   return ok;
 }
 
 gboolean
 sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
 {
+  /* Read first, for the holder's entry; a damaged record has none to forget (gc sweeps those). */
+  g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, NULL);
+
   /* What runs it first: its supervisor ends with its namespaces, and every process in them. */
   sandstep_supervisor_stop (store, handle);
   if (!sandstep_store_destroy (store, handle, claim_fd, error))
     return FALSE;
   sandstep_cgroup_remove (handle);
+  if (record != NULL)
+    sandstep_store_forget_holder (store, record->owner, record->holder, handle);
   return TRUE;
 }
 
