@@ -72,8 +72,59 @@ sandstepd_request_resume (Request *req)
     }
 }
 
+/* What is still read, and dropped, after an answer given half-way through a
+ * body: closing at once would reset the connection, and the peer could lose
+ * the answer with its unread bytes. */
+#define LINGER_S 2
+#define LINGER_BYTES (8 * 1024 * 1024)
+
+typedef struct {
+  GIOStream *stream;
+  guint8 buf[65536];
+  gsize drained;
+  guint timer;
+  GCancellable *cancellable;
+} Linger;
+
+static void
+linger_end (Linger *l)
+{
+  if (l->timer != 0)
+    g_source_remove (l->timer);
+  g_io_stream_close (l->stream, NULL, NULL);
+  g_object_unref (l->stream);
+  g_object_unref (l->cancellable);
+  g_free (l);
+}
+
+static gboolean
+on_linger_over (gpointer data)
+{
+  Linger *l = data;
+
+  l->timer = 0;
+  g_cancellable_cancel (l->cancellable);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_linger_read (GObject *source, GAsyncResult *result, gpointer data)
+{
+  Linger *l = data;
+  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (source), result, NULL);
+
+  if (n <= 0 || (l->drained += n) >= LINGER_BYTES)
+    {
+      linger_end (l);
+      return;
+    }
+  g_input_stream_read_async (G_INPUT_STREAM (source), l->buf, sizeof l->buf, G_PRIORITY_DEFAULT, l->cancellable,
+                             on_linger_read, l);
+}
+
 /* libsoup answers only once it has read the whole body, which may never
- * end: the connection is taken from it, answered by hand, and closed. */
+ * end: the connection is taken from it, answered by hand, its sending side
+ * shut, and closed once the peer has stopped too (or LINGER_S later). */
 static void
 answer_and_close (Request *req, guint status, const char *text, gsize len)
 {
@@ -81,18 +132,35 @@ answer_and_close (Request *req, guint status, const char *text, gsize len)
   g_autofree char *head = g_strdup_printf ("HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
                                            "Content-Length: %" G_GSIZE_FORMAT "\r\nConnection: close\r\n\r\n",
                                            status, soup_status_get_phrase (status), len);
+  GSocket *socket = sandstepd_message_socket (req->msg);
   GOutputStream *out;
+  Linger *l;
 
   req->completed = TRUE;
   sandstepd_request_ref (req);
+  if (socket != NULL)
+    g_object_ref (socket);
   stream = soup_server_message_steal_connection (req->msg);
   if (stream != NULL)
     {
       out = g_io_stream_get_output_stream (stream);
-      if (g_output_stream_write_all (out, head, strlen (head), NULL, NULL, NULL))
-        g_output_stream_write_all (out, text, len, NULL, NULL, NULL);
-      g_io_stream_close (stream, NULL, NULL);
+      if (g_output_stream_write_all (out, head, strlen (head), NULL, NULL, NULL) &&
+          g_output_stream_write_all (out, text, len, NULL, NULL, NULL) && g_output_stream_flush (out, NULL, NULL))
+        {
+          if (socket != NULL && G_IS_SOCKET_CONNECTION (stream))
+            g_socket_shutdown (socket, FALSE, TRUE, NULL);
+          l = g_new0 (Linger, 1);
+          l->stream = g_steal_pointer (&stream);
+          l->cancellable = g_cancellable_new ();
+          l->timer = g_timeout_add_seconds (LINGER_S, on_linger_over, l);
+          g_input_stream_read_async (g_io_stream_get_input_stream (l->stream), l->buf, sizeof l->buf,
+                                     G_PRIORITY_DEFAULT, l->cancellable, on_linger_read, l);
+        }
+      else
+        g_io_stream_close (stream, NULL, NULL);
     }
+  if (socket != NULL)
+    g_object_unref (socket);
   sandstepd_request_unref (req);
 }
 

@@ -392,13 +392,17 @@ test_json_deep_record (void)
   g_autoptr(SandstepRecord) loaded = NULL;
   g_autofree char *command = NULL;
 
-  g_test_summary ("a record on disk nesting 200 KB deep is refused as unreadable (the state error), never parsed");
+  g_test_summary ("a record on disk nesting 200 KB deep is refused as damaged, never parsed");
   g_assert_nonnull (store);
   g_assert_cmpint (g_mkdir_with_parents (sandbox, 0700), ==, 0);
   g_assert_true (g_file_set_contents (record, bomb, -1, NULL));
+  {
+    g_autofree char *claim = sandstep_store_sandbox_path (store, handle, "claim");
+    g_assert_true (g_file_set_contents (claim, "", 0, NULL));
+  }
   loaded = sandstep_store_load (store, handle, &error);
   g_assert_null (loaded);
-  g_assert_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE);
+  g_assert_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN);
   g_assert_nonnull (strstr (error->message, "deeper than 64"));
   command = g_strdup_printf ("rm -rf '%s'", dir);
   g_assert_true (g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL));
