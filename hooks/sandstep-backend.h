@@ -22,6 +22,10 @@ typedef struct _SandstepAttachment SandstepAttachment;
 typedef struct {
   const char *owner;
   const char *holder;
+  /* A make recipe line that holds the sandbox across the recipe's lines, as
+   * "PID START ENDS" (hooks/local/sandstep-step.h); NULL: the claim lasts one
+   * command.  Only the local backend keeps such holds. */
+  const char *step;
 } SandstepIdentity;
 
 /* What read_file refuses above when the caller names no limit. */

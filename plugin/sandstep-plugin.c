@@ -30,6 +30,8 @@
 
 #define SANDSTEP_EXPORT __attribute__ ((visibility ("default")))
 #define FUNCTION_PREFIX "sandbox-"
+/* The environment variable of hooks/local/sandstep-step.h. */
+#define SANDSTEP_STEP_ENDS_VARIABLE "SANDSTEP_STEP_ENDS"
 
 SANDSTEP_EXPORT int plugin_is_GPL_compatible;
 
@@ -45,6 +47,10 @@ static struct {
   char *run;             /* the run id */
   char *top;             /* the top directory of the tree (SANDSTEP_TOP) */
   char *default_helper;  /* the helper beside the plugin, or "sandstep" */
+  /* The sandbox lines of the recipe being expanded (see number_line ()). */
+  guint lines;           /* sandbox lines numbered so far by this make */
+  char *step_target;     /* CURDIR and $@ of the recipe they belong to */
+  GHashTable *step_last; /* the sandbox (its handle file, or handle) -> its last line there */
 } plugin;
 
 /* ---- the make boundary ---------------------------------------------------- */
@@ -236,6 +242,74 @@ current_helper (void)
   return given[0] != '\0' ? g_steal_pointer (&given) : g_strdup (plugin.default_helper);
 }
 
+/* ---- a recipe's hold on its sandboxes ----------------------------------- */
+
+/* A target name make reads back as one target in `TARGET: VAR := ...`. */
+static gboolean
+is_plain_target (const char *target)
+{
+  return target[0] != '\0' && strpbrk (target, " \t\n:;=#%\\|$()*?[]") == NULL;
+}
+
+/* Which sandbox a call's first word names, as one key for every spelling of
+ * a handle file: @box.sbx and @./box.sbx are the same sandbox. */
+static char *
+sandbox_key (const char *args, const char *curdir)
+{
+  g_autofree char *copy = g_strstrip (g_strdup (args != NULL ? args : ""));
+  char *end = copy + strcspn (copy, " \t\n\r\v\f");
+
+  *end = '\0';
+  if (copy[0] == '@')
+    return g_canonicalize_filename (copy + 1, curdir);
+  return g_steal_pointer (&copy);
+}
+
+/* Numbers a sandbox line of the recipe being expanded and returns "PID:LINE"
+ * for its --step; NULL outside a recipe.  make expands a recipe whole before
+ * running its first line and builds the recipe's environment only then, so
+ * the target-specific SANDSTEP_STEP_ENDS that each call redefines reaches
+ * every line with the final list: each sandbox's last line in this recipe.
+ * A line that is not its sandbox's last keeps the sandbox held for the
+ * recipe after it ends (hooks/local/sandstep-step.h). */
+static char *
+number_line (const char *args)
+{
+  g_autofree char *target = expand ("$@");
+  g_autofree char *curdir = NULL;
+  g_autofree char *where = NULL;
+  g_autofree char *key = NULL;
+  g_autoptr(GString) ends = NULL;
+  g_autoptr(GString) eval = NULL;
+  g_autoptr(GList) lines = NULL;
+  char *token;
+
+  if (!is_plain_target (target))
+    return NULL;
+  curdir = expand ("$(CURDIR)");
+  where = g_strconcat (curdir, "\n", target, NULL);
+  if (g_strcmp0 (where, plugin.step_target) != 0)
+    {
+      g_free (plugin.step_target);
+      plugin.step_target = g_steal_pointer (&where);
+      g_hash_table_remove_all (plugin.step_last);
+    }
+  key = sandbox_key (args, curdir);
+  plugin.lines++;
+  token = g_strdup_printf ("%d:%u", (int) getpid (), plugin.lines);
+  g_hash_table_insert (plugin.step_last, g_steal_pointer (&key), g_strdup (token));
+
+  ends = g_string_new (NULL);
+  lines = g_hash_table_get_values (plugin.step_last);
+  for (GList *l = lines; l != NULL; l = l->next)
+    g_string_append_printf (ends, "%s%s", ends->len > 0 ? " " : "", (const char *) l->data);
+  eval = g_string_new (NULL);
+  g_string_append_printf (eval, "%s: override private export " SANDSTEP_STEP_ENDS_VARIABLE " := %s\n", target,
+                          ends->str);
+  gmk_eval (eval->str, NULL);
+  return token;
+}
+
 /* ---- the functions -------------------------------------------------------- */
 
 /* $(sandbox-OP [HANDLE] [OPTIONS][,TEXT]) for every row of the operator table. */
@@ -248,6 +322,7 @@ call_operator (const char *name, unsigned int argc, char **argv)
   g_autofree char *holder = NULL;
   g_autofree char *helper = NULL;
   g_autofree char *command = NULL;
+  g_autofree char *step = NULL;
   SandstepRenderContext context;
 
   if (op == NULL)
@@ -264,7 +339,9 @@ call_operator (const char *name, unsigned int argc, char **argv)
     }
   holder = current_holder (owner);
   helper = current_helper ();
-  context = (SandstepRenderContext) { .helper = helper, .owner = owner, .holder = holder };
+  if ((op->flags & SANDSTEP_OP_CLAIMS) && (op->flags & SANDSTEP_OP_HANDLE))
+    step = number_line (argc > 0 ? argv[0] : "");
+  context = (SandstepRenderContext) { .helper = helper, .owner = owner, .holder = holder, .step = step };
   command = sandstep_render (op, argc > 0 ? argv[0] : "", argc > 1 ? argv[1] : NULL, &context, &error);
   if (command == NULL)
     {
@@ -340,6 +417,7 @@ setup (const gmk_floc *floc)
     return -1;
   plugin.registered = TRUE;
   plugin.default_helper = find_default_helper ();
+  plugin.step_last = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   if (!init_identity (&error))
     {
       fail (error->message, floc);

@@ -13,6 +13,7 @@
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
+#include "sandstep-step.h"
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
 #include "sandstep-tree.h"
@@ -29,6 +30,8 @@ typedef struct {
   SandstepRecord *record;
   int claim_fd;
   int tree_fd;
+  SandstepStep step;       /* the make recipe line this attachment serves; .pid 0: none */
+  char *holder;
 } LocalAttachment;
 
 static gint64
@@ -175,6 +178,45 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 
 static void local_detach (SandstepAttachment *attachment);
 
+static int
+open_sandbox_dir (LocalBackend *local, const char *handle)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
+
+  return openat (local->store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Under the claim: refuses while another holder's make recipe holds the
+ * sandbox between its lines, and leaves a hold for this one's recipe when
+ * this line is not its last (sandstep-step.h). */
+static gboolean
+judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepStep *out_step,
+            GError **error)
+{
+  char holder[SANDSTEP_STEP_HOLDER_MAX];
+  pid_t make_pid = 0;
+  int dir = open_sandbox_dir (local, handle);
+
+  memset (out_step, 0, sizeof *out_step);
+  if (dir < 0)
+    return TRUE;
+  if (sandstep_step_held (dir, holder, sizeof holder, &make_pid) && g_strcmp0 (holder, who->holder) != 0)
+    {
+      close (dir);
+      return sandstep_throw_busy (error, holder,
+                                  "Sandbox '%s' is held by '%s', whose make recipe (make pid %d) holds it from its "
+                                  "first sandbox line to its last, and one step uses a sandbox at a time; wait for it "
+                                  "(--wait=SECONDS), or provision one sandbox per step; a recipe that failed half-way "
+                                  "holds it until that make exits",
+                                  handle, holder, (int) make_pid);
+    }
+  if (who->step != NULL && sandstep_step_scan (who->step, out_step) && out_step->pid > 0 &&
+      !sandstep_step_update (dir, who->holder, out_step))
+    g_debug ("Could not leave the recipe's hold on '%s': %s", handle, g_strerror (errno));
+  close (dir);
+  return TRUE;
+}
+
 static SandstepAttachment *
 local_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
@@ -210,6 +252,13 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
     }
 
   attachment = g_new0 (LocalAttachment, 1);
+  if (!judge_step (local, handle, who, &attachment->step, error))
+    {
+      close (fd);
+      g_free (attachment);
+      return NULL;
+    }
+  attachment->holder = g_strdup (who->holder);
   attachment->parent.backend = backend;
   attachment->parent.handle = g_strdup (handle);
   attachment->local = local;
@@ -249,8 +298,19 @@ local_detach (SandstepAttachment *parent)
 
   if (attachment->tree_fd >= 0)
     close (attachment->tree_fd);
+  /* The recipe's last line for this sandbox ends its hold, still under the claim. */
+  if (attachment->claim_fd >= 0 && attachment->step.pid > 0 && attachment->step.ends)
+    {
+      int dir = open_sandbox_dir (attachment->local, parent->handle);
+      if (dir >= 0)
+        {
+          sandstep_step_update (dir, attachment->holder, &attachment->step);
+          close (dir);
+        }
+    }
   if (attachment->claim_fd >= 0)
     close (attachment->claim_fd);
+  g_free (attachment->holder);
   sandstep_record_free (attachment->record);
   g_free (parent->handle);
   g_free (attachment);
@@ -467,6 +527,16 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
               json_node_get_object (json_parser_get_root (parser)), "holder", NULL));
         }
       close (fd);
+    }
+  /* Between the lines of a make recipe that holds it. */
+  if (held_by == NULL)
+    {
+      char holder[SANDSTEP_STEP_HOLDER_MAX];
+      int dir = open_sandbox_dir (local, handle);
+      if (dir >= 0 && sandstep_step_held (dir, holder, sizeof holder, NULL))
+        held_by = g_strdup (holder);
+      if (dir >= 0)
+        close (dir);
     }
 
   json_builder_begin_object (builder);

@@ -33,6 +33,7 @@
 #include "sandstep-jail-init.h"
 #include "sandstep-jail.h"
 #include "sandstep-run-wire.h"
+#include "sandstep-step.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -54,6 +55,8 @@ typedef struct {
   int conn;
   gboolean own_claim;      /* the supervisor holds the claim for the caller */
   int caller_claim;        /* the caller's claim fd, held while its command runs */
+  SandstepStep step;       /* the make recipe line it serves, when the claim is ours */
+  char *holder;
   gint64 deadline;         /* monotonic µs */
   gint64 kill_deadline;    /* after KILL: when init is given up on */
   gboolean timed_out;
@@ -701,9 +704,21 @@ take_claim (Supervisor *s, const char *holder)
   return TRUE;
 }
 
+/* Under our claim: does another holder's make recipe hold the sandbox between its lines? */
+static gboolean
+held_by_other_step (Supervisor *s, const char *holder)
+{
+  char current[SANDSTEP_STEP_HOLDER_MAX];
+
+  return sandstep_step_held (s->dir_fd, current, sizeof current, NULL) && strcmp (current, holder) != 0;
+}
+
 static void
 release_claim (Supervisor *s, Command *command)
 {
+  /* The recipe's last line for this sandbox ends its hold, before the claim goes. */
+  if (command->own_claim && command->step.pid > 0 && command->step.ends)
+    sandstep_step_update (s->dir_fd, command->holder, &command->step);
   if (command->own_claim)
     flock (s->claim_fd, LOCK_UN);
   if (command->caller_claim >= 0)
@@ -795,6 +810,7 @@ finish (Supervisor *s, int status, int exec_error)
   if (!command->caller_gone)
     send (command->conn, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
   close (command->conn);
+  g_free (command->holder);
   g_clear_pointer (&s->current, g_free);
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
 }
@@ -843,11 +859,27 @@ begin (Supervisor *s, int conn)
       goto fallback;
     }
   else
-    command->own_claim = TRUE;
+    {
+      command->own_claim = TRUE;
+      /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
+      if (held_by_other_step (s, holder) ||
+          !sandstep_step_scan (request.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
+        {
+          command->step.pid = 0;
+          release_claim (s, command);
+          g_free (command);
+          goto fallback;
+        }
+      command->holder = g_strdup (holder);
+      if (command->step.pid > 0 && !command->step.ends &&
+          !sandstep_step_update (s->dir_fd, holder, &command->step))
+        g_debug ("Could not leave the recipe's hold on '%s': %s", s->handle, g_strerror (errno));
+    }
 
   if (!sandbox_current (s) && !build_sandbox (s, &error))
     {
       release_claim (s, command);
+      g_free (command->holder);
       g_free (command);
       reply_text (conn, SANDSTEP_RUN_ERROR, error->message);
       close (conn);
