@@ -75,6 +75,7 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BUSY,         SANDSTEP_EXIT_BUSY,        409, "busy",           "wait for the holder (--wait=SECONDS) or provision one sandbox per step" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_STATE,        SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_CONFLICT,     SANDSTEP_EXIT_USAGE,       409, "spec-conflict",  "destroy the sandbox this holder provisioned, or provision under another holder" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_UNSUPPORTED,     SANDSTEP_EXIT_INTERNAL,    501, "unsupported",    "the server's kernel lacks what the sandbox needs; see the message" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT,     504, "timeout",        "give the command a larger budget" },

@@ -40,6 +40,7 @@ typedef enum {
   SANDSTEP_SANDBOX_ERROR_BUSY,
   SANDSTEP_SANDBOX_ERROR_STATE,     /* state directory unreadable or corrupt */
   SANDSTEP_SANDBOX_ERROR_FAILED,
+  SANDSTEP_SANDBOX_ERROR_CONFLICT,  /* the holder already provisioned a sandbox with another spec */
 } SandstepSandboxError;
 
 /* Building or running the jail. */

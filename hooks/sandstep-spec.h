@@ -56,4 +56,10 @@ gboolean sandstep_spec_add_mount (SandstepSpec *spec, const char *text, GError *
 JsonNode *sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets);
 SandstepSpec *sandstep_spec_from_json (JsonNode *node, GError **error);
 
+/* How @asked differs from @had, one phrase per differing field as an option
+ * names it ("network is 'none' there, 'open' asked"), joined by "; ";
+ * NULL when they are the same.  Secrets are compared by name only: their
+ * values never appear, and a rotated value asks nothing new. */
+char *sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked);
+
 G_END_DECLS

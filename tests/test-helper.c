@@ -184,6 +184,42 @@ test_provision_get_or_create (Fixture *f, gconstpointer data)
   g_assert_cmpstr (other_owner, !=, other_holder);
 }
 
+static void
+test_provision_spec_conflict (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = NULL, *again = NULL;
+  g_autofree char *mount_dir = sandstep_test_host_path (f, "docs");
+  g_autofree char *mount_arg = g_strdup_printf ("--mount=%s:/data/docs", mount_dir);
+  g_autofree char *hint = NULL;
+  g_autoptr(SandstepTestResult) refused = NULL;
+
+  g_test_summary ("a second provision by the same holder with another spec is refused (64), naming each field "
+                  "that differs and what to do, and the sandbox keeps its spec; the same spec re-finds it");
+  g_assert_cmpint (g_mkdir_with_parents (mount_dir, 0755), ==, 0);
+  sandstep_test_fixture_chown (f, mount_dir);
+  first = sandstep_test_provision (f, "--holder=step-a", "--env=A=1", "--secret=HOME", NULL);
+  refused = sandstep_test_helper (f, "provision", "--holder=step-a", "--env=A=2", "--secret=HOME",
+                                  "--network=open", "--memory=100M", mount_arg, NULL);
+  sandstep_test_assert_status (refused, 64);
+  g_assert_cmpstr (refused->out, ==, "");
+  sandstep_test_assert_contains (refused->err, "'step-a' already provisioned sandbox");
+  sandstep_test_assert_contains (refused->err, "network is 'none' there, 'open' asked");
+  sandstep_test_assert_contains (refused->err, "memory is the default there, '100M' asked");
+  sandstep_test_assert_contains (refused->err, "env is 'A=1' there, 'A=2' asked");
+  sandstep_test_assert_contains (refused->err, "mount is none there, '");
+  sandstep_test_assert_not_contains (refused->err, "secret");
+  hint = g_strdup_printf ("Destroy it first ('sandstep destroy --handle=%s'), or provision under another holder",
+                          first);
+  sandstep_test_assert_contains (refused->err, hint);
+  {
+    g_autoptr(JsonObject) d = sandstep_test_describe (f, first);
+    JsonObject *spec = json_object_get_object_member (d, "spec");
+    g_assert_cmpstr (json_object_get_string_member (spec, "network"), ==, "none");
+  }
+  again = sandstep_test_provision (f, "--holder=step-a", "--env=A=1", "--secret=HOME", NULL);
+  g_assert_cmpstr (again, ==, first);
+}
+
 /* ---- run ---- */
 
 static void
@@ -1336,6 +1372,7 @@ main (int argc, char **argv)
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/helper/provision/prints-handle", test_provision_prints_handle);
   ADD ("/helper/provision/get-or-create", test_provision_get_or_create);
+  ADD ("/helper/provision/spec-conflict", test_provision_spec_conflict);
   ADD ("/helper/run/shell-and-cwd", test_run_shell_and_cwd);
   ADD ("/helper/run/streams", test_run_streams);
   ADD ("/helper/run/exit-status", test_run_exit_status);

@@ -149,7 +149,18 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
       g_autoptr(SandstepRecord) old = sandstep_store_load (local->store, existing, NULL);
       if (old != NULL && now_unix () < old->expires && !old->released)
         {
+          g_autofree char *differences = sandstep_spec_differences (old->spec, spec);
+
           close (lock);
+          /* A retry asks for what it asked before; anything else is another sandbox. */
+          if (differences != NULL)
+            {
+              sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_CONFLICT,
+                              "'%s' already provisioned sandbox '%s' with another spec: %s. Destroy it first "
+                              "('sandstep destroy --handle=%s'), or provision under another holder", who->holder,
+                              existing, differences, existing);
+              return NULL;
+            }
           *out_existing = TRUE;
           return g_steal_pointer (&existing);
         }
