@@ -156,9 +156,9 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
           if (differences != NULL)
             {
               sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_CONFLICT,
-                              "'%s' already provisioned sandbox '%s' with another spec: %s. Destroy it first "
-                              "('sandstep destroy --handle=%s'), or provision under another holder", who->holder,
-                              existing, differences, existing);
+                              "'%s' already provisioned sandbox '%s' with another spec: %s. Destroy that sandbox "
+                              "first ('sandstep destroy' with its handle), or provision under another holder",
+                              who->holder, existing, differences);
               return NULL;
             }
           *out_existing = TRUE;
