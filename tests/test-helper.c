@@ -1229,10 +1229,25 @@ test_unknown_sandbox (Fixture *f, gconstpointer data)
 {
   Prepared p = { 0 };
 
-  g_test_summary ("a well-formed handle that names no sandbox is refused (66)");
+  g_autofree char *file = sandstep_test_host_path (f, "gone.sbx");
+  g_autofree char *arg = g_strconcat ("--handle=@", file, NULL);
+  g_autofree char *where = g_strdup_printf ("(state directory: '%s')", f->state_dir);
+
+  g_test_summary ("a well-formed handle that names no sandbox is refused (66), naming the state directory "
+                  "by its path; outside make, the message says nothing of make");
   prepare (f, &p);
+  write_host_file (file, "sandstep-0123456789abcdef\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, "sandstep-0123456789abcdef",
                   (const char *[]) { "run", "--handle=sandstep-0123456789abcdef", "--", "true", NULL });
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "ls", arg, NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_NO_SANDBOX);
+    /* Through a sandstepd the directory is the server's. */
+    if (g_getenv ("SANDSTEP_BACKEND") == NULL)
+      sandstep_test_assert_contains (r->err, where);
+    sandstep_test_assert_not_contains (r->err, "SANDSTEP_STATE_DIR");
+    sandstep_test_assert_not_contains (r->err, "make");
+  }
   assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, NULL,
                   (const char *[]) { "get", "--handle=sandstep-0123456789abcdef", "one.txt", NULL });
   prepared_clear (&p);

@@ -1109,11 +1109,37 @@ test_helper_owner_mismatch (void)
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "SANDSTEP_RUN=another-run", "other.log", NULL);
     g_assert_cmpint (r->status, ==, 2);
     g_assert_nonnull (strstr (r->err, "is not owned by"));
+    g_assert_nonnull (strstr (r->err, "In make: 'box.sbx' holds a sandbox of another run"));
+    g_assert_nonnull (strstr (r->err, "remove it (or run make clean) and run make again"));
     g_assert_nonnull (strstr (r->err, "Error 67"));
   }
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.log", NULL);
     g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* After a release, a step that still names the handle file says what to do in make's terms (exit 66). */
+static void
+test_helper_after_release (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *where = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.log", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    where = g_strdup_printf ("(state directory: '%s')", tree->state);
+    g_assert_nonnull (strstr (r->err, where));
+    g_assert_nonnull (strstr (r->err, "In make: remove 'box.sbx' (or run make clean) and run make again"));
+    g_assert_nonnull (strstr (r->err, "Error 66"));
   }
 }
 
@@ -1355,6 +1381,105 @@ test_helper_step_by_hand (void)
   }
 }
 
+/* ---- the examples, twice in a row ---------------------------------------- */
+
+/* Sandboxes in @state: none once a DAG has released what it made. */
+static guint
+count_sandboxes (const char *state)
+{
+  g_autoptr(SandstepStore) store = NULL;
+  g_autoptr(GPtrArray) handles = NULL;
+
+  if (!g_file_test (state, G_FILE_TEST_IS_DIR) || (store = sandstep_store_open (state, NULL)) == NULL)
+    return 0;
+  handles = sandstep_store_list (store);
+  for (guint i = 0; i < handles->len; i++)
+    g_test_message ("left behind: %s", (char *) handles->pdata[i]);
+  return handles->len;
+}
+
+/* The scripted chat-completions server of test-agent, started for one run of
+ * examples/agent (its script starts over with each server); stopped by pid. */
+static GPid
+start_scripted_server (const char *script, char **out_url)
+{
+  g_autofree char *server = g_test_build_filename (G_TEST_BUILT, "test-agent", NULL);
+  const char *argv[] = { server, "--serve", script, "--port=0", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GIOChannel) channel = NULL;
+  GPid pid = 0;
+  int out = -1;
+  gsize end = 0;
+
+  g_spawn_async_with_pipes (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out,
+                            NULL, &error);
+  g_assert_no_error (error);
+  channel = g_io_channel_unix_new (out);
+  g_io_channel_set_close_on_unref (channel, TRUE);
+  g_io_channel_read_line (channel, out_url, NULL, &end, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*out_url);
+  (*out_url)[end] = '\0';
+  g_assert_true (g_str_has_prefix (*out_url, "http://127.0.0.1:"));
+  return pid;
+}
+
+static void
+stop_scripted_server (GPid pid)
+{
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+  g_spawn_close_pid (pid);
+}
+
+/* Runs examples/@name as its README says, twice in a row in one copy: each
+ * run succeeds and leaves no sandbox behind (the second one re-provisions
+ * what the first one released, and releases it again). */
+static void
+test_example_twice (gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "..", "examples", name, NULL);
+  g_autofree char *plugin_arg = g_strconcat ("SANDSTEP_PLUGIN=", plugin_path (), NULL);
+  g_autofree char *copy = NULL;
+  g_autofree char *script = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  {
+    const char *argv[] = { "cp", "-r", source, tree->dir, NULL };
+    g_autoptr(GError) error = NULL;
+    int status = 0;
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  copy = g_build_filename (name, NULL);
+  script = g_build_filename (tree->dir, name, "scripted.json", NULL);
+  for (int round = 1; round <= 2; round++)
+    {
+      g_autofree char *url = NULL;
+      g_autofree char *base_arg = NULL;
+      GPid server = 0;
+      const char *args[] = { "-j4", plugin_arg, NULL };
+
+      g_test_message ("round %d", round);
+      if (g_file_test (script, G_FILE_TEST_EXISTS))
+        server = start_scripted_server (script, &url);
+      base_arg = g_strconcat ("OPENAI_BASE_URL=", url != NULL ? url : "http://127.0.0.1:1/v1", NULL);
+      {
+        /* XDG_DATA_DIRS unset: GIO finds its schemas where the system keeps them, not in the test's dirs. */
+        const char *env[] = { "XDG_DATA_DIRS", base_arg, "OPENAI_MODEL=scripted", "OPENAI_API_KEY=sk-example", NULL };
+        g_autoptr(MakeResult) r = tree_make_full (tree, copy, env, args);
+        if (server != 0)
+          stop_scripted_server (server);
+        g_assert_cmpint (r->status, ==, 0);
+      }
+      g_assert_cmpuint (count_sandboxes (tree->state), ==, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1380,11 +1505,16 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
   g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);
+  g_test_add_func ("/plugin/helper/after-release", test_helper_after_release);
   g_test_add_func ("/plugin/helper/parallel", test_helper_parallel);
   g_test_add_func ("/plugin/helper/commas", test_helper_commas);
   g_test_add_func ("/plugin/helper/recipe-claim", test_helper_recipe_claim);
   g_test_add_func ("/plugin/helper/recipe-claim-failed", test_helper_recipe_claim_failed);
   g_test_add_func ("/plugin/helper/step-by-hand", test_helper_step_by_hand);
+
+  g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);
+  g_test_add_data_func ("/plugin/examples/fanout", "fanout", test_example_twice);
+  g_test_add_data_func ("/plugin/examples/agent", "agent", test_example_twice);
 
   return g_test_run ();
 }

@@ -86,7 +86,7 @@ check_alive (const SandstepRecord *record, GError **error)
                            "ends; provision a new one", record->handle);
   return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
                          "Sandbox '%s' expired at %s, at the end of its %" G_GINT64_FORMAT "s lifetime; provision a "
-                         "new one (lifetime=...), and reclaim this one with 'sandstep gc --expired'",
+                         "new one (--lifetime=DURATION), and reclaim this one with 'sandstep gc --expired'",
                          record->handle, when, record->spec->lifetime_s);
 }
 

@@ -104,11 +104,11 @@ sandstep_store_sandbox_path (SandstepStore *store, const char *handle, const cha
 }
 
 static gboolean
-not_found (GError **error, const char *handle)
+not_found (SandstepStore *store, GError **error, const char *handle)
 {
   return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
                          "No sandbox '%s' here: it was destroyed, or never provisioned on this machine "
-                         "(state directory: SANDSTEP_STATE_DIR); provision a new one", handle);
+                         "(state directory: '%s'); provision a new one", handle, store->dir);
 }
 
 static JsonNode *
@@ -153,7 +153,7 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
   if (!json_parser_load_from_mapped_file (parser, path, &local_error))
     {
       if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        not_found (error, handle);
+        not_found (store, error, handle);
       else
         sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                         "The record of sandbox '%s' ('%s') is unreadable: %s; destroy it with 'sandstep destroy'",
@@ -222,7 +222,7 @@ open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
   int fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
   if (fd < 0 && errno == ENOENT)
-    not_found (error, handle);
+    not_found (store, error, handle);
   else if (fd < 0)
     sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                           "Could not open the directory of sandbox '%s'", handle);
@@ -458,7 +458,7 @@ open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GErro
   int fd = openat (store->dir_fd, rel, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 
   if (fd < 0 && errno == ENOENT)
-    not_found (error, handle);
+    not_found (store, error, handle);
   else if (fd < 0)
     sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                           "Could not open the claim of sandbox '%s'", handle);
@@ -507,7 +507,7 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
   if (!claim_is_current (store, handle, fd))
     {
       close (fd);
-      not_found (error, handle);
+      not_found (store, error, handle);
       return -1;
     }
   {

@@ -99,8 +99,8 @@ build_plan (SandstepStore *store, const SandstepRecord *record, char **env, GErr
   if (record->spec->network == SANDSTEP_NETWORK_OPEN && pasta == NULL)
     {
       sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
-                      "network=open needs pasta, a user-mode network stack, and none is installed; install the "
-                      "Debian package passt, or provision with network=none or allow=HOST");
+                      "--network=open needs pasta, a user-mode network stack, and none is installed; install the "
+                      "Debian package passt, or provision with --network=none or --allow=HOST");
       return NULL;
     }
   jail = sandstep_jail_new (&config, error);
