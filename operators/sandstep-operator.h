@@ -129,6 +129,7 @@ gboolean sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GErr
 gboolean sandstep_op_export_needs_net (SandstepInvocation *invocation);
 gboolean sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_list (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error);

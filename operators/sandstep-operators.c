@@ -48,6 +48,12 @@ static const SandstepOption gc_options[] = {
   { NULL }
 };
 
+static const SandstepOption list_options[] = {
+  { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "only the sandboxes of this run (--owner=OWNER: only that owner's)", "RUN" },
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: handle, owner, provisioned_by, held_by, state, created, expires, age_seconds, remaining_seconds, size_bytes, problem" },
+  { NULL }
+};
+
 static const SandstepOption mcp_options[] = {
   { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr", "ADDR:PORT" },
   { NULL }
@@ -107,6 +113,7 @@ static const SandstepOperator operators[] = {
     sandstep_op_export_needs_net },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run",      sandstep_op_gc },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
+  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size", sandstep_op_list },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },

@@ -717,6 +717,154 @@ test_gc_expired (Fixture *f, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (d, "handle"), ==, long_lived);
 }
 
+static SandstepTestProc *start_holding (Fixture *f, const char *h, const char *holder, const char *seconds);
+
+/* The entry of @handle in `sandstep list --json`'s @array, or NULL. */
+static JsonObject *
+list_entry (JsonArray *array, const char *handle)
+{
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonObject *o = json_array_get_object_element (array, i);
+      if (g_strcmp0 (json_object_get_string_member (o, "handle"), handle) == 0)
+        return o;
+    }
+  return NULL;
+}
+
+static JsonArray *
+list_json (Fixture *f, const char *first_arg, ...)
+{
+  g_autoptr(GPtrArray) args = g_ptr_array_new ();
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  va_list ap;
+
+  g_ptr_array_add (args, "list");
+  g_ptr_array_add (args, "--json");
+  va_start (ap, first_arg);
+  for (const char *a = first_arg; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (args, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+  r = sandstep_test_helper_argv (f, (const char *const *) args->pdata, 10);
+  sandstep_test_assert_status (r, 0);
+  json_parser_load_from_data (parser, r->out, -1, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_ARRAY (json_parser_get_root (parser)));
+  return json_array_ref (json_node_get_array (json_parser_get_root (parser)));
+}
+
+static void
+test_list_mixed (Fixture *f, gconstpointer data)
+{
+  /* Holds and records on disk are local: through a sandstepd, the states a client can make. */
+  gboolean local = g_getenv ("SANDSTEP_BACKEND") == NULL;
+  g_autofree char *idle = sandstep_test_provision (f, "--holder=idle", NULL);
+  g_autofree char *running = sandstep_test_provision (f, "--holder=running", NULL);
+  g_autofree char *held = sandstep_test_provision (f, "--holder=held", NULL);
+  g_autofree char *expired = sandstep_test_provision (f, "--holder=expired", "--lifetime=1", NULL);
+  g_autofree char *broken = sandstep_test_provision (f, "--holder=broken", NULL);
+  g_autofree char *other_owner = g_strdup_printf ("--owner=%s-other", f->owner);
+  g_autofree char *other = sandstep_test_provision (f, other_owner, "--holder=x", NULL);
+  g_autofree char *h = handle_arg (running);
+  g_autofree char *seconds = sandstep_test_unique_seconds (20);
+  g_autofree char *run_arg = g_strdup_printf ("--run=%s", f->run);
+  g_autofree char *owner_arg = g_strdup_printf ("--owner=%s", f->owner);
+  g_autoptr(JsonArray) all = NULL;
+  g_autoptr(JsonArray) of_run = NULL;
+  g_autoptr(JsonArray) of_owner = NULL;
+  g_autoptr(SandstepTestResult) table = NULL;
+  g_autoptr(SandstepTestResult) gc = NULL;
+  SandstepTestProc *holding;
+
+  g_test_summary ("list shows every sandbox with its state (idle, running, held, expired, broken), owner, "
+                  "holder, age, time left and size, as a table and as JSON, filtered by run and owner; gc "
+                  "--expired reclaims exactly what list calls expired");
+  g_free (sandstep_test_run_ok (f, idle, "head -c 3000 /dev/zero > /workspace/three-k"));
+  holding = start_holding (f, h, "dag/run/busy-target", seconds);
+  if (local)
+    {
+      g_autofree char *held_arg = handle_arg (held);
+      g_autofree char *step = g_strdup_printf ("--step=%d:1", (int) getpid ());
+      g_autofree char *ends = g_strdup_printf ("%d:2", (int) getpid ());
+      g_autofree char *record = g_build_filename (f->state_dir, "sandboxes", broken, "record.json", NULL);
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      /* A make recipe's first line (this test is its "make") leaves the sandbox held. */
+      sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
+      r = sandstep_test_helper (f, "run", held_arg, "--holder=dag/run/recipe", step, "--", "true", NULL);
+      sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
+      sandstep_test_assert_status (r, 0);
+      write_host_file (record, "{ not json", -1);
+    }
+  wait_until_expired (f, expired);
+
+  all = list_json (f, NULL);
+  {
+    JsonObject *e = list_entry (all, idle);
+    g_assert_nonnull (e);
+    g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "idle");
+    g_assert_cmpstr (json_object_get_string_member (e, "owner"), ==, f->owner);
+    g_assert_cmpstr (json_object_get_string_member (e, "provisioned_by"), ==, "idle");
+    g_assert_true (json_object_get_null_member (e, "held_by"));
+    g_assert_cmpint (json_object_get_int_member (e, "size_bytes"), ==, 3000);
+    g_assert_cmpint (json_object_get_int_member (e, "remaining_seconds"), >, 3500);
+    g_assert_cmpint (json_object_get_int_member (e, "age_seconds"), <, 60);
+    e = list_entry (all, running);
+    g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "running");
+    g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/busy-target");
+    e = list_entry (all, expired);
+    g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "expired");
+    g_assert_cmpint (json_object_get_int_member (e, "remaining_seconds"), ==, 0);
+    e = list_entry (all, other);
+    g_assert_nonnull (e);
+    if (local)
+      {
+        e = list_entry (all, held);
+        g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "held");
+        g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/recipe");
+        e = list_entry (all, broken);
+        g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "broken");
+        g_assert_true (json_object_get_null_member (e, "owner"));
+        g_assert_nonnull (strstr (json_object_get_string_member (e, "problem"), "record"));
+      }
+  }
+  /* --run and --owner: only this run's and this owner's; a broken one has neither. */
+  of_run = list_json (f, run_arg, NULL);
+  of_owner = list_json (f, owner_arg, NULL);
+  for (guint k = 0; k < 2; k++)
+    {
+      JsonArray *a = k == 0 ? of_run : of_owner;
+      g_assert_nonnull (list_entry (a, idle));
+      g_assert_nonnull (list_entry (a, expired));
+      g_assert_true ((list_entry (a, broken) == NULL) == local);
+    }
+  g_assert_null (list_entry (of_owner, other));
+
+  table = sandstep_test_helper (f, "list", NULL);
+  sandstep_test_assert_status (table, 0);
+  g_assert_true (g_str_has_prefix (table->out, "HANDLE"));
+  g_assert_true (g_regex_match_simple ("\\bdag/run/busy-target +running +[0-9]+s +[0-9]+m +", table->out, 0, 0));
+  if (local)
+    {
+      sandstep_test_assert_contains (table->err, "1 sandbox cannot be read");
+      g_assert_true (g_regex_match_simple ("\\bdag/run/recipe +held\\b", table->out, 0, 0));
+    }
+
+  /* gc and list agree: --expired reclaims what list calls expired, and nothing else. */
+  gc = sandstep_test_helper (f, "gc", "--expired", NULL);
+  sandstep_test_assert_status (gc, 0);
+  {
+    g_autofree char *expected = g_strconcat (expired, "\n", NULL);
+    g_assert_cmpstr (gc->out, ==, expected);
+  }
+  sandstep_test_proc_kill (holding, SIGTERM);
+  g_clear_pointer (&gc, sandstep_test_result_free);
+  gc = sandstep_test_proc_wait (holding, 10);
+}
+
 static void
 test_describe_hides_secret_values (Fixture *f, gconstpointer data)
 {
@@ -1390,6 +1538,7 @@ main (int argc, char **argv)
   ADD ("/helper/provision/prints-handle", test_provision_prints_handle);
   ADD ("/helper/provision/get-or-create", test_provision_get_or_create);
   ADD ("/helper/provision/spec-conflict", test_provision_spec_conflict);
+  ADD ("/helper/list/mixed", test_list_mixed);
   ADD ("/helper/run/shell-and-cwd", test_run_shell_and_cwd);
   ADD ("/helper/run/streams", test_run_streams);
   ADD ("/helper/run/exit-status", test_run_exit_status);

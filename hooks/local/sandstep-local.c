@@ -1,11 +1,14 @@
 /* sandstep-local.c: the local backend: jails on this machine, state in a directory. */
 #include "sandstep-backend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/sysmacros.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandstep-cgroup.h"
@@ -506,6 +509,8 @@ local_export_file (SandstepAttachment *parent, const char *path, int dest_fd, gu
   return sandstep_tree_export (((LocalAttachment *) parent)->tree_fd, path, dest_fd, max_bytes, error);
 }
 
+static char *current_user (LocalBackend *local, const char *handle, gboolean *out_running);
+
 static JsonNode *
 local_describe (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
@@ -514,41 +519,16 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autofree char *created = NULL;
   g_autofree char *expires = NULL;
-  g_autofree char *claim_path = NULL;
   g_autofree char *held_by = NULL;
-  int fd;
+  gboolean running = FALSE;
 
   if (record == NULL || !check_owner (record, who, error))
     return NULL;
   created = format_time (record->created);
   expires = format_time (record->expires);
 
-  /* Who holds it now, without taking the claim: a shared lock fails while it is held. */
-  claim_path = sandstep_store_sandbox_path (local->store, handle, "claim");
-  fd = open (claim_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd >= 0)
-    {
-      if (flock (fd, LOCK_SH | LOCK_NB) < 0)
-        {
-          g_autofree char *text = NULL;
-          g_autoptr(JsonParser) parser = json_parser_new_immutable ();
-          if (g_file_get_contents (claim_path, &text, NULL, NULL) && json_parser_load_from_data (parser, text, -1, NULL) &&
-              JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-            held_by = g_strdup (json_object_get_string_member_with_default (
-              json_node_get_object (json_parser_get_root (parser)), "holder", NULL));
-        }
-      close (fd);
-    }
-  /* Between the lines of a make recipe that holds it. */
-  if (held_by == NULL)
-    {
-      char holder[SANDSTEP_STEP_HOLDER_MAX];
-      int dir = open_sandbox_dir (local, handle);
-      if (dir >= 0 && sandstep_step_held (dir, holder, sizeof holder, NULL))
-        held_by = g_strdup (holder);
-      if (dir >= 0)
-        close (dir);
-    }
+  /* Who holds it now, without taking the claim. */
+  held_by = current_user (local, handle, &running);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "handle");
@@ -632,6 +612,31 @@ owner_has_run (const char *owner, const char *run)
   return g_strcmp0 (slash != NULL ? slash + 1 : owner, run) == 0;
 }
 
+gboolean
+sandstep_local_judge (SandstepStore *store, const char *handle, gint64 now, SandstepCondition *out_condition,
+                      SandstepRecord **out_record, char **out_problem)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, &error);
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
+  struct stat st;
+
+  *out_record = NULL;
+  *out_problem = NULL;
+  if (record == NULL)
+    {
+      /* Destroyed since it was listed: nothing to judge. */
+      if (fstatat (store->dir_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+        return FALSE;
+      *out_condition = SANDSTEP_CONDITION_BROKEN;
+      *out_problem = g_strdup (error->message);
+      return TRUE;
+    }
+  *out_condition = now >= record->expires ? SANDSTEP_CONDITION_EXPIRED : SANDSTEP_CONDITION_IDLE;
+  *out_record = g_steal_pointer (&record);
+  return TRUE;
+}
+
 static gboolean
 local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
 {
@@ -642,14 +647,17 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
   for (guint i = 0; i < handles->len; i++)
     {
       const char *handle = handles->pdata[i];
-      g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, NULL);
+      g_autoptr(SandstepRecord) record = NULL;
+      g_autofree char *problem = NULL;
       g_autoptr(GError) local_error = NULL;
+      SandstepCondition condition;
 
-      if (record == NULL)
+      if (!sandstep_local_judge (local->store, handle, now_unix (), &condition, &record, &problem) ||
+          condition == SANDSTEP_CONDITION_BROKEN)
         continue;
       if (run != NULL && !owner_has_run (record->owner, run))
         continue;
-      if (expired_only && now_unix () < record->expires)
+      if (expired_only && condition != SANDSTEP_CONDITION_EXPIRED)
         continue;
       if (sandstep_sandbox_destroy (local->store, handle, -1, &local_error))
         g_ptr_array_add (destroyed, g_strdup (handle));
@@ -660,6 +668,134 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
         }
     }
   return ok;
+}
+
+/* The pid holding a flock on the file at @path, from /proc/locks (no lock
+ * taken, so that no claimer is ever turned away by a look); 0 if none. */
+static gboolean
+flock_is_held (const char *path)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *key = NULL;
+  g_auto(GStrv) lines = NULL;
+  struct stat st;
+
+  if (stat (path, &st) < 0 || !g_file_get_contents ("/proc/locks", &text, NULL, NULL))
+    return FALSE;
+  key = g_strdup_printf (" %02x:%02x:%lu ", major (st.st_dev), minor (st.st_dev), (unsigned long) st.st_ino);
+  lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l != NULL; l++)
+    if (strstr (*l, "FLOCK") != NULL && strstr (*l, key) != NULL && strstr (*l, "->") == NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* Who uses the sandbox now: its claim's holder (*out_running), or the
+ * holder of a make recipe's hold between its lines; NULL for nobody. */
+static char *
+current_user (LocalBackend *local, const char *handle, gboolean *out_running)
+{
+  g_autofree char *claim_path = sandstep_store_sandbox_path (local->store, handle, "claim");
+  char holder[SANDSTEP_STEP_HOLDER_MAX];
+  int dir;
+
+  *out_running = FALSE;
+  if (flock_is_held (claim_path))
+    {
+      g_autofree char *text = NULL;
+      g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+
+      *out_running = TRUE;
+      if (g_file_get_contents (claim_path, &text, NULL, NULL) && json_parser_load_from_data (parser, text, -1, NULL) &&
+          JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        return g_strdup (json_object_get_string_member_with_default (
+          json_node_get_object (json_parser_get_root (parser)), "holder", "(unknown)"));
+      return g_strdup ("(unknown)");
+    }
+  dir = open_sandbox_dir (local, handle);
+  if (dir >= 0 && sandstep_step_held (dir, holder, sizeof holder, NULL))
+    {
+      close (dir);
+      return g_strdup (holder);
+    }
+  if (dir >= 0)
+    close (dir);
+  return NULL;
+}
+
+/* Bytes of the regular files under @dir_fd (taken), never following a link. */
+static guint64
+tree_size (int dir_fd, int depth)
+{
+  DIR *dir = fdopendir (dir_fd);
+  struct dirent *entry;
+  guint64 total = 0;
+
+  if (dir == NULL)
+    {
+      close (dir_fd);
+      return 0;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    {
+      struct stat st;
+
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0 ||
+          fstatat (dirfd (dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISREG (st.st_mode))
+        total += st.st_size;
+      else if (S_ISDIR (st.st_mode) && depth < 256)
+        {
+          int fd = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (fd >= 0)
+            total += tree_size (fd, depth + 1);
+        }
+    }
+  closedir (dir);
+  return total;
+}
+
+static GPtrArray *
+local_list (SandstepBackend *backend, const char *run, const char *owner, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
+  GPtrArray *entries = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_list_entry_free);
+  gint64 now = now_unix ();
+
+  for (guint i = 0; i < handles->len; i++)
+    {
+      const char *handle = handles->pdata[i];
+      g_autoptr(SandstepRecord) record = NULL;
+      g_autoptr(SandstepListEntry) entry = g_new0 (SandstepListEntry, 1);
+      g_autofree char *tree = g_build_filename ("sandboxes", handle, "tree", NULL);
+      gboolean running = FALSE;
+      int fd;
+
+      if (!sandstep_local_judge (local->store, handle, now, &entry->condition, &record, &entry->problem))
+        continue;
+      if (record == NULL ? run != NULL || owner != NULL
+                         : (run != NULL && !owner_has_run (record->owner, run)) ||
+                             (owner != NULL && g_strcmp0 (record->owner, owner) != 0))
+        continue;
+      entry->handle = g_strdup (handle);
+      if (record != NULL)
+        {
+          entry->owner = g_strdup (record->owner);
+          entry->provisioned_by = g_strdup (record->holder);
+          entry->created = record->created;
+          entry->expires = record->expires;
+        }
+      entry->held_by = current_user (local, handle, &running);
+      if (entry->condition == SANDSTEP_CONDITION_IDLE && entry->held_by != NULL)
+        entry->condition = running ? SANDSTEP_CONDITION_RUNNING : SANDSTEP_CONDITION_HELD;
+      fd = openat (local->store->dir_fd, tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd >= 0)
+        entry->size = tree_size (fd, 0);
+      g_ptr_array_add (entries, g_steal_pointer (&entry));
+    }
+  return entries;
 }
 
 gboolean
@@ -701,6 +837,7 @@ static const SandstepBackendClass local_class = {
   .release = local_release,
   .destroy = local_destroy,
   .gc = local_gc,
+  .list = local_list,
   .free = local_free,
 };
 

@@ -471,6 +471,22 @@ remote_free (SandstepBackend *backend)
   g_free (r);
 }
 
+static GPtrArray *
+remote_list (SandstepBackend *backend, const char *run, const char *owner, GError **error)
+{
+  RemoteBackend *r = (RemoteBackend *) backend;
+  g_autoptr(JsonObject) answer = NULL;
+
+  if (r->url == NULL)
+    {
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                      "no sandbox server to list the sandboxes of: pass --backend=URL or set " SANDSTEP_BACKEND_ENV);
+      return NULL;
+    }
+  answer = sandstep_remote_call (r, r->url, "/list", sandstep_wire_list_request (run, owner), NULL, error);
+  return answer != NULL ? sandstep_wire_read_list_reply (answer, r->url) : NULL;
+}
+
 static const SandstepBackendClass remote_class = {
   .name = "remote",
   .provision = remote_provision,
@@ -488,6 +504,7 @@ static const SandstepBackendClass remote_class = {
   .release = remote_release,
   .destroy = remote_destroy,
   .gc = remote_gc,
+  .list = remote_list,
   .free = remote_free,
 };
 
