@@ -23,6 +23,7 @@
 
 #include "sandstep-exit.h"
 #include "sandstep-handle-libc.h"
+#include "sandstep-paths.h"
 #include "sandstep-run-client.h"
 #include "sandstep-run-report.h"
 #include "sandstep-step.h"
@@ -51,8 +52,12 @@ exec_core (char **argv)
       if (slash != NULL)
         {
           *slash = '\0';
+          /* Beside it in a build tree; in the libexecdir of its own prefix once installed. */
           snprintf (core, sizeof core, "%s/sandstep-core", self);
           execv (core, argv);
+          if (sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, "sandstep-core", core,
+                                 sizeof core))
+            execv (core, argv);
         }
     }
   execv (SANDSTEP_LIBEXECDIR "/sandstep-core", argv);

@@ -94,6 +94,21 @@ main (int argc, char **argv)
       g_print ("%s", usage);
       return argc < 2 ? SANDSTEP_EXIT_USAGE : 0;
     }
+  /* `sandstep help [OPERATOR]`: the same text as --help. */
+  if (strcmp (argv[1], "help") == 0)
+    {
+      g_autofree char *usage = NULL;
+      if (argc > 3 || (argc == 3 && sandstep_operator_lookup (argv[2]) == NULL))
+        {
+          g_printerr ("sandstep help: %s%s%s; see 'sandstep help' for the operators\n",
+                      argc > 3 ? "give at most one operator" : "unknown operator '", argc > 3 ? "" : argv[2],
+                      argc > 3 ? "" : "'");
+          return SANDSTEP_EXIT_USAGE;
+        }
+      usage = sandstep_operator_usage (argc == 3 ? sandstep_operator_lookup (argv[2]) : NULL);
+      g_print ("%s", usage);
+      return 0;
+    }
   if (strcmp (argv[1], "--version") == 0)
     {
       g_print ("sandstep %s\n", SANDSTEP_VERSION);

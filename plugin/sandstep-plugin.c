@@ -26,6 +26,7 @@
 
 #include "sandstep-identity.h"
 #include "sandstep-operator.h"
+#include "sandstep-paths.h"
 #include "sandstep-render.h"
 
 #define SANDSTEP_EXPORT __attribute__ ((visibility ("default")))
@@ -110,28 +111,41 @@ is_dry_run (void)
 
 /* ---- identity ------------------------------------------------------------- */
 
-/* The helper beside the loaded object: BUILDDIR/plugin/../operators/sandstep in
- * a build tree, or DIR/sandstep next to an installed sandstep.so. */
+static gboolean
+is_program (const char *path)
+{
+  return g_file_test (path, G_FILE_TEST_IS_REGULAR) && g_file_test (path, G_FILE_TEST_IS_EXECUTABLE);
+}
+
+/* The helper that belongs with the loaded object, by absolute path:
+ * BUILDDIR/plugin/../operators/sandstep in a build tree; once installed,
+ * the bindir of the prefix sandstep.so was installed to (wherever that
+ * tree now is), else the bindir it was built for, else one beside it. */
 static char *
 find_default_helper (void)
 {
   Dl_info info;
   g_autofree char *dir = NULL;
   g_autofree char *absdir = NULL;
-  const char *candidates[] = { "../operators/sandstep", "sandstep" };
+  g_autofree char *build_tree = NULL;
+  g_autofree char *beside = NULL;
+  char installed[4096];
 
   if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
     return g_strdup ("sandstep");
   dir = g_path_get_dirname (info.dli_fname);
   absdir = g_canonicalize_filename (dir, NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
-    {
-      g_autofree char *path = g_build_filename (absdir, candidates[i], NULL);
-      g_autofree char *canonical = g_canonicalize_filename (path, NULL);
-
-      if (g_file_test (canonical, G_FILE_TEST_IS_REGULAR) && g_file_test (canonical, G_FILE_TEST_IS_EXECUTABLE))
-        return g_steal_pointer (&canonical);
-    }
+  build_tree = g_canonicalize_filename ("../operators/sandstep", absdir);
+  if (is_program (build_tree))
+    return g_steal_pointer (&build_tree);
+  if (sandstep_relocate (absdir, SANDSTEP_PLUGINDIR_REL, SANDSTEP_BINDIR_REL, "sandstep", installed,
+                         sizeof installed) && is_program (installed))
+    return g_strdup (installed);
+  if (is_program (SANDSTEP_BINDIR "/sandstep"))
+    return g_strdup (SANDSTEP_BINDIR "/sandstep");
+  beside = g_build_filename (absdir, "sandstep", NULL);
+  if (is_program (beside))
+    return g_steal_pointer (&beside);
   return g_strdup ("sandstep");
 }
 
