@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
@@ -865,6 +866,101 @@ test_list_mixed (Fixture *f, gconstpointer data)
   gc = sandstep_test_proc_wait (holding, 10);
 }
 
+/* `sandstep ARGS` with its stderr on a terminal (a pty of the test's); what
+ * the terminal showed.  Its exit status must be 0. */
+static char *
+helper_on_terminal (Fixture *f, const char *const *args)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GString) shown = g_string_new (NULL);
+  int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int slave, status = 0;
+  GPid pid = 0;
+  char buf[4096];
+  ssize_t n;
+
+  g_assert_cmpint (master, >=, 0);
+  g_assert_cmpint (grantpt (master), ==, 0);
+  g_assert_cmpint (unlockpt (master), ==, 0);
+  slave = open (ptsname (master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (slave, >=, 0);
+  g_ptr_array_add (argv, f->helper);
+  for (; *args != NULL; args++)
+    g_ptr_array_add (argv, (char *) *args);
+  g_ptr_array_add (argv, NULL);
+  g_spawn_async_with_pipes_and_fds (f->host_dir, (const char *const *) argv->pdata, (const char *const *) f->envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL |
+                                      G_SPAWN_STDOUT_TO_DEV_NULL,
+                                    NULL, NULL, -1, -1, slave, NULL, NULL, 0, &pid, NULL, NULL, NULL, &error);
+  g_assert_no_error (error);
+  close (slave);
+  /* Until the helper's end closes the terminal's last writer (EIO). */
+  while ((n = read (master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0)
+      g_string_append_len (shown, buf, n);
+  close (master);
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  g_spawn_close_pid (pid);
+  g_test_message ("on the terminal: %s", shown->str);
+  g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  return g_string_free (g_steal_pointer (&shown), FALSE);
+}
+
+static void
+test_progress (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *big = sandstep_test_host_path (f, "big.bin");
+  g_autofree char *back = sandstep_test_host_path (f, "back.bin");
+  g_autofree char *exported = sandstep_test_host_path (f, "exported.bin");
+  g_autofree char *to_arg = g_strconcat ("--to=", back, NULL);
+  g_autofree char *export_arg = g_strconcat ("/workspace/big.bin=file://", exported, NULL);
+  g_autofree guint8 *bytes = g_malloc (48 * 1024 * 1024);
+  g_autofree char *shown = NULL;
+  g_autoptr(SandstepTestResult) quiet = NULL;
+
+  g_test_summary ("on a terminal, put, get --to and export of 48 MB redraw one progress line (bytes, rate, "
+                  "time left) and end with what they moved; off a terminal, only that last line");
+  for (gsize i = 0; i < 48 * 1024 * 1024 / 4; i++)
+    ((guint32 *) bytes)[i] = g_random_int ();
+  write_host_file (big, (const char *) bytes, 48 * 1024 * 1024);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_PROGRESS_INTERVAL", "0.001");
+
+  shown = helper_on_terminal (f, (const char *[]) { "put", h, big, "/workspace/big.bin", NULL });
+  sandstep_test_assert_contains (shown, "\rsandstep put: ");
+  sandstep_test_assert_contains (shown, " of 48.0MB, ");
+  sandstep_test_assert_contains (shown, "MB/s, ");
+  sandstep_test_assert_contains (shown, " left\033[K");
+  sandstep_test_assert_contains (shown, "\r\033[Ksandstep put: moved 48.0MB in ");
+  g_clear_pointer (&shown, g_free);
+
+  shown = helper_on_terminal (f, (const char *[]) { "get", h, "--max-bytes=64M", to_arg, "big.bin", NULL });
+  sandstep_test_assert_contains (shown, "sandstep get: moved 48.0MB in ");
+  g_clear_pointer (&shown, g_free);
+  {
+    g_autofree char *copy = NULL;
+    gsize len = 0;
+    g_assert_true (g_file_get_contents (back, &copy, &len, NULL));
+    g_assert_cmpuint (len, ==, 48 * 1024 * 1024);
+    g_assert_true (memcmp (copy, bytes, len) == 0);
+  }
+
+  shown = helper_on_terminal (f, (const char *[]) { "export", h, export_arg, NULL });
+  sandstep_test_assert_contains (shown, "\rsandstep export: ");
+  sandstep_test_assert_contains (shown, "MB/s");
+  sandstep_test_assert_contains (shown, "sandstep export: staged /workspace/big.bin for ");
+  sandstep_test_assert_contains (shown, "sandstep export: moved 48.0MB in ");
+  sandstep_test_assert_contains (shown, "sandstep export: published 1 file");
+
+  /* Off a terminal: one line at the end, no progress drawn. */
+  quiet = sandstep_test_helper (f, "put", h, big, "/workspace/again.bin", NULL);
+  sandstep_test_assert_status (quiet, 0);
+  g_assert_true (g_regex_match_simple ("\\Asandstep put: moved 48\\.0MB in [0-9.]+s \\([0-9.]+[KM]?B/s\\)\\n\\z",
+                                       quiet->err, 0, 0));
+}
+
 static void
 test_describe_hides_secret_values (Fixture *f, gconstpointer data)
 {
@@ -1539,6 +1635,7 @@ main (int argc, char **argv)
   ADD ("/helper/provision/get-or-create", test_provision_get_or_create);
   ADD ("/helper/provision/spec-conflict", test_provision_spec_conflict);
   ADD ("/helper/list/mixed", test_list_mixed);
+  ADD ("/helper/progress", test_progress);
   ADD ("/helper/run/shell-and-cwd", test_run_shell_and_cwd);
   ADD ("/helper/run/streams", test_run_streams);
   ADD ("/helper/run/exit-status", test_run_exit_status);

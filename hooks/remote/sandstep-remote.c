@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-progress.h"
 #include "sandstep-sparse.h"
 #include "sandstep-token.h"
 
@@ -283,6 +284,9 @@ remote_read_file (SandstepAttachment *parent, const char *path, gsize max_bytes,
                       a->target.server, path, max_bytes);
       return NULL;
     }
+  /* The body comes whole: counted once it is in. */
+  if (answer != NULL)
+    sandstep_progress_add (g_bytes_get_size (answer));
   return answer;
 }
 
@@ -337,6 +341,7 @@ on_export_data (int stream, GBytes *bytes, gpointer data, GError **error)
     return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
                                  "Cannot write '%s' where it is exported to", out->path);
   out->written += len;
+  sandstep_progress_add (len);
   return TRUE;
 }
 
