@@ -496,6 +496,25 @@ test_unit_every_operator (void)
     }
 }
 
+/* plugin/README.md shows every function the plugin registers. */
+static void
+test_readme_lists_every_function (void)
+{
+  g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "plugin", "README.md", NULL);
+  g_autofree char *text = read_file (path);
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autofree char *call = g_strdup_printf ("| `$(sandbox-%s", ops[i].name);
+      if (strstr (text, call) == NULL)
+        g_error ("plugin/README.md has no row for $(sandbox-%s ...)", ops[i].name);
+    }
+  g_assert_nonnull (strstr (text, "| `$(sandbox-run-id )`"));
+  g_assert_nonnull (strstr (text, "| `$(sandbox-holder )`"));
+}
+
 /* ---- the loadable object -------------------------------------------------- */
 
 static int
@@ -1490,6 +1509,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/unit/run-id", test_unit_run_id);
   g_test_add_func ("/plugin/unit/quote", test_unit_quote);
   g_test_add_func ("/plugin/unit/every-operator", test_unit_every_operator);
+  g_test_add_func ("/plugin/unit/readme-lists-every-function", test_readme_lists_every_function);
   g_test_add_func ("/plugin/exports", test_exports);
   g_test_add_func ("/plugin/load", test_load);
   g_test_add_func ("/plugin/render", test_render);
