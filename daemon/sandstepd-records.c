@@ -18,6 +18,7 @@ typedef struct {
   const char *run;
   const char *owner;        /* list: only this owner's */
   gboolean expired_only;
+  gboolean broken;
   /* results */
   JsonObject *answer;
   GError *error;
@@ -77,7 +78,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         g_autoptr(GError) error = NULL;
 
         /* What it reclaimed before a failure is reclaimed: the answer says both. */
-        sandstep_backend_gc (b, job->run, job->expired_only, destroyed, &error);
+        sandstep_backend_gc (b, job->run, job->expired_only, job->broken, destroyed, &error);
         job->answer = sandstep_wire_gc_reply (destroyed, error);
         break;
       }
@@ -130,7 +131,7 @@ read_body (Request *req, RecordJob *job)
     }
   if (req->route == ROUTE_GC)
     {
-      if (sandstep_wire_read_gc_request (job->body, &job->run, &job->expired_only, &error))
+      if (sandstep_wire_read_gc_request (job->body, &job->run, &job->expired_only, &job->broken, &error))
         return TRUE;
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return FALSE;

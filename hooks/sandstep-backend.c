@@ -87,6 +87,8 @@ char *
 sandstep_backend_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
                             gboolean *out_existing, GError **error)
 {
+  if (!sandstep_spec_check (spec, error))
+    return NULL;
   return backend->klass->provision (backend, spec, who, out_existing, error);
 }
 
@@ -155,10 +157,11 @@ sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const Sa
 }
 
 gboolean
-sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed,
+sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
+                     GPtrArray *destroyed,
                      GError **error)
 {
-  return backend->klass->gc (backend, run, expired_only, destroyed, error);
+  return backend->klass->gc (backend, run, expired_only, broken, destroyed, error);
 }
 
 GPtrArray *

@@ -145,9 +145,11 @@ typedef struct {
                        gint64 keep_s, gboolean *out_destroyed, GError **error);
   /* At once, killing what runs; destroying a sandbox that is gone is no error. */
   gboolean (*destroy) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
-  /* Reclaims sandboxes of @run (NULL: any) that are expired, or all of the run's when !@expired_only.
+  /* Reclaims sandboxes of @run (NULL: any) that are expired, or all of the run's when !@expired_only;
+   * damaged ones once they are certainly expired, or all of them with @broken.
    * Appends the handles it destroyed to @destroyed. */
-  gboolean (*gc) (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error);
+  gboolean (*gc) (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
+                  GPtrArray *destroyed, GError **error);
   /* Every sandbox, sorted by handle, as SandstepListEntry; of @run and of
    * @owner only when they are not NULL (a broken one has neither). */
   GPtrArray *(*list) (SandstepBackend *backend, const char *run, const char *owner, GError **error);
@@ -188,8 +190,8 @@ gboolean sandstep_backend_release (SandstepBackend *backend, const char *handle,
                                    gint64 keep_s, gboolean *out_destroyed, GError **error);
 gboolean sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                                    GError **error);
-gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed,
-                              GError **error);
+gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
+                              GPtrArray *destroyed, GError **error);
 GPtrArray *sandstep_backend_list (SandstepBackend *backend, const char *run, const char *owner, GError **error);
 void sandstep_backend_free (SandstepBackend *backend);
 

@@ -1,6 +1,7 @@
 /* sandstep-error.c: the error domains, the table of what each code means, and the facts two codes carry. */
 #include "sandstep-error.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* The holder of a busy sandbox travels with SANDSTEP_SANDBOX_ERROR. */
@@ -74,6 +75,8 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_EXPIRED,      SANDSTEP_EXIT_EXPIRED,     410, "expired",        "provision a new sandbox; 'sandstep gc --expired' reclaims this one" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BUSY,         SANDSTEP_EXIT_BUSY,        409, "busy",           "wait for the holder (--wait=SECONDS) or provision one sandbox per step" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_STATE,        SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BROKEN,       SANDSTEP_EXIT_INTERNAL,    500, "broken",         "destroy it with 'sandstep destroy', or reclaim every damaged sandbox with 'sandstep gc --broken'" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_NO_SPACE,     SANDSTEP_EXIT_INTERNAL,    507, "no-space",       "free space on the disk that holds the state directory" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_CONFLICT,     SANDSTEP_EXIT_USAGE,       409, "spec-conflict",  "destroy the sandbox this holder provisioned, or provision under another holder" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
@@ -130,6 +133,24 @@ sandstep_throw_errno (GError **error, GQuark domain, int code, int errsv, const 
   message = g_strdup_vprintf (format, args);
   va_end (args);
   g_set_error (error, domain, code, "%s: %s", message, g_strerror (errsv));
+  return FALSE;
+}
+
+gboolean
+sandstep_throw_write_errno (GError **error, GQuark domain, int code, int errsv, const char *format, ...)
+{
+  va_list args;
+  g_autofree char *message = NULL;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  if (errsv == ENOSPC || errsv == EDQUOT)
+    g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NO_SPACE,
+                 "%s: %s: the host's disk that holds the sandboxes is full; free space there and try again",
+                 message, g_strerror (errsv));
+  else
+    g_set_error (error, domain, code, "%s: %s", message, g_strerror (errsv));
   return FALSE;
 }
 

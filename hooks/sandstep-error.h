@@ -38,7 +38,9 @@ typedef enum {
   SANDSTEP_SANDBOX_ERROR_NOT_OWNER,
   SANDSTEP_SANDBOX_ERROR_EXPIRED,
   SANDSTEP_SANDBOX_ERROR_BUSY,
-  SANDSTEP_SANDBOX_ERROR_STATE,     /* state directory unreadable or corrupt */
+  SANDSTEP_SANDBOX_ERROR_STATE,     /* state directory unreadable */
+  SANDSTEP_SANDBOX_ERROR_BROKEN,    /* this sandbox's record or claim is damaged */
+  SANDSTEP_SANDBOX_ERROR_NO_SPACE,  /* the host's disk under the state directory is full */
   SANDSTEP_SANDBOX_ERROR_FAILED,
   SANDSTEP_SANDBOX_ERROR_CONFLICT,  /* the holder already provisioned a sandbox with another spec */
 } SandstepSandboxError;
@@ -84,6 +86,11 @@ gboolean sandstep_throw (GError **error, GQuark domain, int code, const char *fo
 
 /* Like sandstep_throw() with ": <strerror(errsv)>" appended. */
 gboolean sandstep_throw_errno (GError **error, GQuark domain, int code, int errsv, const char *format, ...) G_GNUC_PRINTF (5, 6);
+
+/* sandstep_throw_errno() for a write under the state directory: a full disk
+ * (ENOSPC, EDQUOT) is SANDSTEP_SANDBOX_ERROR_NO_SPACE instead of @domain/@code. */
+gboolean sandstep_throw_write_errno (GError **error, GQuark domain, int code, int errsv, const char *format, ...)
+  G_GNUC_PRINTF (5, 6);
 
 /* SANDSTEP_SANDBOX_ERROR_BUSY naming @holder, the one who has the sandbox now. */
 gboolean sandstep_throw_busy (GError **error, const char *holder, const char *format, ...) G_GNUC_PRINTF (3, 4);

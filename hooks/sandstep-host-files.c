@@ -176,8 +176,13 @@ sandstep_remove_tree_at (int dir_fd, const char *name)
   int fd;
   DIR *dir;
   struct dirent *entry;
+  struct stat st;
 
   if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
+    return;
+  /* Only a directory is made writable to empty it: fchmodat follows links,
+   * and a link whose unlink failed must not hand its target a new mode. */
+  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
     return;
   fchmodat (dir_fd, name, 0700, 0);
   fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -2,10 +2,12 @@
 #include "sandstep-spec.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "sandstep-error.h"
+#include "sandstep-members.h"
 #include "sandstep-units.h"
 
 static void
@@ -74,7 +76,8 @@ sandstep_network_from_string (const char *text, SandstepNetwork *out, GError **e
 static gboolean
 mount_name_is_valid (const char *name)
 {
-  if (name[0] == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+  /* One path component under /data. */
+  if (name[0] == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0 || strlen (name) > NAME_MAX)
     return FALSE;
   for (const char *p = name; *p; p++)
     if (!g_ascii_isalnum (*p) && *p != '-' && *p != '_' && *p != '.')
@@ -100,8 +103,8 @@ sandstep_spec_add_mount (SandstepSpec *spec, const char *text, GError **error)
   target = colon + 1 + strlen ("/data/");
   if (!mount_name_is_valid (target))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "mount '%s': '%s' is not a plain name under /data (letters, digits, '.', '-', '_')",
-                           text, target);
+                           "mount '%s': '%s' is not a plain name under /data (letters, digits, '.', '-', '_', "
+                           "at most %d of them)", text, target, NAME_MAX);
   if (!g_path_is_absolute (host))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "mount '%s': host path '%s' is not absolute; write $(abspath %s) in make",
@@ -201,32 +204,96 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
 }
 
 static gboolean
+bad_member (GError **error, const char *member, const char *expected)
+{
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "the spec's member '%s' is not %s", member, expected);
+}
+
+/* An optional member: absent is fine, present must have its type. */
+#define OPTIONAL(object, name) (json_object_get_member ((object), (name)) != NULL)
+
+static gboolean
 string_map_from_json (JsonObject *object, const char *member, GHashTable *into, GError **error)
 {
-  JsonNode *node = json_object_get_member (object, member);
+  JsonArray *names;
+  JsonObject *map;
 
-  if (node == NULL)
+  if (!OPTIONAL (object, member))
     return TRUE;
-  if (JSON_NODE_HOLDS_ARRAY (node))
+  if (sandstep_member_array (object, member, &names))
     {
       /* A record without secret values (names only) keeps the names with empty values. */
-      JsonArray *array = json_node_get_array (node);
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        g_hash_table_insert (into, g_strdup (json_array_get_string_element (array, i)), g_strdup (""));
+      g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func (g_free);
+      if (!sandstep_member_strings (names, list))
+        return bad_member (error, member, "an array of names");
+      for (guint i = 0; i < list->len; i++)
+        g_hash_table_insert (into, g_strdup (list->pdata[i]), g_strdup (""));
       return TRUE;
     }
-  if (!JSON_NODE_HOLDS_OBJECT (node))
-    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                           "spec member '%s' is not an object", member);
-  JsonObject *map = json_node_get_object (node);
-  g_autoptr(GList) names = json_object_get_members (map);
-  for (GList *l = names; l; l = l->next)
+  if (!sandstep_member_object (object, member, &map))
+    return bad_member (error, member, "an object");
+  g_autoptr(GList) names_list = json_object_get_members (map);
+  for (GList *l = names_list; l; l = l->next)
     {
-      JsonNode *value = json_object_get_member (map, l->data);
-      if (!JSON_NODE_HOLDS_VALUE (value) || json_node_get_value_type (value) != G_TYPE_STRING)
-        return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                               "spec member '%s.%s' is not a string", member, (char *) l->data);
-      g_hash_table_insert (into, g_strdup (l->data), g_strdup (json_node_get_string (value)));
+      const char *value;
+      if (!sandstep_member_string (map, l->data, &value))
+        {
+          g_autofree char *shown = g_strdup_printf ("%s.%s", member, (char *) l->data);
+          return bad_member (error, shown, "a string");
+        }
+      g_hash_table_insert (into, g_strdup (l->data), g_strdup (value));
+    }
+  return TRUE;
+}
+
+static gboolean
+limits_from_json (JsonObject *object, SandstepLimits *limits, GError **error)
+{
+  static const struct { const char *name; const char *shown; gsize offset; } members[] = {
+    { "memory", "limits.memory", G_STRUCT_OFFSET (SandstepLimits, memory) },
+    { "pids", "limits.pids", G_STRUCT_OFFSET (SandstepLimits, pids) },
+    { "cpu_time", "limits.cpu_time", G_STRUCT_OFFSET (SandstepLimits, cpu_time_s) },
+    { "disk", "limits.disk", G_STRUCT_OFFSET (SandstepLimits, disk) },
+  };
+  JsonObject *o;
+
+  if (!OPTIONAL (object, "limits"))
+    return TRUE;
+  if (!sandstep_member_object (object, "limits", &o))
+    return bad_member (error, "limits", "an object");
+  for (gsize i = 0; i < G_N_ELEMENTS (members); i++)
+    {
+      gint64 value = 0;
+      if (OPTIONAL (o, members[i].name) && (!sandstep_member_int (o, members[i].name, &value) || value < 0))
+        return bad_member (error, members[i].shown, "a number, 0 or more");
+      /* Every limit is 64 bits wide, signed or not, and at most G_MAXINT64. */
+      *(gint64 *) G_STRUCT_MEMBER_P (limits, members[i].offset) = value;
+    }
+  return TRUE;
+}
+
+static gboolean
+mounts_from_json (JsonObject *object, GPtrArray *into, GError **error)
+{
+  JsonArray *mounts;
+
+  if (!OPTIONAL (object, "mounts"))
+    return TRUE;
+  if (!sandstep_member_array (object, "mounts", &mounts))
+    return bad_member (error, "mounts", "an array");
+  for (guint i = 0; i < json_array_get_length (mounts); i++)
+    {
+      JsonNode *node = json_array_get_element (mounts, i);
+      const char *host, *target;
+      SandstepMount *mount;
+      if (!JSON_NODE_HOLDS_OBJECT (node) || !sandstep_member_string (json_node_get_object (node), "host", &host) ||
+          !sandstep_member_string (json_node_get_object (node), "target", &target))
+        return bad_member (error, "mounts", "an array of {\"host\", \"target\"} objects");
+      mount = g_new0 (SandstepMount, 1);
+      mount->host_path = g_strdup (host);
+      mount->name = g_strdup (target);
+      g_ptr_array_add (into, mount);
     }
   return TRUE;
 }
@@ -236,51 +303,103 @@ sandstep_spec_from_json (JsonNode *node, GError **error)
 {
   g_autoptr(SandstepSpec) spec = sandstep_spec_new ();
   JsonObject *object;
-  JsonArray *mounts;
+  const char *network = "none";
 
   if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
     {
-      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "the spec is not a JSON object");
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "the spec is not a JSON object");
       return NULL;
     }
   object = json_node_get_object (node);
-  if (!sandstep_network_from_string (json_object_get_string_member_with_default (object, "network", "none"),
-                                     &spec->network, error))
+  if (OPTIONAL (object, "network") && !sandstep_member_string (object, "network", &network))
+    return bad_member (error, "network", "a string"), NULL;
+  if (!sandstep_network_from_string (network, &spec->network, error))
     return NULL;
-  spec->lifetime_s = json_object_get_int_member_with_default (object, "lifetime", SANDSTEP_DEFAULT_LIFETIME_S);
-  if (json_object_has_member (object, "limits") && JSON_NODE_HOLDS_OBJECT (json_object_get_member (object, "limits")))
-    {
-      JsonObject *limits = json_object_get_object_member (object, "limits");
-      spec->limits.memory = MAX (json_object_get_int_member_with_default (limits, "memory", 0), 0);
-      spec->limits.pids = MAX (json_object_get_int_member_with_default (limits, "pids", 0), 0);
-      spec->limits.cpu_time_s = MAX (json_object_get_int_member_with_default (limits, "cpu_time", 0), 0);
-      spec->limits.disk = MAX (json_object_get_int_member_with_default (limits, "disk", 0), 0);
-    }
-  if (!string_map_from_json (object, "env", spec->env, error) ||
-      !string_map_from_json (object, "secrets", spec->secrets, error))
+  if (OPTIONAL (object, "lifetime") && (!sandstep_member_int (object, "lifetime", &spec->lifetime_s) ||
+                                        spec->lifetime_s <= 0 || spec->lifetime_s > SANDSTEP_MAX_DURATION_S))
+    return bad_member (error, "lifetime", "a number of seconds above 0, at most ten years"), NULL;
+  if (!limits_from_json (object, &spec->limits, error) ||
+      !string_map_from_json (object, "env", spec->env, error) ||
+      !string_map_from_json (object, "secrets", spec->secrets, error) ||
+      !mounts_from_json (object, spec->mounts, error))
     return NULL;
   for (int k = 0; k < 2; k++)
     {
       const char *member = k == 0 ? "allow" : "allow_cidr";
-      JsonNode *node = json_object_get_member (object, member);
-      if (node != NULL && JSON_NODE_HOLDS_ARRAY (node))
-        {
-          JsonArray *array = json_node_get_array (node);
-          for (guint i = 0; i < json_array_get_length (array); i++)
-            g_ptr_array_add (k == 0 ? spec->allow_hosts : spec->allow_cidrs,
-                             g_strdup (json_array_get_string_element (array, i)));
-        }
-    }
-  mounts = json_object_has_member (object, "mounts") ? json_object_get_array_member (object, "mounts") : NULL;
-  for (guint i = 0; mounts != NULL && i < json_array_get_length (mounts); i++)
-    {
-      JsonObject *m = json_array_get_object_element (mounts, i);
-      SandstepMount *mount = g_new0 (SandstepMount, 1);
-      mount->host_path = g_strdup (json_object_get_string_member_with_default (m, "host", ""));
-      mount->name = g_strdup (json_object_get_string_member_with_default (m, "target", ""));
-      g_ptr_array_add (spec->mounts, mount);
+      JsonArray *array;
+      if (!OPTIONAL (object, member))
+        continue;
+      if (!sandstep_member_array (object, member, &array) ||
+          !sandstep_member_strings (array, k == 0 ? spec->allow_hosts : spec->allow_cidrs))
+        return bad_member (error, member, "an array of strings"), NULL;
     }
   return g_steal_pointer (&spec);
+}
+
+/* A value a record stores must read back: JSON carries UTF-8 only. */
+static gboolean
+check_utf8 (GError **error, const char *what, const char *name, const char *value)
+{
+  g_autofree char *shown = NULL;
+
+  if (g_utf8_validate (value, -1, NULL))
+    return TRUE;
+  shown = g_utf8_make_valid (value, -1);
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "%s '%s' is not valid UTF-8 (shown with U+FFFD where it is not); give it in UTF-8",
+                         what, name != NULL ? name : shown);
+}
+
+static gboolean
+check_map (GHashTable *map, const char *what, GError **error)
+{
+  GHashTableIter iter;
+  gpointer name, value;
+
+  g_hash_table_iter_init (&iter, map);
+  while (g_hash_table_iter_next (&iter, &name, &value))
+    if (!check_utf8 (error, what, NULL, name) || !check_utf8 (error, what, name, value))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+sandstep_spec_check (const SandstepSpec *spec, GError **error)
+{
+  if (spec->limits.pids > SANDSTEP_MAX_PIDS)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "pids '%" G_GINT64_FORMAT "' is more than the kernel can count (%d); give %d or fewer",
+                           spec->limits.pids, SANDSTEP_MAX_PIDS, SANDSTEP_MAX_PIDS);
+  if (spec->limits.memory != 0 && spec->limits.memory < SANDSTEP_MIN_MEMORY)
+    {
+      g_autofree char *given = sandstep_format_size_option (spec->limits.memory);
+      return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                             "memory '%s' is too little for the sandbox's own init and a shell to start; "
+                             "give 4M or more", given);
+    }
+  if (spec->lifetime_s <= 0 || spec->lifetime_s > SANDSTEP_MAX_DURATION_S)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "lifetime '%" G_GINT64_FORMAT "' is not a number of seconds above 0, at most ten years",
+                           spec->lifetime_s);
+  if (!check_map (spec->env, "env", error) || !check_map (spec->secrets, "secret", error))
+    return FALSE;
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const SandstepMount *mount = spec->mounts->pdata[i];
+      if (!check_utf8 (error, "mount", NULL, mount->host_path))
+        return FALSE;
+      if (!mount_name_is_valid (mount->name))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "mount '%s': '%s' is not a plain name under /data (letters, digits, '.', '-', "
+                               "'_', at most %d of them)", mount->host_path, mount->name, NAME_MAX);
+    }
+  for (guint i = 0; i < spec->allow_hosts->len; i++)
+    if (!check_utf8 (error, "allow", NULL, spec->allow_hosts->pdata[i]))
+      return FALSE;
+  for (guint i = 0; i < spec->allow_cidrs->len; i++)
+    if (!check_utf8 (error, "allow-cidr", NULL, spec->allow_cidrs->pdata[i]))
+      return FALSE;
+  return TRUE;
 }
 
 /* ---- comparing two specs ---- */

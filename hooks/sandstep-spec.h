@@ -41,6 +41,10 @@ typedef struct {
 } SandstepSpec;
 
 #define SANDSTEP_DEFAULT_LIFETIME_S (60 * 60)
+/* A cgroup refuses a pids.max of PID_MAX_LIMIT (4M) or more, and the sandbox's init takes one more. */
+#define SANDSTEP_MAX_PIDS (4 * 1024 * 1024 - 1)
+/* Below this the sandbox's init and a shell cannot start within the limit. */
+#define SANDSTEP_MIN_MEMORY (4ULL << 20)
 
 SandstepSpec *sandstep_spec_new (void);
 void sandstep_spec_free (SandstepSpec *spec);
@@ -55,6 +59,11 @@ gboolean sandstep_spec_add_mount (SandstepSpec *spec, const char *text, GError *
 /* The spec as JSON, without secret values (names only) unless @with_secrets. */
 JsonNode *sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets);
 SandstepSpec *sandstep_spec_from_json (JsonNode *node, GError **error);
+
+/* Refuses (SANDSTEP_USAGE_ERROR) values that would make every command fail,
+ * or that a record could not store: pids over the kernel's count, memory
+ * too small to start in, text that is not UTF-8, a mount name over NAME_MAX. */
+gboolean sandstep_spec_check (const SandstepSpec *spec, GError **error);
 
 /* How @asked differs from @had, one phrase per differing field as an option
  * names it ("network is 'none' there, 'open' asked"), joined by "; ";

@@ -40,8 +40,7 @@ sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seco
         return bad_value (error, "duration", text, expected);
       scale = units[i].scale;
     }
-  /* Ten years is far beyond any sandbox and keeps the arithmetic in range. */
-  if ((value == 0 && !allow_zero) || value > (guint64) (10 * 365 * 86400) / scale)
+  if ((value == 0 && !allow_zero) || value > (guint64) SANDSTEP_MAX_DURATION_S / scale)
     return bad_value (error, "duration", text, expected);
   *out_seconds = (gint64) value * scale;
   return TRUE;
@@ -60,6 +59,10 @@ sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero,
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "%s must be a %s finite number of seconds, got '%s'", name,
                            allow_zero ? "non-negative" : "positive", text);
+  if (value > SANDSTEP_MAX_DURATION_S)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "%s '%s' is more than ten years (%" G_GINT64_FORMAT " seconds); give fewer seconds",
+                           name, text, SANDSTEP_MAX_DURATION_S);
   *out = value;
   return TRUE;
 }
@@ -171,6 +174,8 @@ sandstep_format_size_option (guint64 n)
     return g_strdup_printf ("%" G_GUINT64_FORMAT "G", n >> 30);
   if (n % (1ULL << 20) == 0)
     return g_strdup_printf ("%" G_GUINT64_FORMAT "M", n >> 20);
+  if (n % (1ULL << 10) == 0)
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "K", n >> 10);
   return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
 }
 

@@ -9,12 +9,15 @@
 
 G_BEGIN_DECLS
 
+/* Ten years: far beyond any sandbox, and it keeps the arithmetic (microseconds, unix times) in range. */
+#define SANDSTEP_MAX_DURATION_S ((gint64) 10 * 365 * 86400)
+
 /* Seconds, or a whole number with s, m, h or d ("90", "30m", "2h"), at most
  * ten years; 0 only with @allow_zero.  The message names the accepted forms. */
 gboolean sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error);
 
 /* A finite decimal number of seconds (no unit), > 0, or >= 0 with
- * @allow_zero; @name (the option) heads the message. */
+ * @allow_zero, at most ten years; @name (the option) heads the message. */
 gboolean sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero, double *out, GError **error);
 
 /* Bytes, or a whole number with K, M or G (binary), optionally followed by
@@ -34,7 +37,7 @@ gboolean sandstep_parse_host_port (const char *text, gboolean port_alone, char *
  * (binary units labelled KB/MB, as the tool contract does). */
 char *sandstep_format_size (guint64 n);
 
-/* A size as an option value reads it back: "2G", "512M", else bytes. */
+/* A size as an option value reads it back: "2G", "512M", "4K", else bytes. */
 char *sandstep_format_size_option (guint64 n);
 
 /* Seconds for a "[timed out after Ns]" note: rounded to 0.1 s, no trailing

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-members.h"
 
 guint
 sandstep_wire_error_status (const GError *error)
@@ -215,7 +216,7 @@ sandstep_wire_release_request (const SandstepIdentity *who, gint64 keep_s)
 }
 
 JsonObject *
-sandstep_wire_gc_request (const char *run, gboolean expired_only)
+sandstep_wire_gc_request (const char *run, gboolean expired_only, gboolean broken)
 {
   JsonObject *object = json_object_new ();
 
@@ -224,11 +225,13 @@ sandstep_wire_gc_request (const char *run, gboolean expired_only)
   else
     json_object_set_null_member (object, "run");
   json_object_set_boolean_member (object, "expired_only", expired_only);
+  json_object_set_boolean_member (object, "broken", broken);
   return object;
 }
 
 gboolean
-sandstep_wire_read_gc_request (JsonObject *object, const char **out_run, gboolean *out_expired_only, GError **error)
+sandstep_wire_read_gc_request (JsonObject *object, const char **out_run, gboolean *out_expired_only,
+                               gboolean *out_broken, GError **error)
 {
   JsonNode *run = json_object_get_member (object, "run");
 
@@ -236,7 +239,16 @@ sandstep_wire_read_gc_request (JsonObject *object, const char **out_run, gboolea
   if (run != NULL && !JSON_NODE_HOLDS_NULL (run) && !sandstep_wire_get_string (object, "run", out_run, error))
     return FALSE;
   /* Without a run, only what has expired: gc never ends a live sandbox unasked. */
-  *out_expired_only = json_object_get_boolean_member_with_default (object, "expired_only", *out_run == NULL);
+  *out_expired_only = *out_run == NULL;
+  *out_broken = FALSE;
+  if (json_object_get_member (object, "expired_only") != NULL &&
+      !sandstep_member_bool (object, "expired_only", out_expired_only))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "the member 'expired_only' must be true or false");
+  /* Older clients send no "broken". */
+  if (json_object_get_member (object, "broken") != NULL && !sandstep_member_bool (object, "broken", out_broken))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "the member 'broken' must be true or false");
   return TRUE;
 }
 

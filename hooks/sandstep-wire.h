@@ -5,7 +5,7 @@
  *
  *   GET  /v1/health                                         {"sandstepd": VERSION}
  *   POST /v1/sandboxes              {owner, holder, spec}    {"handle", "existing"}
- *   POST /v1/gc                     {run, expired_only}      {"destroyed": [...], "error"}
+ *   POST /v1/gc                     {run, expired_only, broken}      {"destroyed": [...], "error"}
  *   POST /v1/list                   {run, owner}             {"sandboxes": [an entry of `sandstep list --json`]}
  *   POST /v1/sandboxes/H/describe   {owner, holder}          the record
  *   POST /v1/sandboxes/H/release    {owner, holder, keep_s}  {"destroyed"}
@@ -93,8 +93,9 @@ JsonObject *sandstep_wire_provision_request (const SandstepIdentity *who, const 
 /* {owner, holder, keep_s} */
 JsonObject *sandstep_wire_release_request (const SandstepIdentity *who, gint64 keep_s);
 /* {run, expired_only}: @run NULL for every run. */
-JsonObject *sandstep_wire_gc_request (const char *run, gboolean expired_only);
+JsonObject *sandstep_wire_gc_request (const char *run, gboolean expired_only, gboolean broken);
 gboolean sandstep_wire_read_gc_request (JsonObject *object, const char **out_run, gboolean *out_expired_only,
+                                        gboolean *out_broken,
                                         GError **error);
 /* {claim} */
 JsonObject *sandstep_wire_release_claim_request (const char *claim);

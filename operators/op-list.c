@@ -64,8 +64,8 @@ print_table (GPtrArray *entries, gint64 now)
       g_print ("%s\n", line->str);
     }
   if (broken > 0)
-    g_printerr ("sandstep list: %u sandbox%s cannot be read; 'sandstep destroy --handle=HANDLE' removes one "
-                "(see 'sandstep list --json' for why)\n", broken, broken == 1 ? "" : "es");
+    g_printerr ("sandstep list: %u sandbox%s cannot be read; 'sandstep destroy --handle=HANDLE' removes one, "
+                "'sandstep gc --broken' all of them (see 'sandstep list --json' for why)\n", broken, broken == 1 ? "" : "es");
 }
 
 gboolean

@@ -45,6 +45,7 @@ static const SandstepOption release_options[] = {
 static const SandstepOption gc_options[] = {
   { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "reclaim every sandbox of this run, expired or not", "RUN" },
   { "expired",   SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "reclaim only sandboxes whose lifetime is over (the default without --run)" },
+  { "broken",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also reclaim every damaged sandbox (one whose record cannot be read), whatever its age" },
   { NULL }
 };
 

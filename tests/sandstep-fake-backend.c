@@ -227,7 +227,8 @@ fake_release (SandstepBackend *backend, const char *handle, const SandstepIdenti
 }
 
 static gboolean
-fake_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
+fake_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken, GPtrArray *destroyed,
+         GError **error)
 {
   FakeBackend *fake = (FakeBackend *) backend;
   g_autoptr(GList) handles = g_hash_table_get_keys (fake->sandboxes);

@@ -1,6 +1,7 @@
 /* sandstep-test-utils.c: driving the real `sandstep` helper from GTest suites. */
 #include "sandstep-test-utils.h"
 
+#include "sandstep-handle.h"
 #include "sandstep-host-files.h"
 #include "sandstep-store.h"
 
@@ -11,6 +12,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -325,6 +327,7 @@ sandstep_test_setup (SandstepTestFixture *f, gconstpointer data)
   f->envp = g_environ_setenv (f->envp, "SANDSTEP_OWNER", f->owner, TRUE);
   f->envp = g_environ_setenv (f->envp, "SANDSTEP_HOLDER", f->holder, TRUE);
   f->procs = g_ptr_array_new ();
+  f->handles = g_ptr_array_new_with_free_func (g_free);
 }
 
 /* TRUE if @user may execute @program and every executable beside it
@@ -435,28 +438,130 @@ die_with_parent (gpointer data)
   prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 }
 
-static void
+/* The state directory the case's sandboxes live in: the fixture's own, or
+ * the sandstepd's that with-sandstepd.sh started for this program. */
+static const char *
+sandboxes_dir (SandstepTestFixture *f)
+{
+  const char *daemon_state = g_getenv ("SANDSTEP_TEST_DAEMON_STATE");
+
+  return daemon_state != NULL && g_getenv ("SANDSTEP_BACKEND") != NULL ? daemon_state : f->state_dir;
+}
+
+/* Destroys, through the helper as a user would, every sandbox left in the
+ * state directory (damaged ones too); returns their handles. */
+static GPtrArray *
 destroy_leftovers (SandstepTestFixture *f)
 {
-  g_autofree char *dir_path = g_build_filename (f->state_dir, "sandboxes", NULL);
-  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  g_autoptr(SandstepStore) store = sandstep_store_open (sandboxes_dir (f), NULL);
+  g_autoptr(GPtrArray) handles = store != NULL ? sandstep_store_list (store) : g_ptr_array_new_with_free_func (g_free);
+
+  for (guint i = 0; i < handles->len; i++)
+    {
+      const char *name = handles->pdata[i];
+      g_autoptr(SandstepRecord) record = sandstep_store_load (store, name, NULL);
+      g_autofree char *owner_arg = g_strdup_printf ("--owner=%s", record != NULL ? record->owner : f->owner);
+      g_autofree char *handle_arg = g_strdup_printf ("--handle=%s", name);
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", handle_arg, owner_arg, NULL);
+
+      sandstep_test_assert_status (r, 0);
+    }
+  return g_steal_pointer (&handles);
+}
+
+/* The entries of @dir/@sub, sorted and joined by spaces ("" when none or no such directory). */
+static char *
+entries_of (const char *dir, const char *sub)
+{
+  g_autofree char *path = g_build_filename (dir, sub, NULL);
+  g_autoptr(GDir) d = g_dir_open (path, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new ();
   const char *name;
 
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *record = g_build_filename (dir_path, name, "record.json", NULL);
-      g_autoptr(JsonParser) parser = json_parser_new ();
-      g_autofree char *owner_arg = NULL;
-      g_autofree char *handle_arg = NULL;
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    g_ptr_array_add (names, (gpointer) name);
+  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (" ", (char **) names->pdata);
+}
 
-      if (name[0] == '.' || !json_parser_load_from_file (parser, record, NULL) ||
-          !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-        continue;
-      owner_arg = g_strdup_printf ("--owner=%s", json_object_get_string_member_with_default (
-                                                   json_node_get_object (json_parser_get_root (parser)), "owner", ""));
-      handle_arg = g_strdup_printf ("--handle=%s", name);
-      sandstep_test_result_free (sandstep_test_helper (f, "destroy", handle_arg, owner_arg, NULL));
+/* Where a sandbox's cgroup may live (sandstep-cgroup.c): v1 memory and pids, v2 at the root. */
+static gboolean
+cgroup_exists (const char *handle)
+{
+  static const char *const parents[] = {
+    "/sys/fs/cgroup/memory/sandstep", "/sys/fs/cgroup/pids/sandstep", "/sys/fs/cgroup/sandstep",
+    "/sys/fs/cgroup/unified/sandstep",
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (parents); i++)
+    {
+      g_autofree char *path = g_build_filename (parents[i], handle, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        return TRUE;
     }
+  return FALSE;
+}
+
+/* A process whose command line names @handle (a supervisor, a proxy), not this one. */
+static gboolean
+process_names (const char *handle)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autofree char *cmdline = NULL;
+      gsize len;
+
+      if (!g_ascii_isdigit (name[0]) || atoi (name) == getpid ())
+        continue;
+      path = g_build_filename ("/proc", name, "cmdline", NULL);
+      if (!g_file_get_contents (path, &cmdline, &len, NULL))
+        continue;
+      for (gsize i = 0; i + 1 < len; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, handle) != NULL)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Asserts that a case left nothing once its sandboxes are destroyed: no
+ * sandbox, half-made sandbox, holder entry or trash in the state directory,
+ * no cgroup and no process of any of @handles, no mount under the case's
+ * directories.  A supervisor finishes its own end a moment after a destroy
+ * returns, so processes and cgroups get a few seconds. */
+static void
+assert_nothing_left (SandstepTestFixture *f, GPtrArray *handles)
+{
+  const char *dir = sandboxes_dir (f);
+  g_autofree char *sandboxes = entries_of (dir, "sandboxes");
+  g_autofree char *holders = entries_of (dir, "holders");
+  g_autofree char *trash = entries_of (dir, "trash");
+  g_autofree char *mounts = NULL;
+  gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+
+  g_assert_cmpstr (sandboxes, ==, "");
+  g_assert_cmpstr (holders, ==, "");
+  g_assert_cmpstr (trash, ==, "");
+  for (guint i = 0; i < handles->len; i++)
+    {
+      const char *handle = handles->pdata[i];
+      while ((cgroup_exists (handle) || process_names (handle)) && g_get_monotonic_time () < deadline)
+        g_usleep (20 * 1000);
+      if (cgroup_exists (handle))
+        g_test_message ("the cgroup of sandbox '%s' is still there", handle);
+      g_assert_false (cgroup_exists (handle));
+      if (process_names (handle))
+        g_test_message ("a process of sandbox '%s' still runs", handle);
+      g_assert_false (process_names (handle));
+    }
+  g_assert_true (g_file_get_contents ("/proc/self/mountinfo", &mounts, NULL, NULL));
+  g_assert_null (strstr (mounts, f->base_dir));
 }
 
 void
@@ -469,11 +574,18 @@ sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data)
       sandstep_test_proc_kill (proc, SIGKILL);
       sandstep_test_result_free (sandstep_test_proc_wait (proc, 10));
     }
-  /* A jail dies with its helper, so nothing of the sandboxes runs any more;
-   * destroy each through the helper all the same, so that what lives outside
-   * the state directory (its cgroup) goes with it. */
+  /* Destroy what the case left through the helper, so that what lives
+   * outside the state directory (supervisors, cgroups) goes with it, then
+   * check that nothing at all is left. */
   if (f->state_dir != NULL)
-    destroy_leftovers (f);
+    {
+      g_autoptr(GPtrArray) handles = destroy_leftovers (f);
+      for (guint i = 0; i < f->handles->len; i++)
+        if (!g_ptr_array_find_with_equal_func (handles, f->handles->pdata[i], g_str_equal, NULL))
+          g_ptr_array_add (handles, g_strdup (f->handles->pdata[i]));
+      assert_nothing_left (f, handles);
+    }
+  g_ptr_array_unref (f->handles);
   g_ptr_array_unref (f->procs);
   if (f->base_dir != NULL)
     {
@@ -564,6 +676,7 @@ struct _SandstepTestProc {
   int status;
   gint64 started;
   char *command;
+  gboolean provision;  /* a `provision`: its handle is recorded in f->handles */
 };
 
 static void
@@ -687,6 +800,7 @@ sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const
   final_argv = wrapped != NULL ? wrapped : (char **) argv->pdata;
 
   proc->f = f;
+  proc->provision = args[0] != NULL && strcmp (args[0], "provision") == 0;
   proc->pidfd = proc->out_fd = proc->err_fd = -1;
   proc->out = g_string_new (NULL);
   proc->err = g_string_new (NULL);
@@ -809,6 +923,13 @@ sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s)
   result->out = g_string_free (g_steal_pointer (&proc->out), FALSE);
   result->err = g_string_free (g_steal_pointer (&proc->err), FALSE);
   result->command = g_steal_pointer (&proc->command);
+  if (proc->provision && result->status == 0 && result->out_len > 1 && result->out[result->out_len - 1] == '\n')
+    {
+      g_autofree char *handle = g_strndup (result->out, result->out_len - 1);
+      if (sandstep_handle_is_valid (handle) &&
+          !g_ptr_array_find_with_equal_func (proc->f->handles, handle, g_str_equal, NULL))
+        g_ptr_array_add (proc->f->handles, g_steal_pointer (&handle));
+    }
   g_ptr_array_remove_fast (proc->f->procs, proc);
   proc_free (proc);
   return result;

@@ -6,7 +6,9 @@
  * synchronous (sandstep_test_helper*: exit status, stdout and stderr, under a
  * timeout) or asynchronous (sandstep_test_spawn*: read lines as they come,
  * signal, then wait).  Teardown kills whatever a case left running, destroys
- * its sandboxes and removes its directories.
+ * its sandboxes, fails the case if anything of them is left (a process, a
+ * cgroup, a mount, a half-made sandbox, a holder entry, trash), and removes
+ * its directories.
  *
  * With a SandstepTestUser the helper runs as a throwaway unprivileged user
  * (created with useradd when the tests run as root), through setpriv.
@@ -63,6 +65,7 @@ typedef struct {
   char **envp;       /* the environment of every helper run; edit with sandstep_test_fixture_setenv */
   SandstepTestUser *user; /* NULL: the helper runs as this process's user */
   GPtrArray *procs;  /* helpers still running, killed at teardown */
+  GPtrArray *handles;/* every handle a `provision` printed, checked for leftovers at teardown */
 } SandstepTestFixture;
 
 /* g_test_add() setup and teardown.  @data is ignored. */

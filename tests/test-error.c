@@ -29,6 +29,8 @@ static const Code codes[] = {
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_EXPIRED,      SANDSTEP_EXIT_EXPIRED },
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_BUSY,         SANDSTEP_EXIT_BUSY },
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_STATE,        SANDSTEP_EXIT_INTERNAL },
+  { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_BROKEN,       SANDSTEP_EXIT_INTERNAL },
+  { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_NO_SPACE,     SANDSTEP_EXIT_INTERNAL },
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL },
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_CONFLICT,     SANDSTEP_EXIT_USAGE },
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL },

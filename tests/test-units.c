@@ -238,7 +238,8 @@ typedef struct {
 static const FormatRow format_rows[] = {
   /* bytes                size      as an option */
   { 1023,                 "1023B",  "1023" },
-  { 1024,                 "1.0KB",  "1024" },
+  { 1024,                 "1.0KB",  "1K" },
+  { 4096,                 "4.0KB",  "4K" },
   { 1536,                 "1.5KB",  "1536" },
   { 5 << 20,              "5.0MB",  "5M" },
   { 2ULL << 30,           "2048.0MB", "2G" },
@@ -262,7 +263,7 @@ test_format (void)
 static void
 test_round_trip (void)
 {
-  static const guint64 sizes[] = { 1, 1023, 1 << 20, 3ULL << 30, 123456789 };
+  static const guint64 sizes[] = { 1, 1023, 4096, 1 << 20, 3ULL << 30, 123456789 };
 
   for (gsize i = 0; i < G_N_ELEMENTS (sizes); i++)
     {

@@ -76,8 +76,9 @@ test_provision (void)
 static void
 test_gc (void)
 {
-  g_autoptr(JsonObject) all = through_text (sandstep_wire_gc_request (NULL, TRUE));
-  g_autoptr(JsonObject) one = through_text (sandstep_wire_gc_request ("20261130T000000-abcdef", FALSE));
+  g_autoptr(JsonObject) all = through_text (sandstep_wire_gc_request (NULL, TRUE, FALSE));
+  g_autoptr(JsonObject) one = through_text (sandstep_wire_gc_request ("20261130T000000-abcdef", FALSE, TRUE));
+  g_autoptr(JsonObject) old = through_text (json_object_new ());
   g_autoptr(GPtrArray) destroyed = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) read = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GError) failure = g_error_new_literal (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "disk");
@@ -85,13 +86,21 @@ test_gc (void)
   g_autoptr(GError) back = NULL;
   const char *run = "x";
   gboolean expired_only = FALSE;
+  gboolean broken = TRUE;
 
-  g_assert_true (sandstep_wire_read_gc_request (all, &run, &expired_only, NULL));
+  g_assert_true (sandstep_wire_read_gc_request (all, &run, &expired_only, &broken, NULL));
   g_assert_null (run);
   g_assert_true (expired_only);
-  g_assert_true (sandstep_wire_read_gc_request (one, &run, &expired_only, NULL));
+  g_assert_false (broken);
+  g_assert_true (sandstep_wire_read_gc_request (one, &run, &expired_only, &broken, NULL));
   g_assert_cmpstr (run, ==, "20261130T000000-abcdef");
   g_assert_false (expired_only);
+  g_assert_true (broken);
+  /* An older client sends neither flag: only what has expired, nothing damaged. */
+  g_assert_true (sandstep_wire_read_gc_request (old, &run, &expired_only, &broken, NULL));
+  g_assert_null (run);
+  g_assert_true (expired_only);
+  g_assert_false (broken);
 
   g_ptr_array_add (destroyed, g_strdup ("sandstep-0000000000000001"));
   g_ptr_array_add (destroyed, g_strdup ("sandstep-0000000000000002"));

@@ -51,7 +51,9 @@ if [ -z "$url" ]; then
 fi
 SANDSTEP_BACKEND=$url
 SANDSTEP_TOKEN_FILE=$dir/token
-export SANDSTEP_BACKEND SANDSTEP_TOKEN_FILE
+# For the suites' teardown, which checks that the daemon's state holds nothing of a finished case.
+SANDSTEP_TEST_DAEMON_STATE=$dir/state
+export SANDSTEP_BACKEND SANDSTEP_TOKEN_FILE SANDSTEP_TEST_DAEMON_STATE
 "$@"
 status=$?
 exit $status

@@ -136,25 +136,27 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
                  gboolean *out_existing, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
+  SandstepStore *store = local->store;
   g_autoptr(SandstepRecord) record = NULL;
   g_autofree char *existing = NULL;
-  int lock;
 
   *out_existing = FALSE;
-  lock = sandstep_store_lock_provision (local->store, error);
-  if (lock < 0)
+  if (!sandstep_store_lock_provision (store, error))
     return NULL;
+  /* What a provision killed part way left: this one holds the lock, so nothing else is being built. */
+  sandstep_store_sweep (store, FALSE);
 
   /* Get-or-create by holder: a retried step finds the sandbox it made. */
-  existing = sandstep_store_find_holder (local->store, who->owner, who->holder);
+  existing = sandstep_store_find_holder (store, who->owner, who->holder);
   if (existing != NULL)
     {
-      g_autoptr(SandstepRecord) old = sandstep_store_load (local->store, existing, NULL);
+      g_autoptr(GError) load_error = NULL;
+      g_autoptr(SandstepRecord) old = sandstep_store_load (store, existing, &load_error);
       if (old != NULL && now_unix () < old->expires && !old->released)
         {
           g_autofree char *differences = sandstep_spec_differences (old->spec, spec);
 
-          close (lock);
+          sandstep_store_unlock_provision (store);
           /* A retry asks for what it asked before; anything else is another sandbox. */
           if (differences != NULL)
             {
@@ -167,8 +169,10 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
           *out_existing = TRUE;
           return g_steal_pointer (&existing);
         }
+      /* Over or released: this holder gets a new one.  A damaged one stays for its owner to look
+       * into until gc reclaims it; this holder gets a new one too. */
       if (old != NULL)
-        sandstep_sandbox_destroy (local->store, existing, -1, NULL);
+        sandstep_sandbox_destroy (store, existing, -1, NULL);
     }
 
   record = g_new0 (SandstepRecord, 1);
@@ -179,14 +183,15 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   record->expires = record->created + spec->lifetime_s;
   record->spec = copy_spec (spec);
   assign_uid (local, record);
-  if (!sandstep_store_create (local->store, record, error) ||
-      !sandstep_store_set_holder (local->store, who->owner, who->holder, record->handle, error))
+  /* The holder first: a kill after the sandbox appears must leave it findable, or a retry makes a second. */
+  if (!sandstep_store_set_holder (store, who->owner, who->holder, record->handle, error) ||
+      !sandstep_store_create (store, record, error))
     {
-      sandstep_sandbox_destroy (local->store, record->handle, -1, NULL);
-      close (lock);
+      sandstep_store_forget_holder (store, who->owner, who->holder, record->handle);
+      sandstep_store_unlock_provision (store);
       return NULL;
     }
-  close (lock);
+  sandstep_store_unlock_provision (store);
   return g_strdup (record->handle);
 }
 
@@ -570,17 +575,32 @@ local_release (SandstepBackend *backend, const char *handle, const SandstepIdent
   g_autofree char *current = NULL;
   int fd;
 
+  g_autoptr(GError) save_error = NULL;
+
   *out_destroyed = FALSE;
   if (record == NULL || !check_owner (record, who, error))
     return FALSE;
   record->released = TRUE;
   record->expires = now_unix () + keep_s;
-  if (!sandstep_store_save (local->store, record, error))
-    return FALSE;
+  /* Recorded before the claim is tried, so that a holder ending meanwhile sees it and destroys. */
+  if (!sandstep_store_save (local->store, record, &save_error) &&
+      (keep_s > 0 || !g_error_matches (save_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NO_SPACE)))
+    {
+      g_propagate_error (error, g_steal_pointer (&save_error));
+      return FALSE;
+    }
   if (keep_s > 0)
     return TRUE;
   /* Destroy now unless a command runs; then its operator destroys it when it ends. */
   fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, NULL);
+  if (fd < 0 && save_error != NULL)
+    {
+      /* A full disk kept the release from being recorded, and a command holds the sandbox. */
+      g_propagate_prefixed_error (error, g_steal_pointer (&save_error),
+                                  "Sandbox '%s' is left until its lifetime ends: it could not be marked released "
+                                  "while '%s' holds it: ", handle, current != NULL ? current : "a command");
+      return FALSE;
+    }
   if (fd < 0)
     return TRUE;
   *out_destroyed = sandstep_sandbox_destroy (local->store, handle, fd, error);
@@ -613,32 +633,33 @@ owner_has_run (const char *owner, const char *run)
 }
 
 gboolean
-sandstep_local_judge (SandstepStore *store, const char *handle, gint64 now, SandstepCondition *out_condition,
+sandstep_local_judge (SandstepStore *store, const char *handle, SandstepCondition *out_condition, gboolean *out_over,
                       SandstepRecord **out_record, char **out_problem)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, &error);
-  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
-  struct stat st;
 
   *out_record = NULL;
   *out_problem = NULL;
   if (record == NULL)
     {
       /* Destroyed since it was listed: nothing to judge. */
-      if (fstatat (store->dir_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+      if (g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
         return FALSE;
       *out_condition = SANDSTEP_CONDITION_BROKEN;
+      *out_over = sandstep_store_is_over (store, handle, NULL);
       *out_problem = g_strdup (error->message);
       return TRUE;
     }
-  *out_condition = now >= record->expires ? SANDSTEP_CONDITION_EXPIRED : SANDSTEP_CONDITION_IDLE;
+  *out_over = sandstep_store_is_over (store, handle, record);
+  *out_condition = *out_over ? SANDSTEP_CONDITION_EXPIRED : SANDSTEP_CONDITION_IDLE;
   *out_record = g_steal_pointer (&record);
   return TRUE;
 }
 
 static gboolean
-local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
+local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken, GPtrArray *destroyed,
+          GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
@@ -649,16 +670,25 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
       const char *handle = handles->pdata[i];
       g_autoptr(SandstepRecord) record = NULL;
       g_autofree char *problem = NULL;
+      gboolean over = FALSE;
       g_autoptr(GError) local_error = NULL;
       SandstepCondition condition;
 
-      if (!sandstep_local_judge (local->store, handle, now_unix (), &condition, &record, &problem) ||
-          condition == SANDSTEP_CONDITION_BROKEN)
+      if (!sandstep_local_judge (local->store, handle, &condition, &over, &record, &problem))
         continue;
-      if (run != NULL && !owner_has_run (record->owner, run))
-        continue;
-      if (expired_only && condition != SANDSTEP_CONDITION_EXPIRED)
-        continue;
+      if (condition == SANDSTEP_CONDITION_BROKEN)
+        {
+          /* A damaged sandbox has no owner to match a run: reclaimed when asked, or once certainly over. */
+          if (!(broken || over))
+            continue;
+        }
+      else
+        {
+          if (run != NULL && !owner_has_run (record->owner, run))
+            continue;
+          if (expired_only && condition != SANDSTEP_CONDITION_EXPIRED)
+            continue;
+        }
       if (sandstep_sandbox_destroy (local->store, handle, -1, &local_error))
         g_ptr_array_add (destroyed, g_strdup (handle));
       else if (ok)
@@ -667,27 +697,8 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtr
           g_propagate_error (error, g_steal_pointer (&local_error));
         }
     }
+  sandstep_store_sweep (local->store, TRUE);
   return ok;
-}
-
-/* The pid holding a flock on the file at @path, from /proc/locks (no lock
- * taken, so that no claimer is ever turned away by a look); 0 if none. */
-static gboolean
-flock_is_held (const char *path)
-{
-  g_autofree char *text = NULL;
-  g_autofree char *key = NULL;
-  g_auto(GStrv) lines = NULL;
-  struct stat st;
-
-  if (stat (path, &st) < 0 || !g_file_get_contents ("/proc/locks", &text, NULL, NULL))
-    return FALSE;
-  key = g_strdup_printf (" %02x:%02x:%lu ", major (st.st_dev), minor (st.st_dev), (unsigned long) st.st_ino);
-  lines = g_strsplit (text, "\n", -1);
-  for (char **l = lines; *l != NULL; l++)
-    if (strstr (*l, "FLOCK") != NULL && strstr (*l, key) != NULL && strstr (*l, "->") == NULL)
-      return TRUE;
-  return FALSE;
 }
 
 /* Who uses the sandbox now: its claim's holder (*out_running), or the
@@ -695,23 +706,13 @@ flock_is_held (const char *path)
 static char *
 current_user (LocalBackend *local, const char *handle, gboolean *out_running)
 {
-  g_autofree char *claim_path = sandstep_store_sandbox_path (local->store, handle, "claim");
   char holder[SANDSTEP_STEP_HOLDER_MAX];
+  char *claimed = sandstep_store_peek_holder (local->store, handle);
   int dir;
 
-  *out_running = FALSE;
-  if (flock_is_held (claim_path))
-    {
-      g_autofree char *text = NULL;
-      g_autoptr(JsonParser) parser = json_parser_new_immutable ();
-
-      *out_running = TRUE;
-      if (g_file_get_contents (claim_path, &text, NULL, NULL) && json_parser_load_from_data (parser, text, -1, NULL) &&
-          JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-        return g_strdup (json_object_get_string_member_with_default (
-          json_node_get_object (json_parser_get_root (parser)), "holder", "(unknown)"));
-      return g_strdup ("(unknown)");
-    }
+  *out_running = claimed != NULL;
+  if (claimed != NULL)
+    return claimed;
   dir = open_sandbox_dir (local, handle);
   if (dir >= 0 && sandstep_step_held (dir, holder, sizeof holder, NULL))
     {
@@ -762,7 +763,6 @@ local_list (SandstepBackend *backend, const char *run, const char *owner, GError
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
   GPtrArray *entries = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_list_entry_free);
-  gint64 now = now_unix ();
 
   for (guint i = 0; i < handles->len; i++)
     {
@@ -770,10 +770,10 @@ local_list (SandstepBackend *backend, const char *run, const char *owner, GError
       g_autoptr(SandstepRecord) record = NULL;
       g_autoptr(SandstepListEntry) entry = g_new0 (SandstepListEntry, 1);
       g_autofree char *tree = g_build_filename ("sandboxes", handle, "tree", NULL);
-      gboolean running = FALSE;
+      gboolean running = FALSE, over = FALSE;
       int fd;
 
-      if (!sandstep_local_judge (local->store, handle, now, &entry->condition, &record, &entry->problem))
+      if (!sandstep_local_judge (local->store, handle, &entry->condition, &over, &record, &entry->problem))
         continue;
       if (record == NULL ? run != NULL || owner != NULL
                          : (run != NULL && !owner_has_run (record->owner, run)) ||
@@ -801,11 +801,16 @@ local_list (SandstepBackend *backend, const char *run, const char *owner, GError
 gboolean
 sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
 {
+  /* Read first, for the holder's entry; a damaged record has none to forget (gc sweeps those). */
+  g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, NULL);
+
   /* What runs it first: its supervisor ends with its namespaces, and every process in them. */
   sandstep_supervisor_stop (store, handle);
   if (!sandstep_store_destroy (store, handle, claim_fd, error))
     return FALSE;
   sandstep_cgroup_remove (handle);
+  if (record != NULL)
+    sandstep_store_forget_holder (store, record->owner, record->holder, handle);
   return TRUE;
 }
 

@@ -14,12 +14,13 @@ gboolean sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int
 
 /* The one judgement gc and list share: whether the sandbox @handle is
  * alive (SANDSTEP_CONDITION_IDLE, whoever may be using it), expired (its
- * lifetime or a release's keep is over at @now) or broken (its record
- * cannot be loaded, whatever the store's error; @out_problem says it).
- * @out_record gets the record unless broken.  FALSE when @handle is gone
- * (destroyed meanwhile). */
-gboolean sandstep_local_judge (SandstepStore *store, const char *handle, gint64 now, SandstepCondition *out_condition,
-                               SandstepRecord **out_record, char **out_problem);
+ * lifetime or a release's keep is over: sandstep_store_is_over()) or broken
+ * (its record cannot be loaded, whatever the store's error; @out_problem
+ * says it, and @out_over whether gc may reclaim it unasked).  @out_record
+ * gets the record unless broken.  FALSE when @handle is gone (destroyed
+ * meanwhile). */
+gboolean sandstep_local_judge (SandstepStore *store, const char *handle, SandstepCondition *out_condition,
+                               gboolean *out_over, SandstepRecord **out_record, char **out_problem);
 
 /* `sandstep-core --reclaim HANDLE`: what a supervisor execs as it ends
  * after the last command of a released sandbox: destroys it. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -15,8 +16,13 @@
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
+#include "sandstep-members.h"
+#include "sandstep-units.h"
 
 #define RECORD_VERSION 1
+/* A record is a few hundred bytes; its env and secrets may make it larger. */
+#define RECORD_MAX (1024 * 1024)
+
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
 
 void
@@ -50,6 +56,7 @@ sandstep_store_open (const char *dir, GError **error)
   static const char *const subdirs[] = { "sandboxes", "holders", "trash" };
 
   store->dir_fd = -1;
+  store->provision_fd = -1;
   store->dir = g_strdup (dir);
   if (g_mkdir_with_parents (dir, 0700) < 0)
     {
@@ -82,6 +89,7 @@ sandstep_store_adopt (int dir_fd, const char *dir)
   SandstepStore *store = g_new0 (SandstepStore, 1);
 
   store->dir_fd = dir_fd;
+  store->provision_fd = -1;
   store->dir = g_strdup (dir);
   return store;
 }
@@ -93,6 +101,8 @@ sandstep_store_free (SandstepStore *store)
     return;
   if (store->dir_fd >= 0)
     close (store->dir_fd);
+  if (store->provision_fd >= 0)
+    close (store->provision_fd);
   g_free (store->dir);
   g_free (store);
 }
@@ -141,44 +151,191 @@ record_to_json (const SandstepRecord *record)
   return json_builder_get_root (builder);
 }
 
+static gboolean broken (GError **error, const char *handle, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static int
+open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
+  int fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+  if (fd < 0 && errno == ENOENT)
+    not_found (store, error, handle);
+  else if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+    broken (error, handle, "'%s/sandboxes/%s' is not a directory", store->dir, handle);
+  else if (fd < 0)
+    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                          "Could not open the directory of sandbox '%s'", handle);
+  return fd;
+}
+
+/* SANDSTEP_SANDBOX_ERROR_BROKEN: "Sandbox 'H' is damaged: <what>; destroy it ...". */
+static gboolean
+broken (GError **error, const char *handle, const char *format, ...)
+{
+  va_list args;
+  g_autofree char *what = NULL;
+
+  va_start (args, format);
+  what = g_strdup_vprintf (format, args);
+  va_end (args);
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
+                         "Sandbox '%s' is damaged: %s; destroy it with 'sandstep destroy --handle=%s', or reclaim "
+                         "every damaged sandbox with 'sandstep gc --broken'",
+                         handle, what, handle);
+}
+
+typedef enum {
+  SMALL_FILE_OK,
+  SMALL_FILE_MISSING,
+  SMALL_FILE_NOT_REGULAR,  /* a FIFO, device, socket, directory or link in its place */
+  SMALL_FILE_TOO_LARGE,
+  SMALL_FILE_FAILED,       /* errno says why */
+} SmallFile;
+
+/* Reads @name in @dir_fd whole if it is a regular file of at most @cap bytes,
+ * never blocking (a FIFO in its place is opened O_NONBLOCK and refused) and
+ * never following a link. */
+static SmallFile
+read_small_file_at (int dir_fd, const char *name, gsize cap, char **out_text, gsize *out_len)
+{
+  g_autofree char *text = NULL;
+  struct stat st;
+  gsize len = 0;
+  int fd = openat (dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+  if (fd < 0)
+    return errno == ENOENT ? SMALL_FILE_MISSING
+           : errno == ELOOP || errno == ENXIO || errno == EISDIR ? SMALL_FILE_NOT_REGULAR : SMALL_FILE_FAILED;
+  if (fstat (fd, &st) < 0)
+    return close (fd), SMALL_FILE_FAILED;
+  if (!S_ISREG (st.st_mode))
+    return close (fd), SMALL_FILE_NOT_REGULAR;
+  if ((gsize) st.st_size > cap)
+    return close (fd), SMALL_FILE_TOO_LARGE;
+  text = g_malloc (cap + 1);
+  for (;;)
+    {
+      ssize_t n = read (fd, text + len, cap + 1 - len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int errsv = errno;
+          close (fd);
+          errno = errsv;
+          return SMALL_FILE_FAILED;
+        }
+      if (n == 0)
+        break;
+      len += n;
+      if (len > cap)
+        return close (fd), SMALL_FILE_TOO_LARGE;
+    }
+  close (fd);
+  text[len] = '\0';
+  *out_text = g_steal_pointer (&text);
+  *out_len = len;
+  return SMALL_FILE_OK;
+}
+
+/* The typed members of a record; FALSE names the first that is wrong. */
+static gboolean
+record_from_json (JsonObject *object, SandstepRecord *record, const char **out_bad)
+{
+  const char *handle, *owner, *holder;
+  gint64 version, uid, gid;
+
+#define MEMBER(ok, name) if (!(ok)) { *out_bad = (name); return FALSE; }
+  MEMBER (sandstep_member_int (object, "version", &version) && version == RECORD_VERSION, "version");
+  MEMBER (sandstep_member_string (object, "handle", &handle) && strcmp (handle, record->handle) == 0, "handle");
+  MEMBER (sandstep_member_string (object, "owner", &owner) && owner[0] != '\0', "owner");
+  MEMBER (sandstep_member_string (object, "holder", &holder) && holder[0] != '\0', "holder");
+  MEMBER (sandstep_member_int (object, "created", &record->created) && record->created >= 0, "created");
+  MEMBER (sandstep_member_int (object, "expires", &record->expires) && record->expires >= 0, "expires");
+  MEMBER (sandstep_member_bool (object, "released", &record->released), "released");
+  MEMBER (sandstep_member_int (object, "uid", &uid) && uid >= 0 && uid <= G_MAXUINT32, "uid");
+  MEMBER (sandstep_member_int (object, "gid", &gid) && gid >= 0 && gid <= G_MAXUINT32, "gid");
+#undef MEMBER
+  record->owner = g_strdup (owner);
+  record->holder = g_strdup (holder);
+  record->uid = (guint32) uid;
+  record->gid = (guint32) gid;
+  return TRUE;
+}
+
 SandstepRecord *
 sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
 {
-  g_autofree char *path = sandstep_store_sandbox_path (store, handle, "record.json");
   g_autoptr(JsonParser) parser = json_parser_new_immutable ();
   g_autoptr(SandstepRecord) record = g_new0 (SandstepRecord, 1);
   g_autoptr(GError) local_error = NULL;
-  JsonObject *object;
+  g_autofree char *text = NULL;
+  const char *bad = NULL;
+  gsize len = 0;
+  int dir_fd;
 
-  if (!json_parser_load_from_mapped_file (parser, path, &local_error))
+  dir_fd = open_sandbox_dir (store, handle, error);
+  if (dir_fd < 0)
+    return NULL;
+  switch (read_small_file_at (dir_fd, "record.json", RECORD_MAX, &text, &len))
     {
-      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        not_found (store, error, handle);
-      else
-        sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                        "The record of sandbox '%s' ('%s') is unreadable: %s; destroy it with 'sandstep destroy'",
-                        handle, path, local_error->message);
+    case SMALL_FILE_OK:
+      break;
+    case SMALL_FILE_MISSING:
+      close (dir_fd);
+      broken (error, handle, "it has no record (record.json)");
+      return NULL;
+    case SMALL_FILE_NOT_REGULAR:
+      close (dir_fd);
+      broken (error, handle, "its record (record.json) is not a regular file");
+      return NULL;
+    case SMALL_FILE_TOO_LARGE:
+      close (dir_fd);
+      broken (error, handle, "its record (record.json) is larger than %d bytes", RECORD_MAX);
+      return NULL;
+    case SMALL_FILE_FAILED:
+      {
+        int errsv = errno;
+        close (dir_fd);
+        sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                              "Could not read the record of sandbox '%s' in '%s/sandboxes'", handle, store->dir);
+        return NULL;
+      }
+    }
+  {
+    /* The claim beside it must be usable too, or every operator would fail later, one by one. */
+    struct stat st;
+    int claim_errno = fstatat (dir_fd, "claim", &st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+    close (dir_fd);
+    if (claim_errno == ENOENT)
+      return broken (error, handle, "it has no claim file"), NULL;
+    if (claim_errno == 0 && !S_ISREG (st.st_mode))
+      return broken (error, handle, "its claim file is not a regular file"), NULL;
+  }
+  if (!json_parser_load_from_data (parser, text, len, &local_error))
+    {
+      broken (error, handle, "its record (record.json) is not valid JSON (%s)", local_error->message);
       return NULL;
     }
   if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
     {
-      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                      "The record of sandbox '%s' ('%s') is not a JSON object; destroy it with 'sandstep destroy'",
-                      handle, path);
+      broken (error, handle, "its record (record.json) is not a JSON object");
       return NULL;
     }
-  object = json_node_get_object (json_parser_get_root (parser));
   record->handle = g_strdup (handle);
-  record->owner = g_strdup (json_object_get_string_member_with_default (object, "owner", ""));
-  record->holder = g_strdup (json_object_get_string_member_with_default (object, "holder", ""));
-  record->created = json_object_get_int_member_with_default (object, "created", 0);
-  record->expires = json_object_get_int_member_with_default (object, "expires", 0);
-  record->released = json_object_get_boolean_member_with_default (object, "released", FALSE);
-  record->uid = (guint32) CLAMP (json_object_get_int_member_with_default (object, "uid", 0), 0, G_MAXUINT32);
-  record->gid = (guint32) CLAMP (json_object_get_int_member_with_default (object, "gid", 0), 0, G_MAXUINT32);
-  record->spec = sandstep_spec_from_json (json_object_get_member (object, "spec"), error);
+  if (!record_from_json (json_node_get_object (json_parser_get_root (parser)), record, &bad))
+    {
+      broken (error, handle, "its record's member '%s' is missing or wrong", bad);
+      return NULL;
+    }
+  record->spec = sandstep_spec_from_json (json_object_get_member (json_node_get_object (json_parser_get_root (parser)),
+                                                                 "spec"), &local_error);
   if (record->spec == NULL)
-    return NULL;
+    {
+      broken (error, handle, "its record's spec is wrong (%s)", local_error->message);
+      return NULL;
+    }
   return g_steal_pointer (&record);
 }
 
@@ -192,16 +349,17 @@ replace_file_at (int dir_fd, const char *dir_path, const char *name, const char 
   gboolean ok;
 
   if (fd < 0)
-    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                                 "Could not write '%s/%s'", dir_path, name);
+    return sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                                       "Could not write '%s/%s'", dir_path, name);
+  errno = ENOSPC;  /* what a short write means */
   ok = write (fd, contents, len) == (ssize_t) len;
   ok = close (fd) == 0 && ok;
   if (!ok || renameat (dir_fd, tmp, dir_fd, name) < 0)
     {
       int errsv = errno;
       unlinkat (dir_fd, tmp, 0);
-      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                                   "Could not write '%s/%s'", dir_path, name);
+      return sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                         "Could not write '%s/%s'", dir_path, name);
     }
   return TRUE;
 }
@@ -213,20 +371,6 @@ write_lifetime (int dir_fd, const char *dir_path, const SandstepRecord *record, 
   g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT " %d\n", record->expires, record->released ? 1 : 0);
 
   return replace_file_at (dir_fd, dir_path, "lifetime", text, strlen (text), 0600, error);
-}
-
-static int
-open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
-{
-  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
-  int fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-  if (fd < 0 && errno == ENOENT)
-    not_found (store, error, handle);
-  else if (fd < 0)
-    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                          "Could not open the directory of sandbox '%s'", handle);
-  return fd;
 }
 
 gboolean
@@ -258,8 +402,8 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
 
   /* Built under a hidden name, renamed into place whole: a reader never sees half a sandbox. */
   if (mkdirat (store->dir_fd, staging, 0700) < 0)
-    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                                 "Could not create a sandbox under '%s/sandboxes'", store->dir);
+    return sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                                       "Could not create a sandbox under '%s/sandboxes'", store->dir);
   fd = openat (store->dir_fd, staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
   for (gsize i = 0; fd >= 0 && i < G_N_ELEMENTS (dirs); i++)
     if (mkdirat (fd, dirs[i], i == 0 ? 0700 : 0755) < 0)
@@ -292,26 +436,49 @@ fail:
     int errsv = errno;
     if (fd >= 0)
       close (fd);
-    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                          "Could not create sandbox '%s' under '%s/sandboxes'", record->handle, store->dir);
+    sandstep_remove_tree_at (store->dir_fd, staging);
+    sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                "Could not create sandbox '%s' under '%s/sandboxes'", record->handle, store->dir);
     return FALSE;
   }
 }
 
-int
+gboolean
 sandstep_store_lock_provision (SandstepStore *store, GError **error)
 {
-  int fd = openat (store->dir_fd, "provision.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  struct stat st;
+  int fd;
 
+  /* Nested: destroying a sandbox forgets its holder under this lock, also from within a provision. */
+  if (store->provision_depth++ > 0)
+    return TRUE;
+  fd = openat (store->dir_fd, "provision.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (fd >= 0 && (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode)))
+    {
+      close (fd);
+      store->provision_depth--;
+      return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                             "'%s/provision.lock' is not a regular file; remove it", store->dir);
+    }
   if (fd < 0 || flock (fd, LOCK_EX) < 0)
     {
       sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                             "Could not lock '%s/provision.lock'", store->dir);
       if (fd >= 0)
         close (fd);
-      return -1;
+      store->provision_depth--;
+      return FALSE;
     }
-  return fd;
+  store->provision_fd = fd;
+  return TRUE;
+}
+
+void
+sandstep_store_unlock_provision (SandstepStore *store)
+{
+  g_return_if_fail (store->provision_depth > 0);
+  if (--store->provision_depth == 0)
+    close (g_steal_fd (&store->provision_fd));
 }
 
 static char *
@@ -328,19 +495,13 @@ char *
 sandstep_store_find_holder (SandstepStore *store, const char *owner, const char *holder)
 {
   g_autofree char *key = holder_key (owner, holder);
-  char buf[128];
-  ssize_t n;
-  int fd = openat (store->dir_fd, key, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  g_autofree char *text = NULL;
+  gsize len;
 
-  if (fd < 0)
+  if (read_small_file_at (store->dir_fd, key, 128, &text, &len) != SMALL_FILE_OK)
     return NULL;
-  n = read (fd, buf, sizeof buf - 1);
-  close (fd);
-  if (n <= 0)
-    return NULL;
-  buf[n] = '\0';
-  g_strchomp (buf);
-  return sandstep_handle_is_valid (buf) ? g_strdup (buf) : NULL;
+  g_strchomp (text);
+  return sandstep_handle_is_valid (text) ? g_steal_pointer (&text) : NULL;
 }
 
 gboolean
@@ -358,6 +519,109 @@ sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *
   ok = replace_file_at (fd, store->dir, key + strlen ("holders/"), text, strlen (text), 0600, error);
   close (fd);
   return ok;
+}
+
+void
+sandstep_store_forget_holder (SandstepStore *store, const char *owner, const char *holder, const char *handle)
+{
+  g_autofree char *key = holder_key (owner, holder);
+  g_autofree char *current = NULL;
+
+  /* Under the lock, so that a provision cannot point the holder at a new sandbox in between. */
+  if (!sandstep_store_lock_provision (store, NULL))
+    return;
+  current = sandstep_store_find_holder (store, owner, holder);
+  if (g_strcmp0 (current, handle) == 0)
+    unlinkat (store->dir_fd, key, 0);
+  sandstep_store_unlock_provision (store);
+}
+
+/* Calls @func on each entry of @rel (a directory of the store) but "." and "..". */
+static void
+for_each_entry (SandstepStore *store, const char *rel, void (*func) (SandstepStore *store, int dir_fd,
+                                                                        const char *name))
+{
+  int fd = openat (store->dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  struct dirent *entry;
+
+  if (dir == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return;
+    }
+  /* Collected first: the callbacks remove entries, which readdir need not survive. */
+  while ((entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      g_ptr_array_add (names, g_strdup (entry->d_name));
+  for (guint i = 0; i < names->len; i++)
+    func (store, dirfd (dir), names->pdata[i]);
+  closedir (dir);
+}
+
+static void
+sweep_staging (SandstepStore *store, int dir_fd, const char *name)
+{
+  /* A sandbox being built, left by a provision killed part way (provisions hold the lock). */
+  if (g_str_has_prefix (name, ".new-"))
+    sandstep_remove_tree_at (dir_fd, name);
+}
+
+/* A temporary name of replace_file_at(), left by a kill before its rename. */
+static gboolean
+sweep_holder_temporary (SandstepStore *store, int dir_fd, const char *name)
+{
+  if (name[0] != '.')
+    return FALSE;
+  unlinkat (dir_fd, name, 0);
+  return TRUE;
+}
+
+static void
+sweep_holder_temporaries (SandstepStore *store, int dir_fd, const char *name)
+{
+  sweep_holder_temporary (store, dir_fd, name);
+}
+
+static void
+sweep_holder (SandstepStore *store, int dir_fd, const char *name)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *rel = NULL;
+  struct stat st;
+  gsize len;
+
+  if (sweep_holder_temporary (store, dir_fd, name))
+    return;
+  if (read_small_file_at (dir_fd, name, 128, &text, &len) == SMALL_FILE_OK)
+    {
+      g_strchomp (text);
+      rel = sandstep_handle_is_valid (text) ? g_build_filename ("sandboxes", text, NULL) : NULL;
+    }
+  /* Pointing at nothing (its sandbox is gone) or at nothing readable. */
+  if (rel == NULL || (fstatat (store->dir_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT))
+    unlinkat (dir_fd, name, 0);
+}
+
+static void
+sweep_trash (SandstepStore *store, int dir_fd, const char *name)
+{
+  sandstep_remove_tree_at (dir_fd, name);
+}
+
+void
+sandstep_store_sweep (SandstepStore *store, gboolean holders)
+{
+  if (!sandstep_store_lock_provision (store, NULL))
+    return;
+  for_each_entry (store, "sandboxes", sweep_staging);
+  /* Without @holders only the temporary names: cheap enough for every provision. */
+  for_each_entry (store, "holders", holders ? sweep_holder : sweep_holder_temporaries);
+  sandstep_store_unlock_provision (store);
+  /* Trees whose removal was cut short; nothing else ever enters the trash. */
+  for_each_entry (store, "trash", sweep_trash);
 }
 
 /* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
@@ -422,9 +686,16 @@ parse_claim (int fd, ClaimInfo *info)
       if (json_parser_load_from_data (parser, buf, n, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
         {
           JsonObject *o = json_node_get_object (json_parser_get_root (parser));
-          info->holder = g_strdup (json_object_get_string_member_with_default (o, "holder", NULL));
-          info->pid = json_object_get_int_member_with_default (o, "pid", 0);
-          info->start = json_object_get_int_member_with_default (o, "start", 0);
+          const char *holder = NULL;
+          gint64 pid = 0, start = 0;
+          /* Written by sandstep, but anyone who can write the state directory may have changed it. */
+          if (sandstep_member_string (o, "holder", &holder) && sandstep_member_int (o, "pid", &pid) &&
+              sandstep_member_int (o, "start", &start) && pid > 0 && pid <= G_MAXINT32 && start >= 0)
+            {
+              info->holder = g_strdup (holder);
+              info->pid = (pid_t) pid;
+              info->start = (guint64) start;
+            }
         }
     }
 }
@@ -455,15 +726,31 @@ static int
 open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GError **error)
 {
   g_autofree char *rel = g_build_filename ("sandboxes", handle, "claim", NULL);
-  int fd = openat (store->dir_fd, rel, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  int fd = openat (store->dir_fd, rel, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  struct stat st;
 
   if (fd < 0 && errno == ENOENT)
-    not_found (store, error, handle);
+    {
+      g_autofree char *dir = g_build_filename ("sandboxes", handle, NULL);
+      struct stat dir_st;
+      if (fstatat (store->dir_fd, dir, &dir_st, AT_SYMLINK_NOFOLLOW) == 0)
+        broken (error, handle, "it has no claim file");
+      else
+        not_found (store, error, handle);
+    }
+  else if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO || errno == ENOTDIR))
+    broken (error, handle, "its claim file is not a regular file");
   else if (fd < 0)
     sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                           "Could not open the claim of sandbox '%s'", handle);
+  else if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      broken (error, handle, "its claim file is not a regular file");
+      return -1;
+    }
   else if (out_st != NULL)
-    fstat (fd, out_st);
+    *out_st = st;
   return fd;
 }
 
@@ -538,6 +825,55 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
   return fd;
 }
 
+char *
+sandstep_store_peek_holder (SandstepStore *store, const char *handle)
+{
+  ClaimInfo info;
+  int fd = open_claim (store, handle, NULL, NULL);
+
+  if (fd < 0)
+    return NULL;
+  /* A shared lock is refused only while someone holds the claim. */
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    {
+      close (fd);
+      return NULL;
+    }
+  read_claim (fd, &info);
+  close (fd);
+  return info.holder;
+}
+
+gboolean
+sandstep_store_is_over (SandstepStore *store, const char *handle, const SandstepRecord *record)
+{
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+  g_autofree char *dir = g_build_filename ("sandboxes", handle, NULL);
+  g_autofree char *text = NULL;
+  gint64 expires = 0;
+  struct stat st;
+  gsize len;
+  int dir_fd;
+
+  if (record != NULL)
+    return now >= record->expires;
+  /* Damaged: the lifetime file beside the record may still say; else only age proves it over. */
+  dir_fd = openat (store->dir_fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd >= 0)
+    {
+      if (read_small_file_at (dir_fd, "lifetime", 64, &text, &len) == SMALL_FILE_OK &&
+          sscanf (text, "%" G_GINT64_FORMAT, &expires) == 1 && expires > 0)
+        {
+          close (dir_fd);
+          return now >= expires;
+        }
+      close (dir_fd);
+    }
+  if (fstatat (store->dir_fd, dir, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT;
+  return now - MAX (st.st_mtime, st.st_ctime) > SANDSTEP_MAX_DURATION_S;
+}
+
 /* Waits for the claim on @fd, ending its holder if it does not let go. */
 static gboolean
 take_claim_by_force (int fd, const char *handle, GError **error)
@@ -584,9 +920,10 @@ sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, 
     {
       g_autoptr(GError) local_error = NULL;
       fd = open_claim (store, handle, NULL, &local_error);
-      if (fd < 0 && g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
+      if (fd < 0 && (g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND) ||
+                     g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN)))
         {
-          /* No claim file: gone already, or a half-made sandbox; remove what is there. */
+          /* No usable claim file: gone already, half made or damaged; nobody can hold it, so remove what is there. */
           sandstep_remove_tree_at (store->dir_fd, from);
           return TRUE;
         }

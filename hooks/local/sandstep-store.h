@@ -41,6 +41,8 @@ typedef struct {
 typedef struct {
   char *dir;
   int dir_fd;
+  int provision_fd;       /* STATE/provision.lock while locked, else -1 */
+  guint provision_depth;
 } SandstepStore;
 
 void sandstep_record_free (SandstepRecord *record);
@@ -58,23 +60,45 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepStore, sandstep_store_free)
 
 char *sandstep_store_sandbox_path (SandstepStore *store, const char *handle, const char *member);
 
-/* SANDSTEP_SANDBOX_ERROR_NOT_FOUND when the handle names nothing here. */
+/* SANDSTEP_SANDBOX_ERROR_NOT_FOUND when the handle names nothing here;
+ * SANDSTEP_SANDBOX_ERROR_BROKEN when its directory, record or spec is damaged
+ * (missing, not a regular file, not JSON, a member missing or of the wrong
+ * type).  Never blocks: a FIFO in place of a file is refused. */
 SandstepRecord *sandstep_store_load (SandstepStore *store, const char *handle, GError **error);
 gboolean sandstep_store_save (SandstepStore *store, const SandstepRecord *record, GError **error);
 
 /* Creates the sandbox's directory, tree and record for a new handle. */
 gboolean sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **error);
 
-/* A blocking exclusive lock on STATE/provision.lock; close the fd to release. */
-int sandstep_store_lock_provision (SandstepStore *store, GError **error);
+/* A blocking exclusive lock on STATE/provision.lock, held by @store until
+ * as many unlocks as locks. */
+gboolean sandstep_store_lock_provision (SandstepStore *store, GError **error);
+void sandstep_store_unlock_provision (SandstepStore *store);
 char *sandstep_store_find_holder (SandstepStore *store, const char *owner, const char *holder);
 gboolean sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *holder, const char *handle,
                                     GError **error);
+
+/* Removes the holder's entry if it still names @handle (its sandbox is being destroyed). */
+void sandstep_store_forget_holder (SandstepStore *store, const char *owner, const char *holder, const char *handle);
+
+/* Removes what killed operators left: sandboxes half made by a provision,
+ * temporary holder files, trees in the trash; with @holders also the holder
+ * entries whose sandbox is gone.  Takes the provision lock. */
+void sandstep_store_sweep (SandstepStore *store, gboolean holders);
 
 /* Tries to claim; returns the lock fd, or -1 with *out_current set to the
  * current holder's name (when busy) or @error (when something failed). */
 int sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,
                               GError **error);
+
+/* Who holds the claim now (the name its holder wrote), or NULL when nobody
+ * does; never takes it, never blocks. */
+char *sandstep_store_peek_holder (SandstepStore *store, const char *handle);
+
+/* Whether the lifetime of @handle is over: @record's, or for a damaged
+ * sandbox (@record NULL) what its lifetime file says, else whether its
+ * directory is older than the longest lifetime.  gc and list judge by it. */
+gboolean sandstep_store_is_over (SandstepStore *store, const char *handle, const SandstepRecord *record);
 
 /* Kills whatever holds the claim, then removes the sandbox's directory; gone
  * already is fine.  @claim_fd: a claim this process already holds, or -1. */

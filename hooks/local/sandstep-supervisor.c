@@ -6,6 +6,7 @@
  * compiled everything it needs into its plan.
  */
 #include "sandstep-supervisor.h"
+#include "sandstep-units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -168,7 +169,8 @@ start_time (pid_t pid)
   return p != NULL ? g_ascii_strtoull (p + 1, NULL, 10) : 0;
 }
 
-/* Seconds as `sandstep run` reads them: the whole text a finite number, above 0 unless @allow_zero. */
+/* Seconds as `sandstep run` reads them (sandstep_parse_seconds()): the whole text a finite number, above 0
+ * unless @allow_zero, at most ten years; anything else goes to the core, which says what is wrong. */
 static gboolean
 parse_seconds (const char *text, gboolean allow_zero, double *out)
 {
@@ -178,7 +180,7 @@ parse_seconds (const char *text, gboolean allow_zero, double *out)
   if (text[0] == '\0' || g_ascii_isspace (text[0]))
     return FALSE;
   value = g_ascii_strtod (text, &end);
-  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero))
+  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || value > SANDSTEP_MAX_DURATION_S)
     return FALSE;
   *out = value;
   return TRUE;
@@ -981,6 +983,12 @@ on_watch (Supervisor *s)
           s->done = TRUE;
         else if (event->len > 0 && strcmp (event->name, "lifetime") == 0)
           reload = TRUE;
+        /* The record changed (or was damaged) or the claim file was replaced: what this supervisor
+         * was started from no longer holds, so it ends, and the next command starts from the record. */
+        else if (event->len > 0 && (strcmp (event->name, "record.json") == 0 ||
+                                    (strcmp (event->name, "claim") == 0 &&
+                                     (event->mask & (IN_DELETE | IN_CREATE | IN_MOVED_TO)))))
+          s->done = TRUE;
         p += sizeof *event + event->len;
       }
   if (reload && !s->done && !read_lifetime (s))
@@ -1158,7 +1166,8 @@ start (Supervisor *s, GError **error)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not set up the supervisor of sandbox '%s'", s->handle);
   watched = g_strdup_printf ("/proc/self/fd/%d", s->dir_fd);
-  if (inotify_add_watch (s->watch, watched, IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+  if (inotify_add_watch (s->watch, watched, IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
+                                            IN_DELETE | IN_CREATE) < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not watch the directory of sandbox '%s'", s->handle);
   if (!read_lifetime (s))

@@ -12,7 +12,9 @@
  * a lookup the kernel stops at a mount point (EXDEV from RESOLVE_NO_XDEV).
  *
  * A write never follows a link at its last component: the temporary sibling
- * is renamed over the link itself.  A file where a directory is expected
+ * is renamed over the link itself.  What is written is unnamed (O_TMPFILE)
+ * until it is whole, so a kill at any moment leaves nothing but, at worst,
+ * ".NAME.sandstep~" for the next write of NAME to reuse.  A file where a directory is expected
  * (listing a file, a parent that is a file) is NOT_FOUND: no directory of
  * that name exists.
  */
@@ -299,41 +301,58 @@ check_not_directory (int dir_fd, const char *name, const char *shown, GError **e
   return TRUE;
 }
 
-/* ".NAME.XXXXXX": hidden, next to its final place so that renameat() is atomic. */
+/* ".NAME.sandstep~": the one name a file of NAME passes through on its way in.
+ * Operators on a sandbox take turns (its claim), so no two use it at once,
+ * and a retry after a kill at that moment reuses it instead of leaving it. */
 static char *
-temp_name_for (const char *name)
+passage_name_for (const char *name)
 {
-  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  char suffix[7];
-
-  for (gsize i = 0; i < 6; i++)
-    suffix[i] = alphabet[g_random_int_range (0, sizeof alphabet - 1)];
-  suffix[6] = '\0';
-  /* 200 bytes of the name keep the temporary name under NAME_MAX. */
-  return g_strdup_printf (".%.200s.%s", name, suffix);
+  return g_strdup_printf (".%.200s.sandstep~", name);
 }
 
-static int
-create_temp_file (int dir_fd, const char *name, mode_t mode, char **out_temp, const char *shown,
-                  GError **error)
-{
-  for (int attempt = 0; attempt < 100; attempt++)
-    {
-      g_autofree char *temp = temp_name_for (name);
-      int fd = openat (dir_fd, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+/* A file written where nobody sees it, then put in place whole.  Unnamed
+ * (O_TMPFILE) where the file system allows, so that a kill while it is
+ * written leaves nothing. */
+typedef struct {
+  int dir_fd;   /* not owned */
+  int fd;
+  char *temp;   /* the temporary name, or NULL while unnamed */
+} StagedFile;
 
-      if (fd >= 0)
-        {
-          *out_temp = g_steal_pointer (&temp);
-          return fd;
-        }
-      if (errno != EEXIST)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot create a temporary file for '%s' in the sandbox", shown), -1;
-    }
-  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
-                         "Cannot create a temporary file for '%s' in the sandbox: every name tried "
-                         "exists; remove the '.*.XXXXXX' files beside it", shown), -1;
+static void
+staged_file_clear (StagedFile *staged)
+{
+  if (staged->fd >= 0)
+    close (g_steal_fd (&staged->fd));
+  if (staged->temp != NULL)
+    unlinkat (staged->dir_fd, staged->temp, 0);
+  g_clear_pointer (&staged->temp, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (StagedFile, staged_file_clear)
+
+static gboolean
+staged_file_open (StagedFile *staged, int dir_fd, const char *name, const char *shown, GError **error)
+{
+  staged->dir_fd = dir_fd;
+  staged->fd = openat (dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (staged->fd >= 0)
+    return TRUE;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+    return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                       "Cannot create a temporary file for '%s' in the sandbox", shown);
+  /* No O_TMPFILE on this file system: the passage name, made afresh (whatever a command left there). */
+  staged->temp = passage_name_for (name);
+  unlinkat (dir_fd, staged->temp, 0);
+  staged->fd = openat (dir_fd, staged->temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+  if (staged->fd >= 0)
+    return TRUE;
+  {
+    int errsv = errno;
+    g_clear_pointer (&staged->temp, g_free);
+    return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                       "Cannot create a temporary file for '%s' in the sandbox", shown);
+  }
 }
 
 static gboolean
@@ -349,6 +368,47 @@ rename_into_place (int dir_fd, const char *temp, const char *name, const char *s
                            "'%s' is a directory; give a file name, or remove the directory first", shown);
   return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
                                "Cannot put '%s' in place in the sandbox", shown);
+}
+
+/* Puts the written file in place as @name, replacing what is there (a link itself, never its target). */
+static gboolean
+staged_file_commit (StagedFile *staged, const char *name, const char *shown, GError **error)
+{
+  if (staged->temp == NULL)
+    {
+      /* Linked by its /proc name: AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH. */
+      g_autofree char *proc = g_strdup_printf ("/proc/self/fd/%d", staged->fd);
+      g_autofree char *passage = NULL;
+
+      if (linkat (AT_FDCWD, proc, staged->dir_fd, name, AT_SYMLINK_FOLLOW) == 0)
+        {
+          if (close (g_steal_fd (&staged->fd)) == 0)
+            return TRUE;
+          int errsv = errno;
+          unlinkat (staged->dir_fd, name, 0);
+          return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                             "Cannot write '%s' in the sandbox", shown);
+        }
+      if (errno != EEXIST)
+        return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                           "Cannot put '%s' in place in the sandbox", shown);
+      /* Something is there: through the passage name, renamed over it. */
+      passage = passage_name_for (name);
+      unlinkat (staged->dir_fd, passage, 0);
+      if (linkat (AT_FDCWD, proc, staged->dir_fd, passage, AT_SYMLINK_FOLLOW) < 0)
+        return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                           "Cannot put '%s' in place in the sandbox (through '%s')", shown,
+                                           passage);
+      staged->temp = g_steal_pointer (&passage);
+    }
+  if (close (g_steal_fd (&staged->fd)) < 0)
+    return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                       "Cannot write '%s' in the sandbox", shown);
+  {
+    gboolean ok = rename_into_place (staged->dir_fd, staged->temp, name, shown, error);
+    g_clear_pointer (&staged->temp, g_free);
+    return ok;
+  }
 }
 
 /* Waits until a non-blocking @fd can take more. */
@@ -603,9 +663,8 @@ sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const void *dat
   g_autofree char *rel = NULL;
   g_autofree char *shown = NULL;
   g_autofree char *parent = NULL;
-  g_autofree char *temp = NULL;
   g_auto(TreeFd) dir_fd = -1;
-  g_auto(TreeFd) fd = -1;
+  g_auto(StagedFile) staged = { .fd = -1 };
   const char *name;
   int errsv;
 
@@ -627,20 +686,13 @@ sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const void *dat
   if (!check_not_directory (dir_fd, name, shown, error))
     return FALSE;
 
-  fd = create_temp_file (dir_fd, name, 0644, &temp, shown, error);
-  if (fd < 0)
+  if (!staged_file_open (&staged, dir_fd, name, shown, error))
     return FALSE;
-  errsv = write_all (fd, data, len);
-  if (errsv == 0 && close (g_steal_fd (&fd)) < 0)
-    errsv = errno;
+  errsv = fchmod (staged.fd, 0644) < 0 ? errno : write_all (staged.fd, data, len);
   if (errsv != 0)
-    {
-      unlinkat (dir_fd, temp, 0);
-      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
-                                   "Cannot write '%s' in the sandbox", shown);
-    }
-
-  return rename_into_place (dir_fd, temp, name, shown, error);
+    return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                       "Cannot write '%s' in the sandbox", shown);
+  return staged_file_commit (&staged, name, shown, error);
 }
 
 /* Copies the open host file @src_fd to @rel, with @mode less any set-id bits. */
@@ -649,9 +701,8 @@ put_file (int tree_fd, int src_fd, const char *host_shown, mode_t mode, const ch
 {
   g_autofree char *shown = g_strconcat ("/", rel, NULL);
   g_autofree char *parent = NULL;
-  g_autofree char *temp = NULL;
   g_auto(TreeFd) dir_fd = -1;
-  g_auto(TreeFd) fd = -1;
+  g_auto(StagedFile) staged = { .fd = -1 };
   const char *name;
   gboolean read_failed = FALSE;
   int errsv = 0;
@@ -666,24 +717,20 @@ put_file (int tree_fd, int src_fd, const char *host_shown, mode_t mode, const ch
   if (!check_not_directory (dir_fd, name, shown, error))
     return FALSE;
 
-  fd = create_temp_file (dir_fd, name, 0600, &temp, shown, error);
-  if (fd < 0)
+  if (!staged_file_open (&staged, dir_fd, name, shown, error))
     return FALSE;
   /* fchmod, not the create mode: the umask must not decide, and set-id bits never come in. */
-  if (fchmod (fd, mode & 0777) < 0 || copy_bytes (src_fd, fd, G_MAXUINT64, &read_failed, &errsv) < 0 ||
-      close (g_steal_fd (&fd)) < 0)
+  if (fchmod (staged.fd, mode & 0777) < 0 || copy_bytes (src_fd, staged.fd, G_MAXUINT64, &read_failed, &errsv) < 0)
     {
       if (errsv == 0)
         errsv = errno;
-      unlinkat (dir_fd, temp, 0);
       if (read_failed)
         return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
                                      "Cannot read '%s' on the host", host_shown);
-      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
-                                   "Cannot write '%s' in the sandbox", shown);
+      return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errsv,
+                                         "Cannot write '%s' in the sandbox", shown);
     }
-
-  return rename_into_place (dir_fd, temp, name, shown, error);
+  return staged_file_commit (&staged, name, shown, error);
 }
 
 /* Creates the symbolic link @rel -> @target.  The target is copied as it is:
@@ -693,6 +740,7 @@ put_symlink (int tree_fd, const char *target, const char *rel, GError **error)
 {
   g_autofree char *shown = g_strconcat ("/", rel, NULL);
   g_autofree char *parent = NULL;
+  g_autofree char *passage = NULL;
   g_auto(TreeFd) dir_fd = -1;
   const char *name;
 
@@ -706,19 +754,19 @@ put_symlink (int tree_fd, const char *target, const char *rel, GError **error)
   if (!check_not_directory (dir_fd, name, shown, error))
     return FALSE;
 
-  for (int attempt = 0; attempt < 100; attempt++)
-    {
-      g_autofree char *temp = temp_name_for (name);
-
-      if (symlinkat (target, dir_fd, temp) == 0)
-        return rename_into_place (dir_fd, temp, name, shown, error);
-      if (errno != EEXIST)
-        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                     "Cannot create the symbolic link '%s' in the sandbox", shown);
-    }
-  return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
-                         "Cannot create a temporary link for '%s' in the sandbox: every name tried "
-                         "exists; remove the '.*.XXXXXX' files beside it", shown);
+  if (symlinkat (target, dir_fd, name) == 0)
+    return TRUE;
+  if (errno != EEXIST)
+    return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                       "Cannot create the symbolic link '%s' in the sandbox", shown);
+  /* Something is there: through the passage name, renamed over it. */
+  passage = passage_name_for (name);
+  unlinkat (dir_fd, passage, 0);
+  if (symlinkat (target, dir_fd, passage) < 0)
+    return sandstep_throw_write_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                       "Cannot create the symbolic link '%s' in the sandbox (through '%s')", shown,
+                                       passage);
+  return rename_into_place (dir_fd, passage, name, shown, error);
 }
 
 /* sandstep_tree_put()'s sink: the walk's entries land under the tree. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* The first range "sandstep:START:COUNT" of @path, if it holds one. */
@@ -78,14 +79,18 @@ sandstep_uids_idmap_works (const char *dir)
   pid_t pid;
   char byte;
 
+  pid_t parent = getpid ();
+
   if (geteuid () != 0 || pipe2 (ready, O_CLOEXEC) < 0)
     return FALSE;
   pid = fork ();
   if (pid == 0)
     {
-      /* A user namespace to map through, alive until killed. */
+      /* A user namespace to map through, alive until killed, and never longer than its parent: it
+       * shares the parent's fds, the provision lock among them. */
       close (ready[0]);
-      if (unshare (CLONE_NEWUSER) < 0 || write (ready[1], "x", 1) != 1)
+      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent || unshare (CLONE_NEWUSER) < 0 ||
+          write (ready[1], "x", 1) != 1)
         _exit (1);
       pause ();
       _exit (0);

@@ -441,7 +441,8 @@ remote_destroy (SandstepBackend *backend, const char *handle, const SandstepIden
 }
 
 static gboolean
-remote_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPtrArray *destroyed, GError **error)
+remote_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken, GPtrArray *destroyed,
+           GError **error)
 {
   RemoteBackend *r = (RemoteBackend *) backend;
   g_autoptr(JsonObject) answer = NULL;
@@ -451,7 +452,7 @@ remote_gc (SandstepBackend *backend, const char *run, gboolean expired_only, GPt
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
                            "no sandbox server to reclaim sandboxes on: pass --backend=URL or set "
                            SANDSTEP_BACKEND_ENV);
-  answer = sandstep_remote_call (r, r->url, "/gc", sandstep_wire_gc_request (run, expired_only), NULL, error);
+  answer = sandstep_remote_call (r, r->url, "/gc", sandstep_wire_gc_request (run, expired_only, broken), NULL, error);
   if (answer == NULL)
     return FALSE;
   failed = sandstep_wire_read_gc_reply (answer, r->url, destroyed);

@@ -1,0 +1,738 @@
+/* test-recovery.c: what killed and failed operators leave behind, damaged
+ * sandboxes, a full disk, and values that would make a sandbox unusable.
+ *
+ * The rule under test: a killed or failed operator leaves nothing that the
+ * next successful operator or `gc` does not remove, and every sandbox,
+ * however damaged, can be destroyed and is reclaimed by `gc`.  Every case
+ * ends in the fixture's teardown, which fails it if anything is left.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-test-utils.h"
+
+typedef SandstepTestFixture Fixture;
+
+static char *
+handle_arg (const char *handle)
+{
+  return g_strconcat ("--handle=", handle, NULL);
+}
+
+static void
+write_file (const char *path, const char *data, gssize len)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_file_set_contents (path, data, len, &error);
+  g_assert_no_error (error);
+}
+
+static char *
+sandbox_path (Fixture *f, const char *handle, const char *member)
+{
+  return g_build_filename (f->state_dir, "sandboxes", handle, member, NULL);
+}
+
+/* The names in @dir, sorted, joined by spaces. */
+static char *
+names_in (const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new ();
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    g_ptr_array_add (names, (gpointer) name);
+  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (" ", (char **) names->pdata);
+}
+
+static char *
+state_names (Fixture *f, const char *sub)
+{
+  g_autofree char *dir = g_build_filename (f->state_dir, sub, NULL);
+
+  return names_in (dir);
+}
+
+/* Output of `sh -c COMMAND` run in @dir on the host. */
+static char *
+host_sh (const char *dir, const char *command)
+{
+  g_autofree char *out = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *argv[] = { "/bin/sh", "-c", command, NULL };
+  int status;
+
+  g_spawn_sync (dir, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  return g_steal_pointer (&out);
+}
+
+/* Every entry of a tree, hidden ones too, with its size, then every file's checksum. */
+#define LISTING "find . -printf '%p %y %s\\n' | LC_ALL=C sort && find . -type f -exec md5sum {} + | LC_ALL=C sort"
+
+/* @files files of @size random bytes each under @dir (made). */
+static void
+make_host_tree (const char *dir, guint files, gsize size)
+{
+  g_autofree guint32 *data = g_new (guint32, size / 4 + 1);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  for (guint i = 0; i < files; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("%s/%s/file-%03u.bin", dir, i % 2 ? "odd" : "even", i);
+      g_autofree char *parent = g_path_get_dirname (path);
+      for (gsize k = 0; k < size / 4 + 1; k++)
+        data[k] = g_random_int ();
+      g_assert_cmpint (g_mkdir_with_parents (parent, 0755), ==, 0);
+      write_file (path, (const char *) data, size);
+    }
+}
+
+/* Spawns `sandstep ARGS`, kills it with SIGKILL after @delay_us, and says whether the kill landed. */
+static gboolean
+spawn_and_kill (Fixture *f, const char *const *args, gulong delay_us)
+{
+  SandstepTestProc *proc = sandstep_test_spawn_full (f, args, NULL, NULL, 0);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_usleep (delay_us);
+  sandstep_test_proc_kill (proc, SIGKILL);
+  r = sandstep_test_proc_wait (proc, 30);
+  g_assert_false (r->timed_out);
+  return r->status == 128 + SIGKILL;
+}
+
+static double
+time_helper (Fixture *f, const char *const *args)
+{
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, args, 60);
+
+  sandstep_test_assert_status (r, 0);
+  return r->elapsed_s;
+}
+
+/* ---- kills ---- */
+
+static void
+test_put_killed_converges (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *src = sandstep_test_host_path (f, "src");
+  g_autofree char *src_slash = g_strconcat (src, "/", NULL);
+  const char *args[] = { "put", h, src_slash, "/workspace/dst/", NULL };
+  g_autofree char *want = NULL;
+  g_autofree char *got = NULL;
+  g_autofree char *leftovers = NULL;
+  guint killed = 0, rounds;
+  double full;
+
+  g_test_summary ("a put of a tree killed (SIGKILL) at random moments, then run again, leaves the sandbox's "
+                  "copy equal to the source, hidden files and all: 43 of 48 such kills once left "
+                  ".NAME.XXXXXX files that no later put removed");
+  make_host_tree (src, 48, 1 << 20);
+  want = host_sh (src, LISTING);
+  full = time_helper (f, args);
+  sandstep_test_result_free (sandstep_test_helper (f, "run", h, "--", "rm -rf /workspace/dst", NULL));
+  /* Until six kills have landed mid-put; a put that finished first starts the next from nothing. */
+  for (rounds = 0; killed < 6 && rounds < 60; rounds++)
+    if (spawn_and_kill (f, args, (gulong) (g_random_double_range (0.02, 0.9) * full * G_USEC_PER_SEC)))
+      killed++;
+    else
+      sandstep_test_result_free (sandstep_test_helper (f, "run", h, "--", "rm -rf /workspace/dst", NULL));
+  g_test_message ("a whole put took %.3f s; %u of %u kills landed while it ran", full, killed, rounds);
+  g_assert_cmpuint (killed, ==, 6);
+
+  time_helper (f, args);
+  got = sandstep_test_run_ok (f, handle, "cd /workspace/dst && " LISTING);
+  g_assert_cmpstr (got, ==, want);
+  leftovers = sandstep_test_run_ok (f, handle, "find / -xdev -name '.*' -newer /workspace/dst 2>/dev/null | "
+                                               "grep -v '^/proc' || true");
+  g_assert_cmpstr (leftovers, ==, "");
+}
+
+/* The handles whose record names @holder, from the records themselves. */
+static guint
+sandboxes_of_holder (Fixture *f, const char *holder, char **out_handle)
+{
+  g_autofree char *dir = g_build_filename (f->state_dir, "sandboxes", NULL);
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *record = g_build_filename (dir, name, "record.json", NULL);
+      g_autofree char *text = NULL;
+      g_autofree char *needle = g_strdup_printf ("\"holder\" : \"%s\"", holder);
+      if (name[0] == '.' || !g_file_get_contents (record, &text, NULL, NULL) || strstr (text, needle) == NULL)
+        continue;
+      n++;
+      if (out_handle != NULL)
+        {
+          g_free (*out_handle);
+          *out_handle = g_strdup (name);
+        }
+    }
+  return n;
+}
+
+static void
+test_provision_killed (Fixture *f, gconstpointer data)
+{
+  g_autoptr(GPtrArray) handles = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *sandboxes = NULL;
+  g_autofree char *holders = NULL;
+  guint killed = 0;
+  double full;
+
+  g_test_summary ("provisions killed (SIGKILL) at random moments, each retried by the same holder, leave one "
+                  "sandbox per holder, no half-made sandbox (.new-*) and no temporary holder file; destroying "
+                  "the sandboxes empties holders/: once 28 of 120 such kills left .new-* directories, 21 an "
+                  "orphan sandbox beside the retry's, 19 holders/.* files, and 318 of 320 holder entries "
+                  "outlived their sandboxes");
+  {
+    const char *args[] = { "provision", "--holder=timing", NULL };
+    g_autofree char *h = NULL;
+    full = time_helper (f, args);
+    g_assert_cmpuint (sandboxes_of_holder (f, "timing", &h), ==, 1);
+    g_ptr_array_add (handles, g_steal_pointer (&h));
+  }
+  for (int round = 0; round < 40; round++)
+    {
+      g_autofree char *holder = g_strdup_printf ("step-%02d", round);
+      g_autofree char *holder_arg = g_strconcat ("--holder=", holder, NULL);
+      const char *args[] = { "provision", holder_arg, NULL };
+      g_autoptr(SandstepTestResult) retry = NULL;
+      g_autofree char *found = NULL;
+
+      if (spawn_and_kill (f, args, (gulong) (g_random_double_range (0.0, 1.2) * full * G_USEC_PER_SEC)))
+        killed++;
+      retry = sandstep_test_helper_argv (f, args, 30);
+      sandstep_test_assert_status (retry, 0);
+      g_strchomp (retry->out);
+      g_assert_cmpuint (sandboxes_of_holder (f, holder, &found), ==, 1);
+      g_assert_cmpstr (found, ==, retry->out);
+      g_ptr_array_add (handles, g_strdup (retry->out));
+    }
+  g_test_message ("a provision took %.3f s; %u of 40 kills landed while it ran", full, killed);
+  g_assert_cmpuint (killed, >=, 10);
+
+  sandboxes = state_names (f, "sandboxes");
+  g_assert_null (strstr (sandboxes, ".new-"));
+  holders = state_names (f, "holders");
+  g_assert_null (strstr (holders, "."));
+  for (guint i = 0; i < handles->len; i++)
+    {
+      g_autofree char *h = handle_arg (handles->pdata[i]);
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", h, NULL);
+      sandstep_test_assert_status (r, 0);
+    }
+  g_free (holders);
+  holders = state_names (f, "holders");
+  g_assert_cmpstr (holders, ==, "");
+}
+
+static void
+test_holders_forgotten (Fixture *f, gconstpointer data)
+{
+  g_autofree char *a = sandstep_test_provision (f, "--holder=a", NULL);
+  g_autofree char *b = sandstep_test_provision (f, "--holder=b", NULL);
+  g_autofree char *c = sandstep_test_provision (f, "--holder=c", NULL);
+  g_autofree char *ha = handle_arg (a);
+  g_autofree char *hb = handle_arg (b);
+  g_autofree char *run_arg = g_strconcat ("--run=", f->run, NULL);
+  g_autofree char *holders = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("a sandbox's holder entry goes with it, whichever way it ends: destroy, release, gc --run");
+  holders = state_names (f, "holders");
+  g_assert_cmpuint (strlen (holders), ==, 3 * 64 + 2);
+  r = sandstep_test_helper (f, "destroy", ha, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  r = sandstep_test_helper (f, "release", hb, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  g_free (holders);
+  holders = state_names (f, "holders");
+  g_assert_cmpuint (strlen (holders), ==, 64);
+  r = sandstep_test_helper (f, "gc", run_arg, NULL);
+  sandstep_test_assert_status (r, 0);
+  sandstep_test_assert_contains (r->out, c);
+  g_free (holders);
+  holders = state_names (f, "holders");
+  g_assert_cmpstr (holders, ==, "");
+}
+
+/* What a destroy killed after its rename into the trash leaves: a tree,
+ * with a read-only directory in it, as a command may make. */
+static void
+plant_trash (Fixture *f, const char *name)
+{
+  g_autofree char *deep = g_build_filename (f->state_dir, "trash", name, "tree", "workspace", "ro", NULL);
+  g_autofree char *file = g_build_filename (deep, "data", NULL);
+
+  g_assert_cmpint (g_mkdir_with_parents (deep, 0755), ==, 0);
+  write_file (file, "left\n", -1);
+  g_assert_cmpint (chmod (deep, 0500), ==, 0);
+}
+
+static void
+test_trash_emptied (Fixture *f, gconstpointer data)
+{
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *trash = NULL;
+  g_autofree char *handle = NULL;
+  guint killed = 0;
+
+  g_test_summary ("trees that killed releases and destroys left in STATE/trash are removed by the next gc or "
+                  "provision (once 10 of 16 killed releases left 979 MB there, which nothing emptied); a "
+                  "release killed while it removes a tree of 20,000 files leaves nothing after a gc");
+  plant_trash (f, "sandstep-0123456789abcdef.0badf00d");
+  r = sandstep_test_helper (f, "gc", NULL);
+  sandstep_test_assert_status (r, 0);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  trash = state_names (f, "trash");
+  g_assert_cmpstr (trash, ==, "");
+
+  plant_trash (f, "sandstep-fedcba9876543210.0badf00d");
+  handle = sandstep_test_provision (f, NULL);
+  g_free (trash);
+  trash = state_names (f, "trash");
+  g_assert_cmpstr (trash, ==, "");
+
+  for (int round = 0; round < 4; round++)
+    {
+      g_autofree char *holder_arg = g_strdup_printf ("--holder=many-%d", round);
+      g_autofree char *many = sandstep_test_provision (f, holder_arg, NULL);
+      g_autofree char *h = handle_arg (many);
+      const char *args[] = { "release", h, NULL };
+      g_autofree char *out = sandstep_test_run_ok (f, many, "mkdir -p d && cd d && seq 1 20000 | xargs touch");
+      /* A release of this size takes tens of milliseconds; kill it within them. */
+      if (spawn_and_kill (f, args, 2000 + round * 4000))
+        killed++;
+    }
+  g_test_message ("%u of 4 kills landed while the release ran", killed);
+  r = sandstep_test_helper (f, "gc", NULL);
+  sandstep_test_assert_status (r, 0);
+  g_free (trash);
+  trash = state_names (f, "trash");
+  g_assert_cmpstr (trash, ==, "");
+}
+
+/* ---- a full disk ---- */
+
+/* Fills the file system holding @dir to its last byte with @dir/filler. */
+static void
+fill_disk (const char *dir)
+{
+  g_autofree char *path = g_build_filename (dir, "filler", NULL);
+  static char block[64 * 1024];
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  gsize size = sizeof block;
+
+  g_assert_cmpint (fd, >=, 0);
+  while (size > 0)
+    if (write (fd, block, size) < 0)
+      {
+        g_assert_cmpint (errno, ==, ENOSPC);
+        size /= 2;
+      }
+  close (fd);
+}
+
+static void
+test_full_disk (Fixture *f, gconstpointer data)
+{
+  g_autofree char *idle = NULL;
+  g_autofree char *fresh = NULL;
+  g_autofree char *busy = NULL;
+  g_autofree char *hi = NULL;
+  g_autofree char *hf = NULL;
+  g_autofree char *hb = NULL;
+  g_autofree char *big = sandstep_test_host_path (f, "big.bin");
+  g_autofree char *workspace = NULL;
+  g_autofree char *filler = NULL;
+  g_autofree char *marker = sandstep_test_unique_seconds (30);
+  g_autofree char *sleeper = g_strconcat ("exec sleep ", marker, NULL);
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  SandstepTestProc *running;
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("on a full state directory: put exits 125 saying the host's disk is full (once 69, 'path "
+                  "refused') and leaves nothing; a sandbox's first run starts (writing fails inside with ENOSPC); "
+                  "release of an idle "
+                  "sandbox destroys it and frees its space (once it exited 0 and freed nothing); release of a "
+                  "held one exits 125 naming the sandbox left");
+  if (getuid () != 0)
+    {
+      g_test_skip ("needs root: the full disk is a small tmpfs mounted over the state directory");
+      return;
+    }
+  /* In this program's own mount namespace (main), so a failed case cannot leave it mounted. */
+  g_assert_cmpint (mount ("tmpfs", f->state_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700"), ==, 0);
+  idle = sandstep_test_provision (f, "--holder=idle", NULL);
+  fresh = sandstep_test_provision (f, "--holder=fresh", NULL);
+  busy = sandstep_test_provision (f, "--holder=busy", NULL);
+  hi = handle_arg (idle);
+  hf = handle_arg (fresh);
+  hb = handle_arg (busy);
+  g_free (sandstep_test_run_ok (f, idle, "echo before > kept"));
+  running = sandstep_test_spawn (f, "run", hb, "--", sleeper, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
+  {
+    g_autofree guint8 *bytes = g_malloc0 (1 << 20);
+    write_file (big, (const char *) bytes, 1 << 20);
+  }
+  fill_disk (f->state_dir);
+
+  r = sandstep_test_helper (f, "put", hi, big, "/workspace/big.bin", NULL);
+  sandstep_test_assert_status (r, 125);
+  sandstep_test_assert_contains (r->err, "the host's disk that holds the sandboxes is full; free space there");
+  g_clear_pointer (&r, sandstep_test_result_free);
+  workspace = sandbox_path (f, idle, "tree/workspace");
+  {
+    g_autofree char *names = names_in (workspace);
+    g_assert_cmpstr (names, ==, "kept");
+  }
+
+  /* A first run writes nothing in the state directory (its supervisor's socket takes no block), and
+   * a full disk inside the sandbox is the command's own ENOSPC. */
+  r = sandstep_test_helper (f, "run", hf, "--", "echo started; dd if=/dev/zero of=/workspace/new bs=4k count=1 || exit 7", NULL);
+  sandstep_test_assert_status (r, 7);
+  g_assert_cmpstr (r->out, ==, "started\n");
+  sandstep_test_assert_contains (r->err, "No space left on device");
+  g_clear_pointer (&r, sandstep_test_result_free);
+
+  r = sandstep_test_helper (f, "release", hb, NULL);
+  sandstep_test_assert_status (r, 125);
+  sandstep_test_assert_contains (r->err, busy);
+  sandstep_test_assert_contains (r->err, "is left until its lifetime ends");
+  g_clear_pointer (&r, sandstep_test_result_free);
+
+  r = sandstep_test_helper (f, "release", hi, NULL);
+  sandstep_test_assert_status (r, 0);
+  sandstep_test_assert_contains (r->err, "destroyed sandbox");
+  g_clear_pointer (&r, sandstep_test_result_free);
+  {
+    g_autofree char *dir = sandbox_path (f, idle, NULL);
+    g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  }
+
+  sandstep_test_proc_kill (running, SIGKILL);
+  sandstep_test_result_free (sandstep_test_proc_wait (running, 10));
+  filler = g_build_filename (f->state_dir, "filler", NULL);
+  g_assert_cmpint (unlink (filler), ==, 0);
+  /* With space again, the fresh sandbox runs. */
+  g_free (sandstep_test_run_ok (f, fresh, "true"));
+
+  /* The teardown's checks need the state directory as it was: empty it here, then unmount. */
+  for (int i = 0; i < 2; i++)
+    {
+      g_autoptr(SandstepTestResult) d = sandstep_test_helper (f, "destroy", i == 0 ? hf : hb, NULL);
+      sandstep_test_assert_status (d, 0);
+    }
+  sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
+  {
+    gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+    while (umount (f->state_dir) < 0 && errno == EBUSY && g_get_monotonic_time () < deadline)
+      g_usleep (20 * 1000);
+    g_assert_cmpint (umount2 (f->state_dir, MNT_DETACH) < 0 ? errno : 0, ==, EINVAL);
+  }
+}
+
+/* ---- damaged sandboxes ---- */
+
+typedef struct {
+  const char *name;
+  const char *member;   /* the file damaged, in the sandbox's directory ("" for the directory itself) */
+  const char *how;      /* "text:...", "truncate", "dir", "fifo", "remove", "replace:FROM=>TO" */
+} Damage;
+
+static const Damage damages[] = {
+  { "record-truncated", "record.json", "truncate" },
+  { "record-garbled", "record.json", "text:\x01\xff\xfe garbage" },
+  { "record-not-an-object", "record.json", "text:[1, 2, 3]" },
+  { "record-wrong-types", "record.json", "replace:\"released\" : false=>\"released\" : \"no\"" },
+  { "record-owner-a-number", "record.json", "replace:\"owner\" : \"=>\"owner\" : 17, \"x\" : \"" },
+  { "record-missing-owner", "record.json", "replace:\"owner\"=>\"nobody\"" },
+  { "spec-wrong-types", "record.json", "replace:\"pids\" : 0=>\"pids\" : \"many\"" },
+  { "spec-not-an-object", "record.json", "replace:\"spec\" : {=>\"spec\" : 7, \"was\" : {" },
+  { "record-a-directory", "record.json", "dir" },
+  { "record-a-fifo", "record.json", "fifo" },
+  { "record-missing", "record.json", "remove" },
+  { "claim-a-directory", "claim", "dir" },
+  { "claim-a-fifo", "claim", "fifo" },
+  { "claim-missing", "claim", "remove" },
+  { "sandbox-a-fifo", "", "fifo" },
+};
+
+static void
+apply_damage (Fixture *f, const char *handle, const Damage *d)
+{
+  g_autofree char *path = d->member[0] != '\0' ? sandbox_path (f, handle, d->member) : sandbox_path (f, handle, NULL);
+  g_autofree char *text = NULL;
+
+  if (g_str_has_prefix (d->how, "text:"))
+    write_file (path, d->how + strlen ("text:"), -1);
+  else if (strcmp (d->how, "truncate") == 0)
+    {
+      struct stat st;
+      g_assert_cmpint (stat (path, &st), ==, 0);
+      g_assert_cmpint (truncate (path, st.st_size / 2), ==, 0);
+    }
+  else if (g_str_has_prefix (d->how, "replace:"))
+    {
+      g_auto(GStrv) parts = g_strsplit (d->how + strlen ("replace:"), "=>", 2);
+      g_autofree char *changed = NULL;
+      g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+      g_assert_nonnull (strstr (text, parts[0]));
+      {
+        g_auto(GStrv) pieces = g_strsplit (text, parts[0], 2);
+        changed = g_strjoinv (parts[1], pieces);
+      }
+      write_file (path, changed, -1);
+    }
+  else
+    {
+      /* The directory itself: everything in it goes; a supervisor may be listening there. */
+      g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", path);
+      g_assert_cmpint (system (cmd), ==, 0);
+      if (strcmp (d->how, "dir") == 0)
+        g_assert_cmpint (mkdir (path, 0700), ==, 0);
+      else if (strcmp (d->how, "fifo") == 0)
+        g_assert_cmpint (mkfifo (path, 0600), ==, 0);
+    }
+}
+
+static void
+test_damaged (Fixture *f, gconstpointer data)
+{
+  const Damage *d = data;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *dir = NULL;
+  g_autofree char *out = sandstep_test_host_path (f, "out.txt");
+  g_autofree char *out_url = g_strconcat ("x.txt=file://", out, NULL);
+  g_autofree char *host_file = sandstep_test_host_path (f, "in.txt");
+  const char *const ops[][6] = {
+    { "run", NULL, "--", "true", NULL },
+    { "put", NULL, host_file, "/workspace/in.txt", NULL },
+    { "get", NULL, "/workspace/x.txt", NULL },
+    { "ls", NULL, "/workspace", NULL },
+    { "export", NULL, out_url, NULL },
+    { "describe", NULL, NULL },
+    { "release", NULL, NULL },
+  };
+
+  g_test_summary ("a sandbox with a damaged record, claim or directory: every operator answers in one line "
+                  "saying it is damaged, with status 125 (never 64), within seconds, without a json-glib "
+                  "warning; the holder's next provision gets a new sandbox; destroy removes the damaged one");
+  write_file (host_file, "in\n", -1);
+  handle = sandstep_test_provision (f, "--holder=damaged", NULL);
+  h = handle_arg (handle);
+  g_free (sandstep_test_run_ok (f, handle, "echo x > x.txt"));
+  apply_damage (f, handle, d);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (ops); i++)
+    {
+      const char *args[6];
+      g_autoptr(SandstepTestResult) r = NULL;
+      g_auto(GStrv) lines = NULL;
+      memcpy (args, ops[i], sizeof args);
+      args[1] = h;
+      r = sandstep_test_helper_argv (f, args, 15);
+      g_assert_false (r->timed_out);
+      sandstep_test_assert_status (r, 125);
+      sandstep_test_assert_contains (r->err, "is damaged");
+      sandstep_test_assert_contains (r->err, handle);
+      sandstep_test_assert_not_contains (r->err, "CRITICAL");
+      sandstep_test_assert_not_contains (r->err, "WARNING");
+      lines = g_strsplit (g_strchomp (r->err), "\n", -1);
+      g_assert_cmpuint (g_strv_length (lines), ==, 1);
+    }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--holder=damaged", NULL);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_not_contains (r->out, handle);
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", h, NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+  dir = sandbox_path (f, handle, NULL);
+  g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  /* The damaged sandbox could not say whose holder entry it had: gc sweeps it. */
+  sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
+}
+
+static void
+test_gc_broken (Fixture *f, gconstpointer data)
+{
+  g_autofree char *healthy = sandstep_test_provision (f, "--holder=healthy", NULL);
+  g_autofree char *over = sandstep_test_provision (f, "--holder=over", NULL);
+  g_autoptr(GPtrArray) damaged = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *left = NULL;
+
+  g_test_summary ("gc and damaged sandboxes: a plain gc, even across a FIFO in place of a record, returns at "
+                  "once, leaves the live healthy sandbox and the damaged ones whose lifetime may still run, "
+                  "and reclaims a damaged one whose lifetime file says it is over; gc --broken reclaims every "
+                  "damaged one and nothing else");
+  for (gsize i = 0; i < G_N_ELEMENTS (damages); i++)
+    {
+      g_autofree char *holder_arg = g_strdup_printf ("--holder=%s", damages[i].name);
+      char *handle = sandstep_test_provision (f, holder_arg, NULL);
+      apply_damage (f, handle, &damages[i]);
+      g_ptr_array_add (damaged, handle);
+    }
+  {
+    /* Damaged, and its lifetime file (which the supervisor reads, beside the record) says over. */
+    g_autofree char *record = sandbox_path (f, over, "record.json");
+    g_autofree char *lifetime = sandbox_path (f, over, "lifetime");
+    write_file (record, "{", -1);
+    write_file (lifetime, "1000 0\n", -1);
+  }
+
+  r = sandstep_test_helper_argv (f, (const char *[]) { "gc", NULL }, 15);
+  g_assert_false (r->timed_out);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (g_strchomp (r->out), ==, over);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  left = state_names (f, "sandboxes");
+  {
+    g_auto(GStrv) names = g_strsplit (left, " ", -1);
+    /* The healthy one and every damaged one but "over". */
+    g_assert_cmpuint (g_strv_length (names), ==, damaged->len + 1);
+  }
+
+  r = sandstep_test_helper_argv (f, (const char *[]) { "gc", "--broken", NULL }, 15);
+  g_assert_false (r->timed_out);
+  sandstep_test_assert_status (r, 0);
+  for (guint i = 0; i < damaged->len; i++)
+    sandstep_test_assert_contains (r->out, damaged->pdata[i]);
+  sandstep_test_assert_not_contains (r->out, healthy);
+  g_free (left);
+  left = state_names (f, "sandboxes");
+  g_assert_cmpstr (left, ==, healthy);
+}
+
+/* ---- values ---- */
+
+typedef struct {
+  const char *name;
+  const char *args[4];
+  int status;
+  const char *message;
+} ValueCase;
+
+static const ValueCase value_cases[] = {
+  { "pids-over-the-kernel", { "provision", "--pids=5000000" }, 64, "pids '5000000' is more than the kernel can count" },
+  { "memory-one-byte", { "provision", "--memory=1" }, 64, "memory '1' is too little" },
+  { "memory-4k", { "provision", "--memory=4K" }, 64, "memory '4K' is too little" },
+  { "owner-not-utf8", { "provision", "--owner=dag/\xff\xfe" }, 64, "the owner 'dag/\xef\xbf\xbd\xef\xbf\xbd' is not valid UTF-8" },
+  { "holder-not-utf8", { "provision", "--holder=step\xff" }, 64, "the holder 'step\xef\xbf\xbd' is not valid UTF-8" },
+  { "env-not-utf8", { "provision", "--env=NAME=value\xff" }, 64, "env 'NAME' is not valid UTF-8" },
+  { "mount-name-too-long", { "provision", "--mount=/tmp:/data/"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }, 64, "at most 255 of them" },
+  { "wait-beyond-ten-years", { "run", "HANDLE", "--wait=9300000000000", "true" }, 64, "wait '9300000000000' is more than ten years" },
+  { "timeout-beyond-ten-years", { "run", "HANDLE", "--timeout=1e13", "true" }, 64, "timeout '1e13' is more than ten years" },
+  { "get-to-name-too-long", { "get", "HANDLE", "x.txt", "TO" }, 73, "Could not write --to" },
+};
+
+static void
+test_value (Fixture *f, gconstpointer data)
+{
+  const ValueCase *c = data;
+  g_autofree char *handle = sandstep_test_provision (f, "--holder=values", NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *to = NULL;
+  g_autoptr(GPtrArray) args = g_ptr_array_new ();
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *sandboxes = NULL;
+
+  g_test_summary ("a value that would make every later command fail, or that a record cannot store, is "
+                  "refused when it is given, with its status and the value quoted; nothing is provisioned");
+  g_free (sandstep_test_run_ok (f, handle, "echo x > x.txt"));
+  for (gsize i = 0; i < G_N_ELEMENTS (c->args) && c->args[i] != NULL; i++)
+    if (strcmp (c->args[i], "HANDLE") == 0)
+      g_ptr_array_add (args, h);
+    else if (strcmp (c->args[i], "TO") == 0)
+      {
+        g_autofree char *name = g_strnfill (5000, 'b');
+        to = g_strdup_printf ("--to=%s/%s", f->host_dir, name);
+        g_ptr_array_add (args, to);
+      }
+    else
+      g_ptr_array_add (args, (gpointer) c->args[i]);
+  if (strcmp (c->args[0], "run") == 0)
+    g_ptr_array_insert (args, args->len - 1, (gpointer) "--");
+  g_ptr_array_add (args, NULL);
+  r = sandstep_test_helper_argv (f, (const char *const *) args->pdata, 30);
+  sandstep_test_assert_status (r, c->status);
+  sandstep_test_assert_contains (r->err, c->message);
+  sandboxes = state_names (f, "sandboxes");
+  g_assert_cmpstr (sandboxes, ==, handle);
+}
+
+static void
+test_values_at_the_edge_work (Fixture *f, gconstpointer data)
+{
+  g_autofree char *most = sandstep_test_provision (f, "--holder=most", "--pids=4194303", NULL);
+  g_autofree char *least = sandstep_test_provision (f, "--holder=least", "--memory=4M", NULL);
+  g_autofree char *out = NULL;
+
+  g_test_summary ("the largest process count the kernel allows (4194303) and the smallest memory accepted "
+                  "(4M) give sandboxes whose commands run");
+  out = sandstep_test_run_ok (f, most, "echo ran");
+  g_assert_cmpstr (out, ==, "ran\n");
+  g_free (out);
+  out = sandstep_test_run_ok (f, least, "echo ran");
+  g_assert_cmpstr (out, ==, "ran\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  /* A mount made by a case (the full disk's tmpfs) must never outlive this program. */
+  if (getuid () == 0)
+    {
+      g_assert_cmpint (unshare (CLONE_NEWNS), ==, 0);
+      g_assert_cmpint (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL), ==, 0);
+    }
+#define ADD(path, func, data) g_test_add (path, Fixture, data, sandstep_test_setup, func, sandstep_test_teardown)
+  ADD ("/recovery/put-killed-converges", test_put_killed_converges, NULL);
+  ADD ("/recovery/provision-killed", test_provision_killed, NULL);
+  ADD ("/recovery/holders-forgotten", test_holders_forgotten, NULL);
+  ADD ("/recovery/trash-emptied", test_trash_emptied, NULL);
+  ADD ("/recovery/full-disk", test_full_disk, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (damages); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/recovery/damaged/%s", damages[i].name);
+      ADD (path, test_damaged, &damages[i]);
+    }
+  ADD ("/recovery/gc-broken", test_gc_broken, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/recovery/values/%s", value_cases[i].name);
+      ADD (path, test_value, &value_cases[i]);
+    }
+  ADD ("/recovery/values/at-the-edge-work", test_values_at_the_edge_work, NULL);
+  return g_test_run ();
+}
