@@ -854,7 +854,14 @@ test_list_mixed (Fixture *f, gconstpointer data)
       g_assert_true (g_regex_match_simple ("\\bdag/run/recipe +held\\b", table->out, 0, 0));
     }
 
-  /* gc and list agree: --expired reclaims what list calls expired, and nothing else. */
+  /* gc and list agree: --expired reclaims what list calls expired, and nothing else.  The broken one is
+   * destroyed by hand first (its lifetime is not over): gc then sweeps the holder entry it left. */
+  if (local)
+    {
+      g_autofree char *broken_arg = handle_arg (broken);
+      g_autoptr(SandstepTestResult) d = sandstep_test_helper (f, "destroy", broken_arg, NULL);
+      sandstep_test_assert_status (d, 0);
+    }
   gc = sandstep_test_helper (f, "gc", "--expired", NULL);
   sandstep_test_assert_status (gc, 0);
   {
