@@ -551,24 +551,14 @@ static void
 for_each_entry (SandstepStore *store, const char *rel, void (*func) (SandstepStore *store, int dir_fd,
                                                                         const char *name))
 {
-  int fd = openat (store->dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  struct dirent *entry;
+  g_autoptr(GPtrArray) names = sandstep_list_entries_at (store->dir_fd, rel);
+  int fd;
 
-  if (dir == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return;
-    }
-  /* Collected first: the callbacks remove entries, which readdir need not survive. */
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      g_ptr_array_add (names, g_strdup (entry->d_name));
+  if (names == NULL || (fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    return;
   for (guint i = 0; i < names->len; i++)
-    func (store, dirfd (dir), names->pdata[i]);
-  closedir (dir);
+    func (store, fd, names->pdata[i]);
+  close (fd);
 }
 
 static void
@@ -615,12 +605,6 @@ sweep_holder (SandstepStore *store, int dir_fd, const char *name)
     unlinkat (dir_fd, name, 0);
 }
 
-static void
-sweep_trash (SandstepStore *store, int dir_fd, const char *name)
-{
-  sandstep_remove_tree_at (dir_fd, name);
-}
-
 void
 sandstep_store_sweep (SandstepStore *store, gboolean holders)
 {
@@ -631,7 +615,14 @@ sandstep_store_sweep (SandstepStore *store, gboolean holders)
   for_each_entry (store, "holders", holders ? sweep_holder : sweep_holder_temporaries);
   sandstep_store_unlock_provision (store);
   /* Trees whose removal was cut short; nothing else ever enters the trash. */
-  for_each_entry (store, "trash", sweep_trash);
+  {
+    int trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (trash_fd >= 0)
+      {
+        sandstep_remove_entries_at (trash_fd);
+        close (trash_fd);
+      }
+  }
 }
 
 /* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
