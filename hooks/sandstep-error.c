@@ -141,16 +141,14 @@ sandstep_throw_write_errno (GError **error, GQuark domain, int code, int errsv, 
 {
   va_list args;
   g_autofree char *message = NULL;
+  gboolean full = errsv == ENOSPC || errsv == EDQUOT;
 
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);
-  if (errsv == ENOSPC || errsv == EDQUOT)
-    g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NO_SPACE,
-                 "%s: %s: the host's disk that holds the sandboxes is full; free space there and try again",
-                 message, g_strerror (errsv));
-  else
-    g_set_error (error, domain, code, "%s: %s", message, g_strerror (errsv));
+  g_set_error (error, full ? SANDSTEP_SANDBOX_ERROR : domain, full ? SANDSTEP_SANDBOX_ERROR_NO_SPACE : code,
+               "%s: %s%s", message, g_strerror (errsv),
+               full ? ": the host's disk that holds the sandboxes is full; free space there and try again" : "");
   return FALSE;
 }
 

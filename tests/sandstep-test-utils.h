@@ -14,7 +14,8 @@
  * (created with useradd when the tests run as root), through setpriv.
  *
  * Every function asserts on setup failures (g_assert_*): a broken harness is a
- * failed test, never a silent pass.
+ * failed test, never a silent pass.  Helper runs of one fixture may be
+ * spawned and waited for from several threads at once.
  */
 #pragma once
 
@@ -164,6 +165,12 @@ SandstepTestResult *sandstep_test_proc_wait (SandstepTestProc *proc, double time
 /* A fresh decimal number of seconds (e.g. "1000.482913"), for a command like
  * `sleep SECONDS` whose argv no other process on the host shares. */
 char *sandstep_test_unique_seconds (guint whole_seconds);
+
+/* Host pids (other than this process) whose command line, its words joined by spaces, contains @text. */
+GArray *sandstep_test_processes_naming (const char *text);
+
+/* The names in @dir, sorted and joined by spaces ("" when none, or no such directory). */
+char *sandstep_test_dir_names (const char *dir);
 
 /* Host pids (as seen from this process) whose argv is exactly @argv. */
 GArray *sandstep_test_find_processes (const char *const *argv);

@@ -57,6 +57,7 @@ sandstep_store_open (const char *dir, GError **error)
 
   store->dir_fd = -1;
   store->provision_fd = -1;
+  g_rec_mutex_init (&store->provision_mutex);
   store->dir = g_strdup (dir);
   if (g_mkdir_with_parents (dir, 0700) < 0)
     {
@@ -90,6 +91,7 @@ sandstep_store_adopt (int dir_fd, const char *dir)
 
   store->dir_fd = dir_fd;
   store->provision_fd = -1;
+  g_rec_mutex_init (&store->provision_mutex);
   store->dir = g_strdup (dir);
   return store;
 }
@@ -103,6 +105,7 @@ sandstep_store_free (SandstepStore *store)
     close (store->dir_fd);
   if (store->provision_fd >= 0)
     close (store->provision_fd);
+  g_rec_mutex_clear (&store->provision_mutex);
   g_free (store->dir);
   g_free (store);
 }
@@ -449,7 +452,11 @@ sandstep_store_lock_provision (SandstepStore *store, GError **error)
   struct stat st;
   int fd;
 
-  /* Nested: destroying a sandbox forgets its holder under this lock, also from within a provision. */
+  /* The mutex keeps out the other threads of this process (sandstepd's), which
+   * share the store; the flock, other processes.  Nested in one thread:
+   * destroying a sandbox forgets its holder under this lock, also from within
+   * a provision. */
+  g_rec_mutex_lock (&store->provision_mutex);
   if (store->provision_depth++ > 0)
     return TRUE;
   fd = openat (store->dir_fd, "provision.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
@@ -457,6 +464,7 @@ sandstep_store_lock_provision (SandstepStore *store, GError **error)
     {
       close (fd);
       store->provision_depth--;
+      g_rec_mutex_unlock (&store->provision_mutex);
       return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                              "'%s/provision.lock' is not a regular file; remove it", store->dir);
     }
@@ -467,6 +475,7 @@ sandstep_store_lock_provision (SandstepStore *store, GError **error)
       if (fd >= 0)
         close (fd);
       store->provision_depth--;
+      g_rec_mutex_unlock (&store->provision_mutex);
       return FALSE;
     }
   store->provision_fd = fd;
@@ -479,6 +488,7 @@ sandstep_store_unlock_provision (SandstepStore *store)
   g_return_if_fail (store->provision_depth > 0);
   if (--store->provision_depth == 0)
     close (g_steal_fd (&store->provision_fd));
+  g_rec_mutex_unlock (&store->provision_mutex);
 }
 
 static char *
@@ -541,24 +551,14 @@ static void
 for_each_entry (SandstepStore *store, const char *rel, void (*func) (SandstepStore *store, int dir_fd,
                                                                         const char *name))
 {
-  int fd = openat (store->dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  struct dirent *entry;
+  g_autoptr(GPtrArray) names = sandstep_list_entries_at (store->dir_fd, rel);
+  int fd;
 
-  if (dir == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return;
-    }
-  /* Collected first: the callbacks remove entries, which readdir need not survive. */
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      g_ptr_array_add (names, g_strdup (entry->d_name));
+  if (names == NULL || (fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    return;
   for (guint i = 0; i < names->len; i++)
-    func (store, dirfd (dir), names->pdata[i]);
-  closedir (dir);
+    func (store, fd, names->pdata[i]);
+  close (fd);
 }
 
 static void
@@ -605,12 +605,6 @@ sweep_holder (SandstepStore *store, int dir_fd, const char *name)
     unlinkat (dir_fd, name, 0);
 }
 
-static void
-sweep_trash (SandstepStore *store, int dir_fd, const char *name)
-{
-  sandstep_remove_tree_at (dir_fd, name);
-}
-
 void
 sandstep_store_sweep (SandstepStore *store, gboolean holders)
 {
@@ -621,7 +615,14 @@ sandstep_store_sweep (SandstepStore *store, gboolean holders)
   for_each_entry (store, "holders", holders ? sweep_holder : sweep_holder_temporaries);
   sandstep_store_unlock_provision (store);
   /* Trees whose removal was cut short; nothing else ever enters the trash. */
-  for_each_entry (store, "trash", sweep_trash);
+  {
+    int trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (trash_fd >= 0)
+      {
+        sandstep_remove_entries_at (trash_fd);
+        close (trash_fd);
+      }
+  }
 }
 
 /* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */

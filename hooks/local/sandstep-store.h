@@ -41,8 +41,9 @@ typedef struct {
 typedef struct {
   char *dir;
   int dir_fd;
+  GRecMutex provision_mutex;
   int provision_fd;       /* STATE/provision.lock while locked, else -1 */
-  guint provision_depth;
+  guint provision_depth;  /* of the thread that holds provision_mutex */
 } SandstepStore;
 
 void sandstep_record_free (SandstepRecord *record);
@@ -70,8 +71,8 @@ gboolean sandstep_store_save (SandstepStore *store, const SandstepRecord *record
 /* Creates the sandbox's directory, tree and record for a new handle. */
 gboolean sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **error);
 
-/* A blocking exclusive lock on STATE/provision.lock, held by @store until
- * as many unlocks as locks. */
+/* A blocking exclusive lock on STATE/provision.lock, against other processes
+ * and the other threads using @store, held until as many unlocks as locks. */
 gboolean sandstep_store_lock_provision (SandstepStore *store, GError **error);
 void sandstep_store_unlock_provision (SandstepStore *store);
 char *sandstep_store_find_holder (SandstepStore *store, const char *owner, const char *holder);
