@@ -78,6 +78,7 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BROKEN,       SANDSTEP_EXIT_INTERNAL,    500, "broken",         "destroy it with 'sandstep destroy', or reclaim every damaged sandbox with 'sandstep gc --broken'" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_NO_SPACE,     SANDSTEP_EXIT_INTERNAL,    507, "no-space",       "free space on the disk that holds the state directory" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_CONFLICT,     SANDSTEP_EXIT_USAGE,       409, "spec-conflict",  "destroy the sandbox this holder provisioned, or provision under another holder" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_UNSUPPORTED,     SANDSTEP_EXIT_INTERNAL,    501, "unsupported",    "the server's kernel lacks what the sandbox needs; see the message" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT,     504, "timeout",        "give the command a larger budget" },

@@ -6,14 +6,16 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 #include "sandstep-export.h"
+#include "sandstep-meter.h"
 #include "sandstep-output.h"
 
 static void
 print_staged (const char *path, const char *dest, gint64 bytes, gpointer data)
 {
   g_autofree char *size = sandstep_format_size ((guint64) bytes);
+  g_autofree char *line = g_strdup_printf ("sandstep export: staged %s for %s (%s)", path, dest, size);
 
-  g_printerr ("sandstep export: staged %s for %s (%s)\n", path, dest, size);
+  sandstep_meter_say (data, line);
 }
 
 static gboolean
@@ -44,6 +46,8 @@ sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **erro
 {
   g_autoptr(SandstepAttachment) attachment = NULL;
   SandstepExportOptions options;
+  SandstepMeter *meter;
+  gboolean ok;
 
   if (!parse_options (invocation, &options, error))
     return FALSE;
@@ -51,8 +55,12 @@ sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **erro
   if (!sandstep_export_check (invocation->operands, &options, error))
     return FALSE;
   attachment = sandstep_invocation_attach (invocation, error);
-  if (attachment == NULL ||
-      !sandstep_export_files (attachment, invocation->operands, &options, print_staged, NULL, error))
+  if (attachment == NULL)
+    return FALSE;
+  meter = sandstep_meter_start ("export", 0, FALSE);
+  ok = sandstep_export_files (attachment, invocation->operands, &options, print_staged, meter, error);
+  sandstep_meter_finish (meter, ok);
+  if (!ok)
     return FALSE;
   g_printerr ("sandstep export: published %u file%s\n", invocation->operands->len,
               invocation->operands->len == 1 ? "" : "s");

@@ -117,11 +117,11 @@ sandstep_store_sandbox_path (SandstepStore *store, const char *handle, const cha
 }
 
 static gboolean
-not_found (GError **error, const char *handle)
+not_found (SandstepStore *store, GError **error, const char *handle)
 {
   return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
                          "No sandbox '%s' here: it was destroyed, or never provisioned on this machine "
-                         "(state directory: SANDSTEP_STATE_DIR); provision a new one", handle);
+                         "(state directory: '%s'); provision a new one", handle, store->dir);
 }
 
 static JsonNode *
@@ -163,7 +163,7 @@ open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
   int fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
   if (fd < 0 && errno == ENOENT)
-    not_found (error, handle);
+    not_found (store, error, handle);
   else if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
     broken (error, handle, "'%s/sandboxes/%s' is not a directory", store->dir, handle);
   else if (fd < 0)
@@ -737,7 +737,7 @@ open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GErro
       if (fstatat (store->dir_fd, dir, &dir_st, AT_SYMLINK_NOFOLLOW) == 0)
         broken (error, handle, "it has no claim file");
       else
-        not_found (error, handle);
+        not_found (store, error, handle);
     }
   else if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO || errno == ENOTDIR))
     broken (error, handle, "its claim file is not a regular file");
@@ -795,7 +795,7 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
   if (!claim_is_current (store, handle, fd))
     {
       close (fd);
-      not_found (error, handle);
+      not_found (store, error, handle);
       return -1;
     }
   {
