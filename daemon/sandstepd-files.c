@@ -74,6 +74,7 @@ on_simple_done (Call *call, JsonObject *reply, int reply_fd, const GError *error
     case ROUTE_HEALTH:
     case ROUTE_PROVISION:
     case ROUTE_GC:
+    case ROUTE_SANDBOXES:
     case ROUTE_DESCRIBE:
     case ROUTE_RELEASE:
     case ROUTE_DESTROY:

@@ -53,6 +53,7 @@ typedef enum {
   ROUTE_HEALTH,
   ROUTE_PROVISION,
   ROUTE_GC,
+  ROUTE_SANDBOXES,          /* POST /v1/list: every sandbox, as `sandstep list` shows them */
   ROUTE_DESCRIBE,
   ROUTE_RELEASE,
   ROUTE_DESTROY,

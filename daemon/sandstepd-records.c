@@ -1,6 +1,6 @@
 /* sandstepd-records.c: the calls that need no claim, on GTask threads.
  *
- * provision, describe, release, destroy and gc read and write sandbox
+ * provision, describe, release, destroy, gc and list read and write sandbox
  * records through sandstepd's own local backend; they may wait on a lock or
  * the disk, so each runs off the main loop and answers from it.
  */
@@ -17,6 +17,7 @@ typedef struct {
   gint64 keep_s;
   const char *run;
   const char *owner_prefix;  /* gc: what the token covers (NULL: every owner) */
+  const char *owner;        /* list: only this owner's */
   gboolean expired_only;
   gboolean broken;
   /* results */
@@ -82,6 +83,24 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         job->answer = sandstep_wire_gc_reply (destroyed, error);
         break;
       }
+    case ROUTE_SANDBOXES:
+      {
+        g_autoptr(GPtrArray) entries = sandstep_backend_list (b, job->run, job->owner, &job->error);
+
+        /* A token for some owners sees only theirs: not a damaged sandbox, which may be anyone's. */
+        for (guint i = 0; entries != NULL && i < entries->len;)
+          {
+            const SandstepListEntry *entry = entries->pdata[i];
+            if (job->req->scope->owner_prefix == NULL ||
+                (entry->owner != NULL && sandstep_token_entry_covers (job->req->scope, entry->owner)))
+              i++;
+            else
+              g_ptr_array_remove_index (entries, i);
+          }
+        if (entries != NULL)
+          job->answer = sandstep_wire_list_reply (entries);
+        break;
+      }
     case ROUTE_NONE:
     case ROUTE_HEALTH:
     case ROUTE_CLAIM:
@@ -115,6 +134,13 @@ read_body (Request *req, RecordJob *job)
   g_autoptr(GError) error = NULL;
   double keep = 0;
 
+  if (req->route == ROUTE_SANDBOXES)
+    {
+      if (sandstep_wire_read_list_request (job->body, &job->run, &job->owner, &error))
+        return job->owner == NULL || sandstepd_check_owner (req, job->owner);
+      sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
+      return FALSE;
+    }
   if (req->route == ROUTE_GC)
     {
       /* Without an admin token, gc reclaims only what the token covers. */
@@ -150,7 +176,7 @@ read_body (Request *req, RecordJob *job)
         {
           sandstepd_answer_refusal (req, SOUP_STATUS_BAD_REQUEST, "usage", "put the files into the sandbox instead",
                                     SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                                    "mount= is refused by a sandbox server: the host path would be the server's, "
+                                    "--mount is refused by a sandbox server: the host path would be the server's, "
                                     "not yours; put the files into the sandbox instead");
           return FALSE;
         }

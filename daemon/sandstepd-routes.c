@@ -41,6 +41,8 @@ route_for (const char *path, char **out_handle, gboolean *out_bad_handle)
     return ROUTE_PROVISION;
   if (strcmp (path, SANDSTEP_API_PREFIX "/gc") == 0)
     return ROUTE_GC;
+  if (strcmp (path, SANDSTEP_API_PREFIX "/list") == 0)
+    return ROUTE_SANDBOXES;
   if (!g_str_has_prefix (path, SANDSTEP_API_PREFIX "/sandboxes/"))
     return ROUTE_NONE;
   parts = g_strsplit (path + strlen (SANDSTEP_API_PREFIX "/sandboxes/"), "/", -1);
@@ -144,6 +146,7 @@ expected_content_type (Route route)
       return NULL;
     case ROUTE_PROVISION:
     case ROUTE_GC:
+    case ROUTE_SANDBOXES:
     case ROUTE_DESCRIBE:
     case ROUTE_RELEASE:
     case ROUTE_DESTROY:
@@ -468,6 +471,7 @@ sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *pa
       }
     case ROUTE_PROVISION:
     case ROUTE_GC:
+    case ROUTE_SANDBOXES:
     case ROUTE_DESCRIBE:
     case ROUTE_RELEASE:
     case ROUTE_DESTROY:

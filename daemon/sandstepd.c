@@ -16,7 +16,6 @@
  */
 #include "sandstepd-private.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib-unix.h>
@@ -69,21 +68,7 @@ on_quit_signal (gpointer data)
 static void
 clean_staging (Daemon *d)
 {
-  DIR *dir;
-  struct dirent *entry;
-  int fd = fcntl (d->staging_fd, F_DUPFD_CLOEXEC, 3);
-
-  dir = fd >= 0 ? fdopendir (fd) : NULL;
-  if (dir == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstep_remove_tree_at (d->staging_fd, entry->d_name);
-  closedir (dir);
+  sandstep_remove_entries_at (d->staging_fd);
 }
 
 /* STATE/sandstepd.token: read if it is there, else made with a fresh token. */

@@ -167,6 +167,45 @@ sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owne
   return backend->klass->gc (backend, run, owner_prefix, expired_only, broken, destroyed, error);
 }
 
+GPtrArray *
+sandstep_backend_list (SandstepBackend *backend, const char *run, const char *owner, GError **error)
+{
+  return backend->klass->list (backend, run, owner, error);
+}
+
+static const char *const condition_names[] = { "idle", "running", "held", "expired", "broken" };
+
+const char *
+sandstep_condition_to_string (SandstepCondition condition)
+{
+  return (guint) condition < G_N_ELEMENTS (condition_names) ? condition_names[condition] : "broken";
+}
+
+gboolean
+sandstep_condition_from_string (const char *text, SandstepCondition *out)
+{
+  for (gsize i = 0; text != NULL && i < G_N_ELEMENTS (condition_names); i++)
+    if (strcmp (text, condition_names[i]) == 0)
+      {
+        *out = (SandstepCondition) i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+void
+sandstep_list_entry_free (SandstepListEntry *entry)
+{
+  if (entry == NULL)
+    return;
+  g_free (entry->handle);
+  g_free (entry->owner);
+  g_free (entry->provisioned_by);
+  g_free (entry->held_by);
+  g_free (entry->problem);
+  g_free (entry);
+}
+
 void
 sandstep_backend_free (SandstepBackend *backend)
 {

@@ -22,6 +22,10 @@ typedef struct _SandstepAttachment SandstepAttachment;
 typedef struct {
   const char *owner;
   const char *holder;
+  /* A make recipe line that holds the sandbox across the recipe's lines, as
+   * "PID START ENDS" (hooks/local/sandstep-step.h); NULL: the claim lasts one
+   * command.  Only the local backend keeps such holds. */
+  const char *step;
 } SandstepIdentity;
 
 /* What read_file refuses above when the caller names no limit. */
@@ -64,6 +68,34 @@ void sandstep_dir_entry_free (SandstepDirEntry *entry);
 /* Called on every wait step while another holder has the sandbox (once, with
  * the holder's name), so a CLI can say who it waits for. */
 typedef void (*SandstepWaitNotify) (const char *handle, const char *current_holder, double wait_s, gpointer user_data);
+
+/* What `sandstep list` says of a sandbox.  gc and list judge expired and
+ * broken alike (the local backend's sandstep_local_judge()). */
+typedef enum {
+  SANDSTEP_CONDITION_IDLE,      /* alive, and nobody uses it */
+  SANDSTEP_CONDITION_RUNNING,   /* an operator or a command holds its claim */
+  SANDSTEP_CONDITION_HELD,      /* a make recipe holds it between its lines */
+  SANDSTEP_CONDITION_EXPIRED,   /* its lifetime, or a release's keep, is over: gc reclaims it */
+  SANDSTEP_CONDITION_BROKEN,    /* its record cannot be read: only destroy removes it */
+} SandstepCondition;
+
+typedef struct {
+  char *handle;
+  char *owner;            /* NULL when broken */
+  char *provisioned_by;   /* NULL when broken */
+  char *held_by;          /* running or held: who; else NULL */
+  SandstepCondition condition;
+  gint64 created;         /* unix seconds; 0 when broken */
+  gint64 expires;
+  guint64 size;           /* bytes of its files */
+  char *problem;          /* broken: why its record cannot be read */
+} SandstepListEntry;
+
+void sandstep_list_entry_free (SandstepListEntry *entry);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepListEntry, sandstep_list_entry_free)
+/* "idle", "running", "held", "expired", "broken". */
+const char *sandstep_condition_to_string (SandstepCondition condition);
+gboolean sandstep_condition_from_string (const char *text, SandstepCondition *out);
 
 /* What a backend implements.  Callers use the wrappers below, never these:
  * the rules every backend shares (waiting for a claim, a command's budget,
@@ -120,6 +152,9 @@ typedef struct {
   gboolean (*gc) (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
                   gboolean broken,
                   GPtrArray *destroyed, GError **error);
+  /* Every sandbox, sorted by handle, as SandstepListEntry; of @run and of
+   * @owner only when they are not NULL (a broken one has neither). */
+  GPtrArray *(*list) (SandstepBackend *backend, const char *run, const char *owner, GError **error);
 
   void (*free) (SandstepBackend *backend);
 } SandstepBackendClass;
@@ -159,6 +194,7 @@ gboolean sandstep_backend_destroy (SandstepBackend *backend, const char *handle,
                                    GError **error);
 gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owner_prefix,
                               gboolean expired_only, gboolean broken, GPtrArray *destroyed, GError **error);
+GPtrArray *sandstep_backend_list (SandstepBackend *backend, const char *run, const char *owner, GError **error);
 void sandstep_backend_free (SandstepBackend *backend);
 
 /* Ends the claim; a release that came while it was held, and whose keep is

@@ -72,7 +72,7 @@ sandstep_egress_check_host_entry (const char *host, GError **error)
                            host, g_inet_address_get_family (literal) == G_SOCKET_FAMILY_IPV4 ? 32 : 128);
   if (name[0] == '\0' || strlen (name) > 253 || name[0] == '.' || name[0] == '-' || strstr (name, "..") != NULL)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "allow '%s' is not a host name; write for example allow=pypi.org or allow=*.github.com",
+                           "allow '%s' is not a host name; write for example --allow=pypi.org or --allow='*.github.com'",
                            host);
   for (const char *p = name; *p; p++)
     if (!g_ascii_isalnum (*p) && *p != '-' && *p != '.')
@@ -112,7 +112,7 @@ parse_cidr (const char *cidr, GError **error)
   if (length == 0)
     {
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                      "allow-cidr '%s' allows every address; use network=open if that is what you mean", cidr);
+                      "allow-cidr '%s' allows every address; use --network=open if that is what you mean", cidr);
       return NULL;
     }
   return g_steal_pointer (&mask);

@@ -78,6 +78,7 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_BROKEN,       SANDSTEP_EXIT_INTERNAL,    500, "broken",         "destroy it with 'sandstep destroy', or reclaim every damaged sandbox with 'sandstep gc --broken'" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_NO_SPACE,     SANDSTEP_EXIT_INTERNAL,    507, "no-space",       "free space on the disk that holds the state directory" },
   { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL,    500, "state",          HINT_LOG "; its state directory may be unreadable" },
+  { sandstep_sandbox_error_quark,   SANDSTEP_SANDBOX_ERROR_CONFLICT,     SANDSTEP_EXIT_USAGE,       409, "spec-conflict",  "destroy the sandbox this holder provisioned, or provision under another holder" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_UNSUPPORTED,     SANDSTEP_EXIT_INTERNAL,    501, "unsupported",    "the server's kernel lacks what the sandbox needs; see the message" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT,     504, "timeout",        "give the command a larger budget" },
@@ -140,16 +141,14 @@ sandstep_throw_write_errno (GError **error, GQuark domain, int code, int errsv, 
 {
   va_list args;
   g_autofree char *message = NULL;
+  gboolean full = errsv == ENOSPC || errsv == EDQUOT;
 
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);
-  if (errsv == ENOSPC || errsv == EDQUOT)
-    g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NO_SPACE,
-                 "%s: %s: the host's disk that holds the sandboxes is full; free space there and try again",
-                 message, g_strerror (errsv));
-  else
-    g_set_error (error, domain, code, "%s: %s", message, g_strerror (errsv));
+  g_set_error (error, full ? SANDSTEP_SANDBOX_ERROR : domain, full ? SANDSTEP_SANDBOX_ERROR_NO_SPACE : code,
+               "%s: %s%s", message, g_strerror (errsv),
+               full ? ": the host's disk that holds the sandboxes is full; free space there and try again" : "");
   return FALSE;
 }
 

@@ -42,6 +42,7 @@ typedef enum {
   SANDSTEP_SANDBOX_ERROR_BROKEN,    /* this sandbox's record or claim is damaged */
   SANDSTEP_SANDBOX_ERROR_NO_SPACE,  /* the host's disk under the state directory is full */
   SANDSTEP_SANDBOX_ERROR_FAILED,
+  SANDSTEP_SANDBOX_ERROR_CONFLICT,  /* the holder already provisioned a sandbox with another spec */
 } SandstepSandboxError;
 
 /* Building or running the jail. */

@@ -200,3 +200,34 @@ sandstep_remove_tree_at (int dir_fd, const char *name)
   closedir (dir);
   unlinkat (dir_fd, name, AT_REMOVEDIR);
 }
+
+GPtrArray *
+sandstep_list_entries_at (int dir_fd, const char *rel)
+{
+  int fd = openat (dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
+  GPtrArray *names;
+  struct dirent *entry;
+
+  if (dir == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return NULL;
+    }
+  names = g_ptr_array_new_with_free_func (g_free);
+  while ((entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      g_ptr_array_add (names, g_strdup (entry->d_name));
+  closedir (dir);
+  return names;
+}
+
+void
+sandstep_remove_entries_at (int dir_fd)
+{
+  g_autoptr(GPtrArray) names = sandstep_list_entries_at (dir_fd, ".");
+
+  for (guint i = 0; names != NULL && i < names->len; i++)
+    sandstep_remove_tree_at (dir_fd, names->pdata[i]);
+}

@@ -43,4 +43,12 @@ gboolean sandstep_host_walk (const char *path, const struct stat *st, const char
  * directories writable on the way (a command may leave a read-only one). */
 void sandstep_remove_tree_at (int dir_fd, const char *name);
 
+/* The names in the directory @rel of @dir_fd (not "." or ".."), read whole
+ * before anything is done with them; NULL when it cannot be opened (a link
+ * is not followed). */
+GPtrArray *sandstep_list_entries_at (int dir_fd, const char *rel);
+
+/* Removes everything in the directory @dir_fd (not the directory itself), as sandstep_remove_tree_at(). */
+void sandstep_remove_entries_at (int dir_fd);
+
 G_END_DECLS

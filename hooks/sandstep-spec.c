@@ -401,3 +401,149 @@ sandstep_spec_check (const SandstepSpec *spec, GError **error)
       return FALSE;
   return TRUE;
 }
+
+/* ---- comparing two specs ---- */
+
+static int
+compare_strings (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 (*(const char *const *) a, *(const char *const *) b);
+}
+
+static char *
+size_or_default (guint64 n)
+{
+  g_autofree char *text = n == 0 ? NULL : sandstep_format_size_option (n);
+
+  return n == 0 ? g_strdup ("the default") : g_strdup_printf ("'%s'", text);
+}
+
+static char *
+count_or_default (gint64 n)
+{
+  return n == 0 ? g_strdup ("the default") : g_strdup_printf ("'%" G_GINT64_FORMAT "'", n);
+}
+
+static void
+add_difference (GString *out, const char *field, char *had, char *asked)
+{
+  g_string_append_printf (out, "%s%s is %s there, %s asked", out->len > 0 ? "; " : "", field, had, asked);
+  g_free (had);
+  g_free (asked);
+}
+
+/* "'A', 'B'" of sorted words, or "none". */
+static char *
+words_text (GPtrArray *words)
+{
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; i < words->len; i++)
+    g_string_append_printf (out, "%s'%s'", i > 0 ? ", " : "", (const char *) words->pdata[i]);
+  if (words->len == 0)
+    g_string_append (out, "none");
+  return g_string_free (out, FALSE);
+}
+
+static GPtrArray *
+sorted_copy (GPtrArray *words)
+{
+  GPtrArray *copy = g_ptr_array_new_with_free_func (g_free);
+
+  for (guint i = 0; i < words->len; i++)
+    g_ptr_array_add (copy, g_strdup (words->pdata[i]));
+  g_ptr_array_sort (copy, compare_strings);
+  return copy;
+}
+
+static gboolean
+same_words (GPtrArray *a, GPtrArray *b)
+{
+  if (a->len != b->len)
+    return FALSE;
+  for (guint i = 0; i < a->len; i++)
+    if (g_strcmp0 (a->pdata[i], b->pdata[i]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+static void
+compare_words (GString *out, const char *field, GPtrArray *had, GPtrArray *asked)
+{
+  g_autoptr(GPtrArray) a = sorted_copy (had);
+  g_autoptr(GPtrArray) b = sorted_copy (asked);
+
+  if (!same_words (a, b))
+    add_difference (out, field, words_text (a), words_text (b));
+}
+
+static GPtrArray *
+map_entries (GHashTable *map, gboolean with_values)
+{
+  GPtrArray *entries = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init (&iter, map);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    g_ptr_array_add (entries, with_values ? g_strconcat (key, "=", value, NULL) : g_strdup (key));
+  return entries;
+}
+
+static GPtrArray *
+mount_entries (GPtrArray *mounts)
+{
+  GPtrArray *entries = g_ptr_array_new_with_free_func (g_free);
+
+  for (guint i = 0; i < mounts->len; i++)
+    {
+      const SandstepMount *mount = mounts->pdata[i];
+      g_ptr_array_add (entries, g_strconcat (mount->host_path, ":/data/", mount->name, NULL));
+    }
+  return entries;
+}
+
+char *
+sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked)
+{
+  GString *out = g_string_new (NULL);
+
+  if (had->network != asked->network)
+    add_difference (out, "network", g_strdup_printf ("'%s'", sandstep_network_to_string (had->network)),
+                    g_strdup_printf ("'%s'", sandstep_network_to_string (asked->network)));
+  compare_words (out, "allow", had->allow_hosts, asked->allow_hosts);
+  compare_words (out, "allow-cidr", had->allow_cidrs, asked->allow_cidrs);
+  if (had->lifetime_s != asked->lifetime_s)
+    add_difference (out, "lifetime", g_strdup_printf ("'%" G_GINT64_FORMAT "s'", had->lifetime_s),
+                    g_strdup_printf ("'%" G_GINT64_FORMAT "s'", asked->lifetime_s));
+  if (had->limits.memory != asked->limits.memory)
+    add_difference (out, "memory", size_or_default (had->limits.memory), size_or_default (asked->limits.memory));
+  if (had->limits.pids != asked->limits.pids)
+    add_difference (out, "pids", count_or_default (had->limits.pids), count_or_default (asked->limits.pids));
+  if (had->limits.cpu_time_s != asked->limits.cpu_time_s)
+    add_difference (out, "cpu-time", count_or_default (had->limits.cpu_time_s),
+                    count_or_default (asked->limits.cpu_time_s));
+  if (had->limits.disk != asked->limits.disk)
+    add_difference (out, "disk", size_or_default (had->limits.disk), size_or_default (asked->limits.disk));
+  {
+    g_autoptr(GPtrArray) a = map_entries (had->env, TRUE);
+    g_autoptr(GPtrArray) b = map_entries (asked->env, TRUE);
+    compare_words (out, "env", a, b);
+  }
+  {
+    g_autoptr(GPtrArray) a = map_entries (had->secrets, FALSE);
+    g_autoptr(GPtrArray) b = map_entries (asked->secrets, FALSE);
+    compare_words (out, "secret", a, b);
+  }
+  {
+    g_autoptr(GPtrArray) a = mount_entries (had->mounts);
+    g_autoptr(GPtrArray) b = mount_entries (asked->mounts);
+    compare_words (out, "mount", a, b);
+  }
+  if (out->len == 0)
+    {
+      g_string_free (out, TRUE);
+      return NULL;
+    }
+  return g_string_free (out, FALSE);
+}

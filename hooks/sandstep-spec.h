@@ -65,4 +65,10 @@ SandstepSpec *sandstep_spec_from_json (JsonNode *node, GError **error);
  * too small to start in, text that is not UTF-8, a mount name over NAME_MAX. */
 gboolean sandstep_spec_check (const SandstepSpec *spec, GError **error);
 
+/* How @asked differs from @had, one phrase per differing field as an option
+ * names it ("network is 'none' there, 'open' asked"), joined by "; ";
+ * NULL when they are the same.  Secrets are compared by name only: their
+ * values never appear, and a rotated value asks nothing new. */
+char *sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked);
+
 G_END_DECLS

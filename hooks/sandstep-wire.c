@@ -256,6 +256,128 @@ sandstep_wire_read_gc_request (JsonObject *object, const char **out_run, gboolea
 }
 
 JsonObject *
+sandstep_wire_list_request (const char *run, const char *owner)
+{
+  JsonObject *object = json_object_new ();
+
+  if (run != NULL)
+    json_object_set_string_member (object, "run", run);
+  else
+    json_object_set_null_member (object, "run");
+  if (owner != NULL)
+    json_object_set_string_member (object, "owner", owner);
+  else
+    json_object_set_null_member (object, "owner");
+  return object;
+}
+
+gboolean
+sandstep_wire_read_list_request (JsonObject *object, const char **out_run, const char **out_owner, GError **error)
+{
+  JsonNode *run = json_object_get_member (object, "run");
+  JsonNode *owner = json_object_get_member (object, "owner");
+
+  *out_run = *out_owner = NULL;
+  return (run == NULL || JSON_NODE_HOLDS_NULL (run) || sandstep_wire_get_string (object, "run", out_run, error)) &&
+         (owner == NULL || JSON_NODE_HOLDS_NULL (owner) ||
+          sandstep_wire_get_string (object, "owner", out_owner, error));
+}
+
+static void
+set_string_or_null (JsonObject *object, const char *name, const char *value)
+{
+  if (value != NULL)
+    json_object_set_string_member (object, name, value);
+  else
+    json_object_set_null_member (object, name);
+}
+
+JsonNode *
+sandstep_wire_list_entry_to_json (const SandstepListEntry *entry, gint64 now)
+{
+  JsonObject *object = json_object_new ();
+  JsonNode *node = json_node_new (JSON_NODE_OBJECT);
+  gboolean broken = entry->condition == SANDSTEP_CONDITION_BROKEN;
+
+  json_object_set_string_member (object, "handle", entry->handle);
+  set_string_or_null (object, "owner", entry->owner);
+  set_string_or_null (object, "provisioned_by", entry->provisioned_by);
+  set_string_or_null (object, "held_by", entry->held_by);
+  json_object_set_string_member (object, "state", sandstep_condition_to_string (entry->condition));
+  if (broken)
+    {
+      json_object_set_null_member (object, "created");
+      json_object_set_null_member (object, "expires");
+      json_object_set_null_member (object, "age_seconds");
+      json_object_set_null_member (object, "remaining_seconds");
+    }
+  else
+    {
+      json_object_set_int_member (object, "created", entry->created);
+      json_object_set_int_member (object, "expires", entry->expires);
+      json_object_set_int_member (object, "age_seconds", MAX (now - entry->created, 0));
+      json_object_set_int_member (object, "remaining_seconds", MAX (entry->expires - now, 0));
+    }
+  json_object_set_int_member (object, "size_bytes", (gint64) entry->size);
+  set_string_or_null (object, "problem", entry->problem);
+  json_node_take_object (node, object);
+  return node;
+}
+
+JsonObject *
+sandstep_wire_list_reply (GPtrArray *entries)
+{
+  JsonObject *object = json_object_new ();
+  JsonArray *array = json_array_new ();
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+
+  for (guint i = 0; i < entries->len; i++)
+    json_array_add_element (array, sandstep_wire_list_entry_to_json (entries->pdata[i], now));
+  json_object_set_array_member (object, "sandboxes", array);
+  return object;
+}
+
+static char *
+dup_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  return node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING
+           ? g_strdup (json_node_get_string (node))
+           : NULL;
+}
+
+GPtrArray *
+sandstep_wire_read_list_reply (JsonObject *object, const char *server)
+{
+  GPtrArray *entries = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_list_entry_free);
+  JsonNode *node = json_object_get_member (object, "sandboxes");
+  JsonArray *array = node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+
+  for (guint i = 0; array != NULL && i < json_array_get_length (array); i++)
+    {
+      JsonObject *o = json_array_get_object_element (array, i);
+      g_autoptr(SandstepListEntry) entry = g_new0 (SandstepListEntry, 1);
+      g_autofree char *handle = NULL;
+      g_autofree char *state = NULL;
+
+      if (o == NULL || !sandstep_handle_is_local (handle = dup_member (o, "handle")) ||
+          !sandstep_condition_from_string (state = dup_member (o, "state"), &entry->condition))
+        continue;
+      entry->handle = server != NULL ? g_strdup_printf ("%s/%s", server, handle) : g_steal_pointer (&handle);
+      entry->owner = dup_member (o, "owner");
+      entry->provisioned_by = dup_member (o, "provisioned_by");
+      entry->held_by = dup_member (o, "held_by");
+      entry->problem = dup_member (o, "problem");
+      entry->created = json_object_get_int_member_with_default (o, "created", 0);
+      entry->expires = json_object_get_int_member_with_default (o, "expires", 0);
+      entry->size = (guint64) MAX (json_object_get_int_member_with_default (o, "size_bytes", 0), 0);
+      g_ptr_array_add (entries, g_steal_pointer (&entry));
+    }
+  return entries;
+}
+
+JsonObject *
 sandstep_wire_release_claim_request (const char *claim)
 {
   JsonObject *object = json_object_new ();

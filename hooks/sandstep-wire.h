@@ -6,6 +6,7 @@
  *   GET  /v1/health                                         {"sandstepd": VERSION}
  *   POST /v1/sandboxes              {owner, holder, spec}    {"handle", "existing"}
  *   POST /v1/gc                     {run, expired_only, broken}      {"destroyed": [...], "error"}
+ *   POST /v1/list                   {run, owner}             {"sandboxes": [an entry of `sandstep list --json`]}
  *   POST /v1/sandboxes/H/describe   {owner, holder}          the record
  *   POST /v1/sandboxes/H/release    {owner, holder, keep_s}  {"destroyed"}
  *   POST /v1/sandboxes/H/destroy    {owner, holder}          {}
@@ -121,6 +122,20 @@ JsonObject *sandstep_wire_provision_reply (const char *handle, gboolean existing
 const char *sandstep_wire_read_provision_reply (JsonObject *object, gboolean *out_existing);
 JsonObject *sandstep_wire_release_reply (gboolean destroyed);
 gboolean sandstep_wire_read_release_reply (JsonObject *object);
+/* {run, owner}, either null: what `sandstep list` asks. */
+JsonObject *sandstep_wire_list_request (const char *run, const char *owner);
+gboolean sandstep_wire_read_list_request (JsonObject *object, const char **out_run, const char **out_owner,
+                                          GError **error);
+/* One sandbox as `sandstep list --json` prints it: handle, owner,
+ * provisioned_by, held_by, state, created, expires (unix seconds),
+ * age_seconds, remaining_seconds, size_bytes, problem (null unless broken). */
+JsonNode *sandstep_wire_list_entry_to_json (const SandstepListEntry *entry, gint64 now);
+/* {"sandboxes": [...]} of SandstepListEntry. */
+JsonObject *sandstep_wire_list_reply (GPtrArray *entries);
+/* The entries of a list reply, their handles prefixed with @server (when
+ * not NULL) as a client names them; entries it cannot read are left out. */
+GPtrArray *sandstep_wire_read_list_reply (JsonObject *object, const char *server);
+
 /* {"destroyed": [...], "error": null or an error object}: gc goes on past a failure. */
 JsonObject *sandstep_wire_gc_reply (GPtrArray *destroyed, const GError *error);
 /* Appends each local handle destroyed to @destroyed, prefixed with @server and "/" when it is not NULL;

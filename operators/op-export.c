@@ -6,6 +6,7 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 #include "sandstep-export.h"
+#include "sandstep-meter.h"
 #include "sandstep-output.h"
 
 static void
@@ -14,8 +15,9 @@ print_staged (const char *path, const char *dest, gint64 bytes, gpointer data)
   g_autofree char *size = sandstep_format_size ((guint64) bytes);
   g_autofree char *shown_path = sandstep_escape (path, -1, 0, SANDSTEP_ESCAPE_VALUE);
   g_autofree char *shown_dest = sandstep_escape (dest, -1, 0, SANDSTEP_ESCAPE_VALUE);
+  g_autofree char *line = g_strdup_printf ("sandstep export: staged %s for %s (%s)", shown_path, shown_dest, size);
 
-  g_printerr ("sandstep export: staged %s for %s (%s)\n", shown_path, shown_dest, size);
+  sandstep_meter_say (data, line);
 }
 
 static gboolean
@@ -46,6 +48,8 @@ sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **erro
 {
   g_autoptr(SandstepAttachment) attachment = NULL;
   SandstepExportOptions options;
+  SandstepMeter *meter;
+  gboolean ok;
 
   if (!parse_options (invocation, &options, error))
     return FALSE;
@@ -53,8 +57,12 @@ sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **erro
   if (!sandstep_export_check (invocation->operands, &options, error))
     return FALSE;
   attachment = sandstep_invocation_attach (invocation, error);
-  if (attachment == NULL ||
-      !sandstep_export_files (attachment, invocation->operands, &options, print_staged, NULL, error))
+  if (attachment == NULL)
+    return FALSE;
+  meter = sandstep_meter_start ("export", 0, FALSE);
+  ok = sandstep_export_files (attachment, invocation->operands, &options, print_staged, meter, error);
+  sandstep_meter_finish (meter, ok);
+  if (!ok)
     return FALSE;
   g_printerr ("sandstep export: published %u file%s\n", invocation->operands->len,
               invocation->operands->len == 1 ? "" : "s");

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "sandstep-error.h"
+#include "sandstep-meter.h"
 
 gboolean
 sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)
@@ -16,6 +17,7 @@ sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)
   guint64 max_bytes = SANDSTEP_DEFAULT_READ_MAX;
   gsize len;
   const char *data;
+  SandstepMeter *meter;
 
   if (invocation->operands->len != 1)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
@@ -26,15 +28,22 @@ sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return FALSE;
+  /* Into a file, a large read shows how it goes; to stdout, the data is the output. */
+  meter = to != NULL ? sandstep_meter_start ("get", 0, TRUE) : NULL;
   bytes = sandstep_attachment_read_file (attachment, invocation->operands->pdata[0], max_bytes, error);
   if (bytes == NULL)
-    return FALSE;
+    {
+      sandstep_meter_finish (meter, FALSE);
+      return FALSE;
+    }
   data = g_bytes_get_data (bytes, &len);
   if (to != NULL)
     {
       g_autoptr(GError) write_error = NULL;
       /* Replaced whole: a reader of --to never sees half a file. */
-      if (!g_file_set_contents_full (to, data, len, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &write_error))
+      gboolean ok = g_file_set_contents_full (to, data, len, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &write_error);
+      sandstep_meter_finish (meter, ok);
+      if (!ok)
         return sandstep_throw (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE,
                                "Could not write --to: %s; give a file in a writable directory", write_error->message);
     }

@@ -15,21 +15,27 @@ add_env (GHashTable *into, const char *option, const char *given, gboolean allow
 
   if (name[0] == '\0' || !(g_ascii_isalpha (name[0]) || name[0] == '_'))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "%s '%s' does not start with a variable name; write NAME or NAME=VALUE", option, given);
+                           "--%s '%s' does not start with a variable name; write NAME or NAME=VALUE", option, given);
   for (const char *p = name; *p; p++)
     if (!g_ascii_isalnum (*p) && *p != '_')
       return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                             "%s '%s': '%s' is not a variable name (letters, digits, '_')", option, given, name);
+                             "--%s '%s': '%s' is not a variable name (letters, digits, '_')", option, given, name);
   if (eq != NULL && !allow_value)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "%s '%s' carries its value on the command line, where any process can read it; "
+                           "--%s '%s' carries its value on the command line, where any process can read it; "
                            "export %s in the environment and pass --%s=%s",
                            option, name, name, option, name);
   value = eq != NULL ? eq + 1 : g_getenv (name);
+  /* A secret's value belongs in the environment only: never suggest a command line for it. */
+  if (value == NULL && !allow_value)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                           "--%s '%s' names a variable that is not set in this environment; export %s in the "
+                           "environment sandstep runs in, never on a command line",
+                           option, name, name);
   if (value == NULL)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
-                           "%s '%s' names a variable that is not set here; export it, or write %s=VALUE", option,
-                           name, name);
+                           "--%s '%s' names a variable that is not set in this environment; export it, or write "
+                           "--%s=%s=VALUE", option, name, option, name);
   g_hash_table_insert (into, g_steal_pointer (&name), g_strdup (value));
   return TRUE;
 }
@@ -69,14 +75,14 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
       /* An allowlist means network=allow; with another mode it contradicts itself. */
       if (sandstep_invocation_has (invocation, "network") && spec->network != SANDSTEP_NETWORK_ALLOW)
         return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                               "allow and allow-cidr need network=allow, but network is '%s'; drop one of them",
+                               "--allow and --allow-cidr need --network=allow, but --network is '%s'; drop one of them",
                                sandstep_network_to_string (spec->network));
       spec->network = SANDSTEP_NETWORK_ALLOW;
     }
   else if (spec->network == SANDSTEP_NETWORK_ALLOW)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
-                           "network=allow needs at least one allow=HOST or allow-cidr=CIDR; without any, "
-                           "use network=none");
+                           "--network=allow needs at least one --allow=HOST or --allow-cidr=CIDR; without any, "
+                           "use --network=none");
   if ((value = sandstep_invocation_get (invocation, "lifetime")) != NULL &&
       !sandstep_parse_duration (value, FALSE, &spec->lifetime_s, error))
     return FALSE;

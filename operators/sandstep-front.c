@@ -23,14 +23,17 @@
 
 #include "sandstep-exit.h"
 #include "sandstep-handle-libc.h"
+#include "sandstep-paths.h"
 #include "sandstep-run-client.h"
 #include "sandstep-run-report.h"
+#include "sandstep-step.h"
 
 static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
 
 typedef struct {
   const char *value[SANDSTEP_RUN_FIELDS];
   char handle[SANDSTEP_HANDLE_LOCAL_LEN + 1];
+  char step[64];
   char *command;
 } Request;
 
@@ -49,8 +52,12 @@ exec_core (char **argv)
       if (slash != NULL)
         {
           *slash = '\0';
+          /* Beside it in a build tree; in the libexecdir of its own prefix once installed. */
           snprintf (core, sizeof core, "%s/sandstep-core", self);
           execv (core, argv);
+          if (sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, "sandstep-core", core,
+                                 sizeof core))
+            execv (core, argv);
         }
     }
   execv (SANDSTEP_LIBEXECDIR "/sandstep-core", argv);
@@ -64,10 +71,10 @@ exec_core (char **argv)
 static int
 parse_run (int argc, char **argv, Request *request)
 {
-  static const char *const names[] = { "handle", "owner", "holder", "wait", "timeout" };
+  static const char *const names[] = { "handle", "owner", "holder", "wait", "timeout", "step" };
   static const int fields[] = { SANDSTEP_RUN_FIELD_HANDLE, SANDSTEP_RUN_FIELD_OWNER,
                                 SANDSTEP_RUN_FIELD_HOLDER, SANDSTEP_RUN_FIELD_WAIT,
-                                SANDSTEP_RUN_FIELD_TIMEOUT };
+                                SANDSTEP_RUN_FIELD_TIMEOUT, SANDSTEP_RUN_FIELD_STEP };
   const char *operands[256];
   int n_operands = 0, options_done = 0;
   size_t len = 0;
@@ -115,6 +122,14 @@ parse_run (int argc, char **argv, Request *request)
       !sandstep_handle_libc_resolve (request->value[SANDSTEP_RUN_FIELD_HANDLE], request->handle))
     return 0;
   request->value[SANDSTEP_RUN_FIELD_HANDLE] = request->handle;
+  if (request->value[SANDSTEP_RUN_FIELD_STEP] != NULL)
+    {
+      SandstepStep step;
+      if (!sandstep_step_parse (request->value[SANDSTEP_RUN_FIELD_STEP], &step))
+        return 0;
+      sandstep_step_format (&step, request->step, sizeof request->step);
+      request->value[SANDSTEP_RUN_FIELD_STEP] = request->step;
+    }
 
   /* The command is the operands joined by spaces. */
   for (int i = 0; i < n_operands; i++)

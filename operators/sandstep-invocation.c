@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-step.h"
 
 #define DEFAULT_WAIT_S 600.0
 /* How much of a bad handle a message quotes. */
@@ -90,6 +91,7 @@ sandstep_invocation_free (SandstepInvocation *invocation)
   g_ptr_array_unref (invocation->operands);
   g_free ((char *) invocation->who.owner);
   g_free ((char *) invocation->who.holder);
+  g_free ((char *) invocation->who.step);
   g_free (invocation->handle);
   sandstep_backend_free (invocation->backend);
   g_free (invocation);
@@ -206,6 +208,23 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
                       "(--%s or SANDSTEP_%s)", owner_bad ? "owner" : "holder", shown,
                       owner_bad ? "owner" : "holder", owner_bad ? "OWNER" : "HOLDER");
       return NULL;
+    }
+
+  if (sandstep_invocation_has (invocation, "step"))
+    {
+      SandstepStep step;
+      char text[64];
+
+      if (!sandstep_step_parse (sandstep_invocation_get (invocation, "step"), &step))
+        {
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                          "option '--step' takes PID:LINE, got '%s'; the make plugin sets it, leave it out by hand",
+                          sandstep_invocation_get (invocation, "step"));
+          return NULL;
+        }
+      sandstep_step_format (&step, text, sizeof text);
+      if (text[0] != '\0')
+        invocation->who.step = g_strdup (text);
     }
 
   if (op->flags & SANDSTEP_OP_HANDLE)

@@ -13,13 +13,41 @@
 #include "sandstep-local.h"
 #include "sandstep-operator.h"
 
-static int
-fail (const char *op_name, GError *error)
+/* What to do next in make's terms, when a recipe's handle file names a
+ * sandbox that is gone or is another run's: make must make that file again.
+ * Only under make (MAKELEVEL is in every recipe's environment) and for a
+ * handle read from a file; NULL otherwise. */
+static char *
+make_hint (SandstepInvocation *invocation, const GError *error)
 {
+  const char *given = invocation != NULL ? sandstep_invocation_get (invocation, "handle") : NULL;
+
+  if (given == NULL || given[0] != '@' || g_getenv ("MAKELEVEL") == NULL || error->domain != SANDSTEP_SANDBOX_ERROR)
+    return NULL;
+  switch (error->code)
+    {
+    case SANDSTEP_SANDBOX_ERROR_NOT_FOUND:
+    case SANDSTEP_SANDBOX_ERROR_EXPIRED:
+      return g_strdup_printf ("In make: remove '%s' (or run make clean) and run make again; the target that "
+                              "writes it provisions a new sandbox", given + 1);
+    case SANDSTEP_SANDBOX_ERROR_NOT_OWNER:
+      return g_strdup_printf ("In make: '%s' holds a sandbox of another run (SANDSTEP_RUN, or a removed "
+                              ".sandstep/run, started a new one); remove it (or run make clean) and run make "
+                              "again, or run make with the run that made it", given + 1);
+    default:
+      return NULL;
+    }
+}
+
+static int
+fail (const char *op_name, SandstepInvocation *invocation, GError *error)
+{
+  g_autofree char *hint = make_hint (invocation, error);
   /* One line, whatever a value quoted in it holds. */
   g_autofree char *shown = sandstep_escape (error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+  g_autofree char *shown_hint = hint != NULL ? sandstep_escape (hint, -1, 0, SANDSTEP_ESCAPE_LINE) : NULL;
 
-  g_printerr ("sandstep %s: %s\n", op_name, shown);
+  g_printerr ("sandstep %s: %s%s%s\n", op_name, shown, hint != NULL ? ". " : "", hint != NULL ? shown_hint : "");
   return sandstep_error_exit_status (error);
 }
 
@@ -69,6 +97,21 @@ main (int argc, char **argv)
       g_print ("%s", usage);
       return argc < 2 ? SANDSTEP_EXIT_USAGE : 0;
     }
+  /* `sandstep help [OPERATOR]`: the same text as --help. */
+  if (strcmp (argv[1], "help") == 0)
+    {
+      g_autofree char *usage = NULL;
+      if (argc > 3 || (argc == 3 && sandstep_operator_lookup (argv[2]) == NULL))
+        {
+          g_printerr ("sandstep help: %s%s%s; see 'sandstep help' for the operators\n",
+                      argc > 3 ? "give at most one operator" : "unknown operator '", argc > 3 ? "" : argv[2],
+                      argc > 3 ? "" : "'");
+          return SANDSTEP_EXIT_USAGE;
+        }
+      usage = sandstep_operator_usage (argc == 3 ? sandstep_operator_lookup (argv[2]) : NULL);
+      g_print ("%s", usage);
+      return 0;
+    }
   if (strcmp (argv[1], "--version") == 0)
     {
       g_print ("sandstep %s\n", SANDSTEP_VERSION);
@@ -97,15 +140,15 @@ main (int argc, char **argv)
 
   invocation = sandstep_invocation_parse (op, argc - 2, argv + 2, &error);
   if (invocation == NULL)
-    return fail (op->name, error);
+    return fail (op->name, NULL, error);
   if (op->run == NULL || (op->needs_net != NULL && op->needs_net (invocation)))
     return exec_net (op->name, argv);
   /* Remote when --backend (or $SANDSTEP_BACKEND) is a sandstepd URL or the handle names a server. */
   invocation->backend = sandstep_backend_open (sandstep_invocation_get (invocation, "backend"), invocation->handle,
                                                &error);
   if (invocation->backend == NULL)
-    return fail (op->name, error);
+    return fail (op->name, invocation, error);
   if (!op->run (invocation, &exit_status, &error))
-    return fail (op->name, error);
+    return fail (op->name, invocation, error);
   return exit_status;
 }

@@ -32,6 +32,7 @@ typedef struct {
   gboolean repeatable;
   const char *choices;        /* SANDSTEP_OPTION_CHOICE only */
   const char *help;
+  const char *metavar;        /* what the value is, in usage: FILE in --to=FILE (NULL: from the kind) */
 } SandstepOption;
 
 typedef enum {
@@ -111,6 +112,14 @@ char *sandstep_identity_fallback (const char *suffix);
 /* Usage text of @op (or of the whole helper for NULL). */
 char *sandstep_operator_usage (const SandstepOperator *op);
 
+/* What @option's value is, as usage and man pages write it: "FILE",
+ * "DURATION", "none|open|allow"; NULL for a flag. */
+const char *sandstep_option_metavar (const SandstepOption *option);
+
+/* The options @op takes besides its own, in the order usage shows them:
+ * the handle, its own, the claim's, the identity's.  @n_groups gets 4. */
+const SandstepOption *const *sandstep_operator_option_groups (const SandstepOperator *op, gsize *n_groups);
+
 /* The operators' run functions, one file each. */
 gboolean sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error);
@@ -120,6 +129,7 @@ gboolean sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GErr
 gboolean sandstep_op_export_needs_net (SandstepInvocation *invocation);
 gboolean sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_list (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error);

@@ -6,12 +6,12 @@
 static const SandstepOption provision_options[] = {
   /* name        kind                       repeat choices       help */
   { "network",   SANDSTEP_OPTION_CHOICE,    FALSE, "none|open|allow", "none (default: loopback only, DNS fails), open (the host's network), or allow (only --allow and --allow-cidr)" },
-  { "allow",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "a host reached over HTTPS on port 443 (*.example.com for all under it); implies network=allow" },
-  { "allow-cidr", SANDSTEP_OPTION_STRING,   TRUE,  NULL,         "an address range reached on any port, e.g. 10.1.2.0/24; implies network=allow" },
+  { "allow",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "a host reached over HTTPS on port 443 (*.example.com for all under it); implies network=allow", "HOST" },
+  { "allow-cidr", SANDSTEP_OPTION_STRING,   TRUE,  NULL,         "an address range reached on any port, e.g. 10.1.2.0/24; implies network=allow", "CIDR" },
   { "lifetime",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "how long the sandbox lives (default 1h); commands never outlive it" },
-  { "env",       SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME=VALUE, or NAME to pass this environment's value, into every command" },
-  { "secret",    SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME of an environment variable passed in and masked in agent tool output" },
-  { "mount",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "HOSTPATH:/data/NAME, bound read-only" },
+  { "env",       SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME=VALUE, or NAME to pass this environment's value, into every command", "NAME[=VALUE]" },
+  { "secret",    SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "NAME of an environment variable passed in and masked in agent tool output", "NAME" },
+  { "mount",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "HOSTPATH:/data/NAME, bound read-only", "HOSTPATH:/data/NAME" },
   { "memory",    SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "memory of a command's processes together (default 2G)" },
   { "pids",      SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "processes and threads of a command together (default 1024)" },
   { "cpu-time",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "CPU time of each process (default 1h)" },
@@ -25,7 +25,7 @@ static const SandstepOption run_options[] = {
 };
 
 static const SandstepOption get_options[] = {
-  { "to",        SANDSTEP_OPTION_STRING,    FALSE, NULL,         "write to this host file (replaced whole) instead of standard output" },
+  { "to",        SANDSTEP_OPTION_STRING,    FALSE, NULL,         "write to this host file (replaced whole) instead of standard output", "FILE" },
   { "max-bytes", SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "refuse files larger than this (default 5M)" },
   { NULL }
 };
@@ -43,25 +43,31 @@ static const SandstepOption release_options[] = {
 };
 
 static const SandstepOption gc_options[] = {
-  { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "reclaim every sandbox of this run, expired or not" },
+  { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "reclaim every sandbox of this run, expired or not", "RUN" },
   { "expired",   SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "reclaim only sandboxes whose lifetime is over (the default without --run)" },
   { "broken",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also reclaim every damaged sandbox (one whose record cannot be read), whatever its age" },
   { NULL }
 };
 
+static const SandstepOption list_options[] = {
+  { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "only the sandboxes of this run (--owner=OWNER: only that owner's)", "RUN" },
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: handle, owner, provisioned_by, held_by, state, created, expires, age_seconds, remaining_seconds, size_bytes, problem" },
+  { NULL }
+};
+
 static const SandstepOption mcp_options[] = {
-  { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr; needs --token-file or --print-token" },
-  { "token-file", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "with --http: write the bearer token every request must carry to FILE (mode 0600)" },
+  { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr; needs --token-file or --print-token", "ADDR:PORT" },
+  { "token-file", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "with --http: write the bearer token every request must carry to FILE (mode 0600)", "FILE" },
   { "print-token", SANDSTEP_OPTION_FLAG,    FALSE, NULL,         "with --http: print the bearer token once on stderr" },
   { NULL }
 };
 
 static const SandstepOption agent_options[] = {
-  { "model",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the model to ask (default $OPENAI_MODEL); the endpoint is $OPENAI_BASE_URL, the key $OPENAI_API_KEY" },
+  { "model",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the model to ask (default $OPENAI_MODEL); the endpoint is $OPENAI_BASE_URL, the key $OPENAI_API_KEY", "MODEL" },
   { "max-turns", SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "stop (exit 2) after this many model requests without a final answer (default 50)" },
   { "time-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,         "stop (exit 124) when the run has taken this long; commands are cut to fit (default: none)" },
-  { "system",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "FILE holding the system prompt (default: a short built-in one)" },
-  { "transcript", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "write the run to FILE as JSON lines: requests, responses, tool results (never the API key)" },
+  { "system",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "FILE holding the system prompt (default: a short built-in one)", "FILE" },
+  { "transcript", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "write the run to FILE as JSON lines: requests, responses, tool results (never the API key)", "FILE" },
   { NULL }
 };
 
@@ -71,19 +77,20 @@ static const SandstepOption no_options[] = {
 
 /* Taken by every operator. */
 static const SandstepOption identity_options[] = {
-  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else USER@HOST)" },
-  { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)" },
-  { "backend",   SANDSTEP_OPTION_STRING,    FALSE, NULL,         "local, or a sandstepd URL http(s)://HOST:PORT (default $SANDSTEP_BACKEND, else local; a handle naming a server picks it); token from $SANDSTEP_TOKEN or $SANDSTEP_TOKEN_FILE" },
+  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else USER@HOST)", "OWNER" },
+  { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)", "HOLDER" },
+  { "backend",   SANDSTEP_OPTION_STRING,    FALSE, NULL,         "local, or a sandstepd URL http(s)://HOST:PORT (default $SANDSTEP_BACKEND, else local; a handle naming a server picks it); token from $SANDSTEP_TOKEN or $SANDSTEP_TOKEN_FILE", "URL" },
   { NULL }
 };
 
 static const SandstepOption handle_options[] = {
-  { "handle",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the sandbox: a handle, or @FILE holding one" },
+  { "handle",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the sandbox: a handle, or @FILE holding one", "HANDLE" },
   { NULL }
 };
 
 static const SandstepOption claim_options[] = {
   { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600; 0: refuse at once)" },
+  { "step",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "set by the make plugin: this line's number in a recipe of the make PID; the sandbox stays held from the recipe's first sandbox line to its last ($SANDSTEP_STEP_ENDS names the last ones)", "PID:LINE" },
   { NULL }
 };
 
@@ -109,6 +116,7 @@ static const SandstepOperator operators[] = {
     sandstep_op_export_needs_net },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run",      sandstep_op_gc },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
+  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size", sandstep_op_list },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },
@@ -160,41 +168,57 @@ sandstep_option_lookup (const SandstepOperator *op, const char *name)
   return option;
 }
 
+const char *
+sandstep_option_metavar (const SandstepOption *option)
+{
+  if (option->metavar != NULL)
+    return option->metavar;
+  switch (option->kind)
+    {
+    case SANDSTEP_OPTION_FLAG:
+      return NULL;
+    case SANDSTEP_OPTION_CHOICE:
+      return option->choices;
+    case SANDSTEP_OPTION_DURATION:
+    case SANDSTEP_OPTION_KEEP:
+      return "DURATION";
+    case SANDSTEP_OPTION_SECONDS:
+    case SANDSTEP_OPTION_WAIT:
+      return "SECONDS";
+    case SANDSTEP_OPTION_SIZE:
+      return "SIZE";
+    case SANDSTEP_OPTION_COUNT:
+      return "N";
+    case SANDSTEP_OPTION_STRING:
+      return "TEXT";
+    }
+  return "VALUE";
+}
+
+const SandstepOption *const *
+sandstep_operator_option_groups (const SandstepOperator *op, gsize *n_groups)
+{
+  static const SandstepOption *groups[G_N_ELEMENTS (operators)][4];
+  gsize i = op - operators;
+
+  g_return_val_if_fail (i < G_N_ELEMENTS (operators), NULL);
+  groups[i][0] = (op->flags & SANDSTEP_OP_HANDLE) ? handle_options : no_options;
+  groups[i][1] = op->options;
+  groups[i][2] = (op->flags & SANDSTEP_OP_CLAIMS) ? claim_options : no_options;
+  groups[i][3] = identity_options;
+  *n_groups = 4;
+  return groups[i];
+}
+
 static void
 append_options (GString *out, const SandstepOption *options)
 {
   for (; options->name != NULL; options++)
     {
-      g_autofree char *left = NULL;
-      switch (options->kind)
-        {
-        case SANDSTEP_OPTION_FLAG:
-          left = g_strdup_printf ("--%s", options->name);
-          break;
-        case SANDSTEP_OPTION_CHOICE:
-          left = g_strdup_printf ("--%s=%s", options->name, options->choices);
-          break;
-        case SANDSTEP_OPTION_DURATION:
-        case SANDSTEP_OPTION_KEEP:
-          left = g_strdup_printf ("--%s=DURATION", options->name);
-          break;
-        case SANDSTEP_OPTION_SECONDS:
-        case SANDSTEP_OPTION_WAIT:
-          left = g_strdup_printf ("--%s=SECONDS", options->name);
-          break;
-        case SANDSTEP_OPTION_SIZE:
-          left = g_strdup_printf ("--%s=BYTES", options->name);
-          break;
-        case SANDSTEP_OPTION_COUNT:
-          left = g_strdup_printf ("--%s=N", options->name);
-          break;
-        case SANDSTEP_OPTION_STRING:
-          {
-            g_autofree char *upper = g_ascii_strup (options->name, -1);
-            left = g_strdup_printf ("--%s=%s", options->name, upper);
-          }
-          break;
-        }
+      const char *metavar = sandstep_option_metavar (options);
+      g_autofree char *left = metavar != NULL ? g_strdup_printf ("--%s=%s", options->name, metavar)
+                                              : g_strdup_printf ("--%s", options->name);
+
       g_string_append_printf (out, "  %-26s %s%s\n", left, options->help, options->repeatable ? " (repeatable)" : "");
     }
 }
@@ -209,7 +233,8 @@ sandstep_operator_usage (const SandstepOperator *op)
       g_string_append (out, "Usage: sandstep OPERATOR [OPTIONS] [ARGUMENTS]\n\nOperators:\n");
       for (gsize i = 0; i < G_N_ELEMENTS (operators); i++)
         g_string_append_printf (out, "  %-10s %s\n", operators[i].name, operators[i].summary);
-      g_string_append (out, "\nSee 'sandstep OPERATOR --help' for the options of one.\n");
+      g_string_append (out, "\nSee 'sandstep help OPERATOR' (or 'sandstep OPERATOR --help') for the options of one,\n"
+                            "and man sandstep, sandstep-make(7) and sandstepd(8) once installed.\n");
       return g_string_free (out, FALSE);
     }
   g_string_append_printf (out, "Usage: sandstep %s [OPTIONS] %s\n\n%s.\n\nOptions:\n", op->name, op->operands,

@@ -26,10 +26,13 @@
 
 #include "sandstep-identity.h"
 #include "sandstep-operator.h"
+#include "sandstep-paths.h"
 #include "sandstep-render.h"
 
 #define SANDSTEP_EXPORT __attribute__ ((visibility ("default")))
 #define FUNCTION_PREFIX "sandbox-"
+/* The environment variable of hooks/local/sandstep-step.h. */
+#define SANDSTEP_STEP_ENDS_VARIABLE "SANDSTEP_STEP_ENDS"
 
 SANDSTEP_EXPORT int plugin_is_GPL_compatible;
 
@@ -45,6 +48,10 @@ static struct {
   char *run;             /* the run id */
   char *top;             /* the top directory of the tree (SANDSTEP_TOP) */
   char *default_helper;  /* the helper beside the plugin, or "sandstep" */
+  /* The sandbox lines of the recipe being expanded (see number_line ()). */
+  guint lines;           /* sandbox lines numbered so far by this make */
+  char *step_target;     /* CURDIR and $@ of the recipe they belong to */
+  GHashTable *step_last; /* the sandbox (its handle file, or handle) -> its last line there */
 } plugin;
 
 /* ---- the make boundary ---------------------------------------------------- */
@@ -104,28 +111,41 @@ is_dry_run (void)
 
 /* ---- identity ------------------------------------------------------------- */
 
-/* The helper beside the loaded object: BUILDDIR/plugin/../operators/sandstep in
- * a build tree, or DIR/sandstep next to an installed sandstep.so. */
+static gboolean
+is_program (const char *path)
+{
+  return g_file_test (path, G_FILE_TEST_IS_REGULAR) && g_file_test (path, G_FILE_TEST_IS_EXECUTABLE);
+}
+
+/* The helper that belongs with the loaded object, by absolute path:
+ * BUILDDIR/plugin/../operators/sandstep in a build tree; once installed,
+ * the bindir of the prefix sandstep.so was installed to (wherever that
+ * tree now is), else the bindir it was built for, else one beside it. */
 static char *
 find_default_helper (void)
 {
   Dl_info info;
   g_autofree char *dir = NULL;
   g_autofree char *absdir = NULL;
-  const char *candidates[] = { "../operators/sandstep", "sandstep" };
+  g_autofree char *build_tree = NULL;
+  g_autofree char *beside = NULL;
+  char installed[4096];
 
   if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
     return g_strdup ("sandstep");
   dir = g_path_get_dirname (info.dli_fname);
   absdir = g_canonicalize_filename (dir, NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
-    {
-      g_autofree char *path = g_build_filename (absdir, candidates[i], NULL);
-      g_autofree char *canonical = g_canonicalize_filename (path, NULL);
-
-      if (g_file_test (canonical, G_FILE_TEST_IS_REGULAR) && g_file_test (canonical, G_FILE_TEST_IS_EXECUTABLE))
-        return g_steal_pointer (&canonical);
-    }
+  build_tree = g_canonicalize_filename ("../operators/sandstep", absdir);
+  if (is_program (build_tree))
+    return g_steal_pointer (&build_tree);
+  if (sandstep_relocate (absdir, SANDSTEP_PLUGINDIR_REL, SANDSTEP_BINDIR_REL, "sandstep", installed,
+                         sizeof installed) && is_program (installed))
+    return g_strdup (installed);
+  if (is_program (SANDSTEP_BINDIR "/sandstep"))
+    return g_strdup (SANDSTEP_BINDIR "/sandstep");
+  beside = g_build_filename (absdir, "sandstep", NULL);
+  if (is_program (beside))
+    return g_steal_pointer (&beside);
   return g_strdup ("sandstep");
 }
 
@@ -236,6 +256,74 @@ current_helper (void)
   return given[0] != '\0' ? g_steal_pointer (&given) : g_strdup (plugin.default_helper);
 }
 
+/* ---- a recipe's hold on its sandboxes ----------------------------------- */
+
+/* A target name make reads back as one target in `TARGET: VAR := ...`. */
+static gboolean
+is_plain_target (const char *target)
+{
+  return target[0] != '\0' && strpbrk (target, " \t\n:;=#%\\|$()*?[]") == NULL;
+}
+
+/* Which sandbox a call's first word names, as one key for every spelling of
+ * a handle file: @box.sbx and @./box.sbx are the same sandbox. */
+static char *
+sandbox_key (const char *args, const char *curdir)
+{
+  g_autofree char *copy = g_strstrip (g_strdup (args != NULL ? args : ""));
+  char *end = copy + strcspn (copy, " \t\n\r\v\f");
+
+  *end = '\0';
+  if (copy[0] == '@')
+    return g_canonicalize_filename (copy + 1, curdir);
+  return g_steal_pointer (&copy);
+}
+
+/* Numbers a sandbox line of the recipe being expanded and returns "PID:LINE"
+ * for its --step; NULL outside a recipe.  make expands a recipe whole before
+ * running its first line and builds the recipe's environment only then, so
+ * the target-specific SANDSTEP_STEP_ENDS that each call redefines reaches
+ * every line with the final list: each sandbox's last line in this recipe.
+ * A line that is not its sandbox's last keeps the sandbox held for the
+ * recipe after it ends (hooks/local/sandstep-step.h). */
+static char *
+number_line (const char *args)
+{
+  g_autofree char *target = expand ("$@");
+  g_autofree char *curdir = NULL;
+  g_autofree char *where = NULL;
+  g_autofree char *key = NULL;
+  g_autoptr(GString) ends = NULL;
+  g_autoptr(GString) eval = NULL;
+  g_autoptr(GList) lines = NULL;
+  char *token;
+
+  if (!is_plain_target (target))
+    return NULL;
+  curdir = expand ("$(CURDIR)");
+  where = g_strconcat (curdir, "\n", target, NULL);
+  if (g_strcmp0 (where, plugin.step_target) != 0)
+    {
+      g_free (plugin.step_target);
+      plugin.step_target = g_steal_pointer (&where);
+      g_hash_table_remove_all (plugin.step_last);
+    }
+  key = sandbox_key (args, curdir);
+  plugin.lines++;
+  token = g_strdup_printf ("%d:%u", (int) getpid (), plugin.lines);
+  g_hash_table_insert (plugin.step_last, g_steal_pointer (&key), g_strdup (token));
+
+  ends = g_string_new (NULL);
+  lines = g_hash_table_get_values (plugin.step_last);
+  for (GList *l = lines; l != NULL; l = l->next)
+    g_string_append_printf (ends, "%s%s", ends->len > 0 ? " " : "", (const char *) l->data);
+  eval = g_string_new (NULL);
+  g_string_append_printf (eval, "%s: override private export " SANDSTEP_STEP_ENDS_VARIABLE " := %s\n", target,
+                          ends->str);
+  gmk_eval (eval->str, NULL);
+  return token;
+}
+
 /* ---- the functions -------------------------------------------------------- */
 
 /* $(sandbox-OP [HANDLE] [OPTIONS][,TEXT]) for every row of the operator table. */
@@ -248,6 +336,7 @@ call_operator (const char *name, unsigned int argc, char **argv)
   g_autofree char *holder = NULL;
   g_autofree char *helper = NULL;
   g_autofree char *command = NULL;
+  g_autofree char *step = NULL;
   SandstepRenderContext context;
 
   if (op == NULL)
@@ -264,7 +353,9 @@ call_operator (const char *name, unsigned int argc, char **argv)
     }
   holder = current_holder (owner);
   helper = current_helper ();
-  context = (SandstepRenderContext) { .helper = helper, .owner = owner, .holder = holder };
+  if ((op->flags & SANDSTEP_OP_CLAIMS) && (op->flags & SANDSTEP_OP_HANDLE))
+    step = number_line (argc > 0 ? argv[0] : "");
+  context = (SandstepRenderContext) { .helper = helper, .owner = owner, .holder = holder, .step = step };
   command = sandstep_render (op, argc > 0 ? argv[0] : "", argc > 1 ? argv[1] : NULL, &context, &error);
   if (command == NULL)
     {
@@ -340,6 +431,7 @@ setup (const gmk_floc *floc)
     return -1;
   plugin.registered = TRUE;
   plugin.default_helper = find_default_helper ();
+  plugin.step_last = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   if (!init_identity (&error))
     {
       fail (error->message, floc);

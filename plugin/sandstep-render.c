@@ -11,7 +11,7 @@
 G_DEFINE_QUARK (sandstep-plugin-error-quark, sandstep_plugin_error)
 
 /* The options the plugin sets itself from the run's identity and the first word. */
-static const char *const reserved[] = { "owner", "holder", "handle" };
+static const char *const reserved[] = { "owner", "holder", "handle", "step" };
 
 /* Whitespace as make's word functions see it, plus the rest of C's. */
 static gboolean
@@ -91,39 +91,17 @@ append_accepted (GString *out, const SandstepOption *option)
     g_string_append (out, " (repeatable)");
 }
 
-/* How @option is written in make: "timeout=SECONDS", "network=none|open", "expired". */
+/* How @option is written in make: "timeout=SECONDS", "network=none|open", "expired";
+ * the placeholders are the operator table's, as in the helper's usage. */
 static void
 append_form (GString *out, const SandstepOption *option)
 {
-  g_autofree char *upper = NULL;
+  const char *metavar = sandstep_option_metavar (option);
 
-  switch (option->kind)
-    {
-    case SANDSTEP_OPTION_FLAG:
-      g_string_append (out, option->name);
-      break;
-    case SANDSTEP_OPTION_CHOICE:
-      g_string_append_printf (out, "%s=%s", option->name, option->choices);
-      break;
-    case SANDSTEP_OPTION_DURATION:
-    case SANDSTEP_OPTION_KEEP:
-      g_string_append_printf (out, "%s=DURATION", option->name);
-      break;
-    case SANDSTEP_OPTION_SECONDS:
-    case SANDSTEP_OPTION_WAIT:
-      g_string_append_printf (out, "%s=SECONDS", option->name);
-      break;
-    case SANDSTEP_OPTION_SIZE:
-      g_string_append_printf (out, "%s=BYTES", option->name);
-      break;
-    case SANDSTEP_OPTION_COUNT:
-      g_string_append_printf (out, "%s=N", option->name);
-      break;
-    case SANDSTEP_OPTION_STRING:
-      upper = g_ascii_strup (option->name, -1);
-      g_string_append_printf (out, "%s=%s", option->name, upper);
-      break;
-    }
+  if (metavar == NULL)
+    g_string_append (out, option->name);
+  else
+    g_string_append_printf (out, "%s=%s", option->name, metavar);
 }
 
 char *
@@ -280,7 +258,7 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
           else
             g_set_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_RESERVED,
                          "%s: option '%s' is set by the plugin from the run's identity (SANDSTEP_RUN, "
-                         "SANDSTEP_DAG and the target); it cannot be given here",
+                         "SANDSTEP_DAG, the target and its recipe); it cannot be given here",
                          function, key);
           return NULL;
         }
@@ -335,6 +313,11 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
     append_quoted_word (out, owner);
     append_quoted_word (out, holder);
   }
+  if (context->step != NULL && (op->flags & SANDSTEP_OP_CLAIMS))
+    {
+      g_autofree char *step = g_strconcat ("--step=", context->step, NULL);
+      append_quoted_word (out, step);
+    }
 
   switch (op->text)
     {

@@ -35,12 +35,14 @@ typedef struct {
   const char *helper;   /* path (or bare name) of the sandstep helper */
   const char *owner;    /* DAG/RUN */
   const char *holder;   /* DAG/RUN/PATH-OF-TARGET */
+  const char *step;     /* PID:LINE of a recipe's sandbox line, for operators that claim; NULL: none */
 } SandstepRenderContext;
 
 /* Renders `$(sandbox-OP ARGS,TEXT)` (@text is NULL when the call has no comma)
  * as a /bin/sh command line:
  *
- *   'HELPER' OP ['--handle=HANDLE'] ['--KEY=VALUE' | '--FLAG']... '--owner=OWNER' '--holder=HOLDER' [-- 'TEXT'...]
+ *   'HELPER' OP ['--handle=HANDLE'] ['--KEY=VALUE' | '--FLAG']... '--owner=OWNER' '--holder=HOLDER'
+ *     ['--step=PID:LINE'] [-- 'TEXT'...]
  *
  * Options keep the order in which they were written.  Every word but the
  * operator's name and "--" is single-quoted.  Messages start with the

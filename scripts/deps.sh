@@ -29,9 +29,17 @@ sandstep_ensure_packages () {
       return 1
     fi
   fi
-  echo "sandstep: installing ${missing[*]}" >&2
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  # One line on the terminal; apt's own output goes to a log that a failure names.
+  local log
+  log=$(mktemp "${TMPDIR:-/tmp}/sandstep-apt.XXXXXX.log")
+  echo "sandstep: installing ${missing[*]} (apt-get's output: $log)" >&2
+  if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; } \
+       >"$log" 2>&1; then
+    echo "sandstep: apt-get could not install ${missing[*]}; its output is in $log:" >&2
+    tail -n 5 "$log" | sed 's/^/  /' >&2
+    return 1
+  fi
 }
 
 # The official MCP client SDK (@modelcontextprotocol/sdk, npm) that tests/test-mcp.c
@@ -45,8 +53,13 @@ sandstep_ensure_mcp_client () {
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     sandstep_ensure_packages nodejs npm || return 1
   fi
-  echo "sandstep: installing @modelcontextprotocol/sdk into $dir/node_modules" >&2
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  local log
+  log=$(mktemp "${TMPDIR:-/tmp}/sandstep-npm.XXXXXX.log")
+  echo "sandstep: installing @modelcontextprotocol/sdk into $dir/node_modules (npm's output: $log)" >&2
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
+    echo "sandstep: npm could not install @modelcontextprotocol/sdk; its output is in $log" >&2
+    return 1
+  fi
 }
 
 sandstep_build () {

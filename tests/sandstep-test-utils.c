@@ -481,12 +481,10 @@ destroy_leftovers (SandstepTestFixture *f)
   return g_steal_pointer (&handles);
 }
 
-/* The entries of @dir/@sub, sorted and joined by spaces ("" when none or no such directory). */
-static char *
-entries_of (const char *dir, const char *sub)
+char *
+sandstep_test_dir_names (const char *dir)
 {
-  g_autofree char *path = g_build_filename (dir, sub, NULL);
-  g_autoptr(GDir) d = g_dir_open (path, 0, NULL);
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
   g_autoptr(GPtrArray) names = g_ptr_array_new ();
   const char *name;
 
@@ -495,6 +493,14 @@ entries_of (const char *dir, const char *sub)
   g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
   g_ptr_array_add (names, NULL);
   return g_strjoinv (" ", (char **) names->pdata);
+}
+
+static char *
+entries_of (const char *dir, const char *sub)
+{
+  g_autofree char *path = g_build_filename (dir, sub, NULL);
+
+  return sandstep_test_dir_names (path);
 }
 
 /* Where a sandbox's cgroup may live (sandstep-cgroup.c): v1 memory and pids, v2 at the root. */
@@ -515,20 +521,21 @@ cgroup_exists (const char *handle)
   return FALSE;
 }
 
-/* A process whose command line names @handle (a supervisor, a proxy), not this one. */
-static gboolean
-process_names (const char *handle)
+GArray *
+sandstep_test_processes_naming (const char *text)
 {
   g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  GArray *pids = g_array_new (FALSE, FALSE, sizeof (GPid));
   const char *name;
 
   while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
     {
       g_autofree char *path = NULL;
       g_autofree char *cmdline = NULL;
+      GPid pid = atoi (name);
       gsize len;
 
-      if (!g_ascii_isdigit (name[0]) || atoi (name) == getpid ())
+      if (!g_ascii_isdigit (name[0]) || pid == getpid ())
         continue;
       path = g_build_filename ("/proc", name, "cmdline", NULL);
       if (!g_file_get_contents (path, &cmdline, &len, NULL))
@@ -536,10 +543,18 @@ process_names (const char *handle)
       for (gsize i = 0; i + 1 < len; i++)
         if (cmdline[i] == '\0')
           cmdline[i] = ' ';
-      if (strstr (cmdline, handle) != NULL)
-        return TRUE;
+      if (strstr (cmdline, text) != NULL)
+        g_array_append_val (pids, pid);
     }
-  return FALSE;
+  return pids;
+}
+
+static gboolean
+process_names (const char *handle)
+{
+  g_autoptr(GArray) pids = sandstep_test_processes_naming (handle);
+
+  return pids->len > 0;
 }
 
 /* Asserts that a case left nothing once its sandboxes are destroyed: no

@@ -166,6 +166,12 @@ SandstepTestResult *sandstep_test_proc_wait (SandstepTestProc *proc, double time
  * `sleep SECONDS` whose argv no other process on the host shares. */
 char *sandstep_test_unique_seconds (guint whole_seconds);
 
+/* Host pids (other than this process) whose command line, its words joined by spaces, contains @text. */
+GArray *sandstep_test_processes_naming (const char *text);
+
+/* The names in @dir, sorted and joined by spaces ("" when none, or no such directory). */
+char *sandstep_test_dir_names (const char *dir);
+
 /* Host pids (as seen from this process) whose argv is exactly @argv. */
 GArray *sandstep_test_find_processes (const char *const *argv);
 /* Waits up to @timeout_s until some (@present) / no (!@present) host process

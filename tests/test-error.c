@@ -33,6 +33,7 @@ static const Code codes[] = {
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_BROKEN,       SANDSTEP_EXIT_INTERNAL },
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_NO_SPACE,     SANDSTEP_EXIT_INTERNAL },
   { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_FAILED,       SANDSTEP_EXIT_INTERNAL },
+  { sandstep_sandbox_error_quark, SANDSTEP_SANDBOX_ERROR_CONFLICT,     SANDSTEP_EXIT_USAGE },
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL },
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_UNSUPPORTED,     SANDSTEP_EXIT_INTERNAL },
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT },
@@ -50,7 +51,7 @@ static const Code codes[] = {
   { sandstep_export_error_quark,  SANDSTEP_EXPORT_ERROR_FAILED,        SANDSTEP_EXIT_EXPORT },
 };
 
-/* The last code of each domain is its _FAILED, one past the ones before. */
+/* The code an unknown code of each domain becomes. */
 static const struct {
   GQuark (*domain) (void);
   int failed;

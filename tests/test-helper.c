@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
@@ -182,6 +183,44 @@ test_provision_get_or_create (Fixture *f, gconstpointer data)
   other_owner = sandstep_test_provision (f, other_owner_arg, "--holder=step-a", NULL);
   g_assert_cmpstr (other_owner, !=, first);
   g_assert_cmpstr (other_owner, !=, other_holder);
+}
+
+static void
+test_provision_spec_conflict (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = NULL, *again = NULL;
+  g_autofree char *mount_dir = sandstep_test_host_path (f, "docs");
+  g_autofree char *mount_arg = g_strdup_printf ("--mount=%s:/data/docs", mount_dir);
+  g_autoptr(SandstepTestResult) refused = NULL;
+  gboolean remote;
+
+  g_test_summary ("a second provision by the same holder with another spec is refused (64), naming each field "
+                  "that differs and what to do, and the sandbox keeps its spec; the same spec re-finds it");
+  g_assert_cmpint (g_mkdir_with_parents (mount_dir, 0755), ==, 0);
+  sandstep_test_fixture_chown (f, mount_dir);
+  first = sandstep_test_provision (f, "--holder=step-a", "--env=A=1", "--secret=HOME", NULL);
+  /* A sandbox server refuses mounts of its own (test-helper-remote): there, the other fields. */
+  remote = g_getenv ("SANDSTEP_BACKEND") != NULL;
+  refused = sandstep_test_helper (f, "provision", "--holder=step-a", "--env=A=2", "--secret=HOME",
+                                  "--network=open", "--memory=100M", remote ? "--pids=50" : mount_arg, NULL);
+  sandstep_test_assert_status (refused, 64);
+  g_assert_cmpstr (refused->out, ==, "");
+  sandstep_test_assert_contains (refused->err, "'step-a' already provisioned sandbox");
+  sandstep_test_assert_contains (refused->err, "network is 'none' there, 'open' asked");
+  sandstep_test_assert_contains (refused->err, "memory is the default there, '100M' asked");
+  sandstep_test_assert_contains (refused->err, "env is 'A=1' there, 'A=2' asked");
+  sandstep_test_assert_contains (refused->err, remote ? "pids is the default there, '50' asked"
+                                                      : "mount is none there, '");
+  sandstep_test_assert_not_contains (refused->err, "secret");
+  sandstep_test_assert_contains (refused->err, "Destroy that sandbox first ('sandstep destroy' with its handle), or "
+                                                "provision under another holder");
+  {
+    g_autoptr(JsonObject) d = sandstep_test_describe (f, first);
+    JsonObject *spec = json_object_get_object_member (d, "spec");
+    g_assert_cmpstr (json_object_get_string_member (spec, "network"), ==, "none");
+  }
+  again = sandstep_test_provision (f, "--holder=step-a", "--env=A=1", "--secret=HOME", NULL);
+  g_assert_cmpstr (again, ==, first);
 }
 
 /* ---- run ---- */
@@ -739,6 +778,256 @@ test_gc_expired (Fixture *f, gconstpointer data)
   assert_no_sandbox (f, short_lived);
   d = sandstep_test_describe (f, long_lived);
   g_assert_cmpstr (json_object_get_string_member (d, "handle"), ==, long_lived);
+}
+
+static SandstepTestProc *start_holding (Fixture *f, const char *h, const char *holder, const char *seconds);
+
+/* The entry of @handle in `sandstep list --json`'s @array, or NULL. */
+static JsonObject *
+list_entry (JsonArray *array, const char *handle)
+{
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonObject *o = json_array_get_object_element (array, i);
+      if (g_strcmp0 (json_object_get_string_member (o, "handle"), handle) == 0)
+        return o;
+    }
+  return NULL;
+}
+
+static JsonArray *
+list_json (Fixture *f, const char *first_arg, ...)
+{
+  g_autoptr(GPtrArray) args = g_ptr_array_new ();
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  va_list ap;
+
+  g_ptr_array_add (args, "list");
+  g_ptr_array_add (args, "--json");
+  va_start (ap, first_arg);
+  for (const char *a = first_arg; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (args, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+  r = sandstep_test_helper_argv (f, (const char *const *) args->pdata, 10);
+  sandstep_test_assert_status (r, 0);
+  json_parser_load_from_data (parser, r->out, -1, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_ARRAY (json_parser_get_root (parser)));
+  return json_array_ref (json_node_get_array (json_parser_get_root (parser)));
+}
+
+static void
+test_list_mixed (Fixture *f, gconstpointer data)
+{
+  /* Holds and records on disk are local: through a sandstepd, the states a client can make. */
+  gboolean local = g_getenv ("SANDSTEP_BACKEND") == NULL;
+  g_autofree char *idle = sandstep_test_provision (f, "--holder=idle", NULL);
+  g_autofree char *running = sandstep_test_provision (f, "--holder=running", NULL);
+  g_autofree char *held = sandstep_test_provision (f, "--holder=held", NULL);
+  g_autofree char *expired = sandstep_test_provision (f, "--holder=expired", "--lifetime=1", NULL);
+  g_autofree char *broken = sandstep_test_provision (f, "--holder=broken", NULL);
+  g_autofree char *other_owner = g_strdup_printf ("--owner=%s-other", f->owner);
+  g_autofree char *other = sandstep_test_provision (f, other_owner, "--holder=x", NULL);
+  g_autofree char *h = handle_arg (running);
+  g_autofree char *seconds = sandstep_test_unique_seconds (20);
+  g_autofree char *run_arg = g_strdup_printf ("--run=%s", f->run);
+  g_autofree char *owner_arg = g_strdup_printf ("--owner=%s", f->owner);
+  g_autoptr(JsonArray) all = NULL;
+  g_autoptr(JsonArray) of_run = NULL;
+  g_autoptr(JsonArray) of_owner = NULL;
+  g_autoptr(SandstepTestResult) table = NULL;
+  g_autoptr(SandstepTestResult) gc = NULL;
+  SandstepTestProc *holding;
+
+  g_test_summary ("list shows every sandbox with its state (idle, running, held, expired, broken), owner, "
+                  "holder, age, time left and size, as a table and as JSON, filtered by run and owner; gc "
+                  "--expired reclaims exactly what list calls expired");
+  g_free (sandstep_test_run_ok (f, idle, "head -c 3000 /dev/zero > /workspace/three-k"));
+  holding = start_holding (f, h, "dag/run/busy-target", seconds);
+  if (local)
+    {
+      g_autofree char *held_arg = handle_arg (held);
+      g_autofree char *step = g_strdup_printf ("--step=%d:1", (int) getpid ());
+      g_autofree char *ends = g_strdup_printf ("%d:2", (int) getpid ());
+      g_autofree char *record = g_build_filename (f->state_dir, "sandboxes", broken, "record.json", NULL);
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      /* A make recipe's first line (this test is its "make") leaves the sandbox held. */
+      sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
+      r = sandstep_test_helper (f, "run", held_arg, "--holder=dag/run/recipe", step, "--", "true", NULL);
+      sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
+      sandstep_test_assert_status (r, 0);
+      write_host_file (record, "{ not json", -1);
+    }
+  wait_until_expired (f, expired);
+
+  all = list_json (f, NULL);
+  {
+    JsonObject *e = list_entry (all, idle);
+    g_assert_nonnull (e);
+    g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "idle");
+    g_assert_cmpstr (json_object_get_string_member (e, "owner"), ==, f->owner);
+    g_assert_cmpstr (json_object_get_string_member (e, "provisioned_by"), ==, "idle");
+    g_assert_true (json_object_get_null_member (e, "held_by"));
+    g_assert_cmpint (json_object_get_int_member (e, "size_bytes"), ==, 3000);
+    g_assert_cmpint (json_object_get_int_member (e, "remaining_seconds"), >, 3500);
+    g_assert_cmpint (json_object_get_int_member (e, "age_seconds"), <, 60);
+    e = list_entry (all, running);
+    g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "running");
+    g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/busy-target");
+    e = list_entry (all, expired);
+    g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "expired");
+    g_assert_cmpint (json_object_get_int_member (e, "remaining_seconds"), ==, 0);
+    e = list_entry (all, other);
+    g_assert_nonnull (e);
+    if (local)
+      {
+        e = list_entry (all, held);
+        g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "held");
+        g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/recipe");
+        e = list_entry (all, broken);
+        g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "broken");
+        g_assert_true (json_object_get_null_member (e, "owner"));
+        g_assert_nonnull (strstr (json_object_get_string_member (e, "problem"), "record"));
+      }
+  }
+  /* --run and --owner: only this run's and this owner's; a broken one has neither. */
+  of_run = list_json (f, run_arg, NULL);
+  of_owner = list_json (f, owner_arg, NULL);
+  for (guint k = 0; k < 2; k++)
+    {
+      JsonArray *a = k == 0 ? of_run : of_owner;
+      g_assert_nonnull (list_entry (a, idle));
+      g_assert_nonnull (list_entry (a, expired));
+      g_assert_true ((list_entry (a, broken) == NULL) == local);
+    }
+  g_assert_null (list_entry (of_owner, other));
+
+  table = sandstep_test_helper (f, "list", NULL);
+  sandstep_test_assert_status (table, 0);
+  g_assert_true (g_str_has_prefix (table->out, "HANDLE"));
+  g_assert_true (g_regex_match_simple ("\\bdag/run/busy-target +running +[0-9]+s +[0-9]+m +", table->out, 0, 0));
+  if (local)
+    {
+      sandstep_test_assert_contains (table->err, "1 sandbox cannot be read");
+      g_assert_true (g_regex_match_simple ("\\bdag/run/recipe +held\\b", table->out, 0, 0));
+    }
+
+  /* gc and list agree: --expired reclaims what list calls expired, and nothing else.  The broken one is
+   * destroyed by hand first (its lifetime is not over): gc then sweeps the holder entry it left. */
+  if (local)
+    {
+      g_autofree char *broken_arg = handle_arg (broken);
+      g_autoptr(SandstepTestResult) d = sandstep_test_helper (f, "destroy", broken_arg, NULL);
+      sandstep_test_assert_status (d, 0);
+    }
+  gc = sandstep_test_helper (f, "gc", "--expired", NULL);
+  sandstep_test_assert_status (gc, 0);
+  {
+    g_autofree char *expected = g_strconcat (expired, "\n", NULL);
+    g_assert_cmpstr (gc->out, ==, expected);
+  }
+  sandstep_test_proc_kill (holding, SIGTERM);
+  g_clear_pointer (&gc, sandstep_test_result_free);
+  gc = sandstep_test_proc_wait (holding, 10);
+}
+
+/* `sandstep ARGS` with its stderr on a terminal (a pty of the test's); what
+ * the terminal showed.  Its exit status must be 0. */
+static char *
+helper_on_terminal (Fixture *f, const char *const *args)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GString) shown = g_string_new (NULL);
+  int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int slave, status = 0;
+  GPid pid = 0;
+  char buf[4096];
+  ssize_t n;
+
+  g_assert_cmpint (master, >=, 0);
+  g_assert_cmpint (grantpt (master), ==, 0);
+  g_assert_cmpint (unlockpt (master), ==, 0);
+  slave = open (ptsname (master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (slave, >=, 0);
+  g_ptr_array_add (argv, f->helper);
+  for (; *args != NULL; args++)
+    g_ptr_array_add (argv, (char *) *args);
+  g_ptr_array_add (argv, NULL);
+  g_spawn_async_with_pipes_and_fds (f->host_dir, (const char *const *) argv->pdata, (const char *const *) f->envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL |
+                                      G_SPAWN_STDOUT_TO_DEV_NULL,
+                                    NULL, NULL, -1, -1, slave, NULL, NULL, 0, &pid, NULL, NULL, NULL, &error);
+  g_assert_no_error (error);
+  close (slave);
+  /* Until the helper's end closes the terminal's last writer (EIO). */
+  while ((n = read (master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0)
+      g_string_append_len (shown, buf, n);
+  close (master);
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  g_spawn_close_pid (pid);
+  g_test_message ("on the terminal: %s", shown->str);
+  g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  return g_string_free (g_steal_pointer (&shown), FALSE);
+}
+
+static void
+test_progress (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *big = sandstep_test_host_path (f, "big.bin");
+  g_autofree char *back = sandstep_test_host_path (f, "back.bin");
+  g_autofree char *exported = sandstep_test_host_path (f, "exported.bin");
+  g_autofree char *to_arg = g_strconcat ("--to=", back, NULL);
+  g_autofree char *export_arg = g_strconcat ("/workspace/big.bin=file://", exported, NULL);
+  g_autofree guint8 *bytes = g_malloc (48 * 1024 * 1024);
+  g_autofree char *shown = NULL;
+  g_autoptr(SandstepTestResult) quiet = NULL;
+
+  g_test_summary ("on a terminal, put, get --to and export of 48 MB redraw one progress line (bytes, rate, "
+                  "time left) and end with what they moved; off a terminal, only that last line");
+  for (gsize i = 0; i < 48 * 1024 * 1024 / 4; i++)
+    ((guint32 *) bytes)[i] = g_random_int ();
+  write_host_file (big, (const char *) bytes, 48 * 1024 * 1024);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_PROGRESS_INTERVAL", "0.001");
+
+  shown = helper_on_terminal (f, (const char *[]) { "put", h, big, "/workspace/big.bin", NULL });
+  sandstep_test_assert_contains (shown, "\rsandstep put: ");
+  sandstep_test_assert_contains (shown, " of 48.0MB, ");
+  sandstep_test_assert_contains (shown, "MB/s, ");
+  sandstep_test_assert_contains (shown, " left\033[K");
+  sandstep_test_assert_contains (shown, "\r\033[Ksandstep put: moved 48.0MB in ");
+  g_clear_pointer (&shown, g_free);
+
+  shown = helper_on_terminal (f, (const char *[]) { "get", h, "--max-bytes=64M", to_arg, "big.bin", NULL });
+  sandstep_test_assert_contains (shown, "sandstep get: moved 48.0MB in ");
+  g_clear_pointer (&shown, g_free);
+  {
+    g_autofree char *copy = NULL;
+    gsize len = 0;
+    g_assert_true (g_file_get_contents (back, &copy, &len, NULL));
+    g_assert_cmpuint (len, ==, 48 * 1024 * 1024);
+    g_assert_true (memcmp (copy, bytes, len) == 0);
+  }
+
+  shown = helper_on_terminal (f, (const char *[]) { "export", h, export_arg, NULL });
+  sandstep_test_assert_contains (shown, "\rsandstep export: ");
+  sandstep_test_assert_contains (shown, "MB/s");
+  sandstep_test_assert_contains (shown, "sandstep export: staged /workspace/big.bin for ");
+  sandstep_test_assert_contains (shown, "sandstep export: moved 48.0MB in ");
+  sandstep_test_assert_contains (shown, "sandstep export: published 1 file");
+
+  /* Off a terminal: one line at the end, no progress drawn. */
+  quiet = sandstep_test_helper (f, "put", h, big, "/workspace/again.bin", NULL);
+  sandstep_test_assert_status (quiet, 0);
+  g_assert_true (g_regex_match_simple ("\\Asandstep put: moved 48\\.0MB in [0-9.]+s \\([0-9.]+[KM]?B/s\\)\\n\\z",
+                                       quiet->err, 0, 0));
 }
 
 static void
@@ -1301,10 +1590,25 @@ test_unknown_sandbox (Fixture *f, gconstpointer data)
 {
   Prepared p = { 0 };
 
-  g_test_summary ("a well-formed handle that names no sandbox is refused (66)");
+  g_autofree char *file = sandstep_test_host_path (f, "gone.sbx");
+  g_autofree char *arg = g_strconcat ("--handle=@", file, NULL);
+  g_autofree char *where = g_strdup_printf ("(state directory: '%s')", f->state_dir);
+
+  g_test_summary ("a well-formed handle that names no sandbox is refused (66), naming the state directory "
+                  "by its path; outside make, the message says nothing of make");
   prepare (f, &p);
+  write_host_file (file, "sandstep-0123456789abcdef\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, "sandstep-0123456789abcdef",
                   (const char *[]) { "run", "--handle=sandstep-0123456789abcdef", "--", "true", NULL });
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "ls", arg, NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_NO_SANDBOX);
+    /* Through a sandstepd the directory is the server's. */
+    if (g_getenv ("SANDSTEP_BACKEND") == NULL)
+      sandstep_test_assert_contains (r->err, where);
+    sandstep_test_assert_not_contains (r->err, "SANDSTEP_STATE_DIR");
+    sandstep_test_assert_not_contains (r->err, "make");
+  }
   assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, NULL,
                   (const char *[]) { "get", "--handle=sandstep-0123456789abcdef", "one.txt", NULL });
   prepared_clear (&p);
@@ -1446,6 +1750,9 @@ main (int argc, char **argv)
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/helper/provision/prints-handle", test_provision_prints_handle);
   ADD ("/helper/provision/get-or-create", test_provision_get_or_create);
+  ADD ("/helper/provision/spec-conflict", test_provision_spec_conflict);
+  ADD ("/helper/list/mixed", test_list_mixed);
+  ADD ("/helper/progress", test_progress);
   ADD ("/helper/run/shell-and-cwd", test_run_shell_and_cwd);
   ADD ("/helper/run/streams", test_run_streams);
   ADD ("/helper/run/exit-status", test_run_exit_status);

@@ -11,6 +11,7 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <errno.h>
+#include <signal.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <string.h>
@@ -495,6 +496,25 @@ test_unit_every_operator (void)
     }
 }
 
+/* plugin/README.md shows every function the plugin registers. */
+static void
+test_readme_lists_every_function (void)
+{
+  g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "plugin", "README.md", NULL);
+  g_autofree char *text = read_file (path);
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autofree char *call = g_strdup_printf ("| `$(sandbox-%s", ops[i].name);
+      if (strstr (text, call) == NULL)
+        g_error ("plugin/README.md has no row for $(sandbox-%s ...)", ops[i].name);
+    }
+  g_assert_nonnull (strstr (text, "| `$(sandbox-run-id )`"));
+  g_assert_nonnull (strstr (text, "| `$(sandbox-holder )`"));
+}
+
 /* ---- the loadable object -------------------------------------------------- */
 
 static int
@@ -578,25 +598,87 @@ test_load (void)
 
 /* ---- rendering ------------------------------------------------------------ */
 
+/* @text with the make pid of every --step=PID:LINE written as "PID". */
+static char *
+mask_make_pid (const char *text)
+{
+  g_autoptr(GRegex) pid = g_regex_new ("--step=[0-9]+:", 0, 0, NULL);
+
+  return g_regex_replace_literal (pid, text, -1, 0, "--step=PID:", 0, NULL);
+}
+
+/* A recipe's sandbox lines are numbered, and its environment names each
+ * sandbox's last line (two spellings of one handle file are one sandbox);
+ * a line run outside a recipe, or of a target make cannot name back, is not. */
+static void
+test_render_steps (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *printer = NULL;
+  g_autofree char *env_helper = NULL;
+
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "render.mk", "Makefile");
+  printer = tree_add_argv_printer (tree);
+  env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+  {
+    const char *env[] = { env_helper, "SANDSTEP_DAG=dag", "SANDSTEP_RUN=r1", NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "show-steps", "show-run", NULL);
+    g_autofree char *masked = mask_make_pid (r->out);
+    g_auto(GStrv) words = NULL;
+
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_nonnull (strstr (masked, "[--holder=dag/r1/show-steps]\n[--step=PID:1]\n[--]\n[one]\n"));
+    g_assert_nonnull (strstr (masked, "[--holder=dag/r1/show-steps]\n[--step=PID:2]\n[--]\n[two]\n"));
+    g_assert_nonnull (strstr (masked, "[--holder=dag/r1/show-steps]\n[--step=PID:3]\n[--]\n[b.txt]\n[/workspace/]\n"));
+    g_assert_nonnull (strstr (masked, "[--holder=dag/r1/show-steps]\n[--step=PID:4]\n[--]\n[three]\n"));
+    /* Numbering goes on across recipes; each recipe has its own list. */
+    g_assert_nonnull (strstr (masked, "[--holder=dag/r1/show-run]\n[--step=PID:5]\n"));
+    {
+      const char *line = strstr (r->out, "ends=");
+      g_autofree char *value = NULL;
+      g_assert_nonnull (line);
+      value = g_strndup (line + 5, strcspn (line + 5, "\n"));
+      words = g_strsplit (value, " ", -1);
+    }
+    g_assert_cmpuint (g_strv_length (words), ==, 2);
+    for (guint i = 0; i < 2; i++)
+      {
+        g_autofree char *masked_word = NULL;
+        g_autofree char *with_prefix = g_strconcat ("--step=", words[i], NULL);
+        masked_word = mask_make_pid (with_prefix);
+        g_assert_true (g_strcmp0 (masked_word, "--step=PID:3") == 0 || g_strcmp0 (masked_word, "--step=PID:4") == 0);
+      }
+    g_assert_cmpstr (words[0], !=, words[1]);
+  }
+  {
+    const char *env[] = { env_helper, "SANDSTEP_DAG=dag", "SANDSTEP_RUN=r1", NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "show-parse-time", "weird=name", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_null (strstr (r->out, "--step="));
+  }
+}
+
 static void
 test_render (void)
 {
   static const struct { const char *target, *line; } cases[] = {
     { "show-run", "'/opt/x/sandstep' run '--handle=@box.sbx' '--timeout=5' '--owner=dag/r1' "
-                  "'--holder=dag/r1/show-run' -- 'echo a,b,c'" },
+                  "'--holder=dag/r1/show-run' '--step=PID:1' -- 'echo a,b,c'" },
     { "show-quote", "'/opt/x/sandstep' run '--handle=@box.sbx' '--wait=0' '--owner=dag/r1' "
-                    "'--holder=dag/r1/show-quote' -- 'echo '\\''it'\\''\"'\\''\"'\\''s'\\'' \"$HOME\"'" },
+                    "'--holder=dag/r1/show-quote' '--step=PID:1' -- 'echo '\\''it'\\''\"'\\''\"'\\''s'\\'' \"$HOME\"'" },
     { "show-put", "'/opt/x/sandstep' put '--handle=@box.sbx' '--owner=dag/r1' '--holder=dag/r1/show-put' "
-                  "-- 'src/' '/workspace/src/'" },
+                  "'--step=PID:1' -- 'src/' '/workspace/src/'" },
     { "show-gc", "'/opt/x/sandstep' gc '--run=X' '--expired' '--owner=dag/r1' '--holder=dag/r1/show-gc'" },
     { "show-provision", "'/opt/x/sandstep' provision '--network=open' '--env=A' '--env=B=c' '--lifetime=1h' "
                         "'--owner=dag/r1' '--holder=dag/r1/show-provision'" },
     { "show-describe", "'/opt/x/sandstep' describe '--handle=sandstep-0123456789abcdef' '--owner=dag/r1' "
                        "'--holder=dag/r1/show-describe'" },
     { "show-export", "'/opt/x/sandstep' export '--handle=@box.sbx' '--max-bytes=5M' '--owner=dag/r1' "
-                     "'--holder=dag/r1/show-export' -- 'report.md=file:///tmp/out/report.md'" },
+                     "'--holder=dag/r1/show-export' '--step=PID:1' -- 'report.md=file:///tmp/out/report.md'" },
     { "show-export-s3", "'/opt/x/sandstep' export '--handle=@box.sbx' '--no-clobber' '--read-timeout=30' "
-                        "'--owner=dag/r1' '--holder=dag/r1/show-export-s3' -- 'report.md=s3://bucket/reports/report.md' "
+                        "'--owner=dag/r1' '--holder=dag/r1/show-export-s3' '--step=PID:1' -- 'report.md=s3://bucket/reports/report.md' "
                         "'big.bin=s3://bucket/big.bin'" },
     { "show-release", "'/opt/x/sandstep' release '--handle=@box.sbx' '--keep=0' '--owner=dag/r1' "
                       "'--holder=dag/r1/show-release'" },
@@ -612,6 +694,7 @@ test_render (void)
     {
       g_autoptr(MakeResult) r = tree_make (tree, env, "-n", "-s", cases[i].target, NULL);
       g_autofree char *expected = NULL;
+      g_autofree char *masked = NULL;
 
       g_assert_cmpint (r->status, ==, 0);
       if (g_str_has_prefix (cases[i].line, "holder="))
@@ -624,7 +707,8 @@ test_render (void)
           continue;
         }
       expected = g_strconcat (cases[i].line, "\n", NULL);
-      g_assert_cmpstr (r->out, ==, expected);
+      masked = mask_make_pid (r->out);
+      g_assert_cmpstr (masked, ==, expected);
     }
 
   /* The make variable SANDSTEP overrides the environment's. */
@@ -651,13 +735,14 @@ test_render_argv (void)
   {
     const char *env[] = { env_helper, "SANDSTEP_DAG=dag", "SANDSTEP_RUN=r1", NULL };
     g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "show-run", "show-quote", NULL);
+    g_autofree char *masked = mask_make_pid (r->out);
 
     g_assert_cmpint (r->status, ==, 0);
-    g_assert_cmpstr (r->out, ==,
+    g_assert_cmpstr (masked, ==,
                      "[run]\n[--handle=@box.sbx]\n[--timeout=5]\n[--owner=dag/r1]\n[--holder=dag/r1/show-run]\n"
-                     "[--]\n[echo a,b,c]\n"
+                     "[--step=PID:1]\n[--]\n[echo a,b,c]\n"
                      "[run]\n[--handle=@box.sbx]\n[--wait=0]\n[--owner=dag/r1]\n[--holder=dag/r1/show-quote]\n"
-                     "[--]\n[echo 'it'\"'\"'s' \"$HOME\"]\n");
+                     "[--step=PID:2]\n[--]\n[echo 'it'\"'\"'s' \"$HOME\"]\n");
   }
 }
 
@@ -713,10 +798,11 @@ test_dry_run (void)
                                                   helper_path (), tree->dag);
     g_autofree char *run = g_strdup_printf ("'%s' run '--handle=@box.sbx' '--owner=%s/" SANDSTEP_DRY_RUN_PREFIX,
                                             helper_path (), tree->dag);
+    g_autofree char *masked = mask_make_pid (r->out);
     g_assert_cmpint (r->status, ==, 0);
     g_assert_nonnull (strstr (r->out, provision));
     g_assert_nonnull (strstr (r->out, run));
-    g_assert_nonnull (strstr (r->out, "/step.log' -- 'test -f /workspace/flag || {"));
+    g_assert_nonnull (strstr (masked, "/step.log' '--step=PID:1' -- 'test -f /workspace/flag || {"));
   }
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-q", "step.log", NULL);
@@ -1117,11 +1203,37 @@ test_helper_owner_mismatch (void)
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "SANDSTEP_RUN=another-run", "other.log", NULL);
     g_assert_cmpint (r->status, ==, 2);
     g_assert_nonnull (strstr (r->err, "is not owned by"));
+    g_assert_nonnull (strstr (r->err, "In make: 'box.sbx' holds a sandbox of another run"));
+    g_assert_nonnull (strstr (r->err, "remove it (or run make clean) and run make again"));
     g_assert_nonnull (strstr (r->err, "Error 67"));
   }
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.log", NULL);
     g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* After a release, a step that still names the handle file says what to do in make's terms (exit 66). */
+static void
+test_helper_after_release (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *where = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.log", NULL);
+    g_assert_cmpint (r->status, ==, 2);
+    where = g_strdup_printf ("(state directory: '%s')", tree->state);
+    g_assert_nonnull (strstr (r->err, where));
+    g_assert_nonnull (strstr (r->err, "In make: remove 'box.sbx' (or run make clean) and run make again"));
+    g_assert_nonnull (strstr (r->err, "Error 66"));
   }
 }
 
@@ -1196,6 +1308,272 @@ test_helper_commas (void)
   g_assert_cmpstr (log, ==, "a,b,,c\n");
 }
 
+/* Two targets share a sandbox under -j2; each writes scratch.txt, sleeps on
+ * the host, and reads it back.  A step holds the sandbox from its first
+ * sandbox line to its last, so neither reads the other's text. */
+static void
+test_helper_recipe_claim (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  const char *const outs[] = { "x.out", "y.out" };
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "claim.mk", "Makefile");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-j2", "all", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    /* The one that came second waited, and said for whom. */
+    g_assert_nonnull (strstr (r->err, "is held by"));
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS (outs); i++)
+    {
+      g_autofree char *path = tree_path (tree, outs[i]);
+      g_autofree char *text = read_file (path);
+      g_autofree char *expected = g_strconcat (outs[i], "\n", NULL);
+      g_assert_cmpstr (text, ==, expected);
+    }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* A recipe that fails half-way keeps its sandbox while its make lives
+ * (make -k goes on to other targets, which are refused, naming the holder);
+ * once that make is gone, the next one goes in. */
+static void
+test_helper_recipe_claim_failed (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *other = NULL;
+  g_autofree char *holder = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "claim.mk", "Makefile");
+  other = tree_path (tree, "other.out");
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-k", "half.out", "other.out", NULL);
+    g_autofree char *run = stored_run (tree);
+    g_assert_cmpint (r->status, ==, 2);
+    holder = g_strdup_printf ("is held by '%s/%s/half.out'", tree->dag, run);
+    g_assert_nonnull (strstr (r->err, holder));
+    g_assert_nonnull (strstr (r->err, "other.out] Error 75"));
+    g_assert_false (g_file_test (other, G_FILE_TEST_EXISTS));
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.out", NULL);
+    g_autofree char *text = NULL;
+    g_assert_cmpint (r->status, ==, 0);
+    text = read_file (other);
+    g_assert_cmpstr (text, ==, "half\n");
+  }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* `sandstep ARGS` with SANDSTEP_STEP_ENDS set to @ends (NULL: unset); its exit status, stderr in @out_err. */
+static int
+helper_status (Tree *tree, const char *ends, const char *const *args, char **out_err)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) envp = make_environment (tree, NULL);
+  g_autofree char *out = NULL;
+  int wait_status = 0;
+
+  envp = ends != NULL ? g_environ_setenv (envp, "SANDSTEP_STEP_ENDS", ends, TRUE)
+                      : g_environ_unsetenv (envp, "SANDSTEP_STEP_ENDS");
+  g_ptr_array_add (argv, (char *) helper_path ());
+  for (; *args != NULL; args++)
+    g_ptr_array_add (argv, (char *) *args);
+  g_ptr_array_add (argv, NULL);
+  g_spawn_sync (tree->dir, (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, out_err, &wait_status,
+                &error);
+  g_assert_no_error (error);
+  g_test_message ("%s %s: wait status %d: %s", (char *) argv->pdata[1], (char *) argv->pdata[4], wait_status,
+                  *out_err);
+  return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : -1;
+}
+
+/* The helper's side of a recipe's hold: a line that is not its recipe's last
+ * leaves the sandbox held for its holder while the make (here: this test,
+ * an ancestor of the helper) lives; the last line ends the hold; a --step of
+ * a process that is not an ancestor, or without SANDSTEP_STEP_ENDS (a line
+ * run by hand), leaves none. */
+static void
+test_helper_step_by_hand (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+  g_autofree char *line1 = g_strdup_printf ("--step=%d:1", (int) getpid ());
+  g_autofree char *line2 = g_strdup_printf ("--step=%d:2", (int) getpid ());
+  g_autofree char *ends = g_strdup_printf ("%d:2", (int) getpid ());
+  g_autofree char *held = g_strdup_printf ("(make pid %d)", (int) getpid ());
+  const char *provision[] = { "provision", "--owner=d/r", "--holder=d/r/box.sbx", NULL };
+  GPid stranger = 0;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  g_assert_true (run_helper (tree->state, provision, &handle, &(char *) { NULL }));
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  {
+    const char *a1[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", line1, "--", "echo a > f", NULL };
+    const char *b[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/b", "--wait=0", "--", "cat f", NULL };
+    const char *a2[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", line2, "--", "cat f", NULL };
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint (helper_status (tree, ends, a1, &err), ==, 0);
+    /* Twice: the first start of a supervisor, then its fast path. */
+    for (int i = 0; i < 2; i++)
+      {
+        g_clear_pointer (&err, g_free);
+        g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 75);
+        g_assert_nonnull (strstr (err, "is held by 'd/r/a'"));
+        g_assert_nonnull (strstr (err, held));
+      }
+    /* The same holder goes straight in; its last line ends the hold. */
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, ends, a2, &err), ==, 0);
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
+    /* Without SANDSTEP_STEP_ENDS, a line never leaves a hold. */
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, a1, &err), ==, 0);
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
+  }
+  {
+    /* A live process that is not the helper's ancestor holds nothing. */
+    const char *sleeper[] = { "/bin/sleep", "30", NULL };
+    g_autoptr(GError) error = NULL;
+    g_autofree char *other = NULL;
+    g_autofree char *err = NULL;
+    const char *b[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/b", "--wait=0", "--", "true", NULL };
+
+    g_spawn_async (NULL, (char **) sleeper, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &stranger, &error);
+    g_assert_no_error (error);
+    other = g_strdup_printf ("--step=%d:1", (int) stranger);
+    {
+      const char *a[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", other, "--", "true", NULL };
+      g_assert_cmpint (helper_status (tree, "nothing", a, &err), ==, 0);
+    }
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
+    kill (stranger, SIGKILL);
+    waitpid (stranger, NULL, 0);
+  }
+  {
+    const char *bad[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", "--step=box", "--", "true", NULL };
+    g_autofree char *err = NULL;
+    g_assert_cmpint (helper_status (tree, NULL, bad, &err), ==, 64);
+    g_assert_nonnull (strstr (err, "option '--step' takes PID:LINE, got 'box'"));
+  }
+}
+
+/* ---- the examples, twice in a row ---------------------------------------- */
+
+/* Sandboxes in @state: none once a DAG has released what it made. */
+static guint
+count_sandboxes (const char *state)
+{
+  g_autoptr(SandstepStore) store = NULL;
+  g_autoptr(GPtrArray) handles = NULL;
+
+  if (!g_file_test (state, G_FILE_TEST_IS_DIR) || (store = sandstep_store_open (state, NULL)) == NULL)
+    return 0;
+  handles = sandstep_store_list (store);
+  for (guint i = 0; i < handles->len; i++)
+    g_test_message ("left behind: %s", (char *) handles->pdata[i]);
+  return handles->len;
+}
+
+/* The scripted chat-completions server of test-agent, started for one run of
+ * examples/agent (its script starts over with each server); stopped by pid. */
+static GPid
+start_scripted_server (const char *script, char **out_url)
+{
+  g_autofree char *server = g_test_build_filename (G_TEST_BUILT, "test-agent", NULL);
+  const char *argv[] = { server, "--serve", script, "--port=0", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GIOChannel) channel = NULL;
+  GPid pid = 0;
+  int out = -1;
+  gsize end = 0;
+
+  g_spawn_async_with_pipes (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out,
+                            NULL, &error);
+  g_assert_no_error (error);
+  channel = g_io_channel_unix_new (out);
+  g_io_channel_set_close_on_unref (channel, TRUE);
+  g_io_channel_read_line (channel, out_url, NULL, &end, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*out_url);
+  (*out_url)[end] = '\0';
+  g_assert_true (g_str_has_prefix (*out_url, "http://127.0.0.1:"));
+  return pid;
+}
+
+static void
+stop_scripted_server (GPid pid)
+{
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+  g_spawn_close_pid (pid);
+}
+
+/* Runs examples/@name as its README says, twice in a row in one copy: each
+ * run succeeds and leaves no sandbox behind (the second one re-provisions
+ * what the first one released, and releases it again). */
+static void
+test_example_twice (gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "..", "examples", name, NULL);
+  g_autofree char *plugin_arg = g_strconcat ("SANDSTEP_PLUGIN=", plugin_path (), NULL);
+  g_autofree char *copy = NULL;
+  g_autofree char *script = NULL;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  {
+    const char *argv[] = { "cp", "-r", source, tree->dir, NULL };
+    g_autoptr(GError) error = NULL;
+    int status = 0;
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  copy = g_build_filename (name, NULL);
+  script = g_build_filename (tree->dir, name, "scripted.json", NULL);
+  for (int round = 1; round <= 2; round++)
+    {
+      g_autofree char *url = NULL;
+      g_autofree char *base_arg = NULL;
+      GPid server = 0;
+      const char *args[] = { "-j4", plugin_arg, NULL };
+
+      g_test_message ("round %d", round);
+      if (g_file_test (script, G_FILE_TEST_EXISTS))
+        server = start_scripted_server (script, &url);
+      base_arg = g_strconcat ("OPENAI_BASE_URL=", url != NULL ? url : "http://127.0.0.1:1/v1", NULL);
+      {
+        /* XDG_DATA_DIRS unset: GIO finds its schemas where the system keeps them, not in the test's dirs. */
+        const char *env[] = { "XDG_DATA_DIRS", base_arg, "OPENAI_MODEL=scripted", "OPENAI_API_KEY=sk-example", NULL };
+        g_autoptr(MakeResult) r = tree_make_full (tree, copy, env, args);
+        if (server != 0)
+          stop_scripted_server (server);
+        g_assert_cmpint (r->status, ==, 0);
+      }
+      g_assert_cmpuint (count_sandboxes (tree->state), ==, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1206,10 +1584,12 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/unit/run-id", test_unit_run_id);
   g_test_add_func ("/plugin/unit/quote", test_unit_quote);
   g_test_add_func ("/plugin/unit/every-operator", test_unit_every_operator);
+  g_test_add_func ("/plugin/unit/readme-lists-every-function", test_readme_lists_every_function);
   g_test_add_func ("/plugin/exports", test_exports);
   g_test_add_func ("/plugin/load", test_load);
   g_test_add_func ("/plugin/render", test_render);
   g_test_add_func ("/plugin/render/argv", test_render_argv);
+  g_test_add_func ("/plugin/render/steps", test_render_steps);
   g_test_add_func ("/plugin/render/helper-beside-plugin", test_helper_beside_plugin);
   g_test_add_func ("/plugin/identity/dry-run", test_dry_run);
   g_test_add_func ("/plugin/identity/run-id", test_run_id);
@@ -1221,8 +1601,16 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
   g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);
+  g_test_add_func ("/plugin/helper/after-release", test_helper_after_release);
   g_test_add_func ("/plugin/helper/parallel", test_helper_parallel);
   g_test_add_func ("/plugin/helper/commas", test_helper_commas);
+  g_test_add_func ("/plugin/helper/recipe-claim", test_helper_recipe_claim);
+  g_test_add_func ("/plugin/helper/recipe-claim-failed", test_helper_recipe_claim_failed);
+  g_test_add_func ("/plugin/helper/step-by-hand", test_helper_step_by_hand);
+
+  g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);
+  g_test_add_data_func ("/plugin/examples/fanout", "fanout", test_example_twice);
+  g_test_add_data_func ("/plugin/examples/agent", "agent", test_example_twice);
 
   return g_test_run ();
 }

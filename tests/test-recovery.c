@@ -41,27 +41,12 @@ sandbox_path (Fixture *f, const char *handle, const char *member)
   return g_build_filename (f->state_dir, "sandboxes", handle, member, NULL);
 }
 
-/* The names in @dir, sorted, joined by spaces. */
-static char *
-names_in (const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-  g_autoptr(GPtrArray) names = g_ptr_array_new ();
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-    g_ptr_array_add (names, (gpointer) name);
-  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
-  g_ptr_array_add (names, NULL);
-  return g_strjoinv (" ", (char **) names->pdata);
-}
-
 static char *
 state_names (Fixture *f, const char *sub)
 {
   g_autofree char *dir = g_build_filename (f->state_dir, sub, NULL);
 
-  return names_in (dir);
+  return sandstep_test_dir_names (dir);
 }
 
 /* Output of `sh -c COMMAND` run in @dir on the host. */
@@ -405,7 +390,7 @@ test_full_disk (Fixture *f, gconstpointer data)
   g_clear_pointer (&r, sandstep_test_result_free);
   workspace = sandbox_path (f, idle, "tree/workspace");
   {
-    g_autofree char *names = names_in (workspace);
+    g_autofree char *names = sandstep_test_dir_names (workspace);
     g_assert_cmpstr (names, ==, "kept");
   }
 

@@ -455,7 +455,7 @@ attempt_as (Fixture *f, SandstepTestUser *user, const char *socket_path, const c
     {
       struct sockaddr_un address = { .sun_family = AF_UNIX };
       const char *fields[SANDSTEP_RUN_FIELDS] = { SANDSTEP_RUN_MAGIC, handle, f->owner, f->holder,
-                                                    "", "", "", command };
+                                                    "", "", "", command, "" };
       char buf[4096];
       size_t len = 0;
       int fds[3] = { 0, 1, 2 };

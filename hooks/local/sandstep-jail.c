@@ -12,6 +12,7 @@
  */
 #include "sandstep-jail.h"
 #include "sandstep-jail-private.h"
+#include "sandstep-userns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -685,9 +686,17 @@ write_proc (int pid, const char *file, const char *text, GError **error)
 {
   g_autofree char *path = g_strdup_printf ("/proc/%d/%s", pid, file);
 
+  int errsv;
+  g_autofree char *why = NULL;
+
   if (write_file_at_once (path, text, strlen (text), O_WRONLY, 0) == 0)
     return TRUE;
-  return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+  errsv = errno;
+  why = sandstep_userns_diagnose ("/proc", SANDSTEP_USERNS_USE, errsv);
+  if (why != NULL)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                           "Could not write the sandbox's %s (%s): %s", file, g_strerror (errsv), why);
+  return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                "Could not write the sandbox's %s", file);
 }
 
@@ -783,6 +792,11 @@ await_exec (SandstepJail *jail, int report, SandstepJailProcess *process, GError
   if (n == (ssize_t) sizeof failure)
     {
       g_autofree char *what = describe_step (jail, failure.step);
+      g_autofree char *why = sandstep_userns_diagnose ("/proc", SANDSTEP_USERNS_USE, failure.errsv);
+
+      if (why != NULL)
+        return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                               "The jail could not %s (%s): %s", what, g_strerror (failure.errsv), why);
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, failure.errsv,
                                    "The jail could not %s", what);
     }
@@ -851,10 +865,16 @@ sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc a
     g_error ("could not take back root after creating a sandbox: %s", g_strerror (errno));
   if (pid < 0)
     {
-      if (errsv == EPERM || errsv == EINVAL || errsv == ENOSPC || errsv == EUSERS || errsv == ENOSYS)
+      g_autofree char *why = sandstep_userns_diagnose ("/proc", SANDSTEP_USERNS_CREATE, errsv);
+
+      if (why != NULL)
+        ok = sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                             "Cannot create the sandbox's namespaces (%s): %s", g_strerror (errsv), why);
+      else if (errsv == EPERM || errsv == EINVAL || errsv == ENOSPC || errsv == EUSERS || errsv == ENOSYS)
         ok = sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
                                    "Cannot create the sandbox's namespaces (user, mount, pid, ipc, uts, net); "
-                                   "enable unprivileged user namespaces (sysctl user.max_user_namespaces)");
+                                   "enable unprivileged user namespaces (sysctl user.max_user_namespaces), or run "
+                                   "sandstep as root");
       else
         ok = sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Cannot start the sandbox's first process");

@@ -1,11 +1,14 @@
 /* sandstep-local.c: the local backend: jails on this machine, state in a directory. */
 #include "sandstep-backend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/sysmacros.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandstep-cgroup.h"
@@ -14,6 +17,7 @@
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
+#include "sandstep-step.h"
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
 #include "sandstep-tree.h"
@@ -30,6 +34,8 @@ typedef struct {
   SandstepRecord *record;
   int claim_fd;
   int tree_fd;
+  SandstepStep step;       /* the make recipe line this attachment serves; .pid 0: none */
+  char *holder;
 } LocalAttachment;
 
 static gint64
@@ -84,7 +90,7 @@ check_alive (const SandstepRecord *record, GError **error)
                            "ends; provision a new one", record->handle);
   return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
                          "Sandbox '%s' expired at %s, at the end of its %" G_GINT64_FORMAT "s lifetime; provision a "
-                         "new one (lifetime=...), and reclaim this one with 'sandstep gc --expired'",
+                         "new one (--lifetime=DURATION), and reclaim this one with 'sandstep gc --expired'",
                          record->handle, when, record->spec->lifetime_s);
 }
 
@@ -149,7 +155,18 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
       g_autoptr(SandstepRecord) old = sandstep_store_load (store, existing, &load_error);
       if (old != NULL && now_unix () < old->expires && !old->released)
         {
+          g_autofree char *differences = sandstep_spec_differences (old->spec, spec);
+
           sandstep_store_unlock_provision (store);
+          /* A retry asks for what it asked before; anything else is another sandbox. */
+          if (differences != NULL)
+            {
+              sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_CONFLICT,
+                              "'%s' already provisioned sandbox '%s' with another spec: %s. Destroy that sandbox "
+                              "first ('sandstep destroy' with its handle), or provision under another holder",
+                              who->holder, existing, differences);
+              return NULL;
+            }
           *out_existing = TRUE;
           return g_steal_pointer (&existing);
         }
@@ -180,6 +197,45 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 }
 
 static void local_detach (SandstepAttachment *attachment);
+
+static int
+open_sandbox_dir (LocalBackend *local, const char *handle)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
+
+  return openat (local->store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Under the claim: refuses while another holder's make recipe holds the
+ * sandbox between its lines, and leaves a hold for this one's recipe when
+ * this line is not its last (sandstep-step.h). */
+static gboolean
+judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepStep *out_step,
+            GError **error)
+{
+  char holder[SANDSTEP_STEP_HOLDER_MAX];
+  pid_t make_pid = 0;
+  int dir = open_sandbox_dir (local, handle);
+
+  memset (out_step, 0, sizeof *out_step);
+  if (dir < 0)
+    return TRUE;
+  if (sandstep_step_held (dir, holder, sizeof holder, &make_pid) && g_strcmp0 (holder, who->holder) != 0)
+    {
+      close (dir);
+      return sandstep_throw_busy (error, holder,
+                                  "Sandbox '%s' is held by '%s', whose make recipe (make pid %d) holds it from its "
+                                  "first sandbox line to its last, and one step uses a sandbox at a time; wait for it "
+                                  "(--wait=SECONDS), or provision one sandbox per step; a recipe that failed half-way "
+                                  "holds it until that make exits",
+                                  handle, holder, (int) make_pid);
+    }
+  if (who->step != NULL && sandstep_step_scan (who->step, out_step) && out_step->pid > 0 &&
+      !sandstep_step_update (dir, who->holder, out_step))
+    g_debug ("Could not leave the recipe's hold on '%s': %s", handle, g_strerror (errno));
+  close (dir);
+  return TRUE;
+}
 
 static SandstepAttachment *
 local_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
@@ -216,6 +272,13 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
     }
 
   attachment = g_new0 (LocalAttachment, 1);
+  if (!judge_step (local, handle, who, &attachment->step, error))
+    {
+      close (fd);
+      g_free (attachment);
+      return NULL;
+    }
+  attachment->holder = g_strdup (who->holder);
   attachment->parent.backend = backend;
   attachment->parent.handle = g_strdup (handle);
   attachment->local = local;
@@ -255,8 +318,19 @@ local_detach (SandstepAttachment *parent)
 
   if (attachment->tree_fd >= 0)
     close (attachment->tree_fd);
+  /* The recipe's last line for this sandbox ends its hold, still under the claim. */
+  if (attachment->claim_fd >= 0 && attachment->step.pid > 0 && attachment->step.ends)
+    {
+      int dir = open_sandbox_dir (attachment->local, parent->handle);
+      if (dir >= 0)
+        {
+          sandstep_step_update (dir, attachment->holder, &attachment->step);
+          close (dir);
+        }
+    }
   if (attachment->claim_fd >= 0)
     close (attachment->claim_fd);
+  g_free (attachment->holder);
   sandstep_record_free (attachment->record);
   g_free (parent->handle);
   g_free (attachment);
@@ -441,6 +515,8 @@ local_export_file (SandstepAttachment *parent, const char *path, int dest_fd, gu
   return sandstep_tree_export (((LocalAttachment *) parent)->tree_fd, path, dest_fd, max_bytes, error);
 }
 
+static char *current_user (LocalBackend *local, const char *handle, gboolean *out_running);
+
 static JsonNode *
 local_describe (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
@@ -450,13 +526,15 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   g_autofree char *created = NULL;
   g_autofree char *expires = NULL;
   g_autofree char *held_by = NULL;
+  gboolean running = FALSE;
 
   if (record == NULL || !check_owner (record, who, error))
     return NULL;
   created = format_time (record->created);
   expires = format_time (record->expires);
 
-  held_by = sandstep_store_peek_holder (local->store, handle);
+  /* Who holds it now, without taking the claim. */
+  held_by = current_user (local, handle, &running);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "handle");
@@ -555,6 +633,31 @@ owner_has_run (const char *owner, const char *run)
   return g_strcmp0 (slash != NULL ? slash + 1 : owner, run) == 0;
 }
 
+gboolean
+sandstep_local_judge (SandstepStore *store, const char *handle, SandstepCondition *out_condition, gboolean *out_over,
+                      SandstepRecord **out_record, char **out_problem)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, &error);
+
+  *out_record = NULL;
+  *out_problem = NULL;
+  if (record == NULL)
+    {
+      /* Destroyed since it was listed: nothing to judge. */
+      if (g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND))
+        return FALSE;
+      *out_condition = SANDSTEP_CONDITION_BROKEN;
+      *out_over = sandstep_store_is_over (store, handle, NULL);
+      *out_problem = g_strdup (error->message);
+      return TRUE;
+    }
+  *out_over = sandstep_store_is_over (store, handle, record);
+  *out_condition = *out_over ? SANDSTEP_CONDITION_EXPIRED : SANDSTEP_CONDITION_IDLE;
+  *out_record = g_steal_pointer (&record);
+  return TRUE;
+}
+
 static gboolean
 local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
           gboolean broken, GPtrArray *destroyed, GError **error)
@@ -566,16 +669,19 @@ local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, g
   for (guint i = 0; i < handles->len; i++)
     {
       const char *handle = handles->pdata[i];
-      g_autoptr(GError) load_error = NULL;
-      g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, &load_error);
+      g_autoptr(SandstepRecord) record = NULL;
+      g_autofree char *problem = NULL;
+      gboolean over = FALSE;
       g_autoptr(GError) local_error = NULL;
+      SandstepCondition condition;
 
-      if (record == NULL)
+      if (!sandstep_local_judge (local->store, handle, &condition, &over, &record, &problem))
+        continue;
+      if (condition == SANDSTEP_CONDITION_BROKEN)
         {
           /* A damaged sandbox has no owner to match a run: reclaimed when asked, or once certainly over;
            * never by a gc for some owners only, as it may be anyone's. */
-          if (!g_error_matches (load_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN) ||
-              owner_prefix != NULL || !(broken || sandstep_store_is_over (local->store, handle, NULL)))
+          if (owner_prefix != NULL || !(broken || over))
             continue;
         }
       else
@@ -584,7 +690,7 @@ local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, g
             continue;
           if (owner_prefix != NULL && !g_str_has_prefix (record->owner, owner_prefix))
             continue;
-          if (expired_only && !sandstep_store_is_over (local->store, handle, record))
+          if (expired_only && condition != SANDSTEP_CONDITION_EXPIRED)
             continue;
         }
       if (sandstep_sandbox_destroy (local->store, handle, -1, &local_error))
@@ -597,6 +703,103 @@ local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, g
     }
   sandstep_store_sweep (local->store, TRUE);
   return ok;
+}
+
+/* Who uses the sandbox now: its claim's holder (*out_running), or the
+ * holder of a make recipe's hold between its lines; NULL for nobody. */
+static char *
+current_user (LocalBackend *local, const char *handle, gboolean *out_running)
+{
+  char holder[SANDSTEP_STEP_HOLDER_MAX];
+  char *claimed = sandstep_store_peek_holder (local->store, handle);
+  int dir;
+
+  *out_running = claimed != NULL;
+  if (claimed != NULL)
+    return claimed;
+  dir = open_sandbox_dir (local, handle);
+  if (dir >= 0 && sandstep_step_held (dir, holder, sizeof holder, NULL))
+    {
+      close (dir);
+      return g_strdup (holder);
+    }
+  if (dir >= 0)
+    close (dir);
+  return NULL;
+}
+
+/* Bytes of the regular files under @dir_fd (taken), never following a link. */
+static guint64
+tree_size (int dir_fd, int depth)
+{
+  DIR *dir = fdopendir (dir_fd);
+  struct dirent *entry;
+  guint64 total = 0;
+
+  if (dir == NULL)
+    {
+      close (dir_fd);
+      return 0;
+    }
+  while ((entry = readdir (dir)) != NULL)
+    {
+      struct stat st;
+
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0 ||
+          fstatat (dirfd (dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISREG (st.st_mode))
+        total += st.st_size;
+      else if (S_ISDIR (st.st_mode) && depth < 256)
+        {
+          int fd = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (fd >= 0)
+            total += tree_size (fd, depth + 1);
+        }
+    }
+  closedir (dir);
+  return total;
+}
+
+static GPtrArray *
+local_list (SandstepBackend *backend, const char *run, const char *owner, GError **error)
+{
+  LocalBackend *local = (LocalBackend *) backend;
+  g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
+  GPtrArray *entries = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstep_list_entry_free);
+
+  for (guint i = 0; i < handles->len; i++)
+    {
+      const char *handle = handles->pdata[i];
+      g_autoptr(SandstepRecord) record = NULL;
+      g_autoptr(SandstepListEntry) entry = g_new0 (SandstepListEntry, 1);
+      g_autofree char *tree = g_build_filename ("sandboxes", handle, "tree", NULL);
+      gboolean running = FALSE, over = FALSE;
+      int fd;
+
+      if (!sandstep_local_judge (local->store, handle, &entry->condition, &over, &record, &entry->problem))
+        continue;
+      if (record == NULL ? run != NULL || owner != NULL
+                         : (run != NULL && !owner_has_run (record->owner, run)) ||
+                             (owner != NULL && g_strcmp0 (record->owner, owner) != 0))
+        continue;
+      entry->handle = g_strdup (handle);
+      if (record != NULL)
+        {
+          entry->owner = g_strdup (record->owner);
+          entry->provisioned_by = g_strdup (record->holder);
+          entry->created = record->created;
+          entry->expires = record->expires;
+        }
+      entry->held_by = current_user (local, handle, &running);
+      if (entry->condition == SANDSTEP_CONDITION_IDLE && entry->held_by != NULL)
+        entry->condition = running ? SANDSTEP_CONDITION_RUNNING : SANDSTEP_CONDITION_HELD;
+      fd = openat (local->store->dir_fd, tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd >= 0)
+        entry->size = tree_size (fd, 0);
+      g_ptr_array_add (entries, g_steal_pointer (&entry));
+    }
+  return entries;
 }
 
 gboolean
@@ -643,6 +846,7 @@ static const SandstepBackendClass local_class = {
   .release = local_release,
   .destroy = local_destroy,
   .gc = local_gc,
+  .list = local_list,
   .free = local_free,
 };
 

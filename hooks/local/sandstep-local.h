@@ -3,6 +3,7 @@
 
 #include <glib.h>
 
+#include "sandstep-backend.h"
 #include "sandstep-store.h"
 
 G_BEGIN_DECLS
@@ -10,6 +11,16 @@ G_BEGIN_DECLS
 /* Destroys a sandbox whole: its supervisor (and every process of it), the
  * holder of its claim, its directory, its cgroup.  Gone already is fine. */
 gboolean sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
+
+/* The one judgement gc and list share: whether the sandbox @handle is
+ * alive (SANDSTEP_CONDITION_IDLE, whoever may be using it), expired (its
+ * lifetime or a release's keep is over: sandstep_store_is_over()) or broken
+ * (its record cannot be loaded, whatever the store's error; @out_problem
+ * says it, and @out_over whether gc may reclaim it unasked).  @out_record
+ * gets the record unless broken.  FALSE when @handle is gone (destroyed
+ * meanwhile). */
+gboolean sandstep_local_judge (SandstepStore *store, const char *handle, SandstepCondition *out_condition,
+                               gboolean *out_over, SandstepRecord **out_record, char **out_problem);
 
 /* `sandstep-core --reclaim HANDLE`: what a supervisor execs as it ends
  * after the last command of a released sandbox: destroys it. */

@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#define SANDSTEP_RUN_MAGIC "sandstep-run-2"
+#define SANDSTEP_RUN_MAGIC "sandstep-run-3"
 #define SANDSTEP_RUN_SOCKET "supervisor.sock"
 /* flock held by a sandbox's supervisor; its content is "PID START-TIME". */
 #define SANDSTEP_RUN_LOCK "supervisor"
@@ -42,6 +42,7 @@ enum {
   SANDSTEP_RUN_FIELD_TIMEOUT,   /* empty: not given; else seconds as the caller wrote them */
   SANDSTEP_RUN_FIELD_CLAIMED,   /* "1": the claim's fd follows stdio */
   SANDSTEP_RUN_FIELD_COMMAND,
+  SANDSTEP_RUN_FIELD_STEP,      /* a make recipe's line: "PID START ENDS" (sandstep-step.h); empty: none */
   SANDSTEP_RUN_FIELDS
 };
 

@@ -118,11 +118,11 @@ sandstep_store_sandbox_path (SandstepStore *store, const char *handle, const cha
 }
 
 static gboolean
-not_found (GError **error, const char *handle)
+not_found (SandstepStore *store, GError **error, const char *handle)
 {
   return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
                          "No sandbox '%s' here: it was destroyed, or never provisioned on this machine "
-                         "(state directory: SANDSTEP_STATE_DIR); provision a new one", handle);
+                         "(state directory: '%s'); provision a new one", handle, store->dir);
 }
 
 static JsonNode *
@@ -164,7 +164,7 @@ open_sandbox_dir (SandstepStore *store, const char *handle, GError **error)
   int fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
   if (fd < 0 && errno == ENOENT)
-    not_found (error, handle);
+    not_found (store, error, handle);
   else if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
     broken (error, handle, "'%s/sandboxes/%s' is not a directory", store->dir, handle);
   else if (fd < 0)
@@ -554,24 +554,14 @@ static void
 for_each_entry (SandstepStore *store, const char *rel, void (*func) (SandstepStore *store, int dir_fd,
                                                                         const char *name))
 {
-  int fd = openat (store->dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  struct dirent *entry;
+  g_autoptr(GPtrArray) names = sandstep_list_entries_at (store->dir_fd, rel);
+  int fd;
 
-  if (dir == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return;
-    }
-  /* Collected first: the callbacks remove entries, which readdir need not survive. */
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      g_ptr_array_add (names, g_strdup (entry->d_name));
+  if (names == NULL || (fd = openat (store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    return;
   for (guint i = 0; i < names->len; i++)
-    func (store, dirfd (dir), names->pdata[i]);
-  closedir (dir);
+    func (store, fd, names->pdata[i]);
+  close (fd);
 }
 
 static void
@@ -618,12 +608,6 @@ sweep_holder (SandstepStore *store, int dir_fd, const char *name)
     unlinkat (dir_fd, name, 0);
 }
 
-static void
-sweep_trash (SandstepStore *store, int dir_fd, const char *name)
-{
-  sandstep_remove_tree_at (dir_fd, name);
-}
-
 void
 sandstep_store_sweep (SandstepStore *store, gboolean holders)
 {
@@ -634,7 +618,14 @@ sandstep_store_sweep (SandstepStore *store, gboolean holders)
   for_each_entry (store, "holders", holders ? sweep_holder : sweep_holder_temporaries);
   sandstep_store_unlock_provision (store);
   /* Trees whose removal was cut short; nothing else ever enters the trash. */
-  for_each_entry (store, "trash", sweep_trash);
+  {
+    int trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (trash_fd >= 0)
+      {
+        sandstep_remove_entries_at (trash_fd);
+        close (trash_fd);
+      }
+  }
 }
 
 /* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
@@ -750,7 +741,7 @@ open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GErro
       if (fstatat (store->dir_fd, dir, &dir_st, AT_SYMLINK_NOFOLLOW) == 0)
         broken (error, handle, "it has no claim file");
       else
-        not_found (error, handle);
+        not_found (store, error, handle);
     }
   else if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO || errno == ENOTDIR))
     broken (error, handle, "its claim file is not a regular file");
@@ -808,7 +799,7 @@ sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *
   if (!claim_is_current (store, handle, fd))
     {
       close (fd);
-      not_found (error, handle);
+      not_found (store, error, handle);
       return -1;
     }
   {

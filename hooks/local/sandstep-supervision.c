@@ -1,6 +1,8 @@
 /* sandstep-supervision.c: starting and stopping a sandbox's supervisor, from the helper. */
 #include "sandstep-supervision.h"
 
+#include "sandstep-paths.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -45,6 +47,14 @@ sandstep_program_path (const char *name)
   if (self != NULL && g_str_has_prefix (self, SANDSTEP_BUILD_ROOT "/"))
     return g_build_filename (SANDSTEP_BUILD_ROOT, "operators", name, NULL);
 #endif
+  /* An installed sandstepd: the libexecdir of its own prefix. */
+  if (dir != NULL)
+    {
+      char path[4096];
+      if (sandstep_relocate (dir, SANDSTEP_SBINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, path, sizeof path) ||
+          sandstep_relocate (dir, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, path, sizeof path))
+        return g_strdup (path);
+    }
   return g_build_filename (SANDSTEP_LIBEXECDIR, name, NULL);
 }
 
@@ -99,8 +109,8 @@ build_plan (SandstepStore *store, const SandstepRecord *record, char **env, GErr
   if (record->spec->network == SANDSTEP_NETWORK_OPEN && pasta == NULL)
     {
       sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
-                      "network=open needs pasta, a user-mode network stack, and none is installed; install the "
-                      "Debian package passt, or provision with network=none or allow=HOST");
+                      "--network=open needs pasta, a user-mode network stack, and none is installed; install the "
+                      "Debian package passt, or provision with --network=none or --allow=HOST");
       return NULL;
     }
   jail = sandstep_jail_new (&config, error);

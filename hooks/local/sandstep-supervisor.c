@@ -34,6 +34,7 @@
 #include "sandstep-jail-init.h"
 #include "sandstep-jail.h"
 #include "sandstep-run-wire.h"
+#include "sandstep-step.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -55,6 +56,8 @@ typedef struct {
   int conn;
   gboolean own_claim;      /* the supervisor holds the claim for the caller */
   int caller_claim;        /* the caller's claim fd, held while its command runs */
+  SandstepStep step;       /* the make recipe line it serves, when the claim is ours */
+  char *holder;
   gint64 deadline;         /* monotonic µs */
   gint64 kill_deadline;    /* after KILL: when init is given up on */
   gboolean timed_out;
@@ -456,12 +459,12 @@ start_pasta (Supervisor *s, GError **error)
       child_end (&s->pasta);
       if (access ("/dev/net/tun", R_OK | W_OK) < 0)
         return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
-                               "network=open needs /dev/net/tun for its user-mode network stack, and this user may "
+                               "--network=open needs /dev/net/tun for its user-mode network stack, and this user may "
                                "not open it (%s); make it mode 0666 (udev's default), run as root, or provision "
-                               "with network=none or allow=HOST", g_strerror (errno));
+                               "with --network=none or --allow=HOST", g_strerror (errno));
       return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                              "The sandbox's network stack ('%s') did not come up; check that the passt "
-                             "package works here, or provision with network=none", s->pasta_path);
+                             "package works here, or provision with --network=none", s->pasta_path);
     }
   return TRUE;
 }
@@ -705,9 +708,21 @@ take_claim (Supervisor *s, const char *holder)
   return TRUE;
 }
 
+/* Under our claim: does another holder's make recipe hold the sandbox between its lines? */
+static gboolean
+held_by_other_step (Supervisor *s, const char *holder)
+{
+  char current[SANDSTEP_STEP_HOLDER_MAX];
+
+  return sandstep_step_held (s->dir_fd, current, sizeof current, NULL) && strcmp (current, holder) != 0;
+}
+
 static void
 release_claim (Supervisor *s, Command *command)
 {
+  /* The recipe's last line for this sandbox ends its hold, before the claim goes. */
+  if (command->own_claim && command->step.pid > 0 && command->step.ends)
+    sandstep_step_update (s->dir_fd, command->holder, &command->step);
   if (command->own_claim)
     flock (s->claim_fd, LOCK_UN);
   if (command->caller_claim >= 0)
@@ -799,6 +814,7 @@ finish (Supervisor *s, int status, int exec_error)
   if (!command->caller_gone)
     send (command->conn, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
   close (command->conn);
+  g_free (command->holder);
   g_clear_pointer (&s->current, g_free);
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
 }
@@ -847,11 +863,27 @@ begin (Supervisor *s, int conn)
       goto fallback;
     }
   else
-    command->own_claim = TRUE;
+    {
+      command->own_claim = TRUE;
+      /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
+      if (held_by_other_step (s, holder) ||
+          !sandstep_step_scan (request.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
+        {
+          command->step.pid = 0;
+          release_claim (s, command);
+          g_free (command);
+          goto fallback;
+        }
+      command->holder = g_strdup (holder);
+      if (command->step.pid > 0 && !command->step.ends &&
+          !sandstep_step_update (s->dir_fd, holder, &command->step))
+        g_debug ("Could not leave the recipe's hold on '%s': %s", s->handle, g_strerror (errno));
+    }
 
   if (!sandbox_current (s) && !build_sandbox (s, &error))
     {
       release_claim (s, command);
+      g_free (command->holder);
       g_free (command);
       reply_text (conn, SANDSTEP_RUN_ERROR, error->message);
       close (conn);

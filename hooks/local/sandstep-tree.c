@@ -33,6 +33,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-progress.h"
 #include "sandstep-host-files.h"
 #include "sandstep-units.h"
 
@@ -460,7 +461,7 @@ copy_bytes (int in_fd, int out_fd, guint64 limit, gboolean *out_read_failed, int
 
   while (total < limit)
     {
-      gsize want = MIN (limit - total, (guint64) 1 << 30);
+      gsize want = MIN (limit - total, sandstep_progress_piece ((guint64) 1 << 30));
       ssize_t n;
 
       if (kernel_copy)
@@ -469,6 +470,7 @@ copy_bytes (int in_fd, int out_fd, guint64 limit, gboolean *out_read_failed, int
           if (n > 0)
             {
               total += n;
+              sandstep_progress_add (n);
               continue;
             }
           if (n == 0)
@@ -514,6 +516,7 @@ copy_bytes (int in_fd, int out_fd, guint64 limit, gboolean *out_read_failed, int
           return -1;
         }
       total += n;
+      sandstep_progress_add (n);
     }
 
   return total;
@@ -551,6 +554,8 @@ copy_sparse (int in_fd, int out_fd, guint64 size, gboolean *out_read_failed, int
         goto read_failed;
       if (lseek (out_fd, out_start + data, SEEK_SET) < 0)
         goto write_failed;
+      /* A hole is copied the moment it is skipped. */
+      sandstep_progress_add (data - pos);
       n = copy_bytes (in_fd, out_fd, hole - data, out_read_failed, out_errno);
       if (n < 0)
         return -1;
@@ -561,6 +566,7 @@ copy_sparse (int in_fd, int out_fd, guint64 size, gboolean *out_read_failed, int
   /* A hole at the end is the file's length, not data. */
   if (ftruncate (out_fd, out_start + size) < 0 || lseek (out_fd, out_start + size, SEEK_SET) < 0)
     goto write_failed;
+  sandstep_progress_add (size - MIN ((guint64) pos, size));
   return size;
 
 read_failed:
@@ -610,6 +616,8 @@ sandstep_tree_read_file (int tree_fd, const char *sandbox_path, gsize max_bytes,
     return NULL;
 
   size = st.st_size;
+  if (size <= max_bytes)
+    sandstep_progress_expect (size);
   buffer = g_byte_array_sized_new (MIN (size, max_bytes));
   /* The size is checked again as the bytes come, since the file may grow. */
   while (size <= max_bytes)
@@ -620,6 +628,8 @@ sandstep_tree_read_file (int tree_fd, const char *sandbox_path, gsize max_bytes,
       g_byte_array_set_size (buffer, old_len + COPY_CHUNK);
       n = read (fd, buffer->data + old_len, COPY_CHUNK);
       g_byte_array_set_size (buffer, old_len + MAX (n, 0));
+      if (n > 0)
+        sandstep_progress_add (n);
       if (n == 0)
         break;
       if (n < 0)
@@ -931,6 +941,7 @@ sandstep_tree_export (int tree_fd, const char *sandbox_path, int dest_fd, guint6
     }
 
   /* At most the size seen: a file that grows meanwhile is caught below, not copied on. */
+  sandstep_progress_expect (before.st_size);
   if (can_copy_sparse (fd, &before, dest_fd))
     copied = copy_sparse (fd, dest_fd, before.st_size, &read_failed, &errsv);
   else

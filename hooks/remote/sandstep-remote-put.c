@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-progress.h"
 #include "sandstep-host-files.h"
 
 #define PUT_BLOCK (64 * 1024)
@@ -71,6 +72,7 @@ wire_sink_file (const char *rel, int fd, const struct stat *st, const char *show
                                "'%s' on the host was replaced while it was copied; put it again", shown);
       if (!sandstep_remote_write_all (w->fd, buf, n))
         return FALSE;
+      sandstep_progress_add (n);
       left -= n;
     }
   return TRUE;

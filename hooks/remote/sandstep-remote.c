@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-progress.h"
 #include "sandstep-sparse.h"
 #include "sandstep-token.h"
 
@@ -283,6 +284,9 @@ remote_read_file (SandstepAttachment *parent, const char *path, gsize max_bytes,
                       a->target.server, path, max_bytes);
       return NULL;
     }
+  /* The body comes whole: counted once it is in. */
+  if (answer != NULL)
+    sandstep_progress_add (g_bytes_get_size (answer));
   return answer;
 }
 
@@ -337,6 +341,7 @@ on_export_data (int stream, GBytes *bytes, gpointer data, GError **error)
     return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
                                  "Cannot write '%s' where it is exported to", out->path);
   out->written += len;
+  sandstep_progress_add (len);
   return TRUE;
 }
 
@@ -476,6 +481,22 @@ remote_free (SandstepBackend *backend)
   g_free (r);
 }
 
+static GPtrArray *
+remote_list (SandstepBackend *backend, const char *run, const char *owner, GError **error)
+{
+  RemoteBackend *r = (RemoteBackend *) backend;
+  g_autoptr(JsonObject) answer = NULL;
+
+  if (r->url == NULL)
+    {
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                      "no sandbox server to list the sandboxes of: pass --backend=URL or set " SANDSTEP_BACKEND_ENV);
+      return NULL;
+    }
+  answer = sandstep_remote_call (r, r->url, "/list", sandstep_wire_list_request (run, owner), NULL, error);
+  return answer != NULL ? sandstep_wire_read_list_reply (answer, r->url) : NULL;
+}
+
 static const SandstepBackendClass remote_class = {
   .name = "remote",
   .provision = remote_provision,
@@ -493,6 +514,7 @@ static const SandstepBackendClass remote_class = {
   .release = remote_release,
   .destroy = remote_destroy,
   .gc = remote_gc,
+  .list = remote_list,
   .free = remote_free,
 };
 

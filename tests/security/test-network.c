@@ -424,7 +424,7 @@ test_decide_rebinding_v4_mapped (void)
   static const char *const hosts[] = { "svc.test", "meta.test", NULL };
   g_autoptr(SandstepEgress) egress = egress_new (hosts, NULL);
 
-  g_test_summary ("ref 4.39 an allowed name whose AAAA answer is ::ffff:127.0.0.1 (or ::ffff:169.254.169.254) is "
+  g_test_summary ("an allowed name whose AAAA answer is ::ffff:127.0.0.1 (or ::ffff:169.254.169.254) is "
                   "refused: an IPv6 socket dials that as the IPv4 address");
   {
     g_auto(Decision) d = { 0 };
@@ -466,7 +466,7 @@ test_decide_wildcard (void)
       g_autofree char *want = g_strdup_printf ("%s is not an allowed host", refused[i]);
       decide (egress, refused[i], 443, table, &d);
       g_assert_cmpstr (d.reason, ==, want);
-      /* ref 4.38: an unlisted name is never looked up. */
+      /* an unlisted name is never looked up. */
       g_assert_cmpstr (d.asked, ==, "");
     }
 }
@@ -483,7 +483,7 @@ test_decide_literals (void)
   };
   g_autoptr(SandstepEgress) egress = egress_new (hosts, NULL);
 
-  g_test_summary ("ref 4.40 an IP literal, in any spelling, needs an allowed range (even a public one); the "
+  g_test_summary ("an IP literal, in any spelling, needs an allowed range (even a public one); the "
                   "refusal names the normalised address and the spelling given, and nothing is resolved");
   for (gsize i = 0; i < G_N_ELEMENTS (literals); i++)
     {
@@ -545,7 +545,7 @@ test_decide_no_lookup_of_unlisted_names (void)
   g_autoptr(SandstepEgress) egress = egress_new (hosts, cidrs);
   g_auto(Decision) d = { 0 };
 
-  g_test_summary ("ref 4.38 DNS exfiltration: with an allowed range configured too, CONNECT "
+  g_test_summary ("DNS exfiltration: with an allowed range configured too, CONNECT "
                   "<secret>.attacker.tld:443 is refused without the proxy looking the name up (a lookup alone "
                   "carries the secret to the attacker's DNS server)");
   decide (egress, "c2VjcmV0.attacker.tld", 443, NULL, &d);
@@ -1130,7 +1130,7 @@ assert_refused (NetFixture *nf, const char *handle, const char *method, const ch
   sandstep_test_assert_contains (log, sandbox_field);
 }
 
-/* ---- ref 4.34-44 and the allowlist, end to end ---- */
+/* ---- the allowlist, end to end ---- */
 
 /* The HTTPS cases need the test host's TLS server and curl (run inside from the host's /usr). */
 static gboolean
@@ -1281,15 +1281,15 @@ typedef struct {
 
 static const RebindCase rebind_cases[] = {
   { "F39-rebind-loopback", "loop.test", "127.0.0.1",
-    "ref 4.39 an allowed name resolving to 127.0.0.1 is refused (the host's loopback service sees nothing)" },
+    "an allowed name resolving to 127.0.0.1 is refused (the host's loopback service sees nothing)" },
   { "F39-rebind-test-host", "svc.test", NULL,
-    "ref 4.39 an allowed name resolving to the private 10.231.X.2 is refused unless a range covers it" },
+    "an allowed name resolving to the private 10.231.X.2 is refused unless a range covers it" },
   { "F39-rebind-metadata", "meta.test", "169.254.169.254",
-    "ref 4.39 an allowed name resolving to 169.254.169.254 (cloud metadata) is refused" },
+    "an allowed name resolving to 169.254.169.254 (cloud metadata) is refused" },
   { "F39-rebind-host-own", "own.test", NULL,
-    "ref 4.39 an allowed name resolving to one of the host's own addresses is refused" },
-  { "F39-rebind-v6-loopback", "v6loop.test", "::1", "ref 4.39 an allowed name resolving to ::1 is refused" },
-  { "F39-rebind-v6-ula", "ula.test", NULL, "ref 4.39 an allowed name resolving to fd00:231:X::2 (ULA) is refused" },
+    "an allowed name resolving to one of the host's own addresses is refused" },
+  { "F39-rebind-v6-loopback", "v6loop.test", "::1", "an allowed name resolving to ::1 is refused" },
+  { "F39-rebind-v6-ula", "ula.test", NULL, "an allowed name resolving to fd00:231:X::2 (ULA) is refused" },
 };
 
 static void
@@ -1731,47 +1731,47 @@ static const NetCase net_cases[] = {
     "bytes flow through a tunnel after the client half-closes (shutdown(SHUT_WR) once its request "
     "is sent, as nc -N does): the server's answer still comes back" },
   { "F34-36-host-services-from-allow", test_host_loopback_from_allow, TRUE, NULL,
-    "ref 4.34-36 in allow mode too: the host's loopback TCP services (ECONNREFUSED), its abstract "
+    "in allow mode too: the host's loopback TCP services (ECONNREFUSED), its abstract "
     "unix sockets (ECONNREFUSED) and its socket files (ENOENT) are out of reach" },
   { "F37-families-in-allow", test_families_in_allow, FALSE, NULL,
-    "ref 4.37 in allow mode the socket families stay filtered: packet, vsock, bluetooth, alg, "
+    "in allow mode the socket families stay filtered: packet, vsock, bluetooth, alg, "
     "netlink-audit (EAFNOSUPPORT), raw IP (EPERM)" },
   { "F38-dns-fails-none", test_dns_fails, FALSE, "none",
-    "ref 4.38 no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
+    "no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
     "host's port 53 gets ENETUNREACH, and the test host receives no datagram" },
   { "F38-dns-fails-allow", test_dns_fails, TRUE, "allow",
-    "ref 4.38 no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
+    "no DNS inside: no resolv.conf, getent fails, a query sent straight to the test "
     "host's port 53 gets ENETUNREACH, and the test host receives no datagram" },
   { "F38-unlisted-name", test_unlisted_name, FALSE, NULL,
-    "ref 4.38 a name not on the allowlist is refused as such (no lookup is made for it)" },
+    "a name not on the allowlist is refused as such (no lookup is made for it)" },
   { "F38-unlisted-name-with-range", test_unlisted_name_with_range, FALSE, NULL,
-    "ref 4.38 DNS exfiltration through the proxy: with an allowed range configured too, an "
+    "DNS exfiltration through the proxy: with an allowed range configured too, an "
     "unlisted name is refused as not allowed, without a lookup on the host (the refusal must not "
     "say it did not resolve)" },
   { "F39-rebind-v4-mapped", test_rebind_v4_mapped, FALSE, NULL,
-    "ref 4.39 an allowed name whose address is ::ffff:127.0.0.1 (an AAAA record any DNS server can "
+    "an allowed name whose address is ::ffff:127.0.0.1 (an AAAA record any DNS server can "
     "return) is refused: the host's loopback service must see no connection" },
   { "F39-rebind-allowed-by-range", test_rebind_allowed_by_range, FALSE, NULL,
-    "ref 4.39 the same name resolving to 10.231.X.2 is reached once --allow-cidr covers it "
+    "the same name resolving to 10.231.X.2 is reached once --allow-cidr covers it "
     "(HTTPS through the tunnel, TLS handshake with the test host)" },
   { "F39-cidr-outside-refused", test_cidr_outside_refused, FALSE, NULL,
     "an address outside every allowed range is refused, even next door (the host's end of the veth)" },
   { "F40-literal-spellings", test_literal_spellings, TRUE, NULL,
-    "ref 4.40 IP literal spellings of loopback and metadata (2130706433, 0177.0.0.1, 0x7f.1, 127.1, "
+    "IP literal spellings of loopback and metadata (2130706433, 0177.0.0.1, 0x7f.1, 127.1, "
     "[::ffff:127.0.0.1], [64:ff9b::7f00:1], [::1], hex 169.254.169.254) are refused after "
     "normalisation; the host's loopback service sees nothing" },
   { "F41-domain-fronting", test_domain_fronting, FALSE, NULL,
-    "ref 4.41 domain fronting is a limitation: the proxy checks the "
+    "domain fronting is a limitation: the proxy checks the "
     "CONNECT target only, so a Host header naming another site goes through the tunnel unseen" },
   { "F42-proxy-unaware", test_proxy_unaware, TRUE, NULL,
-    "ref 4.42 a proxy-unaware connect fails closed with ENETUNREACH, even to an allowed range "
+    "a proxy-unaware connect fails closed with ENETUNREACH, even to an allowed range "
     "(only the proxy leads out), and the test host sees nothing" },
   { "F43-relay-abuse", test_relay_abuse, FALSE, NULL,
-    "ref 4.43 the proxy port leads to the proxy and nowhere else: the host's loopback and garbage "
+    "the proxy port leads to the proxy and nowhere else: the host's loopback and garbage "
     "requests get 403; nothing of the proxy's host side (a socket, a directory) is in the sandbox; "
     "3128 is the only port" },
   { "F44-proxy-socket-private", test_proxy_socket_private, FALSE, NULL,
-    "ref 4.44 there is no credential to steal: the proxy has no socket on any file system, only "
+    "there is no credential to steal: the proxy has no socket on any file system, only "
     "the connections the sandbox's init hands it; the sandbox's directory (0700) holds one socket, "
     "its supervisor's, which another sandbox cannot reach" },
   { "none-reaches-nothing", test_none_reaches_nothing, TRUE, NULL,

@@ -116,6 +116,18 @@ box_holder (Soak *soak, int box)
   return g_strdup_printf ("--holder=%s/box-%d", soak->f->owner, box);
 }
 
+/* What the box's provision printed: its handle now. */
+static void
+remember_box (Soak *soak, int box, const char *handle)
+{
+  g_mutex_lock (&soak->lock);
+  g_free (soak->handles[box]);
+  soak->handles[box] = g_strdup (handle);
+  if (!g_ptr_array_find_with_equal_func (soak->all_handles, handle, g_str_equal, NULL))
+    g_ptr_array_add (soak->all_handles, g_strdup (handle));
+  g_mutex_unlock (&soak->lock);
+}
+
 /* The box's handle, provisioning it (get-or-create by its holder) when none is known. */
 static char *
 box_handle (Soak *soak, int box)
@@ -132,13 +144,7 @@ box_handle (Soak *soak, int box)
     return handle;
   if (helper (soak, args, 0, &out) != 0)
     return NULL;
-  g_strchomp (out);
-  g_mutex_lock (&soak->lock);
-  g_free (soak->handles[box]);
-  soak->handles[box] = g_strdup (out);
-  if (!g_ptr_array_find_with_equal_func (soak->all_handles, out, g_str_equal, NULL))
-    g_ptr_array_add (soak->all_handles, g_strdup (out));
-  g_mutex_unlock (&soak->lock);
+  remember_box (soak, box, g_strchomp (out));
   return g_steal_pointer (&out);
 }
 
@@ -169,26 +175,11 @@ add_claim (Soak *soak, const char *handle, const char *path, const char *content
 static void
 kill_supervisor (const char *handle)
 {
-  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
   g_autofree char *want = g_strdup_printf ("--supervisor %s", handle);
-  const char *name;
+  g_autoptr(GArray) pids = sandstep_test_processes_naming (want);
 
-  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
-    {
-      g_autofree char *path = NULL;
-      g_autofree char *cmdline = NULL;
-      gsize len;
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      path = g_build_filename ("/proc", name, "cmdline", NULL);
-      if (!g_file_get_contents (path, &cmdline, &len, NULL))
-        continue;
-      for (gsize i = 0; i + 1 < len; i++)
-        if (cmdline[i] == '\0')
-          cmdline[i] = ' ';
-      if (strstr (cmdline, want) != NULL)
-        kill (atoi (name), SIGKILL);
-    }
+  for (guint i = 0; i < pids->len; i++)
+    kill (g_array_index (pids, GPid, i), SIGKILL);
 }
 
 static gpointer
@@ -225,16 +216,9 @@ client (gpointer data)
               const char *args[] = { "provision", holder, "--lifetime=1h", NULL };
               g_autofree char *out = NULL;
               status = helper (soak, args, kill_after, &out);
-              if (status == 0 && g_strcmp0 (g_strchomp (out), handle) != 0)
-                {
-                  /* Get-or-create by holder: the same handle while the sandbox lives; a new one after an ending. */
-                  g_mutex_lock (&soak->lock);
-                  g_free (soak->handles[box]);
-                  soak->handles[box] = g_strdup (out);
-                  if (!g_ptr_array_find_with_equal_func (soak->all_handles, out, g_str_equal, NULL))
-                    g_ptr_array_add (soak->all_handles, g_strdup (out));
-                  g_mutex_unlock (&soak->lock);
-                }
+              /* Get-or-create by holder: the same handle while the sandbox lives; a new one after an ending. */
+              if (status == 0)
+                remember_box (soak, box, g_strchomp (out));
               break;
             }
           case OP_PUT:

@@ -15,3 +15,16 @@ show-export-s3: ; $(sandbox-export @box.sbx no-clobber read-timeout=30,report.md
 show-release: ; $(sandbox-release @box.sbx keep=0,)
 show-id: ; @echo run=$(sandbox-run-id ) holder=$(sandbox-holder )
 sub/dir/show-holder: ; @echo holder=$(sandbox-holder )
+
+# Four sandbox lines over two sandboxes: @a.sbx and @./a.sbx are one.
+show-steps:
+	@$(sandbox-run @a.sbx,one)
+	@$(sandbox-run @./a.sbx,two)
+	@$(sandbox-put @b.sbx,b.txt /workspace/)
+	@$(sandbox-run @a.sbx,three)
+	@echo "ends=$$SANDSTEP_STEP_ENDS"
+
+# At parse time there is no recipe; a target make cannot name back is left alone.
+PARSED := $(sandbox-run @a.sbx,parsed)
+show-parse-time: ; @echo "$(PARSED)"
+weird\=name: ; @$(sandbox-run @a.sbx,weird)

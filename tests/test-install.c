@@ -1,0 +1,290 @@
+/* test-install.c: `meson install` into a staging directory, and
+ * examples/quickstart run against the installed tree only.
+ *
+ * The build under test is installed with DESTDIR (meson install
+ * --no-rebuild --destdir), which is how a package is staged; sandstep's
+ * programs find each other below whatever prefix they sit in
+ * (hooks/sandstep-paths.h), so the staged tree runs whole.  Paths come from
+ * tests/meson.build: SANDSTEP_TEST_MESON, SANDSTEP_TEST_BUILD_ROOT and the
+ * install directories SANDSTEP_TEST_{PREFIX,BINDIR,SBINDIR,LIBEXECDIR,MANDIR,DATADIR}.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "sandstep-store.h"
+#include "sandstep-test-utils.h"
+
+typedef struct {
+  char *dir;      /* mkdtemp'd: the DESTDIR, the work copy, the state */
+  char *destdir;
+  char *prefix;   /* DESTDIR + the configured prefix */
+  char *state;
+} Staged;
+
+static const char *
+need_env (const char *name)
+{
+  const char *value = g_getenv (name);
+
+  if (value == NULL || value[0] == '\0')
+    g_error ("%s is not set; run this test through meson test", name);
+  return value;
+}
+
+/* DESTDIR + an install directory the build was configured with. */
+static char *
+staged_path (Staged *s, const char *variable, const char *rest)
+{
+  return g_build_filename (s->destdir, need_env (variable), rest, NULL);
+}
+
+static int
+remove_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  return remove (path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void
+staged_free (Staged *s)
+{
+  if (s == NULL)
+    return;
+  /* What a failed case left: its sandboxes go, with their supervisors and cgroups. */
+  if (s->state != NULL && g_file_test (s->state, G_FILE_TEST_IS_DIR))
+    {
+      g_autoptr(SandstepStore) store = sandstep_store_open (s->state, NULL);
+      g_autoptr(GPtrArray) handles = store != NULL ? sandstep_store_list (store) : NULL;
+      for (guint i = 0; handles != NULL && i < handles->len; i++)
+        sandstep_store_destroy (store, handles->pdata[i], -1, NULL);
+    }
+  nftw (s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  g_free (s->dir);
+  g_free (s->destdir);
+  g_free (s->prefix);
+  g_free (s->state);
+  g_free (s);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Staged, staged_free)
+
+/* Runs @argv in @cwd with @envp; returns the exit status (-1: a signal), stdout and stderr. */
+static int
+spawn (const char *cwd, const char *const *argv, char **envp, char **out, char **err)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *shown = g_strjoinv (" ", (char **) argv);
+  int status = 0;
+
+  g_test_message ("$ %s", shown);
+  g_spawn_sync (cwd, (char **) argv, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, out, err, &status, &error);
+  g_assert_no_error (error);
+  g_test_message ("wait status %d\n--- stdout\n%s--- stderr\n%s---", status, out && *out ? *out : "",
+                  err && *err ? *err : "");
+  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+}
+
+/* The environment of the installed tree's user: no build tree anywhere. */
+static char **
+user_environment (Staged *s)
+{
+  static const char *const unset[] = {
+    "SANDSTEP", "SANDSTEP_PLUGIN", "SANDSTEPD", "SANDSTEP_REMOTE_MODULE", "SANDSTEP_BACKEND", "MAKEFLAGS", "MAKELEVEL",
+    "MFLAGS", "SANDSTEP_RUN", "SANDSTEP_TOP", "SANDSTEP_DAG", "SANDSTEP_OWNER", "SANDSTEP_HOLDER", "G_TEST_SRCDIR",
+    "G_TEST_BUILDDIR", "SANDSTEP_STEP_ENDS", "LD_LIBRARY_PATH",
+  };
+  char **envp = g_get_environ ();
+
+  for (gsize i = 0; i < G_N_ELEMENTS (unset); i++)
+    envp = g_environ_unsetenv (envp, unset[i]);
+  envp = g_environ_setenv (envp, "PATH", "/usr/local/bin:/usr/bin:/bin", TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", s->state, TRUE);
+  envp = g_environ_setenv (envp, "LC_ALL", "C", TRUE);
+  return envp;
+}
+
+static Staged *
+stage (void)
+{
+  g_autoptr(GError) error = NULL;
+  Staged *s = g_new0 (Staged, 1);
+  g_autofree char *out = NULL, *err = NULL;
+
+  s->dir = g_dir_make_tmp ("sandstep-install-XXXXXX", &error);
+  g_assert_no_error (error);
+  s->destdir = g_build_filename (s->dir, "destdir", NULL);
+  s->prefix = g_build_filename (s->destdir, need_env ("SANDSTEP_TEST_PREFIX"), NULL);
+  s->state = g_build_filename (s->dir, "state", NULL);
+  {
+    const char *argv[] = { need_env ("SANDSTEP_TEST_MESON"), "install", "-C", need_env ("SANDSTEP_TEST_BUILD_ROOT"),
+                           "--no-rebuild", "--quiet", "--destdir", s->destdir, NULL };
+    g_assert_cmpint (spawn (NULL, argv, NULL, &out, &err), ==, 0);
+  }
+  return s;
+}
+
+/* What a package holds: the helper, its internal programs, the plugin,
+ * sandstepd, the man pages, the bash completion and sandstep.pc, whose
+ * plugin variable names the installed plugin. */
+static void
+test_install_files (void)
+{
+  g_autoptr(Staged) s = stage ();
+  static const struct { const char *dir, *name; } files[] = {
+    { "SANDSTEP_TEST_BINDIR", "sandstep" },
+    { "SANDSTEP_TEST_SBINDIR", "sandstepd" },
+    { "SANDSTEP_TEST_LIBEXECDIR", "sandstep-core" },
+    { "SANDSTEP_TEST_LIBEXECDIR", "sandstep-net" },
+    { "SANDSTEP_TEST_LIBEXECDIR", "sandstep-init" },
+    { "SANDSTEP_TEST_LIBEXECDIR", "sandstep-supervise" },
+    { "SANDSTEP_TEST_LIBEXECDIR", "sandstep-remote.so" },
+    { "SANDSTEP_TEST_PLUGINDIR", "sandstep.so" },
+    { "SANDSTEP_TEST_MANDIR", "man1/sandstep.1" },
+    { "SANDSTEP_TEST_MANDIR", "man7/sandstep-make.7" },
+    { "SANDSTEP_TEST_MANDIR", "man8/sandstepd.8" },
+    { "SANDSTEP_TEST_DATADIR", "bash-completion/completions/sandstep" },
+    { "SANDSTEP_TEST_DATADIR", "pkgconfig/sandstep.pc" },
+  };
+  g_auto(GStrv) envp = user_environment (s);
+
+  g_test_summary ("meson install puts the helper in bindir, its programs in libexecdir, the plugin, sandstepd, "
+                  "man pages written from the operator table, a bash completion and sandstep.pc");
+  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *path = staged_path (s, files[i].dir, files[i].name);
+      g_test_message ("%s", path);
+      g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
+    }
+  {
+    /* The pkg-config variable a Makefile loads, moved to the staging prefix as a package build would. */
+    g_autofree char *pc_dir = staged_path (s, "SANDSTEP_TEST_DATADIR", "pkgconfig");
+    g_autofree char *define = g_strconcat ("prefix=", s->prefix, NULL);
+    g_autofree char *plugin = staged_path (s, "SANDSTEP_TEST_PLUGINDIR", "sandstep.so");
+    g_autofree char *expected = g_strconcat (plugin, "\n", NULL);
+    g_autofree char *out = NULL, *err = NULL;
+    const char *argv[] = { "pkg-config", "--define-variable", define, "--variable=plugin", "sandstep", NULL };
+    g_auto(GStrv) pc_env = g_environ_setenv (g_strdupv (envp), "PKG_CONFIG_PATH", pc_dir, TRUE);
+
+    g_assert_cmpint (spawn (NULL, argv, pc_env, &out, &err), ==, 0);
+    g_assert_cmpstr (out, ==, expected);
+  }
+  {
+    /* The man pages name every operator and the placeholders of the table. */
+    g_autofree char *page = staged_path (s, "SANDSTEP_TEST_MANDIR", "man1/sandstep.1");
+    g_autofree char *text = NULL;
+    g_assert_true (g_file_get_contents (page, &text, NULL, NULL));
+    g_assert_true (g_str_has_prefix (text, ".TH sandstep 1 "));
+    g_assert_nonnull (strstr (text, ".SS list\n"));
+    g_assert_nonnull (strstr (text, "\\-\\-to=FILE"));
+  }
+  {
+    g_autofree char *completion = staged_path (s, "SANDSTEP_TEST_DATADIR", "bash-completion/completions/sandstep");
+    g_autofree char *script = g_strdup_printf (". '%s'; COMP_WORDS=(sandstep get --t); COMP_CWORD=2; _sandstep; "
+                                               "echo \"${COMPREPLY[*]}\"", completion);
+    const char *argv[] = { "bash", "-c", script, NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    g_assert_cmpint (spawn (NULL, argv, envp, &out, &err), ==, 0);
+    g_assert_cmpstr (out, ==, "--to=\n");
+  }
+  {
+    g_autofree char *helper = staged_path (s, "SANDSTEP_TEST_BINDIR", "sandstep");
+    const char *argv[] = { helper, "help", "get", NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    g_assert_cmpint (spawn (NULL, argv, envp, &out, &err), ==, 0);
+    g_assert_true (g_str_has_prefix (out, "Usage: sandstep get "));
+  }
+}
+
+/* examples/quickstart with the installed plugin, which renders the
+ * installed helper by its absolute path; the helper's own chain (the core,
+ * the supervisor) is the installed one. */
+static void
+test_install_quickstart (void)
+{
+  g_autoptr(Staged) s = stage ();
+  g_auto(GStrv) envp = user_environment (s);
+  g_autofree char *plugin = staged_path (s, "SANDSTEP_TEST_PLUGINDIR", "sandstep.so");
+  g_autofree char *helper = staged_path (s, "SANDSTEP_TEST_BINDIR", "sandstep");
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "..", "examples", "quickstart", NULL);
+  g_autofree char *work = g_build_filename (s->dir, "quickstart", NULL);
+  g_autofree char *plugin_arg = g_strconcat ("SANDSTEP_PLUGIN=", plugin, NULL);
+  g_autofree char *rendered = g_strdup_printf ("'%s' provision ", helper);
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+
+  g_test_summary ("examples/quickstart runs against the installed tree only: the installed plugin renders the "
+                  "installed helper's absolute path, and the supervisor that runs the commands is the installed one");
+  {
+    /* A command run by the installed helper runs under the installed supervisor. */
+    const char *provision[] = { helper, "provision", NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    g_autoptr(GArray) pids = NULL;
+    int status;
+
+    g_assert_cmpint (spawn (NULL, provision, envp, &handle, &err), ==, 0);
+    g_strstrip (handle);
+    handle_arg = g_strconcat ("--handle=", handle, NULL);
+    {
+      const char *run[] = { helper, "run", handle_arg, "--", "echo", "installed", NULL };
+      g_clear_pointer (&err, g_free);
+      status = spawn (NULL, run, envp, &out, &err);
+      /* As test-plugin does: where this machine cannot run a jail, say why, unless told to fail. */
+      if (status == 125 && g_strcmp0 (g_getenv ("SANDSTEP_TESTS_MUST_SANDBOX"), "1") != 0)
+        {
+          g_test_skip_printf ("the helper cannot run sandboxes here (set SANDSTEP_TESTS_MUST_SANDBOX=1 to fail): %s",
+                              err);
+          return;
+        }
+      g_assert_cmpint (status, ==, 0);
+      g_assert_cmpstr (out, ==, "installed\n");
+    }
+    {
+      const char *supervisor[] = { "sandstep", "--supervisor", handle, NULL };
+      pids = sandstep_test_find_processes (supervisor);
+    }
+    g_assert_cmpuint (pids->len, ==, 1);
+    {
+      g_autofree char *link = g_strdup_printf ("/proc/%d/exe", (int) g_array_index (pids, GPid, 0));
+      g_autofree char *exe = g_file_read_link (link, NULL);
+      g_autofree char *expected = staged_path (s, "SANDSTEP_TEST_LIBEXECDIR", "sandstep-supervise");
+      g_assert_cmpstr (exe, ==, expected);
+    }
+    {
+      const char *destroy[] = { helper, "destroy", handle_arg, NULL };
+      g_clear_pointer (&out, g_free);
+      g_clear_pointer (&err, g_free);
+      g_assert_cmpint (spawn (NULL, destroy, envp, &out, &err), ==, 0);
+    }
+  }
+  {
+    const char *argv[] = { "cp", "-r", source, s->dir, NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    g_assert_cmpint (spawn (NULL, argv, envp, &out, &err), ==, 0);
+  }
+  {
+    const char *argv[] = { "make", plugin_arg, NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    g_autofree char *report = g_build_filename (work, "report.txt", NULL);
+    g_assert_cmpint (spawn (work, argv, envp, &out, &err), ==, 0);
+    g_assert_true (g_str_has_prefix (out, rendered));
+    g_assert_true (g_file_test (report, G_FILE_TEST_IS_REGULAR));
+  }
+  {
+    g_autoptr(SandstepStore) store = sandstep_store_open (s->state, NULL);
+    g_autoptr(GPtrArray) left = sandstep_store_list (store);
+    g_assert_cmpuint (left->len, ==, 0);
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/install/files", test_install_files);
+  g_test_add_func ("/install/quickstart", test_install_quickstart);
+  return g_test_run ();
+}
