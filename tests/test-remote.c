@@ -1742,8 +1742,8 @@ test_owner_tokens (Fixture *f, gconstpointer data)
 
   g_test_summary ("tokens bound to owner prefixes: a token touches only sandboxes of the owners it covers, is "
                   "refused (403) for others, naming the caller's owner and never the sandbox's; gc without an "
-                  "admin token reclaims only what the token covers; a claim is usable only under a token that "
-                  "covers its owner; a one-token file stays an admin token");
+                  "admin token reclaims only what the token covers, and list shows only those; a claim is usable only "
+                  "under a token that covers its owner; a one-token file stays an admin token");
   file = g_strdup_printf ("# sandstepd tokens\n%s\n\n%s owner=nightly/\n%s owner=weekly/\n", admin, nightly, weekly);
   g_assert_true (g_file_set_contents_full (f->server.token_file, file, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
   fixture_start (f);
@@ -1780,6 +1780,23 @@ test_owner_tokens (Fixture *f, gconstpointer data)
         assert_contains (r->err, n_owner);
         g_assert_null (strstr (r->err, "weekly"));
       }
+  }
+  /* Listing, the nightly token sees the nightly sandbox and nothing of the weekly one. */
+  {
+    g_autofree char *n_local = NULL, *w_local = NULL, *n_server = NULL, *w_server = NULL;
+    const char *list[] = { "list", NULL };
+    g_autoptr(Result) r = helper_as (f, nightly, n_owner, list);
+    g_autoptr(Result) all = helper_as (f, admin, "anyone/at-all", list);
+
+    g_assert_true (sandstep_handle_split (n_handle, &n_server, &n_local));
+    g_assert_true (sandstep_handle_split (w_handle, &w_server, &w_local));
+    assert_status (r, 0);
+    assert_contains (r->out, n_local);
+    g_assert_null (strstr (r->out, w_local));
+    g_assert_null (strstr (r->out, "weekly"));
+    assert_status (all, 0);
+    assert_contains (all->out, n_local);
+    assert_contains (all->out, w_local);
   }
   /* A claim made under the weekly token is no claim of the nightly token's. */
   {
