@@ -82,6 +82,7 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_SETUP,           SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_UNSUPPORTED,     SANDSTEP_EXIT_INTERNAL,    501, "unsupported",    "the server's kernel lacks what the sandbox needs; see the message" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT,     504, "timeout",        "give the command a larger budget" },
+  { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_KILLED,          SANDSTEP_EXIT_INTERNAL,    500, "jail-killed",    "run the step again" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_FAILED,          SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
   { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_ESCAPES,         SANDSTEP_EXIT_PATH,        400, "path-escapes",   "give a path under /workspace or /tmp" },
   { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_NOT_FOUND,       SANDSTEP_EXIT_PATH,        404, "path-not-found", "list the directory to see what is there" },

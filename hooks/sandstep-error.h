@@ -51,6 +51,7 @@ typedef enum {
   SANDSTEP_JAIL_ERROR_SETUP,        /* a namespace, mount or filter step failed */
   SANDSTEP_JAIL_ERROR_UNSUPPORTED,  /* the kernel lacks a feature the spec needs */
   SANDSTEP_JAIL_ERROR_TIMEOUT,
+  SANDSTEP_JAIL_ERROR_KILLED,       /* the sandbox's first process was killed while it started */
   SANDSTEP_JAIL_ERROR_FAILED,
 } SandstepJailError;
 

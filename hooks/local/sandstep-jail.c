@@ -903,7 +903,19 @@ sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc a
       control[0] = -1;
     }
   else
-    sandstep_jail_end (out);
+    {
+      /* Killed from outside while it started (not a step that failed): say so, so the caller may start
+       * another; the command never began. */
+      siginfo_t info = { 0 };
+      if (waitid (P_PIDFD, out->pidfd, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0 &&
+          (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED))
+        {
+          g_clear_error (error);
+          sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_KILLED,
+                          "The sandbox's first process was killed (%s) while it started", g_strsignal (info.si_status));
+        }
+      sandstep_jail_end (out);
+    }
 
 out:
   for (int i = 0; i < 2; i++)

@@ -40,6 +40,9 @@
 #define P_PIDFD 3
 #endif
 
+/* How often a sandbox whose first process was killed as it started is built again. */
+#define BUILD_RETRIES 3
+
 /* How long a caller has to send its request once connected. */
 #define REQUEST_TIMEOUT_MS 2000
 /* How long the user-mode network stack may take to come up. */
@@ -530,6 +533,7 @@ end_sandbox (Supervisor *s)
 static gboolean
 build_sandbox (Supervisor *s, GError **error)
 {
+  g_autoptr(GError) local_error = NULL;
   int egress = -1;
   gboolean ok;
 
@@ -538,7 +542,16 @@ build_sandbox (Supervisor *s, GError **error)
   if (sandstep_jail_egress (s->jail) && !start_proxy (s, &egress, error))
     return FALSE;
   s->sources = sandstep_jail_sources (s->jail);
-  ok = sandstep_jail_build (s->jail, egress, attach_to_cgroup, s, &s->init, error);
+  ok = sandstep_jail_build (s->jail, egress, attach_to_cgroup, s, &s->init, &local_error);
+  /* Its first process killed from outside while it started: nothing ran yet, so build it again. */
+  for (int retry = 0; !ok && retry < BUILD_RETRIES &&
+                      g_error_matches (local_error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_KILLED); retry++)
+    {
+      g_clear_error (&local_error);
+      ok = sandstep_jail_build (s->jail, egress, attach_to_cgroup, s, &s->init, &local_error);
+    }
+  if (!ok)
+    g_propagate_error (error, g_steal_pointer (&local_error));
   if (egress >= 0)
     close (egress);
   if (ok && sandstep_jail_open_network (s->jail))
