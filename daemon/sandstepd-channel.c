@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-json.h"
+
 /* A packet's payload; longer messages go through a memfd. */
 #define MAX_INLINE (48 * 1024)
 /* Nothing the daemon and a worker say to each other is longer (directory listings are the longest). */
@@ -178,8 +180,7 @@ sandstepd_channel_recv (int sock, JsonObject **out_message, int *out_fds, guint 
   const char *text;
   gsize len;
   ssize_t n;
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
-  JsonNode *root;
+  g_autoptr(JsonNode) root = NULL;
 
   *out_message = NULL;
   *out_n_fds = 0;
@@ -233,8 +234,8 @@ sandstepd_channel_recv (int sock, JsonObject **out_message, int *out_fds, guint 
       n_fds--;
       text = big;
     }
-  if (!json_parser_load_from_data (parser, text, len, NULL) || (root = json_parser_get_root (parser)) == NULL ||
-      !JSON_NODE_HOLDS_OBJECT (root) || n_fds > SANDSTEPD_CHANNEL_MAX_FDS)
+  root = sandstep_json_parse (text, len, MAX_MESSAGE, NULL);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root) || n_fds > SANDSTEPD_CHANNEL_MAX_FDS)
     {
       close_all (fds, n_fds);
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "A message is not a JSON object");

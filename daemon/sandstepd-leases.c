@@ -8,8 +8,10 @@
  */
 #include "sandstepd-private.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
@@ -24,6 +26,7 @@ sandstepd_lease_unref (Lease *lease)
   g_free (lease->id);
   g_free (lease->handle);
   g_free (lease->holder);
+  g_free (lease->owner);
   g_free (lease);
 }
 
@@ -199,8 +202,9 @@ new_claim_id (void)
   guint8 bytes[16];
   GString *out = g_string_new ("c-");
 
-  for (gsize i = 0; i < sizeof bytes; i++)
-    bytes[i] = g_random_int_range (0, 256);
+  /* A claim id lets its bearer use the sandbox: never guessable. */
+  if (getrandom (bytes, sizeof bytes, 0) != sizeof bytes)
+    g_error ("getrandom() failed: %s", g_strerror (errno));
   for (gsize i = 0; i < sizeof bytes; i++)
     g_string_append_printf (out, "%02x", bytes[i]);
   return g_string_free (out, FALSE);
@@ -212,8 +216,9 @@ sandstepd_find_lease (Request *req, const char *claim)
 {
   Lease *lease = claim != NULL ? g_hash_table_lookup (req->d->leases, claim) : NULL;
 
+  /* A claim made under another token's owners is no claim of this one's. */
   if (lease != NULL && lease->active && !lease->ended && lease->worker != NULL &&
-      g_strcmp0 (lease->handle, req->handle) == 0)
+      g_strcmp0 (lease->handle, req->handle) == 0 && sandstep_token_entry_covers (req->scope, lease->owner))
     return lease;
   sandstepd_answer_refusal (req, SOUP_STATUS_CONFLICT, "no-claim",
                             "attach again (the claim's connection may have dropped)", SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
@@ -254,6 +259,8 @@ sandstepd_handle_claim (Request *req)
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return;
     }
+  if (!sandstepd_check_owner (req, who.owner))
+    return;
   w = sandstepd_worker_take (d, &error);
   if (w == NULL)
     {
@@ -267,6 +274,7 @@ sandstepd_handle_claim (Request *req)
   lease->id = new_claim_id ();
   lease->handle = g_strdup (req->handle);
   lease->holder = g_strdup (who.holder);
+  lease->owner = g_strdup (who.owner);
   lease->worker = w;
   lease->end_waiters = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstepd_request_unref);
   lease->claim = sandstepd_request_ref (req);
@@ -294,7 +302,8 @@ sandstepd_handle_release_claim (Request *req)
       return;
     }
   lease = g_hash_table_lookup (req->d->leases, claim);
-  if (lease == NULL || g_strcmp0 (lease->handle, req->handle) != 0)
+  if (lease == NULL || g_strcmp0 (lease->handle, req->handle) != 0 ||
+      !sandstep_token_entry_covers (req->scope, lease->owner))
     {
       g_autoptr(JsonObject) object = json_object_new ();
       sandstepd_answer_json (req, SOUP_STATUS_OK, object);

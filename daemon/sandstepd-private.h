@@ -17,6 +17,7 @@
 #include <libsoup/soup.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-token.h"
 #include "sandstepd-channel.h"
 #include "sandstepd.h"
 
@@ -30,6 +31,14 @@ G_BEGIN_DECLS
 #define SANDSTEPD_STAGING "sandstepd-staging"
 /* A worker serves this many claims, then a fresh one takes over (bounds any slow leak). */
 #define SANDSTEPD_MAX_CLAIMS_PER_WORKER 1000
+/* Slow and hostile clients (sandstepd-http.c, "connections"); the two
+ * deadlines are --header-timeout and --idle-timeout. */
+#define SANDSTEPD_HEADERS_DEADLINE_S 10
+#define SANDSTEPD_BODY_IDLE_S 30
+#define SANDSTEPD_MAX_PENDING_PER_PEER 32
+#define SANDSTEPD_MAX_PENDING 256
+#define SANDSTEPD_MAX_CONNECTIONS_PER_PEER 1024
+#define SANDSTEPD_MAX_CONNECTIONS 4096
 /* The hint of a request whose members are wrong. */
 #define SANDSTEPD_API_HINT "see the API in hooks/sandstep-wire.h"
 
@@ -64,8 +73,8 @@ struct _Daemon {
   char *state_dir;
   char *staging_dir;
   int staging_fd;
-  gboolean has_token;
-  guint8 token_digest[32];
+  SandstepTokenSet *tokens;   /* every request needs one of them */
+  char **server_names;        /* Host names accepted besides addresses, localhost and this host's name */
   char *self_exe;
   GHashTable *leases;       /* claim id -> Lease (ref) */
   GQueue idle;              /* Workers without a lease (ref) */
@@ -75,6 +84,17 @@ struct _Daemon {
   gboolean debug;
   guint top_up;
   GTlsCertificate *certificate;
+  /* connections (sandstepd-http.c) */
+  GSocket *listener;
+  guint accept_watch;
+  guint accept_retry;
+  guint accept_backoff_ms;
+  GHashTable *peers;          /* peer address -> connections open (GUINT_TO_POINTER) */
+  GQueue pending;             /* Conn *, oldest first: no request headers yet */
+  guint n_connections;
+  guint max_connections;
+  guint header_timeout_s;
+  guint idle_timeout_s;
 };
 
 /* A message to a worker and what to do with its answer. */
@@ -113,6 +133,7 @@ struct _Lease {
   char *id;
   char *handle;
   char *holder;
+  char *owner;              /* the owner that claimed it: a token must cover it to use the claim */
   Worker *worker;           /* ref */
   Request *claim;           /* the claim's request (ref) while it streams */
   gboolean active;
@@ -129,7 +150,10 @@ struct _Request {
   char *handle;
   char *method;
   char *path;
+  const SandstepTokenEntry *scope;  /* the token it carried (the daemon's) */
+  char *caller_owner;       /* the caller's owner, once its body named one */
   gboolean refused;         /* answered already while reading (401, 413, ...) */
+  gboolean mid_body;        /* refused while its body comes: answered at once, the rest never read */
   GByteArray *body;         /* JSON bodies */
   gsize limit;
   int upload_fd;            /* write: the staged bytes */
@@ -168,6 +192,10 @@ void sandstepd_answer_refusal (Request *req, guint status, const char *code, con
 /* The same for an error the wire module gave (a bad member), prefixed with the method and path. */
 void sandstepd_answer_bad_request (Request *req, const char *hint, const GError *error);
 
+/* TRUE when the request's token covers @owner (and remembers it as the
+ * caller's); else answers 403 naming @owner and what the token covers. */
+gboolean sandstepd_check_owner (Request *req, const char *owner);
+
 /* The request's body as a JSON object, or NULL after answering 400. */
 JsonObject *sandstepd_request_body (Request *req);
 
@@ -182,9 +210,13 @@ void sandstepd_request_finished (SoupServerMessage *msg, gpointer user_data);
 
 /* The connection's socket, for TCP_NODELAY and to notice a peer that hangs up. */
 GSocket *sandstepd_message_socket (SoupServerMessage *msg);
-/* The socket service's "incoming": accepts, shakes hands for TLS, hands the stream to libsoup. */
-gboolean sandstepd_on_incoming (GSocketService *service, GSocketConnection *connection, GObject *source,
-                                gpointer data);
+/* Accepts on @listener (bound and listening) from the main loop: counts and
+ * caps connections, shakes hands for TLS, hands each stream to libsoup. */
+void sandstepd_listen (Daemon *d, GSocket *listener);
+/* A request's headers are in; a body chunk came; the body is in (or the exchange is over). */
+void sandstepd_conn_got_headers (SoupServerMessage *msg);
+void sandstepd_conn_body_progress (SoupServerMessage *msg);
+void sandstepd_conn_body_done (SoupServerMessage *msg);
 
 /* ---- sandstepd-workers.c: the pool of worker processes and the calls they answer ---- */
 

@@ -16,6 +16,7 @@ typedef struct {
   SandstepSpec *spec;
   gint64 keep_s;
   const char *run;
+  const char *owner_prefix;  /* gc: what the token covers (NULL: every owner) */
   const char *owner;        /* list: only this owner's */
   gboolean expired_only;
   gboolean broken;
@@ -78,13 +79,24 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
         g_autoptr(GError) error = NULL;
 
         /* What it reclaimed before a failure is reclaimed: the answer says both. */
-        sandstep_backend_gc (b, job->run, job->expired_only, job->broken, destroyed, &error);
+        sandstep_backend_gc (b, job->run, job->owner_prefix, job->expired_only, job->broken, destroyed, &error);
         job->answer = sandstep_wire_gc_reply (destroyed, error);
         break;
       }
     case ROUTE_SANDBOXES:
       {
         g_autoptr(GPtrArray) entries = sandstep_backend_list (b, job->run, job->owner, &job->error);
+
+        /* A token for some owners sees only theirs: not a damaged sandbox, which may be anyone's. */
+        for (guint i = 0; entries != NULL && i < entries->len;)
+          {
+            const SandstepListEntry *entry = entries->pdata[i];
+            if (job->req->scope->owner_prefix == NULL ||
+                (entry->owner != NULL && sandstep_token_entry_covers (job->req->scope, entry->owner)))
+              i++;
+            else
+              g_ptr_array_remove_index (entries, i);
+          }
         if (entries != NULL)
           job->answer = sandstep_wire_list_reply (entries);
         break;
@@ -125,12 +137,14 @@ read_body (Request *req, RecordJob *job)
   if (req->route == ROUTE_SANDBOXES)
     {
       if (sandstep_wire_read_list_request (job->body, &job->run, &job->owner, &error))
-        return TRUE;
+        return job->owner == NULL || sandstepd_check_owner (req, job->owner);
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return FALSE;
     }
   if (req->route == ROUTE_GC)
     {
+      /* Without an admin token, gc reclaims only what the token covers. */
+      job->owner_prefix = req->scope->owner_prefix;
       if (sandstep_wire_read_gc_request (job->body, &job->run, &job->expired_only, &job->broken, &error))
         return TRUE;
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
@@ -142,6 +156,8 @@ read_body (Request *req, RecordJob *job)
       sandstepd_answer_bad_request (req, SANDSTEPD_API_HINT, error);
       return FALSE;
     }
+  if (!sandstepd_check_owner (req, job->who.owner))
+    return FALSE;
   job->keep_s = (gint64) keep;
   if (req->route == ROUTE_PROVISION)
     {

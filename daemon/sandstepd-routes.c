@@ -64,26 +64,101 @@ route_for (const char *path, char **out_handle, gboolean *out_bad_handle)
   return ROUTE_NONE;
 }
 
-static gboolean
+/* The token entry the request carries, or NULL with why not. */
+static const SandstepTokenEntry *
 authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
 {
   const char *header = soup_message_headers_get_one (soup_server_message_get_request_headers (msg), "Authorization");
-  guint8 digest[32];
+  const SandstepTokenEntry *entry;
 
-  if (!d->has_token)
-    return TRUE;
-  if (header == NULL || !g_str_has_prefix (header, "Bearer "))
+  if (header == NULL || g_ascii_strncasecmp (header, "Bearer ", strlen ("Bearer ")) != 0)
     {
       *out_why = "no token";
-      return FALSE;
+      return NULL;
     }
-  sandstep_token_digest (header + strlen ("Bearer "), digest);
-  if (!sandstep_token_digest_equal (digest, d->token_digest))
+  entry = sandstep_token_set_match (d->tokens, header);
+  if (entry == NULL)
+    *out_why = "a wrong token";
+  return entry;
+}
+
+/* "name", "name:port", "[v6]" or "[v6]:port" -> the host part, lowercase, or NULL. */
+static char *
+host_of (const char *value)
+{
+  const char *colon;
+  char *host;
+  gsize len;
+
+  if (value == NULL || value[0] == '\0')
+    return NULL;
+  if (value[0] == '[')
     {
-      *out_why = "a wrong token";
-      return FALSE;
+      const char *end = strchr (value, ']');
+      if (end == NULL || (end[1] != '\0' && end[1] != ':'))
+        return NULL;
+      return g_ascii_strdown (value + 1, end - value - 1);
     }
-  return TRUE;
+  colon = strchr (value, ':');
+  if (colon != NULL && strchr (colon + 1, ':') != NULL)
+    return NULL;
+  host = g_ascii_strdown (value, colon != NULL ? colon - value : -1);
+  len = strlen (host);
+  if (len > 0 && host[len - 1] == '.')
+    host[len - 1] = '\0';
+  return host;
+}
+
+/* A request for a name that points at us only by accident (DNS rebinding)
+ * names another host: addresses, localhost, this host's name and the names
+ * given with --server-name are ours. */
+static gboolean
+host_is_ours (Daemon *d, const char *value)
+{
+  g_autofree char *host = host_of (value);
+  g_autoptr(GInetAddress) address = NULL;
+
+  if (host == NULL || host[0] == '\0')
+    return FALSE;
+  address = g_inet_address_new_from_string (host);
+  if (address != NULL || strcmp (host, "localhost") == 0 || g_str_has_suffix (host, ".localhost") ||
+      g_ascii_strcasecmp (host, g_get_host_name ()) == 0)
+    return TRUE;
+  for (char **n = d->server_names; n != NULL && *n != NULL; n++)
+    if (g_ascii_strcasecmp (host, *n) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* What a route's body must be: a web page can send text/plain or a form to
+ * anyone by a simple POST, never these. */
+static const char *
+expected_content_type (Route route)
+{
+  switch (route)
+    {
+    case ROUTE_WRITE:
+      return "application/octet-stream";
+    case ROUTE_PUT:
+      return "application/x-sandstep-entries";
+    case ROUTE_HEALTH:
+    case ROUTE_NONE:
+      return NULL;
+    case ROUTE_PROVISION:
+    case ROUTE_GC:
+    case ROUTE_SANDBOXES:
+    case ROUTE_DESCRIBE:
+    case ROUTE_RELEASE:
+    case ROUTE_DESTROY:
+    case ROUTE_CLAIM:
+    case ROUTE_RELEASE_CLAIM:
+    case ROUTE_RUN:
+    case ROUTE_READ:
+    case ROUTE_LIST:
+    case ROUTE_EXPORT:
+      return "application/json";
+    }
+  return "application/json";
 }
 
 /* A JSON body over its limit; the connection closes rather than read the rest. */
@@ -105,15 +180,18 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
   gsize len = 0;
   const guint8 *data = g_bytes_get_data (chunk, &len);
 
+  sandstepd_conn_body_progress (msg);
   if (req->refused)
     return;
+  /* A refusal from here on (req->mid_body) is answered at once, the rest of the body never read. */
   if (req->route == ROUTE_PUT && req->upload != NULL)
     {
       g_autoptr(GError) error = NULL;
-      if (!sandstepd_upload_feed (req->upload, data, len, &error) &&
-          g_error_matches (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE))
+      /* Whatever went wrong, the rest of the body is not read: it could be endless. */
+      if (!sandstepd_upload_feed (req->upload, data, len, &error))
         {
           req->refused = TRUE;
+          req->mid_body = TRUE;
           soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
           sandstepd_answer_error (req, error);
         }
@@ -124,6 +202,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
       if (req->upload_len + len > req->d->max_upload)
         {
           req->refused = TRUE;
+          req->mid_body = TRUE;
           soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
           sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
                                     "write less at a time, or start sandstepd with a larger --max-upload",
@@ -141,6 +220,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
             {
               int errsv = errno;
               req->refused = TRUE;
+              req->mid_body = TRUE;
               sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
                                         SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                         "Cannot stage the written bytes under '%s': %s", req->d->staging_dir,
@@ -154,6 +234,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
     }
   if (req->body->len + len > req->limit)
     {
+      req->mid_body = TRUE;
       refuse_large_body (req);
       return;
     }
@@ -183,9 +264,14 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
   GUri *uri = soup_server_message_get_uri (msg);
   const char *why = NULL;
+  const char *origin = soup_message_headers_get_one (headers, "Origin");
+  const char *host = soup_message_headers_get_one (headers, "Host");
+  const char *expected_type;
+  const char *content_type;
   gboolean bad_handle = FALSE;
   goffset length;
 
+  sandstepd_conn_got_headers (msg);
   /* Made here, not when the connection waits for a request: a keep-alive
    * connection that closes instead never finishes that message. */
   req->refs = 1;              /* released when the exchange finishes */
@@ -212,7 +298,32 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
                                 SANDSTEP_USAGE_ERROR_BAD_VALUE, "The request path is refused");
       return;
     }
-  if (!authorized (d, msg, &why))
+  /* Browsers send Origin on every cross-site request; no client of ours does. */
+  if (origin != NULL)
+    {
+      g_autofree char *shown = sandstep_escape (origin, -1, 200, SANDSTEP_ESCAPE_VALUE);
+      req->refused = TRUE;
+      sandstepd_say ("refused %s %s: it carried Origin '%s' (a web page)", req->method, req->path, shown);
+      sandstepd_answer_refusal (req, SOUP_STATUS_FORBIDDEN, "origin", "call sandstepd from sandstep, not a web page",
+                                SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                                "The sandbox server refuses requests from web pages (Origin '%s')", shown);
+      return;
+    }
+  if (!host_is_ours (d, host))
+    {
+      g_autofree char *shown = sandstep_escape (host != NULL ? host : "", -1, 200, SANDSTEP_ESCAPE_VALUE);
+      req->refused = TRUE;
+      sandstepd_say ("refused %s %s: Host '%s' is not this server's", req->method, req->path, shown);
+      sandstepd_answer_refusal (req, SOUP_STATUS_FORBIDDEN, "bad-host",
+                                "reach the server by its address, or start sandstepd with --server-name=NAME",
+                                SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                                "The sandbox server does not answer to the name '%s' (Host); it answers to its "
+                                "addresses, localhost, '%s' and the names given with --server-name", shown,
+                                g_get_host_name ());
+      return;
+    }
+  req->scope = authorized (d, msg, &why);
+  if (req->scope == NULL)
     {
       GInetSocketAddress *remote = G_INET_SOCKET_ADDRESS (soup_server_message_get_remote_address (msg));
       g_autofree char *from = remote != NULL ? g_inet_address_to_string (g_inet_socket_address_get_address (remote))
@@ -255,6 +366,21 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
       sandstepd_answer_refusal (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "method",
                                 req->route == ROUTE_HEALTH ? "use GET" : "use POST", SANDSTEP_USAGE_ERROR,
                                 SANDSTEP_USAGE_ERROR_BAD_VALUE, "%s is not accepted on %s", req->method, req->path);
+      return;
+    }
+
+  expected_type = expected_content_type (req->route);
+  content_type = soup_message_headers_get_content_type (headers, NULL);
+  if (expected_type != NULL && g_strcmp0 (content_type, expected_type) != 0)
+    {
+      g_autofree char *shown = sandstep_escape (content_type != NULL ? content_type : "(none)", -1, 200,
+                                                SANDSTEP_ESCAPE_VALUE);
+      req->refused = TRUE;
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+      sandstepd_answer_refusal (req, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, "content-type", SANDSTEPD_API_HINT,
+                                SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                                "%s %s takes a body of type %s, not '%s'", req->method, req->path, expected_type,
+                                shown);
       return;
     }
 
@@ -327,6 +453,7 @@ sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *pa
 {
   Request *req = g_object_get_data (G_OBJECT (msg), "sandstepd-request");
 
+  sandstepd_conn_body_done (msg);
   if (req == NULL || req->refused || req->completed)
     return;
   if (req->d->debug)

@@ -23,6 +23,10 @@
 #define MAX_HEADER (64 * 1024)
 #define MAX_ENTRIES (1024 * 1024)
 #define MAX_DEPTH 256
+/* What the entry lines of a put may add to --max-upload (and at most as
+ * much again): the lines of a few thousand files, so a tree of exactly the
+ * limit still goes. */
+#define UPLOAD_SLACK (1024 * 1024)
 
 typedef enum {
   STATE_HEADER,
@@ -43,7 +47,8 @@ struct _SandstepdUpload {
   GByteArray *line;
   int file_fd;
   guint64 file_left;
-  guint64 total;
+  guint64 total;           /* bytes of files */
+  guint64 stream;          /* bytes of the stream, entry lines included */
   guint64 max_bytes;
   guint entries;
   GError *error;
@@ -320,6 +325,18 @@ sandstepd_upload_feed (SandstepdUpload *u, const guint8 *data, gsize len, GError
         *error = g_error_copy (u->error);
       return FALSE;
     }
+  /* Every byte counts, entry lines too: a stream of links or empty files is as big as it is. */
+  if (u->stream + len > u->max_bytes + MIN (u->max_bytes, UPLOAD_SLACK))
+    {
+      sandstep_throw_too_large (&u->error, 0, u->max_bytes,
+                                "The upload of '%s' is larger than the server's limit of %" G_GUINT64_FORMAT
+                                " bytes; put less at a time, or start sandstepd with a larger --max-upload", u->name,
+                                u->max_bytes);
+      if (error != NULL)
+        *error = g_error_copy (u->error);
+      return FALSE;
+    }
+  u->stream += len;
   while (len > 0)
     {
       switch (u->state)

@@ -1,13 +1,18 @@
 /* sandstepd.c: the backend interface over HTTP, so steps on other machines share sandboxes.
  *
  *   sandstepd [--listen=ADDR:PORT] [--token-file=FILE] [--tls-cert=FILE --tls-key=FILE]
- *             [--state-dir=DIR] [--max-upload=SIZE] [--max-claims=N]
+ *             [--state-dir=DIR] [--max-upload=SIZE] [--max-claims=N] [--server-name=NAME]...
+ *             [--header-timeout=SECONDS] [--idle-timeout=SECONDS]
  *
  * The API is hooks/sandstep-wire.h's; how the daemon serves it,
  * sandstepd-private.h's.  Every request needs "Authorization: Bearer TOKEN"
- * when a token file is given; a missing or wrong one is a 401, logged
- * without it.  This file starts the server: options, the state and staging
- * directories, the listening socket, the spare workers, the main loop.
+ * with a token of the token file (sandstep-token.h: admin tokens, and tokens
+ * for some owners only); a missing or wrong one is a 401, logged without it.
+ * Without --token-file the daemon uses STATE/sandstepd.token, which it
+ * makes (0600) on first start, and says so: it never serves without a token,
+ * loopback included.  This file starts the server: options, the tokens, the
+ * state and staging directories, the listening socket, the spare workers,
+ * the main loop.
  */
 #include "sandstepd-private.h"
 
@@ -18,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +35,8 @@
 #define DEFAULT_LISTEN "127.0.0.1:7700"
 #define DEFAULT_MAX_UPLOAD (1ULL << 30)
 #define DEFAULT_MAX_CLAIMS 256
+/* The token file made in the state directory when none is given. */
+#define OWN_TOKEN_FILE "sandstepd.token"
 
 static Daemon *the_daemon;
 
@@ -63,6 +71,47 @@ clean_staging (Daemon *d)
   sandstep_remove_entries_at (d->staging_fd);
 }
 
+/* STATE/sandstepd.token: read if it is there, else made with a fresh token. */
+static SandstepTokenSet *
+own_tokens (const char *state_dir, char **out_path, GError **error)
+{
+  g_autofree char *path = g_build_filename (state_dir, OWN_TOKEN_FILE, NULL);
+  g_autofree char *token = NULL;
+  SandstepTokenSet *set;
+
+  if (g_file_test (path, G_FILE_TEST_EXISTS))
+    set = sandstep_token_set_load (path, error);
+  else
+    {
+      token = sandstep_token_new ();
+      set = sandstep_token_write_file (path, token, error) ? sandstep_token_set_new_admin (token) : NULL;
+      explicit_bzero (token, strlen (token));
+    }
+  if (set != NULL)
+    *out_path = g_steal_pointer (&path);
+  return set;
+}
+
+/* As many connections as descriptors allow (the soft limit raised to the
+ * hard one), less what workers and files take, and never over the cap. */
+static guint
+connection_limit (void)
+{
+  struct rlimit nofile;
+
+  if (getrlimit (RLIMIT_NOFILE, &nofile) < 0)
+    return 512;
+  if (nofile.rlim_cur < nofile.rlim_max)
+    {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit (RLIMIT_NOFILE, &nofile);
+      getrlimit (RLIMIT_NOFILE, &nofile);
+    }
+  if (nofile.rlim_cur < 256 + 64)
+    return 64;
+  return (guint) MIN (nofile.rlim_cur / 2, SANDSTEPD_MAX_CONNECTIONS);
+}
+
 static int
 usage_error (const char *message)
 {
@@ -79,18 +128,25 @@ main (int argc, char **argv)
   g_autofree char *tls_key = NULL;
   g_autofree char *state_dir = NULL;
   g_autofree char *max_upload = NULL;
+  g_auto(GStrv) server_names = NULL;
+  int header_timeout = SANDSTEPD_HEADERS_DEADLINE_S;
+  int idle_timeout = SANDSTEPD_BODY_IDLE_S;
+  g_autofree char *own_token_path = NULL;
   int max_claims = DEFAULT_MAX_CLAIMS;
   gboolean worker = FALSE;
   gboolean version = FALSE;
   int parent = 0;
   GOptionEntry entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &listen, "Address and port to serve (default " DEFAULT_LISTEN "; port 0: any free one)", "ADDR:PORT" },
-    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file, "Require this bearer token (the file's first line) on every request", "FILE" },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file, "Require a bearer token of this file on every request: one a line, 'TOKEN' (admin) or 'TOKEN owner=PREFIX/' (default: STATE/" OWN_TOKEN_FILE ", made on first start)", "FILE" },
+    { "server-name", 0, 0, G_OPTION_ARG_STRING_ARRAY, &server_names, "A name clients reach this server by (Host), besides its addresses, localhost and this host's name; repeatable", "NAME" },
     { "tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &tls_cert, "Serve HTTPS with this PEM certificate (chain)", "FILE" },
     { "tls-key", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The certificate's PEM private key", "FILE" },
     { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir, "Where sandboxes live (default $SANDSTEP_STATE_DIR, else sandstep's default)", "DIR" },
     { "max-upload", 0, 0, G_OPTION_ARG_STRING, &max_upload, "Largest put or write accepted (default 1G)", "BYTES" },
     { "max-claims", 0, 0, G_OPTION_ARG_INT, &max_claims, "Claims held at once (default 256)", "N" },
+    { "header-timeout", 0, 0, G_OPTION_ARG_INT, &header_timeout, "Seconds a connection has to send its request's headers (default " G_STRINGIFY (SANDSTEPD_HEADERS_DEADLINE_S) ")", "SECONDS" },
+    { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout, "Seconds a request's body may pause (default " G_STRINGIFY (SANDSTEPD_BODY_IDLE_S) ")", "SECONDS" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
     { "worker", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &worker, NULL, NULL },
     { "parent", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &parent, NULL, NULL },
@@ -100,9 +156,8 @@ main (int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autoptr(GInetSocketAddress) address = NULL;
   g_autoptr(GMainLoop) loop = NULL;
-  g_autoptr(GSocketService) service = NULL;
+  g_autoptr(GSocket) listener = NULL;
   g_autoptr(GSocketAddress) effective = NULL;
-  g_autofree char *token = NULL;
   Daemon *d;
 
   setlocale (LC_ALL, "");
@@ -122,6 +177,11 @@ main (int argc, char **argv)
   the_daemon = d;
   d->debug = g_getenv ("SANDSTEPD_DEBUG") != NULL;
   d->max_workers = max_claims > 0 ? (guint) max_claims : DEFAULT_MAX_CLAIMS;
+  d->max_connections = connection_limit ();
+  if (header_timeout <= 0 || idle_timeout <= 0)
+    return usage_error ("--header-timeout and --idle-timeout must be positive whole seconds");
+  d->header_timeout_s = (guint) header_timeout;
+  d->idle_timeout_s = (guint) idle_timeout;
   d->max_upload = DEFAULT_MAX_UPLOAD;
   d->staging_fd = -1;
   g_queue_init (&d->idle);
@@ -133,16 +193,15 @@ main (int argc, char **argv)
     return usage_error (error->message);
   if (token_file != NULL)
     {
-      token = sandstep_token_read_file (token_file, &error);
-      if (token == NULL)
+      d->tokens = sandstep_token_set_load (token_file, &error);
+      if (d->tokens == NULL)
         return usage_error (error->message);
-      sandstep_token_digest (token, d->token_digest);
-      explicit_bzero (token, strlen (token));
-      d->has_token = TRUE;
     }
-  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (address)) && !d->has_token)
+  /* Beyond loopback the operator chooses the tokens; on loopback one is made. */
+  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (address)) && d->tokens == NULL)
     return usage_error ("refusing to listen beyond loopback without a token: anyone who reaches the port could run "
                         "commands; pass --token-file=FILE (and --tls-cert/--tls-key), or listen on 127.0.0.1");
+  d->server_names = g_steal_pointer (&server_names);
   if ((tls_cert != NULL) != (tls_key != NULL))
     return usage_error ("--tls-cert and --tls-key go together");
 
@@ -161,6 +220,15 @@ main (int argc, char **argv)
       return SANDSTEP_EXIT_INTERNAL;
     }
   clean_staging (d);
+  if (d->tokens == NULL)
+    {
+      d->tokens = own_tokens (d->state_dir, &own_token_path, &error);
+      if (d->tokens == NULL)
+        {
+          g_printerr ("sandstepd: %s\n", error->message);
+          return SANDSTEP_EXIT_INTERNAL;
+        }
+    }
   d->self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (d->self_exe == NULL)
     d->self_exe = g_strdup (argv[0]);
@@ -179,17 +247,19 @@ main (int argc, char **argv)
   g_signal_connect (d->server, "request-started", G_CALLBACK (sandstepd_on_request_started), d);
   soup_server_add_handler (d->server, NULL, sandstepd_on_request, d, NULL);
 
-  /* Connections are accepted here and handed to the SoupServer (see sandstepd_on_incoming). */
-  service = g_socket_service_new ();
-  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (service), G_SOCKET_ADDRESS (address), G_SOCKET_TYPE_STREAM,
-                                      G_SOCKET_PROTOCOL_TCP, NULL, &effective, &error))
+  /* Connections are accepted here and handed to the SoupServer (see sandstepd_listen). */
+  listener = g_socket_new (g_socket_address_get_family (G_SOCKET_ADDRESS (address)), G_SOCKET_TYPE_STREAM,
+                           G_SOCKET_PROTOCOL_TCP, &error);
+  if (listener != NULL)
+    g_socket_set_listen_backlog (listener, 1024);
+  if (listener == NULL || !g_socket_bind (listener, G_SOCKET_ADDRESS (address), TRUE, &error) ||
+      !g_socket_listen (listener, &error) || (effective = g_socket_get_local_address (listener, &error)) == NULL)
     {
       g_autofree char *shown = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (address));
       g_printerr ("sandstepd: cannot listen on %s: %s\n", shown, error->message);
       return SANDSTEP_EXIT_INTERNAL;
     }
-  g_signal_connect (service, "incoming", G_CALLBACK (sandstepd_on_incoming), d);
-  g_socket_service_start (service);
+  sandstepd_listen (d, listener);
   if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (address)) && tls_cert == NULL)
     sandstepd_say ("warning: serving beyond loopback without TLS: the token and all traffic travel in clear text");
 
@@ -204,7 +274,11 @@ main (int argc, char **argv)
             text, v6 ? "]" : "", g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
   }
   fflush (stdout);
-  sandstepd_say ("serving sandboxes of '%s'%s", d->state_dir, d->has_token ? " (token required)" : "");
+  sandstepd_say ("serving sandboxes of '%s' (a token of %u required)", d->state_dir,
+                 sandstep_token_set_size (d->tokens));
+  if (own_token_path != NULL)
+    sandstepd_say ("no --token-file: clients need the token in '%s' (SANDSTEP_TOKEN_FILE=%s)", own_token_path,
+                   own_token_path);
 
   loop = g_main_loop_new (NULL, FALSE);
   g_unix_signal_add (SIGTERM, on_quit_signal, loop);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-test-hooks.h"
 
 #define REMOTE_MODULE "sandstep-remote.so"
 
@@ -31,8 +32,11 @@ load_remote (GError **error)
   self = g_file_read_link ("/proc/self/exe", NULL);
   dir = self != NULL ? g_path_get_dirname (self) : NULL;
   beside = dir != NULL ? g_build_filename (dir, REMOTE_MODULE, NULL) : NULL;
-  build_tree = dir != NULL ? g_build_filename (dir, "..", "hooks", "remote", REMOTE_MODULE, NULL) : NULL;
-  candidates[0] = g_getenv ("SANDSTEP_REMOTE_MODULE");
+  /* Where the build puts it, for programs of the build tree only. */
+  build_tree = dir != NULL && sandstep_test_hooks_enabled ()
+                 ? g_build_filename (dir, "..", "hooks", "remote", REMOTE_MODULE, NULL)
+                 : NULL;
+  candidates[0] = sandstep_test_hook ("SANDSTEP_TEST_REMOTE_MODULE");
   candidates[1] = beside;
   candidates[2] = build_tree;
   candidates[3] = SANDSTEP_LIBEXECDIR "/" REMOTE_MODULE;
@@ -157,11 +161,10 @@ sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const Sa
 }
 
 gboolean
-sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
-                     GPtrArray *destroyed,
-                     GError **error)
+sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+                     gboolean broken, GPtrArray *destroyed, GError **error)
 {
-  return backend->klass->gc (backend, run, expired_only, broken, destroyed, error);
+  return backend->klass->gc (backend, run, owner_prefix, expired_only, broken, destroyed, error);
 }
 
 GPtrArray *

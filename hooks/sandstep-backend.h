@@ -145,10 +145,12 @@ typedef struct {
                        gint64 keep_s, gboolean *out_destroyed, GError **error);
   /* At once, killing what runs; destroying a sandbox that is gone is no error. */
   gboolean (*destroy) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
-  /* Reclaims sandboxes of @run (NULL: any) that are expired, or all of the run's when !@expired_only;
-   * damaged ones once they are certainly expired, or all of them with @broken.
-   * Appends the handles it destroyed to @destroyed. */
-  gboolean (*gc) (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
+  /* Reclaims sandboxes of @run (NULL: any) whose owner starts with
+   * @owner_prefix (NULL: any owner) that are expired, or all of the run's
+   * when !@expired_only; damaged ones once they are certainly expired, or all
+   * of them with @broken.  Appends the handles it destroyed to @destroyed. */
+  gboolean (*gc) (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+                  gboolean broken,
                   GPtrArray *destroyed, GError **error);
   /* Every sandbox, sorted by handle, as SandstepListEntry; of @run and of
    * @owner only when they are not NULL (a broken one has neither). */
@@ -190,8 +192,8 @@ gboolean sandstep_backend_release (SandstepBackend *backend, const char *handle,
                                    gint64 keep_s, gboolean *out_destroyed, GError **error);
 gboolean sandstep_backend_destroy (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                                    GError **error);
-gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken,
-                              GPtrArray *destroyed, GError **error);
+gboolean sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owner_prefix,
+                              gboolean expired_only, gboolean broken, GPtrArray *destroyed, GError **error);
 GPtrArray *sandstep_backend_list (SandstepBackend *backend, const char *run, const char *owner, GError **error);
 void sandstep_backend_free (SandstepBackend *backend);
 
@@ -235,8 +237,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepAttachment, sandstep_attachment_detach)
  * local.  The remote backend lives in the module sandstep-remote.so
  * (libsoup), loaded on first use, so that a local step never loads libsoup;
  * it is found beside the running program, at ../hooks/remote/ from it in a
- * build tree, or in libexecdir, and $SANDSTEP_REMOTE_MODULE overrides all
- * three. */
+ * build tree, or in libexecdir; in a build tree, the test hook
+ * $SANDSTEP_TEST_REMOTE_MODULE overrides all three (sandstep-test-hooks.h). */
 SandstepBackend *sandstep_backend_open (const char *backend, const char *handle, GError **error);
 
 G_END_DECLS

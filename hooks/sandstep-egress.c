@@ -175,8 +175,53 @@ host_is_allowed (SandstepEgress *egress, const char *name)
   return FALSE;
 }
 
+guint
+sandstep_egress_embedded_ipv4 (GInetAddress *address, GInetAddress *out[2])
+{
+  const guint8 *b;
+  guint8 v4[4];
+  guint n = 0;
+  static const guint8 zero[12] = { 0 };
+
+  if (g_inet_address_get_family (address) != G_SOCKET_FAMILY_IPV6)
+    return 0;
+  b = g_inet_address_to_bytes (address);
+#define ADD_V4(a, b_, c, d)                                                           \
+  G_STMT_START                                                                        \
+  {                                                                                   \
+    v4[0] = (a), v4[1] = (b_), v4[2] = (c), v4[3] = (d);                              \
+    out[n++] = g_inet_address_new_from_bytes (v4, G_SOCKET_FAMILY_IPV4);             \
+  }                                                                                   \
+  G_STMT_END
+  if (memcmp (b, zero, 12) == 0)
+    {
+      /* ::a.b.c.d, but not :: and ::1, which are IPv6's own. */
+      if (b[12] != 0 || b[13] != 0 || b[14] != 0 || b[15] > 1)
+        ADD_V4 (b[12], b[13], b[14], b[15]);
+    }
+  else if (memcmp (b, zero, 10) == 0 && b[10] == 0xff && b[11] == 0xff)
+    ADD_V4 (b[12], b[13], b[14], b[15]);
+  else if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && memcmp (b + 4, zero, 8) == 0)
+    ADD_V4 (b[12], b[13], b[14], b[15]);
+  else if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0x00 && b[5] == 0x01)
+    {
+      /* The operator picks the prefix length inside the /48: judge both places. */
+      ADD_V4 (b[12], b[13], b[14], b[15]);
+      ADD_V4 (b[6], b[7], b[9], b[10]);
+    }
+  else if (b[0] == 0x20 && b[1] == 0x02)
+    ADD_V4 (b[2], b[3], b[4], b[5]);
+  else if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && b[3] == 0x00)
+    {
+      ADD_V4 (b[4], b[5], b[6], b[7]);
+      ADD_V4 (b[12] ^ 0xff, b[13] ^ 0xff, b[14] ^ 0xff, b[15] ^ 0xff);
+    }
+#undef ADD_V4
+  return n;
+}
+
 static const char *
-range_covering (SandstepEgress *egress, GInetAddress *address)
+range_covering_one (SandstepEgress *egress, GInetAddress *address)
 {
   for (guint i = 0; i < egress->ranges->len; i++)
     {
@@ -186,6 +231,27 @@ range_covering (SandstepEgress *egress, GInetAddress *address)
         return range->text;
     }
   return NULL;
+}
+
+/* The range that allows @address: one covering it, or, for an address that
+ * carries IPv4 ones, ranges covering every one of those. */
+static const char *
+range_covering (SandstepEgress *egress, GInetAddress *address)
+{
+  GInetAddress *carried[2] = { NULL, NULL };
+  guint n = sandstep_egress_embedded_ipv4 (address, carried);
+  const char *found = range_covering_one (egress, address);
+
+  if (found == NULL && n > 0)
+    {
+      found = range_covering_one (egress, carried[0]);
+      for (guint i = 1; i < n && found != NULL; i++)
+        if (range_covering_one (egress, carried[i]) == NULL)
+          found = NULL;
+    }
+  for (guint i = 0; i < n; i++)
+    g_object_unref (carried[i]);
+  return found;
 }
 
 static gboolean
@@ -213,17 +279,25 @@ is_own_address (GInetAddress *address)
 gboolean
 sandstep_egress_address_is_internal (GInetAddress *address)
 {
-  /* Mapped forms are judged as the IPv4 address they carry. */
-  g_autofree char *text = g_inet_address_to_string (address);
-  g_autoptr(GInetAddress) plain = sandstep_egress_parse_literal (text);
   static const char *const internal[] = {
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
     "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96", "::ffff:0:0/96",
+    "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8",
   };
+  GInetAddress *carried[2] = { NULL, NULL };
+  guint n = sandstep_egress_embedded_ipv4 (address, carried);
+  gboolean any = FALSE;
 
-  if (plain != NULL)
-    address = plain;
+  /* Forms that carry an IPv4 address are judged as it, before the rules below. */
+  if (n > 0)
+    {
+      for (guint i = 0; i < n; i++)
+        {
+          any = any || sandstep_egress_address_is_internal (carried[i]);
+          g_object_unref (carried[i]);
+        }
+      return any;
+    }
 
   for (gsize i = 0; i < G_N_ELEMENTS (internal); i++)
     {

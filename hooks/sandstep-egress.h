@@ -6,7 +6,9 @@
  * on the host, and an allowed name whose addresses are loopback, link-local,
  * private or the host's own is refused (DNS rebinding) unless an allowed
  * range covers that address.  IP literals are normalised (127.1, 0x7f.0.0.1,
- * 2130706433, ::ffff:127.0.0.1) before any check.
+ * 2130706433, ::ffff:127.0.0.1) before any check, and an IPv6 address that
+ * carries an IPv4 one (IPv4-compatible, mapped, NAT64, 6to4, Teredo) is
+ * judged as the IPv4 address it carries.
  */
 #pragma once
 
@@ -41,8 +43,18 @@ GList *sandstep_egress_decide (SandstepEgress *egress, const char *host, guint16
  * IPv4-mapped IPv6 turned into IPv4; NULL for a name. */
 GInetAddress *sandstep_egress_parse_literal (const char *text);
 
+/* The IPv4 addresses an IPv6 @address carries, into @out (new references):
+ * ::a.b.c.d (IPv4-compatible), ::ffff:a.b.c.d (mapped), NAT64's
+ * 64:ff9b::/96 (the last 32 bits) and the local-use 64:ff9b:1::/48 (the last
+ * 32 bits, or bits 48-63 and 72-87 for a /48 prefix: both are taken), 6to4's
+ * 2002::/16 (bits 16-47), Teredo's 2001:0::/32 (the server, bits 32-63, and
+ * the client, the last 32 bits inverted).  Returns how many (0 to 2); 0 for
+ * an IPv4 address, ::, ::1 and every other IPv6 address. */
+guint sandstep_egress_embedded_ipv4 (GInetAddress *address, GInetAddress *out[2]);
+
 /* Loopback, link-local, private, shared, multicast, unspecified, or one of
- * this host's own addresses. */
+ * this host's own addresses; an IPv6 address that carries an IPv4 one is
+ * internal when that IPv4 address is (either, when it carries two). */
 gboolean sandstep_egress_address_is_internal (GInetAddress *address);
 
 G_END_DECLS

@@ -283,3 +283,75 @@ sandstep_error_new_from_name (const char *domain_name, gint64 code, const char *
   /* Not a domain of ours (GIO's, say): what the server could not do. */
   return g_error_new_literal (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, message);
 }
+
+/* Characters that reorder what follows them on a terminal (and so could
+ * make one name look like another): the bidi embeddings, overrides, isolates
+ * and marks. */
+static gboolean
+is_bidi_control (gunichar c)
+{
+  return c == 0x200e || c == 0x200f || c == 0x061c || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
+char *
+sandstep_escape (const char *text, gssize len, gsize max, SandstepEscapeFlags flags)
+{
+  GString *out;
+  const char *p, *end;
+  gboolean cut = FALSE;
+
+  if (text == NULL)
+    return g_strdup ("");
+  if (len < 0)
+    len = strlen (text);
+  if (max > 0 && (gsize) len > max)
+    {
+      len = max;
+      cut = TRUE;
+    }
+  out = g_string_sized_new (len + 8);
+  for (p = text, end = text + len; p < end;)
+    {
+      guchar b = (guchar) *p;
+      gunichar c;
+      const char *next;
+
+      if (b < 0x80)
+        {
+          if (b == '\n')
+            g_string_append (out, "\\n");
+          else if (b == '\r')
+            g_string_append (out, "\\r");
+          else if (b == '\t')
+            g_string_append (out, "\\t");
+          else if (b < 0x20 || b == 0x7f)
+            g_string_append_printf (out, "\\x%02x", b);
+          else if (b == '\\' && (flags & SANDSTEP_ESCAPE_VALUE))
+            g_string_append (out, "\\\\");
+          else
+            g_string_append_c (out, (char) b);
+          p++;
+          continue;
+        }
+      c = g_utf8_get_char_validated (p, end - p);
+      if (c == (gunichar) -1 || c == (gunichar) -2)
+        {
+          /* Not UTF-8 (or cut inside a character): each byte on its own. */
+          g_string_append_printf (out, "\\x%02x", b);
+          p++;
+          continue;
+        }
+      next = g_utf8_next_char (p);
+      if (c >= 0x80 && c <= 0x9f)
+        for (const char *q = p; q < next; q++)
+          g_string_append_printf (out, "\\x%02x", (guchar) *q);
+      else if (is_bidi_control (c))
+        g_string_append_printf (out, "\\u{%04x}", c);
+      else
+        g_string_append_len (out, p, next - p);
+      p = next;
+    }
+  if (cut)
+    g_string_append (out, "...");
+  return g_string_free (out, FALSE);
+}

@@ -137,4 +137,22 @@ const char *sandstep_error_domain_name (GQuark domain);
  * (or NULL) becomes SANDSTEP_SANDBOX_ERROR_STATE: what the server could not do. */
 GError *sandstep_error_new_from_name (const char *domain_name, gint64 code, const char *message);
 
+/* ---- values in messages and on terminals ---- */
+
+typedef enum {
+  /* A whole line: control characters and invalid UTF-8 only. */
+  SANDSTEP_ESCAPE_LINE = 0,
+  /* A value quoted whole (a name, a path, a handle file's text): a backslash
+   * is doubled too, so no escape inside it can be faked. */
+  SANDSTEP_ESCAPE_VALUE = 1 << 0,
+} SandstepEscapeFlags;
+
+/* @text (@len bytes, -1: up to its NUL) as it may be shown in a message, a
+ * log line or a terminal: "\n", "\r", "\t" and "\xNN" for every other
+ * control character (C0, DEL, C1) and for each byte that is not UTF-8,
+ * "\u{XXXX}" for the characters that reorder text (bidi controls); the rest
+ * as it is.  @max > 0: at most @max bytes of @text, then "...".  A value
+ * escaped so never starts a new line nor sends an escape sequence. */
+char *sandstep_escape (const char *text, gssize len, gsize max, SandstepEscapeFlags flags);
+
 G_END_DECLS

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What g_strstrip() strips (g_ascii_isspace()): not '\v'. */
@@ -33,10 +34,17 @@ sandstep_handle_libc_resolve (const char *given, char out[SANDSTEP_HANDLE_LOCAL_
 
   if (given[0] == '@')
     {
-      int fd = open (given + 1, O_RDONLY | O_CLOEXEC);
+      /* Never waits: a FIFO or a device is no handle file (the helper says so). */
+      int fd = open (given + 1, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+      struct stat st;
       ssize_t n;
       if (fd < 0)
         return 0;
+      if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_size > SANDSTEP_HANDLE_FILE_MAX)
+        {
+          close (fd);
+          return 0;
+        }
       n = read (fd, buf, sizeof buf);
       close (fd);
       if (n <= 0 || n > SANDSTEP_HANDLE_FILE_MAX || memchr (buf, '\0', n) != NULL)

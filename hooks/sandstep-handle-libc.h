@@ -15,7 +15,8 @@
 #define SANDSTEP_HANDLE_HEX_DIGITS 16
 /* A local handle's length, without its NUL. */
 #define SANDSTEP_HANDLE_LOCAL_LEN (sizeof SANDSTEP_HANDLE_PREFIX - 1 + SANDSTEP_HANDLE_HEX_DIGITS)
-/* A handle file holds one line; anything longer is not a handle file. */
+/* A handle file holds one line; anything longer is not a handle file, and
+ * only a regular file is one (a FIFO or a device is refused at once). */
 #define SANDSTEP_HANDLE_FILE_MAX 4096
 
 /* The backend a step names ($SANDSTEP_BACKEND, --backend) when it names none. */

@@ -1,7 +1,13 @@
 /* sandstep-handle.c: local and remote handles, and sandbox server URLs. */
 #include "sandstep-handle.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
 
 gboolean
 sandstep_handle_is_local (const char *handle)
@@ -75,4 +81,77 @@ sandstep_handle_split (const char *handle, char **out_server, char **out_local)
   if (out_local != NULL)
     *out_local = g_strdup (slash + 1);
   return TRUE;
+}
+
+static const char *
+file_kind (mode_t mode)
+{
+  if (S_ISDIR (mode))
+    return "a directory";
+  if (S_ISFIFO (mode))
+    return "a FIFO";
+  if (S_ISCHR (mode) || S_ISBLK (mode))
+    return "a device";
+  if (S_ISSOCK (mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+char *
+sandstep_handle_read_file (const char *path, GError **error)
+{
+  g_autofree char *shown = sandstep_escape (path, -1, 0, SANDSTEP_ESCAPE_VALUE);
+  char buf[SANDSTEP_HANDLE_FILE_MAX + 1];
+  struct stat st;
+  gsize len = 0;
+  int fd;
+
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    {
+      int errsv = errno;
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                      "The handle file '%s' cannot be read (%s): the step that provisions the sandbox has not "
+                      "run; make this step depend on it", shown, g_strerror (errsv));
+      return NULL;
+    }
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                      "The handle file '%s' is %s, not a file holding a handle; it should be the file that "
+                      "'sandstep provision' wrote (one line)", shown, file_kind (st.st_mode));
+      return NULL;
+    }
+  while (len < sizeof buf)
+    {
+      ssize_t n = read (fd, buf + len, sizeof buf - len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int errsv = errno;
+          close (fd);
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                          "The handle file '%s' cannot be read (%s)", shown, g_strerror (errsv));
+          return NULL;
+        }
+      if (n == 0)
+        break;
+      len += n;
+    }
+  close (fd);
+  if (len > SANDSTEP_HANDLE_FILE_MAX || memchr (buf, '\0', len) != NULL)
+    {
+      g_autofree char *start = sandstep_escape (buf, MIN (len, 64), 0, SANDSTEP_ESCAPE_VALUE);
+      sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                      "The handle file '%s' does not hold a handle (%s, starting '%s%s'); it should hold the one "
+                      "line that 'sandstep provision' printed", shown,
+                      len > SANDSTEP_HANDLE_FILE_MAX ? "over " G_STRINGIFY (SANDSTEP_HANDLE_FILE_MAX) " bytes"
+                                                     : "a NUL byte inside",
+                      start, len > 64 ? "..." : "");
+      return NULL;
+    }
+  return g_strndup (buf, len);
 }

@@ -30,4 +30,12 @@ char *sandstep_server_url_normalize (const char *url);
  * knows ("sandstep-..."); FALSE for anything else. */
 gboolean sandstep_handle_split (const char *handle, char **out_server, char **out_local);
 
+/* The text of the handle file @path, as it is (at most
+ * SANDSTEP_HANDLE_FILE_MAX bytes, no NUL): never blocks, never reads more
+ * than that.  A missing or unreadable file, a FIFO, a device, a directory, a
+ * file too large or one with a NUL is SANDSTEP_SANDBOX_ERROR_BAD_HANDLE
+ * naming @path; no error quotes more than a short, escaped prefix of what
+ * the file holds. */
+char *sandstep_handle_read_file (const char *path, GError **error);
+
 G_END_DECLS

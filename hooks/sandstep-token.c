@@ -1,7 +1,12 @@
 /* sandstep-token.c: reading a token file, and comparing tokens by digest. */
 #include "sandstep-token.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 
@@ -26,13 +31,32 @@ sandstep_token_digest_equal (const guint8 a[32], const guint8 b[32])
   return diff == 0;
 }
 
-char *
-sandstep_token_read_file (const char *path, GError **error)
+/* The next line of @text from *@pos that is neither blank nor a comment, stripped; NULL at the end. */
+static char *
+next_line (const char *text, gsize len, gsize *pos, guint *line_no)
+{
+  while (*pos < len)
+    {
+      const char *start = text + *pos;
+      const char *nl = memchr (start, '\n', len - *pos);
+      gsize n = nl != NULL ? (gsize) (nl - start) : len - *pos;
+      char *line = g_strstrip (g_strndup (start, n));
+
+      *pos += n + (nl != NULL ? 1 : 0);
+      (*line_no)++;
+      if (line[0] != '\0' && line[0] != '#')
+        return line;
+      g_free (line);
+    }
+  return NULL;
+}
+
+static char *
+read_text (const char *path, gsize *out_len, GError **error)
 {
   g_autofree char *text = NULL;
   g_autoptr(GError) local_error = NULL;
   gsize len = 0;
-  char *newline;
 
   if (!g_file_get_contents (path, &text, &len, &local_error))
     {
@@ -40,16 +64,252 @@ sandstep_token_read_file (const char *path, GError **error)
                       "Cannot read the token file '%s': %s", path, local_error->message);
       return NULL;
     }
-  newline = strchr (text, '\n');
-  if (newline != NULL)
-    *newline = '\0';
-  g_strstrip (text);
-  if (text[0] == '\0' || len > 65536)
+  if (len > 1024 * 1024 || memchr (text, '\0', len) != NULL)
+    {
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "The token file '%s' is not a token file (over 1 MiB, or binary)", path);
+      return NULL;
+    }
+  *out_len = len;
+  return g_steal_pointer (&text);
+}
+
+char *
+sandstep_token_read_file (const char *path, GError **error)
+{
+  gsize len = 0, pos = 0;
+  guint line_no = 0;
+  g_autofree char *text = read_text (path, &len, error);
+  g_autofree char *line = NULL;
+  char *end;
+
+  if (text == NULL)
+    return NULL;
+  line = next_line (text, len, &pos, &line_no);
+  explicit_bzero (text, len);
+  if (line == NULL)
     {
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                       "The token file '%s' holds no token; write one line of random text into it "
                       "(e.g. head -c 32 /dev/urandom | base64 > FILE)", path);
       return NULL;
     }
-  return g_steal_pointer (&text);
+  end = line + strcspn (line, " \t");
+  *end = '\0';
+  return g_steal_pointer (&line);
+}
+
+struct _SandstepTokenSet {
+  GArray *entries;           /* SandstepTokenEntry */
+};
+
+static void
+entry_clear (SandstepTokenEntry *entry)
+{
+  explicit_bzero (entry->digest, sizeof entry->digest);
+  g_clear_pointer (&entry->owner_prefix, g_free);
+}
+
+static SandstepTokenSet *
+token_set_new (void)
+{
+  SandstepTokenSet *set = g_new0 (SandstepTokenSet, 1);
+
+  set->entries = g_array_new (FALSE, TRUE, sizeof (SandstepTokenEntry));
+  g_array_set_clear_func (set->entries, (GDestroyNotify) entry_clear);
+  return set;
+}
+
+void
+sandstep_token_set_free (SandstepTokenSet *set)
+{
+  if (set == NULL)
+    return;
+  g_array_unref (set->entries);
+  g_free (set);
+}
+
+guint
+sandstep_token_set_size (const SandstepTokenSet *set)
+{
+  return set->entries->len;
+}
+
+SandstepTokenSet *
+sandstep_token_set_new_admin (const char *token)
+{
+  SandstepTokenSet *set = token_set_new ();
+  SandstepTokenEntry entry = { { 0 } };
+
+  sandstep_token_digest (token, entry.digest);
+  g_array_append_val (set->entries, entry);
+  return set;
+}
+
+static gboolean
+prefix_is_usable (const char *prefix)
+{
+  if (prefix[0] == '\0' || prefix[strlen (prefix) - 1] != '/' || !g_utf8_validate (prefix, -1, NULL))
+    return FALSE;
+  for (const char *p = prefix; *p != '\0'; p++)
+    if ((guchar) *p < 0x20 || *p == 0x7f)
+      return FALSE;
+  return TRUE;
+}
+
+SandstepTokenSet *
+sandstep_token_set_load (const char *path, GError **error)
+{
+  gsize len = 0, pos = 0;
+  guint line_no = 0;
+  g_autofree char *text = read_text (path, &len, error);
+  g_autoptr(SandstepTokenSet) set = NULL;
+  char *line;
+
+  if (text == NULL)
+    return NULL;
+  set = token_set_new ();
+  while ((line = next_line (text, len, &pos, &line_no)) != NULL)
+    {
+      g_auto(GStrv) words = g_strsplit_set (line, " \t", -1);
+      g_autoptr(GPtrArray) kept = g_ptr_array_new ();
+      SandstepTokenEntry entry = { { 0 } };
+      const char *scope;
+
+      for (char **w = words; *w != NULL; w++)
+        if (**w != '\0')
+          g_ptr_array_add (kept, *w);
+      scope = kept->len > 1 ? kept->pdata[1] : "admin";
+      if (kept->len > 2 || (strcmp (scope, "admin") != 0 && !g_str_has_prefix (scope, "owner=")) ||
+          (g_str_has_prefix (scope, "owner=") && !prefix_is_usable (scope + strlen ("owner="))))
+        {
+          explicit_bzero (line, strlen (line));
+          g_free (line);
+          explicit_bzero (text, len);
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                          "Line %u of the token file '%s' is not 'TOKEN', 'TOKEN admin' or 'TOKEN owner=PREFIX/' "
+                          "(a prefix of owners, ending in '/', such as owner=nightly/)", line_no, path);
+          return NULL;
+        }
+      sandstep_token_digest (kept->pdata[0], entry.digest);
+      if (strcmp (scope, "admin") != 0)
+        entry.owner_prefix = g_strdup (scope + strlen ("owner="));
+      g_array_append_val (set->entries, entry);
+      explicit_bzero (line, strlen (line));
+      g_free (line);
+    }
+  explicit_bzero (text, len);
+  if (set->entries->len == 0)
+    {
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "The token file '%s' holds no token; write one line of random text into it "
+                      "(e.g. head -c 32 /dev/urandom | base64 > FILE)", path);
+      return NULL;
+    }
+  return g_steal_pointer (&set);
+}
+
+const SandstepTokenEntry *
+sandstep_token_set_match (const SandstepTokenSet *set, const char *header)
+{
+  const SandstepTokenEntry *found = NULL;
+  guint8 given[32];
+
+  if (header == NULL || g_ascii_strncasecmp (header, "Bearer ", strlen ("Bearer ")) != 0)
+    return NULL;
+  sandstep_token_digest (header + strlen ("Bearer "), given);
+  /* Every entry, whichever matches. */
+  for (guint i = 0; i < set->entries->len; i++)
+    {
+      const SandstepTokenEntry *entry = &g_array_index (set->entries, SandstepTokenEntry, i);
+      if (sandstep_token_digest_equal (given, entry->digest) && found == NULL)
+        found = entry;
+    }
+  return found;
+}
+
+gboolean
+sandstep_token_entry_covers (const SandstepTokenEntry *entry, const char *owner)
+{
+  return entry->owner_prefix == NULL || (owner != NULL && g_str_has_prefix (owner, entry->owner_prefix));
+}
+
+char *
+sandstep_token_new (void)
+{
+  guint8 bytes[32];
+  GString *out = g_string_sized_new (2 * sizeof bytes);
+  gsize got = 0;
+
+  while (got < sizeof bytes)
+    {
+      ssize_t n = getrandom (bytes + got, sizeof bytes - got, 0);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        g_error ("getrandom() failed: %s", g_strerror (errno));
+      got += n;
+    }
+  for (gsize i = 0; i < sizeof bytes; i++)
+    g_string_append_printf (out, "%02x", bytes[i]);
+  explicit_bzero (bytes, sizeof bytes);
+  return g_string_free (out, FALSE);
+}
+
+gboolean
+sandstep_token_write_file (const char *path, const char *token, GError **error)
+{
+  g_autofree char *line = g_strconcat (token, "\n", NULL);
+  struct stat st;
+  gsize done = 0;
+  int fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errno,
+                                 "Cannot write the token file '%s'", path);
+  /* Someone else's file, or not a file: never ours to fill with a secret. */
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid ())
+    {
+      close (fd);
+      return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                             "Cannot write the token file '%s': it exists and is not a regular file of this user; "
+                             "name a new file", path);
+    }
+  if (fchmod (fd, 0600) < 0 || ftruncate (fd, 0) < 0)
+    {
+      int errsv = errno;
+      close (fd);
+      return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errsv,
+                                   "Cannot write the token file '%s'", path);
+    }
+  while (done < strlen (line))
+    {
+      ssize_t n = write (fd, line + done, strlen (line) - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int errsv = errno;
+          close (fd);
+          return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errsv,
+                                       "Cannot write the token file '%s'", path);
+        }
+      done += n;
+    }
+  explicit_bzero (line, strlen (line));
+  if (close (fd) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, errno,
+                                 "Cannot write the token file '%s'", path);
+  return TRUE;
+}
+
+gboolean
+sandstep_token_header_matches (const char *header, const guint8 digest[32])
+{
+  guint8 given[32];
+
+  if (header == NULL || g_ascii_strncasecmp (header, "Bearer ", strlen ("Bearer ")) != 0)
+    return FALSE;
+  sandstep_token_digest (header + strlen ("Bearer "), given);
+  return sandstep_token_digest_equal (given, digest);
 }

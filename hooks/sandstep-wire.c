@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 #include "sandstep-members.h"
 
 guint
@@ -18,13 +19,15 @@ sandstep_wire_refusal_to_json (const GError *error, const char *code, const char
   const char *domain = sandstep_error_domain_name (error->domain);
   const char *holder = sandstep_error_get_holder (error);
   g_autoptr(JsonBuilder) builder = json_builder_new ();
+  /* JSON carries UTF-8 only, and a message may quote a name the sandbox chose. */
+  g_autofree char *message = sandstep_escape (error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
   guint64 size = 0, limit = 0;
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "code");
   json_builder_add_string_value (builder, code);
   json_builder_set_member_name (builder, "message");
-  json_builder_add_string_value (builder, error->message);
+  json_builder_add_string_value (builder, message);
   json_builder_set_member_name (builder, "hint");
   json_builder_add_string_value (builder, hint);
   json_builder_set_member_name (builder, "domain");
@@ -33,8 +36,10 @@ sandstep_wire_refusal_to_json (const GError *error, const char *code, const char
   json_builder_add_int_value (builder, error->code);
   if (holder != NULL)
     {
+      g_autofree char *shown = sandstep_escape (holder, -1, 0, SANDSTEP_ESCAPE_LINE);
+
       json_builder_set_member_name (builder, "holder");
-      json_builder_add_string_value (builder, holder);
+      json_builder_add_string_value (builder, shown);
     }
   if (sandstep_error_get_size (error, &size, &limit))
     {
@@ -84,18 +89,16 @@ sandstep_wire_error_from_json (JsonNode *node, guint http_status)
 JsonObject *
 sandstep_wire_parse_object (const char *data, gsize len, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
   g_autoptr(GError) local_error = NULL;
-  JsonNode *root;
+  g_autoptr(JsonNode) root = sandstep_json_parse (data, len, SANDSTEP_WIRE_MAX_DOCUMENT, &local_error);
 
-  if (len > G_MAXSSIZE || !json_parser_load_from_data (parser, data, (gssize) len, &local_error))
+  if (root == NULL)
     {
-      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "the body is not JSON: %s",
-                      local_error != NULL ? local_error->message : "too long");
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, "the body is not usable JSON: %s",
+                      local_error->message);
       return NULL;
     }
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                       "the body is JSON but not an object; send {\"member\": value, ...}");
@@ -607,7 +610,17 @@ sandstep_wire_entries (GPtrArray *entries)
       const SandstepDirEntry *entry = entries->pdata[i];
       JsonObject *o = json_object_new ();
 
-      json_object_set_string_member (o, "name", entry->name);
+      /* A name is bytes, JSON text UTF-8: a name that is not UTF-8 travels in base64 too. */
+      if (g_utf8_validate (entry->name, -1, NULL))
+        json_object_set_string_member (o, "name", entry->name);
+      else
+        {
+          g_autofree char *valid = g_utf8_make_valid (entry->name, -1);
+          g_autofree char *raw = g_base64_encode ((const guchar *) entry->name, strlen (entry->name));
+
+          json_object_set_string_member (o, "name", valid);
+          json_object_set_string_member (o, "name_b64", raw);
+        }
       json_object_set_boolean_member (o, "is_dir", entry->is_dir);
       json_array_add_object_element (array, o);
     }
@@ -634,12 +647,22 @@ sandstep_wire_read_entries (JsonObject *object)
     {
       JsonNode *element = json_array_get_element (array, i);
       JsonObject *o = JSON_NODE_HOLDS_OBJECT (element) ? json_node_get_object (element) : NULL;
+      const char *raw = o != NULL ? json_object_get_string_member_with_default (o, "name_b64", NULL) : NULL;
       SandstepDirEntry *entry;
 
       if (o == NULL || json_object_get_string_member_with_default (o, "name", NULL) == NULL)
         continue;
       entry = g_new0 (SandstepDirEntry, 1);
-      entry->name = g_strdup (json_object_get_string_member (o, "name"));
+      if (raw != NULL)
+        {
+          gsize len = 0;
+          guchar *bytes = g_base64_decode (raw, &len);
+
+          entry->name = g_strndup ((const char *) bytes, len);
+          g_free (bytes);
+        }
+      else
+        entry->name = g_strdup (json_object_get_string_member (o, "name"));
       entry->is_dir = json_object_get_boolean_member_with_default (o, "is_dir", FALSE);
       g_ptr_array_add (entries, entry);
     }

@@ -17,7 +17,8 @@
  *                                                            then {"exit", "timed_out", ...} or {"error": {...}}
  *   POST /v1/sandboxes/H/read       {claim, path, max_bytes} the file's bytes
  *   POST /v1/sandboxes/H/write?path=P   (X-Sandstep-Claim)  the bytes to write; answers {}
- *   POST /v1/sandboxes/H/list       {claim, path}            {"entries": [{"name", "is_dir"}]}
+ *   POST /v1/sandboxes/H/list       {claim, path}            {"entries": [{"name", "is_dir"[, "name_b64"]}]}
+ *                                                            (name_b64: the bytes of a name that is not UTF-8)
  *   POST /v1/sandboxes/H/put?dest=D&name=N&contents=0|1 (X-Sandstep-Claim)  entries (daemon/sandstepd.h); {}
  *   POST /v1/sandboxes/H/export     {claim, path, max_bytes} JSON lines: {"data": base64} ..., {"done": true} or {"error"}
  *
@@ -66,7 +67,10 @@ GError *sandstep_wire_error_from_json (JsonNode *node, guint http_status);
 
 /* ---- text ---- */
 
-/* Parses @data as one JSON object. */
+/* The largest JSON document any peer may send (bodies, lines, worker messages). */
+#define SANDSTEP_WIRE_MAX_DOCUMENT (64 * 1024 * 1024)
+
+/* Parses @data as one JSON object, its size and depth checked first (sandstep-json.h). */
 JsonObject *sandstep_wire_parse_object (const char *data, gsize len, GError **error);
 /* @object as compact JSON, and as one line of a streamed answer (ending in "\n"). */
 char *sandstep_wire_to_text (JsonObject *object, gsize *out_len);

@@ -13,7 +13,9 @@ static void
 print_staged (const char *path, const char *dest, gint64 bytes, gpointer data)
 {
   g_autofree char *size = sandstep_format_size ((guint64) bytes);
-  g_autofree char *line = g_strdup_printf ("sandstep export: staged %s for %s (%s)", path, dest, size);
+  g_autofree char *shown_path = sandstep_escape (path, -1, 0, SANDSTEP_ESCAPE_VALUE);
+  g_autofree char *shown_dest = sandstep_escape (dest, -1, 0, SANDSTEP_ESCAPE_VALUE);
+  g_autofree char *line = g_strdup_printf ("sandstep export: staged %s for %s (%s)", shown_path, shown_dest, size);
 
   sandstep_meter_say (data, line);
 }

@@ -15,8 +15,8 @@ sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error)
   if (invocation->operands->len > 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "unexpected argument '%s'; gc takes only options", (char *) invocation->operands->pdata[0]);
-  ok = sandstep_backend_gc (invocation->backend, run, expired_only, sandstep_invocation_has (invocation, "broken"),
-                            destroyed, error);
+  ok = sandstep_backend_gc (invocation->backend, run, NULL, expired_only,
+                            sandstep_invocation_has (invocation, "broken"), destroyed, error);
   for (guint i = 0; i < destroyed->len; i++)
     g_print ("%s\n", (char *) destroyed->pdata[i]);
   g_printerr ("sandstep gc: reclaimed %u sandbox%s%s%s%s\n", destroyed->len, destroyed->len == 1 ? "" : "es",

@@ -1,4 +1,4 @@
-/* op-ls.c: list a directory of the sandbox, sorted, directories with a trailing '/'. */
+/* op-ls.c: list a directory of the sandbox, sorted, directories with a trailing '/', names escaped. */
 #include "sandstep-operator.h"
 
 #include "sandstep-error.h"
@@ -22,7 +22,10 @@ sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError **error)
   for (guint i = 0; i < entries->len; i++)
     {
       const SandstepDirEntry *entry = entries->pdata[i];
-      g_print ("%s%s\n", entry->name, entry->is_dir ? "/" : "");
+      /* A name is the sandbox's to choose: escaped, it is one line and sends nothing to the terminal. */
+      g_autofree char *name = sandstep_escape (entry->name, -1, 0, SANDSTEP_ESCAPE_VALUE);
+
+      g_print ("%s%s\n", name, entry->is_dir ? "/" : "");
     }
   *out_exit = 0;
   return TRUE;

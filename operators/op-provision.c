@@ -119,7 +119,11 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   if (handle == NULL)
     return FALSE;
   if (existing)
-    g_printerr ("sandstep provision: '%s' already provisioned %s; using it again\n", invocation->who.holder, handle);
+    {
+      g_autofree char *holder = sandstep_escape (invocation->who.holder, -1, 0, SANDSTEP_ESCAPE_VALUE);
+
+      g_printerr ("sandstep provision: '%s' already provisioned %s; using it again\n", holder, handle);
+    }
   g_print ("%s\n", handle);
   *out_exit = 0;
   return TRUE;

@@ -56,8 +56,12 @@ sandstep_op_release (SandstepInvocation *invocation, int *out_exit, GError **err
       if (attempt < RELEASE_ATTEMPTS)
         g_usleep (G_USEC_PER_SEC);
     }
-  g_printerr ("sandstep release: warning: could not release sandbox '%s' after %d attempts (%s); its lifetime "
-              "still ends it, and 'sandstep gc' reclaims it\n",
-              invocation->handle, RELEASE_ATTEMPTS, last_error->message);
+  {
+    g_autofree char *why = sandstep_escape (last_error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+    g_printerr ("sandstep release: warning: could not release sandbox '%s' after %d attempts (%s); its lifetime "
+                "still ends it, and 'sandstep gc' reclaims it\n",
+                invocation->handle, RELEASE_ATTEMPTS, why);
+  }
   return TRUE;
 }

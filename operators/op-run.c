@@ -26,7 +26,9 @@ sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, const S
 static void
 print_notice (const char *message, gpointer user_data)
 {
-  g_printerr ("sandstep run: %s\n", message);
+  g_autofree char *shown = sandstep_escape (message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+  g_printerr ("sandstep run: %s\n", shown);
 }
 
 gboolean

@@ -1,18 +1,20 @@
 /* op-tools.c: the sandbox's four tools for an external agent, over MCP.
  *
- *   sandstep mcp --handle=H [--http=ADDR:PORT]
+ *   sandstep mcp --handle=H [--http=ADDR:PORT (--token-file=FILE | --print-token)]
  *       Serves the tools to one MCP client: on stdin/stdout (the client
  *       spawned us), or with --http on a loopback Streamable HTTP endpoint
- *       whose URL goes to stderr ("port 0" picks a free port).  Ends at EOF on
- *       stdin, on SIGINT or SIGTERM, or after answering a tool call that found
- *       the sandbox unusable (then non-zero).
+ *       whose URL goes to stderr ("port 0" picks a free port) and whose
+ *       bearer token goes to FILE (0600) or, once, to stderr.  Ends at EOF on
+ *       stdin (with --http too), on SIGINT or SIGTERM, or after answering a
+ *       tool call that found the sandbox unusable (then non-zero).
  *
  *   sandstep tools --handle=H -- AGENT-COMMAND
  *   $(sandbox-tools @FILE,AGENT-COMMAND)
  *       Runs AGENT-COMMAND on the host (/bin/sh -c, in this directory, with
  *       this environment) and serves it the tools over Streamable HTTP on a
  *       loopback port of our choosing, whose endpoint URL the agent finds in
- *       $SANDSTEP_MCP_URL (e.g. http://127.0.0.1:40123/mcp).  The agent's exit
+ *       $SANDSTEP_MCP_URL (e.g. http://127.0.0.1:40123/mcp) and the bearer
+ *       token every request must carry in $SANDSTEP_MCP_TOKEN.  The agent's exit
  *       status is the step's; the server ends with the agent.  Interrupted, we
  *       end the agent by its pid (SIGTERM, then SIGKILL after a grace period).
  *       When the environment names an HTTP proxy, 127.0.0.1 is added to the
@@ -31,6 +33,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-mcp.h"
+#include "sandstep-token.h"
 #include "sandstep-tools.h"
 
 /* How long a stopping agent gets between SIGTERM and SIGKILL. */
@@ -111,6 +114,8 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
   g_autoptr(SandstepMcpServer) server = NULL;
   g_autoptr(GError) local_error = NULL;
   const char *http = sandstep_invocation_get (invocation, "http");
+  const char *token_file = sandstep_invocation_get (invocation, "token-file");
+  gboolean print_token = sandstep_invocation_has (invocation, "print-token");
   ToolsRun run = { 0 };
   guint sigint_id, sigterm_id;
   gboolean ok;
@@ -122,6 +127,14 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
   /* Check --http before claiming the sandbox, so a typo costs no wait. */
   if (http != NULL && !sandstep_mcp_check_address (http, error))
     return FALSE;
+  if (http == NULL && (token_file != NULL || print_token))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "--token-file and --print-token go with --http; over stdin and stdout no token is needed");
+  /* Loopback reaches every local user and every open sandbox: the agent alone may know the token. */
+  if (http != NULL && token_file == NULL && !print_token)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                           "--http needs --token-file=FILE (the bearer token is written there, mode 0600) or "
+                           "--print-token (printed once on stderr): every request must carry it");
 
   toolbox = open_toolbox (invocation, &attachment, error);
   if (toolbox == NULL)
@@ -132,7 +145,15 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
       g_autofree char *url = sandstep_mcp_server_listen_http (server, http, error);
       if (url == NULL)
         return FALSE;
+      if (token_file != NULL && !sandstep_token_write_file (token_file, sandstep_mcp_server_http_token (server), error))
+        return FALSE;
       g_printerr ("sandstep mcp: serving sandbox '%s' over MCP (Streamable HTTP) at %s\n", invocation->handle, url);
+      if (print_token)
+        g_printerr ("sandstep mcp: bearer token: %s\n", sandstep_mcp_server_http_token (server));
+      else
+        g_printerr ("sandstep mcp: bearer token in '%s'\n", token_file);
+      /* As over stdio: the sandbox is held until stdin closes. */
+      sandstep_mcp_server_quit_at_eof (server, STDIN_FILENO);
     }
   else
     {
@@ -150,7 +171,9 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
   *out_exit = run.signal != 0 ? 128 + run.signal : SANDSTEP_EXIT_OK;
   if (!ok)
     {
-      g_printerr ("sandstep mcp: a tool call found the sandbox unusable, stopping: %s\n", local_error->message);
+      g_autofree char *why = sandstep_escape (local_error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+      g_printerr ("sandstep mcp: a tool call found the sandbox unusable, stopping: %s\n", why);
       *out_exit = sandstep_error_exit_status (local_error);
     }
   if (!sandstep_mcp_server_stop (server, run.signal != 0 ? 0 : CALL_GRACE_S))
@@ -269,6 +292,7 @@ sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   g_subprocess_launcher_setenv (launcher, "SANDSTEP_MCP_URL", url, TRUE);
+  g_subprocess_launcher_setenv (launcher, "SANDSTEP_MCP_TOKEN", sandstep_mcp_server_http_token (server), TRUE);
   exempt_loopback_from_proxy (launcher);
   agent = g_subprocess_launcher_spawn (launcher, error, "/bin/sh", "-c", command, NULL);
   if (agent == NULL)
@@ -286,8 +310,9 @@ sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error
   ok = sandstep_mcp_server_run (server, &local_error);
   if (!ok)
     {
-      g_printerr ("sandstep tools: a tool call found the sandbox unusable; ending the agent: %s\n",
-                  local_error->message);
+      g_autofree char *why = sandstep_escape (local_error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+
+      g_printerr ("sandstep tools: a tool call found the sandbox unusable; ending the agent: %s\n", why);
       agent_stop (&run);
     }
   g_source_remove (sigint_id);

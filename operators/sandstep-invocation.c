@@ -8,6 +8,8 @@
 #include "sandstep-step.h"
 
 #define DEFAULT_WAIT_S 600.0
+/* How much of a bad handle a message quotes. */
+#define SHOWN_HANDLE_MAX 96
 
 gboolean
 sandstep_option_check (const SandstepOption *option, const char *value, GError **error)
@@ -268,27 +270,16 @@ sandstep_resolve_handle (const char *given, GError **error)
   g_autofree char *text = NULL;
   g_autofree char *shown = NULL;
 
+  /* Messages quote what was given or read, escaped and cut short: it may be anything. */
   if (given[0] == '@')
     {
       const char *path = given + 1;
-      g_autoptr(GError) local_error = NULL;
-      gsize len = 0;
+      g_autofree char *shown_path = sandstep_escape (path, -1, 0, SANDSTEP_ESCAPE_VALUE);
+      g_autofree char *shown_text = NULL;
 
-      if (!g_file_get_contents (path, &text, &len, &local_error))
-        {
-          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
-                          "The handle file '%s' cannot be read (%s): the step that provisions the sandbox has not "
-                          "run; make this step depend on it",
-                          path, local_error->message);
-          return NULL;
-        }
-      if (len > SANDSTEP_HANDLE_FILE_MAX || memchr (text, '\0', len) != NULL)
-        {
-          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
-                          "The handle file '%s' does not hold a handle; it should hold the one line that "
-                          "'sandstep provision' printed", path);
-          return NULL;
-        }
+      text = sandstep_handle_read_file (path, error);
+      if (text == NULL)
+        return NULL;
       g_strstrip (text);
       if (text[0] == '\0' || strcmp (text, "None") == 0)
         {
@@ -296,15 +287,18 @@ sandstep_resolve_handle (const char *given, GError **error)
                           "The handle file '%s' is %s, which is not a sandbox handle: the step that provisions the "
                           "sandbox produced nothing (make -t leaves empty files), or this step ran before it; "
                           "remove '%s' and run make again",
-                          path, text[0] == '\0' ? "empty" : "'None'", path);
+                          shown_path, text[0] == '\0' ? "empty" : "'None'", shown_path);
           return NULL;
         }
-      shown = g_strdup_printf ("'%s' (from '%s')", text, path);
+      shown_text = sandstep_escape (text, -1, SHOWN_HANDLE_MAX, SANDSTEP_ESCAPE_VALUE);
+      shown = g_strdup_printf ("'%s' (from '%s')", shown_text, shown_path);
     }
   else
     {
+      g_autofree char *shown_text = sandstep_escape (given, -1, SHOWN_HANDLE_MAX, SANDSTEP_ESCAPE_VALUE);
+
       text = g_strstrip (g_strdup (given));
-      shown = g_strdup_printf ("'%s'", given);
+      shown = g_strdup_printf ("'%s'", shown_text);
       if (text[0] == '\0' || strcmp (text, "None") == 0)
         {
           sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
@@ -330,9 +324,10 @@ static void
 print_waiting (const char *handle, const char *current_holder, double wait_s, gpointer user_data)
 {
   SandstepInvocation *invocation = user_data;
+  g_autofree char *holder = sandstep_escape (current_holder, -1, 0, SANDSTEP_ESCAPE_VALUE);
 
   g_printerr ("sandstep %s: sandbox '%s' is held by '%s'; waiting up to %gs\n", invocation->op->name, handle,
-              current_holder, wait_s);
+              holder, wait_s);
 }
 
 SandstepAttachment *

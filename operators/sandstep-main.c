@@ -43,8 +43,11 @@ static int
 fail (const char *op_name, SandstepInvocation *invocation, GError *error)
 {
   g_autofree char *hint = make_hint (invocation, error);
+  /* One line, whatever a value quoted in it holds. */
+  g_autofree char *shown = sandstep_escape (error->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+  g_autofree char *shown_hint = hint != NULL ? sandstep_escape (hint, -1, 0, SANDSTEP_ESCAPE_LINE) : NULL;
 
-  g_printerr ("sandstep %s: %s%s%s\n", op_name, error->message, hint != NULL ? ". " : "", hint != NULL ? hint : "");
+  g_printerr ("sandstep %s: %s%s%s\n", op_name, shown, hint != NULL ? ". " : "", hint != NULL ? shown_hint : "");
   return sandstep_error_exit_status (error);
 }
 
@@ -122,7 +125,9 @@ main (int argc, char **argv)
   op = sandstep_operator_lookup (argv[1]);
   if (op == NULL)
     {
-      g_printerr ("sandstep: unknown operator '%s'; see 'sandstep --help' for the list\n", argv[1]);
+      g_autofree char *name = sandstep_escape (argv[1], -1, 64, SANDSTEP_ESCAPE_VALUE);
+
+      g_printerr ("sandstep: unknown operator '%s'; see 'sandstep --help' for the list\n", name);
       return SANDSTEP_EXIT_USAGE;
     }
   for (int i = 2; i < argc && strcmp (argv[i], "--") != 0; i++)

@@ -3,7 +3,9 @@
  * One endpoint, /mcp.  POST answers application/json (202 for
  * notifications), GET 405 (no server stream), DELETE ends a session.  A
  * request whose Origin is not a loopback origin, or whose Host is not a
- * loopback name or the bound address (DNS rebinding), gets 403.
+ * loopback name or the bound address (DNS rebinding), gets 403; one without
+ * the server's bearer token 401.  Loopback is not a boundary: every local
+ * user, and every sandbox with network=open, reaches the port.
  */
 #include "sandstep-mcp-private.h"
 
@@ -12,11 +14,11 @@
 #include <sys/random.h>
 
 #include "sandstep-error.h"
+#include "sandstep-token.h"
 #include "sandstep-units.h"
 
-/* A JSON-RPC message bigger than this is refused (HTTP 413); write_file
- * content is the only big thing a client sends. */
-#define MAX_HTTP_BODY (64 * 1024 * 1024)
+/* A body bigger than this is refused (HTTP 413). */
+#define MAX_HTTP_BODY SANDSTEP_MCP_MAX_MESSAGE
 
 static gboolean
 host_is_loopback (SandstepMcpServer *server, const char *host)
@@ -71,6 +73,51 @@ http_refuse (SoupServerMessage *msg, guint status, int code, const char *message
   http_set_json (msg, status, body);
 }
 
+/* The body as it comes, bounded whatever its encoding: libsoup would hold a
+ * chunked body of any size. */
+typedef struct {
+  GByteArray *data;
+  gboolean over;
+} HttpBody;
+
+static void
+http_body_free (HttpBody *body)
+{
+  if (body->data != NULL)
+    g_byte_array_unref (body->data);
+  g_free (body);
+}
+
+static void
+http_body_refuse (SoupServerMessage *msg)
+{
+  g_autofree char *message = g_strdup_printf ("The message is over the limit of %d bytes", MAX_HTTP_BODY);
+
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+  http_refuse (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, SANDSTEP_MCP_ERROR_REFUSED, message);
+}
+
+static void
+http_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
+{
+  HttpBody *body = user_data;
+  gsize len = 0;
+  const guint8 *data = g_bytes_get_data (chunk, &len);
+
+  if (body->over || soup_server_message_get_status (msg) != 0)
+    return;
+  if (body->data->len + len > MAX_HTTP_BODY)
+    {
+      body->over = TRUE;
+      g_clear_pointer (&body->data, g_byte_array_unref);
+      body->data = g_byte_array_new ();
+      if (soup_server_message_get_status (msg) == 0)
+        http_body_refuse (msg);
+      return;
+    }
+  g_byte_array_append (body->data, data, len);
+}
+
 /* Before the body is read: who may talk to us at all. */
 static void
 http_early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable *query,
@@ -81,7 +128,16 @@ http_early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, 
   const char *host_value = soup_message_headers_get_one (headers, "Host");
   const char *origin = soup_message_headers_get_one (headers, "Origin");
   g_autofree char *host = host_header_host (host_value);
+  HttpBody *body;
   goffset length;
+
+  /* The body is gathered here, never by libsoup, so it stays bounded; a
+   * refused request's is dropped as it comes. */
+  body = g_new0 (HttpBody, 1);
+  body->data = g_byte_array_new ();
+  g_object_set_data_full (G_OBJECT (msg), "sandstep-mcp-body", body, (GDestroyNotify) http_body_free);
+  soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
+  g_signal_connect (msg, "got-chunk", G_CALLBACK (http_got_chunk), body);
 
   /* DNS rebinding: a page from evil.example whose name now points at
    * 127.0.0.1 still sends "Host: evil.example". */
@@ -109,12 +165,25 @@ http_early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, 
           return;
         }
     }
+  /* Only the agent it was started for: loopback reaches every local user and every open sandbox. */
+  if (server->token == NULL ||
+      !sandstep_token_header_matches (soup_message_headers_get_one (headers, "Authorization"), server->token_digest))
+    {
+      g_debug ("refused %s %s: no or a wrong bearer token", soup_server_message_get_method (msg), path);
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "WWW-Authenticate", "Bearer");
+      http_refuse (msg, SOUP_STATUS_UNAUTHORIZED, SANDSTEP_MCP_ERROR_REFUSED,
+                   "Unauthorized: send \"Authorization: Bearer TOKEN\" with this server's token "
+                   "($SANDSTEP_MCP_TOKEN for an agent of 'sandstep tools', the --token-file of 'sandstep mcp')");
+      return;
+    }
   length = soup_message_headers_get_content_length (headers);
   if (soup_message_headers_get_encoding (headers) == SOUP_ENCODING_CONTENT_LENGTH && length > MAX_HTTP_BODY)
     {
       g_autofree char *message = g_strdup_printf ("The message is %" G_GOFFSET_FORMAT " bytes, over the limit of "
                                                   "%d bytes", length, MAX_HTTP_BODY);
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
       http_refuse (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, SANDSTEP_MCP_ERROR_REFUSED, message);
+      return;
     }
 }
 
@@ -211,11 +280,10 @@ static void
 http_post (SandstepMcpServer *server, SoupServerMessage *msg)
 {
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
-  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+  HttpBody *body = g_object_get_data (G_OBJECT (msg), "sandstep-mcp-body");
   const char *session = soup_message_headers_get_one (headers, "Mcp-Session-Id");
   const char *version = soup_message_headers_get_one (headers, "MCP-Protocol-Version");
   const char *content_type = soup_message_headers_get_content_type (headers, NULL);
-  g_autoptr(GBytes) bytes = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonNode) root = NULL;
   HttpExchange *exchange;
@@ -244,8 +312,13 @@ http_post (SandstepMcpServer *server, SoupServerMessage *msg)
       return;
     }
 
-  bytes = soup_message_body_flatten (body);
-  data = g_bytes_get_data (bytes, &length);
+  if (body == NULL || body->over)
+    {
+      http_body_refuse (msg);
+      return;
+    }
+  data = (const char *) body->data->data;
+  length = body->data->len;
   root = sandstep_mcp_parse_message (data != NULL ? data : "", length, &error);
   if (root == NULL)
     {
@@ -333,13 +406,18 @@ parse_listen_address (const char *text, char **out_host, guint16 *out_port, GErr
   address = g_inet_address_new_from_string (host);
   if (address == NULL || !g_inet_address_get_is_loopback (address))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "--http '%s': '%s' is not a loopback address. The MCP endpoint has no "
-                           "authentication and runs commands in the sandbox, so sandstep serves it on loopback "
-                           "only (127.0.0.1, [::1] or localhost); reach it from another machine through an SSH "
-                           "tunnel", text, host);
+                           "--http '%s': '%s' is not a loopback address. The MCP endpoint runs commands in the "
+                           "sandbox and speaks plain HTTP, so sandstep serves it on loopback only (127.0.0.1, "
+                           "[::1] or localhost); reach it from another machine through an SSH tunnel", text, host);
   *out_host = g_inet_address_to_string (address);
   *out_port = port;
   return TRUE;
+}
+
+const char *
+sandstep_mcp_server_http_token (SandstepMcpServer *server)
+{
+  return server->token;
 }
 
 gboolean
@@ -397,6 +475,8 @@ sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *address,
   soup_server_add_early_handler (soup, NULL, http_early_handler, server, NULL);
   soup_server_add_handler (soup, NULL, http_handler, server, NULL);
 
+  server->token = sandstep_token_new ();
+  sandstep_token_digest (server->token, server->token_digest);
   server->bound_host = g_steal_pointer (&host);
   server->http = g_steal_pointer (&soup);
   if (strchr (server->bound_host, ':') != NULL)

@@ -49,7 +49,16 @@ struct _SandstepMcpServer {
   SoupServer *http;
   char *bound_host;          /* the literal address bound, e.g. "127.0.0.1" or "::1" */
   GHashTable *sessions;      /* Mcp-Session-Id -> itself */
+  char *token;               /* the bearer token every request must carry */
+  guint8 token_digest[32];
+
+  /* EOF on a descriptor the caller watches (sandstep_mcp_server_quit_at_eof) */
+  GInputStream *eof_in;
 };
+
+/* A JSON-RPC message bigger than this is refused; write_file content is the
+ * only big thing a client sends. */
+#define SANDSTEP_MCP_MAX_MESSAGE (64 * 1024 * 1024)
 
 /* Newest first; the first is the answer to a version we do not know. */
 extern const char *const sandstep_mcp_protocol_versions[4];

@@ -1,7 +1,8 @@
 /* sandstep-mcp-stdio.c: the MCP server on stdin and stdout, one message per line.
  *
  * Nothing but replies is ever written to stdout.  EOF on stdin ends the
- * server once every request taken is answered.
+ * server once every request taken is answered; with the HTTP transport too,
+ * when the caller watches stdin (sandstep_mcp_server_quit_at_eof()).
  */
 #include "sandstep-mcp-private.h"
 
@@ -84,4 +85,43 @@ sandstep_mcp_server_listen_stdio (SandstepMcpServer *server, int in_fd, int out_
   server->cancellable = g_cancellable_new ();
   stdio_read_next (server);
   return TRUE;
+}
+
+static void eof_read_next (SandstepMcpServer *server);
+
+static void
+eof_read_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  SandstepMcpServer *server = user_data;
+  g_autoptr(GError) error = NULL;
+  gssize n = g_input_stream_skip_finish (G_INPUT_STREAM (source), result, &error);
+
+  if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;
+  if (n > 0)
+    {
+      eof_read_next (server);
+      return;
+    }
+  if (error != NULL)
+    g_debug ("cannot read stdin, stopping: %s", error->message);
+  server->quit_when_idle = TRUE;
+  if (server->in_flight == 0)
+    sandstep_mcp_server_quit (server);
+}
+
+static void
+eof_read_next (SandstepMcpServer *server)
+{
+  g_input_stream_skip_async (server->eof_in, 65536, G_PRIORITY_DEFAULT, server->cancellable, eof_read_done, server);
+}
+
+void
+sandstep_mcp_server_quit_at_eof (SandstepMcpServer *server, int fd)
+{
+  g_return_if_fail (server->eof_in == NULL);
+  server->eof_in = g_unix_input_stream_new (fd, FALSE);
+  if (server->cancellable == NULL)
+    server->cancellable = g_cancellable_new ();
+  eof_read_next (server);
 }

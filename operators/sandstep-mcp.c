@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 
 const char *const sandstep_mcp_protocol_versions[4] = {
   SANDSTEP_MCP_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
@@ -549,23 +550,13 @@ sandstep_mcp_handle_parse_error (SandstepMcpServer *server, const GError *parse_
 JsonNode *
 sandstep_mcp_parse_message (const char *message, gsize length, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
-
-  if (length > G_MAXSSIZE)
-    length = G_MAXSSIZE;
-  if (!g_utf8_validate (message, length, NULL))
+  if (!g_utf8_validate (message, MIN (length, G_MAXSSIZE), NULL))
     {
       sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_PARSE, "the message is not UTF-8");
       return NULL;
     }
-  if (!json_parser_load_from_data (parser, message, (gssize) length, error))
-    return NULL;
-  if (json_parser_get_root (parser) == NULL)
-    {
-      sandstep_throw (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_PARSE, "the message is empty");
-      return NULL;
-    }
-  return json_node_ref (json_parser_get_root (parser));
+  /* Depth and size are checked before json-glib recurses into it. */
+  return sandstep_json_parse (message, length, SANDSTEP_MCP_MAX_MESSAGE, error);
 }
 
 typedef struct {
@@ -691,6 +682,10 @@ sandstep_mcp_server_free (SandstepMcpServer *server)
   g_clear_object (&server->cancellable);
   g_clear_object (&server->stdio_in);
   g_clear_object (&server->stdio_out);
+  g_clear_object (&server->eof_in);
+  if (server->token != NULL)
+    explicit_bzero (server->token, strlen (server->token));
+  g_free (server->token);
   if (server->start_idle != 0)
     g_source_destroy (g_main_context_find_source_by_id (server->context, server->start_idle));
   g_free (server->dead);

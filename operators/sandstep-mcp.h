@@ -12,7 +12,11 @@
  *    DELETE ends a session.  Sessions are optional: initialize issues an
  *    Mcp-Session-Id; a request that carries an unknown one gets 404.  A
  *    request whose Origin is not a loopback origin, or whose Host is not a
- *    loopback name or the bound address (DNS rebinding), gets 403.
+ *    loopback name or the bound address (DNS rebinding), gets 403.  Every
+ *    request must carry "Authorization: Bearer TOKEN", the server's own
+ *    random token (sandstep_mcp_server_http_token()); without it, 401 with
+ *    "WWW-Authenticate: Bearer".  A body is read up to 64 MiB, chunked or
+ *    not, then refused with 413.
  *
  * Tool calls run one at a time, in the order they came, each on a GTask
  * thread, so the main loop keeps answering ping and HTTP while a command
@@ -80,9 +84,18 @@ gboolean sandstep_mcp_check_address (const char *address, GError **error);
 
 /* Serves Streamable HTTP on @address ("PORT", "ADDR:PORT" or "[ADDR]:PORT";
  * NULL or an empty ADDR: 127.0.0.1; port 0 picks a free one).  ADDR must be a
- * loopback address or "localhost": the endpoint has no authentication.
+ * loopback address or "localhost".  Makes the server's bearer token.
  * Returns the endpoint's URL, e.g. "http://127.0.0.1:40123/mcp". */
 char *sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *address, GError **error);
+
+/* The token every HTTP request must carry (256 random bits, hex), made by
+ * sandstep_mcp_server_listen_http(); NULL before. */
+const char *sandstep_mcp_server_http_token (SandstepMcpServer *server);
+
+/* Ends the server, once every request taken is answered, at EOF on @fd
+ * (whatever comes before it is read and dropped): `sandstep mcp --http`
+ * holds the sandbox until its stdin closes, as the stdio transport does. */
+void sandstep_mcp_server_quit_at_eof (SandstepMcpServer *server, int fd);
 
 /* Runs the main loop until sandstep_mcp_server_quit(), EOF on stdio, or a
  * terminal tool error (after its reply went out); the last is returned as

@@ -56,7 +56,9 @@ static const SandstepOption list_options[] = {
 };
 
 static const SandstepOption mcp_options[] = {
-  { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr", "ADDR:PORT" },
+  { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr; needs --token-file or --print-token", "ADDR:PORT" },
+  { "token-file", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "with --http: write the bearer token every request must carry to FILE (mode 0600)", "FILE" },
+  { "print-token", SANDSTEP_OPTION_FLAG,    FALSE, NULL,         "with --http: print the bearer token once on stderr" },
   { NULL }
 };
 

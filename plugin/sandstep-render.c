@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "sandstep-error.h"
+
 G_DEFINE_QUARK (sandstep-plugin-error-quark, sandstep_plugin_error)
 
 /* The options the plugin sets itself from the run's identity and the first word. */
@@ -153,6 +155,26 @@ looks_like_option (const SandstepOperator *op, const char *word)
   return eq != NULL || option->kind == SANDSTEP_OPTION_FLAG;
 }
 
+/* make runs each line of an expanded recipe line as a command of its own, so
+ * a newline inside a quoted word would end the word, and what follows it
+ * would run on the host (with -i or a '-' prefix, even after the error).  A
+ * NUL cannot come from make; a carriage return is a shell's plain byte. */
+static gboolean
+check_one_line (const char *function, const char *what, const char *word, GError **error)
+{
+  const char *nl = strchr (word, '\n');
+  g_autofree char *before = NULL;
+
+  if (nl == NULL)
+    return TRUE;
+  before = sandstep_escape (word, nl - word, 60, SANDSTEP_ESCAPE_VALUE);
+  g_set_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_NEWLINE,
+               "%s: the %s holds a newline (after '%s'): make would run what follows it as a recipe line of its own, "
+               "on the host; put a script of several lines in a file and run that file, or join the lines with ';'",
+               function, what, before);
+  return FALSE;
+}
+
 /* The usage text of the operator's free text: "-- COMMAND" -> "COMMAND". */
 static const char *
 text_usage (const SandstepOperator *op)
@@ -179,6 +201,10 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
 
   g_return_val_if_fail (context != NULL && context->helper != NULL, NULL);
   g_return_val_if_fail (context->owner != NULL && context->holder != NULL, NULL);
+  if (!check_one_line (function, "helper's path ($(SANDSTEP))", context->helper, error) ||
+      !check_one_line (function, "holder (the target's name)", context->holder, error) ||
+      !check_one_line (function, "owner", context->owner, error))
+    return NULL;
 
   sandstep_render_quote (out, context->helper);
   g_string_append_printf (out, " %s", op->name);
@@ -313,6 +339,12 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
                        takes_handle ? " HANDLE" : "", text_usage (op));
           return NULL;
         }
+      {
+        g_autofree char *what = g_ascii_strdown (text_usage (op), -1);
+
+        if (!check_one_line (function, what, stripped_text, error))
+          return NULL;
+      }
       g_string_append (out, " --");
       append_quoted_word (out, stripped_text);
       break;
@@ -325,5 +357,8 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
       break;
     }
 
+  /* Every word was checked above; this holds whatever a later change renders. */
+  if (!check_one_line (function, "command line", out->str, error))
+    return NULL;
   return g_string_free (g_steal_pointer (&out), FALSE);
 }

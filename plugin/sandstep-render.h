@@ -27,6 +27,7 @@ typedef enum {
   SANDSTEP_PLUGIN_ERROR_NO_TEXT,          /* a command operator without its command */
   SANDSTEP_PLUGIN_ERROR_RESERVED,         /* owner=, holder= or handle= written as an option */
   SANDSTEP_PLUGIN_ERROR_IDENTITY,         /* a bad run id, top directory or dag name */
+  SANDSTEP_PLUGIN_ERROR_NEWLINE,          /* a rendered word would span two recipe lines */
 } SandstepPluginError;
 
 /* What every rendered command carries besides the call's own arguments. */

@@ -227,8 +227,8 @@ fake_release (SandstepBackend *backend, const char *handle, const SandstepIdenti
 }
 
 static gboolean
-fake_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken, GPtrArray *destroyed,
-         GError **error)
+fake_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+         gboolean broken, GPtrArray *destroyed, GError **error)
 {
   FakeBackend *fake = (FakeBackend *) backend;
   g_autoptr(GList) handles = g_hash_table_get_keys (fake->sandboxes);
@@ -239,6 +239,8 @@ fake_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gbool
       const char *slash = strrchr (box->owner, '/');
 
       if (run != NULL && g_strcmp0 (slash != NULL ? slash + 1 : box->owner, run) != 0)
+        continue;
+      if (owner_prefix != NULL && !g_str_has_prefix (box->owner, owner_prefix))
         continue;
       if (expired_only && now_unix () < box->expires)
         continue;

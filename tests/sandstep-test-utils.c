@@ -4,6 +4,7 @@
 #include "sandstep-handle.h"
 #include "sandstep-host-files.h"
 #include "sandstep-store.h"
+#include "sandstep-test-hooks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -401,6 +402,14 @@ sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user)
         }
       copy = g_build_filename (dest_dir, base, NULL);
       g_assert_true (g_file_test (copy, G_FILE_TEST_IS_EXECUTABLE));
+      /* Copies of the build tree's programs keep its test hooks (sandstep-test-hooks.h). */
+      {
+        g_autofree char *mark = g_build_filename (dest_dir, SANDSTEP_TEST_HOOKS_MARK, NULL);
+        g_autoptr(GError) error = NULL;
+
+        g_file_set_contents (mark, "copies of a build tree's programs, for a test\n", -1, &error);
+        g_assert_no_error (error);
+      }
       g_test_message ("the user '%s' cannot execute '%s'; using copies in '%s'", user->name, f->helper, dest_dir);
       g_free (f->helper);
       f->helper = g_steal_pointer (&copy);

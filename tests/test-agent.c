@@ -20,6 +20,7 @@
  *   {"calls": [{"name": "run_command", "arguments": {...} or "raw text"}, ...]}
  *   {"answer": "text; {{last_tool_result}} is replaced by the last tool message"}
  *   {"status": 429, "headers": {"Retry-After": "0"}, "body": {...}}
+ *   {"raw": "text sent as the body, byte for byte"}
  * with optional "delay" (seconds before answering), "finish_reason" and
  * "content" (with calls).  Tool call ids are "call_<request>_<index>".
  */
@@ -253,7 +254,9 @@ handle_request (SoupServer *server, SoupServerMessage *msg, const char *path, GH
     }
 
   status = json_object_get_int_member_with_default (step, "status", 200);
-  if (json_object_has_member (step, "body"))
+  if (json_object_has_member (step, "raw"))
+    text = g_strdup (json_object_get_string_member (step, "raw"));
+  else if (json_object_has_member (step, "body"))
     text = node_to_string (json_object_get_member (step, "body"));
   else
     text = completion_for (step, n, request);
@@ -1381,6 +1384,38 @@ test_llm_bad_reply (void)
   g_assert_error (error, SANDSTEP_LLM_ERROR, SANDSTEP_LLM_ERROR_BAD_RESPONSE);
 }
 
+static void
+test_llm_deep_reply (void)
+{
+  g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+  g_autoptr(JsonObject) request = simple_request ();
+
+  g_test_summary ("A chat reply nested 200 KB deep (which overflowed json-glib's stack) is refused as a bad reply "
+                  "naming the depth limit, as a 200 and as an error status alike");
+  for (int i = 0; i < 2; i++)
+    {
+      g_autofree char *script = g_strdup_printf ("[{\"status\": %d, \"raw\": \"%s\"}]", i == 0 ? 200 : 400, bomb);
+      g_autoptr(Scripted) server = scripted_start (script);
+      g_autoptr(SandstepLlm) llm = NULL;
+      g_autoptr(GError) error = NULL;
+      SandstepLlmOptions options;
+
+      sandstep_llm_options_init (&options);
+      options.base_url = server->base_url;
+      llm = sandstep_llm_new (&options, &error);
+      g_assert_no_error (error);
+      g_assert_null (sandstep_llm_chat (llm, request, 0, NULL, &error));
+      g_assert_nonnull (error);
+      if (i == 0)
+        {
+          g_assert_error (error, SANDSTEP_LLM_ERROR, SANDSTEP_LLM_ERROR_BAD_RESPONSE);
+          sandstep_test_assert_contains (error->message, "deeper than 64");
+        }
+      else
+        g_assert_error (error, SANDSTEP_LLM_ERROR, SANDSTEP_LLM_ERROR_REFUSED);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1394,6 +1429,7 @@ main (int argc, char **argv)
   g_test_add_func ("/llm/retries", test_llm_retries);
   g_test_add_func ("/llm/unreachable", test_llm_unreachable);
   g_test_add_func ("/llm/bad-reply", test_llm_bad_reply);
+  g_test_add_func ("/llm/deep-reply", test_llm_deep_reply);
   ADD ("/tools/definitions", test_tools_definitions);
   ADD ("/tools/run-command", test_tools_run_command);
   ADD ("/tools/lifetime", test_tools_lifetime);

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include <string.h>
 
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
@@ -185,10 +186,52 @@ test_facts (void)
   g_assert_null (sandstep_error_get_holder (plain));
 }
 
+static void
+test_escape (void)
+{
+  static const struct {
+    const char *text;
+    gssize len;
+    gsize max;
+    SandstepEscapeFlags flags;
+    const char *expected;
+  } cases[] = {
+    { "plain name.txt", -1, 0, SANDSTEP_ESCAPE_VALUE, "plain name.txt" },
+    { "two\nlines", -1, 0, SANDSTEP_ESCAPE_VALUE, "two\\nlines" },
+    { "cr\rtab\t", -1, 0, SANDSTEP_ESCAPE_VALUE, "cr\\rtab\\t" },
+    { "\033[2J\033]0;title\007", -1, 0, SANDSTEP_ESCAPE_VALUE, "\\x1b[2J\\x1b]0;title\\x07" },
+    { "del\177", -1, 0, SANDSTEP_ESCAPE_VALUE, "del\\x7f" },
+    /* C1 CSI (U+009B) is an escape sequence to many terminals. */
+    { "c1\302\233" "31m", -1, 0, SANDSTEP_ESCAPE_VALUE, "c1\\xc2\\x9b" "31m" },
+    { "bad\377\376utf8", -1, 0, SANDSTEP_ESCAPE_VALUE, "bad\\xff\\xfeutf8" },
+    { "cut \303", -1, 0, SANDSTEP_ESCAPE_VALUE, "cut \\xc3" },
+    { "r\342\200\256evil", -1, 0, SANDSTEP_ESCAPE_VALUE, "r\\u{202e}evil" },
+    { "caf\303\251 \342\200\234q\342\200\235", -1, 0, SANDSTEP_ESCAPE_VALUE, "caf\303\251 \342\200\234q\342\200\235" },
+    { "back\\slash", -1, 0, SANDSTEP_ESCAPE_VALUE, "back\\\\slash" },
+    { "back\\slash\n", -1, 0, SANDSTEP_ESCAPE_LINE, "back\\slash\\n" },
+    { "nul\0inside", 10, 0, SANDSTEP_ESCAPE_VALUE, "nul\\x00inside" },
+    { "0123456789abcdef", -1, 8, SANDSTEP_ESCAPE_VALUE, "01234567..." },
+    { "short", -1, 8, SANDSTEP_ESCAPE_VALUE, "short" },
+    { "", -1, 0, SANDSTEP_ESCAPE_VALUE, "" },
+  };
+
+  g_test_summary ("values shown in messages and on terminals have control characters (C0, DEL, C1), bidi "
+                  "controls and invalid UTF-8 escaped, and a backslash doubled in a value, so no name can start a "
+                  "line, fake an entry or send an escape sequence; printable UTF-8 stays as it is");
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *got = sandstep_escape (cases[i].text, cases[i].len, cases[i].max, cases[i].flags);
+
+      g_assert_cmpstr (got, ==, cases[i].expected);
+      g_assert_null (strpbrk (got, "\n\r\033\a"));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/error/escape", test_escape);
   g_test_add_func ("/error/table/every-code", test_every_code_one_row);
   g_test_add_func ("/error/table/exit-statuses", test_exit_statuses);
   g_test_add_func ("/error/table/failed-fallback", test_failed_fallback);

@@ -108,7 +108,7 @@ test_file_url_host (Fixture *f, gconstpointer data)
   const char *refused[] = { relative, other };
 
   g_test_summary ("a file:// URL naming a host other than empty or localhost is refused (64) and writes nothing; "
-                  "file://relative/NAME once wrote /NAME (security issue, item 9)");
+                  "file://relative/NAME once wrote /NAME");
   for (gsize i = 0; i < G_N_ELEMENTS (refused); i++)
     {
       g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, refused[i], NULL);
@@ -150,7 +150,7 @@ test_planted_link (Fixture *f, gconstpointer data)
 
   g_test_summary ("a symbolic link owned by another user on the way to a file:// destination is not followed: "
                   "the export is refused (73) and the link's target is untouched; links owned by the caller or "
-                  "root are followed (security issue, item 9)");
+                  "root are followed");
   if (geteuid () != 0)
     {
       g_test_skip ("making a link owned by another user needs root");
@@ -188,6 +188,97 @@ test_planted_link (Fixture *f, gconstpointer data)
     got = read_host_file (victim_file);
     g_assert_cmpstr (got, ==, "root::0:0:planted\n");
   }
+}
+
+/* The same as an unprivileged caller: its own links and root's are followed, another user's are not. */
+static void
+test_planted_link_unprivileged (Fixture *f, gconstpointer data)
+{
+  g_autofree char *reason = NULL;
+  SandstepTestUser *user = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *shared = sandstep_test_host_path (f, "shared");
+  g_autofree char *victim = sandstep_test_host_path (f, "victim");
+  g_autofree char *link = g_build_filename (shared, "out", NULL);
+  g_autofree char *through = g_build_filename (link, "notes.txt", NULL);
+  g_autofree char *victim_file = g_build_filename (victim, "notes.txt", NULL);
+  g_autofree char *url = NULL;
+  g_autofree char *pair = NULL;
+  g_autofree char *got = NULL;
+  const char *token_file = g_getenv ("SANDSTEP_TOKEN_FILE");
+  uid_t uid;
+  gid_t gid;
+
+  g_test_summary ("as an unprivileged caller too, a link on the way to a file:// destination is followed only "
+                  "when the caller or root owns it: another user's link in a shared directory is refused (73) "
+                  "and its target untouched");
+  if (geteuid () != 0)
+    {
+      g_test_skip ("making a link owned by another user needs root");
+      return;
+    }
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      g_test_skip (reason);
+      return;
+    }
+  if (g_getenv ("SANDSTEP_BACKEND") == NULL && !sandstep_test_user_can_unshare (user, &reason))
+    {
+      sandstep_test_user_free (user);
+      g_test_skip (reason);
+      return;
+    }
+  uid = user->uid;
+  gid = user->gid;
+  sandstep_test_fixture_set_user (f, user);
+  /* Through a sandstepd, the user needs the token in a file it can read. */
+  if (token_file != NULL)
+    {
+      g_autofree char *mine = sandstep_test_host_path (f, "token");
+      g_autofree char *text = read_host_file (token_file);
+
+      write_host_file (mine, text);
+      sandstep_test_fixture_chown (f, mine);
+      sandstep_test_fixture_setenv (f, "SANDSTEP_TOKEN_FILE", mine);
+    }
+  handle = provision (f, "echo planted-by-the-sandbox > notes.txt");
+  h = handle_arg (handle);
+  g_assert_cmpint (mkdir (shared, 01777), ==, 0);
+  g_assert_cmpint (chmod (shared, 01777), ==, 0);
+  g_assert_cmpint (mkdir (victim, 0755), ==, 0);
+  write_host_file (victim_file, "the real one\n");
+  sandstep_test_fixture_chown (f, victim);
+  g_assert_cmpint (symlink (victim, link), ==, 0);
+  url = file_url (through);
+  pair = g_strconcat ("notes.txt=", url, NULL);
+
+  /* Planted by another user (65534): not followed. */
+  g_assert_cmpint (lchown (link, 65534, 65534), ==, 0);
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, pair, NULL);
+
+    sandstep_test_assert_status (r, EXIT_EXPORT);
+    sandstep_test_assert_contains (r->err, link);
+    sandstep_test_assert_contains (r->err, "65534");
+    got = read_host_file (victim_file);
+    g_assert_cmpstr (got, ==, "the real one\n");
+    g_clear_pointer (&got, g_free);
+  }
+  /* The caller's own link, and then root's: followed. */
+  for (int i = 0; i < 2; i++)
+    {
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      g_assert_cmpint (lchown (link, i == 0 ? uid : 0, i == 0 ? gid : 0), ==, 0);
+      g_assert_cmpint (unlink (victim_file), ==, 0);
+      r = sandstep_test_helper (f, "export", h, pair, NULL);
+      sandstep_test_assert_status (r, 0);
+      got = read_host_file (victim_file);
+      g_assert_cmpstr (got, ==, "planted-by-the-sandbox\n");
+      g_clear_pointer (&got, g_free);
+    }
 }
 
 /* A link to a link: the second one, planted by another user, is refused too. */
@@ -370,7 +461,7 @@ test_sparse (Fixture *f, gconstpointer data)
   struct stat st;
 
   g_test_summary ("a sparse file (256 MiB, 9 bytes of data) is exported sparse to a file:// destination, "
-                  "with the same content (security issue, item 9)");
+                  "with the same content");
   r = sandstep_test_helper (f, "export", h, pair, NULL);
   sandstep_test_assert_status (r, 0);
   g_assert_cmpint (stat (dest, &st), ==, 0);
@@ -440,6 +531,7 @@ main (int argc, char **argv)
   ADD ("/export/file/url-host", test_file_url_host);
   ADD ("/export/file/planted-link", test_planted_link);
   ADD ("/export/file/planted-link-chain", test_planted_link_chain);
+  ADD ("/export/file/planted-link-unprivileged", test_planted_link_unprivileged);
   ADD ("/export/file/killed-leaves-nothing", test_killed_leaves_nothing);
   ADD ("/export/file/removes-stale-staging", test_removes_stale_staging);
   ADD ("/export/file/sparse", test_sparse);

@@ -10,7 +10,10 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "sandstep-error.h"
 #include "sandstep-handle.h"
 #include "sandstep-operator.h"
 
@@ -122,6 +125,52 @@ test_twins_file (void)
 }
 
 static void
+test_never_blocks (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sandstep-test-handle-XXXXXX", NULL);
+  g_autofree char *fifo = g_build_filename (dir, "fifo.sbx", NULL);
+  g_autofree char *huge = g_build_filename (dir, "huge.sbx", NULL);
+  g_autofree char *junk = NULL;
+  const char *paths[] = { fifo, "/dev/zero", "/dev/tty", dir, huge };
+  const char *kinds[] = { "a FIFO", "a device", NULL, "a directory", "over 4096 bytes" };
+
+  g_test_summary ("a handle file that is a FIFO, a device or a directory is refused at once by both readers, "
+                  "and one that is too large after at most 4 KiB; the error quotes a short escaped prefix");
+  g_assert_nonnull (dir);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  junk = g_strnfill (1024 * 1024, 'x');
+  memcpy (junk, "\033[2Jnot\na handle", strlen ("\033[2Jnot\na handle"));
+  g_assert_true (g_file_set_contents (huge, junk, -1, NULL));
+  /* A reader that waits would be stopped here, failing the case. */
+  alarm (10);
+  for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
+    {
+      g_autofree char *arg = g_strconcat ("@", paths[i], NULL);
+      g_autoptr(GError) error = NULL;
+      g_autofree char *helper = NULL;
+      char front[SANDSTEP_HANDLE_LOCAL_LEN + 1] = "";
+      gint64 start = g_get_monotonic_time ();
+
+      if (g_strcmp0 (paths[i], "/dev/tty") == 0 && !g_file_test ("/dev/tty", G_FILE_TEST_EXISTS))
+        continue;
+      g_assert_cmpint (sandstep_handle_libc_resolve (arg, front), ==, 0);
+      helper = sandstep_resolve_handle (arg, &error);
+      g_assert_null (helper);
+      g_assert_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE);
+      g_test_message ("%s: %s", paths[i], error->message);
+      if (kinds[i] != NULL)
+        g_assert_nonnull (strstr (error->message, kinds[i]));
+      g_assert_null (strpbrk (error->message, "\n\033"));
+      g_assert_cmpuint (strlen (error->message), <, 600);
+      g_assert_cmpint (g_get_monotonic_time () - start, <, G_USEC_PER_SEC);
+    }
+  alarm (0);
+  g_unlink (fifo);
+  g_unlink (huge);
+  g_rmdir (dir);
+}
+
+static void
 test_split (void)
 {
   g_autofree char *server = NULL;
@@ -152,6 +201,7 @@ main (int argc, char **argv)
   g_test_add_func ("/handle/grammar", test_grammar);
   g_test_add_func ("/handle/twins/text", test_twins_text);
   g_test_add_func ("/handle/twins/file", test_twins_file);
+  g_test_add_func ("/handle/twins/never-block", test_never_blocks);
   g_test_add_func ("/handle/split", test_split);
   g_test_add_func ("/handle/backend-name", test_backend_name);
   return g_test_run ();

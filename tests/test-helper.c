@@ -483,6 +483,68 @@ test_ls_sorted (Fixture *f, gconstpointer data)
   g_assert_cmpstr (tmp->out, ==, "t1\n");
 }
 
+static void
+test_ls_escapes_names (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("ls shows each name on one line with control characters, invalid UTF-8 and backslashes "
+                  "escaped: a file name can neither fake a second entry nor send an escape sequence");
+  g_free (sandstep_test_run_ok (f, handle,
+                                "touch \"$(printf 'two\\nlines')\" \"$(printf '\\033[31mred')\" "
+                                "\"$(printf 'bad\\377')\" 'back\\slash' \"$(printf 'fake\\ninjected')\""));
+  r = sandstep_test_helper (f, "ls", h, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "\\x1b[31mred\nback\\\\slash\nbad\\xff\nfake\\ninjected\ntwo\\nlines\n");
+}
+
+/* Exactly one line on stderr. */
+static void
+assert_one_line (const SandstepTestResult *r)
+{
+  const char *nl = strchr (r->err, '\n');
+
+  if (nl == NULL || nl[1] != '\0')
+    g_test_message ("stderr is not one line: %s", r->err);
+  g_assert_nonnull (nl);
+  g_assert_cmpint (nl[1], ==, '\0');
+  g_assert_null (strchr (r->err, '\033'));
+}
+
+static void
+test_messages_quote_values_escaped (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+
+  g_test_summary ("a value holding a newline or an escape sequence is quoted escaped: the error stays one line "
+                  "and sends nothing to the terminal");
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "get", h, "no\nsuch\033[2Jfile", NULL);
+
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
+    assert_one_line (r);
+    sandstep_test_assert_contains (r->err, "no\\nsuch\\x1b[2Jfile");
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--timeout=1\nsandstep run: fake", "--",
+                                                            "true", NULL);
+
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_one_line (r);
+    sandstep_test_assert_contains (r->err, "1\\nsandstep run: fake");
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "no-such-op\nx", NULL);
+
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_one_line (r);
+    sandstep_test_assert_contains (r->err, "no-such-op\\nx");
+  }
+}
+
 /* ---- export ---- */
 
 static char *
@@ -1462,6 +1524,54 @@ test_bad_handle_malformed (Fixture *f, gconstpointer data)
 }
 
 static void
+test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
+{
+  Prepared p = { 0 };
+  g_autofree char *fifo = sandstep_test_host_path (f, "fifo.sbx");
+  g_autofree char *huge = sandstep_test_host_path (f, "huge.sbx");
+  g_autofree char *fifo_arg = g_strconcat ("--handle=@", fifo, NULL);
+  g_autofree char *huge_arg = g_strconcat ("--handle=@", huge, NULL);
+  g_autofree char *junk = g_strnfill (64 * 1024 * 1024, 'A');
+  const char *const zero_arg = "--handle=@/dev/zero";
+
+  g_test_summary ("a handle file that is a FIFO or /dev/zero is refused (65) at once, and a 64 MiB one after "
+                  "reading 4 KiB; the message is one line quoting at most a short escaped prefix");
+  prepare (f, &p);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  memcpy (junk, "\033]0;owned\007\n", strlen ("\033]0;owned\007\n"));
+  write_host_file (huge, junk, 64 * 1024 * 1024);
+  sandstep_test_fixture_chown (f, fifo);
+  sandstep_test_fixture_chown (f, huge);
+  for (int i = 0; i < 3; i++)
+    {
+      const char *arg = i == 0 ? fifo_arg : i == 1 ? zero_arg : huge_arg;
+      const char *kind = i == 0 ? "is a FIFO" : i == 1 ? "is a device" : "over 4096 bytes";
+      g_autoptr(SandstepTestResult) run = sandstep_test_helper_argv (
+        f, (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL }, 10);
+      g_autoptr(SandstepTestResult) get = sandstep_test_helper_argv (
+        f, (const char *[]) { "get", arg, "one.txt", NULL }, 10);
+
+      for (int j = 0; j < 2; j++)
+        {
+          SandstepTestResult *r = j == 0 ? run : get;
+
+          g_assert_false (r->timed_out);
+          sandstep_test_assert_status (r, SANDSTEP_EXIT_BAD_HANDLE);
+          sandstep_test_assert_contains (r->err, kind);
+          g_assert_cmpfloat (r->elapsed_s, <, 5.0);
+          g_assert_cmpuint (strlen (r->err), <, 1024);
+          g_assert_null (strchr (r->err, '\033'));
+          g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
+        }
+    }
+  {
+    g_autofree char *after = sandstep_test_snapshot (f, p.handle);
+    g_assert_cmpstr (after, ==, p.before);
+  }
+  prepared_clear (&p);
+}
+
+static void
 test_bad_handle_missing_file (Fixture *f, gconstpointer data)
 {
   Prepared p = { 0 };
@@ -1652,6 +1762,8 @@ main (int argc, char **argv)
   ADD ("/helper/put/tree", test_put_tree);
   ADD ("/helper/get/stdout-and-to", test_get_stdout_and_to);
   ADD ("/helper/ls/sorted", test_ls_sorted);
+  ADD ("/helper/ls/escapes-names", test_ls_escapes_names);
+  ADD ("/helper/bad-input/values-quoted-escaped", test_messages_quote_values_escaped);
   ADD ("/helper/export/stages-then-publishes", test_export_stages_then_publishes);
   ADD ("/helper/export/all-or-none", test_export_all_or_none);
   ADD ("/helper/release/destroys-when-idle", test_release_destroys_when_idle);
@@ -1678,6 +1790,7 @@ main (int argc, char **argv)
   ADD ("/helper/bad-input/handle/none", test_bad_handle_none);
   ADD ("/helper/bad-input/handle/malformed", test_bad_handle_malformed);
   ADD ("/helper/bad-input/handle/missing-file", test_bad_handle_missing_file);
+  ADD ("/helper/bad-input/handle/fifo-device-huge", test_bad_handle_fifo_device_huge);
   ADD ("/helper/bad-input/unknown-sandbox", test_unknown_sandbox);
   ADD ("/helper/bad-input/unknown-option", test_unknown_option);
   for (gsize i = 0; i < G_N_ELEMENTS (bad_number_cases); i++)

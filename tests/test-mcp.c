@@ -13,9 +13,11 @@
  *    through $SANDSTEP_MCP_URL (node with the SDK, and curl).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -30,6 +32,10 @@
 /* How long one client or agent run may take. */
 #define CLIENT_TIMEOUT_S 90.0
 #define LINE_TIMEOUT_S 30.0
+
+/* The bearer token of the HTTP server the case started: raw requests and the
+ * SDK client carry it, unless a request brings an Authorization of its own. */
+static char *http_token;
 
 typedef struct {
   SandstepTestFixture f;
@@ -117,6 +123,8 @@ run_client (Fixture *fx, const char *const *client_args, const char *calls)
     g_ptr_array_add (argv, (gpointer) client_args[i]);
   g_ptr_array_add (argv, NULL);
   envp = g_environ_setenv (envp, "CALLS", calls, TRUE);
+  if (http_token != NULL)
+    envp = g_environ_setenv (envp, "MCP_TOKEN", http_token, TRUE);
 
   g_spawn_sync (fx->f.host_dir, (char **) argv->pdata, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status,
                 &error);
@@ -257,60 +265,91 @@ test_sdk_stdio (Fixture *fx, gconstpointer data)
   assert_sdk_report (report);
 }
 
-/* Starts `sandstep mcp --http=ADDR` and returns its URL from stderr. */
-static SandstepTestProc *
-start_http_server (Fixture *fx, const char *address, char **out_url)
+typedef struct {
+  SandstepTestProc *proc;
+  char *url;
+  char *token;
+  int stdin_fd;       /* the server's stdin; closing it is EOF */
+} HttpServer;
+
+static void
+http_server_clear (HttpServer *server)
+{
+  if (server->stdin_fd >= 0)
+    close (server->stdin_fd);
+  server->stdin_fd = -1;
+  g_clear_pointer (&server->url, g_free);
+  g_clear_pointer (&server->token, g_free);
+  g_clear_pointer (&http_token, g_free);
+}
+
+/* Starts `sandstep mcp --http=ADDR --print-token EXTRA` with a pipe on its
+ * stdin, and reads its URL and token from stderr. */
+static void
+start_http_server (Fixture *fx, const char *address, HttpServer *out)
 {
   g_autofree char *option = g_strconcat ("--http=", address, NULL);
-  SandstepTestProc *proc = sandstep_test_spawn (&fx->f, "mcp", fx->handle_arg, option, NULL);
+  const char *args[] = { "mcp", fx->handle_arg, option, "--print-token", NULL };
+  int pipe_fds[2];
+  int target = 0;
 
-  for (;;)
+  memset (out, 0, sizeof *out);
+  g_assert_cmpint (pipe2 (pipe_fds, O_CLOEXEC), ==, 0);
+  out->proc = sandstep_test_spawn_full (&fx->f, args, &pipe_fds[0], &target, 1);
+  close (pipe_fds[0]);
+  out->stdin_fd = pipe_fds[1];
+  while (out->url == NULL || out->token == NULL)
     {
-      g_autofree char *line = sandstep_test_proc_read_err_line (proc, LINE_TIMEOUT_S);
-      const char *url;
+      g_autofree char *line = sandstep_test_proc_read_err_line (out->proc, LINE_TIMEOUT_S);
+      const char *url, *token;
 
       if (line == NULL)
         {
-          g_autoptr(SandstepTestResult) result = sandstep_test_proc_wait (proc, 5);
-          g_test_message ("sandstep mcp printed no URL\nstderr:\n%s", result->err);
+          g_autoptr(SandstepTestResult) result = sandstep_test_proc_wait (out->proc, 5);
+          g_test_message ("sandstep mcp printed no URL and token\nstderr:\n%s", result->err);
           g_assert_not_reached ();
         }
       url = strstr (line, "http://");
+      token = strstr (line, "bearer token: ");
       if (url != NULL)
-        {
-          *out_url = g_strdup (url);
-          return proc;
-        }
+        out->url = g_strdup (url);
+      if (token != NULL)
+        out->token = g_strdup (token + strlen ("bearer token: "));
     }
+  /* 256 bits, as hex. */
+  g_assert_cmpuint (strlen (out->token), ==, 64);
+  g_assert_cmpuint (strspn (out->token, "0123456789abcdef"), ==, 64);
+  g_free (http_token);
+  http_token = g_strdup (out->token);
 }
 
 static void
 test_sdk_http (Fixture *fx, gconstpointer data)
 {
-  g_autofree char *url = NULL;
-  SandstepTestProc *proc;
+  HttpServer server;
   g_autoptr(JsonObject) report = NULL;
   g_autoptr(SandstepTestResult) result = NULL;
 
-  g_test_summary ("The official SDK client speaks to `sandstep mcp --http` over Streamable HTTP, with a session "
-                  "it ends by DELETE; SIGTERM ends the server.");
+  g_test_summary ("The official SDK client, sending the server's bearer token, speaks to `sandstep mcp --http` "
+                  "over Streamable HTTP, with a session it ends by DELETE; SIGTERM ends the server.");
   if (!node_client_ready ())
     return;
-  proc = start_http_server (fx, "127.0.0.1:0", &url);
-  g_assert_true (g_str_has_prefix (url, "http://127.0.0.1:"));
-  g_assert_true (g_str_has_suffix (url, "/mcp"));
-  g_assert_false (g_str_has_prefix (url, "http://127.0.0.1:0/"));
+  start_http_server (fx, "127.0.0.1:0", &server);
+  g_assert_true (g_str_has_prefix (server.url, "http://127.0.0.1:"));
+  g_assert_true (g_str_has_suffix (server.url, "/mcp"));
+  g_assert_false (g_str_has_prefix (server.url, "http://127.0.0.1:0/"));
   {
-    const char *args[] = { "http", url, NULL };
+    const char *args[] = { "http", server.url, NULL };
     report = run_client (fx, args, SDK_CALLS);
   }
   assert_sdk_report (report);
   g_assert_nonnull (json_object_get_string_member (report, "sessionId"));
   g_assert_true (json_object_get_boolean_member (report, "terminated"));
 
-  sandstep_test_proc_kill (proc, SIGTERM);
-  result = sandstep_test_proc_wait (proc, 10);
+  sandstep_test_proc_kill (server.proc, SIGTERM);
+  result = sandstep_test_proc_wait (server.proc, 10);
   sandstep_test_assert_status (result, 128 + SIGTERM);
+  http_server_clear (&server);
 }
 
 /* ---- raw stdio ---- */
@@ -523,6 +562,27 @@ test_stdio_raw (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_stdio_deep_json (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+  StdioServer *server;
+  JsonObject *reply;
+
+  g_test_summary ("a message nesting 200 KB of '[' (which overflowed json-glib's stack) is answered -32700 "
+                  "naming the depth limit, and the server goes on");
+  server = stdio_server_start (fx);
+  reply = stdio_call (server, bomb);
+  assert_error_reply (reply, -32700);
+  sandstep_test_assert_contains (json_object_get_string_member (json_object_get_object_member (reply, "error"),
+                                                                "message"), "deeper than 64");
+  json_object_unref (reply);
+  reply = stdio_call (server, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+  g_assert_cmpint (json_object_get_int_member (reply, "id"), ==, 2);
+  json_object_unref (reply);
+  g_assert_cmpint (stdio_server_finish (server, TRUE), ==, 0);
+}
+
+static void
 test_stdio_ping_while_running (Fixture *fx, gconstpointer data)
 {
   StdioServer *server;
@@ -648,6 +708,8 @@ http_request (const char *url, const char *method, const char *path, const char 
   g_string_append_printf (request, "%s %s HTTP/1.1\r\n", method, path);
   if (extra_headers == NULL || strstr (extra_headers, "Host:") == NULL)
     g_string_append_printf (request, "Host: %s:%d\r\n", g_uri_get_host (uri), g_uri_get_port (uri));
+  if (http_token != NULL && (extra_headers == NULL || strstr (extra_headers, "Authorization:") == NULL))
+    g_string_append_printf (request, "Authorization: Bearer %s\r\n", http_token);
   if (extra_headers != NULL)
     g_string_append (request, extra_headers);
   if (body != NULL)
@@ -701,7 +763,8 @@ http_json (HttpReply *reply)
 static void
 test_http_raw (Fixture *fx, gconstpointer data)
 {
-  g_autofree char *url = NULL;
+  HttpServer server;
+  const char *url;
   g_autofree char *session = NULL;
   g_autofree char *session_header = NULL;
   g_autofree char *allow = NULL;
@@ -712,7 +775,9 @@ test_http_raw (Fixture *fx, gconstpointer data)
 
   g_test_summary ("Raw Streamable HTTP: JSON replies, 202 for notifications, sessions and DELETE, GET 405, "
                   "-32700/-32601, and 403 for a foreign Origin or Host (DNS rebinding).");
-  proc = start_http_server (fx, "127.0.0.1:0", &url);
+  start_http_server (fx, "127.0.0.1:0", &server);
+  url = server.url;
+  proc = server.proc;
 
   /* initialize: JSON, and a session. */
   reply = http_post (url, NULL, INITIALIZE ("1", LATEST_VERSION));
@@ -826,6 +891,218 @@ test_http_raw (Fixture *fx, gconstpointer data)
   sandstep_test_proc_kill (proc, SIGINT);
   result = sandstep_test_proc_wait (proc, 10);
   sandstep_test_assert_status (result, 128 + SIGINT);
+  http_server_clear (&server);
+}
+
+static void
+test_http_unauthorized (Fixture *fx, gconstpointer data)
+{
+  static const char *const wrong[] = {
+    "X-No-Auth: 1\r\n",                                    /* none (http_request adds none with a header of its own) */
+    "Authorization: Bearer not-the-token\r\n",
+    "Authorization: Basic dXNlcjpwYXNz\r\n",
+    "Authorization: Bearer\r\n",
+  };
+  HttpServer server;
+  g_autofree char *prefixed = NULL;
+  g_autofree char *lower = NULL;
+  g_autoptr(SandstepTestResult) result = NULL;
+  g_autofree char *marker = sandstep_test_host_path (&fx->f, "planted");
+
+  g_test_summary ("Every request to `sandstep mcp --http` needs the server's bearer token: without it, or with a "
+                  "wrong one, 401 with WWW-Authenticate: Bearer, and nothing runs in the sandbox; the right one "
+                  "is accepted in any case of the scheme");
+  start_http_server (fx, "127.0.0.1:0", &server);
+  for (gsize i = 0; i < G_N_ELEMENTS (wrong); i++)
+    {
+      const char *calls[] = {
+        PING,
+        "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"run_command\","
+        "\"arguments\":{\"command\":\"echo planted > /workspace/planted\"}}}",
+      };
+      for (gsize j = 0; j < G_N_ELEMENTS (calls); j++)
+        {
+          g_autoptr(HttpReply) reply = NULL;
+          g_autofree char *authenticate = NULL;
+          const char *extra = wrong[i];
+          g_autofree char *headers = NULL;
+
+          /* "X-No-Auth" is a header of the test's: it carries no Authorization at all. */
+          if (g_str_has_prefix (extra, "X-No-Auth"))
+            {
+              g_autofree char *saved = g_steal_pointer (&http_token);
+              reply = http_post (server.url, NULL, calls[j]);
+              http_token = g_steal_pointer (&saved);
+            }
+          else
+            reply = http_post (server.url, extra, calls[j]);
+          g_assert_cmpuint (reply->status, ==, 401);
+          authenticate = http_header (reply, "WWW-Authenticate");
+          g_assert_cmpstr (authenticate, ==, "Bearer");
+          headers = g_ascii_strdown (reply->headers, -1);
+          g_assert_null (strstr (headers, "mcp-session-id"));
+        }
+    }
+  /* Nothing ran: the sandbox has no file from the refused call. */
+  {
+    g_autoptr(HttpReply) reply = http_post (server.url, NULL,
+                                            "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":"
+                                            "{\"name\":\"run_command\",\"arguments\":{\"command\":"
+                                            "\"ls /workspace/planted 2>&1 || echo none-planted\"}}}");
+    g_autoptr(JsonObject) object = NULL;
+
+    g_assert_cmpuint (reply->status, ==, 200);
+    object = http_json (reply);
+    sandstep_test_assert_contains (result_text (json_object_get_object_member (object, "result")), "none-planted");
+  }
+  /* The scheme is case-insensitive (RFC 7235). */
+  prefixed = g_strdup_printf ("Authorization: bearer %s\r\n", server.token);
+  {
+    g_autoptr(HttpReply) reply = http_post (server.url, prefixed, PING);
+    g_assert_cmpuint (reply->status, ==, 200);
+  }
+  g_assert_false (g_file_test (marker, G_FILE_TEST_EXISTS));
+
+  /* EOF on stdin ends `sandstep mcp --http`, as it does over stdio. */
+  close (server.stdin_fd);
+  server.stdin_fd = -1;
+  result = sandstep_test_proc_wait (server.proc, 15);
+  g_assert_false (result->timed_out);
+  sandstep_test_assert_status (result, 0);
+  http_server_clear (&server);
+}
+
+static void
+test_http_token_file (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *file = sandstep_test_host_path (&fx->f, "mcp.token");
+  g_autofree char *option = g_strconcat ("--token-file=", file, NULL);
+  g_autofree char *token = NULL;
+  g_autoptr(SandstepTestResult) missing = NULL;
+  g_autoptr(SandstepTestResult) result = NULL;
+  const char *args[] = { "mcp", fx->handle_arg, "--http=127.0.0.1:0", option, NULL };
+  SandstepTestProc *proc;
+  int pipe_fds[2];
+  int target = 0;
+  struct stat st;
+  g_autofree char *url = NULL;
+
+  g_test_summary ("`sandstep mcp --http` writes its token to --token-file (mode 0600, never shown on stderr) or "
+                  "prints it with --print-token; with neither it refuses to start (64)");
+  missing = sandstep_test_helper (&fx->f, "mcp", fx->handle_arg, "--http=127.0.0.1:0", NULL);
+  sandstep_test_assert_status (missing, SANDSTEP_EXIT_USAGE);
+  sandstep_test_assert_contains (missing->err, "--token-file");
+
+  umask (0);
+  g_assert_cmpint (pipe2 (pipe_fds, O_CLOEXEC), ==, 0);
+  proc = sandstep_test_spawn_full (&fx->f, args, &pipe_fds[0], &target, 1);
+  umask (022);
+  close (pipe_fds[0]);
+  while (url == NULL)
+    {
+      g_autofree char *line = sandstep_test_proc_read_err_line (proc, LINE_TIMEOUT_S);
+      g_assert_nonnull (line);
+      if (strstr (line, "http://") != NULL)
+        url = g_strdup (strstr (line, "http://"));
+    }
+  g_assert_true (g_file_get_contents (file, &token, NULL, NULL));
+  g_strchomp (token);
+  g_assert_cmpuint (strlen (token), ==, 64);
+  g_assert_cmpint (stat (file, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0600);
+  http_token = g_strdup (token);
+  {
+    g_autoptr(HttpReply) reply = http_post (url, NULL, PING);
+    g_assert_cmpuint (reply->status, ==, 200);
+  }
+  g_clear_pointer (&http_token, g_free);
+  close (pipe_fds[1]);
+  result = sandstep_test_proc_wait (proc, 15);
+  sandstep_test_assert_status (result, 0);
+  sandstep_test_assert_not_contains (result->err, token);
+}
+
+/* A chunked body of @mib MiB, sent as fast as the server takes it; returns the HTTP status. */
+static guint
+post_chunked (const char *url, guint mib)
+{
+  g_autoptr(GUri) uri = g_uri_parse (url, G_URI_FLAGS_NONE, NULL);
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *head = NULL;
+  g_autofree char *chunk = g_strnfill (1024 * 1024, ' ');
+  g_autofree char *size_line = g_strdup_printf ("%x\r\n", 1024 * 1024);
+  GOutputStream *out;
+  char answer[4096] = "";
+  gssize n;
+
+  g_socket_client_set_timeout (client, (guint) LINE_TIMEOUT_S);
+  g_socket_client_set_enable_proxy (client, FALSE);
+  connection = g_socket_client_connect_to_host (client, g_uri_get_host (uri), g_uri_get_port (uri), NULL, &error);
+  g_assert_no_error (error);
+  out = g_io_stream_get_output_stream (G_IO_STREAM (connection));
+  head = g_strdup_printf ("POST /mcp HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
+                          "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+                          g_uri_get_host (uri), g_uri_get_port (uri), http_token);
+  g_output_stream_write_all (out, head, strlen (head), NULL, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < mib; i++)
+    if (!g_output_stream_write_all (out, size_line, strlen (size_line), NULL, NULL, NULL) ||
+        !g_output_stream_write_all (out, chunk, 1024 * 1024, NULL, NULL, NULL) ||
+        !g_output_stream_write_all (out, "\r\n", 2, NULL, NULL, NULL))
+      break;   /* the server answered and closed */
+  g_output_stream_write_all (out, "0\r\n\r\n", 5, NULL, NULL, NULL);
+  n = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM (connection)), answer, sizeof answer - 1, NULL,
+                           NULL);
+  g_assert_cmpint (n, >, 0);
+  answer[n] = '\0';
+  g_assert_true (g_str_has_prefix (answer, "HTTP/1.1 "));
+  return (guint) g_ascii_strtoull (answer + strlen ("HTTP/1.1 "), NULL, 10);
+}
+
+static guint64
+rss_kib (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) pid);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  line = strstr (text, "VmHWM:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmHWM:"), NULL, 10);
+}
+
+static void
+test_http_chunked_limit (Fixture *fx, gconstpointer data)
+{
+  HttpServer server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  guint64 peak;
+
+  g_test_summary ("a chunked body of 300 MiB is refused (413) at the 64 MiB limit without being held: the "
+                  "server's peak memory stays under 128 MiB, and it goes on serving");
+  start_http_server (fx, "127.0.0.1:0", &server);
+  g_assert_cmpuint (post_chunked (server.url, 300), ==, 413);
+  peak = rss_kib (sandstep_test_proc_pid (server.proc));
+  g_test_message ("peak RSS of sandstep mcp: %" G_GUINT64_FORMAT " KiB", peak);
+  g_assert_cmpuint (peak, <, 128 * 1024);
+  {
+    g_autoptr(HttpReply) reply = http_post (server.url, NULL, PING);
+    g_assert_cmpuint (reply->status, ==, 200);
+  }
+  {
+    /* Nesting is checked before parsing here too. */
+    g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+    g_autoptr(HttpReply) reply = http_post (server.url, NULL, bomb);
+    g_assert_cmpuint (reply->status, ==, 400);
+    sandstep_test_assert_contains (reply->body, "deeper than 64");
+  }
+  sandstep_test_proc_kill (server.proc, SIGTERM);
+  result = sandstep_test_proc_wait (server.proc, 10);
+  sandstep_test_assert_status (result, 128 + SIGTERM);
+  http_server_clear (&server);
 }
 
 static void
@@ -872,12 +1149,15 @@ static const char curl_agent[] =
   "set -e\n"
   "case \"$SANDSTEP_MCP_URL\" in http://127.0.0.1:*/mcp) ;; *) echo \"bad url $SANDSTEP_MCP_URL\"; exit 90;; esac\n"
   "post () { curl -sS --noproxy '*' --fail-with-body -H 'Content-Type: application/json' "
+  "  -H \"Authorization: Bearer $SANDSTEP_MCP_TOKEN\" "
   "  -H 'Accept: application/json, text/event-stream' -d \"$1\" \"$SANDSTEP_MCP_URL\"; echo; }\n"
   "post '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
   "\"capabilities\":{},\"clientInfo\":{\"name\":\"curl\",\"version\":\"0\"}}}'\n"
   "post '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}'\n"
   "post '{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"run_command\","
   "\"arguments\":{\"command\":\"echo curl-agent-ran\"}}}'\n"
+  "curl -sS --noproxy '*' -o /dev/null -w '%{http_code}\\n' -H 'Content-Type: application/json' "
+  "  -d '{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}' \"$SANDSTEP_MCP_URL\"\n"
   "exit 5\n";
 
 static void
@@ -913,6 +1193,9 @@ test_tools_curl_agent (Fixture *fx, gconstpointer data)
   sandstep_test_assert_contains (lines[1], "\"list_directory\"");
   sandstep_test_assert_contains (lines[2], "curl-agent-ran");
   sandstep_test_assert_contains (lines[2], "\"isError\":false");
+  /* Without the token, the same endpoint refuses. */
+  g_assert_cmpuint (g_strv_length (lines), >=, 4);
+  g_assert_cmpstr (lines[3], ==, "401");
 }
 
 static void
@@ -923,11 +1206,14 @@ test_tools_exit_and_environment (Fixture *fx, gconstpointer data)
 
   g_test_summary ("The agent runs on the host with $SANDSTEP_MCP_URL set; its status, even from a signal, is the "
                   "step's; no agent command is a usage error.");
-  result = sandstep_test_helper (&fx->f, "tools", fx->handle_arg, "--", "echo \"url=$SANDSTEP_MCP_URL\"; exit 3",
-                                 NULL);
+  result = sandstep_test_helper (&fx->f, "tools", fx->handle_arg, "--",
+                                 "echo \"url=$SANDSTEP_MCP_URL\"; echo \"token=${#SANDSTEP_MCP_TOKEN}\"; exit 3", NULL);
   sandstep_test_assert_status (result, 3);
   sandstep_test_assert_contains (result->out, "url=http://127.0.0.1:");
   sandstep_test_assert_contains (result->out, "/mcp\n");
+  sandstep_test_assert_contains (result->out, "token=64\n");
+  /* The token is the agent's alone: never on the step's output. */
+  sandstep_test_assert_not_contains (result->err, "token");
   g_clear_pointer (&result, sandstep_test_result_free);
 
   result = sandstep_test_helper (&fx->f, "tools", fx->handle_arg, "--", "kill -TERM $$", NULL);
@@ -989,9 +1275,13 @@ main (int argc, char **argv)
   ADD ("/mcp/sdk/http", test_sdk_http);
   ADD ("/mcp/stdio/raw", test_stdio_raw);
   ADD ("/mcp/stdio/ping-while-running", test_stdio_ping_while_running);
+  ADD ("/mcp/stdio/deep-json", test_stdio_deep_json);
   ADD ("/mcp/stdio/terminal-error", test_stdio_terminal);
   ADD ("/mcp/http/raw", test_http_raw);
   ADD ("/mcp/http/refuses-non-loopback", test_http_refuses_non_loopback);
+  ADD ("/mcp/http/unauthorized", test_http_unauthorized);
+  ADD ("/mcp/http/token-file", test_http_token_file);
+  ADD ("/mcp/http/chunked-limit", test_http_chunked_limit);
   ADD ("/mcp/tools/node-agent", test_tools_node_agent);
   ADD ("/mcp/tools/curl-agent", test_tools_curl_agent);
   ADD ("/mcp/tools/exit-and-environment", test_tools_exit_and_environment);

@@ -969,6 +969,21 @@ test_odd_directory (void)
 
 /* ---- argument errors ------------------------------------------------------ */
 
+/* The line of "TARGET:" in tests/data/make/newline.mk. */
+static guint
+newline_mk_line (const char *target)
+{
+  g_autofree char *path = g_test_build_filename (G_TEST_DIST, "data", "make", "newline.mk", NULL);
+  g_autofree char *text = read_file (path);
+  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autofree char *prefix = g_strconcat (target, ":", NULL);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix (lines[i], prefix))
+      return i + 1;
+  g_assert_not_reached ();
+}
+
 /* The line of "TARGET:" in tests/data/make/errors.mk. */
 static guint
 errors_mk_line (const char *target)
@@ -1060,6 +1075,66 @@ test_error_literal (void)
     g_assert_nonnull (strstr (r->err, "'$(shell)'"));
   }
   g_assert_false (g_file_test (pwned, G_FILE_TEST_EXISTS));
+}
+
+/* A newline inside a rendered word: make would run the rest as a recipe line of its own. */
+static void
+test_error_newline (void)
+{
+  static const struct { const char *target; const char *word; } cases[] = {
+    { "command", "the command holds a newline (after 'echo inside')" },
+    { "file-text", "the command holds a newline (after 'echo inside')" },
+    { "agent-prompt", "the prompt holds a newline (after 'do it')" },
+    { "helper", "the helper's path ($(SANDSTEP)) holds a newline" },
+  };
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *printer = NULL;
+  g_autofree char *script = NULL;
+  g_autofree char *env_helper = NULL;
+  g_autofree char *env_odd_helper = NULL;
+
+  g_test_summary ("a newline in a rendered word (the command, text read with $(file <...), the helper's path) "
+                  "stops make at the line, naming it, and nothing after it runs on the host, even under -i or "
+                  "with a '-' prefix");
+  REQUIRE_PLUGIN ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "newline.mk", "Makefile");
+  printer = tree_add_argv_printer (tree);
+  script = tree_path (tree, "script.txt");
+  {
+    g_autofree char *text = g_strdup_printf ("echo inside\ntouch %s/PWNED-file #\n", tree->dir);
+    write_file (script, text);
+  }
+  env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+  env_odd_helper = g_strdup_printf ("SANDSTEP=%s\ntouch %s/PWNED-helper #", printer, tree->dir);
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const char *env[] = { i == 3 ? env_odd_helper : env_helper, NULL };
+      g_autoptr(MakeResult) r = tree_make (tree, env, "-i", cases[i].target, NULL);
+      g_autofree char *location = g_strdup_printf ("Makefile:%u: *** ", newline_mk_line (cases[i].target));
+
+      g_assert_cmpint (r->status, ==, 2);
+      g_assert_cmpstr (r->out, ==, "");
+      g_assert_nonnull (strstr (r->err, location));
+      if (strstr (r->err, cases[i].word) == NULL)
+        g_error ("%s: '%s' not in: %s", cases[i].target, cases[i].word, r->err);
+    }
+  {
+    g_autoptr(GDir) dir = g_dir_open (tree->dir, 0, NULL);
+    const char *name;
+
+    while ((name = g_dir_read_name (dir)) != NULL)
+      if (g_str_has_prefix (name, "PWNED"))
+        g_error ("'%s' was made on the host", name);
+  }
+  /* Commands of one line still render. */
+  {
+    const char *env[] = { env_helper, NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "one-line", NULL);
+
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_nonnull (strstr (r->out, "[echo inside; echo still inside]"));
+  }
 }
 
 /* ---- with the real helper ------------------------------------------------- */
@@ -1522,6 +1597,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/identity/odd-directory", test_odd_directory);
   g_test_add_func ("/plugin/errors", test_errors);
   g_test_add_func ("/plugin/errors/literal", test_error_literal);
+  g_test_add_func ("/plugin/errors/newline", test_error_newline);
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
   g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);

@@ -1040,7 +1040,8 @@ test_bad_requests (Fixture *f, gconstpointer data)
 
   g_test_summary ("every class of bad request gets the right HTTP status and a JSON error {code, message, hint}: "
                   "missing or wrong token (401, logged without the token), malformed JSON, a body too large, "
-                  "unknown routes and methods, bad handles, path traversal, unknown claims; and the daemon lives on");
+                  "unknown routes and methods, bad handles, path traversal, unknown claims, JSON nested 200 KB deep; and "
+                  "the daemon lives on");
   fixture_start (f);
   identity = text_bytes ("{\"owner\":\"o\",\"holder\":\"o/h\"}");
   describe_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/describe");
@@ -1069,6 +1070,16 @@ test_bad_requests (Fixture *f, gconstpointer data)
     g_autoptr(GBytes) body = text_bytes ("[1, 2, 3]");
     request (session, "POST", describe_url, token, NULL, body, NULL, &a);
     assert_error (&a, 400, "bad-json");
+    answer_clear (&a);
+  }
+  {
+    /* 200 KB of '[' overflowed json-glib's stack, and the daemon with it. */
+    Answer a = { 0 };
+    g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+    g_autoptr(GBytes) body = text_bytes (bomb);
+    request (session, "POST", describe_url, token, NULL, body, NULL, &a);
+    assert_error (&a, 400, "bad-json");
+    assert_contains (a.body, "deeper than 64");
     answer_clear (&a);
   }
   {
@@ -1425,7 +1436,8 @@ test_three_hosts (Fixture *f, gconstpointer data)
 
   g_test_summary ("three hosts (network namespaces A, B, C; 10.231.x.0/24 addresses that exist only inside "
                   "them): a step on A provisions through sandstepd on B; a step on C attaches by the handle "
-                  "alone (no backend given) and reads the files A left");
+                  "(no backend given, B listed in C's servers file) and reads the files A left; unlisted, C "
+                  "refuses to send B its token");
   SKIP_IF_NO_JAIL (f);
   if (!hosts_up (&hosts, &why))
     {
@@ -1440,6 +1452,8 @@ test_three_hosts (Fixture *f, gconstpointer data)
   server_start (&f->server);
 
   env_a = helper_env (f, server);
+  /* Plain http between the namespaces, said so. */
+  env_a = g_environ_setenv (env_a, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env_a = g_environ_setenv (env_a, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/provision", TRUE);
   {
     g_autoptr(Result) r = helper_on (f, &hosts, "a", env_a, "provision", NULL);
@@ -1454,9 +1468,25 @@ test_three_hosts (Fixture *f, gconstpointer data)
     assert_status (r, 0);
   }
 
-  /* C knows only the handle and the token. */
+  /* C knows the handle and the token, and trusts B once its servers file lists it. */
   env_c = helper_env (f, NULL);
+  env_c = g_environ_setenv (env_c, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env_c = g_environ_setenv (env_c, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/step-c", TRUE);
+  {
+    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
+    assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_contains (r->err, "sends its token only to");
+  }
+  {
+    g_autofree char *config = g_build_filename (f->dir, "config-c", NULL);
+    g_autofree char *servers = g_build_filename (config, "sandstep", "servers", NULL);
+    g_autofree char *servers_dir = g_path_get_dirname (servers);
+    g_autofree char *text = g_strdup_printf ("# the team's sandbox server\n%s\n", server);
+
+    g_assert_cmpint (g_mkdir_with_parents (servers_dir, 0700), ==, 0);
+    write_file (servers, text);
+    env_c = g_environ_setenv (env_c, "XDG_CONFIG_HOME", config, TRUE);
+  }
   {
     g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
     assert_status (r, 0);
@@ -1523,6 +1553,666 @@ test_tls (Fixture *f, gconstpointer data)
   }
 }
 
+/* ---- who may talk to the server ---- */
+
+/* `sandstep ARGS...` with the token @token ($SANDSTEP_TOKEN) and the owner @owner. */
+static Result *
+helper_as (Fixture *f, const char *token, const char *owner, const char *const *args)
+{
+  g_auto(GStrv) envp = g_strdupv (f->envp);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+
+  envp = g_environ_unsetenv (envp, "SANDSTEP_TOKEN_FILE");
+  envp = g_environ_setenv (envp, "SANDSTEP_TOKEN", token, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_OWNER", owner, TRUE);
+  envp = g_environ_setenv (envp, "SANDSTEP_HOLDER", owner, TRUE);
+  g_ptr_array_add (argv, f->helper);
+  for (gsize i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+  return run_argv ((const char *const *) argv->pdata, envp, HELPER_TIMEOUT_S);
+}
+
+static void
+test_own_token (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = g_build_filename (f->server.state_dir, "sandstepd.token", NULL);
+  g_autofree char *first = NULL;
+  g_autofree char *again = NULL;
+  g_autofree char *log = NULL;
+  g_autoptr(SoupSession) session = plain_session ();
+  g_autofree char *health = NULL;
+  struct stat st;
+
+  g_test_summary ("without --token-file sandstepd still requires a token, also on loopback: it makes one in "
+                  "STATE/sandstepd.token (0600), says where, refuses requests without it (401) and keeps it "
+                  "across restarts; clients that name the file get in");
+  /* The fixture's daemon, started without the fixture's token file. */
+  g_strfreev (f->server.extra);
+  f->server.extra = NULL;
+  g_free (f->server.token_file);
+  f->server.token_file = g_strdup (path);
+  {
+    /* server_start passes --token-file: run the daemon without it here. */
+    const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", NULL, NULL };
+    g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
+    Proc *p;
+    g_autoptr(Result) r = NULL;
+    gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+    g_autofree char *url = NULL;
+
+    argv[2] = state;
+    for (int round = 0; round < 2; round++)
+      {
+        p = proc_spawn (argv, NULL);
+        while (url == NULL && g_get_monotonic_time () < deadline)
+          {
+            const char *nl;
+            proc_pump (p, 100);
+            if ((nl = strchr (p->out->str, '\n')) != NULL &&
+                g_str_has_prefix (p->out->str, "sandstepd: listening on "))
+              url = g_strndup (p->out->str + strlen ("sandstepd: listening on "),
+                               nl - p->out->str - strlen ("sandstepd: listening on "));
+          }
+        g_assert_nonnull (url);
+        /* The log says where the token is, and never the token. */
+        for (int i = 0; i < 50 && strstr (p->err->str, "sandstepd.token") == NULL; i++)
+          proc_pump (p, 100);
+        assert_contains (p->err->str, path);
+        g_assert_cmpint (stat (path, &st), ==, 0);
+        g_assert_cmpint (st.st_mode & 0777, ==, 0600);
+        g_assert_true (g_file_get_contents (path, round == 0 ? &first : &again, NULL, NULL));
+        g_strchomp (round == 0 ? first : again);
+        g_assert_null (strstr (p->err->str, round == 0 ? first : again));
+        health = g_strconcat (url, "/v1/health", NULL);
+        {
+          Answer a = { 0 };
+          request (session, "GET", health, NULL, NULL, NULL, NULL, &a);
+          g_assert_cmpuint (a.status, ==, 401);
+          answer_clear (&a);
+        }
+        {
+          Answer a = { 0 };
+          request (session, "GET", health, round == 0 ? first : again, NULL, NULL, NULL, &a);
+          g_assert_cmpuint (a.status, ==, 200);
+          answer_clear (&a);
+        }
+        {
+          g_auto(GStrv) envp = helper_env (f, url);
+          const char *provision_argv[] = { f->helper, "provision", NULL };
+          g_autoptr(Result) made = NULL;
+
+          envp = g_environ_setenv (envp, "SANDSTEP_TOKEN_FILE", path, TRUE);
+          made = run_argv (provision_argv, envp, HELPER_TIMEOUT_S);
+          assert_status (made, 0);
+        }
+        g_clear_pointer (&health, g_free);
+        g_clear_pointer (&url, g_free);
+        proc_kill (p, SIGTERM);
+        r = proc_wait (p, 10);
+        g_clear_pointer (&r, result_free);
+        deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+      }
+  }
+  /* A restart keeps the token: clients keep working. */
+  g_assert_cmpstr (first, ==, again);
+  g_assert_cmpuint (strlen (first), ==, 64);
+}
+
+static void
+test_web_pages_refused (Fixture *f, gconstpointer data)
+{
+  static const char *const names[] = { "--server-name=sandboxes.example.org", NULL };
+  g_autoptr(SoupSession) session = plain_session ();
+  Server *s = &f->server;
+  g_autofree char *describe_url = NULL;
+  g_autoptr(GBytes) identity = text_bytes ("{\"owner\":\"o\",\"holder\":\"o/h\"}");
+  g_autofree char *log = NULL;
+
+  g_test_summary ("a web page cannot reach sandstepd: a request with an Origin header is refused (403) even with "
+                  "the token, a body that is not application/json (text/plain, a form: a simple POST) gets 415, "
+                  "and a Host that is not one of the server's names (DNS rebinding) gets 403");
+  s->extra = g_strdupv ((char **) names);
+  fixture_start (f);
+  describe_url = api (s, "/v1/sandboxes/sandstep-0123456789abcdef/describe");
+  {
+    Answer a = { 0 };
+    g_autoptr(SoupMessage) msg = soup_message_new ("POST", describe_url);
+    g_autofree char *auth = g_strconcat ("Bearer ", s->token, NULL);
+    g_autoptr(GBytes) answer = NULL;
+
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "Origin", "https://evil.example");
+    soup_message_set_request_body_from_bytes (msg, "application/json", identity);
+    answer = soup_session_send_and_read (session, msg, NULL, NULL);
+    a.status = soup_message_get_status (msg);
+    a.body = g_strndup (g_bytes_get_data (answer, NULL), g_bytes_get_size (answer));
+    assert_error (&a, 403, "origin");
+    answer_clear (&a);
+  }
+  for (int i = 0; i < 3; i++)
+    {
+      static const char *const types[] = { "text/plain", "application/x-www-form-urlencoded", "multipart/form-data" };
+      Answer a = { 0 };
+      request (session, "POST", describe_url, s->token, types[i], identity, NULL, &a);
+      assert_error (&a, 415, "content-type");
+      answer_clear (&a);
+    }
+  {
+    /* DNS rebinding: a name of the page's own that now points at this server. */
+    g_autofree char *request_text = g_strdup_printf ("POST /v1/sandboxes/sandstep-0123456789abcdef/describe HTTP/1.1\r\n"
+                                                     "Host: rebind.evil.example:%d\r\nAuthorization: Bearer %s\r\n"
+                                                     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+                                                     "Connection: close\r\n\r\n%s",
+                                                     server_port (s), s->token,
+                                                     strlen ("{\"owner\":\"o\",\"holder\":\"o/h\"}"),
+                                                     "{\"owner\":\"o\",\"holder\":\"o/h\"}");
+    g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
+    assert_contains (back, " 403 ");
+    assert_contains (back, "bad-host");
+  }
+  for (int i = 0; i < 2; i++)
+    {
+      g_autofree char *request_text = g_strdup_printf ("GET /v1/health HTTP/1.1\r\nHost: %s:%d\r\n"
+                                                       "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+                                                       i == 0 ? "sandboxes.example.org" : "localhost",
+                                                       server_port (s), s->token);
+      g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
+      assert_contains (back, " 200 ");
+    }
+  g_assert_true (g_file_get_contents (s->log, &log, NULL, NULL));
+  assert_contains (log, "Origin 'https://evil.example'");
+  assert_contains (log, "Host 'rebind.evil.example");
+}
+
+static void
+test_owner_tokens (Fixture *f, gconstpointer data)
+{
+  g_autofree char *admin = g_strdup_printf ("admin-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *nightly = g_strdup_printf ("nightly-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *weekly = g_strdup_printf ("weekly-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *file = NULL;
+  g_autofree char *n_owner = g_strdup_printf ("nightly/%s", f->run);
+  g_autofree char *w_owner = g_strdup_printf ("weekly/%s", f->run);
+  g_autofree char *n_handle = NULL;
+  g_autofree char *w_handle = NULL;
+  g_autofree char *n_h = NULL;
+  g_autofree char *w_h = NULL;
+  g_autoptr(SoupSession) session = plain_session ();
+
+  g_test_summary ("tokens bound to owner prefixes: a token touches only sandboxes of the owners it covers, is "
+                  "refused (403) for others, naming the caller's owner and never the sandbox's; gc without an "
+                  "admin token reclaims only what the token covers, and list shows only those; a claim is usable only "
+                  "under a token that covers its owner; a one-token file stays an admin token");
+  file = g_strdup_printf ("# sandstepd tokens\n%s\n\n%s owner=nightly/\n%s owner=weekly/\n", admin, nightly, weekly);
+  g_assert_true (g_file_set_contents_full (f->server.token_file, file, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+  fixture_start (f);
+  {
+    const char *args[] = { "provision", "--lifetime=3s", NULL };
+    g_autoptr(Result) n = helper_as (f, nightly, n_owner, args);
+    g_autoptr(Result) w = helper_as (f, weekly, w_owner, args);
+    assert_status (n, 0);
+    assert_status (w, 0);
+    n_handle = g_strstrip (g_strdup (n->out));
+    w_handle = g_strstrip (g_strdup (w->out));
+    n_h = g_strconcat ("--handle=", n_handle, NULL);
+    w_h = g_strconcat ("--handle=", w_handle, NULL);
+  }
+  /* The nightly token may not act as a weekly owner. */
+  {
+    const char *args[] = { "provision", NULL };
+    g_autoptr(Result) r = helper_as (f, nightly, w_owner, args);
+    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    assert_contains (r->err, w_owner);
+    assert_contains (r->err, "covers owners under 'nightly/' only");
+  }
+  /* ... and, as its own owner, learns nothing of the weekly sandbox's owner. */
+  {
+    const char *describe[] = { "describe", w_h, NULL };
+    const char *destroy[] = { "destroy", w_h, NULL };
+    const char *run[] = { "ls", w_h, NULL };
+    const char *const *calls[] = { describe, destroy, run };
+
+    for (gsize i = 0; i < G_N_ELEMENTS (calls); i++)
+      {
+        g_autoptr(Result) r = helper_as (f, nightly, n_owner, calls[i]);
+        assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+        assert_contains (r->err, n_owner);
+        g_assert_null (strstr (r->err, "weekly"));
+      }
+  }
+  /* Listing, the nightly token sees the nightly sandbox and nothing of the weekly one. */
+  {
+    g_autofree char *n_local = NULL, *w_local = NULL, *n_server = NULL, *w_server = NULL;
+    const char *list[] = { "list", NULL };
+    g_autoptr(Result) r = helper_as (f, nightly, n_owner, list);
+    g_autoptr(Result) all = helper_as (f, admin, "anyone/at-all", list);
+
+    g_assert_true (sandstep_handle_split (n_handle, &n_server, &n_local));
+    g_assert_true (sandstep_handle_split (w_handle, &w_server, &w_local));
+    assert_status (r, 0);
+    assert_contains (r->out, n_local);
+    g_assert_null (strstr (r->out, w_local));
+    g_assert_null (strstr (r->out, "weekly"));
+    assert_status (all, 0);
+    assert_contains (all->out, n_local);
+    assert_contains (all->out, w_local);
+  }
+  /* A claim made under the weekly token is no claim of the nightly token's. */
+  {
+    g_autofree char *local = NULL;
+    g_autofree char *server_url = NULL;
+    g_autofree char *claim_url = NULL;
+    g_autofree char *list_url = NULL;
+    g_autofree char *auth = g_strconcat ("Bearer ", weekly, NULL);
+    g_autofree char *body_text = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s/raw\"}", w_owner, w_owner);
+    g_autoptr(GBytes) body = text_bytes (body_text);
+    g_autoptr(SoupMessage) msg = NULL;
+    g_autoptr(GInputStream) stream = NULL;
+    g_autoptr(GDataInputStream) lines = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new ();
+    g_autofree char *first = NULL;
+    const char *claim;
+    g_autofree char *list_text = NULL;
+    g_autoptr(GBytes) list_body = NULL;
+
+    g_assert_true (sandstep_handle_split (w_handle, &server_url, &local));
+    claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.url, local);
+    msg = soup_message_new ("POST", claim_url);
+    soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
+    soup_message_set_request_body_from_bytes (msg, "application/json", body);
+    stream = soup_session_send (session, msg, NULL, NULL);
+    g_assert_nonnull (stream);
+    g_assert_cmpuint (soup_message_get_status (msg), ==, 200);
+    lines = g_data_input_stream_new (stream);
+    first = g_data_input_stream_read_line (lines, NULL, NULL, NULL);
+    g_assert_nonnull (first);
+    g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
+    claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
+    list_url = g_strdup_printf ("%s/v1/sandboxes/%s/list", f->server.url, local);
+    list_text = g_strdup_printf ("{\"claim\":\"%s\",\"path\":\"/workspace\"}", claim);
+    list_body = text_bytes (list_text);
+    {
+      Answer a = { 0 };
+      request (session, "POST", list_url, nightly, NULL, list_body, NULL, &a);
+      assert_error (&a, 409, "no-claim");
+      answer_clear (&a);
+    }
+    {
+      Answer a = { 0 };
+      request (session, "POST", list_url, weekly, NULL, list_body, NULL, &a);
+      g_assert_cmpuint (a.status, ==, 200);
+      answer_clear (&a);
+    }
+    g_input_stream_close (stream, NULL, NULL);
+  }
+  /* Past both lifetimes: the nightly token's gc reclaims the nightly sandbox only. */
+  g_usleep (4 * G_USEC_PER_SEC);
+  {
+    const char *gc[] = { "gc", NULL };
+    const char *describe_w[] = { "describe", w_h, NULL };
+    g_autoptr(Result) r = helper_as (f, nightly, n_owner, gc);
+    g_autoptr(Result) still = NULL;
+
+    assert_status (r, 0);
+    assert_contains (r->out, n_handle);
+    g_assert_null (strstr (r->out, w_handle));
+    still = helper_as (f, weekly, w_owner, describe_w);
+    assert_status (still, 0);
+  }
+  /* The admin token (a line of its own, as the one-token file of before) reclaims every owner's. */
+  {
+    const char *gc[] = { "gc", NULL };
+    g_autoptr(Result) r = helper_as (f, admin, "anyone/at-all", gc);
+    assert_status (r, 0);
+    assert_contains (r->out, w_handle);
+  }
+}
+
+static void
+test_token_only_to_its_server (Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) trap = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new_from_string ("127.0.0.1", 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autofree char *foreign = NULL;
+  g_autofree char *file = g_build_filename (f->host_dir, "planted.sbx", NULL);
+  g_autofree char *arg = g_strconcat ("--handle=@", file, NULL);
+  g_autoptr(GSocket) caught = NULL;
+
+  g_test_summary ("the client sends its token only to the server it was configured for: a handle file naming "
+                  "another server is refused (64) before any connection, and plain http:// to a host beyond "
+                  "loopback is refused unless SANDSTEP_ALLOW_HTTP=1");
+  g_assert_no_error (error);
+  fixture_start (f);
+  /* Another server, as a planted handle file would name it; it must never hear from us. */
+  g_socket_bind (trap, any, TRUE, &error);
+  g_assert_no_error (error);
+  g_socket_listen (trap, &error);
+  g_assert_no_error (error);
+  g_socket_set_blocking (trap, FALSE);
+  bound = g_socket_get_local_address (trap, &error);
+  g_assert_no_error (error);
+  foreign = g_strdup_printf ("http://127.0.0.1:%u/sandstep-0123456789abcdef",
+                             g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+  write_file (file, foreign);
+  {
+    g_autoptr(Result) r = helper (f, "get", arg, "secret.txt", NULL);
+    assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_contains (r->err, "sends its token only to");
+    assert_contains (r->err, f->server.url);
+  }
+  caught = g_socket_accept (trap, NULL, NULL);
+  g_assert_null (caught);
+  /* Plain http beyond loopback: refused, unless said so. */
+  {
+    g_auto(GStrv) envp = helper_env (f, "http://192.0.2.1:7700");
+    const char *argv[] = { f->helper, "describe", "--handle=sandstep-0123456789abcdef", NULL };
+    g_autoptr(Result) r = run_argv (argv, envp, HELPER_TIMEOUT_S);
+    assert_status (r, SANDSTEP_EXIT_USAGE);
+    assert_contains (r->err, "plain http:// beyond loopback");
+    assert_contains (r->err, "SANDSTEP_ALLOW_HTTP=1");
+  }
+}
+
+static void
+test_token_file_errors (Fixture *f, gconstpointer data)
+{
+  static const char *const bad[] = {
+    "secret-one owner=nightly\n",           /* a prefix must end in '/' */
+    "secret-two owner=\n",
+    "secret-three superuser\n",
+    "secret-four owner=a/ extra\n",
+    "# only a comment\n\n",
+  };
+  g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
+  g_autofree char *option = g_strconcat ("--token-file=", f->server.token_file, NULL);
+
+  g_test_summary ("a token file sandstepd cannot read is refused at start (64), naming the file and the line, "
+                  "never the token");
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", state, option, NULL };
+      g_autoptr(Result) r = NULL;
+
+      g_assert_true (g_file_set_contents_full (f->server.token_file, bad[i], -1, G_FILE_SET_CONTENTS_NONE, 0600,
+                                               NULL));
+      r = run_argv (argv, NULL, 10);
+      assert_status (r, SANDSTEP_EXIT_USAGE);
+      assert_contains (r->err, f->server.token_file);
+      g_assert_null (strstr (r->err, "secret-"));
+    }
+}
+
+/* ---- slow and hostile clients ---- */
+
+/* A TCP connection to the fixture's server from @source (e.g. "127.0.0.2"); its fd. */
+static int
+connect_from (Server *s, const char *source)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+  g_autoptr(GSocketAddress) from = g_inet_socket_address_new_from_string (source, 0);
+  g_autoptr(GSocketAddress) to = g_inet_socket_address_new_from_string ("127.0.0.1", server_port (s));
+  int fd;
+
+  g_assert_no_error (error);
+  g_socket_bind (socket, from, FALSE, &error);
+  g_assert_no_error (error);
+  g_socket_connect (socket, to, NULL, &error);
+  g_assert_no_error (error);
+  fd = dup (g_socket_get_fd (socket));
+  g_assert_cmpint (fd, >=, 0);
+  return fd;
+}
+
+/* TRUE once the server has closed @fd (EOF or reset), within @timeout_s. */
+static gboolean
+closed_within (int fd, double timeout_s)
+{
+  struct pollfd pfd = { fd, POLLIN | POLLRDHUP, 0 };
+  char buf[4096];
+
+  for (gint64 end = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC); g_get_monotonic_time () < end;)
+    {
+      ssize_t n;
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static void
+assert_health (Fixture *f)
+{
+  g_autoptr(SoupSession) session = plain_session ();
+  g_autofree char *url = api (&f->server, "/v1/health");
+  Answer a = { 0 };
+  gint64 start = g_get_monotonic_time ();
+
+  request (session, "GET", url, f->server.token, NULL, NULL, NULL, &a);
+  g_assert_cmpuint (a.status, ==, 200);
+  g_test_message ("an authenticated request took %.1f ms", (g_get_monotonic_time () - start) / 1000.0);
+  answer_clear (&a);
+}
+
+static void
+test_slow_deadlines (Fixture *f, gconstpointer data)
+{
+  static const char *const extra[] = { "--header-timeout=2", "--idle-timeout=2", NULL };
+  static const char partial_head[] = "POST /v1/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  g_autofree char *partial_body = NULL;
+  int silent, slow_head, slow_body;
+
+  g_test_summary ("sandstepd shuts a connection that sends no request within --header-timeout, or only part of "
+                  "its headers, and one whose body stops coming for --idle-timeout; others are served meanwhile");
+  f->server.extra = g_strdupv ((char **) extra);
+  fixture_start (f);
+  silent = connect_from (&f->server, "127.0.0.2");
+  slow_head = connect_from (&f->server, "127.0.0.2");
+  slow_body = connect_from (&f->server, "127.0.0.3");
+  g_assert_cmpint (write (slow_head, partial_head, strlen (partial_head)), >, 0);
+  partial_body = g_strdup_printf ("POST /v1/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                                  "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"owner\":",
+                                  f->server.token);
+  g_assert_cmpint (write (slow_body, partial_body, strlen (partial_body)), >, 0);
+  assert_health (f);
+  g_assert_true (closed_within (silent, 8));
+  g_assert_true (closed_within (slow_head, 8));
+  g_assert_true (closed_within (slow_body, 8));
+  assert_health (f);
+  close (silent);
+  close (slow_head);
+  close (slow_body);
+}
+
+static void
+test_slow_half_open_evicted (Fixture *f, gconstpointer data)
+{
+  int fds[40];
+  guint closed = 0;
+
+  g_test_summary ("a peer holds at most 32 connections that have sent no request: a 33rd and later evict its "
+                  "oldest, and a client elsewhere is served at once all along");
+  fixture_start (f);
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    fds[i] = connect_from (&f->server, "127.0.0.4");
+  assert_health (f);
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    if (closed_within (fds[i], i < 8 ? 3 : 0.05))
+      closed++;
+  g_test_message ("%u of %zu half-open connections were closed", closed, G_N_ELEMENTS (fds));
+  g_assert_cmpuint (closed, ==, G_N_ELEMENTS (fds) - 32);
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    close (fds[i]);
+}
+
+/* The daemon's CPU time (user and system), in seconds. */
+static double
+server_cpu_s (Server *s)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) s->pid);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *after;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  after = strrchr (text, ')');
+  g_assert_nonnull (after);
+  fields = g_strsplit (after + 2, " ", -1);
+  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+}
+
+static void
+test_slow_descriptors_run_out (Fixture *f, gconstpointer data)
+{
+  static const char *const prefix[] = { "prlimit", "--nofile=64:64", NULL };
+  g_autofree char *prlimit = g_find_program_in_path ("prlimit");
+  g_autofree char *log = NULL;
+  GArray *fds = g_array_new (FALSE, FALSE, sizeof (int));
+  double before, after;
+
+  g_test_summary ("when file descriptors run out, sandstepd backs off instead of spinning on its listening "
+                  "socket (its CPU stays low while connections keep coming), frees the oldest half-open one, and "
+                  "serves an authenticated client");
+  if (prlimit == NULL)
+    {
+      g_test_skip ("prlimit (util-linux) is not installed");
+      return;
+    }
+  f->server.prefix = g_strdupv ((char **) prefix);
+  fixture_start (f);
+  /* Far more half-open connections, from 16 peers, than 64 descriptors hold. */
+  for (int i = 0; i < 160; i++)
+    {
+      g_autofree char *source = g_strdup_printf ("127.0.1.%d", 1 + i % 16);
+      int fd = connect_from (&f->server, source);
+      g_array_append_val (fds, fd);
+    }
+  g_usleep (G_USEC_PER_SEC / 2);
+  before = server_cpu_s (&f->server);
+  g_usleep (3 * G_USEC_PER_SEC);
+  after = server_cpu_s (&f->server);
+  g_test_message ("sandstepd spent %.2f s of CPU in 3 s with its descriptors used up", after - before);
+  g_assert_cmpfloat (after - before, <, 0.5);
+  assert_health (f);
+  g_assert_true (g_file_get_contents (f->server.log, &log, NULL, NULL));
+  assert_contains (log, "cannot accept connections");
+  for (guint i = 0; i < fds->len; i++)
+    close (g_array_index (fds, int, i));
+  g_array_unref (fds);
+}
+
+static void
+test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
+{
+  static const char *const extra[] = { "--max-upload=1K", NULL };
+  g_autoptr(SoupSession) session = plain_session ();
+  g_autofree char *handle = NULL;
+  g_autofree char *server_url = NULL;
+  g_autofree char *local = NULL;
+  g_autofree char *claim_url = NULL;
+  g_autofree char *auth = NULL;
+  g_autofree char *body_text = NULL;
+  g_autoptr(GBytes) body = NULL;
+  g_autoptr(SoupMessage) msg = NULL;
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GDataInputStream) lines = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *first = NULL;
+  const char *claim;
+  guint64 rss_before, rss_after;
+  int fd;
+  g_autofree char *head = NULL;
+  GString *chunk = g_string_new (NULL);
+  char answer[8192] = "";
+  gssize n;
+  guint64 sent = 0;
+
+  g_test_summary ("--max-upload holds for a chunked put body of link entries (one once passed 81 MB under a "
+                  "1 KiB limit): refused with 413 after about the limit, the daemon's memory unmoved");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char **) extra);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  g_assert_true (sandstep_handle_split (handle, &server_url, &local));
+  claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.url, local);
+  auth = g_strconcat ("Bearer ", f->server.token, NULL);
+  body_text = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s\"}", f->owner, f->holder);
+  body = text_bytes (body_text);
+  msg = soup_message_new ("POST", claim_url);
+  soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
+  soup_message_set_request_body_from_bytes (msg, "application/json", body);
+  stream = soup_session_send (session, msg, NULL, NULL);
+  g_assert_nonnull (stream);
+  lines = g_data_input_stream_new (stream);
+  first = g_data_input_stream_read_line (lines, NULL, NULL, NULL);
+  g_assert_nonnull (first);
+  g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
+  claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
+
+  rss_before = server_rss_kib (&f->server);
+  fd = connect_from (&f->server, "127.0.0.1");
+  head = g_strdup_printf ("POST /v1/sandboxes/%s/put?dest=/workspace/&name=up&contents=0 HTTP/1.1\r\n"
+                          "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\nX-Sandstep-Claim: %s\r\n"
+                          "Content-Type: application/x-sandstep-entries\r\nTransfer-Encoding: chunked\r\n\r\n",
+                          local, f->server.token, claim);
+  g_assert_cmpint (write (fd, head, strlen (head)), ==, (ssize_t) strlen (head));
+  {
+    static const char top[] = "{\"path\":\"\",\"type\":\"dir\",\"mode\":493}\n";
+    g_string_append_printf (chunk, "%zx\r\n%s\r\n", strlen (top), top);
+    g_assert_cmpint (write (fd, chunk->str, chunk->len), ==, (ssize_t) chunk->len);
+    sent += chunk->len;
+  }
+  /* Up to 80 MB of link entries, each new, as long as the server takes them. */
+  for (int i = 0; i < 800; i++)
+    {
+      struct pollfd pfd = { fd, POLLOUT, 0 };
+      GString *entries = g_string_new (NULL);
+
+      for (int j = 0; j < 1000; j++)
+        g_string_append_printf (entries, "{\"path\":\"l%09d\",\"type\":\"link\",\"target\":\"/etc/passwd\"}\n",
+                                i * 1000 + j);
+      g_string_truncate (chunk, 0);
+      g_string_append_printf (chunk, "%zx\r\n%s\r\n", entries->len, entries->str);
+      g_string_free (entries, TRUE);
+      if (poll (&pfd, 1, 5000) <= 0 || (pfd.revents & (POLLERR | POLLHUP)) != 0)
+        break;
+      if (send (fd, chunk->str, chunk->len, MSG_NOSIGNAL) < 0)
+        break;
+      sent += chunk->len;
+    }
+  n = recv (fd, answer, sizeof answer - 1, 0);
+  if (n > 0)
+    answer[n] = '\0';
+  g_test_message ("sent %" G_GUINT64_FORMAT " bytes before the answer: %.40s", sent, answer);
+  assert_contains (answer, " 413 ");
+  /* Stopped near the limit: what was sent past it sat in socket buffers. */
+  g_assert_cmpuint (sent, <, 16 * 1024 * 1024);
+  rss_after = server_rss_kib (&f->server);
+  g_assert_cmpuint (rss_after, <, rss_before + 20 * 1024);
+  close (fd);
+  g_string_free (chunk, TRUE);
+  g_input_stream_close (stream, NULL, NULL);
+
+  /* The helper's own put over the limit hears why, as locally. */
+  {
+    g_autofree char *big = g_build_filename (f->host_dir, "big.bin", NULL);
+    g_autofree char *junk = g_strnfill (64 * 1024, 'x');
+    g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Result) r = NULL;
+
+    write_file (big, junk);
+    r = helper (f, "put", h, big, "/workspace/big.bin", NULL);
+    assert_status (r, SANDSTEP_EXIT_PATH);
+    assert_contains (r->err, "limit of 1024 bytes");
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1541,6 +2231,15 @@ main (int argc, char **argv)
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
   ADD ("/remote/tls", test_tls);
+  ADD ("/remote/auth/own-token", test_own_token);
+  ADD ("/remote/auth/web-pages-refused", test_web_pages_refused);
+  ADD ("/remote/auth/owner-tokens", test_owner_tokens);
+  ADD ("/remote/auth/token-file-errors", test_token_file_errors);
+  ADD ("/remote/auth/token-only-to-its-server", test_token_only_to_its_server);
+  ADD ("/remote/slow/deadlines", test_slow_deadlines);
+  ADD ("/remote/slow/half-open-evicted", test_slow_half_open_evicted);
+  ADD ("/remote/slow/descriptors-run-out", test_slow_descriptors_run_out);
+  ADD ("/remote/slow/chunked-put-limit", test_slow_chunked_put_limit);
 #undef ADD
 
   return g_test_run ();

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
+#include "sandstep-store.h"
 #include "sandstep-wire.h"
 
 /* @object as the other side reads it: through its text. */
@@ -317,6 +319,95 @@ test_refused (void)
     }
 }
 
+/* @n times @open, then @close as many times. */
+static char *
+nested (guint n, char open, char close)
+{
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; i < n; i++)
+    g_string_append_c (out, open);
+  for (guint i = 0; i < n; i++)
+    g_string_append_c (out, close);
+  return g_string_free (out, FALSE);
+}
+
+static void
+test_json_depth_and_size (void)
+{
+  g_autofree char *ok = nested (SANDSTEP_JSON_MAX_DEPTH, '[', ']');
+  g_autofree char *deep = nested (SANDSTEP_JSON_MAX_DEPTH + 1, '[', ']');
+  g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+  g_autofree char *objects = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) node = NULL;
+  GString *o = g_string_new (NULL);
+
+  g_test_summary ("JSON nesting deeper than 64 levels or longer than its limit is refused before json-glib "
+                  "parses it (200 KB of '[' used to overflow the stack); brackets inside strings do not count");
+  node = sandstep_json_parse (ok, strlen (ok), G_MAXSIZE, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (node);
+  g_assert_false (sandstep_json_check (deep, strlen (deep), G_MAXSIZE, &error));
+  g_assert_error (error, JSON_PARSER_ERROR, JSON_PARSER_ERROR_INVALID_DATA);
+  g_assert_nonnull (strstr (error->message, "deeper than 64"));
+  g_clear_error (&error);
+  g_assert_null (sandstep_json_parse (bomb, strlen (bomb), G_MAXSIZE, &error));
+  g_assert_nonnull (strstr (error->message, "deeper than 64"));
+  g_clear_error (&error);
+  for (guint i = 0; i < 100; i++)
+    g_string_append (o, "{\"a\":");
+  g_string_append (o, "1");
+  for (guint i = 0; i < 100; i++)
+    g_string_append_c (o, '}');
+  objects = g_string_free (o, FALSE);
+  g_assert_false (sandstep_json_check (objects, strlen (objects), G_MAXSIZE, &error));
+  g_clear_error (&error);
+  /* In a string, with escaped quotes, brackets are text. */
+  {
+    g_autofree char *inside = g_strdup_printf ("{\"s\": \"\\\"%s\\\"\"}", bomb);
+    g_clear_pointer (&node, json_node_unref);
+    node = sandstep_json_parse (inside, strlen (inside), G_MAXSIZE, &error);
+    g_assert_no_error (error);
+  }
+  g_assert_false (sandstep_json_check ("{}", 2, 1, &error));
+  g_assert_nonnull (strstr (error->message, "over the limit"));
+  g_clear_error (&error);
+  /* Through the wire's reader, as sandstepd reads a body. */
+  g_assert_null (sandstep_wire_parse_object (bomb, strlen (bomb), &error));
+  g_assert_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE);
+  g_assert_nonnull (strstr (error->message, "deeper than 64"));
+}
+
+static void
+test_json_deep_record (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sandstep-test-wire-XXXXXX", NULL);
+  g_autoptr(SandstepStore) store = sandstep_store_open (dir, NULL);
+  const char *handle = "sandstep-0123456789abcdef";
+  g_autofree char *record = sandstep_store_sandbox_path (store, handle, "record.json");
+  g_autofree char *sandbox = g_path_get_dirname (record);
+  g_autofree char *bomb = g_strnfill (200 * 1024, '[');
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SandstepRecord) loaded = NULL;
+  g_autofree char *command = NULL;
+
+  g_test_summary ("a record on disk nesting 200 KB deep is refused as damaged, never parsed");
+  g_assert_nonnull (store);
+  g_assert_cmpint (g_mkdir_with_parents (sandbox, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (record, bomb, -1, NULL));
+  {
+    g_autofree char *claim = sandstep_store_sandbox_path (store, handle, "claim");
+    g_assert_true (g_file_set_contents (claim, "", 0, NULL));
+  }
+  loaded = sandstep_store_load (store, handle, &error);
+  g_assert_null (loaded);
+  g_assert_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN);
+  g_assert_nonnull (strstr (error->message, "deeper than 64"));
+  command = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_true (g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -330,5 +421,7 @@ main (int argc, char **argv)
   g_test_add_func ("/wire/lines", test_lines);
   g_test_add_func ("/wire/put-entries", test_put_entries);
   g_test_add_func ("/wire/refused", test_refused);
+  g_test_add_func ("/wire/json-depth-and-size", test_json_depth_and_size);
+  g_test_add_func ("/wire/json-deep-record", test_json_deep_record);
   return g_test_run ();
 }

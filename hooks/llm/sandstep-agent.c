@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 
 /* The text of a message's content: a string, or an array of text parts. */
 static char *
@@ -92,11 +93,10 @@ sandstep_json_has_lone_surrogate_escape (const char *json)
 static JsonObject *
 parse_arguments (const char *tool, JsonNode *arguments, char **out_raw, char **out_message)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
   g_autoptr(GError) error = NULL;
   g_autofree char *shown = NULL;
+  g_autoptr(JsonNode) root = NULL;
   const char *text;
-  JsonNode *root;
 
   *out_raw = NULL;
   if (arguments == NULL || JSON_NODE_HOLDS_NULL (arguments))
@@ -117,7 +117,9 @@ parse_arguments (const char *tool, JsonNode *arguments, char **out_raw, char **o
   *out_raw = g_strdup (text);
   if (text[strspn (text, " \t\r\n")] == '\0')
     return json_object_new ();
-  if (!json_parser_load_from_data (parser, text, -1, &error))
+  /* The model's text: depth and size are checked before json-glib recurses into it. */
+  root = sandstep_json_parse (text, strlen (text), G_MAXSIZE, &error);
+  if (root == NULL)
     {
       if (sandstep_json_has_lone_surrogate_escape (text))
         {
@@ -131,8 +133,7 @@ parse_arguments (const char *tool, JsonNode *arguments, char **out_raw, char **o
                                       g_utf8_strlen (text, -1) > 200 ? "..." : "", tool);
       return NULL;
     }
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       *out_message = g_strdup_printf ("The arguments of this %s call must be a JSON object, got %s. Call %s again "
                                       "with its arguments as one JSON object.", tool, text, tool);

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sandstep-json.h"
+
+/* No chat completion is bigger. */
+#define MAX_REPLY_BYTES (64 * 1024 * 1024)
+
 G_DEFINE_QUARK (sandstep-llm-error-quark, sandstep_llm_error)
 
 struct _SandstepLlm {
@@ -192,15 +197,14 @@ typedef enum {
 static char *
 error_message_of (GBytes *body)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
   gsize len = 0;
   const char *data = body != NULL ? g_bytes_get_data (body, &len) : NULL;
-  JsonNode *root;
+  g_autoptr(JsonNode) root = NULL;
 
   if (data == NULL || len == 0)
     return g_strdup ("(empty reply)");
-  if (json_parser_load_from_data (parser, data, len, NULL) && (root = json_parser_get_root (parser)) != NULL &&
-      JSON_NODE_HOLDS_OBJECT (root))
+  root = sandstep_json_parse (data, len, MAX_REPLY_BYTES, NULL);
+  if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
     {
       JsonObject *object = json_node_get_object (root);
       JsonNode *err = json_object_get_member (object, "error");
@@ -300,7 +304,6 @@ bad:
   return FALSE;
 }
 
-#define MAX_REPLY_BYTES (64 * 1024 * 1024)
 
 /* Sends @msg and reads the whole reply, up to MAX_REPLY_BYTES (over it:
  * *out_too_large).  Our own loop rather than soup_session_send_and_read(),
@@ -351,7 +354,7 @@ attempt (SandstepLlm *llm, GBytes *body, gint64 deadline_us, guint *out_status, 
   g_autoptr(GCancellable) cancellable = g_cancellable_new ();
   g_autoptr(GError) local = NULL;
   g_autoptr(GBytes) reply = NULL;
-  g_autoptr(JsonParser) parser = NULL;
+  g_autoptr(JsonNode) root = NULL;
   SoupMessageHeaders *headers;
   gint64 attempt_deadline = g_get_monotonic_time () + (gint64) (llm->options.request_timeout_s * G_USEC_PER_SEC);
   gboolean overall = FALSE;
@@ -448,13 +451,13 @@ attempt (SandstepLlm *llm, GBytes *body, gint64 deadline_us, guint *out_status, 
       return ATTEMPT_FAILED;
     }
 
-  parser = json_parser_new ();
   {
     gsize len = 0;
     const char *data = g_bytes_get_data (reply, &len);
     g_autoptr(GError) parse_error = NULL;
 
-    if (data == NULL || !json_parser_load_from_data (parser, data, len, &parse_error))
+    /* Depth and size checked before json-glib recurses into it. */
+    if (data == NULL || (root = sandstep_json_parse (data, len, MAX_REPLY_BYTES, &parse_error)) == NULL)
       {
         g_set_error (error, SANDSTEP_LLM_ERROR, SANDSTEP_LLM_ERROR_BAD_RESPONSE,
                      "The chat endpoint '%s' answered HTTP %u with a body that is not JSON (%s)", llm->url, status,
@@ -462,9 +465,9 @@ attempt (SandstepLlm *llm, GBytes *body, gint64 deadline_us, guint *out_status, 
         return ATTEMPT_FAILED;
       }
   }
-  if (!check_completion (json_parser_get_root (parser), llm->url, error))
+  if (!check_completion (root, llm->url, error))
     return ATTEMPT_FAILED;
-  *out_response = json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+  *out_response = json_object_ref (json_node_get_object (root));
   return ATTEMPT_OK;
 }
 

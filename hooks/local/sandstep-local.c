@@ -13,6 +13,7 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
@@ -658,8 +659,8 @@ sandstep_local_judge (SandstepStore *store, const char *handle, SandstepConditio
 }
 
 static gboolean
-local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken, GPtrArray *destroyed,
-          GError **error)
+local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+          gboolean broken, GPtrArray *destroyed, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(GPtrArray) handles = sandstep_store_list (local->store);
@@ -678,13 +679,16 @@ local_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboo
         continue;
       if (condition == SANDSTEP_CONDITION_BROKEN)
         {
-          /* A damaged sandbox has no owner to match a run: reclaimed when asked, or once certainly over. */
-          if (!(broken || over))
+          /* A damaged sandbox has no owner to match a run: reclaimed when asked, or once certainly over;
+           * never by a gc for some owners only, as it may be anyone's. */
+          if (owner_prefix != NULL || !(broken || over))
             continue;
         }
       else
         {
           if (run != NULL && !owner_has_run (record->owner, run))
+            continue;
+          if (owner_prefix != NULL && !g_str_has_prefix (record->owner, owner_prefix))
             continue;
           if (expired_only && condition != SANDSTEP_CONDITION_EXPIRED)
             continue;
@@ -898,7 +902,10 @@ sandstep_local_egress_main (const char *handle)
       (record = sandstep_store_load (store, handle, &error)) == NULL ||
       (egress = sandstep_egress_new (record->spec->allow_hosts, record->spec->allow_cidrs, &error)) == NULL)
     {
-      g_printerr ("sandstep --egress: %s\n", error != NULL ? error->message : "not a sandbox handle");
+      g_autofree char *why = sandstep_escape (error != NULL ? error->message : "not a sandbox handle", -1, 0,
+                                              SANDSTEP_ESCAPE_LINE);
+
+      g_printerr ("sandstep --egress: %s\n", why);
       return SANDSTEP_EXIT_INTERNAL;
     }
   log_path = sandstep_store_sandbox_path (store, handle, "egress.log");

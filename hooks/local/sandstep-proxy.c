@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-test-hooks.h"
 #include "sandstep-relay.h"
 
 #define HEAD_MAX 8192
@@ -23,12 +24,12 @@ typedef struct {
   GMutex log_lock;
 } SandstepProxy;
 
-/* SANDSTEP_TEST_RESOLVE="name=address,..." replaces DNS for tests; it comes
- * from the helper's own environment, which nothing in a sandbox can set. */
+/* SANDSTEP_TEST_RESOLVE="name=address,..." replaces DNS for tests, in the
+ * build tree only (sandstep-test-hooks.h). */
 static GList *
 resolve (const char *host, GError **error)
 {
-  const char *table = g_getenv ("SANDSTEP_TEST_RESOLVE");
+  const char *table = sandstep_test_hook ("SANDSTEP_TEST_RESOLVE");
 
   if (table != NULL)
     {
@@ -51,19 +52,11 @@ resolve (const char *host, GError **error)
   return g_resolver_lookup_by_name (g_resolver_get_default (), host, NULL, error);
 }
 
-/* @text with every byte outside printable ASCII written as \xNN: what a
- * sandbox sends must never start a new log line or reach a terminal raw. */
+/* What a sandbox sends must never start a new log line or reach a terminal raw. */
 static char *
 escape_text (const char *text)
 {
-  GString *out = g_string_new (NULL);
-
-  for (const guchar *p = (const guchar *) text; *p; p++)
-    if (*p >= 0x20 && *p < 0x7f && *p != '\\')
-      g_string_append_c (out, *p);
-    else
-      g_string_append_printf (out, "\\x%02x", *p);
-  return g_string_free (out, FALSE);
+  return sandstep_escape (text, -1, 0, SANDSTEP_ESCAPE_VALUE);
 }
 
 static void
@@ -147,7 +140,7 @@ handle_one (SandstepProxy *proxy, GSocketConnection *connection)
   g_autoptr(GSocketConnection) upstream = NULL;
   guint16 port = 0;
   guint16 dial_port;
-  const char *test_port = g_getenv ("SANDSTEP_TEST_HTTPS_PORT");
+  const char *test_port = sandstep_test_hook ("SANDSTEP_TEST_HTTPS_PORT");
 
   while (end_of_head == NULL && len < HEAD_MAX)
     {

@@ -16,6 +16,7 @@
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
+#include "sandstep-json.h"
 #include "sandstep-members.h"
 #include "sandstep-units.h"
 
@@ -316,7 +317,9 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
     if (claim_errno == 0 && !S_ISREG (st.st_mode))
       return broken (error, handle, "its claim file is not a regular file"), NULL;
   }
-  if (!json_parser_load_from_data (parser, text, len, &local_error))
+  /* Depth checked first: json-glib would recurse through a deep one until it crashed. */
+  if (!sandstep_json_check (text, len, RECORD_MAX, &local_error) ||
+      !json_parser_load_from_data (parser, text, len, &local_error))
     {
       broken (error, handle, "its record (record.json) is not valid JSON (%s)", local_error->message);
       return NULL;
@@ -684,7 +687,8 @@ parse_claim (int fd, ClaimInfo *info)
   if (n > 0)
     {
       buf[n] = '\0';
-      if (json_parser_load_from_data (parser, buf, n, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+      if (sandstep_json_check (buf, n, sizeof buf, NULL) && json_parser_load_from_data (parser, buf, n, NULL) &&
+          JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
         {
           JsonObject *o = json_node_get_object (json_parser_get_root (parser));
           const char *holder = NULL;

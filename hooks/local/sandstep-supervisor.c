@@ -586,10 +586,12 @@ reply (int conn, SandstepRunKind kind)
 }
 
 static void
-reply_text (int conn, SandstepRunKind kind, const char *text)
+reply_text (int conn, SandstepRunKind kind, const char *raw)
 {
   SandstepRunReply message = { .kind = kind };
-  struct iovec iov[2] = { { &message, sizeof message }, { (char *) text, strlen (text) } };
+  /* The caller prints it as one line on a terminal. */
+  g_autofree char *text = sandstep_escape (raw, -1, 0, SANDSTEP_ESCAPE_LINE);
+  struct iovec iov[2] = { { &message, sizeof message }, { text, strlen (text) } };
   struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 
   sendmsg (conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);

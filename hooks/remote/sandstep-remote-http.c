@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 
 /* No line of a response is longer: output arrives in 64 KiB pieces, base64'd. */
 #define MAX_LINE (1024 * 1024)
@@ -29,6 +30,54 @@ sandstep_remote_target_clear (Target *t)
   g_clear_pointer (&t->shown, g_free);
 }
 
+/* Two server URLs name the same server: scheme, host (any case), port (the
+ * scheme's default when absent) and path prefix. */
+static gboolean
+same_server (const char *a, const char *b)
+{
+  g_autoptr(GUri) ua = a != NULL ? g_uri_parse (a, G_URI_FLAGS_NONE, NULL) : NULL;
+  g_autoptr(GUri) ub = b != NULL ? g_uri_parse (b, G_URI_FLAGS_NONE, NULL) : NULL;
+  int pa, pb;
+
+  if (ua == NULL || ub == NULL)
+    return FALSE;
+  pa = g_uri_get_port (ua) > 0 ? g_uri_get_port (ua) : (g_strcmp0 (g_uri_get_scheme (ua), "https") == 0 ? 443 : 80);
+  pb = g_uri_get_port (ub) > 0 ? g_uri_get_port (ub) : (g_strcmp0 (g_uri_get_scheme (ub), "https") == 0 ? 443 : 80);
+  return g_strcmp0 (g_uri_get_scheme (ua), g_uri_get_scheme (ub)) == 0 &&
+         g_ascii_strcasecmp (g_uri_get_host (ua), g_uri_get_host (ub)) == 0 && pa == pb &&
+         g_strcmp0 (g_uri_get_path (ua), g_uri_get_path (ub)) == 0;
+}
+
+gboolean
+sandstep_remote_server_trusted (RemoteBackend *r, const char *server)
+{
+  if (same_server (server, r->url))
+    return TRUE;
+  for (guint i = 0; r->trusted != NULL && i < r->trusted->len; i++)
+    if (same_server (server, r->trusted->pdata[i]))
+      return TRUE;
+  return FALSE;
+}
+
+gboolean
+sandstep_remote_check_scheme (RemoteBackend *r, const char *server, GError **error)
+{
+  g_autoptr(GUri) uri = g_uri_parse (server, G_URI_FLAGS_NONE, NULL);
+  g_autoptr(GInetAddress) address = NULL;
+  const char *host;
+
+  if (uri == NULL || g_strcmp0 (g_uri_get_scheme (uri), "http") != 0 || r->allow_http)
+    return TRUE;
+  host = g_uri_get_host (uri);
+  address = host != NULL ? g_inet_address_new_from_string (host) : NULL;
+  if ((address != NULL && g_inet_address_get_is_loopback (address)) || g_ascii_strcasecmp (host, "localhost") == 0)
+    return TRUE;
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "The sandbox server '%s' is plain http:// beyond loopback: its token and every file would "
+                         "travel in clear; serve it over https:// (sandstepd --tls-cert/--tls-key), or set "
+                         SANDSTEP_ALLOW_HTTP_ENV "=1 on a network you trust", server);
+}
+
 gboolean
 sandstep_remote_target_parse (RemoteBackend *r, const char *handle, Target *out, GError **error)
 {
@@ -36,6 +85,22 @@ sandstep_remote_target_parse (RemoteBackend *r, const char *handle, Target *out,
   if (sandstep_handle_split (handle, &out->server, &out->local))
     {
       out->shown = g_strdup (handle);
+      if (!sandstep_remote_check_scheme (r, out->server, error))
+        {
+          sandstep_remote_target_clear (out);
+          return FALSE;
+        }
+      /* A handle file is data anyone may have written: it never chooses who gets the token. */
+      if (r->token != NULL && !sandstep_remote_server_trusted (r, out->server))
+        {
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                          "The handle names the sandbox server '%s', which this step is not configured for (%s%s%s); "
+                          "sandstep sends its token only to those: pass --backend=%s (or set " SANDSTEP_BACKEND_ENV
+                          "), or list it in %s", out->server, r->url != NULL ? "--backend is '" : "no --backend",
+                          r->url != NULL ? r->url : "", r->url != NULL ? "'" : "", out->server, r->trusted_from);
+          sandstep_remote_target_clear (out);
+          return FALSE;
+        }
       return TRUE;
     }
   if (sandstep_handle_is_local (handle))
@@ -90,7 +155,9 @@ sandstep_remote_message (RemoteBackend *r, const char *server, const char *path,
   if (msg == NULL)
     return NULL;
   g_signal_connect (msg, "network-event", G_CALLBACK (on_network_event), NULL);
-  if (r->token != NULL)
+  /* A redirect would take the request, and its token, elsewhere. */
+  soup_message_add_flags (msg, SOUP_MESSAGE_NO_REDIRECT);
+  if (r->token != NULL && sandstep_remote_server_trusted (r, server))
     {
       g_autofree char *value = g_strconcat ("Bearer ", r->token, NULL);
       soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", value);
@@ -122,14 +189,14 @@ sandstep_remote_throw_unreachable (GError **error, const char *server, const GEr
 static GError *
 error_from_answer (SoupMessage *msg, GBytes *body, const Target *t)
 {
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
   gsize len = 0;
   const char *data = body != NULL ? g_bytes_get_data (body, &len) : NULL;
   guint status = soup_message_get_status (msg);
+  g_autoptr(JsonNode) root = data != NULL && len > 0 ? sandstep_json_parse (data, len, MAX_SMALL_BODY, NULL) : NULL;
   GError *error;
 
-  if (data != NULL && len > 0 && json_parser_load_from_data (parser, data, len, NULL))
-    error = sandstep_wire_error_from_json (json_parser_get_root (parser), status);
+  if (root != NULL)
+    error = sandstep_wire_error_from_json (root, status);
   else
     {
       g_autofree char *url = g_uri_to_string (soup_message_get_uri (msg));

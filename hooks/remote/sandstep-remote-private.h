@@ -21,10 +21,20 @@ G_BEGIN_DECLS
 /* A quiet server sends a keepalive every SANDSTEP_KEEPALIVE_S; this much silence means it is gone. */
 #define SANDSTEP_REMOTE_IO_TIMEOUT_S (6 * SANDSTEP_KEEPALIVE_S)
 
+/* Servers a step may send its token to besides --backend, one URL a line
+ * ('#' comments): the user's file, then the system's. */
+#define SANDSTEP_SERVERS_FILE "sandstep/servers"
+#define SANDSTEP_SYSTEM_SERVERS_FILE "/etc/sandstep/servers"
+/* Set to 1 to speak plain http:// to a server that is not on loopback. */
+#define SANDSTEP_ALLOW_HTTP_ENV "SANDSTEP_ALLOW_HTTP"
+
 typedef struct {
   SandstepBackend parent;
   char *url;              /* the default server, without a trailing '/'; NULL: handles name theirs */
   char *token;            /* NULL: none */
+  GPtrArray *trusted;     /* normalized server URLs of the servers files */
+  char *trusted_from;     /* the files read, for messages */
+  gboolean allow_http;    /* $SANDSTEP_ALLOW_HTTP=1 */
   SoupSession *session;
   gint64 created;         /* monotonic µs, for sandstep_remote_trace() */
 } RemoteBackend;
@@ -58,7 +68,16 @@ typedef struct {
 /* Where the time of a call goes, at debug level (G_MESSAGES_DEBUG=sandstep-hooks). */
 G_GNUC_INTERNAL void sandstep_remote_trace (RemoteBackend *r, const char *what);
 
-/* The server and local handle of @handle: a remote handle, or a local one on the default server. */
+/* TRUE when @server is the configured one or listed in a servers file: the
+ * only servers that get the token. */
+G_GNUC_INTERNAL gboolean sandstep_remote_server_trusted (RemoteBackend *r, const char *server);
+/* FALSE with a usage error when @server is plain http:// beyond loopback and
+ * $SANDSTEP_ALLOW_HTTP is not 1. */
+G_GNUC_INTERNAL gboolean sandstep_remote_check_scheme (RemoteBackend *r, const char *server, GError **error);
+
+/* The server and local handle of @handle: a remote handle, or a local one on
+ * the default server; a server that is not trusted while a token is
+ * configured is refused, the token unsent. */
 G_GNUC_INTERNAL gboolean sandstep_remote_target_parse (RemoteBackend *r, const char *handle, Target *out,
                                                        GError **error);
 G_GNUC_INTERNAL void sandstep_remote_target_clear (Target *t);

@@ -441,13 +441,15 @@ remote_destroy (SandstepBackend *backend, const char *handle, const SandstepIden
 }
 
 static gboolean
-remote_gc (SandstepBackend *backend, const char *run, gboolean expired_only, gboolean broken, GPtrArray *destroyed,
-           GError **error)
+remote_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
+           gboolean broken, GPtrArray *destroyed, GError **error)
 {
   RemoteBackend *r = (RemoteBackend *) backend;
   g_autoptr(JsonObject) answer = NULL;
   GError *failed;
 
+  /* The server narrows it to what the token covers. */
+  g_return_val_if_fail (owner_prefix == NULL, FALSE);
   if (r->url == NULL)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
                            "no sandbox server to reclaim sandboxes on: pass --backend=URL or set "
@@ -470,6 +472,8 @@ remote_free (SandstepBackend *backend)
   RemoteBackend *r = (RemoteBackend *) backend;
 
   g_clear_object (&r->session);
+  g_clear_pointer (&r->trusted, g_ptr_array_unref);
+  g_free (r->trusted_from);
   g_free (r->url);
   if (r->token != NULL)
     explicit_bzero (r->token, strlen (r->token));
@@ -514,9 +518,35 @@ static const SandstepBackendClass remote_class = {
   .free = remote_free,
 };
 
+/* Appends the servers listed in @path (missing: none). */
+static void
+read_servers_file (const char *path, GPtrArray *into)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return;
+  lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l != NULL; l++)
+    {
+      char *line = g_strstrip (*l);
+      char *server;
+
+      if (line[0] == '\0' || line[0] == '#')
+        continue;
+      server = sandstep_server_url_normalize (line);
+      if (server != NULL)
+        g_ptr_array_add (into, server);
+      else
+        g_debug ("%s: '%s' is not a server URL, ignored", path, line);
+    }
+}
+
 SandstepBackend *
 sandstep_remote_backend_new (const char *url, const char *token, GError **error)
 {
+  g_autofree char *user_file = g_build_filename (g_get_user_config_dir (), SANDSTEP_SERVERS_FILE, NULL);
   g_autofree char *server = NULL;
   g_autofree char *secret = NULL;
   const char *ca_file = g_getenv (SANDSTEP_CA_FILE_ENV);
@@ -548,6 +578,16 @@ sandstep_remote_backend_new (const char *url, const char *token, GError **error)
   r->parent.klass = &remote_class;
   r->url = g_steal_pointer (&server);
   r->token = g_steal_pointer (&secret);
+  r->allow_http = g_strcmp0 (g_getenv (SANDSTEP_ALLOW_HTTP_ENV), "1") == 0;
+  r->trusted = g_ptr_array_new_with_free_func (g_free);
+  read_servers_file (user_file, r->trusted);
+  read_servers_file (SANDSTEP_SYSTEM_SERVERS_FILE, r->trusted);
+  r->trusted_from = g_strdup_printf ("'%s' or '%s'", user_file, SANDSTEP_SYSTEM_SERVERS_FILE);
+  if (r->url != NULL && !sandstep_remote_check_scheme (r, r->url, error))
+    {
+      remote_free (&r->parent);
+      return NULL;
+    }
   r->created = g_get_monotonic_time ();
   r->session = soup_session_new_with_options ("timeout", SANDSTEP_REMOTE_IO_TIMEOUT_S, "user-agent", "sandstep", NULL);
   /* Straight to the server: no proxy (it would see the token), and no proxy

@@ -8,6 +8,8 @@
 //   node client.mjs http URL                  Streamable HTTP
 // Environment:
 //   CALLS='[{"name": TOOL, "arguments": {...}}, ...]'   tools/call requests, made in order
+//   MCP_TOKEN=TOKEN                                    http: the server's bearer token, sent as
+//                                                      "Authorization: Bearer TOKEN" on every request
 //
 // Prints {"protocolVersion", "serverInfo", "capabilities", "instructions", "sessionId",
 // "tools", "calls": [{"name", "result"} | {"name", "error": {"code", "message"}}],
@@ -29,7 +31,9 @@ if (mode === "stdio") {
   // otherwise, and the server needs SANDSTEP_STATE_DIR and its identity.
   transport = new StdioClientTransport({ command: target, args: rest, env: { ...process.env }, stderr: "inherit" });
 } else if (mode === "http") {
-  transport = new StreamableHTTPClientTransport(new URL(target));
+  // The SDK's documented way to add a header to every request it makes.
+  const headers = process.env.MCP_TOKEN ? { Authorization: `Bearer ${process.env.MCP_TOKEN}` } : {};
+  transport = new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
 } else {
   console.error(`client.mjs: unknown mode '${mode}'`);
   process.exit(2);

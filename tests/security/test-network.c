@@ -235,6 +235,95 @@ test_internal_v4_mapped (void)
     }
 }
 
+/* IPv6 spellings of an IPv4 address, each carrying 127.0.0.1, 10.231.7.2 or 169.254.169.254. */
+static const struct { const char *v6; const char *carried; } embedding[] = {
+  { "::127.0.0.1", "127.0.0.1" },                        /* IPv4-compatible */
+  { "::a9fe:a9fe", "169.254.169.254" },
+  { "::ffff:10.231.7.2", "10.231.7.2" },                 /* mapped */
+  { "64:ff9b::127.0.0.1", "127.0.0.1" },                 /* NAT64, well-known prefix */
+  { "64:ff9b::a9fe:a9fe", "169.254.169.254" },
+  { "64:ff9b:1::7f00:1", "127.0.0.1" },                  /* NAT64, local use, a /96 inside the /48 */
+  { "64:ff9b:1:a9fe:00a9:fe00::", "169.254.169.254" },   /* ... and a /48 prefix: bits 48-63, 72-87 */
+  { "2002:7f00:1::", "127.0.0.1" },                      /* 6to4 */
+  { "2002:a9fe:a9fe:1::1", "169.254.169.254" },
+  { "2001:0:a9fe:a9fe::1", "169.254.169.254" },          /* Teredo: the server */
+  { "2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1" }, /* Teredo: the client, inverted */
+  { "2001:0:4136:e378:8000:63bf:f5d8:f8fd", "10.39.7.2" },
+};
+
+static void
+test_internal_embedded_v4 (void)
+{
+  static const char *const public_forms[] = {
+    "64:ff9b::93.184.216.34", "2002:5db8:d822::1", "::93.184.216.34",
+    "2001:0:4136:e378:8000:63bf:a247:27dd",             /* Teredo client 93.184.216.34 */
+  };
+
+  g_test_summary ("an IPv6 address that carries an IPv4 one (::a.b.c.d, ::ffff:a.b.c.d, 64:ff9b::/96, "
+                  "64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32) is judged as the IPv4 address it carries: "
+                  "internal when that one is, public when it is public");
+  for (gsize i = 0; i < G_N_ELEMENTS (embedding); i++)
+    {
+      g_autoptr(GInetAddress) a = g_inet_address_new_from_string (embedding[i].v6);
+      GInetAddress *carried[2] = { NULL, NULL };
+      guint n;
+      gboolean found = FALSE;
+
+      g_assert_nonnull (a);
+      n = sandstep_egress_embedded_ipv4 (a, carried);
+      g_assert_cmpuint (n, >=, 1);
+      for (guint j = 0; j < n; j++)
+        {
+          g_autofree char *text = g_inet_address_to_string (carried[j]);
+          found = found || strcmp (text, embedding[i].carried) == 0;
+          g_object_unref (carried[j]);
+        }
+      if (!found)
+        g_test_message ("%s does not carry %s", embedding[i].v6, embedding[i].carried);
+      g_assert_true (found);
+      if (!sandstep_egress_address_is_internal (a))
+        g_test_message ("%s (carrying %s) is not counted as internal", embedding[i].v6, embedding[i].carried);
+      g_assert_true (sandstep_egress_address_is_internal (a));
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (public_forms); i++)
+    {
+      g_autoptr(GInetAddress) a = g_inet_address_new_from_string (public_forms[i]);
+      g_assert_nonnull (a);
+      if (sandstep_egress_address_is_internal (a))
+        g_test_message ("%s carries a public address but counts as internal", public_forms[i]);
+      g_assert_false (sandstep_egress_address_is_internal (a));
+    }
+}
+
+static void
+test_decide_rebinding_embedded_v4 (void)
+{
+  static const char *const hosts[] = { "svc.test", NULL };
+  static const char *const cidrs[] = { "10.231.7.0/24", NULL };
+  g_autoptr(SandstepEgress) egress = egress_new (hosts, cidrs);
+
+  g_test_summary ("an allowed name whose AAAA answer carries loopback, metadata or a private address in any IPv6 "
+                  "form is refused; one that carries an address of an allowed range is reached; a literal in "
+                  "such a form needs the range of the IPv4 address it carries");
+  for (gsize i = 0; i < G_N_ELEMENTS (embedding); i++)
+    {
+      const char *table[] = { "svc.test", embedding[i].v6, NULL };
+      gboolean in_range = g_str_has_prefix (embedding[i].carried, "10.231.7.");
+      g_autofree char *literal = g_strdup_printf ("[%s]", embedding[i].v6);
+      g_auto(Decision) named = { 0 };
+      g_auto(Decision) given = { 0 };
+
+      decide (egress, "svc.test", 443, table, &named);
+      decide (egress, literal, 443, NULL, &given);
+      if ((named.reason == NULL) != in_range || (given.reason == NULL) != in_range)
+        g_test_message ("%s carrying %s: by name %s, as a literal %s", embedding[i].v6, embedding[i].carried,
+                        named.reason != NULL ? named.reason : named.dial,
+                        given.reason != NULL ? given.reason : given.dial);
+      g_assert_cmpint (named.reason == NULL, ==, in_range);
+      g_assert_cmpint (given.reason == NULL, ==, in_range);
+    }
+}
+
 static void
 test_entries (void)
 {
@@ -1747,6 +1836,8 @@ main (int argc, char **argv)
   g_test_add_func ("/egress/parse-literal", test_parse_literal);
   g_test_add_func ("/egress/internal-addresses", test_internal_addresses);
   g_test_add_func ("/egress/internal-v4-mapped", test_internal_v4_mapped);
+  g_test_add_func ("/egress/internal-embedded-v4", test_internal_embedded_v4);
+  g_test_add_func ("/egress/decide-rebinding-embedded-v4", test_decide_rebinding_embedded_v4);
   g_test_add_func ("/egress/entries", test_entries);
   g_test_add_func ("/egress/decide-named", test_decide_named);
   g_test_add_func ("/egress/decide-rebinding-v4-mapped", test_decide_rebinding_v4_mapped);

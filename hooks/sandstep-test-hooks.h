@@ -1,0 +1,30 @@
+/* sandstep-test-hooks.h: variables that exist only so that tests can reach inside.
+ *
+ *   SANDSTEP_TEST_RESOLVE="name=address,..."  the egress proxy's names, instead of DNS
+ *   SANDSTEP_TEST_HTTPS_PORT=PORT             the port the egress proxy dials for 443
+ *   SANDSTEP_TEST_REMOTE_MODULE=PATH          the remote backend module to load
+ *
+ * Each takes effect only in a program of the build tree, one whose path is
+ * under the build directory, or in a copy the test harness made beside a
+ * file named SANDSTEP_TEST_HOOKS_MARK (for a throwaway user who cannot reach
+ * the build tree): an installed sandstep, in directories only root writes,
+ * ignores them, so nobody's environment can point an installed program's
+ * proxy at other addresses or make it load another module.  (SANDSTEP_TEST_* variables are handed to a
+ * sandbox's supervisor and its egress proxy, which read them the same way.)
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define SANDSTEP_TEST_HOOKS_MARK "sandstep-test-hooks"
+
+/* TRUE when the running program is one of the build tree's (or a test copy). */
+gboolean sandstep_test_hooks_enabled (void);
+
+/* The value of the test hook @name in the environment, or NULL: always NULL
+ * outside the build tree. */
+const char *sandstep_test_hook (const char *name);
+
+G_END_DECLS
