@@ -87,6 +87,8 @@ void sandstep_store_forget_holder (SandstepStore *store, const char *owner, cons
  * entries whose sandbox is gone.  Takes the provision lock. */
 void sandstep_store_sweep (SandstepStore *store, gboolean holders);
 
+/* ---- claims (sandstep-claim.c) ---- */
+
 /* Tries to claim; returns the lock fd, or -1 with *out_current set to the
  * current holder's name (when busy) or @error (when something failed). */
 int sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,

@@ -1,0 +1,278 @@
+/* sandstep-claim.c: who uses a sandbox now.
+ *
+ * A claim is an flock on the sandbox's claim file, held for as long as its
+ * holder uses the sandbox, so it dies with the holder's process; its content
+ * names the holder, its pid and that process's start time, for messages and
+ * for a destroy that must end the holder.
+ */
+#include "sandstep-store-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-json.h"
+#include "sandstep-members.h"
+
+#define KILL_GRACE_US (5 * G_USEC_PER_SEC)
+
+/* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
+guint64
+sandstep_process_start_time (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *text = NULL;
+  const char *p;
+
+  if (pid <= 0 || !g_file_get_contents (path, &text, NULL, NULL) || (p = strrchr (text, ')')) == NULL)
+    return 0;
+  /* After "pid (comm)": state is field 3, starttime field 22. */
+  for (int field = 2; field < 22 && p != NULL; field++)
+    p = strchr (p + 1, ' ');
+  return p != NULL ? g_ascii_strtoull (p + 1, NULL, 10) : 0;
+}
+
+typedef struct {
+  char *holder;
+  pid_t pid;
+  guint64 start;
+} ClaimInfo;
+
+/* The pid holding the flock on @fd's file, from /proc/locks; 0 if none or unknown. */
+static pid_t
+flock_holder (int fd)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *key = NULL;
+  g_auto(GStrv) lines = NULL;
+  struct stat st;
+
+  if (fstat (fd, &st) < 0 || !g_file_get_contents ("/proc/locks", &text, NULL, NULL))
+    return 0;
+  key = g_strdup_printf (" %02x:%02x:%lu ", major (st.st_dev), minor (st.st_dev), (unsigned long) st.st_ino);
+  lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (strstr (*l, "FLOCK") != NULL && strstr (*l, key) != NULL && strstr (*l, "->") == NULL)
+      {
+        g_auto(GStrv) fields = g_strsplit_set (*l, " ", -1);
+        int seen = 0;
+        /* "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF": the pid is the fifth field. */
+        for (char **f = fields; *f; f++)
+          if (**f != '\0' && ++seen == 5)
+            return (pid_t) g_ascii_strtoll (*f, NULL, 10);
+      }
+  return 0;
+}
+
+static void
+parse_claim (int fd, ClaimInfo *info)
+{
+  char buf[4096];
+  ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
+  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+
+  memset (info, 0, sizeof *info);
+  if (n > 0)
+    {
+      buf[n] = '\0';
+      if (sandstep_json_check (buf, n, sizeof buf, NULL) && json_parser_load_from_data (parser, buf, n, NULL) &&
+          JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        {
+          JsonObject *o = json_node_get_object (json_parser_get_root (parser));
+          const char *holder = NULL;
+          gint64 pid = 0, start = 0;
+          /* Written by sandstep, but anyone who can write the state directory may have changed it. */
+          if (sandstep_member_string (o, "holder", &holder) && sandstep_member_int (o, "pid", &pid) &&
+              sandstep_member_int (o, "start", &start) && pid > 0 && pid <= G_MAXINT32 && start >= 0)
+            {
+              info->holder = g_strdup (holder);
+              info->pid = (pid_t) pid;
+              info->start = (guint64) start;
+            }
+        }
+    }
+}
+
+/* Who holds the claim.  The new holder writes its name just after taking the
+ * lock, so what the file says may still be the previous holder's: trust it
+ * only when its pid is the one /proc/locks shows holding the lock. */
+static void
+read_claim (int fd, ClaimInfo *info)
+{
+  pid_t holder = 0;
+
+  for (int attempt = 0; attempt < 100; attempt++)
+    {
+      parse_claim (fd, info);
+      holder = flock_holder (fd);
+      if (info->holder != NULL && (holder == 0 || holder == info->pid))
+        return;
+      g_clear_pointer (&info->holder, g_free);
+      g_usleep (2000);
+    }
+  info->pid = holder;
+  info->holder = holder > 0 ? g_strdup_printf ("(the process %d, which has not written its name)", (int) holder)
+                            : g_strdup ("(a holder that has not written its name)");
+}
+
+int
+sandstep_store_open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GError **error)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, "claim", NULL);
+  int fd = openat (store->dir_fd, rel, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  struct stat st;
+
+  if (fd < 0 && errno == ENOENT)
+    {
+      g_autofree char *dir = g_build_filename ("sandboxes", handle, NULL);
+      struct stat dir_st;
+      if (fstatat (store->dir_fd, dir, &dir_st, AT_SYMLINK_NOFOLLOW) == 0)
+        sandstep_store_broken (error, handle, "it has no claim file");
+      else
+        sandstep_store_not_found (store, error, handle);
+    }
+  else if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO || errno == ENOTDIR))
+    sandstep_store_broken (error, handle, "its claim file is not a regular file");
+  else if (fd < 0)
+    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
+                          "Could not open the claim of sandbox '%s'", handle);
+  else if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      sandstep_store_broken (error, handle, "its claim file is not a regular file");
+      return -1;
+    }
+  else if (out_st != NULL)
+    *out_st = st;
+  return fd;
+}
+
+/* TRUE if @fd is still the claim file of @handle (not of a sandbox destroyed meanwhile). */
+static gboolean
+claim_is_current (SandstepStore *store, const char *handle, int fd)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, "claim", NULL);
+  struct stat by_fd, by_path;
+
+  return fstat (fd, &by_fd) == 0 && fstatat (store->dir_fd, rel, &by_path, AT_SYMLINK_NOFOLLOW) == 0 &&
+         by_fd.st_ino == by_path.st_ino && by_fd.st_dev == by_path.st_dev;
+}
+
+int
+sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,
+                          GError **error)
+{
+  int fd = sandstep_store_open_claim (store, handle, NULL, error);
+  g_autofree char *text = NULL;
+
+  *out_current = NULL;
+  if (fd < 0)
+    return -1;
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      ClaimInfo info;
+      int errsv = errno;
+      if (errsv != EWOULDBLOCK)
+        {
+          close (fd);
+          sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                "Could not lock the claim of sandbox '%s'", handle);
+          return -1;
+        }
+      read_claim (fd, &info);
+      close (fd);
+      *out_current = info.holder;
+      return -1;
+    }
+  if (!claim_is_current (store, handle, fd))
+    {
+      close (fd);
+      sandstep_store_not_found (store, error, handle);
+      return -1;
+    }
+  {
+    /* The holder's name goes through json-glib for quoting. */
+    g_autoptr(JsonBuilder) builder = json_builder_new ();
+    g_autoptr(JsonNode) root = NULL;
+
+    json_builder_begin_object (builder);
+    json_builder_set_member_name (builder, "holder");
+    json_builder_add_string_value (builder, holder);
+    json_builder_set_member_name (builder, "pid");
+    json_builder_add_int_value (builder, getpid ());
+    json_builder_set_member_name (builder, "start");
+    json_builder_add_int_value (builder, (gint64) sandstep_process_start_time (getpid ()));
+    json_builder_end_object (builder);
+    root = json_builder_get_root (builder);
+    text = json_to_string (root, FALSE);
+  }
+  {
+    /* Overwritten in place, cut only when shorter: truncating to 0 frees the block, and that costs a
+     * journal transaction on every claim. */
+    struct stat st;
+    gsize len = strlen (text);
+    if (fstat (fd, &st) < 0 || pwrite (fd, text, len, 0) != (ssize_t) len ||
+        ((gsize) st.st_size > len && ftruncate (fd, len) < 0))
+      g_debug ("Could not record the holder of '%s': %s", handle, g_strerror (errno));
+  }
+  return fd;
+}
+
+char *
+sandstep_store_peek_holder (SandstepStore *store, const char *handle)
+{
+  ClaimInfo info;
+  int fd = sandstep_store_open_claim (store, handle, NULL, NULL);
+
+  if (fd < 0)
+    return NULL;
+  /* A shared lock is refused only while someone holds the claim. */
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    {
+      close (fd);
+      return NULL;
+    }
+  read_claim (fd, &info);
+  close (fd);
+  return info.holder;
+}
+
+/* Waits for the claim on @fd, ending its holder if it does not let go. */
+gboolean
+sandstep_store_take_claim_by_force (int fd, const char *handle, GError **error)
+{
+  ClaimInfo info;
+  gint64 deadline;
+  int sig = SIGTERM;
+
+  if (flock (fd, LOCK_EX | LOCK_NB) == 0)
+    return TRUE;
+  read_claim (fd, &info);
+  for (int round = 0; round < 2; round++, sig = SIGKILL)
+    {
+      /* Only the helper that wrote the claim, identified by pid and start time. */
+      if (info.pid > 0 && info.pid != getpid () && info.start != 0 && sandstep_process_start_time (info.pid) == info.start)
+        kill (info.pid, sig);
+      deadline = g_get_monotonic_time () + KILL_GRACE_US;
+      while (g_get_monotonic_time () < deadline)
+        {
+          if (flock (fd, LOCK_EX | LOCK_NB) == 0)
+            {
+              g_free (info.holder);
+              return TRUE;
+            }
+          g_usleep (10 * 1000);
+        }
+    }
+  sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY,
+                  "Sandbox '%s' is still held by '%s' (pid %d), which did not stop; end that process and try again",
+                  handle, info.holder, (int) info.pid);
+  g_free (info.holder);
+  return FALSE;
+}
