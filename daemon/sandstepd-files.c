@@ -81,6 +81,7 @@ on_simple_done (Call *call, JsonObject *reply, int reply_fd, const GError *error
     case ROUTE_CLAIM:
     case ROUTE_RELEASE_CLAIM:
     case ROUTE_RUN:
+    case ROUTE_CLAIM_RUN:
     case ROUTE_EXPORT:
       g_assert_not_reached ();
     }

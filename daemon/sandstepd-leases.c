@@ -33,12 +33,16 @@ sandstepd_lease_unref (Lease *lease)
 static void
 lease_answer_waiters (Lease *lease)
 {
+  void (*on_released) (gpointer data) = g_steal_pointer (&lease->on_released);
+
   for (guint i = 0; i < lease->end_waiters->len; i++)
     {
       g_autoptr(JsonObject) object = json_object_new ();
       sandstepd_answer_json (lease->end_waiters->pdata[i], SOUP_STATUS_OK, object);
     }
   g_ptr_array_set_size (lease->end_waiters, 0);
+  if (on_released != NULL)
+    on_released (lease->on_released_data);
 }
 
 /* The worker is done with the lease: answer who waited, and the worker serves the next claim. */
@@ -71,8 +75,8 @@ on_detached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
  * (the holder's connection is gone): the worker is killed instead, exactly as
  * a `sandstep` helper dies with its step, so the claim and whatever it runs
  * end together, at once; a spare worker takes its place. */
-static void
-lease_end (Lease *lease, const char *why, gboolean abrupt)
+void
+sandstepd_lease_end (Lease *lease, const char *why, gboolean abrupt)
 {
   Daemon *d = lease->d;
   Request *claim;
@@ -137,7 +141,7 @@ sandstepd_lease_worker_died (Lease *lease)
 {
   lease->refs++;
   if (!lease->ended)
-    lease_end (lease, "the sandbox's claim ended on the server (the sandbox was destroyed, or its worker died)", TRUE);
+    sandstepd_lease_end (lease, "the sandbox's claim ended on the server (the sandbox was destroyed, or its worker died)", TRUE);
   if (lease->worker != NULL)
     lease_release_worker (lease, FALSE);
   sandstepd_lease_unref (lease);
@@ -149,7 +153,7 @@ on_claim_gone (Request *req)
   Lease *lease = req->owner;
 
   if (lease != NULL)
-    lease_end (lease, "the claim's connection closed", TRUE);
+    sandstepd_lease_end (lease, "the claim's connection closed", TRUE);
 }
 
 static void
@@ -182,7 +186,7 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       lease->active = TRUE;
       g_hash_table_insert (d->leases, lease->id, lease);
       lease->refs++;
-      lease_end (lease, "the claim's connection closed while attaching", TRUE);
+      sandstepd_lease_end (lease, "the claim's connection closed while attaching", TRUE);
       return;
     }
   lease->active = TRUE;
@@ -241,6 +245,46 @@ sandstepd_claimed_body (Request *req, JsonObject **out_body)
   return lease;
 }
 
+Lease *
+sandstepd_lease_new (Request *req, const SandstepIdentity *who, Worker *w)
+{
+  Lease *lease = g_new0 (Lease, 1);
+
+  lease->refs = 1;
+  lease->d = req->d;
+  lease->id = new_claim_id ();
+  lease->handle = g_strdup (req->handle);
+  lease->holder = g_strdup (who->holder);
+  lease->owner = g_strdup (who->owner);
+  lease->worker = w;
+  lease->end_waiters = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstepd_request_unref);
+  w->lease = lease;
+  return lease;
+}
+
+void
+sandstepd_lease_activate (Lease *lease)
+{
+  lease->active = TRUE;
+  g_hash_table_insert (lease->d->leases, lease->id, lease);
+  lease->refs++;
+  if (lease->d->debug)
+    sandstepd_say ("claim %s on %s by '%s'", lease->id, lease->handle, lease->holder);
+}
+
+void
+sandstepd_lease_abandon (Lease *lease)
+{
+  Worker *w = g_steal_pointer (&lease->worker);
+
+  lease->ended = TRUE;
+  if (w != NULL)
+    {
+      w->lease = NULL;
+      sandstepd_worker_return (lease->d, w);
+    }
+}
+
 void
 sandstepd_handle_claim (Request *req)
 {
@@ -268,18 +312,9 @@ sandstepd_handle_claim (Request *req)
                                 SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "%s", error->message);
       return;
     }
-  lease = g_new0 (Lease, 1);
-  lease->refs = 1;
-  lease->d = d;
-  lease->id = new_claim_id ();
-  lease->handle = g_strdup (req->handle);
-  lease->holder = g_strdup (who.holder);
-  lease->owner = g_strdup (who.owner);
-  lease->worker = w;
-  lease->end_waiters = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstepd_request_unref);
+  lease = sandstepd_lease_new (req, &who, w);
   lease->claim = sandstepd_request_ref (req);
   req->owner = lease;
-  w->lease = lease;
 
   attach = sandstep_wire_attach_request (req->handle, &who);
   sandstepd_worker_call (w, "attach", g_steal_pointer (&attach), NULL, 0, on_attached, lease,
@@ -310,5 +345,5 @@ sandstepd_handle_release_claim (Request *req)
       return;
     }
   g_ptr_array_add (lease->end_waiters, sandstepd_request_ref (req));
-  lease_end (lease, "released by its holder", FALSE);
+  sandstepd_lease_end (lease, "released by its holder", FALSE);
 }

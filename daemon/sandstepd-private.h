@@ -59,6 +59,7 @@ typedef enum {
   ROUTE_DESTROY,
   ROUTE_CLAIM,
   ROUTE_RELEASE_CLAIM,
+  ROUTE_CLAIM_RUN,          /* claim, run and release in one exchange (sandstepd-step.c) */
   ROUTE_RUN,
   ROUTE_READ,
   ROUTE_WRITE,
@@ -140,6 +141,9 @@ struct _Lease {
   gboolean ended;
   gboolean detached;
   GPtrArray *end_waiters;   /* Requests answered once the claim is gone */
+  /* Called once the claim is gone (after the waiters), at most once. */
+  void (*on_released) (gpointer data);
+  gpointer on_released_data;
 };
 
 struct _Request {
@@ -156,7 +160,8 @@ struct _Request {
   gboolean mid_body;        /* refused while its body comes: answered at once, the rest never read */
   GByteArray *body;         /* JSON bodies */
   gsize limit;
-  int upload_fd;            /* write: the staged bytes */
+  int upload_fd;            /* write: the staged bytes; claim-run: the command's stdin */
+  gboolean line_done;       /* claim-run: its first line is in req->body, the rest goes to upload_fd */
   guint64 upload_len;
   SandstepdUpload *upload;  /* put */
   Lease *lease;             /* write, put: the claim, checked with the headers */
@@ -252,6 +257,18 @@ Lease *sandstepd_find_lease (Request *req, const char *claim);
 Lease *sandstepd_claimed_body (Request *req, JsonObject **out_body);
 void sandstepd_handle_claim (Request *req);
 void sandstepd_handle_release_claim (Request *req);
+/* A lease on @req's handle for @who, its worker @w (taken), not yet attached: the caller sends the attach. */
+Lease *sandstepd_lease_new (Request *req, const SandstepIdentity *who, Worker *w);
+/* The attach succeeded: the lease is in the table and can be ended. */
+void sandstepd_lease_activate (Lease *lease);
+/* The attach failed: the worker goes back, the lease is over. */
+void sandstepd_lease_abandon (Lease *lease);
+/* Ends @lease (see sandstepd-leases.c); @abrupt: its holder went away, its worker is killed. */
+void sandstepd_lease_end (Lease *lease, const char *why, gboolean abrupt);
+
+/* ---- sandstepd-step.c: claim-run, a step's command in one exchange ---- */
+
+void sandstepd_handle_claim_run (Request *req);
 
 /* ---- sandstepd-records.c: provision, describe, release, destroy, gc ---- */
 
@@ -261,6 +278,11 @@ void sandstepd_handle_record (Request *req);
 
 void sandstepd_handle_run (Request *req);
 void sandstepd_handle_export (Request *req);
+/* claim-run's stream: @first (taken) as the first line, then the output of
+ * @message (taken: a worker's "run") on @lease's worker, with @stdin_fd
+ * (taken; -1: none); the lease ends cleanly before the last line goes, or
+ * abruptly when the caller goes away. */
+void sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject *message, int stdin_fd);
 
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 

@@ -106,6 +106,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
     case ROUTE_CLAIM:
     case ROUTE_RELEASE_CLAIM:
     case ROUTE_RUN:
+    case ROUTE_CLAIM_RUN:
     case ROUTE_READ:
     case ROUTE_WRITE:
     case ROUTE_LIST:

@@ -23,6 +23,7 @@ static const struct {
 } sandbox_routes[] = {
   { "describe", ROUTE_DESCRIBE }, { "release", ROUTE_RELEASE },   { "destroy", ROUTE_DESTROY },
   { "claim", ROUTE_CLAIM },       { "release-claim", ROUTE_RELEASE_CLAIM }, { "run", ROUTE_RUN },
+  { "claim-run", ROUTE_CLAIM_RUN },
   { "read", ROUTE_READ },         { "write", ROUTE_WRITE },       { "list", ROUTE_LIST },
   { "put", ROUTE_PUT },           { "export", ROUTE_EXPORT },
 };
@@ -141,6 +142,8 @@ expected_content_type (Route route)
       return "application/octet-stream";
     case ROUTE_PUT:
       return "application/x-sandstep-entries";
+    case ROUTE_CLAIM_RUN:
+      return SANDSTEP_RUN_STEP_TYPE;
     case ROUTE_HEALTH:
     case ROUTE_NONE:
       return NULL;
@@ -173,6 +176,76 @@ refuse_large_body (Request *req)
                             " bytes", req->method, req->path, req->limit);
 }
 
+static int
+open_staged_file (Daemon *d)
+{
+  int fd = openat (d->staging_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+    {
+      g_autofree char *name = g_strdup_printf ("write-%08x%08x", g_random_int (), g_random_int ());
+      fd = openat (d->staging_fd, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd >= 0)
+        unlinkat (d->staging_fd, name, 0);
+    }
+  return fd;
+}
+
+/* Bytes of a write, or of a claim-run's stdin: staged on disk as they come, up to --max-upload. */
+static void
+stage_bytes (Request *req, const guint8 *data, gsize len)
+{
+  if (req->upload_len + len > req->d->max_upload)
+    {
+      gboolean is_stdin = req->route == ROUTE_CLAIM_RUN;
+
+      req->refused = TRUE;
+      req->mid_body = TRUE;
+      soup_message_headers_replace (soup_server_message_get_response_headers (req->msg), "Connection", "close");
+      sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                                is_stdin ? "give the command less on stdin (put a large input with sandstep put), "
+                                           "or start sandstepd with a larger --max-upload"
+                                         : "write less at a time, or start sandstepd with a larger --max-upload",
+                                SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
+                                "The %s is larger than the server's limit of %" G_GUINT64_FORMAT " bytes%s",
+                                is_stdin ? "command's stdin" : "body", req->d->max_upload,
+                                is_stdin ? "; give it less (put a large input with 'sandstep put'), or start "
+                                           "sandstepd with a larger --max-upload" : "");
+      return;
+    }
+  if (len > 0 && req->upload_fd < 0 && req->route == ROUTE_CLAIM_RUN)
+    req->upload_fd = open_staged_file (req->d);
+  if (len > 0 && req->upload_fd < 0)
+    {
+      req->refused = TRUE;
+      req->mid_body = TRUE;
+      sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
+                                SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                "Cannot stage the command's stdin under '%s': %s", req->d->staging_dir,
+                                g_strerror (errno));
+      return;
+    }
+  for (gsize done = 0; done < len && req->upload_fd >= 0;)
+    {
+      ssize_t n = write (req->upload_fd, data + done, len - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int errsv = errno;
+          req->refused = TRUE;
+          req->mid_body = TRUE;
+          sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
+                                    SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                    "Cannot stage the written bytes under '%s': %s", req->d->staging_dir,
+                                    g_strerror (errsv));
+          return;
+        }
+      done += n;
+    }
+  req->upload_len += len;
+}
+
 static void
 on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
 {
@@ -199,37 +272,31 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
     }
   if (req->route == ROUTE_WRITE)
     {
-      if (req->upload_len + len > req->d->max_upload)
+      stage_bytes (req, data, len);
+      return;
+    }
+  if (req->route == ROUTE_CLAIM_RUN && !req->line_done)
+    {
+      /* The first line is the request; what follows it is the command's stdin. */
+      const guint8 *nl = memchr (data, '\n', len);
+      gsize line_len = nl != NULL ? (gsize) (nl - data) : len;
+
+      if (req->body->len + line_len > req->limit)
         {
-          req->refused = TRUE;
           req->mid_body = TRUE;
-          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
-          sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
-                                    "write less at a time, or start sandstepd with a larger --max-upload",
-                                    SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                                    "The body is larger than the server's limit of %" G_GUINT64_FORMAT " bytes",
-                                    req->d->max_upload);
+          refuse_large_body (req);
           return;
         }
-      for (gsize done = 0; done < len && req->upload_fd >= 0;)
-        {
-          ssize_t n = write (req->upload_fd, data + done, len - done);
-          if (n < 0 && errno == EINTR)
-            continue;
-          if (n <= 0)
-            {
-              int errsv = errno;
-              req->refused = TRUE;
-              req->mid_body = TRUE;
-              sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
-                                        SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                        "Cannot stage the written bytes under '%s': %s", req->d->staging_dir,
-                                        g_strerror (errsv));
-              return;
-            }
-          done += n;
-        }
-      req->upload_len += len;
+      g_byte_array_append (req->body, data, line_len);
+      if (nl == NULL)
+        return;
+      req->line_done = TRUE;
+      stage_bytes (req, nl + 1, len - line_len - 1);
+      return;
+    }
+  if (req->route == ROUTE_CLAIM_RUN)
+    {
+      stage_bytes (req, data, len);
       return;
     }
   if (req->body->len + len > req->limit)
@@ -239,21 +306,6 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
       return;
     }
   g_byte_array_append (req->body, data, len);
-}
-
-static int
-open_staged_file (Daemon *d)
-{
-  int fd = openat (d->staging_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
-    {
-      g_autofree char *name = g_strdup_printf ("write-%08x%08x", g_random_int (), g_random_int ());
-      fd = openat (d->staging_fd, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (fd >= 0)
-        unlinkat (d->staging_fd, name, 0);
-    }
-  return fd;
 }
 
 static void
@@ -436,6 +488,24 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
         }
       return;
     }
+  if (req->route == ROUTE_CLAIM_RUN)
+    {
+      if (length > 0 && (guint64) length > req->limit + d->max_upload)
+        {
+          req->refused = TRUE;
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+          sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                                    "give the command less on stdin (put a large input with sandstep put), or "
+                                    "start sandstepd with a larger --max-upload",
+                                    SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
+                                    "The command's stdin is larger than the server's limit of %" G_GUINT64_FORMAT
+                                    " bytes; give it less (put a large input with 'sandstep put'), or start "
+                                    "sandstepd with a larger --max-upload", d->max_upload);
+          return;
+        }
+      /* Staged only once a byte of stdin comes. */
+      return;
+    }
   if (length > (goffset) req->limit)
     refuse_large_body (req);
 }
@@ -485,6 +555,9 @@ sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *pa
       break;
     case ROUTE_RUN:
       sandstepd_handle_run (req);
+      break;
+    case ROUTE_CLAIM_RUN:
+      sandstepd_handle_claim_run (req);
       break;
     case ROUTE_READ:
     case ROUTE_LIST:

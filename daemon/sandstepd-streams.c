@@ -40,6 +40,8 @@ struct _PipeStream {
   GError *error;
   gboolean replied;
   gboolean stream_done;     /* the stream's reference is dropped */
+  Lease *step;              /* claim-run: the lease this exchange holds (ref), released before the last line */
+  gboolean released;
 };
 
 static void pipe_stream_try_finish (PipeStream *ps);
@@ -61,6 +63,7 @@ pipe_stream_unref (PipeStream *ps)
   g_clear_error (&ps->error);
   sandstepd_request_unref (ps->req);
   sandstepd_worker_unref (ps->worker);
+  sandstepd_lease_unref (ps->step);
   g_free (ps);
 }
 
@@ -123,6 +126,16 @@ pipe_stream_done (PipeStream *ps)
 }
 
 static void
+on_step_released (gpointer data)
+{
+  PipeStream *ps = data;
+
+  ps->released = TRUE;
+  pipe_stream_try_finish (ps);
+  pipe_stream_unref (ps);
+}
+
+static void
 pipe_stream_try_finish (PipeStream *ps)
 {
   for (guint i = 0; i < ps->n_pipes; i++)
@@ -130,6 +143,20 @@ pipe_stream_try_finish (PipeStream *ps)
       return;
   if (ps->stream_done || !ps->replied)
     return;
+  if (ps->step != NULL && !ps->released)
+    {
+      /* The claim goes first: the step's next command must find the sandbox free. */
+      if (!ps->step->ended && ps->step->on_released == NULL)
+        {
+          ps->refs++;
+          ps->step->on_released = on_step_released;
+          ps->step->on_released_data = ps;
+          sandstepd_lease_end (ps->step, "the step's command ended", FALSE);
+          return;
+        }
+      if (ps->step->on_released != NULL)
+        return;
+    }
   if (ps->error != NULL)
     sandstepd_stream_error (ps->req, ps->error);
   else
@@ -144,6 +171,7 @@ static void
 on_pipe_stream_gone (Request *req)
 {
   PipeStream *ps = req->owner;
+  Lease *step = ps->step;
 
   /* The caller went away: what it started is killed; the worker's writes now fail. */
   sandstepd_worker_forget (ps->worker, ps->call);
@@ -157,7 +185,13 @@ on_pipe_stream_gone (Request *req)
         close (ps->fds[i]);
       ps->fds[i] = -1;
     }
+  if (step != NULL)
+    step->refs++;
   pipe_stream_done (ps);
+  /* A step's claim ends with its connection, and whatever it runs. */
+  if (step != NULL && !step->ended)
+    sandstepd_lease_end (step, "the step's connection closed", TRUE);
+  sandstepd_lease_unref (step);
 }
 
 static void
@@ -177,12 +211,14 @@ on_pipe_stream_replied (Call *call, JsonObject *reply, int reply_fd, const GErro
 /* Starts the answer of @req, gives @op to @lease's worker with the write ends
  * of @n_pipes new pipes (numbered @numbers in the lines), and streams. */
 static void
-pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
-                   const int numbers[2], LastLine last_line)
+pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
+                        const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd, gboolean step)
 {
   g_autoptr(JsonObject) owned = message;
+  g_autoptr(JsonObject) owned_first = first;
   PipeStream *ps;
-  int send[2];
+  int send[3];
+  guint n_send;
 
   ps = g_new0 (PipeStream, 1);
   ps->refs = 1;             /* the stream's */
@@ -203,6 +239,10 @@ pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *messa
                                 "Cannot make a pipe");
           for (guint j = 0; j < i; j++)
             close (send[j]);
+          if (stdin_fd >= 0)
+            close (stdin_fd);
+          if (step)
+            sandstepd_lease_end (lease, "the server could not start the command", FALSE);
           sandstepd_answer_error (req, error);
           pipe_stream_unref (ps);
           return;
@@ -212,14 +252,31 @@ pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *messa
       ps->numbers[i] = numbers[i];
       send[i] = fds[1];
     }
+  n_send = n_pipes;
+  if (stdin_fd >= 0)
+    send[n_send++] = stdin_fd;
+  if (step)
+    {
+      ps->step = lease;
+      lease->refs++;
+    }
   req->owner = ps;
   sandstepd_stream_begin (req);
   req->on_gone = on_pipe_stream_gone;
   req->on_drained = on_pipe_stream_drained;
+  if (owned_first != NULL)
+    sandstepd_stream_object (req, owned_first);
   pipe_stream_watch (ps);
   ps->refs++;               /* the call's */
-  ps->call = sandstepd_worker_call (lease->worker, op, g_steal_pointer (&owned), send, n_pipes,
+  ps->call = sandstepd_worker_call (lease->worker, op, g_steal_pointer (&owned), send, n_send,
                                     on_pipe_stream_replied, ps, (GDestroyNotify) pipe_stream_unref);
+}
+
+static void
+pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
+                   const int numbers[2], LastLine last_line)
+{
+  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE);
 }
 
 /* ---- run: stdout and stderr, then the command's result ---- */
@@ -252,6 +309,14 @@ sandstepd_handle_run (Request *req)
     }
   pipe_stream_start (req, lease, "run", sandstep_wire_run_request (NULL, command, timeout_s), 2, numbers,
                      run_last_line);
+}
+
+void
+sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject *message, int stdin_fd)
+{
+  static const int numbers[2] = { 1, 2 };
+
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE);
 }
 
 /* ---- export: the file's bytes, then the end ---- */

@@ -161,15 +161,16 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
   g_autoptr(GError) error = NULL;
   gboolean ok;
 
-  if (op->n_fds != 2)
+  /* A third descriptor is the command's stdin (claim-run's staged body). */
+  if (op->n_fds != 2 && op->n_fds != 3)
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                           "sandstepd worker: a command needs two output pipes");
+                           "sandstepd worker: a command needs two output pipes, and its stdin if any");
       return error_reply (error);
     }
   if (!sandstep_wire_read_run_request (m, &request.command, &request.timeout_s, &error))
     return error_reply (error);
-  request.stdin_fd = -1;
+  request.stdin_fd = op->n_fds == 3 ? op->fds[2] : -1;
   request.stdout_fd = op->fds[0];
   request.stderr_fd = op->fds[1];
   if (g_atomic_int_get (&w->cancelled) == id)

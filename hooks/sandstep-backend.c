@@ -100,11 +100,16 @@ sandstep_backend_provision (SandstepBackend *backend, const SandstepSpec *spec, 
 #define CLAIM_PAUSE_FIRST_US 5000
 #define CLAIM_PAUSE_MAX_US (100 * 1000)
 
-SandstepAttachment *
-sandstep_backend_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
-                         SandstepWaitNotify notify, gpointer notify_data, GError **error)
+/* One try at what needs the claim: attach, or a whole step. */
+typedef gboolean (*ClaimTry) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                              gpointer data, GError **error);
+
+/* Tries until @try succeeds, fails for another reason than a holder, or
+ * @wait_s is over. */
+static gboolean
+with_claim (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
+            SandstepWaitNotify notify, gpointer notify_data, ClaimTry try, gpointer data, GError **error)
 {
-  const SandstepBackendClass *klass = backend->klass;
   gint64 deadline = g_get_monotonic_time () + (gint64) (MAX (wait_s, 0) * G_USEC_PER_SEC);
   gint64 pause_us = CLAIM_PAUSE_FIRST_US;
   gboolean notified = FALSE;
@@ -112,15 +117,15 @@ sandstep_backend_attach (SandstepBackend *backend, const char *handle, const San
   for (;;)
     {
       g_autoptr(GError) refusal = NULL;
-      SandstepAttachment *attachment = klass->try_attach (backend, handle, who, &refusal);
-      const char *holder = sandstep_error_get_holder (refusal);
+      const char *holder;
 
-      if (attachment != NULL)
-        return attachment;
+      if (try (backend, handle, who, data, &refusal))
+        return TRUE;
+      holder = sandstep_error_get_holder (refusal);
       if (!g_error_matches (refusal, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY) || holder == NULL)
         {
           g_propagate_error (error, g_steal_pointer (&refusal));
-          return NULL;
+          return FALSE;
         }
       if (g_get_monotonic_time () >= deadline)
         {
@@ -131,7 +136,7 @@ sandstep_backend_attach (SandstepBackend *backend, const char *handle, const San
                                  "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision "
                                  "one sandbox per step",
                                  handle, holder, wait_s);
-          return NULL;
+          return FALSE;
         }
       if (!notified && notify != NULL)
         notify (handle, holder, wait_s, notify_data);
@@ -139,6 +144,66 @@ sandstep_backend_attach (SandstepBackend *backend, const char *handle, const San
       g_usleep (MIN (pause_us, deadline - g_get_monotonic_time () + 1));
       pause_us = MIN (pause_us * 2, CLAIM_PAUSE_MAX_US);
     }
+}
+
+static gboolean
+try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, gpointer data,
+            GError **error)
+{
+  SandstepAttachment **out = data;
+
+  *out = backend->klass->try_attach (backend, handle, who, error);
+  return *out != NULL;
+}
+
+SandstepAttachment *
+sandstep_backend_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
+                         SandstepWaitNotify notify, gpointer notify_data, GError **error)
+{
+  SandstepAttachment *attachment = NULL;
+
+  if (!with_claim (backend, handle, who, wait_s, notify, notify_data, try_attach, &attachment, error))
+    return NULL;
+  return attachment;
+}
+
+typedef struct {
+  const SandstepRunRequest *request;
+  SandstepRanFunc on_ran;
+  gpointer ran_data;
+} StepTry;
+
+static gboolean
+try_run_step (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, gpointer data,
+              GError **error)
+{
+  StepTry *step = data;
+  g_autoptr(SandstepSpec) spec = NULL;
+  SandstepRunResult result = { 0 };
+
+  if (!backend->klass->try_run_step (backend, handle, who, step->request, &result, &spec, error))
+    return FALSE;
+  step->on_ran (spec, &result, step->ran_data);
+  return TRUE;
+}
+
+gboolean
+sandstep_backend_run_step (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, double wait_s,
+                           SandstepWaitNotify notify, gpointer notify_data, const SandstepRunRequest *request,
+                           SandstepRanFunc on_ran, gpointer ran_data, GError **error)
+{
+  g_autoptr(SandstepAttachment) attachment = NULL;
+  SandstepRunResult result;
+  StepTry step = { request, on_ran, ran_data };
+
+  /* The server cuts the budget to the lifetime it knows. */
+  if (backend->klass->try_run_step != NULL)
+    return with_claim (backend, handle, who, wait_s, notify, notify_data, try_run_step, &step, error);
+  attachment = sandstep_backend_attach (backend, handle, who, wait_s, notify, notify_data, error);
+  if (attachment == NULL || !sandstep_attachment_run_command (attachment, request, &result, error))
+    return FALSE;
+  on_ran (sandstep_attachment_spec (attachment), &result, ran_data);
+  return TRUE;
 }
 
 JsonNode *

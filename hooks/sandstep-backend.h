@@ -126,6 +126,12 @@ typedef struct {
    * better (a server's own cut). */
   gboolean (*run_command) (SandstepAttachment *attachment, const SandstepRunRequest *request,
                            SandstepRunResult *result, GError **error);
+  /* Optional: claims, runs @request and ends the claim in one exchange (a
+   * server's one request).  A refusal before the command ran, a busy one
+   * included, is try_attach's; @out_spec gets the sandbox's spec. */
+  gboolean (*try_run_step) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                            const SandstepRunRequest *request, SandstepRunResult *result, SandstepSpec **out_spec,
+                            GError **error);
   GBytes *(*read_file) (SandstepAttachment *attachment, const char *path, gsize max_bytes, GError **error);
   gboolean (*write_file) (SandstepAttachment *attachment, const char *path, const void *data, gsize len, GError **error);
   /* Copies a host file or directory tree to @dest inside the sandbox. */
@@ -186,6 +192,15 @@ char *sandstep_backend_provision (SandstepBackend *backend, const SandstepSpec *
 SandstepAttachment *sandstep_backend_attach (SandstepBackend *backend, const char *handle,
                                              const SandstepIdentity *who, double wait_s, SandstepWaitNotify notify,
                                              gpointer notify_data, GError **error);
+/* A step's one command: attaches (waiting as sandstep_backend_attach()
+ * does), runs @request within its budget, and ends the claim; in one
+ * exchange where the backend can.  @on_ran gets the sandbox's spec and the
+ * result once the command ran, before the call returns TRUE. */
+typedef void (*SandstepRanFunc) (const SandstepSpec *spec, const SandstepRunResult *result, gpointer user_data);
+gboolean sandstep_backend_run_step (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
+                                    double wait_s, SandstepWaitNotify notify, gpointer notify_data,
+                                    const SandstepRunRequest *request, SandstepRanFunc on_ran, gpointer ran_data,
+                                    GError **error);
 JsonNode *sandstep_backend_describe (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                                      GError **error);
 gboolean sandstep_backend_release (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,

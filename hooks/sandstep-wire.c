@@ -406,6 +406,16 @@ sandstep_wire_run_request (const char *claim, const char *command, double timeou
   return object;
 }
 
+JsonObject *
+sandstep_wire_run_step_request (const SandstepIdentity *who, const char *command, double timeout_s)
+{
+  JsonObject *object = sandstep_wire_run_request (NULL, command, timeout_s);
+
+  json_object_set_string_member (object, "owner", who->owner);
+  json_object_set_string_member (object, "holder", who->holder);
+  return object;
+}
+
 gboolean
 sandstep_wire_read_run_request (JsonObject *object, const char **out_command, double *out_timeout_s, GError **error)
 {

@@ -15,6 +15,11 @@
  *   POST /v1/sandboxes/H/release-claim {claim}               {} once the claim is gone
  *   POST /v1/sandboxes/H/run        {claim, command, timeout_s}  JSON lines: {"stream": 1|2, "data": base64} ...,
  *                                                            then {"exit", "timed_out", ...} or {"error": {...}}
+ *   POST /v1/sandboxes/H/claim-run  one JSON line {owner, holder, command, timeout_s}, then the command's
+ *                                   stdin, raw (SANDSTEP_RUN_STEP_TYPE): claim, run and release in one
+ *                                   exchange, the claim held by it.  JSON lines: the claim's first line,
+ *                                   {"stream": 1|2, "data"} ..., then the result or {"error"}, sent once the
+ *                                   claim is gone; a refusal before the command starts is a plain error
  *   POST /v1/sandboxes/H/read       {claim, path, max_bytes} the file's bytes
  *   POST /v1/sandboxes/H/write?path=P   (X-Sandstep-Claim)  the bytes to write; answers {}
  *   POST /v1/sandboxes/H/list       {claim, path}            {"entries": [{"name", "is_dir"[, "name_b64"]}]}
@@ -48,6 +53,8 @@ G_BEGIN_DECLS
 #define SANDSTEP_API_PREFIX "/v1"
 /* Header naming the claim on raw-body requests (write, put); JSON requests carry "claim". */
 #define SANDSTEP_CLAIM_HEADER "X-Sandstep-Claim"
+/* The body of a claim-run: a JSON line, then the bytes of the command's stdin. */
+#define SANDSTEP_RUN_STEP_TYPE "application/x-sandstep-run"
 /* Seconds between keepalive lines on long responses (claims, commands, exports). */
 #define SANDSTEP_KEEPALIVE_S 10
 
@@ -107,6 +114,9 @@ JsonObject *sandstep_wire_release_claim_request (const char *claim);
 JsonObject *sandstep_wire_run_request (const char *claim, const char *command, double timeout_s);
 gboolean sandstep_wire_read_run_request (JsonObject *object, const char **out_command, double *out_timeout_s,
                                          GError **error);
+/* {owner, holder, command, timeout_s}: the first line of a claim-run (read with
+ * sandstep_wire_read_identity() and sandstep_wire_read_run_request()). */
+JsonObject *sandstep_wire_run_step_request (const SandstepIdentity *who, const char *command, double timeout_s);
 /* {claim, path[, max_bytes]}: read, list, export; @max_bytes < 0 leaves it out; @claim NULL for a worker. */
 JsonObject *sandstep_wire_path_request (const char *claim, const char *path, gint64 max_bytes);
 gboolean sandstep_wire_read_path_request (JsonObject *object, double default_max_bytes, const char **out_path,

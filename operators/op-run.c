@@ -31,14 +31,29 @@ print_notice (const char *message, gpointer user_data)
   g_printerr ("sandstep run: %s\n", shown);
 }
 
+typedef struct {
+  const char *timeout_text;
+  int exit_status;
+} RunReport;
+
+static void
+on_ran (const SandstepSpec *spec, const SandstepRunResult *result, gpointer data)
+{
+  RunReport *report = data;
+  g_autoptr(GString) text = g_string_new (NULL);
+
+  report->exit_status = sandstep_run_report (spec, report->timeout_text, result, text);
+  if (text->len > 0)
+    g_printerr ("%s", text->str);
+}
+
 gboolean
 sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
 {
-  g_autoptr(SandstepAttachment) attachment = NULL;
   g_autofree char *command = NULL;
   const char *timeout_text = sandstep_invocation_get (invocation, "timeout");
   SandstepRunRequest request = { .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .on_notice = print_notice };
-  SandstepRunResult result;
+  RunReport report = { timeout_text, 0 };
 
   if (invocation->operands->len == 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
@@ -50,17 +65,9 @@ sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error)
     return FALSE;
   request.command = command;
 
-  attachment = sandstep_invocation_attach (invocation, error);
-  if (attachment == NULL)
+  /* Claim, command and release: one request to a sandstepd. */
+  if (!sandstep_invocation_run_step (invocation, &request, on_ran, &report, error))
     return FALSE;
-  if (!sandstep_attachment_run_command (attachment, &request, &result, error))
-    return FALSE;
-
-  {
-    g_autoptr(GString) report = g_string_new (NULL);
-    *out_exit = sandstep_run_report (sandstep_attachment_spec (attachment), timeout_text, &result, report);
-    if (report->len > 0)
-      g_printerr ("%s", report->str);
-  }
+  *out_exit = report.exit_status;
   return TRUE;
 }

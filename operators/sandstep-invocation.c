@@ -341,3 +341,16 @@ sandstep_invocation_attach (SandstepInvocation *invocation, GError **error)
   return sandstep_backend_attach (invocation->backend, invocation->handle, &invocation->who, wait_s,
                                              print_waiting, invocation, error);
 }
+
+gboolean
+sandstep_invocation_run_step (SandstepInvocation *invocation, const SandstepRunRequest *request,
+                              SandstepRanFunc on_ran, gpointer ran_data, GError **error)
+{
+  double wait_s = DEFAULT_WAIT_S;
+  const char *given = sandstep_invocation_get (invocation, "wait");
+
+  if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))
+    return FALSE;
+  return sandstep_backend_run_step (invocation->backend, invocation->handle, &invocation->who, wait_s,
+                                    print_waiting, invocation, request, on_ran, ran_data, error);
+}

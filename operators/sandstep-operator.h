@@ -98,6 +98,9 @@ char *sandstep_resolve_handle (const char *given, GError **error);
 
 /* Attaches to the invocation's sandbox, printing one line while it waits. */
 SandstepAttachment *sandstep_invocation_attach (SandstepInvocation *invocation, GError **error);
+/* The invocation's sandbox runs @request as one step (sandstep_backend_run_step()), waiting as attach does. */
+gboolean sandstep_invocation_run_step (SandstepInvocation *invocation, const SandstepRunRequest *request,
+                                       SandstepRanFunc on_ran, gpointer ran_data, GError **error);
 
 /* What `sandstep run` says after its command: a line for each limit it hit
  * and for a timeout, appended to @out.  Returns the exit status: the

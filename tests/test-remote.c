@@ -34,6 +34,7 @@
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
 #include "sandstep-remote.h"
+#include "sandstep-store.h"
 
 #define HELPER_TIMEOUT_S 60.0
 
@@ -463,9 +464,56 @@ fixture_start (Fixture *f)
   f->envp = helper_env (f, f->server.url);
 }
 
+static Result *helper_env_run (Fixture *f, char **envp, const char *first, ...) G_GNUC_NULL_TERMINATED;
+
+/* Destroys every sandbox a case left on its daemon, through the daemon while
+ * it runs (else, or where it refuses, through the local helper on its state
+ * directory), so that no supervisor outlives the case; asserts none is left. */
+static void
+destroy_leftovers (Fixture *f)
+{
+  g_autoptr(SandstepStore) store = f->server.state_dir != NULL ? sandstep_store_open (f->server.state_dir, NULL) : NULL;
+  g_autoptr(GPtrArray) handles = store != NULL ? sandstep_store_list (store) : NULL;
+  g_autoptr(GPtrArray) left = NULL;
+  gboolean serving = f->server.pid > 0 && f->server.url != NULL;
+
+  for (guint i = 0; handles != NULL && i < handles->len; i++)
+    {
+      const char *name = handles->pdata[i];
+      g_autoptr(SandstepRecord) record = sandstep_store_load (store, name, NULL);
+      g_autofree char *owner = g_strconcat ("--owner=", record != NULL ? record->owner : f->owner, NULL);
+      g_autoptr(Result) remote = NULL;
+
+      if (serving)
+        {
+          g_autofree char *handle = g_strdup_printf ("--handle=%s/%s", f->server.url, name);
+          g_auto(GStrv) envp = helper_env (f, f->server.url);
+          remote = helper_env_run (f, envp, "destroy", handle, owner, NULL);
+        }
+      if (remote == NULL || remote->status != 0)
+        {
+          g_autofree char *handle = g_strconcat ("--handle=", name, NULL);
+          g_auto(GStrv) envp = helper_env (f, NULL);
+          g_autoptr(Result) local = NULL;
+
+          envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", f->server.state_dir, TRUE);
+          local = helper_env_run (f, envp, "destroy", "--backend=local", handle, owner, NULL);
+          assert_status (local, 0);
+        }
+    }
+  if (handles != NULL && handles->len > 0)
+    g_test_message ("destroyed the %u sandboxes the case left on its daemon", handles->len);
+  if (store != NULL)
+    {
+      left = sandstep_store_list (store);
+      g_assert_cmpuint (left->len, ==, 0);
+    }
+}
+
 static void
 fixture_teardown (Fixture *f, gconstpointer data)
 {
+  destroy_leftovers (f);
   server_clear (&f->server);
   if (f->dir != NULL)
     {
@@ -507,6 +555,19 @@ helper (Fixture *f, const char *first, ...)
 
   va_start (ap, first);
   r = helper_v (f, f->envp, NULL, HELPER_TIMEOUT_S, first, ap);
+  va_end (ap);
+  return r;
+}
+
+/* `sandstep ARGS...` with @envp. */
+static Result *
+helper_env_run (Fixture *f, char **envp, const char *first, ...)
+{
+  va_list ap;
+  Result *r;
+
+  va_start (ap, first);
+  r = helper_v (f, envp, NULL, HELPER_TIMEOUT_S, first, ap);
   va_end (ap);
   return r;
 }
@@ -808,6 +869,145 @@ test_claim_busy_and_wait (Fixture *f, gconstpointer data)
   assert_status (waited, 0);
   g_assert_cmpstr (waited->out, ==, "third\n");
   assert_contains (waited->err, "is held by 'dag/run/first'; waiting up to 30s");
+}
+
+/* ---- a command's stdin, and a run in one request ---- */
+
+/* `sh -c SCRIPT` with the fixture's environment; $SANDSTEP is the helper. */
+static Result *
+shell (Fixture *f, const char *script)
+{
+  const char *argv[] = { "/bin/sh", "-c", script, NULL };
+  g_auto(GStrv) envp = g_environ_setenv (g_strdupv (f->envp), "SANDSTEP", f->helper, TRUE);
+
+  return run_argv (argv, envp, HELPER_TIMEOUT_S);
+}
+
+static void
+test_run_stdin (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *input = g_build_filename (f->host_dir, "input.txt", NULL);
+  g_autofree char *big = g_build_filename (f->host_dir, "big.bin", NULL);
+  g_autofree char *script = NULL;
+
+  g_test_summary ("a remote run gives the command the caller's stdin: a pipe's bytes, a file's, none from an "
+                  "empty pipe or /dev/null; a stdin over the server's --max-upload is refused, naming stdin and "
+                  "the limit, and the command never runs");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-upload=64K", NULL });
+  fixture_start (f);
+  handle = provision (f, NULL);
+  {
+    script = g_strdup_printf ("printf 'a\\nb\\n' | \"$SANDSTEP\" run --handle=%s -- cat", handle);
+    g_autoptr(Result) r = shell (f, script);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "a\nb\n");
+    g_clear_pointer (&script, g_free);
+  }
+  {
+    script = g_strdup_printf (": | \"$SANDSTEP\" run --handle=%s -- 'wc -c; echo end'", handle);
+    g_autoptr(Result) r = shell (f, script);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "0\nend\n");
+    g_clear_pointer (&script, g_free);
+  }
+  {
+    /* The tests' helpers run with stdin on /dev/null. */
+    g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Result) r = helper (f, "run", h, "--", "wc -c; echo end", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "0\nend\n");
+  }
+  {
+    write_file (input, "from a file\n");
+    script = g_strdup_printf ("\"$SANDSTEP\" run --handle=%s -- 'tr a-z A-Z' < '%s'", handle, input);
+    g_autoptr(Result) r = shell (f, script);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "FROM A FILE\n");
+    g_clear_pointer (&script, g_free);
+  }
+  {
+    g_autofree char *text = g_strnfill (100 * 1024, 'x');
+    write_file (big, text);
+    script = g_strdup_printf ("cat '%s' | \"$SANDSTEP\" run --handle=%s -- 'touch ran; wc -c'", big, handle);
+    g_autoptr(Result) r = shell (f, script);
+    assert_status (r, SANDSTEP_EXIT_PATH);
+    assert_contains (r->err, "stdin is larger than the server's limit of 65536 bytes");
+    assert_contains (r->err, "--max-upload");
+    g_assert_cmpstr (r->out, ==, "");
+    g_clear_pointer (&script, g_free);
+  }
+  {
+    g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Result) r = helper (f, "run", h, "--", "test -e ran && echo ran || echo never", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "never\n");
+  }
+}
+
+static void
+test_run_stdin_waits (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *script = NULL;
+  g_autoptr(Result) waited = NULL;
+  g_autoptr(Result) first = NULL;
+  Proc *holding;
+
+  g_test_summary ("a run that waits for another holder still gives its command all of its stdin once it runs");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  holding = helper_spawn (f, "run", h, "--holder=dag/run/first", "--", "echo started; sleep 1", NULL);
+  while (strstr (holding->out->str, "started") == NULL)
+    g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  script = g_strdup_printf ("printf 'one\\ntwo\\n' | \"$SANDSTEP\" run --handle=%s --holder=dag/run/second "
+                            "--wait=30 -- 'cat; echo ran'", handle);
+  waited = shell (f, script);
+  first = proc_wait (holding, 30);
+  assert_status (first, 0);
+  assert_status (waited, 0);
+  g_assert_cmpstr (waited->out, ==, "one\ntwo\nran\n");
+  assert_contains (waited->err, "is held by 'dag/run/first'");
+}
+
+static void
+test_run_one_request (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *path = NULL;
+  gsize before;
+  guint requests = 0;
+
+  g_test_summary ("a remote `run` is one HTTP request: claim, command and status in one exchange "
+                  "(POST .../claim-run), and the next run finds the sandbox free at once (--wait=0)");
+  SKIP_IF_NO_JAIL (f);
+  g_setenv ("SANDSTEPD_DEBUG", "1", TRUE);
+  fixture_start (f);
+  g_unsetenv ("SANDSTEPD_DEBUG");
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  g_assert_true (g_file_get_contents (f->server.log, &log, &before, NULL));
+  g_clear_pointer (&log, g_free);
+  for (int i = 0; i < 3; i++)
+    {
+      g_autoptr(Result) r = helper (f, "run", h, "--wait=0", "--", "echo ok", NULL);
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, "ok\n");
+    }
+  g_assert_true (g_file_get_contents (f->server.log, &log, NULL, NULL));
+  path = g_strdup_printf ("POST /v1/sandboxes/%s/", strrchr (handle, '/') + 1);
+  for (const char *p = log + before; (p = strstr (p, path)) != NULL; p += strlen (path))
+    {
+      requests++;
+      g_assert_true (g_str_has_prefix (p + strlen (path), "claim-run\n"));
+    }
+  g_assert_cmpuint (requests, ==, 3);
 }
 
 /* ---- the daemon killed mid-command, and back ---- */
@@ -2225,6 +2425,9 @@ main (int argc, char **argv)
   ADD ("/remote/round-trip", test_round_trip);
   ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
   ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);
+  ADD ("/remote/run/stdin", test_run_stdin);
+  ADD ("/remote/run/stdin-after-waiting", test_run_stdin_waits);
+  ADD ("/remote/run/one-request", test_run_one_request);
   ADD ("/remote/crash/sigkill-and-restart", test_crash_and_restart);
   ADD ("/remote/many-clients", test_many_clients);
   ADD ("/remote/bad-input/every-class", test_bad_requests);

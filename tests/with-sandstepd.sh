@@ -6,14 +6,32 @@
 # PROGRAM runs with SANDSTEP_BACKEND and SANDSTEP_TOKEN_FILE set, so every
 # `sandstep` it starts goes through the daemon.  The daemon is stopped by its
 # pid (TERM, then KILL) and its directory removed however PROGRAM ends; the
-# exit status is PROGRAM's.  tests/meson.build runs test-helper this way
+# exit status is PROGRAM's.  Before the daemon stops, every sandbox PROGRAM
+# left on it is destroyed through it with $SANDSTEP (the suites' own
+# teardown destroys a case's; this catches what a crashed suite left), so no
+# sandbox's supervisor outlives the daemon.  tests/meson.build runs test-helper this way
 # (test-helper-remote): the local behaviour suite a second time, remotely.
 set -u
 daemon=$1
 shift
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sandstepd-test.XXXXXX") || exit 99
 pid=
+url=
+# Destroys, through the daemon, what is left in its state directory.
+destroy_leftovers () {
+  [ -n "$url" ] && [ -n "${SANDSTEP:-}" ] && [ -d "$dir/state/sandboxes" ] || return 0
+  n=0
+  for box in "$dir"/state/sandboxes/sandstep-*; do
+    [ -d "$box" ] || continue
+    owner=$(sed -n 's/^  "owner" : "\(.*\)",$/\1/p' "$box/record.json" 2>/dev/null)
+    "$SANDSTEP" destroy --handle="$url/${box##*/}" --owner="${owner:-unknown}" >/dev/null 2>&1 ||
+      echo "# with-sandstepd.sh: could not destroy ${box##*/} (owner '$owner') through sandstepd" >&2
+    n=$((n + 1))
+  done
+  [ $n -eq 0 ] || echo "# with-sandstepd.sh: destroyed the $n sandboxes left on sandstepd" >&2
+}
 cleanup () {
+  destroy_leftovers
   if [ -n "$pid" ]; then
     kill -TERM "$pid" 2>/dev/null
     i=0
@@ -34,7 +52,6 @@ umask 077
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/token"
 "$daemon" --listen=127.0.0.1:0 --token-file="$dir/token" --state-dir="$dir/state" >"$dir/out" 2>"$dir/log" &
 pid=$!
-url=
 i=0
 while [ $i -lt 100 ]; do
   url=$(sed -n 's/^sandstepd: listening on //p' "$dir/out" 2>/dev/null)

@@ -37,6 +37,10 @@ typedef struct {
   gboolean allow_http;    /* $SANDSTEP_ALLOW_HTTP=1 */
   SoupSession *session;
   gint64 created;         /* monotonic µs, for sandstep_remote_trace() */
+  /* A step's request line and stdin, kept for its tries while the sandbox is busy (sandstep-remote-step.c). */
+  int spool_fd;
+  const SandstepRunRequest *spool_for;
+  goffset spool_len;
 } RemoteBackend;
 
 /* Where one handle lives, and how the caller wrote it (for messages). */
@@ -112,6 +116,31 @@ G_GNUC_INTERNAL JsonObject *sandstep_remote_parse_line (const char *line, const 
 /* "a=b&c=d" from name-value pairs, NULL-terminated, values escaped. */
 G_GNUC_INTERNAL char *sandstep_remote_query (const char *first_name, ...) G_GNUC_NULL_TERMINATED;
 G_GNUC_INTERNAL gboolean sandstep_remote_write_all (int fd, const void *data, gsize len);
+
+/* What a command's output does: to @data's RunOutput's fds or callback. */
+typedef struct {
+  const SandstepRunRequest *request;
+  gboolean output_open;
+} RunOutput;
+typedef gboolean (*DataFunc) (int stream, GBytes *bytes, gpointer data, GError **error);
+G_GNUC_INTERNAL gboolean sandstep_remote_on_run_output (int stream, GBytes *bytes, gpointer data, GError **error);
+/* The lines of a streamed answer after the data: the result, or an error
+ * (rewritten to the caller's handle).  Returns the line that is not data,
+ * or NULL with @error set when the server went away (@what: "the command
+ * ran", "'PATH' was exported"). */
+G_GNUC_INTERNAL JsonObject *sandstep_remote_read_stream (RemoteAttachment *a, GInputStream *stream, const char *what,
+                                                         const char *again, DataFunc on_data, gpointer data,
+                                                         GError **error);
+/* The same, from @lr (which may hold what was read already). */
+G_GNUC_INTERNAL JsonObject *sandstep_remote_read_stream_from (RemoteAttachment *a, LineReader *lr, const char *what,
+                                                              const char *again, DataFunc on_data, gpointer data,
+                                                              GError **error);
+
+/* The try_run_step of the vtable: claim, run and release in one request (sandstep-remote-step.c). */
+G_GNUC_INTERNAL gboolean sandstep_remote_try_run_step (SandstepBackend *backend, const char *handle,
+                                                       const SandstepIdentity *who, const SandstepRunRequest *request,
+                                                       SandstepRunResult *result, SandstepSpec **out_spec,
+                                                       GError **error);
 
 /* The put of the vtable: the host tree streams as entries (sandstep-remote-put.c). */
 G_GNUC_INTERNAL gboolean sandstep_remote_put (SandstepAttachment *parent, const char *host_src, const char *dest,

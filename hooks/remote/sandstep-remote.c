@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-progress.h"
@@ -160,19 +161,20 @@ remote_spec (SandstepAttachment *parent)
   return ((RemoteAttachment *) parent)->spec;
 }
 
-/* The lines of a streamed answer after the data: the result, or an error
- * (rewritten to the caller's handle).  Returns the line that is not data,
- * or NULL with @error set when the server went away (@what: "the command
- * ran", "'PATH' was exported"). */
-typedef gboolean (*DataFunc) (int stream, GBytes *bytes, gpointer data, GError **error);
-
-static JsonObject *
-read_stream (RemoteAttachment *a, GInputStream *stream, const char *what, const char *again, DataFunc on_data,
-             gpointer data, GError **error)
+JsonObject *
+sandstep_remote_read_stream (RemoteAttachment *a, GInputStream *stream, const char *what, const char *again,
+                             DataFunc on_data, gpointer data, GError **error)
 {
   g_autofree LineReader *lr = g_new0 (LineReader, 1);
 
   sandstep_remote_line_reader_init (lr, stream);
+  return sandstep_remote_read_stream_from (a, lr, what, again, on_data, data, error);
+}
+
+JsonObject *
+sandstep_remote_read_stream_from (RemoteAttachment *a, LineReader *lr, const char *what, const char *again,
+                                  DataFunc on_data, gpointer data, GError **error)
+{
   for (;;)
     {
       g_autoptr(GError) local_error = NULL;
@@ -214,13 +216,8 @@ read_stream (RemoteAttachment *a, GInputStream *stream, const char *what, const 
     }
 }
 
-typedef struct {
-  const SandstepRunRequest *request;
-  gboolean output_open;
-} RunOutput;
-
-static gboolean
-on_run_output (int stream, GBytes *bytes, gpointer data, GError **error)
+gboolean
+sandstep_remote_on_run_output (int stream, GBytes *bytes, gpointer data, GError **error)
 {
   RunOutput *out = data;
   gsize len = 0;
@@ -251,7 +248,7 @@ remote_run_command (SandstepAttachment *parent, const SandstepRunRequest *reques
   sandstep_remote_trace (a->remote, "run started");
   for (;;)
     {
-      g_autoptr(JsonObject) last = read_stream (a, stream, "the command ran", "run it again", on_run_output, &out,
+      g_autoptr(JsonObject) last = sandstep_remote_read_stream (a, stream, "the command ran", "run it again", sandstep_remote_on_run_output, &out,
                                                 error);
       if (last == NULL)
         return FALSE;
@@ -363,7 +360,7 @@ remote_export_file (SandstepAttachment *parent, const char *path, int dest_fd, g
     return -1;
   for (;;)
     {
-      g_autoptr(JsonObject) last = read_stream (a, stream, what, "export it again", on_export_data, &out, error);
+      g_autoptr(JsonObject) last = sandstep_remote_read_stream (a, stream, what, "export it again", on_export_data, &out, error);
       if (last == NULL)
         return -1;
       if (sandstep_wire_is_done_line (last))
@@ -472,6 +469,8 @@ remote_free (SandstepBackend *backend)
   RemoteBackend *r = (RemoteBackend *) backend;
 
   g_clear_object (&r->session);
+  if (r->spool_fd >= 0)
+    close (r->spool_fd);
   g_clear_pointer (&r->trusted, g_ptr_array_unref);
   g_free (r->trusted_from);
   g_free (r->url);
@@ -503,6 +502,7 @@ static const SandstepBackendClass remote_class = {
   .try_attach = remote_try_attach,
   .detach = remote_detach,
   .run_command = remote_run_command,
+  .try_run_step = sandstep_remote_try_run_step,
   .read_file = remote_read_file,
   .write_file = remote_write_file,
   .put = sandstep_remote_put,
@@ -576,6 +576,7 @@ sandstep_remote_backend_new (const char *url, const char *token, GError **error)
 
   r = g_new0 (RemoteBackend, 1);
   r->parent.klass = &remote_class;
+  r->spool_fd = -1;
   r->url = g_steal_pointer (&server);
   r->token = g_steal_pointer (&secret);
   r->allow_http = g_strcmp0 (g_getenv (SANDSTEP_ALLOW_HTTP_ENV), "1") == 0;
