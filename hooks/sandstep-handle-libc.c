@@ -26,7 +26,7 @@ sandstep_handle_libc_is_local (const char *text)
 }
 
 int
-sandstep_handle_libc_resolve (const char *given, char out[SANDSTEP_HANDLE_LOCAL_LEN + 1])
+sandstep_handle_libc_read (const char *given, char *out, size_t size)
 {
   char buf[SANDSTEP_HANDLE_FILE_MAX + 1];
   const char *start = given;
@@ -57,10 +57,21 @@ sandstep_handle_libc_resolve (const char *given, char out[SANDSTEP_HANDLE_LOCAL_
   len = strlen (start);
   while (len > 0 && is_space (start[len - 1]))
     len--;
-  if (len != SANDSTEP_HANDLE_LOCAL_LEN)
+  if (len >= size)
     return 0;
   memcpy (out, start, len);
   out[len] = '\0';
+  return 1;
+}
+
+int
+sandstep_handle_libc_resolve (const char *given, char out[SANDSTEP_HANDLE_LOCAL_LEN + 1])
+{
+  char text[SANDSTEP_HANDLE_LOCAL_LEN + 1];
+
+  if (!sandstep_handle_libc_read (given, text, sizeof text))
+    return 0;
+  memcpy (out, text, sizeof text);
   return sandstep_handle_libc_is_local (out);
 }
 

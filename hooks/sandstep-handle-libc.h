@@ -30,6 +30,10 @@ int sandstep_handle_libc_is_local (const char *text);
  * 1 with the handle in @out when it is a local handle, 0 otherwise (a remote
  * handle, a bad one, a file that cannot be read: the helper says which). */
 int sandstep_handle_libc_resolve (const char *given, char out[SANDSTEP_HANDLE_LOCAL_LEN + 1]);
+/* The text --handle=VALUE or --handle=@FILE names, stripped the same way,
+ * into @out: 1, or 0 when the file is no handle file or the text does not
+ * fit in @size bytes. */
+int sandstep_handle_libc_read (const char *given, char *out, size_t size);
 
 /* 1 if a backend named @name ($SANDSTEP_BACKEND, --backend) is the local one:
  * unset, empty or "local". */

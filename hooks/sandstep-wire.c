@@ -34,6 +34,9 @@ sandstep_wire_refusal_to_json (const GError *error, const char *code, const char
   json_builder_add_string_value (builder, domain != NULL ? domain : g_quark_to_string (error->domain));
   json_builder_set_member_name (builder, "error_code");
   json_builder_add_int_value (builder, error->code);
+  /* For a client that reads no domain names (the static front). */
+  json_builder_set_member_name (builder, "exit_status");
+  json_builder_add_int_value (builder, sandstep_error_exit_status (error));
   if (holder != NULL)
     {
       g_autofree char *shown = sandstep_escape (holder, -1, 0, SANDSTEP_ESCAPE_LINE);

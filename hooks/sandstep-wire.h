@@ -34,7 +34,7 @@
  *
  * An error crosses the wire as one JSON object:
  *   {"code": "not-owner", "message": "...", "hint": "...",
- *    "domain": "sandstep-sandbox-error-quark", "error_code": 2}
+ *    "domain": "sandstep-sandbox-error-quark", "error_code": 2, "exit_status": 67}
  * with the HTTP status of its kind (sandstep-error.c); "code" and "hint" are
  * for people and scripts, "domain" and "error_code" rebuild the very GError
  * the server's backend raised, so the client exits with the same status.  A

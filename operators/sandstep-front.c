@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "sandstep-exit.h"
+#include "sandstep-front-remote.h"
 #include "sandstep-handle-libc.h"
 #include "sandstep-paths.h"
 #include "sandstep-run-client.h"
@@ -35,6 +36,9 @@ typedef struct {
   char handle[SANDSTEP_HANDLE_LOCAL_LEN + 1];
   char step[64];
   char *command;
+  const char *backend;          /* --backend */
+  char given_handle[SANDSTEP_HANDLE_FILE_MAX + 1];   /* --handle's text: a remote handle is the core's or a server's */
+  int remote;                   /* the handle is not a local one */
 } Request;
 
 static __attribute__ ((noreturn)) void
@@ -115,13 +119,25 @@ parse_run (int argc, char **argv, Request *request)
           known = 1;
           break;
         }
+      if (!known && strncmp (arg, "--backend=", 10) == 0 && request->backend == NULL && arg[10] != '\0')
+        {
+          request->backend = arg + 10;
+          known = 1;
+        }
       if (!known)
         return 0;
     }
   if (n_operands == 0 || request->value[SANDSTEP_RUN_FIELD_HANDLE] == NULL ||
-      !sandstep_handle_libc_resolve (request->value[SANDSTEP_RUN_FIELD_HANDLE], request->handle))
+      !sandstep_handle_libc_read (request->value[SANDSTEP_RUN_FIELD_HANDLE], request->given_handle,
+                                  sizeof request->given_handle))
     return 0;
-  request->value[SANDSTEP_RUN_FIELD_HANDLE] = request->handle;
+  if (sandstep_handle_libc_is_local (request->given_handle))
+    {
+      memcpy (request->handle, request->given_handle, sizeof request->handle);
+      request->value[SANDSTEP_RUN_FIELD_HANDLE] = request->handle;
+    }
+  else
+    request->remote = 1;
   if (request->value[SANDSTEP_RUN_FIELD_STEP] != NULL)
     {
       SandstepStep step;
@@ -145,7 +161,7 @@ parse_run (int argc, char **argv, Request *request)
     }
   request->value[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
 
-  /* Identity: the option, else the environment, else the supervisor's USER@HOST. */
+  /* Identity: the option, else the environment, else the supervisor's USER@HOST (a server's: the core's). */
   if (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL)
     request->value[SANDSTEP_RUN_FIELD_OWNER] = getenv ("SANDSTEP_OWNER");
   if (request->value[SANDSTEP_RUN_FIELD_HOLDER] == NULL)
@@ -216,10 +232,35 @@ main (int argc, char **argv)
   char dir[PATH_MAX];
   int dir_fd, sock;
 
-  /* $SANDSTEP_BACKEND names a sandstepd unless empty or "local", as in sandstep_backend_open(). */
-  if (argc < 3 || strcmp (argv[1], "run") != 0 || !sandstep_backend_name_is_local (backend) ||
-      !parse_run (argc - 2, argv + 2, &request) || !sandbox_dir (request.handle, dir, sizeof dir) ||
-      (dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+  if (argc < 3 || strcmp (argv[1], "run") != 0 || !parse_run (argc - 2, argv + 2, &request))
+    exec_core (argv);
+  /* --backend, else $SANDSTEP_BACKEND, names a sandstepd unless empty or "local", as in sandstep_backend_open(). */
+  if (request.backend != NULL)
+    backend = request.backend;
+  if (request.remote || !sandstep_backend_name_is_local (backend))
+    {
+      const char *owner = request.value[SANDSTEP_RUN_FIELD_OWNER];
+      const char *holder = request.value[SANDSTEP_RUN_FIELD_HOLDER];
+      const char *timeout = request.value[SANDSTEP_RUN_FIELD_TIMEOUT];
+      const char *wait = request.value[SANDSTEP_RUN_FIELD_WAIT];
+      SandstepFrontRemote remote = {
+        .handle = request.given_handle,
+        .backend = sandstep_backend_name_is_local (backend) ? NULL : backend,
+        .owner = owner[0] != '\0' ? owner : NULL,
+        .holder = holder[0] != '\0' ? holder : NULL,
+        .timeout = timeout[0] != '\0' ? timeout : NULL,
+        .wait = wait[0] != '\0' ? wait : NULL,
+        .command = request.command,
+      };
+      int status;
+
+      /* A make step's plain run on the server it names: one request, without GLib or libsoup.  (--step,
+       * a recipe's hold, is the local backend's only: a server's claim lasts the request, as in the core.) */
+      if (sandstep_front_remote_run (&remote, &status))
+        return status;
+      exec_core (argv);
+    }
+  if (!sandbox_dir (request.handle, dir, sizeof dir) || (dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     exec_core (argv);
   sock = sandstep_run_connect (dir_fd);
   close (dir_fd);

@@ -1010,6 +1010,58 @@ test_run_one_request (Fixture *f, gconstpointer data)
   g_assert_cmpuint (requests, ==, 3);
 }
 
+static void
+test_run_front_and_core_agree (Fixture *f, gconstpointer data)
+{
+  static const struct {
+    const char *command;
+    const char *timeout;
+  } cases[] = {
+    { "printf 'out\\n'; printf 'err\\n' >&2; exit 7", "30" },
+    { "printf '\\001\\377\\000x'; printf 'caf\\303\\251\\n' >&2", "30" },
+    { "kill -KILL $$", "30" },
+    { "echo started; sleep 5", "1" },
+    { "seq 20000 | tail -n 1", "2.5" },
+  };
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *libs = g_build_filename (f->host_dir, "no-soup", NULL);
+  g_autofree char *fake = g_build_filename (libs, "libsoup-3.0.so.0", NULL);
+
+  g_test_summary ("a plain remote run (the shape make renders: an owner, a holder, the configured server, no "
+                  "stdin) is served by `sandstep` itself, without loading the HTTP stack, and says and exits "
+                  "exactly as sandstep-core does for the same command: output, status, budget messages");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *timeout = g_strconcat ("--timeout=", cases[i].timeout, NULL);
+      /* "--wait=0e0" is a value only the core reads: it takes that run. */
+      g_autoptr(Result) front = helper (f, "run", h, "--wait=0", timeout, "--", cases[i].command, NULL);
+      g_autoptr(Result) core = helper (f, "run", h, "--wait=0e0", timeout, "--", cases[i].command, NULL);
+
+      g_test_message ("%s: %d, %s", cases[i].command, front->status, front->err);
+      g_assert_cmpint (front->status, ==, core->status);
+      g_assert_cmpstr (front->out, ==, core->out);
+      g_assert_cmpstr (front->err, ==, core->err);
+    }
+  /* A broken libsoup: the core cannot speak HTTP, the front still runs a plain step. */
+  g_assert_cmpint (g_mkdir_with_parents (libs, 0755), ==, 0);
+  write_file (fake, "not a library\n");
+  {
+    g_auto(GStrv) envp = g_environ_setenv (g_strdupv (f->envp), "LD_LIBRARY_PATH", libs, TRUE);
+    g_autoptr(Result) plain = helper_env_run (f, envp, "run", h, "--wait=0", "--", "echo plain", NULL);
+    g_autoptr(Result) other = helper_env_run (f, envp, "run", h, "--wait=0e0", "--", "echo other", NULL);
+
+    assert_status (plain, 0);
+    g_assert_cmpstr (plain->out, ==, "plain\n");
+    assert_status (other, SANDSTEP_EXIT_INTERNAL);
+    assert_contains (other->err, "cannot be loaded");
+  }
+}
+
 /* ---- the daemon killed mid-command, and back ---- */
 
 static void
@@ -2428,6 +2480,7 @@ main (int argc, char **argv)
   ADD ("/remote/run/stdin", test_run_stdin);
   ADD ("/remote/run/stdin-after-waiting", test_run_stdin_waits);
   ADD ("/remote/run/one-request", test_run_one_request);
+  ADD ("/remote/run/front-and-core-agree", test_run_front_and_core_agree);
   ADD ("/remote/crash/sigkill-and-restart", test_crash_and_restart);
   ADD ("/remote/many-clients", test_many_clients);
   ADD ("/remote/bad-input/every-class", test_bad_requests);

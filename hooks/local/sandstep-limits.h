@@ -10,15 +10,10 @@
 
 #include <glib.h>
 
+#include "sandstep-limit-defaults.h"
 #include "sandstep-spec.h"
 
 G_BEGIN_DECLS
-
-#define SANDSTEP_DEFAULT_MEMORY (2ULL << 30)
-#define SANDSTEP_DEFAULT_PIDS 1024
-#define SANDSTEP_DEFAULT_CPU_TIME_S (60 * 60)
-#define SANDSTEP_DEFAULT_DISK (8ULL << 30)
-#define SANDSTEP_DEFAULT_NOFILE 4096
 
 /* @limits with every 0 replaced by its default. */
 SandstepLimits sandstep_limits_resolve (const SandstepLimits *limits);

@@ -1,0 +1,12 @@
+/* sandstep-limit-defaults.h: a sandbox's limits when its spec sets none.
+ *
+ * Plain C: the static front reads them too, to name a limit a remote
+ * command hit (operators/sandstep-front-remote.c).
+ */
+#pragma once
+
+#define SANDSTEP_DEFAULT_MEMORY (2ULL << 30)
+#define SANDSTEP_DEFAULT_PIDS 1024
+#define SANDSTEP_DEFAULT_CPU_TIME_S (60 * 60)
+#define SANDSTEP_DEFAULT_DISK (8ULL << 30)
+#define SANDSTEP_DEFAULT_NOFILE 4096
