@@ -24,6 +24,7 @@
 #include "sandstep-exit.h"
 #include "sandstep-front-remote.h"
 #include "sandstep-handle-libc.h"
+#include "sandstep-owner-libc.h"
 #include "sandstep-paths.h"
 #include "sandstep-run-client.h"
 #include "sandstep-run-report.h"
@@ -39,6 +40,7 @@ typedef struct {
   const char *backend;          /* --backend */
   char given_handle[SANDSTEP_HANDLE_FILE_MAX + 1];   /* --handle's text: a remote handle is the core's or a server's */
   int remote;                   /* the handle is not a local one */
+  char owner[1024];             /* derived from SANDSTEP_RUN */
 } Request;
 
 static __attribute__ ((noreturn)) void
@@ -164,6 +166,23 @@ parse_run (int argc, char **argv, Request *request)
   /* Identity: the option, else the environment, else the supervisor's USER@HOST (a server's: the core's). */
   if (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL)
     request->value[SANDSTEP_RUN_FIELD_OWNER] = getenv ("SANDSTEP_OWNER");
+  if (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL || request->value[SANDSTEP_RUN_FIELD_OWNER][0] == '\0')
+    {
+      /* A step that carries its DAG's run owns what the run made, on any machine. */
+      switch (sandstep_run_owner (getenv ("SANDSTEP_RUN"), getenv ("SANDSTEP_DAG"), getenv ("SANDSTEP_TOP"),
+                                  request->owner, sizeof request->owner))
+        {
+        case SANDSTEP_RUN_OWNER_NONE:
+          break;
+        case SANDSTEP_RUN_OWNER_OK:
+          request->value[SANDSTEP_RUN_FIELD_OWNER] = request->owner;
+          break;
+        case SANDSTEP_RUN_OWNER_NO_DAG:
+        case SANDSTEP_RUN_OWNER_BAD_RUN:
+        case SANDSTEP_RUN_OWNER_BAD_DAG:
+          return 0;         /* the core says what is wrong */
+        }
+    }
   if (request->value[SANDSTEP_RUN_FIELD_HOLDER] == NULL)
     request->value[SANDSTEP_RUN_FIELD_HOLDER] = getenv ("SANDSTEP_HOLDER");
   for (int i = 0; i < SANDSTEP_RUN_FIELDS; i++)

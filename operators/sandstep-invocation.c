@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-owner-libc.h"
 #include "sandstep-step.h"
 
 #define DEFAULT_WAIT_S 600.0
@@ -113,6 +114,40 @@ sandstep_identity_fallback (const char *suffix)
   return g_strdup_printf ("%s@%s%s", g_get_user_name (), g_get_host_name (), suffix);
 }
 
+/* The owner a step outside make has: its run's (sandstep-owner-libc.h) when
+ * SANDSTEP_RUN travelled with it, else USER@HOST. */
+static char *
+run_owner (GError **error)
+{
+  const char *run = g_getenv ("SANDSTEP_RUN");
+  char owner[1024];
+
+  switch (sandstep_run_owner (run, g_getenv ("SANDSTEP_DAG"), g_getenv ("SANDSTEP_TOP"), owner, sizeof owner))
+    {
+    case SANDSTEP_RUN_OWNER_NONE:
+      return sandstep_identity_fallback ("");
+    case SANDSTEP_RUN_OWNER_OK:
+      return g_strdup (owner);
+    case SANDSTEP_RUN_OWNER_NO_DAG:
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                      "SANDSTEP_RUN is '%s' but neither SANDSTEP_DAG nor SANDSTEP_TOP says whose DAG it is, so the "
+                      "owner (DAG/RUN) is unknown; set SANDSTEP_DAG as the host that provisioned had it (make's "
+                      "DAG is SANDSTEP_DAG, else its top directory's name), or give --owner", run);
+      return NULL;
+    case SANDSTEP_RUN_OWNER_BAD_RUN:
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "SANDSTEP_RUN '%s' is not a run id: it must be 1 to 64 letters, digits or ._:@+- and not start "
+                      "with '.' or '-'", run);
+      return NULL;
+    case SANDSTEP_RUN_OWNER_BAD_DAG:
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "the DAG name (SANDSTEP_DAG, else the last part of SANDSTEP_TOP) contains '/' or a control "
+                      "character; set SANDSTEP_DAG to a plain name, or give --owner");
+      return NULL;
+    }
+  return sandstep_identity_fallback ("");
+}
+
 SandstepInvocation *
 sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GError **error)
 {
@@ -192,9 +227,12 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
       g_ptr_array_add (values, g_strdup (value));
     }
 
-  invocation->who.owner = sandstep_invocation_has (invocation, "owner")
-                            ? g_strdup (sandstep_invocation_get (invocation, "owner"))
-                            : default_identity ("SANDSTEP_OWNER", "");
+  if (sandstep_invocation_has (invocation, "owner"))
+    invocation->who.owner = g_strdup (sandstep_invocation_get (invocation, "owner"));
+  else if (g_getenv ("SANDSTEP_OWNER") != NULL && g_getenv ("SANDSTEP_OWNER")[0] != '\0')
+    invocation->who.owner = g_strdup (g_getenv ("SANDSTEP_OWNER"));
+  else if ((invocation->who.owner = run_owner (error)) == NULL)
+    return NULL;
   invocation->who.holder = sandstep_invocation_has (invocation, "holder")
                              ? g_strdup (sandstep_invocation_get (invocation, "holder"))
                              : default_identity ("SANDSTEP_HOLDER", "/cli");

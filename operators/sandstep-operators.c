@@ -77,7 +77,7 @@ static const SandstepOption no_options[] = {
 
 /* Taken by every operator. */
 static const SandstepOption identity_options[] = {
-  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else USER@HOST)", "OWNER" },
+  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else $SANDSTEP_DAG/$SANDSTEP_RUN when the run is set, else USER@HOST)", "OWNER" },
   { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)", "HOLDER" },
   { "backend",   SANDSTEP_OPTION_STRING,    FALSE, NULL,         "local, or a sandstepd URL http(s)://HOST:PORT (default $SANDSTEP_BACKEND, else local; a handle naming a server picks it); token from $SANDSTEP_TOKEN or $SANDSTEP_TOKEN_FILE", "URL" },
   { NULL }

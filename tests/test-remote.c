@@ -1758,6 +1758,120 @@ test_three_hosts (Fixture *f, gconstpointer data)
   hosts_down (&hosts);
 }
 
+/* `sandstep ARGS...` on one of the hosts, under a hostname of its own (a UTS namespace). */
+static Result *helper_named (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
+  G_GNUC_NULL_TERMINATED;
+
+static Result *
+helper_named (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
+{
+  g_autofree char *ip = g_find_program_in_path ("ip");
+  g_autofree char *unshare = g_find_program_in_path ("unshare");
+  g_autofree char *ns = g_strdup_printf ("%s-%s", hosts->prefix, host);
+  g_autofree char *name = g_strdup_printf ("host-%s", host);
+  const char *prefix[] = { ip, "netns", "exec", ns, unshare, "-u", "/bin/sh", "-c", "hostname \"$0\" && exec \"$@\"",
+                           name, NULL };
+  va_list ap;
+  Result *r;
+
+  va_start (ap, first);
+  r = helper_v (f, envp, prefix, HELPER_TIMEOUT_S, first, ap);
+  va_end (ap);
+  return r;
+}
+
+static void
+test_hosts_same_owner (Fixture *f, gconstpointer data)
+{
+  Hosts hosts = { 0 };
+  g_autofree char *why = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *run = g_strdup_printf ("r%d-%08x", (int) getpid (), g_random_int ());
+  g_autofree char *owner = g_strdup_printf ("nightly/%s", run);
+  g_autofree char *unshare = g_find_program_in_path ("unshare");
+  g_auto(GStrv) env = NULL;
+  const char *server = "http://10.231.1.2:7700";
+  const char *steps[] = { "a", "b", "c" };
+
+  g_test_summary ("a step on another host presents the run's owner (SANDSTEP_DAG/SANDSTEP_RUN), never one made "
+                  "from its host name: hosts A, B (the server's) and C, network namespaces each with a hostname of "
+                  "its own, all reach the sandbox A provisioned as the owner nightly/RUN; a step of another run, "
+                  "or one without the run (whose default would be USER@host-c), is refused (67)");
+  SKIP_IF_NO_JAIL (f);
+  if (unshare == NULL)
+    {
+      skip_because ("util-linux's unshare is missing");
+      return;
+    }
+  if (!hosts_up (&hosts, &why))
+    {
+      hosts_down (&hosts);
+      skip_because (why);
+      return;
+    }
+  f->server.prefix = netns_prefix (&hosts, "b");
+  g_free (f->server.listen);
+  f->server.listen = g_strdup ("0.0.0.0:7700");
+  server_start (&f->server);
+  g_free (f->server.url);
+  f->server.url = g_strdup (server);
+
+  /* What travels with a step: the run, the DAG, the token (the file's path here), the server. */
+  env = helper_env (f, server);
+  env = g_environ_unsetenv (env, "SANDSTEP_OWNER");
+  env = g_environ_setenv (env, "SANDSTEP_RUN", run, TRUE);
+  env = g_environ_setenv (env, "SANDSTEP_DAG", "nightly", TRUE);
+  env = g_environ_setenv (env, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
+  env = g_environ_setenv (env, "SANDSTEP_HOLDER", "nightly/provision", TRUE);
+  {
+    g_autoptr(Result) r = helper_named (f, &hosts, "a", env, "provision", NULL);
+    assert_status (r, 0);
+    handle = g_strdup (g_strstrip (r->out));
+  }
+  h = g_strconcat ("--handle=", handle, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (steps); i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("nightly/step-%s", steps[i]);
+      g_autofree char *command = g_strdup_printf ("echo %s >> steps; cat steps", steps[i]);
+      g_autofree char *expected = NULL;
+      g_auto(GStrv) env_i = g_environ_setenv (g_strdupv (env), "SANDSTEP_HOLDER", holder, TRUE);
+      g_autoptr(Result) r = helper_named (f, &hosts, steps[i], env_i, "run", h, "--", command, NULL);
+      g_autoptr(Result) d = helper_named (f, &hosts, steps[i], env_i, "describe", h, NULL);
+      g_autoptr(JsonParser) parser = json_parser_new ();
+
+      assert_status (r, 0);
+      expected = g_strjoinv ("\n", (char **) (const char *[]) { "a", i >= 1 ? "b" : NULL, i >= 2 ? "c" : NULL, NULL });
+      g_assert_true (g_str_has_prefix (r->out, expected));
+      assert_status (d, 0);
+      g_assert_true (json_parser_load_from_data (parser, d->out, -1, NULL));
+      g_assert_cmpstr (json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "owner"),
+                       ==, owner);
+    }
+  {
+    g_auto(GStrv) other = g_environ_setenv (g_strdupv (env), "SANDSTEP_RUN", "another-run", TRUE);
+    g_autoptr(Result) r = helper_named (f, &hosts, "c", other, "run", h, "--", "echo never", NULL);
+    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    assert_contains (r->err, "is not owned by 'nightly/another-run'");
+    g_assert_cmpstr (r->out, ==, "");
+  }
+  {
+    g_auto(GStrv) none = g_environ_unsetenv (g_strdupv (env), "SANDSTEP_RUN");
+    g_autoptr(Result) r = helper_named (f, &hosts, "c", none, "run", h, "--", "echo never", NULL);
+    /* The default a step without its run would have: C's own host name. */
+    g_autofree char *fallback = g_strdup_printf ("is not owned by '%s@host-c'", g_get_user_name ());
+    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    assert_contains (r->err, fallback);
+  }
+  {
+    /* Gone through the daemon before it stops; from C, by the run's owner. */
+    g_autoptr(Result) r = helper_named (f, &hosts, "c", env, "destroy", h, NULL);
+    assert_status (r, 0);
+  }
+  server_stop (&f->server, SIGTERM);
+  hosts_down (&hosts);
+}
+
 /* ---- TLS ---- */
 
 static void
@@ -2486,6 +2600,7 @@ main (int argc, char **argv)
   ADD ("/remote/bad-input/every-class", test_bad_requests);
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
+  ADD ("/remote/hosts/same-owner-every-host", test_hosts_same_owner);
   ADD ("/remote/tls", test_tls);
   ADD ("/remote/auth/own-token", test_own_token);
   ADD ("/remote/auth/web-pages-refused", test_web_pages_refused);
