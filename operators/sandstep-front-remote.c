@@ -397,6 +397,23 @@ say_error (const char *message, const char *local, const char *shown)
   fputc ('\n', stderr);
 }
 
+/* To the server: a peer that closed is an error here, not SIGPIPE. */
+static int
+send_all (int fd, const char *data, size_t len)
+{
+  while (len > 0)
+    {
+      ssize_t n = send (fd, data, len, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return 0;
+      data += n;
+      len -= (size_t) n;
+    }
+  return 1;
+}
+
 static int
 connect_to (const Server *server)
 {
@@ -586,7 +603,7 @@ sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status)
       close (fd);
       return 0;
     }
-  if (!write_all (fd, request, (size_t) n))
+  if (!send_all (fd, request, (size_t) n))
     {
       explicit_bzero (request, (size_t) n);
       free (request);
