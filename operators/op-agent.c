@@ -97,8 +97,10 @@ on_retry (guint attempt, guint status, const char *reason, double delay_s, gpoin
   Agent *agent = user_data;
   JsonObject *event = json_object_new ();
 
+  g_autofree char *shown = sandstep_escape (reason, -1, 200, SANDSTEP_ESCAPE_LINE);
+
   g_printerr ("sandstep agent: turn %u: the chat endpoint failed (%s); retrying in %.1fs\n", agent->run.turn,
-              reason, delay_s);
+              shown, delay_s);
   json_object_set_int_member (event, "attempt", attempt);
   json_object_set_int_member (event, "status", status);
   json_object_set_string_member (event, "reason", reason);
@@ -135,7 +137,10 @@ record (const char *type, JsonObject *event, gpointer user_data)
 static void
 turn_done (guint turn, const char *tool_names, double seconds, gpointer user_data)
 {
-  g_printerr ("sandstep agent: turn %u: %s (%.1fs)\n", turn, tool_names, seconds);
+  /* The names are the model's: a tool it made up could carry escape sequences. */
+  g_autofree char *shown = sandstep_escape (tool_names, -1, 200, SANDSTEP_ESCAPE_LINE);
+
+  g_printerr ("sandstep agent: turn %u: %s (%.1fs)\n", turn, shown, seconds);
 }
 
 static char *
@@ -280,8 +285,11 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     case SANDSTEP_AGENT_ANSWERED:
       g_printerr ("sandstep agent: turn %u: final answer (%.1fs)\n", agent.run.turn, agent.run.last_turn_s);
       if (agent.run.answer == NULL || agent.run.answer[0] == '\0')
-        g_printerr ("sandstep agent: the model ended without an answer (finish_reason '%s')\n",
-                    agent.run.finish_reason != NULL ? agent.run.finish_reason : "none");
+        {
+          g_autofree char *reason = sandstep_escape (agent.run.finish_reason != NULL ? agent.run.finish_reason : "none",
+                                                     -1, 64, SANDSTEP_ESCAPE_VALUE);
+          g_printerr ("sandstep agent: the model ended without an answer (finish_reason '%s')\n", reason);
+        }
       else
         {
           fputs (agent.run.answer, stdout);
