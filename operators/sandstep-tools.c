@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sandstep-ending.h"
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 #include "sandstep-output.h"
@@ -452,7 +453,16 @@ tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GErro
 typedef struct {
   SandstepCapture *out;
   SandstepCapture *err;
+  SandstepNotices *notices;
 } Captures;
+
+static void
+on_notice (const char *message, gpointer user_data)
+{
+  Captures *captures = user_data;
+
+  sandstep_notices_add (captures->notices, message);
+}
 
 static void
 on_output (int stream, const char *data, gsize len, gpointer user_data)
@@ -474,6 +484,9 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   g_autoptr(SandstepCapture) err = NULL;
   g_autofree char *out_text = NULL;
   g_autofree char *err_text = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *ending = NULL;
+  g_autoptr(SandstepNotices) notices = sandstep_notices_new ();
   Captures captures;
   SandstepRunRequest request = { 0 };
   SandstepRunResult result = { 0 };
@@ -493,13 +506,14 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
 
   out = sandstep_capture_new (toolbox->masker, l->max_output_lines, l->max_output_bytes);
   err = sandstep_capture_new (toolbox->masker, l->max_output_lines, l->max_output_bytes);
-  captures = (Captures) { out, err };
+  captures = (Captures) { out, err, notices };
   request.command = command;
   request.timeout_s = budget;
   request.stdin_fd = -1;
   request.stdout_fd = -1;
   request.stderr_fd = -1;
   request.on_output = on_output;
+  request.on_notice = on_notice;
   request.user_data = &captures;
   g_debug ("run_command: budget %.3fs", budget);
   if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
@@ -507,10 +521,14 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
 
   out_text = sandstep_capture_render (out);
   err_text = sandstep_capture_render (err);
-  return sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
+  text = sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
                                          sandstep_capture_total_bytes (err) > 0 ? err_text : NULL,
                                          result.exit_status, result.timed_out,
                                          result.applied_timeout_s > 0 ? result.applied_timeout_s : budget);
+  /* Why it ended, what the network refused, and a hint: after the exit code. */
+  ending = sandstep_command_ending (sandstep_attachment_spec (toolbox->attachment), &result, notices, out_text,
+                                    err_text);
+  return g_strconcat (text, ending, NULL);
 
 refused:
   *out_is_error = TRUE;
