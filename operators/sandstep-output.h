@@ -176,6 +176,9 @@ char *sandstep_render_command_result (const char *out, const char *err, int exit
  * LC_ALL=C ls -Ap 'DIR' | sed -n '501,1734p' ...]". */
 char *sandstep_render_listing (const char *const *names, gsize n_names, const char *dir, gsize max_lines,
                                gsize max_bytes);
+/* The same, naming @run_tool (the run_command tool's name, prefixed) in the marker. */
+char *sandstep_render_listing_for (const char *const *names, gsize n_names, const char *dir, const char *run_tool,
+                                   gsize max_lines, gsize max_bytes);
 
 /* ---- read_file ---- */
 

@@ -199,7 +199,7 @@ sandstep_run_command_description (double default_timeout_s, double max_timeout_s
   if (mounts != NULL && mounts[0] != NULL)
     {
       g_autofree char *list = g_strjoinv (", ", (char **) mounts);
-      g_string_append_printf (out, " Read-only data is mounted at %s (read it with run_command).", list);
+      g_string_append_printf (out, " Read-only data is mounted at %s (the file tools read it too).", list);
     }
   return g_string_free (out, FALSE);
 }

@@ -583,7 +583,7 @@ test_description (void)
   g_assert_nonnull (strstr (text, " This sandbox was set up by an earlier step, and your files stay in it after "
                                   "this run for a later step to collect. This sandbox has NO network access"));
   g_assert_nonnull (strstr (text, " About 2 minutes of its lifetime remained when this run began."));
-  g_assert_true (g_str_has_suffix (text, " Read-only data is mounted at /data/docs (read it with run_command)."));
+  g_assert_true (g_str_has_suffix (text, " Read-only data is mounted at /data/docs (the file tools read it too)."));
 }
 
 static void
