@@ -33,7 +33,9 @@
  * Decisions on the contract's quirks:
  *
  *  1. Fractional limits: our limits are integers (gsize) in C, and the agent's
- *     --max-turns is a whole number (SANDSTEP_OPTION_COUNT).  Tool arguments
+ *     --max-turns is a whole number (SANDSTEP_OPTION_COUNT), and so are the
+ *     tool options --max-output-lines (sandstep-tool-options.h), whose
+ *     sizes are whole bytes.  Tool arguments
  *     offset and limit must be whole numbers too: 1.5 is refused with a
  *     message, not truncated to 1 (10.0 is accepted as 10).
  *  2. Yes: run_command's description states the default and the ceiling of
