@@ -119,6 +119,11 @@ static const EndingRow ending_rows[] = {
     "{\"command\": \"for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait\"}",
     "(no output)\n[exit code: 2]\n[limit: the sandbox's process limit (16) was reached, so forks failed; run "
     "fewer processes at once]" },
+  { "file-size", { "--disk=1M", NULL }, FALSE, FALSE,
+    "{\"command\": \"head -c 2000000 /dev/zero > big\"}",
+    /* The shell says so too, as it does for a child a signal ended. */
+    "[stderr]\nFile size limit exceeded\n[exit code: 153]\n[killed: the sandbox's file size limit (1M) was reached; "
+    "write smaller files]" },
   { "timeout", { NULL }, FALSE, FALSE,
     "{\"command\": \"sleep 10\", \"timeout_seconds\": 0.5}",
     "(no output)\n[timed out after 0.5s]" },
