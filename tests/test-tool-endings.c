@@ -5,7 +5,8 @@
  * from the toolbox in this process (as the agent loop and MCP serve it)
  * and from `sandstep call run_command`.  Then `sandstep run`'s line for a
  * signal, each row of the recovery-hint table, and the egress reasons in
- * the model's words.
+ * the model's words.  test-tool-endings-remote runs it all again through a
+ * sandstepd, whose refusals come back with the command's result.
  */
 #include <glib.h>
 #include <signal.h>
@@ -54,30 +55,7 @@ provision_as (Fixture *fx, const char *holder, const char *const *args)
   return g_strdup (r->out);
 }
 
-/* run_command @json through the toolbox, attached as @holder; asserts success. */
-static char *
-toolbox_call (Fixture *fx, const char *handle, const char *holder, const char *tool, const char *json)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SandstepBackend) backend = sandstep_local_backend_new (fx->f.state_dir, &error);
-  SandstepIdentity who = { fx->f.owner, holder };
-  g_autoptr(SandstepAttachment) attachment = NULL;
-  g_autoptr(SandstepToolbox) toolbox = NULL;
-  g_autoptr(JsonNode) args = json_from_string (json, &error);
-  gboolean is_error = TRUE;
-  char *text;
-
-  g_assert_no_error (error);
-  attachment = sandstep_backend_attach (backend, handle, &who, 0, NULL, NULL, &error);
-  g_assert_no_error (error);
-  toolbox = sandstep_toolbox_new (attachment, NULL);
-  text = sandstep_toolbox_call (toolbox, tool, json_node_get_object (args), &is_error, &error);
-  g_assert_no_error (error);
-  g_assert_false (is_error);
-  return text;
-}
-
-/* The same through `sandstep call`; its stdout less the final newline. */
+/* @tool with @json through `sandstep call`; its stdout less the final newline. */
 static char *
 cli_call (Fixture *fx, const char *handle, const char *holder, const char *tool, const char *json)
 {
@@ -89,6 +67,35 @@ cli_call (Fixture *fx, const char *handle, const char *holder, const char *tool,
   g_assert_true (g_str_has_suffix (r->out, "\n"));
   r->out[strlen (r->out) - 1] = '\0';
   return g_strdup (r->out);
+}
+
+/* run_command @json through the toolbox, attached as @holder; asserts success. */
+static char *
+toolbox_call (Fixture *fx, const char *handle, const char *holder, const char *tool, const char *json)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SandstepBackend) backend = NULL;
+  SandstepIdentity who = { fx->f.owner, holder };
+  g_autoptr(SandstepAttachment) attachment = NULL;
+  g_autoptr(SandstepToolbox) toolbox = NULL;
+  g_autoptr(JsonNode) args = json_from_string (json, &error);
+  gboolean is_error = TRUE;
+  char *text;
+
+  /* Through the sandstepd of with-sandstepd.sh (test-tool-endings-remote) the
+   * toolbox is the helper's: this program cannot load the remote backend's
+   * module, which needs the symbols the helper exports. */
+  if (g_getenv ("SANDSTEP_BACKEND") != NULL)
+    return cli_call (fx, handle, holder, tool, json);
+  backend = sandstep_local_backend_new (fx->f.state_dir, &error);
+  g_assert_no_error (error);
+  attachment = sandstep_backend_attach (backend, handle, &who, 0, NULL, NULL, &error);
+  g_assert_no_error (error);
+  toolbox = sandstep_toolbox_new (attachment, NULL);
+  text = sandstep_toolbox_call (toolbox, tool, json_node_get_object (args), &is_error, &error);
+  g_assert_no_error (error);
+  g_assert_false (is_error);
+  return text;
 }
 
 typedef struct {
