@@ -120,8 +120,11 @@ test_refused (Fixture *fx, gconstpointer data)
       g_assert_cmpstr (r->out, ==, "");
     }
   {
+    /* Nothing ran: not the command in the sandbox, not the agent on the host (helpers run in host_dir). */
     g_autofree char *listing = sandstep_test_run_ok (&fx->f, handle_of (fx), "ls /workspace");
+    g_autofree char *host_file = sandstep_test_host_path (&fx->f, "ran-on-host");
     g_assert_cmpstr (listing, ==, "");
+    g_assert_false (g_file_test (host_file, G_FILE_TEST_EXISTS));
   }
 }
 
