@@ -205,6 +205,15 @@ gboolean sandstep_looks_binary (const char *data, gsize len);
  * @size_text NULL (unknown) leaves out "is <size>, ". */
 char *sandstep_read_limit_message (const char *path, const char *size_text, guint64 max_bytes);
 
+/* ---- refusals ---- */
+
+/* @message (a file operation's refusal, written for the command line) with
+ * the sandstep commands it names ("list it with 'sandstep ls'") replaced by
+ * the tools' names @names (run_command, read_file, write_file and
+ * list_directory, in that order, prefixed or not), and "from the host" by
+ * "by the file tools": the model has the tools, not the commands. */
+char *sandstep_tool_words (const char *message, const char *const *names);
+
 /* ---- arguments ---- */
 
 /* TRUE when @text holds a UTF-16 surrogate encoded as UTF-8 (CESU-8 / WTF-8:

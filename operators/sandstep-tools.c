@@ -498,38 +498,6 @@ is_recoverable (const GError *error)
   return error->domain == SANDSTEP_PATH_ERROR;
 }
 
-/* The file operations' messages are written for a person at the command
- * line ("list it with 'sandstep ls'"); the model has tools instead, under
- * these names.  Each row: the command-line words, and the tool (by index)
- * whose name replaces them; the rest of the message stays as it is. */
-static const struct {
-  const char *cli;
-  int tool;
-  const char *before, *after;
-} cli_words[] = {
-  { "'sandstep ls'", TOOL_LIST_DIRECTORY, "", "" },
-  { "'sandstep run'", TOOL_RUN_COMMAND, "", "" },
-  { "'sandstep get'", TOOL_READ_FILE, "", "" },
-  { "'sandstep put'", TOOL_WRITE_FILE, "", "" },
-  { " from the host", -1, " by the file tools", "" },
-};
-
-static char *
-tool_words (SandstepToolbox *toolbox, const char *message)
-{
-  g_autoptr(GString) text = g_string_new (message);
-
-  for (gsize i = 0; i < G_N_ELEMENTS (cli_words); i++)
-    {
-      g_autofree char *words = cli_words[i].tool >= 0
-                                 ? g_strconcat (cli_words[i].before, toolbox->names[cli_words[i].tool],
-                                                cli_words[i].after, NULL)
-                                 : g_strdup (cli_words[i].before);
-      g_string_replace (text, cli_words[i].cli, words, 0);
-    }
-  return g_strdup (text->str);
-}
-
 static char *
 tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GError *local, gboolean *out_is_error,
              GError **error)
@@ -553,7 +521,7 @@ tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GErro
       return sandstep_read_limit_message (path, size_text, toolbox->limits.max_read_bytes);
     }
   {
-    g_autofree char *words = tool_words (toolbox, local->message);
+    g_autofree char *words = sandstep_tool_words (local->message, (const char *const *) toolbox->names);
     char *text = g_strdup_printf ("The %s tool failed: %s", sandstep_toolbox_tool_name (toolbox, tool), words);
     g_error_free (local);
     return text;
