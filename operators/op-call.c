@@ -1,6 +1,10 @@
 /* op-call.c: call one agent tool from the command line, as a model would.
  *
- *   sandstep call --handle=H run_command '{"command": "make check"}'
+ *   sandstep call --handle=H [TOOL OPTIONS] run_command '{"command": "make check"}'
+ *
+ * The tool options (sandstep-tool-options.h) are those of agent and mcp, so
+ * a call shows what a model served with the same options reads; with
+ * --prefix=P the tool is named P_run_command.
  *
  * Prints exactly the text the model would read.  Exit 0 when the tool
  * succeeded, 1 when it answered with a recoverable error (the text says
@@ -11,6 +15,7 @@
 #include <stdio.h>
 
 #include "sandstep-error.h"
+#include "sandstep-tool-options.h"
 #include "sandstep-tools.h"
 
 gboolean
@@ -42,10 +47,11 @@ sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error)
       arguments = json_node_get_object (json_parser_get_root (parser));
     }
 
+  if (!sandstep_tool_options_parse (invocation, &limits, error))
+    return FALSE;
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return FALSE;
-  sandstep_tool_limits_init (&limits);
   toolbox = sandstep_toolbox_new (attachment, &limits);
   text = sandstep_toolbox_call (toolbox, invocation->operands->pdata[0], arguments, &is_error, error);
   if (text == NULL)

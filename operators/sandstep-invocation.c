@@ -1,5 +1,6 @@
 /* sandstep-invocation.c: parsing one helper command line against the operator table. */
 #include "sandstep-operator.h"
+#include "sandstep-tools.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +54,13 @@ sandstep_option_check (const SandstepOption *option, const char *value, GError *
     case SANDSTEP_OPTION_SIZE:
       ok = sandstep_parse_size (value, &size, &local_error);
       break;
+    case SANDSTEP_OPTION_IDENTIFIER:
+      if (!sandstep_tool_prefix_is_valid (value))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "option '%s' must be an identifier (a letter or '_', then letters, digits and '_', "
+                               "at most %d in all), got '%s'; write for example %s=box", option->name,
+                               SANDSTEP_TOOL_PREFIX_MAX, value ? value : "", option->name);
+      return TRUE;
     case SANDSTEP_OPTION_COUNT:
       {
         guint64 n;

@@ -152,9 +152,9 @@ method_initialize (SandstepMcpServer *server, JsonObject *params, GError **error
       version = SANDSTEP_MCP_PROTOCOL_VERSION;
     }
   instructions = g_strdup_printf ("These tools work in the sandbox '%s': an isolated Linux machine whose files "
-                                  "persist between calls (run_command starts a fresh shell each time, in "
+                                  "persist between calls (%s starts a fresh shell each time, in "
                                   "/workspace). Nothing you do there reaches this host.",
-                                  server->handle);
+                                  server->handle, sandstep_toolbox_tool_name (server->toolbox, "run_command"));
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "protocolVersion");
