@@ -507,6 +507,20 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
       if ((v = sandstep_front_json_member (p, "exit")) != NULL)
         {
           char report[2048];
+          const char *notice = sandstep_front_json_member (p, "notices");
+
+          /* The server's notices (egress refusals) come with the result, one line each, as the core says them. */
+          if (notice != NULL && *notice == '[')
+            for (notice = sandstep_front_json_space (notice + 1); notice != NULL && *notice == '"';)
+              {
+                char text[4096];
+                if (sandstep_front_json_string (notice, text, sizeof text))
+                  say_error (text, local, local);
+                notice = sandstep_front_json_skip_value (notice);
+                notice = notice != NULL ? sandstep_front_json_space (notice) : NULL;
+                if (notice != NULL && *notice == ',')
+                  notice = sandstep_front_json_space (notice + 1);
+              }
           outcome.exit_status = (int) sandstep_front_json_number (v, 0);
           outcome.timed_out = sandstep_front_json_boolean (sandstep_front_json_member (p, "timed_out"));
           outcome.applied_timeout_s = sandstep_front_json_number (sandstep_front_json_member (p, "applied_timeout_s"), 0);

@@ -203,6 +203,9 @@ sandstep_remote_try_run_step (SandstepBackend *backend, const char *handle, cons
       if (sandstep_wire_read_run_result (last, result))
         {
           sandstep_remote_trace (r, "step ended");
+          /* The server's notices (egress refusals) come with the result, not as they happen. */
+          if (request->on_notice != NULL)
+            sandstep_wire_read_notices (last, request->on_notice, request->user_data);
           ok = TRUE;
           break;
         }
