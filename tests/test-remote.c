@@ -1027,10 +1027,12 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
   g_autofree char *h = NULL;
   g_autofree char *libs = g_build_filename (f->host_dir, "no-soup", NULL);
   g_autofree char *fake = g_build_filename (libs, "libsoup-3.0.so.0", NULL);
+  g_autofree char *curl_path = g_find_program_in_path ("curl");
 
   g_test_summary ("a plain remote run (the shape make renders: an owner, a holder, the configured server, no "
                   "stdin) is served by `sandstep` itself, without loading the HTTP stack, and says and exits "
-                  "exactly as sandstep-core does for the same command: output, status, budget messages");
+                  "exactly as sandstep-core does for the same command: output, status, budget messages, an "
+                  "allowlist's refusal");
   SKIP_IF_NO_JAIL (f);
   fixture_start (f);
   handle = provision (f, NULL);
@@ -1046,6 +1048,26 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
       g_assert_cmpint (front->status, ==, core->status);
       g_assert_cmpstr (front->out, ==, core->out);
       g_assert_cmpstr (front->err, ==, core->err);
+    }
+  if (curl_path != NULL)
+    {
+      /* An allowlist's refusal comes back with the result, said the same by both. */
+      g_autofree char *holder = g_strdup_printf ("--holder=%s/allow", f->owner);
+      g_autoptr(Result) made = helper (f, "provision", "--allow=svc.test", holder, NULL);
+      g_autofree char *allow_h = NULL;
+      const char *curl = "curl -sf -o /dev/null https://example.org/ || exit 7";
+
+      assert_status (made, 0);
+      allow_h = g_strconcat ("--handle=", g_strstrip (made->out), NULL);
+      {
+        g_autoptr(Result) front = helper (f, "run", allow_h, "--wait=0", "--", curl, NULL);
+        g_autoptr(Result) core = helper (f, "run", allow_h, "--wait=0e0", "--", curl, NULL);
+        assert_status (front, 7);
+        assert_contains (front->err, "sandstep run: ");
+        assert_contains (front->err, "example.org:443");
+        g_assert_cmpint (front->status, ==, core->status);
+        g_assert_cmpstr (front->err, ==, core->err);
+      }
     }
   /* A broken libsoup: the core cannot speak HTTP, the front still runs a plain step. */
   g_assert_cmpint (g_mkdir_with_parents (libs, 0755), ==, 0);
