@@ -1069,6 +1069,8 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
         g_assert_cmpstr (front->err, ==, core->err);
       }
     }
+  else
+    g_test_message ("curl is missing: the allowlist's refusal was not compared");
   /* A broken libsoup: the core cannot speak HTTP, the front still runs a plain step. */
   g_assert_cmpint (g_mkdir_with_parents (libs, 0755), ==, 0);
   write_file (fake, "not a library\n");
