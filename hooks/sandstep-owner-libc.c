@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* As plugin/sandstep-identity.c's RUN_ID_MAX. */
-#define RUN_ID_MAX 64
+#define RUN_ID_MAX 128
 
 static int
 is_space (char c)

@@ -19,7 +19,7 @@ typedef enum {
   SANDSTEP_RUN_OWNER_NONE,      /* no SANDSTEP_RUN: the caller's own default applies */
   SANDSTEP_RUN_OWNER_OK,        /* DAG/RUN in the buffer */
   SANDSTEP_RUN_OWNER_NO_DAG,    /* SANDSTEP_RUN without SANDSTEP_DAG or SANDSTEP_TOP */
-  SANDSTEP_RUN_OWNER_BAD_RUN,   /* SANDSTEP_RUN is not a run id (plugin: 1-64 of [A-Za-z0-9._:@+-]) */
+  SANDSTEP_RUN_OWNER_BAD_RUN,   /* SANDSTEP_RUN is not a run id (plugin: 1-128 of [A-Za-z0-9._:@+-]) */
   SANDSTEP_RUN_OWNER_BAD_DAG,   /* the DAG's name holds '/' or a control character */
 } SandstepRunOwner;
 

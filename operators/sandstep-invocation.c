@@ -144,7 +144,7 @@ run_owner (GError **error)
       return NULL;
     case SANDSTEP_RUN_OWNER_BAD_RUN:
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                      "SANDSTEP_RUN '%s' is not a run id: it must be 1 to 64 letters, digits or ._:@+- and not start "
+                      "SANDSTEP_RUN '%s' is not a run id: it must be 1 to 128 letters, digits or ._:@+- and not start "
                       "with '.' or '-'", run);
       return NULL;
     case SANDSTEP_RUN_OWNER_BAD_DAG:

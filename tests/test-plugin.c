@@ -23,6 +23,7 @@
 #include <glib/gstdio.h>
 
 #include "sandstep-identity.h"
+#include "sandstep-owner-libc.h"
 #include "sandstep-render.h"
 #include "sandstep-store.h"
 
@@ -451,6 +452,45 @@ test_unit_run_id (void)
   g_assert_cmpuint (strlen (fresh), ==, 22);
   g_assert_cmpint (fresh[8], ==, 'T');
   g_assert_cmpint (fresh[15], ==, '-');
+}
+
+static void
+test_unit_helper_owner (void)
+{
+  static const struct { const char *dag, *top; } cases[] = {
+    { "nightly", "/home/u/proj" }, { NULL, "/home/u/proj" }, { "", "/home/u/proj/" }, { "  spaced  ", NULL },
+    { NULL, "/" }, { NULL, "/srv/./" }, { ".", NULL }, { "a/b", "/x" }, { NULL, "/x/ctl\001" },
+  };
+  static const char *const runs[] = { "20261129T214000-1a2b3c", "-x", "a b" };
+  g_autofree char *long_run = g_strnfill (129, 'a');
+  g_autofree char *max_run = g_strnfill (128, 'a');
+  char owner[1024];
+
+  g_test_summary ("a step outside make that carries SANDSTEP_RUN (and SANDSTEP_DAG or SANDSTEP_TOP) derives the "
+                  "owner make gives its recipes, or refuses what make refuses");
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *dag = sandstep_dag_name (cases[i].dag, cases[i].top != NULL ? cases[i].top : "", &error);
+      SandstepRunOwner got = sandstep_run_owner (runs[0], cases[i].dag, cases[i].top, owner, sizeof owner);
+
+      if (cases[i].top == NULL && (cases[i].dag == NULL || cases[i].dag[0] == '\0'))
+        continue;
+      if (dag == NULL)
+        g_assert_cmpint (got, ==, SANDSTEP_RUN_OWNER_BAD_DAG);
+      else
+        {
+          g_autofree char *expected = g_strconcat (dag, "/", runs[0], NULL);
+          g_assert_cmpint (got, ==, SANDSTEP_RUN_OWNER_OK);
+          g_assert_cmpstr (owner, ==, expected);
+        }
+    }
+  for (gsize i = 1; i < G_N_ELEMENTS (runs); i++)
+    g_assert_cmpint (sandstep_run_owner (runs[i], "d", NULL, owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_BAD_RUN);
+  g_assert_cmpint (sandstep_run_owner (long_run, "d", NULL, owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_BAD_RUN);
+  g_assert_cmpint (sandstep_run_owner (max_run, "d", NULL, owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_OK);
+  g_assert_cmpint (sandstep_run_owner ("r1", NULL, NULL, owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_NO_DAG);
+  g_assert_cmpint (sandstep_run_owner (NULL, "d", "/x", owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_NONE);
 }
 
 static void
@@ -1597,6 +1637,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/unit/holder-path", test_unit_holder_path);
   g_test_add_func ("/plugin/unit/run-id", test_unit_run_id);
   g_test_add_func ("/plugin/unit/quote", test_unit_quote);
+  g_test_add_func ("/plugin/unit/helper-owner", test_unit_helper_owner);
   g_test_add_func ("/plugin/unit/every-operator", test_unit_every_operator);
   g_test_add_func ("/plugin/unit/readme-lists-every-function", test_readme_lists_every_function);
   g_test_add_func ("/plugin/exports", test_exports);
