@@ -180,20 +180,13 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
         }
       return;
     }
+  sandstepd_lease_activate (lease);
   if (req == NULL || req->finished)
     {
       /* The client left while we attached. */
-      lease->active = TRUE;
-      g_hash_table_insert (d->leases, lease->id, lease);
-      lease->refs++;
       sandstepd_lease_end (lease, "the claim's connection closed while attaching", TRUE);
       return;
     }
-  lease->active = TRUE;
-  g_hash_table_insert (d->leases, lease->id, lease);
-  lease->refs++;
-  if (d->debug)
-    sandstepd_say ("claim %s on %s by '%s'", lease->id, lease->handle, lease->holder);
   sandstepd_stream_begin (req);
   req->on_gone = on_claim_gone;
   first = sandstep_wire_claim_line (reply, lease->id);
