@@ -43,6 +43,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "sandstep-exit.h"
 #include "sandstep-identity.h"
 #include "sandstep-operator.h"
 #include "sandstep-paths.h"
@@ -74,6 +75,7 @@ typedef struct {
   char *holder;
   char *handle;        /* the job's provisioned sandbox */
   gboolean own_job;    /* this step is the whole job (srun without an allocation) */
+  char *failure;       /* why this step cannot run: every task prints it and fails */
 } SpankState;
 
 static SpankState state;
@@ -116,6 +118,10 @@ option_sandbox (int val, const char *optarg, int remote)
 static int
 option_provision (int val, const char *optarg, int remote)
 {
+  /* The steps of an sbatch job get sbatch's options through the environment,
+   * where Slurm writes an absent optional value as "(null)". */
+  if (optarg != NULL && strcmp (optarg, "(null)") == 0)
+    optarg = NULL;
   set_string (&state.provision, optarg != NULL ? optarg : "");
   return 0;
 }
@@ -473,8 +479,9 @@ last_line (const GString *text)
   return g_strdup ("(it printed nothing)");
 }
 
+/* Runs @argv as the job's user; @what names it in messages. */
 static gboolean
-run_helper (spank_t sp, const char *const *argv, GString *out, GError **error)
+run_helper (spank_t sp, const char *what, const char *const *argv, GString *out, GError **error)
 {
   g_autoptr(GString) err = g_string_new (NULL);
   char **env = job_environ (sp);
@@ -492,8 +499,7 @@ run_helper (spank_t sp, const char *const *argv, GString *out, GError **error)
     {
       g_autofree char *how = sandstep_spank_describe_status (status);
       g_autofree char *said = last_line (err);
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER, "'%s %s' %s: %s", argv[0],
-                   argv[1], how, said);
+      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER, "'%s' %s: %s", what, how, said);
       return FALSE;
     }
   return TRUE;
@@ -542,7 +548,7 @@ provision_job (spank_t sp, GError **error)
   if (line == NULL)
     return FALSE;
   argv[2] = line;
-  if (!run_helper (sp, argv, out, error))
+  if (!run_helper (sp, "sandstep provision", argv, out, error))
     {
       g_prefix_error (error, "--sandbox-provision: ");
       return FALSE;
@@ -558,6 +564,17 @@ provision_job (spank_t sp, GError **error)
   return write_record (sp, error);
 }
 
+/* Slurm ignores what an `optional` plugin's callbacks return, so a step
+ * that cannot have its sandbox is failed by its tasks (task_init). */
+static int
+fail_step (GError *error)
+{
+  state.failure = g_strdup (error->message);
+  g_strdelimit (state.failure, "\n\r", ' ');
+  slurm_error ("sandstep: %s", state.failure);
+  return -1;
+}
+
 static int
 remote_post_opt (spank_t sp)
 {
@@ -567,13 +584,13 @@ remote_post_opt (spank_t sp)
   if (state.sandbox == NULL && state.provision == NULL)
     return 0;
   if (!load_job (sp, &error))
-    return fail_one_line (error);
+    return fail_step (error);
   if (state.step_id == SLURM_EXTERN_CONT)
     return 0;
   if (state.provision != NULL)
     {
       if (!provision_job (sp, &error))
-        return fail_one_line (error);
+        return fail_step (error);
       spank_setenv (sp, "SANDSTEP_HANDLE", state.handle, 1);
     }
   /* Operators a task runs on the host act as this step. */
@@ -614,7 +631,16 @@ slurm_spank_task_init (spank_t sp, int ac, char **av)
   g_autofree char *owner_arg = NULL;
   g_autofree char *holder_arg = NULL;
 
-  if (!spank_remote (sp) || state.sandbox == NULL || step_is_special (state.step_id))
+  if (!spank_remote (sp))
+    return 0;
+  if (state.failure != NULL)
+    {
+      /* The task's stderr is the step's: srun shows this line, then the status. */
+      g_autofree char *line = g_strdup_printf ("sandstep: %s\n", state.failure);
+      (void) !write (STDERR_FILENO, line, strlen (line));
+      _exit (SANDSTEP_EXIT_INTERNAL);
+    }
+  if (state.sandbox == NULL || step_is_special (state.step_id))
     return 0;
   if (spank_get_item (sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
       (env = job_environ (sp)) == NULL)

@@ -1,0 +1,764 @@
+/* test-slurm.c: the Slurm SPANK front-end on a real single-node Slurm.
+ *
+ * The suite starts its own Slurm (tests/slurm-node.sh: munged, slurmctld and
+ * slurmd as root, config, state and sockets under a temporary directory,
+ * loopback ports, a plugstack.conf loading the built sandstep-spank.so) and
+ * stops it by the pids it recorded; a guardian process stops it too should
+ * this process die.  Then, through srun, sbatch and make:
+ *
+ * - examples/slurm under `make -j2` (SHELL := srun): tasks inside the
+ *   sandbox (hostname, /workspace, NoNewPrivs, Seccomp, the sandbox's uid
+ *   map), files kept between jobs, the sandbox kept by --sandbox-keep;
+ * - identity: owner DAG/RUN from what srun propagates, else slurm/JOBID;
+ *   holder OWNER/JOBID.STEP; another owner's sandbox refused with the
+ *   message and status `sandstep run` gives locally;
+ * - --sandbox-provision: the job's sandbox ends with the job (srun, sbatch);
+ * - scancel mid-step leaves no process, claim or record;
+ * - bad values: one line `srun: error: sandstep: --OPTION...`, status 255,
+ *   no job queued, the node still idle; a failure on the node fails the
+ *   step's tasks, never the node.
+ *
+ * Without Slurm or the plugin the suite fails, saying what to install.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define COMMAND_TIMEOUT "120"
+
+static struct {
+  char *dir;          /* everything of this suite */
+  char *node_dir;     /* the Slurm node's */
+  char *state_dir;    /* SANDSTEP_STATE_DIR of every job */
+  char *rundir;       /* the plugin's job records (plugstack.conf rundir=) */
+  char *helper;
+  char *spank;
+  char *make_plugin;
+  char *node_script;
+  char **envp;
+  GPid guardian;
+  int guardian_fd;
+} node;
+
+typedef struct {
+  int status;  /* exit status, 128+N for signal N */
+  char *out;
+  char *err;
+} Run;
+
+static void
+run_free (Run *run)
+{
+  g_free (run->out);
+  g_free (run->err);
+  g_free (run);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Run, run_free)
+
+/* The suite's environment plus NAME, VALUE pairs (a NULL value unsets). */
+static char **
+env_with (const char *first, ...)
+{
+  char **envp = g_strdupv (node.envp);
+  va_list ap;
+
+  va_start (ap, first);
+  for (const char *name = first; name != NULL; name = va_arg (ap, const char *))
+    {
+      const char *value = va_arg (ap, const char *);
+      envp = value != NULL ? g_environ_setenv (envp, name, value, TRUE) : g_environ_unsetenv (envp, name);
+    }
+  va_end (ap);
+  return envp;
+}
+
+/* Runs @argv (under timeout(1)) in @cwd with @envp (NULL: the suite's). */
+static Run *
+run_in (const char *cwd, char **envp, const char *const *argv)
+{
+  g_autoptr(GPtrArray) full = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  Run *run = g_new0 (Run, 1);
+  int wait_status = 0;
+
+  g_ptr_array_add (full, "timeout");
+  g_ptr_array_add (full, "-k5");
+  g_ptr_array_add (full, COMMAND_TIMEOUT);
+  for (const char *const *a = argv; *a != NULL; a++)
+    g_ptr_array_add (full, (gpointer) *a);
+  g_ptr_array_add (full, NULL);
+  if (!g_spawn_sync (cwd != NULL ? cwd : node.dir, (char **) full->pdata, envp != NULL ? envp : node.envp,
+                     G_SPAWN_SEARCH_PATH, NULL, NULL, &run->out, &run->err, &wait_status, &error))
+    g_error ("could not run %s: %s", argv[0], error->message);
+  run->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
+  {
+    /* One TAP comment line. */
+    g_autofree char *shown = g_strdup_printf ("ran %s: status %d; stdout: %s; stderr: %s", argv[0], run->status,
+                                              run->out, run->err);
+    g_strdelimit (shown, "\n", ' ');
+    g_test_message ("%s", shown);
+  }
+  return run;
+}
+
+#define run(...) run_in (NULL, NULL, (const char *const[]) { __VA_ARGS__, NULL })
+#define run_env(envp, ...) run_in (NULL, (envp), (const char *const[]) { __VA_ARGS__, NULL })
+
+static void
+assert_status (const Run *r, int expected)
+{
+  if (r->status != expected)
+    g_error ("status %d, expected %d\nstdout: %s\nstderr: %s", r->status, expected, r->out, r->err);
+}
+
+/* The value of "KEY" : VALUE in JSON that json-glib printed; NULL if absent. */
+static char *
+json_field (const char *json, const char *key)
+{
+  g_autofree char *pattern = g_strdup_printf ("\"%s\" : (\"[^\"]*\"|[^,\\n]*)", key);
+  g_autoptr(GRegex) regex = g_regex_new (pattern, 0, 0, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  g_autofree char *value = NULL;
+
+  if (!g_regex_match (regex, json, 0, &match))
+    return NULL;
+  value = g_match_info_fetch (match, 1);
+  if (value[0] == '"')
+    return g_strndup (value + 1, strlen (value) - 2);
+  return g_strstrip (g_steal_pointer (&value));
+}
+
+static char *
+describe (const char *handle, const char *owner, const char *key)
+{
+  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *owner_arg = g_strconcat ("--owner=", owner, NULL);
+  g_autoptr(Run) r = run (node.helper, "describe", handle_arg, owner_arg);
+
+  assert_status (r, 0);
+  return json_field (r->out, key);
+}
+
+static gboolean
+sandbox_exists (const char *handle)
+{
+  g_autoptr(Run) r = run (node.helper, "list", "--json");
+
+  assert_status (r, 0);
+  return strstr (r->out, handle) != NULL;
+}
+
+/* Waits until Slurm has forgotten the running job @job_id: its epilog has run. */
+static void
+wait_job_gone (const char *job_id)
+{
+  for (int i = 0; i < 300; i++)
+    {
+      g_autoptr(Run) r = run ("squeue", "-h", "-j", job_id, "-o", "%T");
+      if (r->status != 0 || g_strstrip (r->out)[0] == '\0')
+        return;
+      g_usleep (100 * 1000);
+    }
+  g_error ("job %s still in squeue after 30s", job_id);
+}
+
+/* TRUE if a process here has @needle in its command line. */
+static gboolean
+process_with (const char *needle)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (proc);
+  while ((name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autofree char *cmdline = NULL;
+      gsize len;
+
+      if (!g_ascii_isdigit (name[0]) || atoi (name) == getpid ())
+        continue;
+      path = g_strdup_printf ("/proc/%s/cmdline", name);
+      if (!g_file_get_contents (path, &cmdline, &len, NULL))
+        continue;
+      for (gsize i = 0; i + 1 < len; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, needle) != NULL)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static char *
+record_dir (const char *job_id)
+{
+  return g_strdup_printf ("%s/job-%s", node.rundir, job_id);
+}
+
+static char *
+node_state (void)
+{
+  g_autoptr(Run) r = run ("sinfo", "-h", "-N", "-o", "%t");
+  return g_strdup (g_strstrip (r->out));
+}
+
+/* ---- examples/slurm under make -j2 ---- */
+
+static void
+test_example (void)
+{
+  g_autofree char *dir = g_build_filename (node.dir, "example", NULL);
+  g_autofree char *src = g_test_build_filename (G_TEST_DIST, "..", "examples", "slurm", NULL);
+  g_autofree char *plugin_arg = g_strconcat ("SANDSTEP_PLUGIN=", node.make_plugin, NULL);
+  g_autofree char *run_path = g_build_filename (dir, ".sandstep", "run", NULL);
+  g_autofree char *run_id = NULL;
+  g_autofree char *owner = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *report = NULL;
+  g_autofree char *handle_path = g_build_filename (dir, "box.sbx", NULL);
+  g_autofree char *report_path = g_build_filename (dir, "report.txt", NULL);
+  g_autofree char *uid = NULL;
+  g_autofree char *uid_map = NULL;
+  g_autofree char *provisioned_by = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (node.make_plugin == NULL || node.make_plugin[0] == '\0')
+    g_error ("the make plugin sandstep.so was not built (no gnumake.h: install make's headers); "
+             "examples/slurm needs it");
+  {
+    g_autoptr(Run) cp = run ("cp", "-r", src, dir);
+    assert_status (cp, 0);
+  }
+  {
+    g_autoptr(Run) make = run_in (dir, NULL, (const char *const[]) { "make", "-j2", plugin_arg, NULL });
+    assert_status (make, 0);
+  }
+  g_assert_true (g_file_get_contents (run_path, &run_id, NULL, NULL));
+  g_strstrip (run_id);
+  owner = g_strconcat ("example/", run_id, NULL);
+  g_assert_true (g_file_get_contents (handle_path, &handle, NULL, NULL));
+  g_strstrip (handle);
+  g_assert_true (g_file_get_contents (report_path, &report, NULL, NULL));
+
+  /* What the tasks inside saw. */
+  lines = g_strsplit (report, "\n", -1);
+  g_assert_cmpstr (lines[0], ==, "host: sandstep");
+  g_assert_cmpstr (lines[1], ==, "cwd: /workspace");
+  g_assert_cmpstr (lines[2], ==, "NoNewPrivs:\t1");
+  g_assert_cmpstr (lines[3], ==, "Seccomp:\t2");
+  uid = describe (handle, owner, "uid");
+  uid_map = g_strdup_printf ("uid_map: 0 %s 1", uid);
+  {
+    g_autoptr(GRegex) spaces = g_regex_new (" +", 0, 0, NULL);
+    g_autofree char *shown = g_regex_replace_literal (spaces, lines[4], -1, 0, " ", 0, NULL);
+    g_assert_cmpstr (shown, ==, uid_map);
+  }
+  g_assert_cmpstr (uid, !=, "0");
+  /* words.txt was written by one job, from files another put there, and read by a third. */
+  g_assert_cmpstr (lines[5], ==, "  8 the");
+  g_assert_cmpstr (lines[6], ==, "  2 and");
+
+  /* The sandbox is the run's, provisioned by the job of box.sbx, released at
+   * that job's end with --sandbox-keep (so it is still here). */
+  provisioned_by = describe (handle, owner, "provisioned_by");
+  g_assert_true (g_str_has_prefix (provisioned_by, owner));
+  g_assert_true (g_regex_match_simple ("^/[0-9]+$", provisioned_by + strlen (owner), 0, 0));
+  {
+    g_autofree char *released = describe (handle, owner, "released");
+    g_autofree char *job_records = record_dir (provisioned_by + strlen (owner) + 1);
+    g_assert_cmpstr (released, ==, "true");
+    wait_job_gone (provisioned_by + strlen (owner) + 1);
+    g_assert_false (g_file_test (job_records, G_FILE_TEST_EXISTS));
+  }
+
+  {
+    g_autoptr(Run) clean = run_in (dir, NULL, (const char *const[]) { "make", "clean", plugin_arg, NULL });
+    assert_status (clean, 0);
+  }
+  g_assert_false (sandbox_exists (handle));
+}
+
+/* ---- identity and refusal ---- */
+
+/* Runs `srun ARGS sh -c 'echo $SLURM_JOB_ID $SANDSTEP_OWNER $SANDSTEP_HOLDER $SANDSTEP_HANDLE'`. */
+static GStrv
+host_task_identity (char **envp, const char *options)
+{
+  g_autofree char *line = g_strdup_printf ("srun --quiet %s sh -c 'echo \"$SLURM_JOB_ID $SANDSTEP_OWNER "
+                                           "$SANDSTEP_HOLDER $SANDSTEP_HANDLE\"'", options);
+  g_autoptr(Run) r = run_env (envp, "sh", "-c", line);
+
+  assert_status (r, 0);
+  g_strstrip (r->out);
+  return g_strsplit (r->out, " ", -1);
+}
+
+static void
+test_identity (void)
+{
+  g_auto(GStrv) envp = env_with ("SANDSTEP_RUN", "id-run-1", "SANDSTEP_DAG", "id-dag", NULL);
+  g_auto(GStrv) with_top = env_with ("SANDSTEP_RUN", "id-run-2", "SANDSTEP_TOP", "/srv/builds/nightly", NULL);
+  g_auto(GStrv) other = env_with ("SANDSTEP_RUN", "id-run-other", "SANDSTEP_DAG", "id-dag", NULL);
+  g_auto(GStrv) words = NULL;
+  g_autofree char *holder = NULL;
+  g_autofree char *provisioned_by = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+
+  /* The run that srun carried: owner DAG/RUN, holder OWNER/JOBID.STEP. */
+  words = host_task_identity (envp, "--sandbox-provision --sandbox-keep=10m");
+  g_assert_cmpuint (g_strv_length (words), ==, 4);
+  g_assert_cmpstr (words[1], ==, "id-dag/id-run-1");
+  holder = g_strdup_printf ("id-dag/id-run-1/%s.0", words[0]);
+  g_assert_cmpstr (words[2], ==, holder);
+  handle = g_strdup (words[3]);
+  provisioned_by = describe (handle, "id-dag/id-run-1", "provisioned_by");
+  {
+    g_autofree char *expected = g_strdup_printf ("id-dag/id-run-1/%s", words[0]);
+    g_assert_cmpstr (provisioned_by, ==, expected);
+  }
+  g_strfreev (words);
+
+  /* No SANDSTEP_DAG: the name of make's top directory, as the make plugin has it. */
+  words = host_task_identity (with_top, "--sandbox-provision");
+  g_assert_cmpstr (words[1], ==, "nightly/id-run-2");
+  g_strfreev (words);
+
+  /* No run at all: the job's own. */
+  words = host_task_identity (node.envp, "--sandbox-provision");
+  {
+    g_autofree char *expected = g_strdup_printf ("slurm/%s", words[0]);
+    g_assert_cmpstr (words[1], ==, expected);
+  }
+  g_strfreev (words);
+  words = NULL;
+
+  /* Another run's step is refused as `sandstep run` refuses it here, word for word. */
+  handle_arg = g_strconcat ("--sandbox=", handle, NULL);
+  {
+    g_autofree char *local_handle = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Run) local = run_env (other, node.helper, "run", local_handle, "--owner=id-dag/id-run-other", "--",
+                                    "true");
+    g_autoptr(Run) slurm = run_env (other, "srun", "--quiet", handle_arg, "true");
+
+    g_assert_cmpint (local->status, ==, 67);
+    g_assert_cmpint (slurm->status, ==, 67);
+    g_assert_nonnull (strstr (local->err, "is not owned by 'id-dag/id-run-other'"));
+    g_assert_nonnull (strstr (slurm->err, local->err));
+  }
+  /* Its own run gets in. */
+  {
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", handle_arg, "sh", "-c", "hostname; pwd");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "sandstep\n/workspace\n");
+  }
+  {
+    g_autofree char *destroy_handle = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Run) r = run (node.helper, "destroy", destroy_handle, "--owner=id-dag/id-run-1");
+    assert_status (r, 0);
+  }
+}
+
+/* ---- --sandbox-provision ends with the job ---- */
+
+static void
+assert_job_sandbox_gone (const char *job_id, const char *handle)
+{
+  g_autofree char *records = record_dir (job_id);
+  g_autofree char *supervisor = g_strconcat ("--supervisor ", handle, NULL);
+
+  wait_job_gone (job_id);
+  g_assert_false (sandbox_exists (handle));
+  g_assert_false (g_file_test (records, G_FILE_TEST_EXISTS));
+  g_assert_false (process_with (supervisor));
+}
+
+static void
+test_provision_cleanup (void)
+{
+  g_auto(GStrv) words = NULL;
+  g_autofree char *out_path = g_build_filename (node.dir, "batch.out", NULL);
+  g_autofree char *out_arg = g_strconcat ("--output=", out_path, NULL);
+  g_autofree char *batch_out = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  /* srun made the job for this step: the sandbox ends with the step. */
+  words = host_task_identity (node.envp, "--sandbox-provision=network=none,lifetime=10m");
+  g_assert_true (g_str_has_prefix (words[3], "sandstep-"));
+  assert_job_sandbox_gone (words[0], words[3]);
+
+  /* A batch job: the script on the host and a step inside share the job's sandbox. */
+  {
+    g_autoptr(Run) r = run ("sbatch", "--wait", "--quiet", "--sandbox-provision", out_arg, "--wrap",
+                            "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; "
+                            "srun --quiet --sandbox=job sh -c 'hostname; echo kept > kept.txt'; "
+                            "srun --quiet --sandbox=job cat kept.txt");
+    assert_status (r, 0);
+  }
+  g_assert_true (g_file_get_contents (out_path, &batch_out, NULL, NULL));
+  lines = g_strsplit (batch_out, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), >=, 3);
+  g_strfreev (words);
+  words = g_strsplit (lines[0], " ", -1);
+  g_assert_cmpuint (g_strv_length (words), ==, 2);
+  g_assert_cmpstr (lines[1], ==, "sandstep");
+  g_assert_cmpstr (lines[2], ==, "kept");
+  assert_job_sandbox_gone (words[0], words[1]);
+}
+
+/* ---- scancel mid-step ---- */
+
+static GPid
+spawn_srun (char **envp, const char *const *argv)
+{
+  GPid pid;
+  g_autoptr(GError) error = NULL;
+
+  if (!g_spawn_async (node.dir, (char **) argv, envp, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                      G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error))
+    g_error ("could not start srun: %s", error->message);
+  return pid;
+}
+
+static void
+wait_pid (GPid pid)
+{
+  int status;
+
+  for (int i = 0; i < 300; i++)
+    {
+      if (waitpid (pid, &status, WNOHANG) == pid)
+        return;
+      g_usleep (100 * 1000);
+    }
+  g_error ("srun %d still running 30s after scancel", pid);
+}
+
+/* The one job in the queue that runs, once it runs. */
+static char *
+running_job (void)
+{
+  for (int i = 0; i < 300; i++)
+    {
+      g_autoptr(Run) r = run ("squeue", "-h", "-t", "R", "-o", "%i");
+      if (g_strstrip (r->out)[0] != '\0')
+        return g_strdup (r->out);
+      g_usleep (100 * 1000);
+    }
+  g_error ("no job running after 30s");
+}
+
+static char *
+wait_held (const char *handle, const char *owner)
+{
+  for (int i = 0; i < 300; i++)
+    {
+      g_autofree char *held = describe (handle, owner, "held_by");
+      if (held != NULL && strcmp (held, "null") != 0)
+        return g_steal_pointer (&held);
+      g_usleep (100 * 1000);
+    }
+  g_error ("sandbox %s not held 30s after the step started", handle);
+}
+
+static void
+test_scancel (void)
+{
+  g_auto(GStrv) envp = env_with ("SANDSTEP_RUN", "cancel-run", "SANDSTEP_DAG", "cancel-dag", NULL);
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+  g_autofree char *sandbox_arg = NULL;
+  g_autofree char *job_id = NULL;
+  g_autofree char *held = NULL;
+  g_autofree char *mounts = NULL;
+  GPid srun;
+
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "provision", "--owner=cancel-dag/cancel-run");
+    assert_status (r, 0);
+    handle = g_strdup (g_strstrip (r->out));
+  }
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  sandbox_arg = g_strconcat ("--sandbox=", handle, NULL);
+  srun = spawn_srun (envp, (const char *const[]) { "srun", "--quiet", sandbox_arg, "sh", "-c",
+                                                   "sleep 300.25 & sleep 300.25", NULL });
+  job_id = running_job ();
+  held = wait_held (handle, "cancel-dag/cancel-run");
+  {
+    g_autofree char *expected = g_strdup_printf ("cancel-dag/cancel-run/%s.0", job_id);
+    g_assert_cmpstr (held, ==, expected);
+  }
+  g_assert_true (process_with ("sleep 300.25"));
+  {
+    g_autoptr(Run) r = run ("scancel", job_id);
+    assert_status (r, 0);
+  }
+  wait_pid (srun);
+  wait_job_gone (job_id);
+  /* No process of the step, no claim (another holder gets in at once), no mount of it on the host. */
+  g_assert_false (process_with ("sleep 300.25"));
+  g_free (held);
+  held = describe (handle, "cancel-dag/cancel-run", "held_by");
+  g_assert_cmpstr (held, ==, "null");
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "run", handle_arg, "--owner=cancel-dag/cancel-run", "--wait=0",
+                                "--", "echo free");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "free\n");
+  }
+  g_assert_true (g_file_get_contents ("/proc/self/mountinfo", &mounts, NULL, NULL));
+  g_assert_null (strstr (mounts, handle));
+  {
+    g_autoptr(Run) r = run (node.helper, "destroy", handle_arg, "--owner=cancel-dag/cancel-run");
+    assert_status (r, 0);
+  }
+
+  /* The job's own sandbox goes with a cancelled job too. */
+  {
+    g_auto(GStrv) envp2 = env_with ("SANDSTEP_RUN", "cancel-run-2", "SANDSTEP_DAG", "cancel-dag", NULL);
+    g_autofree char *job2 = NULL;
+    g_autofree char *handle2 = NULL;
+
+    srun = spawn_srun (envp2, (const char *const[]) { "srun", "--quiet", "--sandbox-provision", "--sandbox=job",
+                                                      "sleep", "300.5", NULL });
+    job2 = running_job ();
+    for (int i = 0; i < 300 && handle2 == NULL; i++)
+      {
+        g_autoptr(Run) r = run (node.helper, "list", "--owner=cancel-dag/cancel-run-2", "--json");
+        g_autofree char *found = json_field (r->out, "handle");
+        if (found != NULL && process_with ("sleep 300.5"))
+          handle2 = g_steal_pointer (&found);
+        else
+          g_usleep (100 * 1000);
+      }
+    g_assert_nonnull (handle2);
+    {
+      g_autoptr(Run) r = run ("scancel", job2);
+      assert_status (r, 0);
+    }
+    wait_pid (srun);
+    assert_job_sandbox_gone (job2, handle2);
+    g_assert_false (process_with ("sleep 300.5"));
+  }
+}
+
+/* ---- bad values ---- */
+
+static char *
+probe_job_id (void)
+{
+  g_autoptr(Run) r = run ("sbatch", "--parsable", "--output=/dev/null", "--wrap", "true");
+  assert_status (r, 0);
+  return g_strdup (g_strstrip (r->out));
+}
+
+typedef struct {
+  const char *command;  /* srun, sbatch or salloc */
+  const char *args[3];
+  const char *env_name;
+  const char *env_value;
+  const char *starts;   /* what the one line starts with */
+} BadValue;
+
+static void
+test_bad_values (void)
+{
+  g_autofree char *missing = g_build_filename (node.dir, "missing.sbx", NULL);
+  g_autofree char *missing_arg = g_strconcat ("--sandbox=@", missing, NULL);
+  const BadValue cases[] = {
+    { "srun", { "--sandbox-provision", "--sandbox-keep=abc" }, NULL, NULL, "srun: error: sandstep: --sandbox-keep='abc': " },
+    { "srun", { "--sandbox-provision=network=wide" }, NULL, NULL, "srun: error: sandstep: --sandbox-provision='network=wide': " },
+    { "srun", { "--sandbox-provision=bogus=1" }, NULL, NULL, "srun: error: sandstep: --sandbox-provision='bogus=1': unknown option 'bogus'" },
+    { "srun", { "--sandbox=nothere" }, NULL, NULL, "srun: error: sandstep: --sandbox='nothere': " },
+    { "srun", { missing_arg }, NULL, NULL, "srun: error: sandstep: --sandbox='@" },
+    { "srun", { "--sandbox=job" }, NULL, NULL, "srun: error: sandstep: --sandbox=job " },
+    { "srun", { "--sandbox-keep=5m" }, NULL, NULL, "srun: error: sandstep: --sandbox-keep='5m' " },
+    { "srun", { "--sandbox-provision" }, "SANDSTEP_SANDBOX_KEEP", "-1", "srun: error: sandstep: --sandbox-keep='-1': " },
+    { "srun", { "--sandbox-provision" }, "SANDSTEP_RUN", "../x", "srun: error: sandstep: " },
+    { "sbatch", { "--sandbox-provision=lifetime=0", "--wrap=true" }, NULL, NULL, "sbatch: error: sandstep: --sandbox-provision='lifetime=0': " },
+    { "salloc", { "--sandbox-provision", "--sandbox-keep=never" }, NULL, NULL, "salloc: error: sandstep: --sandbox-keep='never': " },
+  };
+  g_autofree char *before = probe_job_id ();
+  g_autofree char *after = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const BadValue *c = &cases[i];
+      g_auto(GStrv) envp = env_with (c->env_name != NULL ? c->env_name : "SANDSTEP_UNUSED", c->env_value, NULL);
+      g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+      g_autoptr(Run) r = NULL;
+
+      g_ptr_array_add (argv, (gpointer) c->command);
+      for (int a = 0; a < 3 && c->args[a] != NULL; a++)
+        g_ptr_array_add (argv, (gpointer) c->args[a]);
+      if (strcmp (c->command, "sbatch") != 0)
+        g_ptr_array_add (argv, "true");
+      g_ptr_array_add (argv, NULL);
+      r = run_in (NULL, envp, (const char *const *) argv->pdata);
+      g_assert_cmpint (r->status, ==, 255);
+      if (!g_str_has_prefix (r->err, c->starts))
+        g_error ("case %" G_GSIZE_FORMAT ": stderr '%s' does not start with '%s'", i, r->err, c->starts);
+      /* One line, and it names no node. */
+      g_assert_true (g_str_has_suffix (r->err, "\n"));
+      g_assert_null (strchr (r->err, '\n') + 1 == r->err + strlen (r->err) ? NULL : "more than one line");
+      g_assert_null (strstr (r->err, "node1"));
+      g_assert_cmpstr (r->out, ==, "");
+    }
+  /* Nothing was queued in between: the next job id follows the probe's. */
+  after = probe_job_id ();
+  g_assert_cmpint (g_ascii_strtoll (after, NULL, 10), ==, g_ascii_strtoll (before, NULL, 10) + 1);
+  wait_job_gone (after);
+  {
+    g_autofree char *state = node_state ();
+    g_assert_cmpstr (state, ==, "idle");
+  }
+
+  /* A failure on the node (its state directory unusable) fails the step's
+   * task with the helper's line, and leaves the node as it was. */
+  {
+    g_auto(GStrv) envp = env_with ("SANDSTEP_STATE_DIR", "/proc/sandstep-nowhere", NULL);
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "--sandbox-provision", "true");
+    g_autofree char *state = NULL;
+
+    g_assert_cmpint (r->status, ==, 125);
+    g_assert_nonnull (strstr (r->err, "sandstep: --sandbox-provision: 'sandstep provision' exited with status 125: "
+                                      "sandstep provision: Could not create the state directory"));
+    for (int i = 0; i < 100; i++)
+      {
+        g_free (state);
+        state = node_state ();
+        if (strcmp (state, "idle") == 0)
+          break;
+        g_usleep (100 * 1000);
+      }
+    g_assert_cmpstr (state, ==, "idle");
+  }
+}
+
+/* ---- the node ---- */
+
+static void
+fail_with_reason (gconstpointer reason)
+{
+  g_test_fail_printf ("%s", (const char *) reason);
+}
+
+/* Why this suite cannot run here; NULL when it can. */
+static char *
+missing_prerequisite (void)
+{
+  const char *programs[] = { "slurmctld", "slurmd", "srun", "sbatch", "munged", NULL };
+
+  if (node.spank == NULL || node.spank[0] == '\0')
+    return g_strdup ("the SPANK plugin sandstep-spank.so was not built: meson found no slurm/spank.h; install "
+                     "libslurm-dev (scripts/deps.sh: sandstep_ensure_slurm) and run meson setup --reconfigure");
+  if (geteuid () != 0)
+    return g_strdup ("a Slurm node needs root (slurmd starts jobs as their users); run this suite as root");
+  for (const char **p = programs; *p != NULL; p++)
+    {
+      g_autofree char *path = g_find_program_in_path (*p);
+      if (path == NULL)
+        return g_strdup_printf ("'%s' is not installed: install Debian's slurmctld, slurmd, slurm-client and "
+                                "munge (scripts/deps.sh: sandstep_ensure_slurm)", *p);
+    }
+  return NULL;
+}
+
+static gboolean
+start_node (char **out_reason)
+{
+  g_autofree char *sandbox_dir = NULL;
+  g_autoptr(GError) error = NULL;
+  int guardian_in;
+  g_autoptr(Run) r = NULL;
+  g_autofree char *slurm_conf = NULL;
+  const char *guardian_argv[] = { "/bin/sh", "-c", "read _; exec \"$0\" stop \"$1\"", node.node_script,
+                                  node.node_dir, NULL };
+
+  r = run_in ("/", NULL, (const char *const[]) { node.node_script, "start", node.node_dir, node.spank, node.helper, NULL });
+  /* Whatever started is stopped when this process ends, however it ends:
+   * the guardian reads EOF on its stdin then. */
+  if (!g_spawn_async_with_pipes ("/", (char **) guardian_argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                                 &node.guardian, &guardian_in, NULL, NULL, &error))
+    g_error ("could not start the guardian: %s", error->message);
+  node.guardian_fd = guardian_in;
+  if (r->status != 0)
+    {
+      *out_reason = g_strdup_printf ("could not start a single-node Slurm: %s", g_strstrip (r->err));
+      return FALSE;
+    }
+  slurm_conf = g_strdup (g_strstrip (r->out));
+  node.envp = g_environ_setenv (node.envp, "SLURM_CONF", slurm_conf, TRUE);
+  return TRUE;
+}
+
+static void
+stop_node (void)
+{
+  int status;
+
+  /* Cancel what is left, then the guardian stops the daemons by pid. */
+  {
+    g_autoptr(Run) r = run ("scancel", "--full", "--user=root");
+  }
+  close (node.guardian_fd);
+  waitpid (node.guardian, &status, 0);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *reason = NULL;
+  int status;
+
+  g_test_init (&argc, &argv, NULL);
+  node.helper = g_strdup (g_getenv ("SANDSTEP"));
+  node.spank = g_strdup (g_getenv ("SANDSTEP_SPANK_PLUGIN"));
+  node.make_plugin = g_strdup (g_getenv ("SANDSTEP_PLUGIN"));
+  node.node_script = g_test_build_filename (G_TEST_DIST, "slurm-node.sh", NULL);
+  g_assert_nonnull (node.helper);
+
+  reason = missing_prerequisite ();
+  if (reason == NULL)
+    {
+      node.dir = g_dir_make_tmp ("sandstep-slurm-XXXXXX", NULL);
+      g_assert_nonnull (node.dir);
+      g_chmod (node.dir, 0755);
+      node.node_dir = g_build_filename (node.dir, "node", NULL);
+      node.state_dir = g_build_filename (node.dir, "state", NULL);
+      node.rundir = g_build_filename (node.node_dir, "spank", NULL);
+      node.envp = g_get_environ ();
+      for (const char *const *v = (const char *const[]) { "SANDSTEP_RUN", "SANDSTEP_DAG", "SANDSTEP_TOP",
+             "SANDSTEP_OWNER", "SANDSTEP_HOLDER", "SANDSTEP_HANDLE", "SANDSTEP_SANDBOX", "SANDSTEP_SANDBOX_PROVISION",
+             "SANDSTEP_SANDBOX_KEEP", "SANDSTEP_BACKEND", "SLURM_JOB_ID", "SLURM_JOBID", "MAKEFLAGS", "MFLAGS",
+             "MAKELEVEL", NULL }; *v != NULL; v++)
+        node.envp = g_environ_unsetenv (node.envp, *v);
+      node.envp = g_environ_setenv (node.envp, "SANDSTEP_STATE_DIR", node.state_dir, TRUE);
+      if (!start_node (&reason))
+        stop_node ();
+    }
+  if (reason != NULL)
+    {
+      g_test_add_data_func ("/slurm/node", reason, fail_with_reason);
+      return g_test_run ();
+    }
+
+  g_test_add_func ("/slurm/example", test_example);
+  g_test_add_func ("/slurm/identity", test_identity);
+  g_test_add_func ("/slurm/provision-cleanup", test_provision_cleanup);
+  g_test_add_func ("/slurm/scancel", test_scancel);
+  g_test_add_func ("/slurm/bad-values", test_bad_values);
+  status = g_test_run ();
+
+  stop_node ();
+  {
+    g_autoptr(Run) r = run ("rm", "-rf", node.dir);
+  }
+  return status;
+}
