@@ -393,22 +393,26 @@ test_provision_cleanup (void)
   g_assert_true (g_str_has_prefix (words[3], "sandstep-"));
   assert_job_sandbox_gone (words[0], words[3]);
 
-  /* A batch job: the script on the host and a step inside share the job's sandbox. */
+  /* A batch job: the script on the host, its steps inside, and an operator
+   * the script runs all share the job's sandbox. */
   {
     g_autoptr(Run) r = run ("sbatch", "--wait", "--quiet", "--sandbox-provision", out_arg, "--wrap",
                             "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; "
                             "srun --quiet --sandbox=job sh -c 'hostname; echo kept > kept.txt'; "
-                            "srun --quiet --sandbox=job cat kept.txt");
+                            "srun --quiet --sandbox=job cat kept.txt; "
+                            "\"$SANDSTEP\" get kept.txt");
     assert_status (r, 0);
   }
   g_assert_true (g_file_get_contents (out_path, &batch_out, NULL, NULL));
   lines = g_strsplit (batch_out, "\n", -1);
-  g_assert_cmpuint (g_strv_length (lines), >=, 3);
+  g_assert_cmpuint (g_strv_length (lines), >=, 4);
   g_strfreev (words);
   words = g_strsplit (lines[0], " ", -1);
   g_assert_cmpuint (g_strv_length (words), ==, 2);
   g_assert_cmpstr (lines[1], ==, "sandstep");
   g_assert_cmpstr (lines[2], ==, "kept");
+  /* An operator in the batch script, with neither --handle nor --owner: the job's sandbox, as its owner. */
+  g_assert_cmpstr (lines[3], ==, "kept");
   assert_job_sandbox_gone (words[0], words[1]);
 }
 
