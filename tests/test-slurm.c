@@ -14,6 +14,7 @@
  *   message and status `sandstep run` gives locally;
  * - --sandbox-provision: the job's sandbox ends with the job (srun, sbatch);
  * - scancel mid-step leaves no process, claim or record;
+ * - a remote handle: the task runs through a sandstepd (started here);
  * - bad values: one line `srun: error: sandstep: --OPTION...`, status 255,
  *   no job queued, the node still idle; a failure on the node fails the
  *   step's tasks, never the node.
@@ -552,6 +553,90 @@ test_scancel (void)
   }
 }
 
+/* ---- a remote handle: the task runs through the sandbox's sandstepd ---- */
+
+static void
+test_remote (void)
+{
+  g_autofree char *dir = g_build_filename (node.dir, "sandstepd", NULL);
+  g_autofree char *token_path = g_build_filename (dir, "token", NULL);
+  g_autofree char *daemon_state = g_build_filename (dir, "state", NULL);
+  g_autofree char *token_arg = g_strconcat ("--token-file=", token_path, NULL);
+  g_autofree char *state_arg = g_strconcat ("--state-dir=", daemon_state, NULL);
+  g_autofree char *token = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_file = g_build_filename (node.dir, "remote.sbx", NULL);
+  g_autofree char *sandbox_arg = g_strconcat ("--sandbox=@", handle_file, NULL);
+  g_auto(GStrv) envp = NULL;
+  g_auto(GStrv) words = NULL;
+  const char *daemon_argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", token_arg, state_arg, NULL };
+  GPid daemon;
+  int daemon_out;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GIOChannel) channel = NULL;
+  int status;
+
+  g_assert_nonnull (daemon_argv[0]);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  token = g_compute_checksum_for_string (G_CHECKSUM_SHA256, node.dir, -1);
+  g_assert_true (g_file_set_contents_full (token_path, token, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+  if (!g_spawn_async_with_pipes (dir, (char **) daemon_argv, node.envp, G_SPAWN_DO_NOT_REAP_CHILD |
+                                 G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &daemon, NULL, &daemon_out, NULL, &error))
+    g_error ("could not start sandstepd: %s", error->message);
+  channel = g_io_channel_unix_new (daemon_out);
+  g_io_channel_set_close_on_unref (channel, TRUE);
+  for (int i = 0; i < 20 && url == NULL; i++)
+    {
+      g_autofree char *line = NULL;
+      if (g_io_channel_read_line (channel, &line, NULL, NULL, NULL) != G_IO_STATUS_NORMAL)
+        break;
+      if (g_str_has_prefix (line, "sandstepd: listening on "))
+        url = g_strstrip (g_strdup (line + strlen ("sandstepd: listening on ")));
+    }
+  g_assert_nonnull (url);
+  envp = env_with ("SANDSTEP_BACKEND", url, "SANDSTEP_TOKEN_FILE", token_path, "SANDSTEP_ALLOW_HTTP", "1",
+                   "SANDSTEP_RUN", "remote-run", "SANDSTEP_DAG", "remote-dag", NULL);
+
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "provision", "--owner=remote-dag/remote-run");
+    assert_status (r, 0);
+    handle = g_strdup (g_strstrip (r->out));
+    g_assert_true (g_str_has_prefix (handle, url));
+    g_assert_true (g_file_set_contents (handle_file, handle, -1, NULL));
+  }
+  {
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", sandbox_arg, "sh", "-c",
+                                "hostname; pwd; grep Seccomp: /proc/self/status; echo remote > r.txt");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "sandstep\n/workspace\nSeccomp:\t2\n");
+  }
+  {
+    g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Run) r = run_env (envp, node.helper, "get", handle_arg, "--owner=remote-dag/remote-run", "r.txt");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "remote\n");
+  }
+  {
+    g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Run) r = run_env (envp, node.helper, "destroy", handle_arg, "--owner=remote-dag/remote-run");
+    assert_status (r, 0);
+  }
+
+  /* A job's own sandbox on the server ends with the job too. */
+  words = host_task_identity (envp, "--sandbox-provision");
+  g_assert_true (g_str_has_prefix (words[3], url));
+  wait_job_gone (words[0]);
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "list", "--json");
+    assert_status (r, 0);
+    g_assert_null (strstr (r->out, words[3]));
+  }
+
+  kill (daemon, SIGTERM);
+  waitpid (daemon, &status, 0);
+}
+
 /* ---- bad values ---- */
 
 static char *
@@ -757,6 +842,7 @@ main (int argc, char **argv)
   g_test_add_func ("/slurm/identity", test_identity);
   g_test_add_func ("/slurm/provision-cleanup", test_provision_cleanup);
   g_test_add_func ("/slurm/scancel", test_scancel);
+  g_test_add_func ("/slurm/remote", test_remote);
   g_test_add_func ("/slurm/bad-values", test_bad_values);
   status = g_test_run ();
 

@@ -511,19 +511,28 @@ job_record_dir (uint32_t job_id)
   return g_strdup_printf ("%s/job-%u", state.rundir, job_id);
 }
 
-/* RUNDIR/job-JOBID/HANDLE: what the epilog needs to end the sandbox with no
- * other state: the helper's state directory, the owner and the keep. */
+/* What the helper needs, besides the owner, to find a sandbox again at the
+ * end of the job: where local ones live, and the server of a remote one. */
+static const char *const record_env[] = {
+  "SANDSTEP_STATE_DIR", "XDG_STATE_HOME", "HOME", "SANDSTEP_BACKEND", "SANDSTEP_TOKEN_FILE", "SANDSTEP_TOKEN",
+  "SANDSTEP_CA_FILE", "SANDSTEP_ALLOW_HTTP", NULL
+};
+
+#define RECORD_PREFIX "sandbox-"
+
+/* RUNDIR/job-JOBID/sandbox-SHA256(HANDLE): what the epilog needs to end the
+ * sandbox with no other state.  Root's alone (0700 directory, 0600 file):
+ * it may hold the job's token. */
 static gboolean
 write_record (spank_t sp, GError **error)
 {
   g_autofree char *dir = job_record_dir (state.job_id);
-  g_autofree char *path = g_build_filename (dir, state.handle, NULL);
-  g_autofree char *state_dir = job_env (sp, "SANDSTEP_STATE_DIR");
-  g_autofree char *xdg = job_env (sp, "XDG_STATE_HOME");
-  g_autofree char *home = job_env (sp, "HOME");
-  g_autofree char *text = NULL;
+  g_autofree char *digest = g_compute_checksum_for_string (G_CHECKSUM_SHA256, state.handle, -1);
+  g_autofree char *name = g_strconcat (RECORD_PREFIX, digest, NULL);
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autoptr(GString) text = g_string_new (NULL);
 
-  if (g_mkdir_with_parents (dir, 0700) < 0)
+  if (g_mkdir_with_parents (state.rundir, 0755) < 0 || g_mkdir_with_parents (dir, 0700) < 0)
     {
       int saved = errno;
       g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_FAILED,
@@ -531,10 +540,15 @@ write_record (spank_t sp, GError **error)
                    g_strerror (saved));
       return FALSE;
     }
-  text = g_strdup_printf ("owner=%s\nkeep=%s\nSANDSTEP_STATE_DIR=%s\nXDG_STATE_HOME=%s\nHOME=%s\n", state.owner,
-                          state.keep != NULL ? state.keep : "", state_dir != NULL ? state_dir : "",
-                          xdg != NULL ? xdg : "", home != NULL ? home : "");
-  return g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+  g_string_append_printf (text, "handle=%s\nowner=%s\nkeep=%s\n", state.handle, state.owner,
+                          state.keep != NULL ? state.keep : "");
+  for (const char *const *name_p = record_env; *name_p != NULL; name_p++)
+    {
+      g_autofree char *value = job_env (sp, *name_p);
+      if (value != NULL && strchr (value, '\n') == NULL)
+        g_string_append_printf (text, "env %s=%s\n", *name_p, value);
+    }
+  return g_file_set_contents_full (path, text->str, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
 
 static gboolean
@@ -554,7 +568,7 @@ provision_job (spank_t sp, GError **error)
       return FALSE;
     }
   g_strstrip (out->str);
-  if (!sandstep_handle_is_local (out->str))
+  if (!sandstep_handle_is_valid (out->str))
     {
       g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER,
                    "--sandbox-provision: the helper printed '%s', which is not a handle", out->str);
@@ -670,17 +684,17 @@ slurm_spank_task_init (spank_t sp, int ac, char **av)
 /* ---- the end of a job ---- */
 
 /* Ends one recorded sandbox: destroyed, or released with the job's keep.
- * The helper runs as the job's user, with the state directory it had. */
+ * The helper runs as the job's user, with the environment recorded. */
 static gboolean
-end_sandbox (const SandstepSpankUser *user, const char *helper, const char *handle, const char *record_path,
-             GError **error)
+end_sandbox (const SandstepSpankUser *user, const char *helper, const char *record_path, GError **error)
 {
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
   g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *handle = NULL;
   g_autofree char *owner = NULL;
   g_autofree char *keep = NULL;
-  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *handle_arg = NULL;
   g_autofree char *owner_arg = NULL;
   g_autofree char *keep_arg = NULL;
   g_autoptr(GString) err = g_string_new (NULL);
@@ -691,16 +705,26 @@ end_sandbox (const SandstepSpankUser *user, const char *helper, const char *hand
   lines = g_strsplit (text, "\n", -1);
   for (char **l = lines; *l != NULL; l++)
     {
-      if (g_str_has_prefix (*l, "owner="))
+      if (g_str_has_prefix (*l, "handle="))
+        set_string (&handle, *l + strlen ("handle="));
+      else if (g_str_has_prefix (*l, "owner="))
         set_string (&owner, *l + strlen ("owner="));
       else if (g_str_has_prefix (*l, "keep="))
         set_string (&keep, *l + strlen ("keep="));
-      else if (strchr (*l, '=') != NULL && (*l)[strlen (*l) - 1] != '=')
-        g_ptr_array_add (env, g_strdup (*l));
+      else if (g_str_has_prefix (*l, "env "))
+        g_ptr_array_add (env, g_strdup (*l + strlen ("env ")));
+    }
+  if (handle == NULL || owner == NULL)
+    {
+      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_FAILED,
+                   "the record '%s' names no handle or owner; remove it, and the sandbox with 'sandstep destroy'",
+                   record_path);
+      return FALSE;
     }
   g_ptr_array_add (env, g_strdup ("PATH=/usr/sbin:/usr/bin:/sbin:/bin"));
   g_ptr_array_add (env, NULL);
-  owner_arg = g_strconcat ("--owner=", owner != NULL ? owner : "", NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  owner_arg = g_strconcat ("--owner=", owner, NULL);
   if (keep != NULL && keep[0] != '\0')
     {
       keep_arg = g_strconcat ("--keep=", keep, NULL);
@@ -718,8 +742,8 @@ end_sandbox (const SandstepSpankUser *user, const char *helper, const char *hand
     {
       g_autofree char *how = sandstep_spank_describe_status (status);
       g_autofree char *said = last_line (err);
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER, "ending sandbox '%s': '%s' %s: %s",
-                   handle, helper, how, said);
+      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER, "ending sandbox '%s': '%s %s' %s: %s",
+                   handle, helper, keep_arg != NULL ? "release" : "destroy", how, said);
       return FALSE;
     }
   return TRUE;
@@ -742,9 +766,9 @@ end_job_sandboxes (const SandstepSpankUser *user, uint32_t job_id, const char *w
       g_autofree char *path = g_build_filename (dir, name, NULL);
       g_autoptr(GError) error = NULL;
 
-      if (!sandstep_handle_is_local (name))
+      if (!g_str_has_prefix (name, RECORD_PREFIX))
         continue;
-      if (!end_sandbox (user, state.helper, name, path, &error))
+      if (!end_sandbox (user, state.helper, path, &error))
         {
           slurm_error ("sandstep: %s of job %u: %s", where, job_id, error->message);
           failed++;
