@@ -359,6 +359,14 @@ test_identity (void)
     assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "sandstep\n/workspace\n");
   }
+  /* The same, with the sandbox from the environment's default. */
+  {
+    g_auto(GStrv) by_env = env_with ("SANDSTEP_RUN", "id-run-1", "SANDSTEP_DAG", "id-dag", "SANDSTEP_SANDBOX", handle,
+                                     NULL);
+    g_autoptr(Run) r = run_env (by_env, "srun", "--quiet", "hostname");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "sandstep\n");
+  }
   {
     g_autofree char *destroy_handle = g_strconcat ("--handle=", handle, NULL);
     g_autoptr(Run) r = run (node.helper, "destroy", destroy_handle, "--owner=id-dag/id-run-1");
@@ -415,6 +423,23 @@ test_provision_cleanup (void)
   /* An operator in the batch script, with neither --handle nor --owner: the job's sandbox, as its owner. */
   g_assert_cmpstr (lines[3], ==, "kept");
   assert_job_sandbox_gone (words[0], words[1]);
+
+  /* An allocation: its steps end before the job does, so the epilog sweeps
+   * what the record (there while the step ran) names. */
+  {
+    g_autofree char *line = g_strdup_printf ("echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; ls %s/job-$SLURM_JOB_ID",
+                                             node.rundir);
+    g_autoptr(Run) r = run ("salloc", "--quiet", "--sandbox-provision", "srun", "--quiet", "sh", "-c", line);
+    g_auto(GStrv) out_lines = NULL;
+
+    assert_status (r, 0);
+    out_lines = g_strsplit (r->out, "\n", -1);
+    g_strfreev (words);
+    words = g_strsplit (out_lines[0], " ", -1);
+    g_assert_cmpuint (g_strv_length (words), ==, 2);
+    g_assert_true (g_str_has_prefix (out_lines[1], "sandbox-"));
+    assert_job_sandbox_gone (words[0], words[1]);
+  }
 }
 
 /* ---- scancel mid-step ---- */
