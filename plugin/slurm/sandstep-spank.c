@@ -164,29 +164,25 @@ find_default_helper (void)
   return g_strdup (SANDSTEP_BINDIR "/sandstep");
 }
 
-static gboolean
+static void
 parse_plugin_args (int ac, char **av)
 {
   if (state.helper != NULL)
-    return TRUE;  /* already read: slurm_spank_init runs first where it runs at all */
+    return;  /* already read: slurm_spank_init runs first where it runs at all */
   for (int i = 0; i < ac; i++)
     {
       if (g_str_has_prefix (av[i], "sandstep="))
         set_string (&state.helper, av[i] + strlen ("sandstep="));
       else if (g_str_has_prefix (av[i], "rundir="))
         set_string (&state.rundir, av[i] + strlen ("rundir="));
-      else
-        {
-          slurm_error ("sandstep: unknown argument '%s' in plugstack.conf; it takes sandstep=PATH and rundir=DIR",
-                       av[i]);
-          return FALSE;
-        }
+      else  /* logged and left out: a typo in plugstack.conf must not stop every job */
+        slurm_error ("sandstep: unknown argument '%s' in plugstack.conf, ignored; it takes sandstep=PATH and "
+                     "rundir=DIR", av[i]);
     }
   if (state.helper == NULL)
     state.helper = find_default_helper ();
   if (state.rundir == NULL)
     state.rundir = g_strdup (DEFAULT_RUNDIR);
-  return TRUE;
 }
 
 int
@@ -194,8 +190,7 @@ slurm_spank_init (spank_t sp, int ac, char **av)
 {
   spank_context_t context = spank_context ();
 
-  if (!parse_plugin_args (ac, av))
-    return -1;
+  parse_plugin_args (ac, av);
   if (context != S_CTX_LOCAL && context != S_CTX_REMOTE && context != S_CTX_ALLOCATOR)
     return 0;
   for (struct spank_option *option = options; option->name != NULL; option++)
@@ -578,15 +573,17 @@ provision_job (spank_t sp, GError **error)
   return write_record (sp, error);
 }
 
-/* Slurm ignores what an `optional` plugin's callbacks return, so a step
- * that cannot have its sandbox is failed by its tasks (task_init). */
+/* A step that cannot have its sandbox is failed by its tasks (task_init),
+ * whether the plugin is `optional` (Slurm would ignore an error returned
+ * here) or `required` (an error would fail the launch with Slurm's words,
+ * not ours). */
 static int
 fail_step (GError *error)
 {
   state.failure = g_strdup (error->message);
   g_strdelimit (state.failure, "\n\r", ' ');
   slurm_error ("sandstep: %s", state.failure);
-  return -1;
+  return 0;
 }
 
 static int
@@ -601,6 +598,13 @@ remote_post_opt (spank_t sp)
     return fail_step (error);
   if (state.step_id == SLURM_EXTERN_CONT)
     return 0;
+  if (state.sandbox != NULL && strcmp (state.sandbox, JOB_SANDBOX) == 0 && state.provision == NULL)
+    {
+      g_set_error (&error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE,
+                   "--sandbox=job names this job's own sandbox, but the job provisions none; add "
+                   "--sandbox-provision, or give a handle or @FILE");
+      return fail_step (error);
+    }
   if (state.provision != NULL)
     {
       if (!provision_job (sp, &error))
@@ -801,8 +805,7 @@ slurm_spank_job_epilog (spank_t sp, int ac, char **av)
   uint32_t job_id;
 
   /* The epilog's process calls no slurm_spank_init. */
-  if (!parse_plugin_args (ac, av))
-    return 0;
+  parse_plugin_args (ac, av);
   if (spank_get_item (sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
       spank_get_item (sp, S_JOB_UID, &user.uid) != ESPANK_SUCCESS ||
       spank_get_item (sp, S_JOB_GID, &user.gid) != ESPANK_SUCCESS)
