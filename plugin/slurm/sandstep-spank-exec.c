@@ -148,3 +148,14 @@ sandstep_spank_describe_status (int status)
     return g_strdup_printf ("was killed by signal %d (%s)", WTERMSIG (status), g_strsignal (WTERMSIG (status)));
   return g_strdup_printf ("ended with wait status %d", status);
 }
+
+char *
+sandstep_spank_last_line (const GString *text)
+{
+  g_auto(GStrv) lines = g_strsplit (text->str, "\n", -1);
+
+  for (gssize i = (gssize) g_strv_length (lines) - 1; i >= 0; i--)
+    if (g_strstrip (lines[i])[0] != '\0')
+      return g_strdup (lines[i]);
+  return g_strdup ("(it printed nothing)");
+}

@@ -40,6 +40,9 @@ typedef struct {
 gboolean sandstep_spank_run_as (const SandstepSpankUser *user, const char *const *argv, const char *const *envp,
                                 GString *out, GString *err, int *out_status, GError **error);
 
+/* The last non-empty line of @text (what a helper said), for a one-line message. */
+char *sandstep_spank_last_line (const GString *text);
+
 /* "exited with status N" or "was killed by signal N", for messages. */
 char *sandstep_spank_describe_status (int status);
 

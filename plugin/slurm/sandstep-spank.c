@@ -49,6 +49,7 @@
 #include "sandstep-paths.h"
 #include "sandstep-render.h"
 #include "sandstep-spank-exec.h"
+#include "sandstep-spank-record.h"
 
 SPANK_PLUGIN (sandstep, 1);
 
@@ -463,17 +464,6 @@ job_environ (spank_t sp)
   return env;
 }
 
-/* The last non-empty line of what the helper said, for a one-line message. */
-static char *
-last_line (const GString *text)
-{
-  g_auto(GStrv) lines = g_strsplit (text->str, "\n", -1);
-  for (gssize i = (gssize) g_strv_length (lines) - 1; i >= 0; i--)
-    if (g_strstrip (lines[i])[0] != '\0')
-      return g_strdup (lines[i]);
-  return g_strdup ("(it printed nothing)");
-}
-
 /* Runs @argv as the job's user; @what names it in messages. */
 static gboolean
 run_helper (spank_t sp, const char *what, const char *const *argv, GString *out, GError **error)
@@ -493,17 +483,11 @@ run_helper (spank_t sp, const char *what, const char *const *argv, GString *out,
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     {
       g_autofree char *how = sandstep_spank_describe_status (status);
-      g_autofree char *said = last_line (err);
+      g_autofree char *said = sandstep_spank_last_line (err);
       g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER, "'%s' %s: %s", what, how, said);
       return FALSE;
     }
   return TRUE;
-}
-
-static char *
-job_record_dir (uint32_t job_id)
-{
-  return g_strdup_printf ("%s/job-%u", state.rundir, job_id);
 }
 
 /* What the helper needs, besides the owner, to find a sandbox again at the
@@ -513,37 +497,20 @@ static const char *const record_env[] = {
   "SANDSTEP_CA_FILE", "SANDSTEP_ALLOW_HTTP", NULL
 };
 
-#define RECORD_PREFIX "sandbox-"
-
-/* RUNDIR/job-JOBID/sandbox-SHA256(HANDLE): what the epilog needs to end the
- * sandbox with no other state.  Root's alone (0700 directory, 0600 file):
- * it may hold the job's token. */
 static gboolean
 write_record (spank_t sp, GError **error)
 {
-  g_autofree char *dir = job_record_dir (state.job_id);
-  g_autofree char *digest = g_compute_checksum_for_string (G_CHECKSUM_SHA256, state.handle, -1);
-  g_autofree char *name = g_strconcat (RECORD_PREFIX, digest, NULL);
-  g_autofree char *path = g_build_filename (dir, name, NULL);
-  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
 
-  if (g_mkdir_with_parents (state.rundir, 0755) < 0 || g_mkdir_with_parents (dir, 0700) < 0)
+  for (const char *const *name = record_env; *name != NULL; name++)
     {
-      int saved = errno;
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_FAILED,
-                   "could not make the job record directory '%s': %s; check rundir= in plugstack.conf", dir,
-                   g_strerror (saved));
-      return FALSE;
+      g_autofree char *value = job_env (sp, *name);
+      if (value != NULL)
+        g_ptr_array_add (env, g_strdup_printf ("%s=%s", *name, value));
     }
-  g_string_append_printf (text, "handle=%s\nowner=%s\nkeep=%s\n", state.handle, state.owner,
-                          state.keep != NULL ? state.keep : "");
-  for (const char *const *name_p = record_env; *name_p != NULL; name_p++)
-    {
-      g_autofree char *value = job_env (sp, *name_p);
-      if (value != NULL && strchr (value, '\n') == NULL)
-        g_string_append_printf (text, "env %s=%s\n", *name_p, value);
-    }
-  return g_file_set_contents_full (path, text->str, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+  g_ptr_array_add (env, NULL);
+  return sandstep_spank_record_write (state.rundir, state.job_id, state.handle, state.owner, state.keep,
+                                      (const char *const *) env->pdata, error);
 }
 
 static gboolean
@@ -687,102 +654,14 @@ slurm_spank_task_init (spank_t sp, int ac, char **av)
 
 /* ---- the end of a job ---- */
 
-/* Ends one recorded sandbox: destroyed, or released with the job's keep.
- * The helper runs as the job's user, with the environment recorded. */
-static gboolean
-end_sandbox (const SandstepSpankUser *user, const char *helper, const char *record_path, GError **error)
-{
-  g_autofree char *text = NULL;
-  g_auto(GStrv) lines = NULL;
-  g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *handle = NULL;
-  g_autofree char *owner = NULL;
-  g_autofree char *keep = NULL;
-  g_autofree char *handle_arg = NULL;
-  g_autofree char *owner_arg = NULL;
-  g_autofree char *keep_arg = NULL;
-  g_autoptr(GString) err = g_string_new (NULL);
-  int status;
-
-  if (!g_file_get_contents (record_path, &text, NULL, error))
-    return FALSE;
-  lines = g_strsplit (text, "\n", -1);
-  for (char **l = lines; *l != NULL; l++)
-    {
-      if (g_str_has_prefix (*l, "handle="))
-        set_string (&handle, *l + strlen ("handle="));
-      else if (g_str_has_prefix (*l, "owner="))
-        set_string (&owner, *l + strlen ("owner="));
-      else if (g_str_has_prefix (*l, "keep="))
-        set_string (&keep, *l + strlen ("keep="));
-      else if (g_str_has_prefix (*l, "env "))
-        g_ptr_array_add (env, g_strdup (*l + strlen ("env ")));
-    }
-  if (handle == NULL || owner == NULL)
-    {
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_FAILED,
-                   "the record '%s' names no handle or owner; remove it, and the sandbox with 'sandstep destroy'",
-                   record_path);
-      return FALSE;
-    }
-  g_ptr_array_add (env, g_strdup ("PATH=/usr/sbin:/usr/bin:/sbin:/bin"));
-  g_ptr_array_add (env, NULL);
-  handle_arg = g_strconcat ("--handle=", handle, NULL);
-  owner_arg = g_strconcat ("--owner=", owner, NULL);
-  if (keep != NULL && keep[0] != '\0')
-    {
-      keep_arg = g_strconcat ("--keep=", keep, NULL);
-      const char *argv[] = { helper, "release", handle_arg, owner_arg, keep_arg, NULL };
-      if (!sandstep_spank_run_as (user, argv, (const char *const *) env->pdata, NULL, err, &status, error))
-        return FALSE;
-    }
-  else
-    {
-      const char *argv[] = { helper, "destroy", handle_arg, owner_arg, NULL };
-      if (!sandstep_spank_run_as (user, argv, (const char *const *) env->pdata, NULL, err, &status, error))
-        return FALSE;
-    }
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    {
-      g_autofree char *how = sandstep_spank_describe_status (status);
-      g_autofree char *said = last_line (err);
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_HELPER, "ending sandbox '%s': '%s %s' %s: %s",
-                   handle, helper, keep_arg != NULL ? "release" : "destroy", how, said);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-/* Ends every sandbox recorded for @job_id and removes the records; what
- * cannot be ended keeps its record and is logged. */
-static int
+/* Ends what the records of @job_id name, logging what could not be ended. */
+static void
 end_job_sandboxes (const SandstepSpankUser *user, uint32_t job_id, const char *where)
 {
-  g_autofree char *dir = job_record_dir (job_id);
-  g_autoptr(GDir) listing = g_dir_open (dir, 0, NULL);
-  const char *name;
-  int failed = 0;
+  g_autoptr(GPtrArray) failures = sandstep_spank_records_end (state.rundir, job_id, user, state.helper);
 
-  if (listing == NULL)
-    return 0;
-  while ((name = g_dir_read_name (listing)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (dir, name, NULL);
-      g_autoptr(GError) error = NULL;
-
-      if (!g_str_has_prefix (name, RECORD_PREFIX))
-        continue;
-      if (!end_sandbox (user, state.helper, path, &error))
-        {
-          slurm_error ("sandstep: %s of job %u: %s", where, job_id, error->message);
-          failed++;
-          continue;
-        }
-      unlink (path);
-    }
-  if (failed == 0)
-    rmdir (dir);
-  return failed;
+  for (guint i = 0; i < failures->len; i++)
+    slurm_error ("sandstep: %s of job %u: %s", where, job_id, (const char *) failures->pdata[i]);
 }
 
 int
