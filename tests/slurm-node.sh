@@ -32,7 +32,7 @@ start () {
   chmod 0755 "$dir"
   # munged insists on a key and socket directory of its own user's, not group or world writable.
   chown munge:munge "$dir/munge"
-  chmod 0700 "$dir/munge"
+  chmod 0755 "$dir/munge"  # other users reach the socket; only munge writes here
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chown munge:munge "$dir/munge/munge.key"
   chmod 0400 "$dir/munge/munge.key"

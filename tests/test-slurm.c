@@ -12,7 +12,9 @@
  * - identity: owner DAG/RUN from what srun propagates, else slurm/JOBID;
  *   holder OWNER/JOBID.STEP; another owner's sandbox refused with the
  *   message and status `sandstep run` gives locally;
- * - --sandbox-provision: the job's sandbox ends with the job (srun, sbatch);
+ * - --sandbox-provision: the job's sandbox ends with the job (srun, sbatch,
+ *   salloc: the epilog's sweep);
+ * - a job of another user: the helper runs as that user, in its state;
  * - scancel mid-step leaves no process, claim or record;
  * - a remote handle: the task runs through a sandstepd (started here);
  * - bad values: one line `srun: error: sandstep: --OPTION...`, status 255,
@@ -27,10 +29,12 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-slurm-node.h"
+#include "sandstep-test-utils.h"
 
 /* ---- examples/slurm under make -j2 ---- */
 
@@ -263,6 +267,80 @@ test_provision_cleanup (void)
     g_assert_true (g_str_has_prefix (out_lines[1], "sandbox-"));
     assert_job_sandbox_gone (words[0], words[1]);
   }
+}
+
+/* ---- a job of another user ---- */
+
+static void
+test_other_user (void)
+{
+  g_autofree char *reason = NULL;
+  g_autoptr(SandstepTestUser) user = sandstep_test_user_new (&reason);
+  g_autofree char *dir = NULL;
+  g_autofree char *state = NULL;
+  g_autofree char *out_path = NULL;
+  g_autofree char *uid_arg = NULL;
+  g_autofree char *gid_arg = NULL;
+  g_autofree char *out_arg = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *uid_text = NULL;
+  g_autofree char *uid_map = NULL;
+  g_autofree char *records = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_auto(GStrv) words = NULL;
+  g_auto(GStrv) envp = NULL;
+  struct stat st;
+
+  if (user == NULL)
+    g_error ("could not make a throwaway user: %s", reason);
+  dir = g_build_filename (node.dir, user->name, NULL);
+  state = g_build_filename (dir, "state", NULL);
+  out_path = g_build_filename (dir, "out", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_assert_cmpint (chown (dir, user->uid, user->gid), ==, 0);
+  uid_arg = g_strdup_printf ("--uid=%u", (unsigned) user->uid);
+  gid_arg = g_strdup_printf ("--gid=%u", (unsigned) user->gid);
+  out_arg = g_strconcat ("--output=", out_path, NULL);
+  envp = env_with ("SANDSTEP_STATE_DIR", state, NULL);
+  {
+    g_autoptr(Run) r = run_in (dir, envp, (const char *const[]) {
+        "sbatch", uid_arg, gid_arg, "--wait", "--quiet", "--sandbox-provision", out_arg, "--wrap",
+        "id -u; echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; "
+        "srun --quiet --sandbox=job sh -c 'id -u; cat /proc/self/uid_map'", NULL });
+    assert_status (r, 0);
+  }
+  g_assert_true (g_file_get_contents (out_path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), >=, 4);
+  /* The batch script and the helper ran as the user: its state directory is
+   * the user's; inside, uid 0 is the user's uid (never root's). */
+  uid_text = g_strdup_printf ("%u", (unsigned) user->uid);
+  g_assert_cmpstr (lines[0], ==, uid_text);
+  words = g_strsplit (lines[1], " ", -1);
+  g_assert_cmpuint (g_strv_length (words), ==, 2);
+  g_assert_cmpstr (lines[2], ==, "0");
+  {
+    g_autoptr(GRegex) spaces = g_regex_new ("^ +| +$", 0, 0, NULL);
+    g_autoptr(GRegex) inner = g_regex_new (" +", 0, 0, NULL);
+    g_autofree char *trimmed = g_regex_replace_literal (spaces, lines[3], -1, 0, "", 0, NULL);
+    g_autofree char *shown = g_regex_replace_literal (inner, trimmed, -1, 0, " ", 0, NULL);
+    uid_map = g_strdup_printf ("0 %u 1", (unsigned) user->uid);
+    g_assert_cmpstr (shown, ==, uid_map);
+  }
+  {
+    g_autofree char *sandboxes = g_build_filename (state, "sandboxes", NULL);
+    g_assert_cmpint (stat (sandboxes, &st), ==, 0);
+    g_assert_cmpuint (st.st_uid, ==, user->uid);
+  }
+  /* Ended with the job, as the user. */
+  wait_job_gone (words[0]);
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "list", "--json");
+    assert_status (r, 0);
+    g_assert_null (strstr (r->out, words[1]));
+  }
+  records = record_dir (words[0]);
+  g_assert_false (g_file_test (records, G_FILE_TEST_EXISTS));
 }
 
 /* ---- scancel mid-step ---- */
@@ -618,6 +696,7 @@ main (int argc, char **argv)
   g_test_add_func ("/slurm/example", test_example);
   g_test_add_func ("/slurm/identity", test_identity);
   g_test_add_func ("/slurm/provision-cleanup", test_provision_cleanup);
+  g_test_add_func ("/slurm/other-user", test_other_user);
   g_test_add_func ("/slurm/scancel", test_scancel);
   g_test_add_func ("/slurm/remote", test_remote);
   g_test_add_func ("/slurm/bad-values", test_bad_values);
