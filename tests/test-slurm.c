@@ -186,6 +186,14 @@ test_identity (void)
     assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "sandstep\n/workspace\n");
   }
+  /* srun's stdin reaches the task inside. */
+  {
+    g_autofree char *line = g_strdup_printf ("printf 'one\\ntwo\\n' | srun --quiet %s sh -c 'cat; echo end'",
+                                             handle_arg);
+    g_autoptr(Run) r = run_env (envp, "sh", "-c", line);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "one\ntwo\nend\n");
+  }
   /* The same, with the sandbox from the environment's default. */
   {
     g_auto(GStrv) by_env = env_with ("SANDSTEP_RUN", "id-run-1", "SANDSTEP_DAG", "id-dag", "SANDSTEP_SANDBOX", handle,
