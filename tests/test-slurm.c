@@ -19,7 +19,8 @@
  * - a remote handle: the task runs through a sandstepd (started here);
  * - bad values: one line `srun: error: sandstep: --OPTION...`, status 255,
  *   no job queued, the node still idle; a failure on the node fails the
- *   step's tasks, never the node.
+ *   step's tasks, never the node; so does a helper missing on the node
+ *   (a task meant for a sandbox never runs on the host).
  *
  * Without Slurm or the plugin the suite fails, saying what to install.
  *
@@ -657,6 +658,47 @@ test_bad_values (void)
   }
 }
 
+/* ---- a broken install fails closed ---- */
+
+static void
+test_fail_closed (void)
+{
+  g_autofree char *conf = g_build_filename (node.node_dir, "etc", "plugstack.conf", NULL);
+  g_autofree char *saved = NULL;
+  g_autofree char *broken = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *sandbox_arg = NULL;
+  g_auto(GStrv) envp = env_with ("SANDSTEP_RUN", "closed-run", "SANDSTEP_DAG", "closed-dag", NULL);
+
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "provision", "--owner=closed-dag/closed-run");
+    assert_status (r, 0);
+    handle = g_strdup (g_strstrip (r->out));
+  }
+  sandbox_arg = g_strconcat ("--sandbox=", handle, NULL);
+  /* slurmstepd reads plugstack.conf for every step: a helper that is not
+   * there.  The task must fail, never run on the host without its sandbox. */
+  g_assert_true (g_file_get_contents (conf, &saved, NULL, NULL));
+  {
+    g_autoptr(GRegex) helper = g_regex_new ("sandstep=[^ ]*", 0, 0, NULL);
+    broken = g_regex_replace_literal (helper, saved, -1, 0, "sandstep=/nonexistent/sandstep", 0, NULL);
+  }
+  g_assert_true (g_file_set_contents (conf, broken, -1, NULL));
+  {
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", sandbox_arg, "sh", "-c", "echo ran on the host");
+    g_assert_true (g_file_set_contents (conf, saved, -1, NULL));
+    g_assert_cmpint (r->status, ==, 125);
+    g_assert_cmpstr (r->out, ==, "");
+    g_assert_nonnull (strstr (r->err, "sandstep: could not run the helper '/nonexistent/sandstep': No such file or "
+                                      "directory; check sandstep= in plugstack.conf"));
+  }
+  {
+    g_autofree char *destroy_handle = g_strconcat ("--handle=", handle, NULL);
+    g_autoptr(Run) r = run (node.helper, "destroy", destroy_handle, "--owner=closed-dag/closed-run");
+    assert_status (r, 0);
+  }
+}
+
 static void
 fail_with_reason (gconstpointer reason)
 {
@@ -708,6 +750,7 @@ main (int argc, char **argv)
   g_test_add_func ("/slurm/scancel", test_scancel);
   g_test_add_func ("/slurm/remote", test_remote);
   g_test_add_func ("/slurm/bad-values", test_bad_values);
+  g_test_add_func ("/slurm/fail-closed", test_fail_closed);
   status = g_test_run ();
 
   stop_node ();

@@ -605,51 +605,59 @@ slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
 /* Just before Slurm execs the task, as the user: exec it through the helper
  * instead, so it runs in the sandbox.  The batch script stays on the host,
  * where it can run srun (whose steps then run inside). */
+/* Ends the task with @message on its stderr, which is the step's: srun
+ * shows the line, then the status.  A task that was to run inside never
+ * runs on the host instead. */
+static void G_GNUC_NORETURN
+fail_task (const char *message)
+{
+  g_autofree char *line = g_strdup_printf ("sandstep: %s\n", message);
+
+  (void) !write (STDERR_FILENO, line, strlen (line));
+  _exit (SANDSTEP_EXIT_INTERNAL);
+}
+
 int
 slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
   int argc = 0;
   char **argv = NULL;
   char **env;
+  const char *handle;
   g_autoptr(GString) command = g_string_new (NULL);
   g_autofree char *handle_arg = NULL;
   g_autofree char *owner_arg = NULL;
   g_autofree char *holder_arg = NULL;
+  g_autofree char *message = NULL;
 
   if (!spank_remote (sp))
     return 0;
   if (state.failure != NULL)
-    {
-      /* The task's stderr is the step's: srun shows this line, then the status. */
-      g_autofree char *line = g_strdup_printf ("sandstep: %s\n", state.failure);
-      (void) !write (STDERR_FILENO, line, strlen (line));
-      _exit (SANDSTEP_EXIT_INTERNAL);
-    }
+    fail_task (state.failure);
   if (state.sandbox == NULL || step_is_special (state.step_id))
     return 0;
+  handle = strcmp (state.sandbox, JOB_SANDBOX) == 0 ? state.handle : state.sandbox;
+  if (handle == NULL || state.owner == NULL || state.holder == NULL)
+    fail_task ("the step's sandbox and identity are unknown on this node (init_post_opt did not run)");
   if (spank_get_item (sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
       (env = job_environ (sp)) == NULL)
-    {
-      slurm_error ("sandstep: could not read the task's command and environment from Slurm");
-      return -1;
-    }
+    fail_task ("could not read the task's command and environment from Slurm");
   for (int i = 0; i < argc; i++)
     {
       if (i > 0)
         g_string_append_c (command, ' ');
       sandstep_render_quote (command, argv[i]);
     }
-  handle_arg = g_strconcat ("--handle=", strcmp (state.sandbox, JOB_SANDBOX) == 0 ? state.handle : state.sandbox,
-                            NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
   owner_arg = g_strconcat ("--owner=", state.owner, NULL);
   holder_arg = g_strconcat ("--holder=", state.holder, NULL);
   {
     const char *exec_argv[] = { state.helper, "run", handle_arg, owner_arg, holder_arg, "--", command->str, NULL };
     execve (state.helper, (char *const *) exec_argv, env);
   }
-  slurm_error ("sandstep: could not run the helper '%s': %s; check sandstep= in plugstack.conf", state.helper,
-               g_strerror (errno));
-  return -1;
+  message = g_strdup_printf ("could not run the helper '%s': %s; check sandstep= in plugstack.conf", state.helper,
+                             g_strerror (errno));
+  fail_task (message);
 }
 
 /* ---- the end of a job ---- */
