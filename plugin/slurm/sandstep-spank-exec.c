@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -27,11 +28,18 @@ child_exec (const SandstepSpankUser *user, const char *const *argv, const char *
   int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
   static const char become_failed[] = "sandstep-spank: could not become the job's user\n";
 
+  /* Nothing of slurmstepd's: its signal mask and ignored signals, its
+   * descriptors, its working directory (a spool the user may not enter). */
   sigemptyset (&all);
   sigprocmask (SIG_SETMASK, &all, NULL);
-  signal (SIGPIPE, SIG_DFL);
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      signal (sig, SIG_DFL);
   if (null_fd < 0 || dup2 (null_fd, STDIN_FILENO) < 0 || dup2 (out_fd < 0 ? null_fd : out_fd, STDOUT_FILENO) < 0 ||
       dup2 (err_fd < 0 ? null_fd : err_fd, STDERR_FILENO) < 0)
+    _exit (127);
+  close_range (3, ~0U, 0);
+  if (chdir ("/") < 0)
     _exit (127);
 
   /* slurmstepd's user_init runs with the user's effective ids and root's
