@@ -187,6 +187,14 @@ test_identity (void)
     assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "sandstep\n/workspace\n");
   }
+  /* @FILE is read where srun runs: the task's directory (--chdir) need not hold it. */
+  {
+    g_autofree char *file = g_build_filename (node.dir, "identity.sbx", NULL);
+    g_assert_true (g_file_set_contents (file, handle, -1, NULL));
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "--chdir=/", "--sandbox=@identity.sbx", "pwd");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "/workspace\n");
+  }
   /* srun's stdin reaches the task inside. */
   {
     g_autofree char *line = g_strdup_printf ("printf 'one\\ntwo\\n' | srun --quiet %s sh -c 'cat; echo end'",

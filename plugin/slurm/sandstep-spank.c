@@ -56,6 +56,8 @@ SPANK_PLUGIN (sandstep, 1);
 #define DEFAULT_RUNDIR "/run/sandstep-spank"
 /* What the remote side reads when srun made the job for this one step. */
 #define OWN_JOB_VARIABLE "SANDSTEP_SPANK_OWN_JOB"
+/* "@FILE<TAB>HANDLE": what srun read from --sandbox=@FILE, for the node. */
+#define RESOLVED_VARIABLE "SANDSTEP_SPANK_SANDBOX"
 /* The value of --sandbox that names the job's own provisioned sandbox. */
 #define JOB_SANDBOX "job"
 
@@ -275,11 +277,20 @@ check_sandbox (const char *value, GError **error)
                    "--sandbox-provision, or give a handle or @FILE");
       return FALSE;
     }
-  /* @FILE is read here, where srun runs, to fail early; the task reads it
-   * again when it starts, as `sandstep run --handle=@FILE` does. */
+  /* @FILE is read here, where srun runs (when the step runs, as make's
+   * @FILE is read), so that a bad one fails at once, and so that the nodes
+   * need no view of the file: the handle travels in srun's environment,
+   * which becomes the job's, for the value it was read for. */
   handle = sandstep_resolve_handle (value, &local_error);
   if (handle != NULL)
-    return TRUE;
+    {
+      if (value[0] == '@')
+        {
+          g_autofree char *pair = g_strconcat (value, "\t", handle, NULL);
+          g_setenv (RESOLVED_VARIABLE, pair, TRUE);
+        }
+      return TRUE;
+    }
   g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "--sandbox='%s': %s", value,
                local_error->message);
   return FALSE;
@@ -428,6 +439,8 @@ load_job (spank_t sp, GError **error)
   int n_groups = 0;
   g_autofree char *step = NULL;
   g_autofree char *own = NULL;
+  g_autofree char *resolved = NULL;
+  const char *tab;
 
   if (spank_get_item (sp, S_JOB_ID, &state.job_id) != ESPANK_SUCCESS ||
       spank_get_item (sp, S_JOB_STEPID, &state.step_id) != ESPANK_SUCCESS ||
@@ -451,6 +464,14 @@ load_job (spank_t sp, GError **error)
   own = job_env (sp, OWN_JOB_VARIABLE);
   state.own_job = own != NULL && strcmp (own, "1") == 0;
   spank_unsetenv (sp, OWN_JOB_VARIABLE);
+  resolved = job_env (sp, RESOLVED_VARIABLE);
+  spank_unsetenv (sp, RESOLVED_VARIABLE);
+  /* The handle srun read for this very value; else the task's `sandstep run`
+   * reads @FILE in the task's directory. */
+  if (resolved != NULL && state.sandbox != NULL && state.sandbox[0] == '@' &&
+      (tab = strchr (resolved, '\t')) != NULL && strncmp (resolved, state.sandbox, tab - resolved) == 0 &&
+      state.sandbox[tab - resolved] == '\0')
+    set_string (&state.sandbox, tab + 1);
   return TRUE;
 }
 
