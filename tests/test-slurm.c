@@ -611,7 +611,7 @@ test_bad_values (void)
     { "srun", { missing_arg }, NULL, NULL, "srun: error: sandstep: --sandbox='@" },
     { "srun", { "--sandbox=job" }, NULL, NULL, "srun: error: sandstep: --sandbox=job " },
     { "srun", { "--sandbox-keep=5m" }, NULL, NULL, "srun: error: sandstep: --sandbox-keep='5m' " },
-    { "srun", { "--sandbox-provision" }, "SANDSTEP_SANDBOX_KEEP", "-1", "srun: error: sandstep: --sandbox-keep='-1': " },
+    { "srun", { "--sandbox-provision" }, "SANDSTEP_SANDBOX_KEEP", "-1", "srun: error: sandstep: SANDSTEP_SANDBOX_KEEP='-1' (the default of --sandbox-keep): " },
     { "srun", { "--sandbox-provision" }, "SANDSTEP_RUN", "../x", "srun: error: sandstep: " },
     { "sbatch", { "--sandbox-provision=lifetime=0", "--wrap=true" }, NULL, NULL, "sbatch: error: sandstep: --sandbox-provision='lifetime=0': " },
     { "salloc", { "--sandbox-provision", "--sandbox-keep=never" }, NULL, NULL, "salloc: error: sandstep: --sandbox-keep='never': " },

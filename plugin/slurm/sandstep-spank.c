@@ -61,6 +61,8 @@ SPANK_PLUGIN (sandstep, 1);
 /* The value of --sandbox that names the job's own provisioned sandbox. */
 #define JOB_SANDBOX "job"
 
+enum { OPTION_SANDBOX = 1 << 0, OPTION_PROVISION = 1 << 1, OPTION_KEEP = 1 << 2 };
+
 typedef struct {
   /* plugstack.conf */
   char *helper;
@@ -69,6 +71,7 @@ typedef struct {
   char *sandbox;
   char *provision;
   char *keep;
+  guint from_env;      /* OPTION_* bits: the value is its environment default */
   /* slurmstepd */
   uint32_t job_id;
   uint32_t step_id;
@@ -221,6 +224,22 @@ provision_words (const char *options_text)
   return g_strjoinv (" ", (char **) words->pdata);
 }
 
+/* "--sandbox-keep='5m'", or "SANDSTEP_SANDBOX_KEEP='5m' (the default of
+ * --sandbox-keep)" when the value came from the environment. */
+static char *
+shown_option (guint option, const char *value)
+{
+  const char *name = option == OPTION_SANDBOX ? "sandbox" : option == OPTION_PROVISION ? "sandbox-provision"
+                                                                                       : "sandbox-keep";
+  const char *env = option == OPTION_SANDBOX ? "SANDSTEP_SANDBOX" : option == OPTION_PROVISION
+                                                                     ? "SANDSTEP_SANDBOX_PROVISION"
+                                                                     : "SANDSTEP_SANDBOX_KEEP";
+
+  if (state.from_env & option)
+    return g_strdup_printf ("%s='%s' (the default of --%s)", env, value, name);
+  return g_strdup_printf ("--%s='%s'", name, value);
+}
+
 /* `sandstep provision ...` as a /bin/sh command line, its options checked
  * against the operator table as the make plugin checks them. */
 static char *
@@ -239,8 +258,10 @@ render_provision (const char *options_text, const char *owner, const char *holde
   message = local_error->message;
   if (g_str_has_prefix (message, "sandbox-provision: "))
     message += strlen ("sandbox-provision: ");
-  g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "--sandbox-provision='%s': %s",
-               options_text, message);
+  {
+    g_autofree char *shown = shown_option (OPTION_PROVISION, options_text);
+    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown, message);
+  }
   return NULL;
 }
 
@@ -257,8 +278,10 @@ check_keep (const char *value, GError **error)
   message = local_error->message;
   if (g_str_has_prefix (message, "option 'keep': "))
     message += strlen ("option 'keep': ");
-  g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "--sandbox-keep='%s': %s", value,
-               message);
+  {
+    g_autofree char *shown = shown_option (OPTION_KEEP, value);
+    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown, message);
+  }
   return FALSE;
 }
 
@@ -291,8 +314,11 @@ check_sandbox (const char *value, GError **error)
         }
       return TRUE;
     }
-  g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "--sandbox='%s': %s", value,
-               local_error->message);
+  {
+    g_autofree char *shown = shown_option (OPTION_SANDBOX, value);
+    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown,
+                 local_error->message);
+  }
   return FALSE;
 }
 
@@ -320,12 +346,12 @@ job_env (spank_t sp, const char *name)
 static void
 apply_env_defaults (spank_t sp, EnvReader read_env)
 {
-  if (state.sandbox == NULL)
-    state.sandbox = read_env (sp, "SANDSTEP_SANDBOX");
-  if (state.provision == NULL)
-    state.provision = read_env (sp, "SANDSTEP_SANDBOX_PROVISION");
-  if (state.keep == NULL)
-    state.keep = read_env (sp, "SANDSTEP_SANDBOX_KEEP");
+  if (state.sandbox == NULL && (state.sandbox = read_env (sp, "SANDSTEP_SANDBOX")) != NULL)
+    state.from_env |= OPTION_SANDBOX;
+  if (state.provision == NULL && (state.provision = read_env (sp, "SANDSTEP_SANDBOX_PROVISION")) != NULL)
+    state.from_env |= OPTION_PROVISION;
+  if (state.keep == NULL && (state.keep = read_env (sp, "SANDSTEP_SANDBOX_KEEP")) != NULL)
+    state.from_env |= OPTION_KEEP;
 }
 
 /* The owner of the job's sandboxes: DAG/RUN when the run travelled with the
@@ -385,14 +411,18 @@ check_options (spank_t sp)
   g_autofree char *owner = NULL;
   g_autofree char *line = NULL;
 
+  /* Only what this command sets reaches the job (a parent step's would otherwise). */
+  g_unsetenv (RESOLVED_VARIABLE);
+  g_unsetenv (OWN_JOB_VARIABLE);
   apply_env_defaults (sp, process_env);
   if (state.sandbox == NULL && state.provision == NULL && state.keep == NULL)
     return 0;
   if (state.keep != NULL && state.provision == NULL)
     {
+      g_autofree char *shown = shown_option (OPTION_KEEP, state.keep);
       g_set_error (&error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE,
-                   "--sandbox-keep='%s' keeps the job's provisioned sandbox, but the job provisions none; add "
-                   "--sandbox-provision, or leave --sandbox-keep out", state.keep);
+                   "%s keeps the job's provisioned sandbox, but the job provisions none; add "
+                   "--sandbox-provision, or leave --sandbox-keep out", shown);
       refuse_command (error);
     }
   if ((owner = derive_owner (sp, process_env, 0, &error)) == NULL ||
@@ -405,6 +435,8 @@ check_options (spank_t sp)
    * ends with it: its sandbox can go in the step's exit. */
   if (spank_context () == S_CTX_LOCAL && state.provision != NULL && g_getenv ("SLURM_JOB_ID") == NULL)
     g_setenv (OWN_JOB_VARIABLE, "1", TRUE);  /* srun's environment becomes the job's */
+  else
+    g_unsetenv (OWN_JOB_VARIABLE);
   return 0;
 }
 
