@@ -13,9 +13,14 @@ set -euo pipefail
 
 die () { echo "slurm-node.sh: $*" >&2; exit 1; }
 
-# A free TCP port on 127.0.0.1 (bound, then released; the daemons bind it at once).
+# A TCP port nothing listens on (ss, from iproute2), in a range the kernel
+# does not hand out for outgoing connections (ip_local_port_range starts at 32768).
 free_port () {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 12000))
+    ss -Htln "sport = :$port" | grep -q . || { echo "$port"; return; }
+  done
 }
 
 start () {
