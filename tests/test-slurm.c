@@ -513,19 +513,21 @@ test_remote (void)
   g_autofree char *sandbox_arg = g_strconcat ("--sandbox=@", handle_file, NULL);
   g_auto(GStrv) envp = NULL;
   g_auto(GStrv) words = NULL;
-  const char *daemon_argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", token_arg, state_arg, NULL };
+  /* setpriv --pdeathsig: the daemon goes with this process, however it ends. */
+  const char *daemon_argv[] = { "setpriv", "--pdeathsig=TERM", g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0",
+                                token_arg, state_arg, NULL };
   GPid daemon;
   int daemon_out;
   g_autoptr(GError) error = NULL;
   g_autoptr(GIOChannel) channel = NULL;
   int status;
 
-  g_assert_nonnull (daemon_argv[0]);
+  g_assert_nonnull (daemon_argv[2]);
   g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
   token = g_compute_checksum_for_string (G_CHECKSUM_SHA256, node.dir, -1);
   g_assert_true (g_file_set_contents_full (token_path, token, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
   if (!g_spawn_async_with_pipes (dir, (char **) daemon_argv, node.envp, G_SPAWN_DO_NOT_REAP_CHILD |
-                                 G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &daemon, NULL, &daemon_out, NULL, &error))
+                                 G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &daemon, NULL, &daemon_out, NULL, &error))
     g_error ("could not start sandstepd: %s", error->message);
   channel = g_io_channel_unix_new (daemon_out);
   g_io_channel_set_close_on_unref (channel, TRUE);
@@ -574,6 +576,32 @@ test_remote (void)
     g_autoptr(Run) r = run_env (envp, node.helper, "list", "--json");
     assert_status (r, 0);
     g_assert_null (strstr (r->out, words[3]));
+  }
+
+  /* Every step of a batch job finds the same sandbox on the server. */
+  {
+    g_autofree char *out_path = g_build_filename (node.dir, "remote-batch.out", NULL);
+    g_autofree char *out_arg = g_strconcat ("--output=", out_path, NULL);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(Run) r = run_env (envp, "sbatch", "--wait", "--quiet", "--sandbox-provision", out_arg, "--wrap",
+                                "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; srun --quiet sh -c 'echo $SANDSTEP_HANDLE'");
+
+    assert_status (r, 0);
+    g_assert_true (g_file_get_contents (out_path, &text, NULL, NULL));
+    lines = g_strsplit (text, "\n", -1);
+    g_assert_cmpuint (g_strv_length (lines), >=, 2);
+    g_strfreev (words);
+    words = g_strsplit (lines[0], " ", -1);
+    g_assert_cmpuint (g_strv_length (words), ==, 2);
+    g_assert_true (g_str_has_prefix (words[1], url));
+    g_assert_cmpstr (lines[1], ==, words[1]);
+    wait_job_gone (words[0]);
+    {
+      g_autoptr(Run) listed = run_env (envp, node.helper, "list", "--json");
+      assert_status (listed, 0);
+      g_assert_null (strstr (listed->out, words[1]));
+    }
   }
 
   kill (daemon, SIGTERM);
