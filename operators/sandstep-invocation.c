@@ -276,11 +276,14 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
   if (op->flags & SANDSTEP_OP_HANDLE)
     {
       const char *given = sandstep_invocation_get (invocation, "handle");
+      /* A task of a Slurm job that provisioned a sandbox finds it here. */
+      if (given == NULL && g_getenv ("SANDSTEP_HANDLE") != NULL && g_getenv ("SANDSTEP_HANDLE")[0] != '\0')
+        given = g_getenv ("SANDSTEP_HANDLE");
       if (given == NULL)
         {
           sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
                           "no --handle given; pass --handle=HANDLE or --handle=@FILE with the file the "
-                          "provisioning step wrote");
+                          "provisioning step wrote (or set SANDSTEP_HANDLE)");
           return NULL;
         }
       invocation->handle = sandstep_resolve_handle (given, error);

@@ -93,7 +93,7 @@ static const SandstepOption identity_options[] = {
 };
 
 static const SandstepOption handle_options[] = {
-  { "handle",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the sandbox: a handle, or @FILE holding one", "HANDLE" },
+  { "handle",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the sandbox: a handle, or @FILE holding one (default $SANDSTEP_HANDLE)", "HANDLE" },
   { NULL }
 };
 
