@@ -19,6 +19,7 @@
 #include <gio/gio.h>
 #include <libsoup/soup.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -492,6 +493,7 @@ struct _Proxy {
   gint64 stall_after;         /* client bytes to forward before one connection goes silent; -1: never */
   gint64 forwarded;
   gboolean stalled;
+  char *stalled_request;      /* "METHOD TARGET" of the request that went silent */
   ProxyHook hook;
   gpointer hook_data;
   gboolean stopping;
@@ -544,6 +546,7 @@ proxy_up (gpointer data)
   char buffer[65536];
   gboolean silent = FALSE;
   gint64 body_left = 0;
+  g_autofree char *request = NULL;
   gssize n;
 
   while ((n = g_socket_receive (link->client, buffer, sizeof buffer, NULL, NULL)) > 0)
@@ -568,8 +571,10 @@ proxy_up (gpointer data)
               length = strcasestr (pending->str, "\r\ncontent-length:");
               body_left = length != NULL ? g_ascii_strtoll (length + strlen ("\r\ncontent-length:"), NULL, 10) : 0;
               *end = '\r';
+              g_free (request);
+              request = g_strdup_printf ("%s %s", words[0], words[1]);
               g_mutex_lock (&p->lock);
-              g_ptr_array_add (p->seen, g_strdup_printf ("%s %s", words[0], words[1]));
+              g_ptr_array_add (p->seen, g_strdup (request));
               g_mutex_unlock (&p->lock);
               if (p->hook != NULL)
                 p->hook (p, words[0], words[1], p->hook_data);
@@ -581,6 +586,7 @@ proxy_up (gpointer data)
           if (!p->stalled && p->stall_after >= 0 && p->forwarded + (gint64) take > p->stall_after)
             {
               p->stalled = TRUE;
+              p->stalled_request = g_strdup (request);
               silent = TRUE;
             }
           else
@@ -694,6 +700,7 @@ proxy_free (Proxy *p)
   g_ptr_array_unref (p->threads);
   g_ptr_array_unref (p->sockets);
   g_ptr_array_unref (p->seen);
+  g_free (p->stalled_request);
   g_object_unref (p->listener);
   g_mutex_clear (&p->lock);
   g_free (p);
@@ -714,8 +721,8 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   const char *args[8];
 
   g_test_summary ("an object store that stops answering in the middle of a part: the export gives up after "
-                  "--read-timeout (73), says so, and nothing appears; both multipart uploads are aborted "
-                  "(ListMultipartUploads is empty)");
+                  "--read-timeout (73), naming that part, and nothing appears; both multipart uploads are "
+                  "aborted (ListMultipartUploads is empty)");
   if (!need_moto ())
     return;
   bucket = new_bucket (moto);
@@ -724,8 +731,9 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   g_free (sandstep_test_run_ok (f, handle, "echo small > small.txt; seq 1 2000000 > big.txt; "
                                            "seq 1 2000000 > other.txt"));
   proxy = proxy_new (moto->port);
-  /* big.txt (14,888,896 bytes, two parts) and the first part of other.txt
-   * pass; 2 MiB into other.txt's second part the connection goes silent. */
+  /* big.txt (14,888,896 bytes, two parts) passes; 10 MiB into other.txt,
+   * whose two parts go up at once, the connection carrying the bytes of the
+   * moment goes silent. */
   proxy->stall_after = 14888896 + 8 * 1024 * 1024 + 2 * 1024 * 1024;
   endpoint = proxy_endpoint (proxy);
   point_at (f, endpoint, moto->access_key_id, moto->secret_access_key);
@@ -742,7 +750,17 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   r = sandstep_test_helper_argv (f, args, 60);
   sandstep_test_assert_status (r, EXIT_EXPORT);
   g_assert_true (proxy->stalled);
-  sandstep_test_assert_contains (r->err, "did not answer UploadPart (part 2) of");
+  {
+    /* The error names the part whose request went unanswered. */
+    const char *number = strstr (proxy->stalled_request, "partNumber=");
+    g_autofree char *named = NULL;
+
+    g_assert_true (g_str_has_prefix (proxy->stalled_request, "PUT /"));
+    g_assert_nonnull (number);
+    named = g_strdup_printf ("did not answer UploadPart (part %d) of 's3://%s/other.txt'",
+                             atoi (number + strlen ("partNumber=")), bucket);
+    sandstep_test_assert_contains (r->err, named);
+  }
   sandstep_test_assert_contains (r->err, "--read-timeout");
   sandstep_test_assert_contains (r->err, "No destination was changed");
   g_assert_cmpfloat (r->elapsed_s, <, 30);
