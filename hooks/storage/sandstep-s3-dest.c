@@ -24,7 +24,7 @@
 #include "sandstep-error.h"
 #include "sandstep-export-stream.h"
 #include "sandstep-s3.h"
-#include "sandstep-sigv4.h"
+#include "sandstep-sha256.h"
 
 #define MIN_PART_SIZE (8 * 1024 * 1024)
 #define MAX_PARTS 10000
@@ -96,7 +96,7 @@ static Part *
 spool_next_part (S3Destination *d, SandstepExportStream *stream, gsize part_size, guint8 *buffer, GError **error)
 {
   g_autoptr(Part) part = g_new0 (Part, 1);
-  g_autoptr(GChecksum) sha256 = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr(SandstepSha256) sha256 = sandstep_sha256_new ();
 
   part->fd = sandstep_export_spool_open (error);
   if (part->fd < 0)
@@ -109,7 +109,7 @@ spool_next_part (S3Destination *d, SandstepExportStream *stream, gsize part_size
 
       if (n < 0)
         return NULL;
-      g_checksum_update (sha256, buffer, n);
+      sandstep_sha256_update (sha256, buffer, n);
       while (done < (gsize) n)
         {
           ssize_t w = pwrite (part->fd, buffer + done, n - done, part->len + done);
@@ -126,7 +126,7 @@ spool_next_part (S3Destination *d, SandstepExportStream *stream, gsize part_size
         break;                /* the end of the file */
     }
   part->last = part->len < part_size;
-  part->sha256 = g_strdup (g_checksum_get_string (sha256));
+  part->sha256 = sandstep_sha256_hex (sha256);
   return g_steal_pointer (&part);
 }
 
