@@ -488,6 +488,7 @@ struct _Proxy {
   GThread *acceptor;
   GMutex lock;
   GPtrArray *seen;            /* "METHOD TARGET" of every request */
+  GPtrArray *heads;           /* every request's head, as sent */
   GPtrArray *sockets;         /* to shut down at the end */
   GPtrArray *threads;
   gint64 stall_after;         /* client bytes to forward before one connection goes silent; -1: never */
@@ -575,6 +576,7 @@ proxy_up (gpointer data)
               request = g_strdup_printf ("%s %s", words[0], words[1]);
               g_mutex_lock (&p->lock);
               g_ptr_array_add (p->seen, g_strdup (request));
+              g_ptr_array_add (p->heads, g_strndup (pending->str, end - pending->str));
               g_mutex_unlock (&p->lock);
               if (p->hook != NULL)
                 p->hook (p, words[0], words[1], p->hook_data);
@@ -648,6 +650,7 @@ proxy_new (guint upstream_port)
   p->upstream_port = upstream_port;
   p->stall_after = -1;
   p->seen = g_ptr_array_new_with_free_func (g_free);
+  p->heads = g_ptr_array_new_with_free_func (g_free);
   p->sockets = g_ptr_array_new_with_free_func (g_object_unref);
   p->threads = g_ptr_array_new ();
   p->listener = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
@@ -700,6 +703,7 @@ proxy_free (Proxy *p)
   g_ptr_array_unref (p->threads);
   g_ptr_array_unref (p->sockets);
   g_ptr_array_unref (p->seen);
+  g_ptr_array_unref (p->heads);
   g_free (p->stalled_request);
   g_object_unref (p->listener);
   g_mutex_clear (&p->lock);
@@ -772,6 +776,95 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
     g_test_message ("uploads left: %s", joined (uploads));
   g_assert_cmpuint (uploads->len, ==, 0);
   g_assert_true (proxy_saw (proxy, "DELETE /"));     /* the aborts */
+}
+
+/* The value of header @name (lower case) in @head, or NULL. */
+static char *
+head_value (const char *head, const char *name)
+{
+  g_auto(GStrv) lines = g_strsplit (head, "\r\n", -1);
+
+  for (guint i = 1; lines[i] != NULL; i++)
+    {
+      const char *colon = strchr (lines[i], ':');
+      g_autofree char *lower = colon != NULL ? g_ascii_strdown (lines[i], colon - lines[i]) : NULL;
+
+      if (lower != NULL && strcmp (lower, name) == 0)
+        return g_strstrip (g_strdup (colon + 1));
+    }
+  return NULL;
+}
+
+static void
+test_what_is_signed (Fixture *f, gconstpointer data)
+{
+  g_autofree char *bucket = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *endpoint = NULL;
+  g_autofree char *pair_small = NULL, *pair_big = NULL;
+  g_autofree char *text = NULL;
+  g_autoptr(Proxy) proxy = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  gsize text_len, part_size = 8 * 1024 * 1024;
+  guint parts_seen = 0, puts_seen = 0;
+
+  g_test_summary ("every request an export sends signs its body's real SHA-256 (x-amz-content-sha256; S3 "
+                  "refuses a wrong one, moto does not check it), each part's that part's bytes, and none is "
+                  "aws-chunked, chunked or carries an x-amz-checksum-* header, which S3-compatible servers "
+                  "refuse");
+  if (!need_moto ())
+    return;
+  bucket = new_bucket (moto);
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  g_free (sandstep_test_run_ok (f, handle, "echo small > small.txt; seq 1 3000000 > big.txt"));
+  text = seq_text (3000000, &text_len);
+  proxy = proxy_new (moto->port);
+  endpoint = proxy_endpoint (proxy);
+  point_at (f, endpoint, moto->access_key_id, moto->secret_access_key);
+  pair_small = g_strdup_printf ("small.txt=s3://%s/small.txt", bucket);
+  pair_big = g_strdup_printf ("big.txt=s3://%s/big.txt", bucket);
+  r = sandstep_test_helper (f, "export", h, pair_small, pair_big, NULL);
+  sandstep_test_assert_status (r, 0);
+
+  g_mutex_lock (&proxy->lock);
+  for (guint i = 0; i < proxy->heads->len; i++)
+    {
+      const char *head = proxy->heads->pdata[i];
+      g_autofree char *lower = g_ascii_strdown (head, -1);
+      g_autofree char *hash = head_value (head, "x-amz-content-sha256");
+      g_autofree char *want = NULL;
+      const char *number = strstr (head, "partNumber=");
+
+      g_assert_null (strstr (lower, "x-amz-checksum"));
+      g_assert_null (strstr (lower, "aws-chunked"));
+      g_assert_null (strstr (lower, "transfer-encoding"));
+      g_assert_null (strstr (lower, "x-amz-decoded-content-length"));
+      g_assert_nonnull (hash);
+      g_assert_cmpuint (strlen (hash), ==, 64);             /* a hash, not UNSIGNED-PAYLOAD */
+      if (g_str_has_prefix (head, "PUT ") && number != NULL)
+        {
+          gsize n = g_ascii_strtoull (number + strlen ("partNumber="), NULL, 10);
+          gsize from = (n - 1) * part_size;
+
+          g_assert_cmpuint (n, >=, 1);
+          g_assert_cmpuint (from, <, text_len);
+          want = g_compute_checksum_for_data (G_CHECKSUM_SHA256, (const guchar *) text + from,
+                                              MIN (part_size, text_len - from));
+          parts_seen++;
+        }
+      else if (g_str_has_prefix (head, "PUT ") && strstr (head, "/small.txt ") != NULL)
+        {
+          want = g_compute_checksum_for_string (G_CHECKSUM_SHA256, "small\n", -1);
+          puts_seen++;
+        }
+      if (want != NULL)
+        g_assert_cmpstr (hash, ==, want);
+    }
+  g_mutex_unlock (&proxy->lock);
+  g_assert_cmpuint (parts_seen, ==, (text_len + part_size - 1) / part_size);
+  g_assert_cmpuint (puts_seen, ==, 1);
 }
 
 static void
@@ -1368,6 +1461,7 @@ main (int argc, char **argv)
   ADD ("/s3/export/small-and-multipart", test_small_and_multipart);
   ADD ("/s3/export/one-missing", test_one_missing);
   ADD ("/s3/export/server-stops-answering", test_server_stops_answering);
+  ADD ("/s3/export/what-is-signed", test_what_is_signed);
   ADD ("/s3/export/wrong-credentials", test_wrong_credentials);
   ADD ("/s3/export/profile", test_profile);
   ADD ("/s3/export/no-clobber", test_no_clobber);
