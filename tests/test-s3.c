@@ -19,6 +19,7 @@
 #include <gio/gio.h>
 #include <libsoup/soup.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,14 @@ moto_stop (Moto *m)
 }
 
 /* Starts moto_server on 127.0.0.1 at a port it picks (-p 0; it prints the one it got). */
+/* A failed assertion aborts the test program before moto_stop(): the
+ * server must not outlive it. */
+static void
+die_with_test (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
 static Moto *
 moto_start (gboolean with_auth, char **out_why)
 {
@@ -117,6 +126,7 @@ moto_start (gboolean with_auth, char **out_why)
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_INHERIT);
 
     g_subprocess_launcher_set_environ (launcher, envp);
+    g_subprocess_launcher_set_child_setup (launcher, die_with_test, NULL, NULL);
     g_subprocess_launcher_take_stdout_fd (launcher, dup (log_fd));
     g_subprocess_launcher_take_stderr_fd (launcher, dup (log_fd));
     m->proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
