@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+G_DEFINE_QUARK (sandstep-fd-stream-error-quark, sandstep_fd_stream_error)
+
 struct _SandstepFdStream {
   GInputStream parent;
   int fd;
@@ -32,15 +34,15 @@ fd_stream_read (GInputStream *stream, void *buffer, gsize count, GCancellable *c
   if (n < 0)
     {
       int saved = errno;
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "Cannot read a spooled part: %s",
+      g_set_error (error, SANDSTEP_FD_STREAM_ERROR, g_io_error_from_errno (saved), "cannot read it back: %s",
                    g_strerror (saved));
       return -1;
     }
   if (n == 0)
     {
       /* Shorter than promised: the request's Content-Length would be a lie. */
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "A spooled part ended %" G_GOFFSET_FORMAT " bytes early",
-                   s->len - s->offset);
+      g_set_error (error, SANDSTEP_FD_STREAM_ERROR, G_IO_ERROR_FAILED,
+                   "it ended %" G_GOFFSET_FORMAT " bytes short of its length", s->len - s->offset);
       return -1;
     }
   s->offset += n;

@@ -12,6 +12,11 @@
 
 G_BEGIN_DECLS
 
+/* A read of the file failed, or it ended before LEN bytes: what a request
+ * that fails with this error failed on is the spool, not the network. */
+#define SANDSTEP_FD_STREAM_ERROR (sandstep_fd_stream_error_quark ())
+GQuark sandstep_fd_stream_error_quark (void);
+
 #define SANDSTEP_TYPE_FD_STREAM (sandstep_fd_stream_get_type ())
 G_DECLARE_FINAL_TYPE (SandstepFdStream, sandstep_fd_stream, SANDSTEP, FD_STREAM, GInputStream)
 

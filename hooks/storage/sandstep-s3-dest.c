@@ -324,26 +324,9 @@ s3_commit (SandstepDestination *parent, GError **error)
       g_clear_pointer (&d->upload_id, g_free);
       return TRUE;
     }
-  {
-    g_autofree guint8 *data = g_malloc (MAX (d->spool_len, 1));
-    g_autoptr(GBytes) body = NULL;
-    gsize done = 0;
-
-    while (done < d->spool_len)
-      {
-        ssize_t n = pread (d->spool_fd, data + done, d->spool_len - done, done);
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n <= 0)
-          return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE,
-                                       n < 0 ? errno : EIO, "Cannot read back the spool of '%s'", parent->path);
-        done += n;
-      }
-    body = g_bytes_new_take (g_steal_pointer (&data), d->spool_len);
-    if (!sandstep_s3_put_object (d->client, d->bucket, d->key, body, d->spool_sha256, parent->context->no_clobber,
-                                 &local_error))
-      return as_export_error (local_error, error);
-  }
+  if (!sandstep_s3_put_object_from_fd (d->client, d->bucket, d->key, d->spool_fd, d->spool_len, d->spool_sha256,
+                                       parent->context->no_clobber, &local_error))
+    return as_export_error (local_error, error);
   return TRUE;
 }
 

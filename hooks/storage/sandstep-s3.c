@@ -480,6 +480,13 @@ send_request (SandstepS3Client *client, const Request *req, guint ok_status, Res
                           local_error->message), FALSE;
     }
   body = soup_session_send_and_read (client->session, msg, NULL, &local_error);
+  if (body == NULL && local_error->domain == SANDSTEP_FD_STREAM_ERROR)
+    {
+      doing = what (req);
+      return g_set_error (error, SANDSTEP_S3_ERROR, SANDSTEP_S3_ERROR_FAILED,
+                          "Cannot send %s: its spool file in TMPDIR ('%s'): %s; check the disk TMPDIR is on",
+                          doing, g_get_tmp_dir (), local_error->message), FALSE;
+    }
   if (body == NULL)
     {
       g_autofree char *cause = scrub (client, local_error->message);
@@ -600,6 +607,20 @@ sandstep_s3_upload_part_from_fd (SandstepS3Client *client, const char *bucket, c
   if (stream == NULL)
     return NULL;
   return upload_part (client, bucket, key, upload_id, part_number, NULL, stream, len, sha256_hex, error);
+}
+
+gboolean
+sandstep_s3_put_object_from_fd (SandstepS3Client *client, const char *bucket, const char *key, int fd, goffset len,
+                                const char *sha256_hex, gboolean if_none_match, GError **error)
+{
+  g_autoptr(GInputStream) stream = sandstep_fd_stream_new (fd, len, error);
+  Request req = { .op = "PutObject", .method = "PUT", .bucket = bucket, .key = key, .body_stream = stream,
+                  .body_len = len, .sha256_hex = sha256_hex, .if_none_match = if_none_match };
+  g_auto(Response) r = { 0 };
+
+  if (stream == NULL)
+    return FALSE;
+  return send_request (client, &req, 0, &r, error);
 }
 
 gboolean

@@ -48,6 +48,10 @@ gboolean sandstep_s3_check_names (const char *bucket, const char *key, GError **
 /* PutObject of @body (its SHA-256 in @sha256_hex, or NULL to compute it). */
 gboolean sandstep_s3_put_object (SandstepS3Client *client, const char *bucket, const char *key, GBytes *body,
                                  const char *sha256_hex, gboolean if_none_match, GError **error);
+/* The same, its body the first @len bytes of @fd (read with pread()). */
+gboolean sandstep_s3_put_object_from_fd (SandstepS3Client *client, const char *bucket, const char *key, int fd,
+                                         goffset len, const char *sha256_hex, gboolean if_none_match,
+                                         GError **error);
 /* HeadObject: *@out_exists tells whether the key exists. */
 gboolean sandstep_s3_head_object (SandstepS3Client *client, const char *bucket, const char *key,
                                   gboolean *out_exists, GError **error);
