@@ -878,6 +878,45 @@ test_what_is_signed (Fixture *f, gconstpointer data)
 }
 
 static void
+test_no_spool (Fixture *f, gconstpointer data)
+{
+  g_autofree char *bucket = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *pair_small = NULL, *pair_big = NULL;
+  g_autofree char *nowhere = NULL;
+  g_autoptr(GPtrArray) keys = NULL, uploads = NULL;
+
+  g_test_summary ("every s3:// part and small file spools in TMPDIR: a TMPDIR that cannot take one fails the "
+                  "export (73) naming it and what to do, before any upload starts; nothing appears");
+  if (!need_moto ())
+    return;
+  bucket = new_bucket (moto);
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  g_free (sandstep_test_run_ok (f, handle, "echo small > small.txt; seq 1 2000000 > big.txt"));
+  point_at (f, moto->endpoint, moto->access_key_id, moto->secret_access_key);
+  nowhere = sandstep_test_host_path (f, "no-such-tmpdir");
+  sandstep_test_fixture_setenv (f, "TMPDIR", nowhere);
+  pair_small = g_strdup_printf ("small.txt=s3://%s/small.txt", bucket);
+  pair_big = g_strdup_printf ("big.txt=s3://%s/big.txt", bucket);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, i == 0 ? pair_big : pair_small, NULL);
+      g_autofree char *named = g_strdup_printf ("Cannot make a spool file in '%s' (TMPDIR); point TMPDIR at a "
+                                                "writable directory", nowhere);
+
+      sandstep_test_assert_status (r, EXIT_EXPORT);
+      sandstep_test_assert_contains (r->err, named);
+      sandstep_test_assert_contains (r->err, "No destination was changed");
+    }
+  keys = list_objects (moto, bucket);
+  g_assert_cmpuint (keys->len, ==, 0);
+  uploads = list_uploads (moto, bucket);
+  g_assert_cmpuint (uploads->len, ==, 0);
+}
+
+static void
 test_wrong_credentials (Fixture *f, gconstpointer data)
 {
   g_autofree char *bucket = NULL;
@@ -1472,6 +1511,7 @@ main (int argc, char **argv)
   ADD ("/s3/export/one-missing", test_one_missing);
   ADD ("/s3/export/server-stops-answering", test_server_stops_answering);
   ADD ("/s3/export/what-is-signed", test_what_is_signed);
+  ADD ("/s3/export/no-spool", test_no_spool);
   ADD ("/s3/export/wrong-credentials", test_wrong_credentials);
   ADD ("/s3/export/profile", test_profile);
   ADD ("/s3/export/no-clobber", test_no_clobber);
