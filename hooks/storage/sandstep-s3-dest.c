@@ -28,9 +28,9 @@
 
 #define MIN_PART_SIZE (8 * 1024 * 1024)
 #define MAX_PARTS 10000
-/* UploadParts at once.  S3 takes parts in any order and on any connection;
- * a server that handles requests in threads (moto, MinIO, AWS) takes them
- * faster so.  At most SANDSTEP_S3_MAX_CONNS. */
+/* UploadParts at once.  S3 takes parts in any order and on any connection,
+ * and servers take them side by side (moto's 1 GiB part phase: 6.9 s one at
+ * a time, 4.4 s with four or eight).  At most SANDSTEP_S3_MAX_CONNS. */
 #define PARTS_IN_FLIGHT 4
 #define READ_BUFFER_SIZE (1024 * 1024)
 
