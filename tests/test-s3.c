@@ -19,6 +19,8 @@
 #include <gio/gio.h>
 #include <libsoup/soup.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -85,6 +87,14 @@ moto_stop (Moto *m)
 }
 
 /* Starts moto_server on 127.0.0.1 at a port it picks (-p 0; it prints the one it got). */
+/* A failed assertion aborts the test program before moto_stop(): the
+ * server must not outlive it. */
+static void
+die_with_test (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
 static Moto *
 moto_start (gboolean with_auth, char **out_why)
 {
@@ -116,6 +126,7 @@ moto_start (gboolean with_auth, char **out_why)
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_INHERIT);
 
     g_subprocess_launcher_set_environ (launcher, envp);
+    g_subprocess_launcher_set_child_setup (launcher, die_with_test, NULL, NULL);
     g_subprocess_launcher_take_stdout_fd (launcher, dup (log_fd));
     g_subprocess_launcher_take_stderr_fd (launcher, dup (log_fd));
     m->proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
@@ -487,11 +498,13 @@ struct _Proxy {
   GThread *acceptor;
   GMutex lock;
   GPtrArray *seen;            /* "METHOD TARGET" of every request */
+  GPtrArray *heads;           /* every request's head, as sent */
   GPtrArray *sockets;         /* to shut down at the end */
   GPtrArray *threads;
   gint64 stall_after;         /* client bytes to forward before one connection goes silent; -1: never */
   gint64 forwarded;
   gboolean stalled;
+  char *stalled_request;      /* "METHOD TARGET" of the request that went silent */
   ProxyHook hook;
   gpointer hook_data;
   gboolean stopping;
@@ -544,6 +557,7 @@ proxy_up (gpointer data)
   char buffer[65536];
   gboolean silent = FALSE;
   gint64 body_left = 0;
+  g_autofree char *request = NULL;
   gssize n;
 
   while ((n = g_socket_receive (link->client, buffer, sizeof buffer, NULL, NULL)) > 0)
@@ -568,8 +582,11 @@ proxy_up (gpointer data)
               length = strcasestr (pending->str, "\r\ncontent-length:");
               body_left = length != NULL ? g_ascii_strtoll (length + strlen ("\r\ncontent-length:"), NULL, 10) : 0;
               *end = '\r';
+              g_free (request);
+              request = g_strdup_printf ("%s %s", words[0], words[1]);
               g_mutex_lock (&p->lock);
-              g_ptr_array_add (p->seen, g_strdup_printf ("%s %s", words[0], words[1]));
+              g_ptr_array_add (p->seen, g_strdup (request));
+              g_ptr_array_add (p->heads, g_strndup (pending->str, end - pending->str));
               g_mutex_unlock (&p->lock);
               if (p->hook != NULL)
                 p->hook (p, words[0], words[1], p->hook_data);
@@ -581,6 +598,7 @@ proxy_up (gpointer data)
           if (!p->stalled && p->stall_after >= 0 && p->forwarded + (gint64) take > p->stall_after)
             {
               p->stalled = TRUE;
+              p->stalled_request = g_strdup (request);
               silent = TRUE;
             }
           else
@@ -642,6 +660,7 @@ proxy_new (guint upstream_port)
   p->upstream_port = upstream_port;
   p->stall_after = -1;
   p->seen = g_ptr_array_new_with_free_func (g_free);
+  p->heads = g_ptr_array_new_with_free_func (g_free);
   p->sockets = g_ptr_array_new_with_free_func (g_object_unref);
   p->threads = g_ptr_array_new ();
   p->listener = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
@@ -694,6 +713,8 @@ proxy_free (Proxy *p)
   g_ptr_array_unref (p->threads);
   g_ptr_array_unref (p->sockets);
   g_ptr_array_unref (p->seen);
+  g_ptr_array_unref (p->heads);
+  g_free (p->stalled_request);
   g_object_unref (p->listener);
   g_mutex_clear (&p->lock);
   g_free (p);
@@ -714,8 +735,8 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   const char *args[8];
 
   g_test_summary ("an object store that stops answering in the middle of a part: the export gives up after "
-                  "--read-timeout (73), says so, and nothing appears; both multipart uploads are aborted "
-                  "(ListMultipartUploads is empty)");
+                  "--read-timeout (73), naming that part, and nothing appears; both multipart uploads are "
+                  "aborted (ListMultipartUploads is empty)");
   if (!need_moto ())
     return;
   bucket = new_bucket (moto);
@@ -724,8 +745,9 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   g_free (sandstep_test_run_ok (f, handle, "echo small > small.txt; seq 1 2000000 > big.txt; "
                                            "seq 1 2000000 > other.txt"));
   proxy = proxy_new (moto->port);
-  /* big.txt (14,888,896 bytes, two parts) and the first part of other.txt
-   * pass; 2 MiB into other.txt's second part the connection goes silent. */
+  /* big.txt (14,888,896 bytes, two parts) passes; 10 MiB into other.txt,
+   * whose two parts go up at once, the connection carrying the bytes of the
+   * moment goes silent. */
   proxy->stall_after = 14888896 + 8 * 1024 * 1024 + 2 * 1024 * 1024;
   endpoint = proxy_endpoint (proxy);
   point_at (f, endpoint, moto->access_key_id, moto->secret_access_key);
@@ -742,7 +764,17 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   r = sandstep_test_helper_argv (f, args, 60);
   sandstep_test_assert_status (r, EXIT_EXPORT);
   g_assert_true (proxy->stalled);
-  sandstep_test_assert_contains (r->err, "did not answer UploadPart (part 2) of");
+  {
+    /* The error names the part whose request went unanswered. */
+    const char *number = strstr (proxy->stalled_request, "partNumber=");
+    g_autofree char *named = NULL;
+
+    g_assert_true (g_str_has_prefix (proxy->stalled_request, "PUT /"));
+    g_assert_nonnull (number);
+    named = g_strdup_printf ("did not answer UploadPart (part %d) of 's3://%s/other.txt'",
+                             atoi (number + strlen ("partNumber=")), bucket);
+    sandstep_test_assert_contains (r->err, named);
+  }
   sandstep_test_assert_contains (r->err, "--read-timeout");
   sandstep_test_assert_contains (r->err, "No destination was changed");
   g_assert_cmpfloat (r->elapsed_s, <, 30);
@@ -754,6 +786,134 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
     g_test_message ("uploads left: %s", joined (uploads));
   g_assert_cmpuint (uploads->len, ==, 0);
   g_assert_true (proxy_saw (proxy, "DELETE /"));     /* the aborts */
+}
+
+/* The value of header @name (lower case) in @head, or NULL. */
+static char *
+head_value (const char *head, const char *name)
+{
+  g_auto(GStrv) lines = g_strsplit (head, "\r\n", -1);
+
+  for (guint i = 1; lines[i] != NULL; i++)
+    {
+      const char *colon = strchr (lines[i], ':');
+      g_autofree char *lower = colon != NULL ? g_ascii_strdown (lines[i], colon - lines[i]) : NULL;
+
+      if (lower != NULL && strcmp (lower, name) == 0)
+        return g_strstrip (g_strdup (colon + 1));
+    }
+  return NULL;
+}
+
+static void
+test_what_is_signed (Fixture *f, gconstpointer data)
+{
+  g_autofree char *bucket = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *endpoint = NULL;
+  g_autofree char *pair_small = NULL, *pair_big = NULL;
+  g_autofree char *text = NULL;
+  g_autoptr(Proxy) proxy = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  gsize text_len, part_size = 8 * 1024 * 1024;
+  guint parts_seen = 0, puts_seen = 0;
+
+  g_test_summary ("every request an export sends signs its body's real SHA-256 (x-amz-content-sha256; S3 "
+                  "refuses a wrong one, moto does not check it), each part's that part's bytes, and none is "
+                  "aws-chunked, chunked or carries an x-amz-checksum-* header, which S3-compatible servers "
+                  "refuse");
+  if (!need_moto ())
+    return;
+  bucket = new_bucket (moto);
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  g_free (sandstep_test_run_ok (f, handle, "echo small > small.txt; seq 1 3000000 > big.txt"));
+  text = seq_text (3000000, &text_len);
+  proxy = proxy_new (moto->port);
+  endpoint = proxy_endpoint (proxy);
+  point_at (f, endpoint, moto->access_key_id, moto->secret_access_key);
+  pair_small = g_strdup_printf ("small.txt=s3://%s/small.txt", bucket);
+  pair_big = g_strdup_printf ("big.txt=s3://%s/big.txt", bucket);
+  r = sandstep_test_helper (f, "export", h, pair_small, pair_big, NULL);
+  sandstep_test_assert_status (r, 0);
+
+  g_mutex_lock (&proxy->lock);
+  for (guint i = 0; i < proxy->heads->len; i++)
+    {
+      const char *head = proxy->heads->pdata[i];
+      g_autofree char *lower = g_ascii_strdown (head, -1);
+      g_autofree char *hash = head_value (head, "x-amz-content-sha256");
+      g_autofree char *want = NULL;
+      const char *number = strstr (head, "partNumber=");
+
+      g_assert_null (strstr (lower, "x-amz-checksum"));
+      g_assert_null (strstr (lower, "aws-chunked"));
+      g_assert_null (strstr (lower, "transfer-encoding"));
+      g_assert_null (strstr (lower, "x-amz-decoded-content-length"));
+      g_assert_nonnull (hash);
+      g_assert_cmpuint (strlen (hash), ==, 64);             /* a hash, not UNSIGNED-PAYLOAD */
+      if (g_str_has_prefix (head, "PUT ") && number != NULL)
+        {
+          gsize n = g_ascii_strtoull (number + strlen ("partNumber="), NULL, 10);
+          gsize from = (n - 1) * part_size;
+
+          g_assert_cmpuint (n, >=, 1);
+          g_assert_cmpuint (from, <, text_len);
+          want = g_compute_checksum_for_data (G_CHECKSUM_SHA256, (const guchar *) text + from,
+                                              MIN (part_size, text_len - from));
+          parts_seen++;
+        }
+      else if (g_str_has_prefix (head, "PUT ") && strstr (head, "/small.txt ") != NULL)
+        {
+          want = g_compute_checksum_for_string (G_CHECKSUM_SHA256, "small\n", -1);
+          puts_seen++;
+        }
+      if (want != NULL)
+        g_assert_cmpstr (hash, ==, want);
+    }
+  g_mutex_unlock (&proxy->lock);
+  g_assert_cmpuint (parts_seen, ==, (text_len + part_size - 1) / part_size);
+  g_assert_cmpuint (puts_seen, ==, 1);
+}
+
+static void
+test_no_spool (Fixture *f, gconstpointer data)
+{
+  g_autofree char *bucket = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *pair_small = NULL, *pair_big = NULL;
+  g_autofree char *nowhere = NULL;
+  g_autoptr(GPtrArray) keys = NULL, uploads = NULL;
+
+  g_test_summary ("every s3:// part and small file spools in TMPDIR: a TMPDIR that cannot take one fails the "
+                  "export (73) naming it and what to do, before any upload starts; nothing appears");
+  if (!need_moto ())
+    return;
+  bucket = new_bucket (moto);
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  g_free (sandstep_test_run_ok (f, handle, "echo small > small.txt; seq 1 2000000 > big.txt"));
+  point_at (f, moto->endpoint, moto->access_key_id, moto->secret_access_key);
+  nowhere = sandstep_test_host_path (f, "no-such-tmpdir");
+  sandstep_test_fixture_setenv (f, "TMPDIR", nowhere);
+  pair_small = g_strdup_printf ("small.txt=s3://%s/small.txt", bucket);
+  pair_big = g_strdup_printf ("big.txt=s3://%s/big.txt", bucket);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, i == 0 ? pair_big : pair_small, NULL);
+      g_autofree char *named = g_strdup_printf ("Cannot make a spool file in '%s' (TMPDIR); point TMPDIR at a "
+                                                "writable directory", nowhere);
+
+      sandstep_test_assert_status (r, EXIT_EXPORT);
+      sandstep_test_assert_contains (r->err, named);
+      sandstep_test_assert_contains (r->err, "No destination was changed");
+    }
+  keys = list_objects (moto, bucket);
+  g_assert_cmpuint (keys->len, ==, 0);
+  uploads = list_uploads (moto, bucket);
+  g_assert_cmpuint (uploads->len, ==, 0);
 }
 
 static void
@@ -1350,6 +1510,8 @@ main (int argc, char **argv)
   ADD ("/s3/export/small-and-multipart", test_small_and_multipart);
   ADD ("/s3/export/one-missing", test_one_missing);
   ADD ("/s3/export/server-stops-answering", test_server_stops_answering);
+  ADD ("/s3/export/what-is-signed", test_what_is_signed);
+  ADD ("/s3/export/no-spool", test_no_spool);
   ADD ("/s3/export/wrong-credentials", test_wrong_credentials);
   ADD ("/s3/export/profile", test_profile);
   ADD ("/s3/export/no-clobber", test_no_clobber);

@@ -4,6 +4,7 @@
 #include <libsoup/soup.h>
 #include <string.h>
 
+#include "sandstep-fd-stream.h"
 #include "sandstep-sigv4.h"
 
 G_DEFINE_QUARK (sandstep-s3-error-quark, sandstep_s3_error)
@@ -82,8 +83,10 @@ sandstep_s3_client_new (SandstepAwsConfig *config, double read_timeout_s, GError
   }
   {
     g_autoptr(GProxyResolver) proxies = sandstep_aws_proxy_resolver ();
+    /* Parts go up several at once (sandstep-s3-dest.c), each on a connection of its own. */
     client->session = soup_session_new_with_options ("timeout", timeout, "user-agent", "sandstep", "proxy-resolver",
-                                                     proxies, NULL);
+                                                     proxies, "max-conns-per-host", SANDSTEP_S3_MAX_CONNS,
+                                                     "max-conns", SANDSTEP_S3_MAX_CONNS, NULL);
   }
   return g_steal_pointer (&client);
 }
@@ -170,7 +173,9 @@ typedef struct {
   const char *bucket;
   const char *key;            /* NULL: the bucket itself */
   const char *const *query;   /* name, value, ..., NULL */
-  GBytes *body;               /* NULL: none */
+  GBytes *body;               /* NULL: none, or body_stream */
+  GInputStream *body_stream;  /* of body_len bytes; sha256_hex must be given */
+  goffset body_len;
   const char *sha256_hex;     /* of body; NULL: computed */
   const char *content_type;
   gboolean if_none_match;
@@ -446,7 +451,9 @@ build_message (SandstepS3Client *client, const Request *req, GError **error)
       soup_message_headers_replace (h, headers->pdata[i], headers->pdata[i + 1]);
   soup_message_headers_replace (h, "Authorization", authorization);
   memset (authorization, 0, strlen (authorization));
-  if (req->body != NULL)
+  if (req->body_stream != NULL)
+    soup_message_set_request_body (msg, req->content_type, req->body_stream, req->body_len);
+  else if (req->body != NULL)
     soup_message_set_request_body_from_bytes (msg, req->content_type, req->body);
   else if (strcmp (req->method, "PUT") == 0 || strcmp (req->method, "POST") == 0)
     soup_message_headers_set_content_length (h, 0);
@@ -473,6 +480,13 @@ send_request (SandstepS3Client *client, const Request *req, guint ok_status, Res
                           local_error->message), FALSE;
     }
   body = soup_session_send_and_read (client->session, msg, NULL, &local_error);
+  if (body == NULL && local_error->domain == SANDSTEP_FD_STREAM_ERROR)
+    {
+      doing = what (req);
+      return g_set_error (error, SANDSTEP_S3_ERROR, SANDSTEP_S3_ERROR_FAILED,
+                          "Cannot send %s: its spool file in TMPDIR ('%s'): %s; check the disk TMPDIR is on",
+                          doing, g_get_tmp_dir (), local_error->message), FALSE;
+    }
   if (body == NULL)
     {
       g_autofree char *cause = scrub (client, local_error->message);
@@ -553,14 +567,15 @@ sandstep_s3_create_multipart_upload (SandstepS3Client *client, const char *bucke
   return answer.upload_id;
 }
 
-char *
-sandstep_s3_upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
-                         guint part_number, GBytes *body, const char *sha256_hex, GError **error)
+static char *
+upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
+             guint part_number, GBytes *body, GInputStream *body_stream, goffset body_len, const char *sha256_hex,
+             GError **error)
 {
   g_autofree char *number = g_strdup_printf ("%u", part_number);
   const char *query[] = { "partNumber", number, "uploadId", upload_id, NULL };
   Request req = { .op = "UploadPart", .method = "PUT", .bucket = bucket, .key = key, .query = query, .body = body,
-                  .sha256_hex = sha256_hex, .part = part_number };
+                  .body_stream = body_stream, .body_len = body_len, .sha256_hex = sha256_hex, .part = part_number };
   g_auto(Response) r = { 0 };
 
   if (!send_request (client, &req, 0, &r, error))
@@ -573,6 +588,39 @@ sandstep_s3_upload_part (SandstepS3Client *client, const char *bucket, const cha
                           client->shown, doing), NULL;
     }
   return g_steal_pointer (&r.etag);
+}
+
+char *
+sandstep_s3_upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
+                         guint part_number, GBytes *body, const char *sha256_hex, GError **error)
+{
+  return upload_part (client, bucket, key, upload_id, part_number, body, NULL, 0, sha256_hex, error);
+}
+
+char *
+sandstep_s3_upload_part_from_fd (SandstepS3Client *client, const char *bucket, const char *key,
+                                 const char *upload_id, guint part_number, int fd, goffset len,
+                                 const char *sha256_hex, GError **error)
+{
+  g_autoptr(GInputStream) stream = sandstep_fd_stream_new (fd, len, error);
+
+  if (stream == NULL)
+    return NULL;
+  return upload_part (client, bucket, key, upload_id, part_number, NULL, stream, len, sha256_hex, error);
+}
+
+gboolean
+sandstep_s3_put_object_from_fd (SandstepS3Client *client, const char *bucket, const char *key, int fd, goffset len,
+                                const char *sha256_hex, gboolean if_none_match, GError **error)
+{
+  g_autoptr(GInputStream) stream = sandstep_fd_stream_new (fd, len, error);
+  Request req = { .op = "PutObject", .method = "PUT", .bucket = bucket, .key = key, .body_stream = stream,
+                  .body_len = len, .sha256_hex = sha256_hex, .if_none_match = if_none_match };
+  g_auto(Response) r = { 0 };
+
+  if (stream == NULL)
+    return FALSE;
+  return send_request (client, &req, 0, &r, error);
 }
 
 gboolean

@@ -4,8 +4,10 @@
  * calls) and a few a test or a tool needs (buckets, listings, GetObject,
  * DeleteObject).  Every payload is signed with its SHA-256; nothing is sent
  * aws-chunked and no x-amz-checksum-* header is sent, which S3-compatible
- * servers reject.  Synchronous, one thread; no retries: an export that fails
- * changed nothing and may simply run again.  Errors quote the server's code
+ * servers reject.  Synchronous; the calls may be made from several threads
+ * at once (libsoup 3.2 sends from any thread), on up to SANDSTEP_S3_MAX_CONNS
+ * connections.  No retries: an export that fails changed nothing and may
+ * simply run again.  Errors quote the server's code
  * and message, never a credential.
  */
 #pragma once
@@ -29,6 +31,9 @@ GQuark sandstep_s3_error_quark (void);
 
 typedef struct _SandstepS3Client SandstepS3Client;
 
+/* Connections to the endpoint at most, so as many requests at once. */
+#define SANDSTEP_S3_MAX_CONNS 8
+
 /* Takes @config.  @read_timeout_s: how long a request may go unanswered. */
 SandstepS3Client *sandstep_s3_client_new (SandstepAwsConfig *config, double read_timeout_s, GError **error);
 void sandstep_s3_client_free (SandstepS3Client *client);
@@ -43,6 +48,10 @@ gboolean sandstep_s3_check_names (const char *bucket, const char *key, GError **
 /* PutObject of @body (its SHA-256 in @sha256_hex, or NULL to compute it). */
 gboolean sandstep_s3_put_object (SandstepS3Client *client, const char *bucket, const char *key, GBytes *body,
                                  const char *sha256_hex, gboolean if_none_match, GError **error);
+/* The same, its body the first @len bytes of @fd (read with pread()). */
+gboolean sandstep_s3_put_object_from_fd (SandstepS3Client *client, const char *bucket, const char *key, int fd,
+                                         goffset len, const char *sha256_hex, gboolean if_none_match,
+                                         GError **error);
 /* HeadObject: *@out_exists tells whether the key exists. */
 gboolean sandstep_s3_head_object (SandstepS3Client *client, const char *bucket, const char *key,
                                   gboolean *out_exists, GError **error);
@@ -53,6 +62,11 @@ char *sandstep_s3_create_multipart_upload (SandstepS3Client *client, const char 
 /* The part's ETag, as the server quoted it. */
 char *sandstep_s3_upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
                                guint part_number, GBytes *body, const char *sha256_hex, GError **error);
+/* The same, its body the first @len bytes of @fd (read with pread(), so
+ * the fd's offset does not move; several threads may send parts of one). */
+char *sandstep_s3_upload_part_from_fd (SandstepS3Client *client, const char *bucket, const char *key,
+                                       const char *upload_id, guint part_number, int fd, goffset len,
+                                       const char *sha256_hex, GError **error);
 /* @etags: the parts' ETags, part 1 first. */
 gboolean sandstep_s3_complete_multipart_upload (SandstepS3Client *client, const char *bucket, const char *key,
                                                 const char *upload_id, GPtrArray *etags, gboolean if_none_match,
