@@ -15,6 +15,7 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 #include "sandstep-output.h"
+#include "sandstep-tool-structured.h"
 
 struct _SandstepToolbox {
   SandstepAttachment *attachment;
@@ -23,6 +24,7 @@ struct _SandstepToolbox {
   char *run_description;
   SandstepNetwork network;
   gint64 deadline_us;       /* monotonic; 0: none */
+  JsonNode *structured;     /* the call's structuredContent, set by a tool that has one */
 };
 
 typedef char *(*ToolFunc) (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error);
@@ -101,6 +103,7 @@ sandstep_toolbox_free (SandstepToolbox *toolbox)
   if (toolbox == NULL)
     return;
   sandstep_masker_free (toolbox->masker);
+  g_clear_pointer (&toolbox->structured, json_node_unref);
   g_free (toolbox->run_description);
   g_free (toolbox);
 }
@@ -255,6 +258,9 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
 
   json_builder_end_array (b);
   root = json_builder_get_root (b);
+  /* run_command's result is also data (MCP structuredContent). */
+  json_object_set_member (json_array_get_object_element (json_node_get_array (root), 0), "outputSchema",
+                          sandstep_command_output_schema ());
   return json_array_ref (json_node_get_array (root));
 }
 
@@ -507,6 +513,10 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
 
   out_text = sandstep_capture_render (out);
   err_text = sandstep_capture_render (err);
+  g_clear_pointer (&toolbox->structured, json_node_unref);
+  toolbox->structured = sandstep_command_structured (out_text, sandstep_capture_was_cut (out), err_text,
+                                                     sandstep_capture_was_cut (err), &result,
+                                                     result.applied_timeout_s > 0 ? result.applied_timeout_s : budget);
   return sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
                                          sandstep_capture_total_bytes (err) > 0 ? err_text : NULL,
                                          result.exit_status, result.timed_out,
@@ -637,15 +647,45 @@ static const struct {
   { "list_directory", tool_list_directory },
 };
 
+/* The strings of @node with the sandbox's secrets masked, as the text is. */
+static void
+mask_node (SandstepToolbox *toolbox, JsonNode *node)
+{
+  if (JSON_NODE_HOLDS_OBJECT (node))
+    {
+      JsonObjectIter iter;
+      JsonNode *member;
+
+      json_object_iter_init (&iter, json_node_get_object (node));
+      while (json_object_iter_next (&iter, NULL, &member))
+        mask_node (toolbox, member);
+    }
+  else if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
+    {
+      g_autofree char *masked = sandstep_masker_mask (toolbox->masker, json_node_get_string (node), -1, NULL);
+      json_node_set_string (node, masked);
+    }
+}
+
 char *
 sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments, gboolean *out_is_error,
                        GError **error)
+{
+  return sandstep_toolbox_call_structured (toolbox, name, arguments, out_is_error, NULL, error);
+}
+
+char *
+sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
+                                  gboolean *out_is_error, JsonNode **out_structured, GError **error)
 {
   g_autofree char *text = NULL;
   gboolean is_error = FALSE;
 
   g_return_val_if_fail (toolbox != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  if (out_structured != NULL)
+    *out_structured = NULL;
+  g_clear_pointer (&toolbox->structured, json_node_unref);
 
   for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
     if (g_strcmp0 (tools[i].name, name) == 0)
@@ -662,6 +702,12 @@ sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *a
           }
         if (out_is_error != NULL)
           *out_is_error = is_error;
+        if (toolbox->structured != NULL && !is_error && out_structured != NULL)
+          {
+            mask_node (toolbox, toolbox->structured);
+            *out_structured = g_steal_pointer (&toolbox->structured);
+          }
+        g_clear_pointer (&toolbox->structured, json_node_unref);
         /* Masked again on the way out, whatever the tool did. */
         return sandstep_masker_mask (toolbox->masker, text, -1, NULL);
       }

@@ -41,7 +41,7 @@ void sandstep_toolbox_free (SandstepToolbox *toolbox);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepToolbox, sandstep_toolbox_free)
 
 /* The tool definitions as MCP `tools/list` entries (name, title, description,
- * inputSchema, annotations); for OpenAI put inputSchema under
+ * inputSchema, outputSchema where the tool has one, annotations); for OpenAI put inputSchema under
  * function.parameters. */
 JsonArray *sandstep_toolbox_definitions (SandstepToolbox *toolbox);
 
@@ -52,6 +52,13 @@ JsonArray *sandstep_toolbox_definitions (SandstepToolbox *toolbox);
  * sets @error, and should end the run. */
 char *sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
                              gboolean *out_is_error, GError **error);
+
+/* As sandstep_toolbox_call(); *@out_structured (may be NULL) also gets the
+ * result as data matching the tool's outputSchema (MCP structuredContent),
+ * masked as the text is; NULL for a tool without one and for an isError
+ * result.  One call at a time per toolbox. */
+char *sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
+                                        gboolean *out_is_error, JsonNode **out_structured, GError **error);
 
 /* Ends every later command's budget by @deadline_us (g_get_monotonic_time()
  * clock; 0: no deadline), as it is already ended by the sandbox's lifetime:
