@@ -255,6 +255,10 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     deadline_us = agent.start_us + (gint64) (budget_s * G_USEC_PER_SEC);
   toolbox = sandstep_toolbox_new (attachment, NULL);
   sandstep_toolbox_set_deadline (toolbox, deadline_us);
+  if (g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0 &&
+      !sandstep_offer_python (toolbox, attachment, sandstep_invocation_get (invocation, "python-budget"), "agent",
+                              error))
+    return FALSE;
   agent.toolbox = toolbox;
   definitions = sandstep_toolbox_definitions (toolbox);
 

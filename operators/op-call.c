@@ -1,6 +1,7 @@
 /* op-call.c: call one agent tool from the command line, as a model would.
  *
  *   sandstep call --handle=H run_command '{"command": "make check"}'
+ *   sandstep call --handle=H run_python '{"code": "import sys; sys.version"}'   (a fresh session)
  *
  * Prints exactly the text the model would read.  Exit 0 when the tool
  * succeeded, 1 when it answered with a recoverable error (the text says
@@ -47,6 +48,10 @@ sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error)
     return FALSE;
   sandstep_tool_limits_init (&limits);
   toolbox = sandstep_toolbox_new (attachment, &limits);
+  /* run_python: a session of its own, ended (with everything it started) when the call is done. */
+  if (g_strcmp0 (invocation->operands->pdata[0], "run_python") == 0 &&
+      !sandstep_offer_python (toolbox, attachment, NULL, "call", error))
+    return FALSE;
   text = sandstep_toolbox_call (toolbox, invocation->operands->pdata[0], arguments, &is_error, error);
   if (text == NULL)
     return FALSE;

@@ -16,6 +16,7 @@
 #include "sandstep-units.h"
 #include "sandstep-output.h"
 #include "sandstep-tool-structured.h"
+#include "sandstep-tool-python.h"
 
 struct _SandstepToolbox {
   SandstepAttachment *attachment;
@@ -25,6 +26,9 @@ struct _SandstepToolbox {
   SandstepNetwork network;
   gint64 deadline_us;       /* monotonic; 0: none */
   JsonNode *structured;     /* the call's structuredContent, set by a tool that has one */
+  SandstepPythonSession *python;  /* run_python's session; NULL: not offered */
+  SandstepToolNotice notice;
+  gpointer notice_data;
 };
 
 typedef char *(*ToolFunc) (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error);
@@ -102,6 +106,8 @@ sandstep_toolbox_free (SandstepToolbox *toolbox)
 {
   if (toolbox == NULL)
     return;
+  /* First: its interpreter runs in the sandbox the attachment holds. */
+  sandstep_python_session_free (toolbox->python);
   sandstep_masker_free (toolbox->masker);
   g_clear_pointer (&toolbox->structured, json_node_unref);
   g_free (toolbox->run_description);
@@ -261,6 +267,10 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   /* run_command's result is also data (MCP structuredContent). */
   json_object_set_member (json_array_get_object_element (json_node_get_array (root), 0), "outputSchema",
                           sandstep_command_output_schema ());
+  if (toolbox->python != NULL)
+    json_array_add_element (json_node_get_array (root),
+                            sandstep_tool_python_definition (sandstep_python_session_limits (toolbox->python),
+                                                             sandstep_attachment_remaining_lifetime (toolbox->attachment)));
   return json_array_ref (json_node_get_array (root));
 }
 
@@ -468,6 +478,36 @@ on_output (int stream, const char *data, gsize len, gpointer user_data)
   sandstep_capture_append (stream == 2 ? captures->err : captures->out, data, len);
 }
 
+/* run_command while run_python's interpreter lives: through it, so that it lives on. */
+static gboolean
+run_command_in_python (SandstepToolbox *toolbox, const char *command, double budget, SandstepCapture *out,
+                       SandstepCapture *err, SandstepRunResult *result, char **message)
+{
+  SandstepPythonCall call = { .out = out, .err = err };
+
+  sandstep_python_session_run_command (toolbox->python, command, budget, &call);
+  if (call.failure != NULL)
+    {
+      if (toolbox->notice != NULL)
+        {
+          g_autofree char *line = g_strdup_printf ("run_command: %s: %s", call.failure, call.failure_detail);
+          g_autofree char *masked = sandstep_masker_mask (toolbox->masker, line, -1, NULL);
+          toolbox->notice (masked, toolbox->notice_data);
+        }
+      *message = g_strdup_printf ("run_command failed on sandstep's side: %s (run_python's interpreter, which "
+                                  "runs commands while it lives, is gone). Run the command again.", call.failure);
+      sandstep_python_call_clear (&call);
+      return FALSE;
+    }
+  result->exit_status = call.died ? call.exit_status : call.command_exit;
+  result->timed_out = call.command_timed_out || call.timed_out;
+  result->applied_timeout_s = budget;
+  result->memory_limit_hit = call.memory_limit_hit;
+  result->pids_limit_hit = call.pids_limit_hit;
+  sandstep_python_call_clear (&call);
+  return TRUE;
+}
+
 static char *
 tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
@@ -508,7 +548,13 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   request.on_output = on_output;
   request.user_data = &captures;
   g_debug ("run_command: budget %.3fs", budget);
-  if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
+  if (toolbox->python != NULL && sandstep_python_session_alive (toolbox->python))
+    {
+      /* The sandbox runs one command at a time, and run_python's interpreter is it. */
+      if (!run_command_in_python (toolbox, command, budget, out, err, &result, &message))
+        goto refused;
+    }
+  else if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
     return tool_failed (toolbox, "run_command", NULL, local, out_is_error, error);
 
   out_text = sandstep_capture_render (out);
@@ -667,6 +713,33 @@ mask_node (SandstepToolbox *toolbox, JsonNode *node)
     }
 }
 
+void
+sandstep_toolbox_enable_python (SandstepToolbox *toolbox, const SandstepPythonLimits *limits)
+{
+  g_return_if_fail (toolbox->python == NULL);
+  toolbox->python = sandstep_python_session_new (toolbox->attachment, limits);
+}
+
+void
+sandstep_toolbox_set_notice (SandstepToolbox *toolbox, SandstepToolNotice notice, gpointer user_data)
+{
+  toolbox->notice = notice;
+  toolbox->notice_data = user_data;
+}
+
+static char *
+tool_run_python (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
+{
+  double remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
+
+  if (toolbox->deadline_us > 0)
+    remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
+  g_clear_pointer (&toolbox->structured, json_node_unref);
+  return sandstep_tool_run_python (toolbox->python, toolbox->masker, toolbox->limits.max_output_lines,
+                                   toolbox->limits.max_output_bytes, remaining, args, out_is_error,
+                                   &toolbox->structured, toolbox->notice, toolbox->notice_data);
+}
+
 char *
 sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments, gboolean *out_is_error,
                        GError **error)
@@ -687,12 +760,13 @@ sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, Js
     *out_structured = NULL;
   g_clear_pointer (&toolbox->structured, json_node_unref);
 
-  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
-    if (g_strcmp0 (tools[i].name, name) == 0)
+  for (gsize i = 0; i < G_N_ELEMENTS (tools) + 1; i++)
+    if (i < G_N_ELEMENTS (tools) ? g_strcmp0 (tools[i].name, name) == 0
+                                 : toolbox->python != NULL && g_strcmp0 (name, "run_python") == 0)
       {
         GError *local = NULL;
 
-        text = tools[i].func (toolbox, arguments, &is_error, &local);
+        text = (i < G_N_ELEMENTS (tools) ? tools[i].func : tool_run_python) (toolbox, arguments, &is_error, &local);
         if (text == NULL)
           {
             /* Terminal: the sandbox cannot be used any more. */
@@ -717,7 +791,7 @@ sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, Js
   {
     g_autofree char *quoted = sandstep_quote (name != NULL ? name : "");
     g_autofree char *masked = sandstep_masker_mask (toolbox->masker, quoted, -1, NULL);
-    return g_strdup_printf ("Unknown tool: %s. The tools are run_command, read_file, write_file and "
-                            "list_directory.", masked);
+    return g_strdup_printf ("Unknown tool: %s. The tools are run_command, read_file, write_file%s and "
+                            "list_directory.", masked, toolbox->python != NULL ? ", run_python" : "");
   }
 }

@@ -17,6 +17,8 @@
 #include <json-glib/json-glib.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-python.h"
+#include "sandstep-tool-python.h"
 
 G_BEGIN_DECLS
 
@@ -59,6 +61,15 @@ char *sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObj
  * result.  One call at a time per toolbox. */
 char *sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
                                         gboolean *out_is_error, JsonNode **out_structured, GError **error);
+
+/* Offers a fifth tool, run_python: one Python interpreter kept alive in the
+ * sandbox until the toolbox is freed (sandstep-python.h).  Check first that
+ * the sandbox has python3 (sandstep_python_available()). */
+void sandstep_toolbox_enable_python (SandstepToolbox *toolbox, const SandstepPythonLimits *limits);
+
+/* Where details the model must not read go (run_python's failures on
+ * sandstep's side): the executable prints them on stderr. */
+void sandstep_toolbox_set_notice (SandstepToolbox *toolbox, SandstepToolNotice notice, gpointer user_data);
 
 /* Ends every later command's budget by @deadline_us (g_get_monotonic_time()
  * clock; 0: no deadline), as it is already ended by the sandbox's lifetime:
