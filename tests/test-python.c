@@ -3,7 +3,8 @@
  * Each case provisions a real sandbox (with a secret, and a read-only data mount) and talks to
  * `sandstep mcp --python` over stdio by hand, or runs `sandstep call run_python`, and checks the exact
  * text the model reads: variables, imports and open files kept across calls, the value of a final
- * expression, tracebacks, a crash (os._exit, a segfault through ctypes) and the restart after it, a call
+ * expression, tracebacks, a crash (os._exit, a segfault through ctypes, the memory limit) and the restart
+ * after it, a call
  * over its timeout, a session over its budget, run_command while the interpreter lives, and that nothing
  * of the session outlives it.  The host must have python3 (the sandbox's /usr is the host's): without it
  * the cases skip, saying so.
@@ -428,6 +429,31 @@ test_sandbox_gone (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_memory_limit (Fixture *fx, gconstpointer data)
+{
+  Server server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  g_autofree char *handle = sandstep_test_provision (&fx->f, "--holder=small", "--memory=100M", NULL);
+  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  char *text;
+
+  g_test_summary ("An interpreter killed by the sandbox's memory limit is reported so, and the next call starts a "
+                  "new one without the earlier variables.");
+  if (!python_ready ())
+    return;
+  server_start_full (fx, &server, handle_arg, "--holder=small", NULL);
+  text = call_ok (&server, "run_python", "{\"code\": \"x = 1\\nblob = bytearray(600 * 1024 * 1024)\\nlen(blob)\"}");
+  g_assert_cmpstr (text, ==, "(no output)\n[the interpreter died (the sandbox's memory limit was reached); the next "
+                             "call starts a new one]");
+  g_free (text);
+  text = call_ok (&server, "run_python", "{\"code\": \"'x' in globals()\"}");
+  g_assert_cmpstr (text, ==, RESTARTED "\n[value]\nFalse");
+  g_free (text);
+  result = server_stop (&server);
+  sandstep_test_assert_status (result, 0);
+}
+
+static void
 test_call (Fixture *fx, gconstpointer data)
 {
   g_autoptr(SandstepTestResult) first = NULL;
@@ -459,6 +485,7 @@ main (int argc, char **argv)
   ADD ("/python/budget", test_budget);
   ADD ("/python/tools-list", test_tools_list);
   ADD ("/python/nothing-outlives", test_nothing_outlives);
+  ADD ("/python/memory-limit", test_memory_limit);
   ADD ("/python/sandbox-gone", test_sandbox_gone);
   ADD ("/python/call", test_call);
 #undef ADD
