@@ -718,6 +718,39 @@ test_sdk_v1_structured (Fixture *fx, gconstpointer data)
   g_assert_false (json_object_get_boolean_member (structured, "outputTruncated"));
 }
 
+static void
+test_sdk_v1_python (Fixture *fx, gconstpointer data)
+{
+  const char *calls =
+    "[{\"name\": \"run_python\", \"arguments\": {\"code\": \"n = 6\\nprint('out')\\nn * 7\"}},"
+    " {\"name\": \"run_python\", \"arguments\": {\"code\": \"n / 0\"}}]";
+  const char *args[] = { "client.mjs", "stdio", fx->f.helper, "mcp", fx->handle_arg, "--python", NULL };
+  const char *env[] = { "CALLS", calls, NULL };
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *structured;
+
+  g_test_summary ("run_python's structuredContent passes the official v1 SDK's check against its outputSchema: "
+                  "stdout, the value, and a traceback in one session.");
+  if (!node_ready ())
+    return;
+  if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip ("python3 is not installed in /usr/bin, so the sandbox has none (apt-get install python3)");
+      return;
+    }
+  report = run_client (fx, args, env);
+  structured = assert_structured (json_object_get_object_member (report_call (report, 0, "run_python"), "result"),
+                                  "[value]\n42");
+  g_assert_cmpstr (json_object_get_string_member (structured, "stdout"), ==, "out");
+  g_assert_cmpstr (json_object_get_string_member (structured, "value"), ==, "42");
+  g_assert_true (json_object_get_null_member (structured, "error"));
+  g_assert_false (json_object_get_boolean_member (structured, "restarted"));
+  structured = assert_structured (json_object_get_object_member (report_call (report, 1, "run_python"), "result"),
+                                  "ZeroDivisionError");
+  g_assert_true (json_object_get_null_member (structured, "value"));
+  sandstep_test_assert_contains (json_object_get_string_member (structured, "error"), "ZeroDivisionError: division by zero");
+}
+
 /* ---- the conformance suite ---- */
 
 /* The suite's server scenarios that apply to a server of tools only (the others need fixture tools,
@@ -811,6 +844,7 @@ main (int argc, char **argv)
   ADD ("/mcp-modern/sdk-v2/stdio", test_sdk_v2_stdio);
   ADD ("/mcp-modern/sdk-v2/http", test_sdk_v2_http);
   ADD ("/mcp-modern/sdk-v1/structured", test_sdk_v1_structured);
+  ADD ("/mcp-modern/sdk-v1/python", test_sdk_v1_python);
   ADD ("/mcp-modern/conformance", test_conformance);
 #undef ADD
   return g_test_run ();
