@@ -21,10 +21,13 @@
 #define COMMAND_GRACE_S 10
 /* How long after we stopped an interpreter the supervisor may still refuse the next. */
 #define STOP_SETTLE_US (10 * G_USEC_PER_SEC)
+/* The longest an interpreter may take to start. */
+#define START_S 30
 /* How long a driver may take to end after EOF on its stdin. */
 #define STOP_GRACE_US (5 * G_USEC_PER_SEC)
 
 typedef struct {
+  SandstepAttachment *attachment;
   GThread *thread;
   GCancellable *cancellable;
   char *command;
@@ -107,7 +110,6 @@ interpreter_thread (gpointer data)
   SandstepRunResult result = { 0 };
   GError *error = NULL;
   gboolean ok;
-  SandstepAttachment *attachment = g_object_get_data (G_OBJECT (interpreter->cancellable), "attachment");
 
   request.command = interpreter->command;
   /* No budget of its own: it idles between calls; each call's timeout and
@@ -117,7 +119,7 @@ interpreter_thread (gpointer data)
   request.stdout_fd = interpreter->out_w;
   request.stderr_fd = interpreter->err_w;
   request.cancellable = interpreter->cancellable;
-  ok = sandstep_attachment_run_command (attachment, &request, &result, &error);
+  ok = sandstep_attachment_run_command (interpreter->attachment, &request, &result, &error);
 
   g_mutex_lock (&interpreter->lock);
   interpreter->finished = TRUE;
@@ -157,7 +159,7 @@ interpreter_start (SandstepAttachment *attachment, GError **error)
   interpreter->command = g_strdup ("exec python3 -u -c 'import json, sys; exec(compile(json.loads("
                                    "sys.stdin.buffer.readline()), \"sandstep-python-driver\", \"exec\"))'");
   interpreter->cancellable = g_cancellable_new ();
-  g_object_set_data (G_OBJECT (interpreter->cancellable), "attachment", attachment);
+  interpreter->attachment = attachment;
   g_mutex_init (&interpreter->lock);
   interpreter->thread = g_thread_new ("sandstep-python", interpreter_thread, interpreter);
   return interpreter;
@@ -472,7 +474,8 @@ session_request (SandstepPythonSession *session, JsonObject *object, double time
                  SandstepPythonCall *call)
 {
   gint64 started = g_get_monotonic_time ();
-  gint64 deadline = started + (gint64) (timeout_s * G_USEC_PER_SEC);
+  /* Starting an interpreter is not the code's time: a short timeout still gets one started. */
+  gint64 deadline = started + (gint64) (MAX (timeout_s, START_S) * G_USEC_PER_SEC);
   g_autofree char *broken = NULL;
   g_autofree char *request = NULL;
   g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
@@ -511,6 +514,7 @@ session_request (SandstepPythonSession *session, JsonObject *object, double time
         goto failed;
     }
 
+  deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
   id = ++session->next_id;
   json_object_set_int_member (object, "id", (gint64) id);
   {

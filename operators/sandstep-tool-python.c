@@ -45,17 +45,16 @@ static const char python_output_schema[] =
   "}";
 
 JsonNode *
-sandstep_tool_python_definition (const SandstepPythonLimits *limits, double remaining_s)
+sandstep_tool_python_definition (const SandstepPythonLimits *limits)
 {
   g_autofree char *default_s = sandstep_format_seconds (limits->default_timeout_s);
   g_autofree char *max_s = sandstep_format_seconds (limits->max_timeout_s);
   g_autofree char *budget_s = sandstep_format_seconds (limits->budget_s);
   g_autofree char *description = NULL;
   g_autofree char *timeout_help = NULL;
-  g_autofree char *json = NULL;
   g_autoptr(JsonBuilder) b = json_builder_new ();
   g_autoptr(GError) error = NULL;
-  JsonNode *schema;
+  JsonNode *schema, *root;
 
   description = g_strdup_printf (
     "Run Python code in one interpreter inside the sandbox that stays alive for this whole session, as a notebook "
@@ -67,7 +66,6 @@ sandstep_tool_python_definition (const SandstepPythonLimits *limits, double rema
     "(a timeout, the memory limit, a crash, os._exit), the next call starts a new one, and variables from earlier "
     "calls are gone. Long output is cut in the middle, as run_command's is.",
     default_s, max_s, budget_s);
-  (void) remaining_s;
   timeout_help = g_strdup_printf ("Seconds before the call is stopped, killing the interpreter (default %ss, at most "
                                   "%ss).", default_s, max_s);
 
@@ -118,8 +116,9 @@ sandstep_tool_python_definition (const SandstepPythonLimits *limits, double rema
 
   schema = json_from_string (python_output_schema, &error);
   g_assert_no_error (error);
-  json_object_set_member (json_node_get_object (json_builder_get_root (b)), "outputSchema", schema);
-  return json_builder_get_root (b);
+  root = json_builder_get_root (b);
+  json_object_set_member (json_node_get_object (root), "outputSchema", schema);
+  return root;
 }
 
 /* ---- arguments ---- */

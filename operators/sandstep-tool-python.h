@@ -13,7 +13,7 @@ G_BEGIN_DECLS
 typedef void (*SandstepToolNotice) (const char *line, gpointer user_data);
 
 /* run_python's tools/list entry, with its limits in the description and an outputSchema. */
-JsonNode *sandstep_tool_python_definition (const SandstepPythonLimits *limits, double remaining_s);
+JsonNode *sandstep_tool_python_definition (const SandstepPythonLimits *limits);
 
 /* One run_python call: the text for the model (masked with @masker, each
  * part bounded to @max_lines / @max_bytes); *@out_is_error for a refusal or a

@@ -269,8 +269,7 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
                           sandstep_command_output_schema ());
   if (toolbox->python != NULL)
     json_array_add_element (json_node_get_array (root),
-                            sandstep_tool_python_definition (sandstep_python_session_limits (toolbox->python),
-                                                             sandstep_attachment_remaining_lifetime (toolbox->attachment)));
+                            sandstep_tool_python_definition (sandstep_python_session_limits (toolbox->python)));
   return json_array_ref (json_node_get_array (root));
 }
 

@@ -1,6 +1,7 @@
-/* sandstep-tools.h: the four agent tools over one attached sandbox.
+/* sandstep-tools.h: the agent tools over one attached sandbox.
  *
- * run_command, read_file, write_file and list_directory, with the model-facing
+ * run_command, read_file, write_file and list_directory (and, when offered,
+ * run_python: sandstep-python.h), with the model-facing
  * behaviour of Apache Airflow's sandbox toolset: output bounded per stream
  * (we keep the head and the tail, with a count of what was left out; the
  * contract keeps the tail), in bounded memory, secrets masked before any cut, file windows

@@ -397,7 +397,7 @@ test_sandbox_gone (Fixture *fx, gconstpointer data)
 {
   Server server;
   g_autoptr(SandstepTestResult) result = NULL;
-  g_autofree char *handle = sandstep_test_provision (&fx->f, "--holder=short-lived", "--lifetime=3s", NULL);
+  g_autofree char *handle = sandstep_test_provision (&fx->f, "--holder=short-lived", "--lifetime=5s", NULL);
   g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
   gboolean is_error;
   char *text;
@@ -411,7 +411,7 @@ test_sandbox_gone (Fixture *fx, gconstpointer data)
   text = call_ok (&server, "run_python", "{\"code\": \"1\"}");
   g_assert_cmpstr (text, ==, "[value]\n1");
   g_free (text);
-  g_usleep (4 * G_USEC_PER_SEC);
+  g_usleep (6 * G_USEC_PER_SEC);
 
   text = call_ok (&server, "run_python", "{\"code\": \"2\"}");
   g_assert_cmpstr (text, ==, "(no output)\n[the interpreter died (killed by SIGKILL); the next call starts a new one]");
