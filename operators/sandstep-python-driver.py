@@ -169,6 +169,12 @@ for fd in (out_w, err_w, req_r, res_w, null):
     os.close(fd)
 for fd in (out_r, err_r, res_r, requests, req_w):
     os.set_blocking(fd, False)
+# A child's end (the interpreter's, a command's) wakes the loop at once.
+sig_r, sig_w = os.pipe()
+os.set_blocking(sig_r, False)
+os.set_blocking(sig_w, False)
+signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+signal.set_wakeup_fd(sig_w)
 
 send("H", "", json.dumps({"python": sys.version.split()[0]}).encode())
 streams = {out_r: 1, err_r: 2}
@@ -177,8 +183,16 @@ answers = b""        # bytes of result lines from the interpreter
 to_child = b""       # bytes of requests not yet written to the interpreter
 command = None       # the run_command running: [request id, Popen, deadline, pipes {fd: stream}, timed out]
 while True:
-    watched = list(streams) + [res_r, requests] + (list(command[3]) if command else [])
-    ready, writable, _ = select.select(watched, [req_w] if to_child else [], [], 0.05)
+    watched = list(streams) + [res_r, requests, sig_r] + (list(command[3]) if command else [])
+    try:
+        ready, writable, _ = select.select(watched, [req_w] if to_child else [], [], 0.5)
+    except InterruptedError:
+        continue
+    if sig_r in ready:
+        try:
+            os.read(sig_r, CHUNK)
+        except BlockingIOError:
+            pass
     if writable:
         try:
             to_child = to_child[os.write(req_w, to_child):]
