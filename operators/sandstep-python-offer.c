@@ -27,9 +27,9 @@ sandstep_offer_python (SandstepToolbox *toolbox, SandstepAttachment *attachment,
   /* The session speaks over the command's stdin, which sandstepd's run does not carry yet. */
   if (g_strcmp0 (attachment->backend->klass->name, "local") != 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "run_python needs a local sandbox, and '%s' is on a sandstepd server, whose commands "
-                           "get no stdin (the Python session speaks over it); leave out --python there, or use a "
-                           "local sandbox", attachment->handle);
+                           "run_python needs a local sandbox: '%s' is on a sandstepd server, whose commands get "
+                           "no stdin, which the Python session speaks over; use run_command there (python3 "
+                           "script.py), or a local sandbox", attachment->handle);
   if (!sandstep_python_available (attachment, &available, error))
     return FALSE;
   if (!available)
