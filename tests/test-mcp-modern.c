@@ -503,62 +503,37 @@ test_http_raw (Fixture *fx, gconstpointer data)
   g_clear_pointer (&object, json_object_unref);
   g_clear_pointer (&reply, http_reply_free);
 
-  /* tools/call without Mcp-Name */
+  /* Refusals: what the headers say against the body, an unknown method, an unknown version. */
   {
-    const char *headers[] = { "MCP-Protocol-Version", MODERN, "Mcp-Method", "tools/call", NULL };
-    reply = http_post (&server, RUN_COMMAND ("3", "echo never"), headers);
-  }
-  g_assert_cmpuint (reply->status, ==, 400);
-  object = parse_object (reply->body);
-  assert_error (object, -32020, "the Mcp-Name header is missing");
-  g_assert_cmpint (json_object_get_int_member (object, "id"), ==, 3);
-  g_clear_pointer (&object, json_object_unref);
-  g_clear_pointer (&reply, http_reply_free);
+    static const struct {
+      const char *body;
+      const char *headers[7];
+      guint status;
+      int code;
+      const char *needle;
+    } refusals[] = {
+      { RUN_COMMAND ("3", "echo never"), { "MCP-Protocol-Version", MODERN, "Mcp-Method", "tools/call", NULL },
+        400, -32020, "the Mcp-Name header is missing" },
+      { TOOLS_LIST ("4"), { "MCP-Protocol-Version", MODERN, "Mcp-Method", "tools/call", NULL },
+        400, -32020, "the Mcp-Method header says \"tools/call\"" },
+      { TOOLS_LIST ("5"), { "Mcp-Method", "tools/list", NULL }, 400, -32020, "MCP-Protocol-Version" },
+      { MODERN_REQUEST ("6", "resources/list", ""), { "MCP-Protocol-Version", MODERN, "Mcp-Method", "resources/list",
+                                                       NULL }, 404, -32601, "resources/list" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{" META ("1999-01-01") "}}",
+        { "MCP-Protocol-Version", "1999-01-01", "Mcp-Method", "tools/list", NULL }, 400, -32022, "1999-01-01" },
+    };
 
-  /* Mcp-Method that names another method */
-  {
-    const char *headers[] = { "MCP-Protocol-Version", MODERN, "Mcp-Method", "tools/call", NULL };
-    reply = http_post (&server, TOOLS_LIST ("4"), headers);
+    for (gsize i = 0; i < G_N_ELEMENTS (refusals); i++)
+      {
+        reply = http_post (&server, refusals[i].body, refusals[i].headers);
+        g_assert_cmpuint (reply->status, ==, refusals[i].status);
+        object = parse_object (reply->body);
+        assert_error (object, refusals[i].code, refusals[i].needle);
+        g_assert_cmpint (json_object_get_int_member (object, "id"), ==, (gint64) i + 3);
+        g_clear_pointer (&object, json_object_unref);
+        g_clear_pointer (&reply, http_reply_free);
+      }
   }
-  g_assert_cmpuint (reply->status, ==, 400);
-  object = parse_object (reply->body);
-  assert_error (object, -32020, "the Mcp-Method header says \"tools/call\"");
-  g_clear_pointer (&object, json_object_unref);
-  g_clear_pointer (&reply, http_reply_free);
-
-  /* no MCP-Protocol-Version header */
-  {
-    const char *headers[] = { "Mcp-Method", "tools/list", NULL };
-    reply = http_post (&server, TOOLS_LIST ("5"), headers);
-  }
-  g_assert_cmpuint (reply->status, ==, 400);
-  object = parse_object (reply->body);
-  assert_error (object, -32020, "MCP-Protocol-Version");
-  g_clear_pointer (&object, json_object_unref);
-  g_clear_pointer (&reply, http_reply_free);
-
-  /* an unknown method: 404 */
-  {
-    const char *headers[] = { "MCP-Protocol-Version", MODERN, "Mcp-Method", "resources/list", NULL };
-    reply = http_post (&server, MODERN_REQUEST ("6", "resources/list", ""), headers);
-  }
-  g_assert_cmpuint (reply->status, ==, 404);
-  object = parse_object (reply->body);
-  assert_error (object, -32601, "resources/list");
-  g_clear_pointer (&object, json_object_unref);
-  g_clear_pointer (&reply, http_reply_free);
-
-  /* a version nobody speaks: 400, -32022 */
-  {
-    const char *headers[] = { "MCP-Protocol-Version", "1999-01-01", "Mcp-Method", "tools/list", NULL };
-    reply = http_post (&server, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{"
-                                META ("1999-01-01") "}}", headers);
-  }
-  g_assert_cmpuint (reply->status, ==, 400);
-  object = parse_object (reply->body);
-  assert_error (object, -32022, "1999-01-01");
-  g_clear_pointer (&object, json_object_unref);
-  g_clear_pointer (&reply, http_reply_free);
 
   /* legacy on the same endpoint */
   reply = http_post (&server, INITIALIZE ("8"), NULL);
