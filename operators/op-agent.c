@@ -45,6 +45,15 @@ static const char default_system_prompt[] =
   "grep, head or tail). When the task is done, answer with a short summary of what you did and found, without "
   "calling a tool.";
 
+/* The same with run_python (python=yes). */
+static const char python_system_prompt[] =
+  "You are an agent working in an isolated Linux sandbox through five tools: run_command, read_file, write_file, "
+  "list_directory and run_python, which runs Python in one interpreter that keeps its variables, imports and open "
+  "files for this whole run. Your working directory is /workspace; the files you write there stay for later "
+  "steps. Look before you change things, check your work by running it, and keep tool output short (filter it "
+  "with grep, head or tail). When the task is done, answer with a short summary of what you did and found, "
+  "without calling a tool.";
+
 typedef struct {
   FILE *transcript;
   gint64 start_us;          /* monotonic */
@@ -231,7 +240,8 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
                                "the system prompt file '%s' (--system) is not valid UTF-8 text", system_path);
     }
   else
-    system_prompt = g_strdup (default_system_prompt);
+    system_prompt = g_strdup (g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0
+                                ? python_system_prompt : default_system_prompt);
 
   sandstep_llm_options_init (&options);
   llm = sandstep_llm_new (&options, &local_error);

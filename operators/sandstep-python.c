@@ -467,8 +467,9 @@ interpreter_ended (SandstepPythonSession *session, SandstepPythonCall *call)
   interpreter_stop (interpreter);
 }
 
-/* One request: @object (its id is set here) for at most @timeout_s; starts
- * an interpreter first when none runs and @start. */
+/* One request: @object (its id is set here) for at most @timeout_s, after
+ * starting an interpreter when none runs; @count: its time is the session's
+ * budget's. */
 static void
 session_request (SandstepPythonSession *session, JsonObject *object, double timeout_s, gboolean count,
                  SandstepPythonCall *call)

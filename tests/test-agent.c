@@ -940,6 +940,8 @@ test_agent_python (AgentFixture *af, gconstpointer data)
   g_assert_cmpuint (json_array_get_length (tools), ==, 5);
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (json_array_get_object_element (tools, 4),
                                                                                  "function"), "name"), ==, "run_python");
+  sandstep_test_assert_contains (json_object_get_string_member (message_at (af->server, 0, 0), "content"),
+                                 "five tools: run_command, read_file, write_file, list_directory and run_python");
   g_assert_cmpstr (json_object_get_string_member (message_at (af->server, 1, 3), "content"), ==, "[value]\n12");
   g_assert_cmpstr (json_object_get_string_member (message_at (af->server, 3, 7), "content"), ==,
                    "[stdout]\n[3, 4, 5, 6]\n[value]\n18");
