@@ -15,6 +15,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-token.h"
+#include "sandstep-units.h"
 #include "sandstep-wire.h"
 
 static const struct {
@@ -82,40 +83,13 @@ authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
   return entry;
 }
 
-/* "name", "name:port", "[v6]" or "[v6]:port" -> the host part, lowercase, or NULL. */
-static char *
-host_of (const char *value)
-{
-  const char *colon;
-  char *host;
-  gsize len;
-
-  if (value == NULL || value[0] == '\0')
-    return NULL;
-  if (value[0] == '[')
-    {
-      const char *end = strchr (value, ']');
-      if (end == NULL || (end[1] != '\0' && end[1] != ':'))
-        return NULL;
-      return g_ascii_strdown (value + 1, end - value - 1);
-    }
-  colon = strchr (value, ':');
-  if (colon != NULL && strchr (colon + 1, ':') != NULL)
-    return NULL;
-  host = g_ascii_strdown (value, colon != NULL ? colon - value : -1);
-  len = strlen (host);
-  if (len > 0 && host[len - 1] == '.')
-    host[len - 1] = '\0';
-  return host;
-}
-
 /* A request for a name that points at us only by accident (DNS rebinding)
  * names another host: addresses, localhost, this host's name and the names
  * given with --server-name are ours. */
 static gboolean
 host_is_ours (Daemon *d, const char *value)
 {
-  g_autofree char *host = host_of (value);
+  g_autofree char *host = sandstep_host_header_host (value);
   g_autoptr(GInetAddress) address = NULL;
 
   if (host == NULL || host[0] == '\0')

@@ -224,13 +224,24 @@ pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *messa
 
 /* ---- run: stdout and stderr, then the command's result ---- */
 
+static void
+add_notice (const char *notice, gpointer data)
+{
+  g_ptr_array_add (data, g_strdup (notice));
+}
+
 static JsonObject *
 run_last_line (JsonObject *reply)
 {
   SandstepRunResult result = { 0 };
+  g_autoptr(GPtrArray) notices = g_ptr_array_new_with_free_func (g_free);
+  JsonObject *last;
 
   sandstep_wire_read_run_result (reply, &result);
-  return sandstep_wire_run_result (&result);
+  sandstep_wire_read_notices (reply, add_notice, notices);
+  last = sandstep_wire_run_result (&result);
+  sandstep_wire_set_notices (last, notices);
+  return last;
 }
 
 void

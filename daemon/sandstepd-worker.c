@@ -153,12 +153,33 @@ need_attachment (Worker *w)
   return error_reply (error);
 }
 
+/* The notices of one command, which come on another thread. */
+typedef struct {
+  GMutex lock;
+  GPtrArray *lines;
+} Notices;
+
+static void
+keep_notice (const char *message, gpointer user_data)
+{
+  Notices *notices = user_data;
+
+  g_mutex_lock (&notices->lock);
+  /* Bounded: a command that retries forever must not fill the daemon. */
+  if (notices->lines->len < 64)
+    g_ptr_array_add (notices->lines, g_strdup (message));
+  g_mutex_unlock (&notices->lock);
+}
+
 static JsonObject *
 do_run (Worker *w, JsonObject *m, Op *op, gint id)
 {
   SandstepRunRequest request = { 0 };
   SandstepRunResult result;
   g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
+  Notices notices = { .lines = lines };
+  JsonObject *reply;
   gboolean ok;
 
   if (op->n_fds != 2)
@@ -172,6 +193,9 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
   request.stdin_fd = -1;
   request.stdout_fd = op->fds[0];
   request.stderr_fd = op->fds[1];
+  /* Sent with the result, so the caller's tools can say what was refused. */
+  request.on_notice = keep_notice;
+  request.user_data = &notices;
   if (g_atomic_int_get (&w->cancelled) == id)
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
@@ -184,14 +208,19 @@ do_run (Worker *w, JsonObject *m, Op *op, gint id)
   g_mutex_unlock (&w->lock);
   if (g_atomic_int_get (&w->cancelled) == id)
     g_cancellable_cancel (request.cancellable);
+  g_mutex_init (&notices.lock);
   ok = sandstep_attachment_run_command (w->attachment, &request, &result, &error);
+  g_mutex_clear (&notices.lock);
   g_mutex_lock (&w->lock);
   w->running = NULL;
   g_mutex_unlock (&w->lock);
   g_object_unref (request.cancellable);
   if (!ok)
     return error_reply (error);
-  return sandstep_wire_run_result (&result);
+  reply = sandstep_wire_run_result (&result);
+  /* Every thread that could add one has ended with the command. */
+  sandstep_wire_set_notices (reply, lines);
+  return reply;
 }
 
 static JsonObject *

@@ -376,3 +376,43 @@ sandstep_egress_decide (SandstepEgress *egress, const char *host, guint16 port, 
     }
   return dial;
 }
+
+/* The refusals' reasons (above, and the proxy's in sandstep-proxy.c) shortened
+ * for a model: the whole reason repeats the host and speaks of rules it does
+ * not know.  Matched on the fixed part of each reason. */
+static const struct {
+  const char *part;
+  gboolean at_start;
+  const char *words;
+} refusal_words[] = {
+  { " is not an allowed host", FALSE, "not in the allowlist" },
+  { " is in no allowed address range", FALSE, "not in the allowlist" },
+  { " is allowed over HTTPS on port 443 only, not port ", FALSE, "this host is allowed over HTTPS on port 443 only" },
+  { " does not resolve: ", FALSE, "the name does not resolve" },
+  { ", an internal address, and no allowed range covers it", FALSE, "the name resolves to an internal address" },
+  { "plain HTTP (", TRUE, "plain HTTP is not allowed; use HTTPS" },
+  { "could not connect to ", TRUE, "the host did not accept the connection" },
+};
+
+char *
+sandstep_egress_notice_for_model (const char *notice)
+{
+  const char *rest, *sep;
+  g_autofree char *target = NULL;
+  const char *reason;
+
+  if (notice == NULL || !g_str_has_prefix (notice, SANDSTEP_EGRESS_NOTICE_PREFIX))
+    return NULL;
+  rest = notice + strlen (SANDSTEP_EGRESS_NOTICE_PREFIX);
+  /* A target has no ": " (HOST:PORT, [v6]:PORT, or a parenthesised word). */
+  sep = strstr (rest, ": ");
+  if (sep == NULL)
+    return g_strdup_printf ("[network: refused %s]", rest);
+  target = g_strndup (rest, sep - rest);
+  reason = sep + 2;
+  for (gsize i = 0; i < G_N_ELEMENTS (refusal_words); i++)
+    if (refusal_words[i].at_start ? g_str_has_prefix (reason, refusal_words[i].part)
+                                  : strstr (reason, refusal_words[i].part) != NULL)
+      return g_strdup_printf ("[network: refused %s: %s]", target, refusal_words[i].words);
+  return g_strdup_printf ("[network: refused %s: %s]", target, reason);
+}

@@ -39,6 +39,17 @@ typedef GList *(*SandstepResolveFunc) (const char *host, GError **error);
 GList *sandstep_egress_decide (SandstepEgress *egress, const char *host, guint16 port, SandstepResolveFunc resolve,
                                char **out_reason);
 
+/* The proxy's line for a refused connection, as a command's caller gets it
+ * (SandstepRunRequest.on_notice): "egress refused: TARGET: REASON". */
+#define SANDSTEP_EGRESS_NOTICE_PREFIX "egress refused: "
+
+/* A refusal line (SANDSTEP_EGRESS_NOTICE_PREFIX ...) in the words a model
+ * reads after a command's result: "[network: refused example.org:443: not in
+ * the allowlist]"; the reasons sandstep_egress_decide() and the proxy give
+ * are shortened to what the model can act on, any other is kept whole.
+ * NULL for a line that is no refusal. */
+char *sandstep_egress_notice_for_model (const char *notice);
+
 /* Parses an IP literal in any spelling inet_aton or inet_pton accepts, with
  * IPv4-mapped IPv6 turned into IPv4; NULL for a name. */
 GInetAddress *sandstep_egress_parse_literal (const char *text);

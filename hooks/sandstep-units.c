@@ -115,6 +115,32 @@ sandstep_parse_count (const char *text, guint64 max, guint64 *out)
   return TRUE;
 }
 
+char *
+sandstep_host_header_host (const char *value)
+{
+  const char *colon;
+  char *host;
+  gsize len;
+
+  if (value == NULL || value[0] == '\0')
+    return NULL;
+  if (value[0] == '[')
+    {
+      const char *end = strchr (value, ']');
+      if (end == NULL || (end[1] != '\0' && end[1] != ':'))
+        return NULL;
+      return g_ascii_strdown (value + 1, end - value - 1);
+    }
+  colon = strchr (value, ':');
+  if (colon != NULL && strchr (colon + 1, ':') != NULL)
+    return NULL;
+  host = g_ascii_strdown (value, colon != NULL ? colon - value : -1);
+  len = strlen (host);
+  if (len > 0 && host[len - 1] == '.')
+    host[len - 1] = '\0';
+  return host;
+}
+
 gboolean
 sandstep_parse_host_port (const char *text, gboolean port_alone, char **out_host, guint16 *out_port)
 {

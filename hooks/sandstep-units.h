@@ -33,6 +33,10 @@ gboolean sandstep_parse_count (const char *text, guint64 max, guint64 *out);
  * anything else: the caller words the message.  ADDR is not checked. */
 gboolean sandstep_parse_host_port (const char *text, gboolean port_alone, char **out_host, guint16 *out_port);
 
+/* The host of an HTTP Host header: "name", "name:port", "[v6]" or "[v6]:port",
+ * lowercase and without a trailing dot; NULL for anything else. */
+char *sandstep_host_header_host (const char *value);
+
 /* A size for a message: n >= 1 MiB "%.1fMB", n >= 1024 "%.1fKB", else "<n>B"
  * (binary units labelled KB/MB, as the tool contract does). */
 char *sandstep_format_size (guint64 n);

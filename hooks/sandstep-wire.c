@@ -599,6 +599,36 @@ sandstep_wire_read_run_result (JsonObject *object, SandstepRunResult *out)
   return TRUE;
 }
 
+void
+sandstep_wire_set_notices (JsonObject *result, GPtrArray *notices)
+{
+  JsonArray *array;
+
+  if (notices == NULL || notices->len == 0)
+    return;
+  array = json_array_sized_new (notices->len);
+  for (guint i = 0; i < notices->len; i++)
+    json_array_add_string_element (array, notices->pdata[i]);
+  json_object_set_array_member (result, "notices", array);
+}
+
+void
+sandstep_wire_read_notices (JsonObject *result, void (*func) (const char *notice, gpointer data), gpointer data)
+{
+  JsonNode *node = json_object_get_member (result, "notices");
+  JsonArray *array;
+
+  if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node))
+    return;
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonNode *element = json_array_get_element (array, i);
+      if (JSON_NODE_HOLDS_VALUE (element) && json_node_get_value_type (element) == G_TYPE_STRING)
+        func (json_node_get_string (element), data);
+    }
+}
+
 JsonObject *
 sandstep_wire_entries (GPtrArray *entries)
 {

@@ -14,7 +14,8 @@
  *                                                            keepalives; {"ended": why} if the server ends it
  *   POST /v1/sandboxes/H/release-claim {claim}               {} once the claim is gone
  *   POST /v1/sandboxes/H/run        {claim, command, timeout_s}  JSON lines: {"stream": 1|2, "data": base64} ...,
- *                                                            then {"exit", "timed_out", ...} or {"error": {...}}
+ *                                                            then {"exit", "timed_out", ...[, "notices": [...]]}
+ *                                                            or {"error": {...}}; notices: the egress refusals
  *   POST /v1/sandboxes/H/read       {claim, path, max_bytes} the file's bytes
  *   POST /v1/sandboxes/H/write?path=P   (X-Sandstep-Claim)  the bytes to write; answers {}
  *   POST /v1/sandboxes/H/list       {claim, path}            {"entries": [{"name", "is_dir"[, "name_b64"]}]}
@@ -156,6 +157,12 @@ JsonObject *sandstep_wire_ended_line (const char *why);
 JsonObject *sandstep_wire_run_result (const SandstepRunResult *result);
 /* FALSE when @object is not a command's result. */
 gboolean sandstep_wire_read_run_result (JsonObject *object, SandstepRunResult *out);
+/* The host-side notices a command got while it ran (egress refusals,
+ * SandstepRunRequest.on_notice), as the result's "notices" array: a
+ * sandstepd sends them with the result, and an older peer ignores them. */
+void sandstep_wire_set_notices (JsonObject *result, GPtrArray *notices);
+/* Calls @func for each of @result's notices, in order. */
+void sandstep_wire_read_notices (JsonObject *result, void (*func) (const char *notice, gpointer data), gpointer data);
 
 /* {"entries": [{"name", "is_dir"}]} of SandstepDirEntry. */
 JsonObject *sandstep_wire_entries (GPtrArray *entries);

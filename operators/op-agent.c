@@ -1,7 +1,14 @@
 /* op-agent.c: an LLM agent loop over the four sandbox tools.
  *
  *   sandstep agent --handle=H [--model=M] [--max-turns=N] [--time-budget=SECONDS]
- *                  [--system=FILE] [--transcript=FILE] -- PROMPT
+ *                  [--system=FILE] [--transcript=FILE] [--export=PATH=URL ...]
+ *                  [TOOL OPTIONS] -- PROMPT
+ *
+ * The tool options (sandstep-tool-options.h) set the tools' budgets,
+ * bounds and name prefix.  --export (repeatable): when the model has given
+ * its final answer, the files are copied out as `sandstep export` copies
+ * them, all or none, while the claim is still held; a run that fails in any
+ * other way exports nothing.  run_command's description names the files.
  *
  * Claims the sandbox once, for the whole run, then runs the turn loop of
  * hooks/llm/sandstep-agent.c against any OpenAI-compatible chat-completions
@@ -16,7 +23,7 @@
  * --transcript, one JSON object per line (see write_event()), never the API
  * key.  PROMPT "-" reads the prompt from stdin.
  *
- * Exit statuses: 0 with a final answer; 1 the chat endpoint failed (refused
+ * Exit statuses: 0 with a final answer (and its exports done); 1 the chat endpoint failed (refused
  * the request, kept failing, or answered something else); 2 --max-turns
  * reached without a final answer; 124 --time-budget ran out; the helper's
  * usual statuses for usage and sandbox errors (64, 66, 68, ...).
@@ -29,30 +36,50 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-export.h"
 #include "sandstep-agent.h"
 #include "sandstep-llm.h"
 #include "sandstep-output.h"
+#include "sandstep-tool-options.h"
 #include "sandstep-tools.h"
 
 #define DEFAULT_MAX_TURNS 50
 #define AGENT_EXIT_ENDPOINT 1
 #define AGENT_EXIT_MAX_TURNS 2
 
+/* The number of tools, their names (which carry the prefix when one is set), and run_python's note. */
 static const char default_system_prompt[] =
-  "You are an agent working in an isolated Linux sandbox through four tools: run_command, read_file, write_file "
-  "and list_directory. Your working directory is /workspace; the files you write there stay for later steps. "
+  "You are an agent working in an isolated Linux sandbox through %s tools: %s.%s Your working directory is "
+  "/workspace; the files you write there stay for later steps. "
   "Look before you change things, check your work by running it, and keep tool output short (filter it with "
   "grep, head or tail). When the task is done, answer with a short summary of what you did and found, without "
   "calling a tool.";
 
-/* The same with run_python (python=yes). */
-static const char python_system_prompt[] =
-  "You are an agent working in an isolated Linux sandbox through five tools: run_command, read_file, write_file, "
-  "list_directory and run_python, which runs Python in one interpreter that keeps its variables, imports and open "
-  "files for this whole run. Your working directory is /workspace; the files you write there stay for later "
-  "steps. Look before you change things, check your work by running it, and keep tool output short (filter it "
-  "with grep, head or tail). When the task is done, answer with a short summary of what you did and found, "
-  "without calling a tool.";
+static void
+print_staged (const char *path, const char *dest, gint64 bytes, gpointer data)
+{
+  g_autofree char *size = sandstep_format_size ((guint64) bytes);
+  g_autofree char *shown_path = sandstep_escape (path, -1, 0, SANDSTEP_ESCAPE_VALUE);
+  g_autofree char *shown_dest = sandstep_escape (dest, -1, 0, SANDSTEP_ESCAPE_VALUE);
+
+  g_printerr ("sandstep agent: staged %s for %s (%s)\n", shown_path, shown_dest, size);
+}
+
+/* The sandbox paths of "PATH=URL" @pairs, NULL-terminated. */
+static char **
+export_paths (GPtrArray *pairs)
+{
+  GPtrArray *paths = g_ptr_array_new ();
+
+  for (guint i = 0; pairs != NULL && i < pairs->len; i++)
+    {
+      const char *pair = pairs->pdata[i];
+      const char *eq = strchr (pair, '=');
+      g_ptr_array_add (paths, g_strndup (pair, eq != NULL ? (gsize) (eq - pair) : strlen (pair)));
+    }
+  g_ptr_array_add (paths, NULL);
+  return (char **) g_ptr_array_free (paths, FALSE);
+}
 
 typedef struct {
   FILE *transcript;
@@ -106,8 +133,10 @@ on_retry (guint attempt, guint status, const char *reason, double delay_s, gpoin
   Agent *agent = user_data;
   JsonObject *event = json_object_new ();
 
+  g_autofree char *shown = sandstep_escape (reason, -1, 200, SANDSTEP_ESCAPE_LINE);
+
   g_printerr ("sandstep agent: turn %u: the chat endpoint failed (%s); retrying in %.1fs\n", agent->run.turn,
-              reason, delay_s);
+              shown, delay_s);
   json_object_set_int_member (event, "attempt", attempt);
   json_object_set_int_member (event, "status", status);
   json_object_set_string_member (event, "reason", reason);
@@ -144,7 +173,10 @@ record (const char *type, JsonObject *event, gpointer user_data)
 static void
 turn_done (guint turn, const char *tool_names, double seconds, gpointer user_data)
 {
-  g_printerr ("sandstep agent: turn %u: %s (%.1fs)\n", turn, tool_names, seconds);
+  /* The names are the model's: a tool it made up could carry escape sequences. */
+  g_autofree char *shown = sandstep_escape (tool_names, -1, 200, SANDSTEP_ESCAPE_LINE);
+
+  g_printerr ("sandstep agent: turn %u: %s (%.1fs)\n", turn, shown, seconds);
 }
 
 static char *
@@ -202,6 +234,10 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
   Agent agent = { 0 };
   SandstepAgentHooks hooks = { call_tool, record, turn_done, &agent };
   SandstepLlmOptions options;
+  SandstepToolLimits limits;
+  SandstepExportOptions export_options = { 0 };
+  GPtrArray *exports = sandstep_invocation_get_all (invocation, "export");
+  g_auto(GStrv) exported_paths = NULL;
   JsonObject *event;
   gboolean ok = FALSE;
   g_autoptr(GError) local_error = NULL;
@@ -239,9 +275,16 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
         return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                                "the system prompt file '%s' (--system) is not valid UTF-8 text", system_path);
     }
-  else
-    system_prompt = g_strdup (g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0
-                                ? python_system_prompt : default_system_prompt);
+  if (!sandstep_tool_options_parse (invocation, &limits, error))
+    return FALSE;
+  /* Bad destinations are refused before the sandbox is claimed, or a model asked. */
+  if (exports != NULL && exports->len > 0)
+    {
+      if (!sandstep_export_check (exports, &export_options, error))
+        return FALSE;
+      exported_paths = export_paths (exports);
+      limits.exports = (const char *const *) exported_paths;
+    }
 
   sandstep_llm_options_init (&options);
   llm = sandstep_llm_new (&options, &local_error);
@@ -263,12 +306,23 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     goto out;
   if (budget_s > 0)
     deadline_us = agent.start_us + (gint64) (budget_s * G_USEC_PER_SEC);
-  toolbox = sandstep_toolbox_new (attachment, NULL);
+  toolbox = sandstep_toolbox_new (attachment, &limits);
   sandstep_toolbox_set_deadline (toolbox, deadline_us);
   if (g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0 &&
       !sandstep_offer_python (toolbox, attachment, sandstep_invocation_get (invocation, "python-budget"), "agent",
                               error))
-    return FALSE;
+    goto out;
+  if (system_prompt == NULL)
+    {
+      g_autofree char *names = sandstep_toolbox_tool_list (toolbox);
+      gboolean python = g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0;
+      g_autofree char *python_note = python ? g_strdup_printf (" %s runs Python in one interpreter that keeps its "
+                                                                "variables, imports and open files for this whole run.",
+                                                                sandstep_toolbox_tool_name (toolbox, "run_python"))
+                                            : g_strdup ("");
+
+      system_prompt = g_strdup_printf (default_system_prompt, python ? "five" : "four", names, python_note);
+    }
   agent.toolbox = toolbox;
   definitions = sandstep_toolbox_definitions (toolbox);
 
@@ -294,8 +348,11 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     case SANDSTEP_AGENT_ANSWERED:
       g_printerr ("sandstep agent: turn %u: final answer (%.1fs)\n", agent.run.turn, agent.run.last_turn_s);
       if (agent.run.answer == NULL || agent.run.answer[0] == '\0')
-        g_printerr ("sandstep agent: the model ended without an answer (finish_reason '%s')\n",
-                    agent.run.finish_reason != NULL ? agent.run.finish_reason : "none");
+        {
+          g_autofree char *reason = sandstep_escape (agent.run.finish_reason != NULL ? agent.run.finish_reason : "none",
+                                                     -1, 64, SANDSTEP_ESCAPE_VALUE);
+          g_printerr ("sandstep agent: the model ended without an answer (finish_reason '%s')\n", reason);
+        }
       else
         {
           fputs (agent.run.answer, stdout);
@@ -306,6 +363,19 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
       event = json_object_new ();
       json_object_set_string_member (event, "content", agent.run.answer != NULL ? agent.run.answer : "");
       write_event (&agent, "final", event);
+      /* Only a run that answered exports, and all of its files or none. */
+      if (exports != NULL && exports->len > 0)
+        {
+          GError *export_error = NULL;
+
+          if (!sandstep_export_files (attachment, exports, &export_options, print_staged, NULL, &export_error))
+            {
+              end_event (&agent, "export", export_error->message);
+              g_propagate_error (error, export_error);
+              break;
+            }
+          g_printerr ("sandstep agent: published %u file%s\n", exports->len, exports->len == 1 ? "" : "s");
+        }
       end_event (&agent, "answer", NULL);
       *out_exit = 0;
       ok = TRUE;

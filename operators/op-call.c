@@ -1,7 +1,11 @@
 /* op-call.c: call one agent tool from the command line, as a model would.
  *
- *   sandstep call --handle=H run_command '{"command": "make check"}'
+ *   sandstep call --handle=H [TOOL OPTIONS] run_command '{"command": "make check"}'
  *   sandstep call --handle=H run_python '{"code": "import sys; sys.version"}'   (a fresh session)
+ *
+ * The tool options (sandstep-tool-options.h) are those of agent and mcp, so
+ * a call shows what a model served with the same options reads; with
+ * --prefix=P the tool is named P_run_command.
  *
  * Prints exactly the text the model would read.  Exit 0 when the tool
  * succeeded, 1 when it answered with a recoverable error (the text says
@@ -12,6 +16,7 @@
 #include <stdio.h>
 
 #include "sandstep-error.h"
+#include "sandstep-tool-options.h"
 #include "sandstep-tools.h"
 
 gboolean
@@ -43,15 +48,21 @@ sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error)
       arguments = json_node_get_object (json_parser_get_root (parser));
     }
 
+  if (!sandstep_tool_options_parse (invocation, &limits, error))
+    return FALSE;
   attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return FALSE;
-  sandstep_tool_limits_init (&limits);
   toolbox = sandstep_toolbox_new (attachment, &limits);
   /* run_python: a session of its own, ended (with everything it started) when the call is done. */
-  if (g_strcmp0 (invocation->operands->pdata[0], "run_python") == 0 &&
-      !sandstep_offer_python (toolbox, attachment, NULL, "call", error))
-    return FALSE;
+  {
+    g_autofree char *python_name = limits.prefix != NULL && limits.prefix[0] != '\0'
+                                     ? g_strconcat (limits.prefix, "_run_python", NULL) : g_strdup ("run_python");
+
+    if (g_strcmp0 (invocation->operands->pdata[0], python_name) == 0 &&
+        !sandstep_offer_python (toolbox, attachment, NULL, "call", error))
+      return FALSE;
+  }
   text = sandstep_toolbox_call (toolbox, invocation->operands->pdata[0], arguments, &is_error, error);
   if (text == NULL)
     return FALSE;

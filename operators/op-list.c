@@ -36,10 +36,12 @@ print_table (GPtrArray *entries, gint64 now)
       char **row = g_new0 (char *, 8);
 
       broken += is_broken;
-      row[0] = g_strdup (e->handle);
-      row[1] = g_strdup (e->owner != NULL ? e->owner : "-");
+      /* Names are the callers' (and a daemon's): shown escaped, so none can move the cursor or fake a row. */
+      row[0] = sandstep_escape (e->handle, -1, 0, SANDSTEP_ESCAPE_LINE);
+      row[1] = sandstep_escape (e->owner != NULL ? e->owner : "-", -1, 0, SANDSTEP_ESCAPE_LINE);
       /* Who holds it now, else who provisioned it. */
-      row[2] = g_strdup (e->held_by != NULL ? e->held_by : e->provisioned_by != NULL ? e->provisioned_by : "-");
+      row[2] = sandstep_escape (e->held_by != NULL ? e->held_by : e->provisioned_by != NULL ? e->provisioned_by : "-",
+                                -1, 0, SANDSTEP_ESCAPE_LINE);
       row[3] = g_strdup (sandstep_condition_to_string (e->condition));
       row[4] = is_broken ? g_strdup ("-") : format_age (now - e->created);
       row[5] = is_broken ? g_strdup ("-") : format_age (e->expires - now);

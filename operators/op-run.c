@@ -2,22 +2,18 @@
 #include "sandstep-operator.h"
 
 #include "sandstep-error.h"
-#include "sandstep-limits.h"
-#include "sandstep-run-report.h"
+#include "sandstep-ending.h"
 
 int
 sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, const SandstepRunResult *result,
                      GString *out)
 {
-  SandstepLimits limits = sandstep_limits_resolve (&spec->limits);
-  SandstepRunOutcome outcome = {
-    .exit_status = result->exit_status, .timed_out = result->timed_out, .clamped = result->clamped,
-    .memory_hit = result->memory_limit_hit, .pids_hit = result->pids_limit_hit,
-    .applied_timeout_s = result->applied_timeout_s,
-    .memory = limits.memory, .pids = limits.pids, .cpu_time_s = limits.cpu_time_s, .disk = limits.disk,
-  };
+  SandstepRunOutcome outcome;
   char text[2048];
-  int exit_status = sandstep_run_report_format (&outcome, timeout_text, text, sizeof text);
+  int exit_status;
+
+  sandstep_run_outcome_fill (spec, result, &outcome);
+  exit_status = sandstep_run_report_format (&outcome, timeout_text, text, sizeof text);
 
   g_string_append (out, text);
   return exit_status;

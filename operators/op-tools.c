@@ -34,6 +34,7 @@
 #include "sandstep-error.h"
 #include "sandstep-mcp.h"
 #include "sandstep-token.h"
+#include "sandstep-tool-options.h"
 #include "sandstep-tools.h"
 
 /* How long a stopping agent gets between SIGTERM and SIGKILL. */
@@ -94,13 +95,16 @@ exit_now (int status)
 static SandstepToolbox *
 open_toolbox (SandstepInvocation *invocation, SandstepAttachment **out_attachment, GError **error)
 {
-  g_autoptr(SandstepAttachment) attachment = sandstep_invocation_attach (invocation, error);
+  g_autoptr(SandstepAttachment) attachment = NULL;
   SandstepToolLimits limits;
   SandstepToolbox *toolbox;
 
+  /* Bad options are refused before the sandbox is claimed. */
+  if (!sandstep_tool_options_parse (invocation, &limits, error))
+    return NULL;
+  attachment = sandstep_invocation_attach (invocation, error);
   if (attachment == NULL)
     return NULL;
-  sandstep_tool_limits_init (&limits);
   toolbox = sandstep_toolbox_new (attachment, &limits);
   if (sandstep_invocation_has (invocation, "python") &&
       !sandstep_offer_python (toolbox, attachment, sandstep_invocation_get (invocation, "python-budget"),

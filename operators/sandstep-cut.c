@@ -127,7 +127,7 @@ typedef enum {
 } MarkKind;
 
 static void
-append_marker (GString *out, const TextCut *c, MarkKind kind, const char *dir)
+append_marker (GString *out, const TextCut *c, MarkKind kind, const char *dir, const char *run_tool)
 {
   g_autofree char *size = sandstep_format_size (c->omitted_bytes);
   guint64 n = c->omitted_lines;
@@ -136,9 +136,9 @@ append_marker (GString *out, const TextCut *c, MarkKind kind, const char *dir)
     {
       g_autofree char *quoted = g_shell_quote (dir);
       g_string_append_printf (out,
-                              "[... %" G_GUINT64_FORMAT " %s omitted; see them with run_command: "
+                              "[... %" G_GUINT64_FORMAT " %s omitted; see them with %s: "
                               "LC_ALL=C ls -Ap %s | sed -n '%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT "p' ...]",
-                              n, n == 1 ? "entry" : "entries", quoted, c->head_lines + 1, c->head_lines + n);
+                              n, n == 1 ? "entry" : "entries", run_tool, quoted, c->head_lines + 1, c->head_lines + n);
       return;
     }
   if (!c->partial)
@@ -153,7 +153,7 @@ append_marker (GString *out, const TextCut *c, MarkKind kind, const char *dir)
 
 static char *
 render_view (const TextView *v, gsize max_lines, gsize max_bytes, gboolean already_truncated, MarkKind kind,
-             const char *dir, gboolean *out_cut)
+             const char *dir, const char *run_tool, gboolean *out_cut)
 {
   g_autoptr(GString) out = g_string_new (NULL);
   TextCut c;
@@ -174,7 +174,7 @@ render_view (const TextView *v, gsize max_lines, gsize max_bytes, gboolean alrea
           g_string_append_len (out, v->head, c.head_keep);
           g_string_append_c (out, '\n');
         }
-      append_marker (out, &c, kind, dir);
+      append_marker (out, &c, kind, dir, run_tool);
       if (c.tail_lines > 0)
         {
           g_string_append_c (out, '\n');
@@ -206,7 +206,7 @@ sandstep_truncate_output (const char *text, gssize len, gsize max_lines, gsize m
   if (len < 0)
     len = strlen (text);
   v = (TextView) { text, len, text, len, len, count_newlines (text, len), TRUE };
-  return render_view (&v, max_lines, max_bytes, already_truncated, MARK_LINES, NULL, NULL);
+  return render_view (&v, max_lines, max_bytes, already_truncated, MARK_LINES, NULL, NULL, NULL);
 }
 
 /* ---- the capture ---- */
@@ -382,11 +382,11 @@ sandstep_capture_render (SandstepCapture *capture)
       g_byte_array_append (whole, (const guint8 *) tail, capture->ring_len);
       v = (TextView) { (const char *) whole->data, whole->len, (const char *) whole->data, whole->len,
                        capture->total, capture->newlines, TRUE };
-      return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, &capture->cut);
+      return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, NULL, &capture->cut);
     }
   v = (TextView) { (const char *) capture->head->data, capture->head->len, tail, capture->ring_len,
                    capture->total, capture->newlines, FALSE };
-  return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, &capture->cut);
+  return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, NULL, &capture->cut);
 }
 
 guint64
@@ -411,6 +411,13 @@ char *
 sandstep_render_listing (const char *const *names, gsize n_names, const char *dir, gsize max_lines,
                          gsize max_bytes)
 {
+  return sandstep_render_listing_for (names, n_names, dir, "run_command", max_lines, max_bytes);
+}
+
+char *
+sandstep_render_listing_for (const char *const *names, gsize n_names, const char *dir, const char *run_tool,
+                             gsize max_lines, gsize max_bytes)
+{
   g_autoptr(GString) joined = g_string_new (NULL);
   TextView v;
 
@@ -424,7 +431,7 @@ sandstep_render_listing (const char *const *names, gsize n_names, const char *di
     }
   v = (TextView) { joined->str, joined->len, joined->str, joined->len, joined->len,
                    count_newlines (joined->str, joined->len), TRUE };
-  return render_view (&v, max_lines, max_bytes, FALSE, MARK_ENTRIES, dir, NULL);
+  return render_view (&v, max_lines, max_bytes, FALSE, MARK_ENTRIES, dir, run_tool, NULL);
 }
 
 /* ---- read_file ---- */

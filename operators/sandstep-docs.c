@@ -101,6 +101,7 @@ static const struct {
 } environment[] = {
   { "SANDSTEP_STATE_DIR", "where local sandboxes live (default /var/lib/sandstep for root, else "
                           "$XDG_STATE_HOME/sandstep)" },
+  { "SANDSTEP_HANDLE", "the default of --handle (the Slurm front-end sets it in a job that provisions a sandbox)" },
   { "SANDSTEP_OWNER", "the default of --owner" },
   { "SANDSTEP_HOLDER", "the default of --holder" },
   { "SANDSTEP_BACKEND", "the default of --backend: local, or a sandstepd URL" },

@@ -1,5 +1,6 @@
 /* sandstep-invocation.c: parsing one helper command line against the operator table. */
 #include "sandstep-operator.h"
+#include "sandstep-tools.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,13 @@ sandstep_option_check (const SandstepOption *option, const char *value, GError *
     case SANDSTEP_OPTION_SIZE:
       ok = sandstep_parse_size (value, &size, &local_error);
       break;
+    case SANDSTEP_OPTION_IDENTIFIER:
+      if (!sandstep_tool_prefix_is_valid (value))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "option '%s' must be an identifier (a letter or '_', then letters, digits and '_', "
+                               "at most %d in all), got '%s'; write for example %s=box", option->name,
+                               SANDSTEP_TOOL_PREFIX_MAX, value ? value : "", option->name);
+      return TRUE;
     case SANDSTEP_OPTION_COUNT:
       {
         guint64 n;
@@ -230,11 +238,14 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
   if (op->flags & SANDSTEP_OP_HANDLE)
     {
       const char *given = sandstep_invocation_get (invocation, "handle");
+      /* A task of a Slurm job that provisioned a sandbox finds it here. */
+      if (given == NULL && g_getenv ("SANDSTEP_HANDLE") != NULL && g_getenv ("SANDSTEP_HANDLE")[0] != '\0')
+        given = g_getenv ("SANDSTEP_HANDLE");
       if (given == NULL)
         {
           sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
                           "no --handle given; pass --handle=HANDLE or --handle=@FILE with the file the "
-                          "provisioning step wrote");
+                          "provisioning step wrote (or set SANDSTEP_HANDLE)");
           return NULL;
         }
       invocation->handle = sandstep_resolve_handle (given, error);

@@ -37,27 +37,6 @@ host_is_loopback (SandstepMcpServer *server, const char *host)
   return address != NULL && g_inet_address_get_is_loopback (address);
 }
 
-/* "name", "name:port", "[v6]" or "[v6]:port" -> the host part, or NULL. */
-static char *
-host_header_host (const char *value)
-{
-  const char *colon;
-
-  if (value == NULL || value[0] == '\0')
-    return NULL;
-  if (value[0] == '[')
-    {
-      const char *end = strchr (value, ']');
-      if (end == NULL || (end[1] != '\0' && end[1] != ':'))
-        return NULL;
-      return g_strndup (value + 1, end - value - 1);
-    }
-  colon = strchr (value, ':');
-  if (colon != NULL && strchr (colon + 1, ':') != NULL)
-    return NULL;
-  return colon != NULL ? g_strndup (value, colon - value) : g_strdup (value);
-}
-
 static void
 http_set_json (SoupServerMessage *msg, guint status, const char *body)
 {
@@ -127,7 +106,7 @@ http_early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, 
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
   const char *host_value = soup_message_headers_get_one (headers, "Host");
   const char *origin = soup_message_headers_get_one (headers, "Origin");
-  g_autofree char *host = host_header_host (host_value);
+  g_autofree char *host = sandstep_host_header_host (host_value);
   HttpBody *body;
   goffset length;
 

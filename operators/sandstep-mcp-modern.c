@@ -111,9 +111,9 @@ char *
 sandstep_mcp_instructions (SandstepMcpServer *server)
 {
   return g_strdup_printf ("These tools work in the sandbox '%s': an isolated Linux machine whose files persist "
-                          "between calls (run_command starts a fresh shell each time, in /workspace). Nothing you "
-                          "do there reaches this host.",
-                          server->handle);
+                          "between calls (%s starts a fresh shell each time, in /workspace). Nothing you do there "
+                          "reaches this host.",
+                          server->handle, sandstep_toolbox_tool_name (server->toolbox, "run_command"));
 }
 
 JsonNode *

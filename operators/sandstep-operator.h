@@ -24,6 +24,7 @@ typedef enum {
   SANDSTEP_OPTION_SIZE,       /* bytes, or a number with K, M or G (binary); > 0 */
   SANDSTEP_OPTION_CHOICE,     /* one of the words in .choices, separated by '|' */
   SANDSTEP_OPTION_FLAG,       /* no value on the command line; a bare word in make */
+  SANDSTEP_OPTION_IDENTIFIER, /* a letter or '_', then letters, digits and '_' (sandstep_tool_prefix_is_valid()) */
 } SandstepOptionKind;
 
 typedef struct {

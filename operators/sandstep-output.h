@@ -33,7 +33,9 @@
  * Decisions on the contract's quirks:
  *
  *  1. Fractional limits: our limits are integers (gsize) in C, and the agent's
- *     --max-turns is a whole number (SANDSTEP_OPTION_COUNT).  Tool arguments
+ *     --max-turns is a whole number (SANDSTEP_OPTION_COUNT), and so are the
+ *     tool options --max-output-lines (sandstep-tool-options.h), whose
+ *     sizes are whole bytes.  Tool arguments
  *     offset and limit must be whole numbers too: 1.5 is refused with a
  *     message, not truncated to 1 (10.0 is accepted as 10).
  *  2. Yes: run_command's description states the default and the ceiling of
@@ -178,6 +180,9 @@ char *sandstep_render_command_result (const char *out, const char *err, int exit
  * LC_ALL=C ls -Ap 'DIR' | sed -n '501,1734p' ...]". */
 char *sandstep_render_listing (const char *const *names, gsize n_names, const char *dir, gsize max_lines,
                                gsize max_bytes);
+/* The same, naming @run_tool (the run_command tool's name, prefixed) in the marker. */
+char *sandstep_render_listing_for (const char *const *names, gsize n_names, const char *dir, const char *run_tool,
+                                   gsize max_lines, gsize max_bytes);
 
 /* ---- read_file ---- */
 
@@ -201,6 +206,15 @@ gboolean sandstep_looks_binary (const char *data, gsize len);
  * with a shell command instead (e.g. head, tail, sed -n, or grep)."
  * @size_text NULL (unknown) leaves out "is <size>, ". */
 char *sandstep_read_limit_message (const char *path, const char *size_text, guint64 max_bytes);
+
+/* ---- refusals ---- */
+
+/* @message (a file operation's refusal, written for the command line) with
+ * the sandstep commands it names ("list it with 'sandstep ls'") replaced by
+ * the tools' names @names (run_command, read_file, write_file and
+ * list_directory, in that order, prefixed or not), and "from the host" by
+ * "by the file tools": the model has the tools, not the commands. */
+char *sandstep_tool_words (const char *message, const char *const *names);
 
 /* ---- arguments ---- */
 

@@ -93,6 +93,35 @@ sandstep_read_limit_message (const char *path, const char *size_text, guint64 ma
                           "(e.g. head, tail, sed -n, or grep).", quoted, max);
 }
 
+/* ---- refusals ---- */
+
+/* The file operations' messages are written for a person at the command
+ * line ("list it with 'sandstep ls'"); the model has tools instead.  Each
+ * row: the command-line words, and the tool (run_command, read_file,
+ * write_file, list_directory: 0 to 3; -1 none) whose name replaces them. */
+static const struct {
+  const char *cli;
+  int tool;
+  const char *instead;
+} cli_words[] = {
+  { "'sandstep ls'", 3, NULL },
+  { "'sandstep run'", 0, NULL },
+  { "'sandstep get'", 1, NULL },
+  { "'sandstep put'", 2, NULL },
+  { " from the host", -1, " by the file tools" },
+};
+
+char *
+sandstep_tool_words (const char *message, const char *const *names)
+{
+  g_autoptr(GString) text = g_string_new (message);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cli_words); i++)
+    g_string_replace (text, cli_words[i].cli, cli_words[i].tool >= 0 ? names[cli_words[i].tool] : cli_words[i].instead,
+                      0);
+  return g_strdup (text->str);
+}
+
 /* ---- arguments ---- */
 
 gboolean
@@ -199,7 +228,7 @@ sandstep_run_command_description (double default_timeout_s, double max_timeout_s
   if (mounts != NULL && mounts[0] != NULL)
     {
       g_autofree char *list = g_strjoinv (", ", (char **) mounts);
-      g_string_append_printf (out, " Read-only data is mounted at %s (read it with run_command).", list);
+      g_string_append_printf (out, " Read-only data is mounted at %s (the file tools read it too).", list);
     }
   return g_string_free (out, FALSE);
 }

@@ -45,7 +45,7 @@ static const char python_output_schema[] =
   "}";
 
 JsonNode *
-sandstep_tool_python_definition (const SandstepPythonLimits *limits)
+sandstep_tool_python_definition (const char *name, const SandstepPythonLimits *limits, const char *run_name)
 {
   g_autofree char *default_s = sandstep_format_seconds (limits->default_timeout_s);
   g_autofree char *max_s = sandstep_format_seconds (limits->max_timeout_s);
@@ -61,17 +61,17 @@ sandstep_tool_python_definition (const SandstepPythonLimits *limits)
     "does: variables, imports and open files persist from one call to the next. Returns what the code printed "
     "(stdout and stderr, its child processes' too), the value of a final expression as a REPL shows it, and the "
     "error with its traceback. The code runs in /workspace with the same files, network and /data mounts as "
-    "run_command; stdin is empty. Each call is stopped after timeout_seconds (default %ss, at most %ss), and all "
-    "calls of this session together may take at most %ss; use run_command for long jobs. If the interpreter dies "
+    "%s; stdin is empty. Each call is stopped after timeout_seconds (default %ss, at most %ss), and all "
+    "calls of this session together may take at most %ss; use %s for long jobs. If the interpreter dies "
     "(a timeout, the memory limit, a crash, os._exit), the next call starts a new one, and variables from earlier "
-    "calls are gone. Long output is cut in the middle, as run_command's is.",
-    default_s, max_s, budget_s);
+    "calls are gone. Long output is cut in the middle, as %s's is.",
+    run_name, default_s, max_s, budget_s, run_name, run_name);
   timeout_help = g_strdup_printf ("Seconds before the call is stopped, killing the interpreter (default %ss, at most "
                                   "%ss).", default_s, max_s);
 
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "name");
-  json_builder_add_string_value (b, "run_python");
+  json_builder_add_string_value (b, name);
   json_builder_set_member_name (b, "title");
   json_builder_add_string_value (b, "Run Python in a persistent interpreter");
   json_builder_set_member_name (b, "description");
@@ -126,7 +126,8 @@ sandstep_tool_python_definition (const SandstepPythonLimits *limits)
 #define EXAMPLE "{\"code\": \"x = 6 * 7\\nx\"}"
 
 static gboolean
-get_arguments (JsonObject *args, const char **out_code, gboolean *out_given, double *out_timeout, char **message)
+get_arguments (const char *tool, JsonObject *args, const char **out_code, gboolean *out_given, double *out_timeout,
+               char **message)
 {
   JsonNode *code = args != NULL ? json_object_get_member (args, "code") : NULL;
   JsonNode *timeout = args != NULL ? json_object_get_member (args, "timeout_seconds") : NULL;
@@ -134,14 +135,14 @@ get_arguments (JsonObject *args, const char **out_code, gboolean *out_given, dou
   *out_given = FALSE;
   if (code == NULL)
     {
-      *message = g_strdup ("run_python needs the argument \"code\" (a string of Python). Call it again with it, "
-                           "e.g. " EXAMPLE ".");
+      *message = g_strdup_printf ("%s needs the argument \"code\" (a string of Python). Call it again with it, "
+                                  "e.g. " EXAMPLE ".", tool);
       return FALSE;
     }
   if (!JSON_NODE_HOLDS_VALUE (code) || json_node_get_value_type (code) != G_TYPE_STRING)
     {
-      *message = g_strdup ("The argument \"code\" of run_python must be a string of Python. Call it again, e.g. "
-                           EXAMPLE ".");
+      *message = g_strdup_printf ("The argument \"code\" of %s must be a string of Python. Call it again, e.g. "
+                                  EXAMPLE ".", tool);
       return FALSE;
     }
   *out_code = json_node_get_string (code);
@@ -158,8 +159,8 @@ get_arguments (JsonObject *args, const char **out_code, gboolean *out_given, dou
     *out_timeout = json_node_get_double (timeout);
   else
     {
-      *message = g_strdup ("The argument \"timeout_seconds\" of run_python must be a number of seconds. Call it "
-                           "again, e.g. {\"code\": \"...\", \"timeout_seconds\": 30}.");
+      *message = g_strdup_printf ("The argument \"timeout_seconds\" of %s must be a number of seconds. Call it "
+                                  "again, e.g. {\"code\": \"...\", \"timeout_seconds\": 30}.", tool);
       return FALSE;
     }
   *out_given = TRUE;
@@ -207,9 +208,10 @@ death_note (const SandstepPythonCall *call)
 }
 
 char *
-sandstep_tool_run_python (SandstepPythonSession *session, const SandstepMasker *masker, gsize max_lines,
-                          gsize max_bytes, double remaining_s, JsonObject *args, gboolean *out_is_error,
-                          JsonNode **out_structured, SandstepToolNotice notice, gpointer notice_data)
+sandstep_tool_run_python (SandstepPythonSession *session, const char *name, const char *run_name,
+                          const SandstepMasker *masker, gsize max_lines, gsize max_bytes, double remaining_s,
+                          JsonObject *args, gboolean *out_is_error, JsonNode **out_structured,
+                          SandstepToolNotice notice, gpointer notice_data)
 {
   const SandstepPythonLimits *limits = sandstep_python_session_limits (session);
   const char *code = NULL;
@@ -226,7 +228,7 @@ sandstep_tool_run_python (SandstepPythonSession *session, const SandstepMasker *
   gboolean cut = FALSE;
   GString *text;
 
-  if (!get_arguments (args, &code, &given, &requested, &message) ||
+  if (!get_arguments (name, args, &code, &given, &requested, &message) ||
       !sandstep_command_budget (given, requested, limits->default_timeout_s, limits->max_timeout_s, remaining_s,
                                 &timeout, &message))
     {
@@ -238,8 +240,8 @@ sandstep_tool_run_python (SandstepPythonSession *session, const SandstepMasker *
       g_autofree char *budget = sandstep_format_seconds (limits->budget_s);
 
       *out_is_error = TRUE;
-      return g_strdup_printf ("run_python's budget for this session (%ss, the sum of its calls' times) is spent, so "
-                              "it runs no more code; use run_command (e.g. python3 script.py) instead.", budget);
+      return g_strdup_printf ("%s's budget for this session (%ss, the sum of its calls' times) is spent, so it runs "
+                              "no more code; use %s (e.g. python3 script.py) instead.", name, budget, run_name);
     }
   timeout = MIN (timeout, left);
 
@@ -254,14 +256,14 @@ sandstep_tool_run_python (SandstepPythonSession *session, const SandstepMasker *
       /* Its kind for the model; the details (host paths, errno) for the step's log only. */
       if (notice != NULL)
         {
-          g_autofree char *line = g_strdup_printf ("run_python: %s: %s", call.failure, call.failure_detail);
+          g_autofree char *line = g_strdup_printf ("%s: %s: %s", name, call.failure, call.failure_detail);
           g_autofree char *masked = sandstep_masker_mask (masker, line, -1, NULL);
           notice (masked, notice_data);
         }
       *out_is_error = TRUE;
-      message = g_strdup_printf ("run_python failed on sandstep's side: %s. The interpreter is gone; the next call "
-                                 "starts a new one (variables from earlier calls are gone), or use run_command.",
-                                 call.failure);
+      message = g_strdup_printf ("%s failed on sandstep's side: %s. The interpreter is gone; the next call starts a "
+                                 "new one (variables from earlier calls are gone), or use %s.", name, call.failure,
+                                 run_name);
       sandstep_python_call_clear (&call);
       return message;
     }

@@ -12,21 +12,38 @@
 #include <math.h>
 #include <string.h>
 
+#include "sandstep-ending.h"
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 #include "sandstep-output.h"
 #include "sandstep-tool-structured.h"
 #include "sandstep-tool-python.h"
+#include "sandstep-data-files.h"
+
+/* The tools, in the order of their definitions. */
+enum {
+  TOOL_RUN_COMMAND,
+  TOOL_READ_FILE,
+  TOOL_WRITE_FILE,
+  TOOL_LIST_DIRECTORY,
+  N_TOOLS,
+};
+
+static const char *const base_names[N_TOOLS] = { "run_command", "read_file", "write_file", "list_directory" };
 
 struct _SandstepToolbox {
   SandstepAttachment *attachment;
-  SandstepToolLimits limits;
+  SandstepToolLimits limits;  /* prefix and exports: the copies below */
+  char *prefix;
+  char **exports;
+  char *names[N_TOOLS];
   SandstepMasker *masker;
   char *run_description;
   SandstepNetwork network;
   gint64 deadline_us;       /* monotonic; 0: none */
   JsonNode *structured;     /* the call's structuredContent, set by a tool that has one */
   SandstepPythonSession *python;  /* run_python's session; NULL: not offered */
+  char *python_name;              /* "run_python", or PREFIX_run_python */
   SandstepToolNotice notice;
   gpointer notice_data;
 };
@@ -36,6 +53,7 @@ typedef char *(*ToolFunc) (SandstepToolbox *toolbox, JsonObject *args, gboolean 
 void
 sandstep_tool_limits_init (SandstepToolLimits *limits)
 {
+  memset (limits, 0, sizeof *limits);
   limits->max_output_lines = 2000;
   limits->max_output_bytes = 50 * 1024;
   limits->max_read_bytes = SANDSTEP_DEFAULT_READ_MAX;
@@ -44,19 +62,38 @@ sandstep_tool_limits_init (SandstepToolLimits *limits)
 }
 
 gboolean
+sandstep_tool_prefix_is_valid (const char *prefix)
+{
+  /* ASCII only, as OpenAI's function names (^[a-zA-Z0-9_-]{1,64}$) and code that calls tools by name need. */
+  return prefix != NULL && prefix[0] != '\0' && strlen (prefix) <= SANDSTEP_TOOL_PREFIX_MAX &&
+         (g_ascii_isalpha (prefix[0]) || prefix[0] == '_') &&
+         strspn (prefix, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen (prefix);
+}
+
+gboolean
 sandstep_tool_limits_check (const SandstepToolLimits *limits, GError **error)
 {
+  const char *prefix = limits->prefix;
+
   if (limits->max_output_lines == 0 || limits->max_output_bytes == 0 || limits->max_read_bytes == 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "the output and read limits must be 1 or more");
-  if (!isfinite (limits->default_timeout_s) || limits->default_timeout_s <= 0 ||
-      !isfinite (limits->max_timeout_s) || limits->max_timeout_s <= 0)
+                           "max-output-lines, max-output-bytes and max-read-bytes must be 1 or more");
+  if (!isfinite (limits->default_timeout_s) || limits->default_timeout_s <= 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "command timeouts must be positive and finite");
+                           "command-timeout must be a positive finite number of seconds, got %g",
+                           limits->default_timeout_s);
+  if (!isfinite (limits->max_timeout_s) || limits->max_timeout_s <= 0)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "max-command-timeout must be a positive finite number of seconds, got %g",
+                           limits->max_timeout_s);
   if (limits->default_timeout_s > limits->max_timeout_s)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "default_command_timeout (%g) must not exceed max_command_timeout (%g).",
-                           limits->default_timeout_s, limits->max_timeout_s);
+                           "command-timeout (%g) must not exceed max-command-timeout (%g); lower command-timeout "
+                           "or raise max-command-timeout", limits->default_timeout_s, limits->max_timeout_s);
+  if (prefix != NULL && prefix[0] != '\0' && !sandstep_tool_prefix_is_valid (prefix))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "option 'prefix' must be an identifier (a letter or '_', then letters, digits and '_', at "
+                           "most %d in all), got '%s'; write for example prefix=box", SANDSTEP_TOOL_PREFIX_MAX, prefix);
   return TRUE;
 }
 
@@ -85,6 +122,15 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
     toolbox->limits = *limits;
   else
     sandstep_tool_limits_init (&toolbox->limits);
+  toolbox->prefix = g_strdup (toolbox->limits.prefix != NULL && toolbox->limits.prefix[0] != '\0'
+                                ? toolbox->limits.prefix : NULL);
+  toolbox->exports = toolbox->limits.exports != NULL && toolbox->limits.exports[0] != NULL
+                       ? g_strdupv ((char **) toolbox->limits.exports) : NULL;
+  toolbox->limits.prefix = toolbox->prefix;
+  toolbox->limits.exports = (const char *const *) toolbox->exports;
+  for (int i = 0; i < N_TOOLS; i++)
+    toolbox->names[i] = toolbox->prefix != NULL ? g_strconcat (toolbox->prefix, "_", base_names[i], NULL)
+                                                : g_strdup (base_names[i]);
   toolbox->masker = sandstep_masker_new_from_table (spec != NULL ? spec->secrets : NULL);
   toolbox->network = spec != NULL ? spec->network : SANDSTEP_NETWORK_NONE;
   for (guint i = 0; spec != NULL && spec->mounts != NULL && i < spec->mounts->len; i++)
@@ -98,6 +144,15 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
     sandstep_run_command_description (toolbox->limits.default_timeout_s, toolbox->limits.max_timeout_s,
                                       network_note, sandstep_attachment_remaining_lifetime (attachment),
                                       (const char *const *) mounts->pdata);
+  if (toolbox->exports != NULL)
+    {
+      g_autofree char *list = g_strjoinv (", ", toolbox->exports);
+      char *with_note = g_strdup_printf ("%s When this run ends well, these files are copied out of the sandbox, so "
+                                         "write your results to them before you finish: %s.",
+                                         toolbox->run_description, list);
+      g_free (toolbox->run_description);
+      toolbox->run_description = with_note;
+    }
   return toolbox;
 }
 
@@ -108,9 +163,14 @@ sandstep_toolbox_free (SandstepToolbox *toolbox)
     return;
   /* First: its interpreter runs in the sandbox the attachment holds. */
   sandstep_python_session_free (toolbox->python);
+  g_free (toolbox->python_name);
   sandstep_masker_free (toolbox->masker);
   g_clear_pointer (&toolbox->structured, json_node_unref);
   g_free (toolbox->run_description);
+  g_free (toolbox->prefix);
+  g_strfreev (toolbox->exports);
+  for (int i = 0; i < N_TOOLS; i++)
+    g_free (toolbox->names[i]);
   g_free (toolbox);
 }
 
@@ -118,6 +178,27 @@ void
 sandstep_toolbox_set_deadline (SandstepToolbox *toolbox, gint64 deadline_us)
 {
   toolbox->deadline_us = deadline_us;
+}
+
+const char *
+sandstep_toolbox_tool_name (SandstepToolbox *toolbox, const char *base)
+{
+  for (int i = 0; i < N_TOOLS; i++)
+    if (strcmp (base_names[i], base) == 0)
+      return toolbox->names[i];
+  if (toolbox->python_name != NULL && strcmp (base, "run_python") == 0)
+    return toolbox->python_name;
+  g_return_val_if_reached (base);
+}
+
+char *
+sandstep_toolbox_tool_list (SandstepToolbox *toolbox)
+{
+  if (toolbox->python_name != NULL)
+    return g_strdup_printf ("%s, %s, %s, %s and %s", toolbox->names[0], toolbox->names[1], toolbox->names[2],
+                            toolbox->names[3], toolbox->python_name);
+  return g_strdup_printf ("%s, %s, %s and %s", toolbox->names[0], toolbox->names[1], toolbox->names[2],
+                          toolbox->names[3]);
 }
 
 char *
@@ -206,26 +287,32 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   g_autofree char *read_description = NULL;
   g_autofree char *limit_help = NULL;
   g_autofree char *list_description = NULL;
+  g_autofree char *reach = NULL;
+  const char *run = toolbox->names[TOOL_RUN_COMMAND];
+  const SandstepSpec *spec = sandstep_attachment_spec (toolbox->attachment);
+  gboolean has_data = spec != NULL && spec->mounts != NULL && spec->mounts->len > 0;
 
   timeout_help = g_strdup_printf ("Seconds before the command is killed, with everything it started (default %s, "
                                   "at most %s).", default_s, max_s);
+  reach = has_data ? g_strdup_printf ("the file tools reach /workspace and /tmp, and read the data under /data (use "
+                                      "%s for anything else)", run)
+                   : g_strdup_printf ("the file tools reach only /workspace and /tmp (use %s for anything else)", run);
   read_description = g_strdup_printf (
-    "Read a text file from the sandbox. Relative paths start in /workspace; the file tools reach only /workspace "
-    "and /tmp (use run_command for anything else). Returns at most %" G_GSIZE_FORMAT " lines or %s from offset; "
-    "when lines are left, the result ends with the offset to continue from. Files over %s are refused: read the "
-    "part you need with run_command (head, tail, sed -n, grep).",
-    l->max_output_lines, output_size, read_size);
+    "Read a text file from the sandbox. Relative paths start in /workspace; %s. Returns at most %" G_GSIZE_FORMAT
+    " lines or %s from offset; when lines are left, the result ends with the offset to continue from. Files over "
+    "%s are refused: read the part you need with %s (head, tail, sed -n, grep).",
+    reach, l->max_output_lines, output_size, read_size, run);
   limit_help = g_strdup_printf ("Most lines to return (default: as many as fit %" G_GSIZE_FORMAT " lines and %s).",
                                 l->max_output_lines, output_size);
   list_description = g_strdup_printf (
     "List the entries of a directory in the sandbox, sorted by name, one per line; directories end with '/'. "
-    "Relative paths start in /workspace. A listing longer than %" G_GSIZE_FORMAT " lines or %s keeps its first "
+    "Relative paths start in /workspace%s. A listing longer than %" G_GSIZE_FORMAT " lines or %s keeps its first "
     "and last entries and says how to list the rest.",
-    l->max_output_lines, output_size);
+    has_data ? "; the data under /data can be listed too" : "", l->max_output_lines, output_size);
 
   json_builder_begin_array (b);
 
-  begin_tool (b, "run_command", "Run a shell command", toolbox->run_description);
+  begin_tool (b, toolbox->names[TOOL_RUN_COMMAND], "Run a shell command", toolbox->run_description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   add_property (b, "command", "string", -1, FALSE, "Shell command line, e.g. \"make test 2>&1 | tail -50\".");
@@ -234,7 +321,7 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   end_tool (b, (const char *const[]) { "command", NULL }, "destructiveHint", TRUE, "openWorldHint",
             toolbox->network != SANDSTEP_NETWORK_NONE, NULL);
 
-  begin_tool (b, "read_file", "Read a file", read_description);
+  begin_tool (b, toolbox->names[TOOL_READ_FILE], "Read a file", read_description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   add_property (b, "path", "string", -1, FALSE, "File path, absolute or relative to /workspace.");
@@ -243,7 +330,7 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   json_builder_end_object (b);
   end_tool (b, (const char *const[]) { "path", NULL }, "readOnlyHint", TRUE, NULL);
 
-  begin_tool (b, "write_file", "Write a file",
+  begin_tool (b, toolbox->names[TOOL_WRITE_FILE], "Write a file",
               "Create or overwrite a text file in the sandbox with the given content, creating parent directories "
               "as needed. Relative paths start in /workspace; only /workspace and /tmp can be written. Returns "
               "the number of bytes written.");
@@ -255,7 +342,7 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   end_tool (b, (const char *const[]) { "path", "content", NULL }, "destructiveHint", TRUE, "idempotentHint", TRUE,
             NULL);
 
-  begin_tool (b, "list_directory", "List a directory", list_description);
+  begin_tool (b, toolbox->names[TOOL_LIST_DIRECTORY], "List a directory", list_description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   add_property (b, "path", "string", -1, FALSE, "Directory to list (default: /workspace).");
@@ -269,7 +356,9 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
                           sandstep_command_output_schema ());
   if (toolbox->python != NULL)
     json_array_add_element (json_node_get_array (root),
-                            sandstep_tool_python_definition (sandstep_python_session_limits (toolbox->python)));
+                            sandstep_tool_python_definition (toolbox->python_name,
+                                                             sandstep_python_session_limits (toolbox->python),
+                                                             toolbox->names[TOOL_RUN_COMMAND]));
   return json_array_ref (json_node_get_array (root));
 }
 
@@ -320,19 +409,19 @@ describe_node (JsonNode *node)
 }
 
 static char *
-missing_message (const char *tool, const char *name, const char *type)
+missing_message (SandstepToolbox *toolbox, const char *tool, const char *name, const char *type)
 {
-  return g_strdup_printf ("%s needs the argument \"%s\" (%s). Call it again with it, e.g. %s.", tool, name, type,
-                          example_of (tool));
+  return g_strdup_printf ("%s needs the argument \"%s\" (%s). Call it again with it, e.g. %s.",
+                          sandstep_toolbox_tool_name (toolbox, tool), name, type, example_of (tool));
 }
 
 static char *
-mistyped_message (const char *tool, const char *name, const char *type, JsonNode *node)
+mistyped_message (SandstepToolbox *toolbox, const char *tool, const char *name, const char *type, JsonNode *node)
 {
   g_autofree char *got = describe_node (node);
 
-  return g_strdup_printf ("The argument \"%s\" of %s must be %s, got %s. Call it again, e.g. %s.", name, tool,
-                          type, got, example_of (tool));
+  return g_strdup_printf ("The argument \"%s\" of %s must be %s, got %s. Call it again, e.g. %s.", name,
+                          sandstep_toolbox_tool_name (toolbox, tool), type, got, example_of (tool));
 }
 
 static gboolean
@@ -343,7 +432,7 @@ is_string_node (JsonNode *node)
 
 /* A string argument; *out NULL when absent (or null, for an optional one). */
 static gboolean
-get_string (const char *tool, JsonObject *args, const char *name, gboolean required, const char **out,
+get_string (SandstepToolbox *toolbox, const char *tool, JsonObject *args, const char *name, gboolean required, const char **out,
             char **message)
 {
   JsonNode *node = args != NULL ? json_object_get_member (args, name) : NULL;
@@ -353,12 +442,12 @@ get_string (const char *tool, JsonObject *args, const char *name, gboolean requi
   if (node == NULL || (!required && JSON_NODE_HOLDS_NULL (node)))
     {
       if (required)
-        *message = missing_message (tool, name, "a string");
+        *message = missing_message (toolbox, tool, name, "a string");
       return !required;
     }
   if (!is_string_node (node))
     {
-      *message = mistyped_message (tool, name, "a string", node);
+      *message = mistyped_message (toolbox, tool, name, "a string", node);
       return FALSE;
     }
   value = json_node_get_string (node);
@@ -380,7 +469,7 @@ get_string (const char *tool, JsonObject *args, const char *name, gboolean requi
 /* A number argument (numeric strings accepted, as lax JSON-schema validators
  * do); *out_given FALSE when absent or null. */
 static gboolean
-get_number (const char *tool, JsonObject *args, const char *name, const char *type, gboolean whole,
+get_number (SandstepToolbox *toolbox, const char *tool, JsonObject *args, const char *name, const char *type, gboolean whole,
             gboolean *out_given, double *out, char **message)
 {
   JsonNode *node = args != NULL ? json_object_get_member (args, name) : NULL;
@@ -403,13 +492,13 @@ get_number (const char *tool, JsonObject *args, const char *name, const char *ty
         end++;
       if (text[0] == '\0' || end == NULL || *end != '\0')
         {
-          *message = mistyped_message (tool, name, type, node);
+          *message = mistyped_message (toolbox, tool, name, type, node);
           return FALSE;
         }
     }
   else
     {
-      *message = mistyped_message (tool, name, type, node);
+      *message = mistyped_message (toolbox, tool, name, type, node);
       return FALSE;
     }
   if (whole && (!isfinite (value) || value != floor (value)))
@@ -456,7 +545,8 @@ tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GErro
       return sandstep_read_limit_message (path, size_text, toolbox->limits.max_read_bytes);
     }
   {
-    char *text = g_strdup_printf ("The %s tool failed: %s", tool, local->message);
+    g_autofree char *words = sandstep_tool_words (local->message, (const char *const *) toolbox->names);
+    char *text = g_strdup_printf ("The %s tool failed: %s", sandstep_toolbox_tool_name (toolbox, tool), words);
     g_error_free (local);
     return text;
   }
@@ -467,7 +557,16 @@ tool_failed (SandstepToolbox *toolbox, const char *tool, const char *path, GErro
 typedef struct {
   SandstepCapture *out;
   SandstepCapture *err;
+  SandstepNotices *notices;
 } Captures;
+
+static void
+on_notice (const char *message, gpointer user_data)
+{
+  Captures *captures = user_data;
+
+  sandstep_notices_add (captures->notices, message);
+}
 
 static void
 on_output (int stream, const char *data, gsize len, gpointer user_data)
@@ -489,12 +588,14 @@ run_command_in_python (SandstepToolbox *toolbox, const char *command, double bud
     {
       if (toolbox->notice != NULL)
         {
-          g_autofree char *line = g_strdup_printf ("run_command: %s: %s", call.failure, call.failure_detail);
+          g_autofree char *line = g_strdup_printf ("%s: %s: %s", toolbox->names[TOOL_RUN_COMMAND], call.failure,
+                                                   call.failure_detail);
           g_autofree char *masked = sandstep_masker_mask (toolbox->masker, line, -1, NULL);
           toolbox->notice (masked, toolbox->notice_data);
         }
-      *message = g_strdup_printf ("run_command failed on sandstep's side: %s (run_python's interpreter, which "
-                                  "runs commands while it lives, is gone). Run the command again.", call.failure);
+      *message = g_strdup_printf ("%s failed on sandstep's side: %s (%s's interpreter, which runs commands while it "
+                                  "lives, is gone). Run the command again.", toolbox->names[TOOL_RUN_COMMAND],
+                                  call.failure, toolbox->python_name);
       sandstep_python_call_clear (&call);
       return FALSE;
     }
@@ -519,13 +620,16 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   g_autoptr(SandstepCapture) err = NULL;
   g_autofree char *out_text = NULL;
   g_autofree char *err_text = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *ending = NULL;
+  g_autoptr(SandstepNotices) notices = sandstep_notices_new ();
   Captures captures;
   SandstepRunRequest request = { 0 };
   SandstepRunResult result = { 0 };
   GError *local = NULL;
 
-  if (!get_string ("run_command", args, "command", TRUE, &command, &message) ||
-      !get_number ("run_command", args, "timeout_seconds", "a number of seconds", FALSE, &given, &requested,
+  if (!get_string (toolbox, "run_command", args, "command", TRUE, &command, &message) ||
+      !get_number (toolbox, "run_command", args, "timeout_seconds", "a number of seconds", FALSE, &given, &requested,
                    &message))
     goto refused;
 
@@ -538,13 +642,14 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
 
   out = sandstep_capture_new (toolbox->masker, l->max_output_lines, l->max_output_bytes);
   err = sandstep_capture_new (toolbox->masker, l->max_output_lines, l->max_output_bytes);
-  captures = (Captures) { out, err };
+  captures = (Captures) { out, err, notices };
   request.command = command;
   request.timeout_s = budget;
   request.stdin_fd = -1;
   request.stdout_fd = -1;
   request.stderr_fd = -1;
   request.on_output = on_output;
+  request.on_notice = on_notice;
   request.user_data = &captures;
   g_debug ("run_command: budget %.3fs", budget);
   if (toolbox->python != NULL && sandstep_python_session_alive (toolbox->python))
@@ -562,10 +667,14 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   toolbox->structured = sandstep_command_structured (out_text, sandstep_capture_was_cut (out), err_text,
                                                      sandstep_capture_was_cut (err), &result,
                                                      result.applied_timeout_s > 0 ? result.applied_timeout_s : budget);
-  return sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
+  text = sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
                                          sandstep_capture_total_bytes (err) > 0 ? err_text : NULL,
                                          result.exit_status, result.timed_out,
                                          result.applied_timeout_s > 0 ? result.applied_timeout_s : budget);
+  /* Why it ended, what the network refused, and a hint: after the exit code. */
+  ending = sandstep_command_ending (sandstep_attachment_spec (toolbox->attachment), &result, notices, out_text,
+                                    err_text);
+  return g_strconcat (text, ending, NULL);
 
 refused:
   *out_is_error = TRUE;
@@ -582,18 +691,22 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
   double offset = 1, limit = 0;
   g_autoptr(GBytes) bytes = NULL;
   g_autofree char *masked = NULL;
+  g_autofree char *data_path = NULL;
   gsize masked_len;
   GError *local = NULL;
 
-  if (!get_string ("read_file", args, "path", TRUE, &path, &message) ||
-      !get_number ("read_file", args, "offset", "a whole number", TRUE, &offset_given, &offset, &message) ||
-      !get_number ("read_file", args, "limit", "a whole number", TRUE, &limit_given, &limit, &message))
+  if (!get_string (toolbox, "read_file", args, "path", TRUE, &path, &message) ||
+      !get_number (toolbox, "read_file", args, "offset", "a whole number", TRUE, &offset_given, &offset, &message) ||
+      !get_number (toolbox, "read_file", args, "limit", "a whole number", TRUE, &limit_given, &limit, &message))
     {
       *out_is_error = TRUE;
       return message;
     }
 
-  bytes = sandstep_attachment_read_file (toolbox->attachment, path, l->max_read_bytes, &local);
+  if (sandstep_data_path (sandstep_attachment_spec (toolbox->attachment), path, &data_path))
+    bytes = sandstep_data_read_file (toolbox->attachment, data_path, l->max_read_bytes, &local);
+  else
+    bytes = sandstep_attachment_read_file (toolbox->attachment, path, l->max_read_bytes, &local);
   if (bytes == NULL)
     return tool_failed (toolbox, "read_file", path, local, out_is_error, error);
   masked = sandstep_masker_mask (toolbox->masker, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
@@ -623,8 +736,8 @@ tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_er
   GError *local = NULL;
   gsize len;
 
-  if (!get_string ("write_file", args, "path", TRUE, &path, &message) ||
-      !get_string ("write_file", args, "content", TRUE, &content, &message))
+  if (!get_string (toolbox, "write_file", args, "path", TRUE, &path, &message) ||
+      !get_string (toolbox, "write_file", args, "content", TRUE, &content, &message))
     {
       *out_is_error = TRUE;
       return message;
@@ -653,16 +766,20 @@ tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_i
   char *message = NULL;
   g_autoptr(GPtrArray) entries = NULL;
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *data_path = NULL;
   GError *local = NULL;
 
-  if (!get_string ("list_directory", args, "path", FALSE, &path, &message))
+  if (!get_string (toolbox, "list_directory", args, "path", FALSE, &path, &message))
     {
       *out_is_error = TRUE;
       return message;
     }
   if (path == NULL || path[0] == '\0')
     path = ".";
-  entries = sandstep_attachment_list_directory (toolbox->attachment, path, &local);
+  if (sandstep_data_path (sandstep_attachment_spec (toolbox->attachment), path, &data_path))
+    entries = sandstep_data_list_directory (toolbox->attachment, data_path, &local);
+  else
+    entries = sandstep_attachment_list_directory (toolbox->attachment, path, &local);
   if (entries == NULL)
     return tool_failed (toolbox, "list_directory", path, local, out_is_error, error);
   /* By name before the "/" suffix, so the suffix never reorders names. */
@@ -678,14 +795,16 @@ tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_i
           *p = '?';
       g_ptr_array_add (names, name);
     }
-  return sandstep_render_listing ((const char *const *) names->pdata, names->len, path,
-                                  toolbox->limits.max_output_lines, toolbox->limits.max_output_bytes);
+  return sandstep_render_listing_for ((const char *const *) names->pdata, names->len, path,
+                                      toolbox->names[TOOL_RUN_COMMAND], toolbox->limits.max_output_lines,
+                                      toolbox->limits.max_output_bytes);
 }
 
 static const struct {
   const char *name;
   ToolFunc func;
 } tools[] = {
+  /* In the order of base_names. */
   { "run_command", tool_run_command },
   { "read_file", tool_read_file },
   { "write_file", tool_write_file },
@@ -717,6 +836,8 @@ sandstep_toolbox_enable_python (SandstepToolbox *toolbox, const SandstepPythonLi
 {
   g_return_if_fail (toolbox->python == NULL);
   toolbox->python = sandstep_python_session_new (toolbox->attachment, limits);
+  toolbox->python_name = toolbox->prefix != NULL ? g_strconcat (toolbox->prefix, "_run_python", NULL)
+                                                 : g_strdup ("run_python");
 }
 
 void
@@ -734,7 +855,8 @@ tool_run_python (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_er
   if (toolbox->deadline_us > 0)
     remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
   g_clear_pointer (&toolbox->structured, json_node_unref);
-  return sandstep_tool_run_python (toolbox->python, toolbox->masker, toolbox->limits.max_output_lines,
+  return sandstep_tool_run_python (toolbox->python, toolbox->python_name, toolbox->names[TOOL_RUN_COMMAND],
+                                   toolbox->masker, toolbox->limits.max_output_lines,
                                    toolbox->limits.max_output_bytes, remaining, args, out_is_error,
                                    &toolbox->structured, toolbox->notice, toolbox->notice_data);
 }
@@ -759,9 +881,10 @@ sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, Js
     *out_structured = NULL;
   g_clear_pointer (&toolbox->structured, json_node_unref);
 
+  G_STATIC_ASSERT (G_N_ELEMENTS (tools) == N_TOOLS);
   for (gsize i = 0; i < G_N_ELEMENTS (tools) + 1; i++)
-    if (i < G_N_ELEMENTS (tools) ? g_strcmp0 (tools[i].name, name) == 0
-                                 : toolbox->python != NULL && g_strcmp0 (name, "run_python") == 0)
+    if (i < G_N_ELEMENTS (tools) ? g_strcmp0 (toolbox->names[i], name) == 0
+                                 : toolbox->python_name != NULL && g_strcmp0 (name, toolbox->python_name) == 0)
       {
         GError *local = NULL;
 
@@ -790,7 +913,7 @@ sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, Js
   {
     g_autofree char *quoted = sandstep_quote (name != NULL ? name : "");
     g_autofree char *masked = sandstep_masker_mask (toolbox->masker, quoted, -1, NULL);
-    return g_strdup_printf ("Unknown tool: %s. The tools are run_command, read_file, write_file%s and "
-                            "list_directory.", masked, toolbox->python != NULL ? ", run_python" : "");
+    g_autofree char *list = sandstep_toolbox_tool_list (toolbox);
+    return g_strdup_printf ("Unknown tool: %s. The tools are %s.", masked, list);
   }
 }

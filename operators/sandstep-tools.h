@@ -29,10 +29,23 @@ typedef struct {
   gsize max_read_bytes;       /* read_file; default 5 MiB */
   double default_timeout_s;   /* run_command without timeout_seconds; default 60 */
   double max_timeout_s;       /* default 300 */
+  /* Not limits, but set with them: */
+  const char *prefix;         /* NULL or "": the tools' own names; else PREFIX_run_command, ... (copied) */
+  const char *const *exports; /* NULL-terminated sandbox paths copied out when the run ends well, named in
+                               * run_command's description; NULL: none (copied) */
 } SandstepToolLimits;
 
 void sandstep_tool_limits_init (SandstepToolLimits *limits);
-/* Limits must be >= 1, timeouts positive and finite, default <= max. */
+
+/* The longest prefix: "PREFIX_list_directory" stays within OpenAI's 64 characters. */
+#define SANDSTEP_TOOL_PREFIX_MAX 48
+
+/* TRUE when @prefix is an identifier: an ASCII letter or '_', then letters,
+ * digits and '_', at most SANDSTEP_TOOL_PREFIX_MAX in all. */
+gboolean sandstep_tool_prefix_is_valid (const char *prefix);
+/* Limits must be >= 1, timeouts positive and finite, default <= max, the
+ * prefix an identifier (SANDSTEP_OPTION_IDENTIFIER); the messages name the
+ * options of the command line (command-timeout, max-command-timeout, ...). */
 gboolean sandstep_tool_limits_check (const SandstepToolLimits *limits, GError **error);
 
 typedef struct _SandstepToolbox SandstepToolbox;
@@ -76,6 +89,13 @@ void sandstep_toolbox_set_notice (SandstepToolbox *toolbox, SandstepToolNotice n
  * clock; 0: no deadline), as it is already ended by the sandbox's lifetime:
  * an agent's time budget. */
 void sandstep_toolbox_set_deadline (SandstepToolbox *toolbox, gint64 deadline_us);
+
+/* The name the model calls the tool @base ("run_command", ...) by: the
+ * prefixed one when a prefix is set.  Owned by @toolbox. */
+const char *sandstep_toolbox_tool_name (SandstepToolbox *toolbox, const char *base);
+
+/* The tools' names, "A, B, C and D", for texts that list them. */
+char *sandstep_toolbox_tool_list (SandstepToolbox *toolbox);
 
 /* @text with the sandbox's secrets masked ("***"), for texts the caller shows
  * or logs itself (error messages, transcripts). */

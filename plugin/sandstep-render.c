@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-tool-options.h"
 
 G_DEFINE_QUARK (sandstep-plugin-error-quark, sandstep_plugin_error)
 
@@ -194,6 +195,8 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
   g_autoptr(GPtrArray) words = split_words (args);
   g_autoptr(GPtrArray) operands = NULL;
   g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) given = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  g_autoptr(GError) pair_error = NULL;
   g_autoptr(GString) out = g_string_new (NULL);
   g_autofree char *stripped_text = strip_copy (text);
   gboolean takes_handle = (op->flags & SANDSTEP_OP_HANDLE) != 0;
@@ -301,10 +304,21 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
           return NULL;
         }
       g_hash_table_add (seen, (gpointer) option->name);
+      g_hash_table_insert (given, (gpointer) option->name, g_strdup (value));
 
       rendered = value != NULL ? g_strdup_printf ("--%s=%s", option->name, value)
                                : g_strdup_printf ("--%s", option->name);
       append_quoted_word (out, rendered);
+    }
+
+  /* Options checked together, as the helper checks them: a tool server's default budget against its longest. */
+  if (sandstep_option_lookup (op, "command-timeout") != NULL &&
+      !sandstep_tool_timeouts_check (g_hash_table_lookup (given, "command-timeout"),
+                                     g_hash_table_lookup (given, "max-command-timeout"), &pair_error))
+    {
+      g_set_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_BAD_VALUE, "%s: %s", function,
+                   pair_error->message);
+      return NULL;
     }
 
   {

@@ -42,6 +42,17 @@ sandstep_ensure_packages () {
   fi
 }
 
+# The Slurm SPANK front-end (plugin/slurm) and its suite (tests/test-slurm.c,
+# examples/slurm): Slurm's headers to build against, and a single-node Slurm
+# (slurmctld, slurmd, srun, munge) that the tests start and stop themselves.
+# Debian's postinst does not start the daemons where policy-rc.d forbids it
+# (containers); elsewhere stop the packaged services if they are not wanted.
+SANDSTEP_SLURM_PACKAGES=(libslurm-dev slurmctld slurmd slurm-client munge)
+
+sandstep_ensure_slurm () {
+  sandstep_ensure_packages "${SANDSTEP_SLURM_PACKAGES[@]}"
+}
+
 # The npm packages that tests/test-mcp.c and tests/test-mcp-modern.c drive the
 # MCP server with (tests/mcp/package.json): the official client SDKs
 # (@modelcontextprotocol/sdk 1.x for 2025-11-25, @modelcontextprotocol/client

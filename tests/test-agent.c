@@ -783,6 +783,24 @@ test_agent_bad_calls (AgentFixture *af, gconstpointer data)
 }
 
 static void
+test_agent_escaped_names (AgentFixture *af, gconstpointer data)
+{
+  const char *script =
+    "[{\"calls\": [{\"name\": \"\\u001b[2Jrm\\tall\", \"arguments\": \"{}\"}]},"
+    " {\"answer\": \"\", \"finish_reason\": \"\\u001b]0;owned\\u0007\"}]";
+  g_autoptr(SandstepTestResult) result = NULL;
+
+  g_test_summary ("What the model names (a made-up tool, a finish reason) reaches the step's stderr escaped: "
+                  "no escape sequence, no tab, as text");
+  result = run_agent (af, script, "Misbehave", NULL);
+  sandstep_test_assert_status (result, 0);
+  sandstep_test_assert_contains (result->err, "turn 1: \\x1b[2Jrm\\tall (");
+  sandstep_test_assert_contains (result->err, "finish_reason '\\x1b]0;owned\\x07'");
+  g_assert_null (strchr (result->err, '\033'));
+  g_assert_null (strchr (result->err, '\a'));
+}
+
+static void
 test_agent_retry (AgentFixture *af, gconstpointer data)
 {
   const char *script =
@@ -1480,6 +1498,7 @@ main (int argc, char **argv)
   ADD ("/agent/parallel-calls", test_agent_parallel_calls);
   ADD ("/agent/bad-calls", test_agent_bad_calls);
   ADD ("/agent/retry", test_agent_retry);
+  ADD ("/agent/escaped-names", test_agent_escaped_names);
   ADD ("/agent/refused", test_agent_refused);
   ADD ("/agent/max-turns", test_agent_max_turns);
   ADD ("/agent/time-budget/command", test_agent_time_budget_command);

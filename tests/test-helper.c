@@ -829,6 +829,7 @@ test_list_mixed (Fixture *f, gconstpointer data)
   g_autofree char *held = sandstep_test_provision (f, "--holder=held", NULL);
   g_autofree char *expired = sandstep_test_provision (f, "--holder=expired", "--lifetime=1", NULL);
   g_autofree char *broken = sandstep_test_provision (f, "--holder=broken", NULL);
+  g_autofree char *red = sandstep_test_provision (f, "--holder=dag/run/\033[31mred\tholder", NULL);
   g_autofree char *other_owner = g_strdup_printf ("--owner=%s-other", f->owner);
   g_autofree char *other = sandstep_test_provision (f, other_owner, "--holder=x", NULL);
   g_autofree char *h = handle_arg (running);
@@ -909,6 +910,10 @@ test_list_mixed (Fixture *f, gconstpointer data)
   table = sandstep_test_helper (f, "list", NULL);
   sandstep_test_assert_status (table, 0);
   g_assert_true (g_str_has_prefix (table->out, "HANDLE"));
+  /* A holder's escape sequence and tab reach the terminal as text, never as control characters. */
+  sandstep_test_assert_contains (table->out, "dag/run/\\x1b[31mred\\tholder");
+  g_assert_null (strchr (table->out, '\033'));
+  g_assert_null (strchr (table->out, '\t'));
   g_assert_true (g_regex_match_simple ("\\bdag/run/busy-target +running +[0-9]+s +[0-9]+m +", table->out, 0, 0));
   if (local)
     {

@@ -120,6 +120,11 @@ static const KindRow kind_rows[] = {
   { SANDSTEP_OPTION_SIZE,       NULL,        "5M",    "5T" },
   { SANDSTEP_OPTION_CHOICE,     "a|b",       "b",     "c" },
   { SANDSTEP_OPTION_FLAG,       NULL,        NULL,    "yes" },
+  { SANDSTEP_OPTION_IDENTIFIER, NULL,        "box_2", "my-box" },
+  { SANDSTEP_OPTION_IDENTIFIER, NULL,        "_x",    "2box" },
+  { SANDSTEP_OPTION_IDENTIFIER, NULL,        "B",     "b\xc3\xa9" },
+  { SANDSTEP_OPTION_IDENTIFIER, NULL,        "a23456789012345678901234567890123456789012345678",
+                                                      "a234567890123456789012345678901234567890123456789" },
 };
 
 static void

@@ -583,7 +583,7 @@ test_description (void)
   g_assert_nonnull (strstr (text, " This sandbox was set up by an earlier step, and your files stay in it after "
                                   "this run for a later step to collect. This sandbox has NO network access"));
   g_assert_nonnull (strstr (text, " About 2 minutes of its lifetime remained when this run began."));
-  g_assert_true (g_str_has_suffix (text, " Read-only data is mounted at /data/docs (read it with run_command)."));
+  g_assert_true (g_str_has_suffix (text, " Read-only data is mounted at /data/docs (the file tools read it too)."));
 }
 
 static void
@@ -626,6 +626,27 @@ test_command_budget (void)
   g_clear_pointer (&message, g_free);
 }
 
+static void
+test_tool_words (void)
+{
+  const char *const plain[] = { "run_command", "read_file", "write_file", "list_directory" };
+  const char *const boxed[] = { "box_run_command", "box_read_file", "box_write_file", "box_list_directory" };
+
+  g_test_summary ("A file operation's refusal names the tools the model has, never a sandstep command");
+  assert_str_free (sandstep_tool_words ("'/workspace/d' is a directory; give a file, or list it with 'sandstep ls'",
+                                        plain),
+                   "'/workspace/d' is a directory; give a file, or list it with list_directory");
+  assert_str_free (sandstep_tool_words ("'/workspace/f' is a FIFO, not a regular file; copy what you need into a "
+                                        "file with 'sandstep run' first", boxed),
+                   "'/workspace/f' is a FIFO, not a regular file; copy what you need into a file with "
+                   "box_run_command first");
+  assert_str_free (sandstep_tool_words ("'/etc/x' is outside the sandbox's files: only /workspace and /tmp can be "
+                                        "read or written from the host", plain),
+                   "'/etc/x' is outside the sandbox's files: only /workspace and /tmp can be read or written by "
+                   "the file tools");
+  assert_str_free (sandstep_tool_words ("nothing to change", plain), "nothing to change");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -659,6 +680,7 @@ main (int argc, char **argv)
   g_test_add_func ("/output/notes/lifetime", test_lifetime_note);
   g_test_add_func ("/output/notes/description", test_description);
   g_test_add_func ("/output/timeout-budget", test_command_budget);
+  g_test_add_func ("/output/tool-words", test_tool_words);
 
   return g_test_run ();
 }

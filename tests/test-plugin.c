@@ -680,6 +680,13 @@ test_render (void)
     { "show-export-s3", "'/opt/x/sandstep' export '--handle=@box.sbx' '--no-clobber' '--read-timeout=30' "
                         "'--owner=dag/r1' '--holder=dag/r1/show-export-s3' '--step=PID:1' -- 'report.md=s3://bucket/reports/report.md' "
                         "'big.bin=s3://bucket/big.bin'" },
+    { "show-agent-options", "'/opt/x/sandstep' agent '--handle=@box.sbx' '--command-timeout=30' "
+                            "'--max-command-timeout=120' '--max-output-lines=100' '--max-output-bytes=10K' "
+                            "'--max-read-bytes=1M' '--prefix=box' '--export=report.md=file:///tmp/out/report.md' "
+                            "'--owner=dag/r1' '--holder=dag/r1/show-agent-options' '--step=PID:1' -- 'Fix it'" },
+    { "show-call-options", "'/opt/x/sandstep' call '--handle=@box.sbx' '--prefix=box' '--command-timeout=5' "
+                           "'--owner=dag/r1' '--holder=dag/r1/show-call-options' '--step=PID:1' -- 'box_run_command' "
+                           "'{\"command\":' '\"ls\"}'" },
     { "show-release", "'/opt/x/sandstep' release '--handle=@box.sbx' '--keep=0' '--owner=dag/r1' "
                       "'--holder=dag/r1/show-release'" },
     { "sub/dir/show-holder", "holder=dag/r1/sub/dir/show-holder" },
@@ -1012,6 +1019,13 @@ test_errors (void)
     { "flag-value", { "sandbox-gc: option 'expired' takes no value", "'yes'" } },
     { "export-flag-value", { "sandbox-export: option 'no-clobber' takes no value", "'yes'" } },
     { "export-unknown-option", { "sandbox-export: unknown option 'noclobber'", "no-clobber, read-timeout=SECONDS" } },
+    { "bad-prefix", { "sandbox-agent: option 'prefix' must be an identifier", "got 'my-box'; write for example "
+                                                                               "prefix=box" } },
+    { "crossed-timeouts", { "sandbox-mcp: command-timeout (400) must not exceed max-command-timeout (300, the "
+                            "default); lower command-timeout or raise max-command-timeout" } },
+    { "crossed-default", { "sandbox-tools: command-timeout (60, the default) must not exceed max-command-timeout "
+                           "(30)" } },
+    { "zero-lines", { "sandbox-call: option 'max-output-lines' must be a whole number of 1 or more, got '0'" } },
     { "twice", { "sandbox-run: option 'timeout' is given twice" } },
     { "reserved", { "sandbox-run: option 'owner' is set by the plugin" } },
     { "missing-handle", { "sandbox-release: missing handle", "$(sandbox-release @box.sbx)" } },

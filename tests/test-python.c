@@ -471,6 +471,15 @@ test_call (Fixture *fx, gconstpointer data)
   sandstep_test_assert_status (second, 0);
   sandstep_test_assert_contains (second->out, "NameError: name 'fresh' is not defined");
   sandstep_test_assert_not_contains (second->out, "restarted");
+
+  /* With a prefix the tool is PREFIX_run_python, and its texts name the prefixed tools. */
+  {
+    g_autoptr(SandstepTestResult) prefixed = sandstep_test_helper (&fx->f, "call", fx->handle_arg, "--prefix=box",
+                                                                   "box_run_python", "{}", NULL);
+    sandstep_test_assert_status (prefixed, 1);
+    g_assert_cmpstr (prefixed->out, ==, "box_run_python needs the argument \"code\" (a string of Python). Call it "
+                                        "again with it, e.g. {\"code\": \"x = 6 * 7\\nx\"}.\n");
+  }
 }
 
 int

@@ -12,6 +12,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -118,6 +119,29 @@ last_claimer (Fixture *f, const char *handle)
   g_autofree char *claim = sandbox_file (f, handle, "claim");
 
   return pid_in_file (claim, "\"pid\":");
+}
+
+/* Waits until nobody holds @handle's claim: a command the supervisor was
+ * serving has ended and its claim is released. */
+static gboolean
+wait_claim_free (Fixture *f, const char *handle, double seconds)
+{
+  g_autofree char *claim = sandbox_file (f, handle, "claim");
+  gint64 until = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+
+  do
+    {
+      int fd = open (claim, O_RDONLY | O_CLOEXEC);
+      gboolean unheld = fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) == 0;
+
+      if (fd >= 0)
+        close (fd);
+      if (unheld)
+        return TRUE;
+      g_usleep (10 * 1000);
+    }
+  while (g_get_monotonic_time () < until);
+  return FALSE;
 }
 
 static void
@@ -246,6 +270,9 @@ test_caller_killed (Fixture *f, gconstpointer data)
   sandstep_test_proc_kill (proc, SIGKILL);
   r = sandstep_test_proc_wait (proc, 5);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 3));
+  /* The command's processes go before init reports it ended: a run that came in between would find the
+   * supervisor still busy with it and take the ordinary path, which claims the sandbox itself. */
+  g_assert_true (wait_claim_free (f, handle, 5));
   g_assert_true (process_alive (supervisor));
   {
     g_autofree char *out = sandstep_test_run_ok (f, handle, "echo again");

@@ -229,6 +229,24 @@ test_host_port (void)
     }
 }
 
+static void
+test_host_header (void)
+{
+  static const struct { const char *value; const char *host; } rows[] = {
+    { "127.0.0.1:7700", "127.0.0.1" }, { "LocalHost", "localhost" }, { "example.org.:80", "example.org" },
+    { "[::1]:8080", "::1" }, { "[FE80::1]", "fe80::1" }, { "", NULL }, { "::1", NULL }, { "[::1", NULL },
+    { "[::1]x", NULL }, { "a:1:2", NULL },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      g_autofree char *host = sandstep_host_header_host (rows[i].value);
+      g_test_message ("Host: '%s'", rows[i].value);
+      g_assert_cmpstr (host, ==, rows[i].host);
+    }
+  g_assert_null (sandstep_host_header_host (NULL));
+}
+
 typedef struct {
   guint64 bytes;
   const char *size;
@@ -284,6 +302,7 @@ main (int argc, char **argv)
   g_test_add_func ("/units/size", test_size);
   g_test_add_func ("/units/count", test_count);
   g_test_add_func ("/units/host-port", test_host_port);
+  g_test_add_func ("/units/host-header", test_host_header);
   g_test_add_func ("/units/format", test_format);
   g_test_add_func ("/units/round-trip", test_round_trip);
   return g_test_run ();

@@ -190,6 +190,19 @@ out_of_time (SandstepAgentRun *run, const char *during)
 
 /* Answers every call of one reply, in order, one tool message per call id.
  * FALSE when the run ends here (out of time, or the tools failed). */
+/* The offered tools' names, "a, b, c or d": they carry the prefix, if any. */
+static char *
+tool_names (JsonArray *tools)
+{
+  GString *out = g_string_new (NULL);
+  guint n = json_array_get_length (tools);
+
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf (out, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                            json_object_get_string_member (json_array_get_object_element (tools, i), "name"));
+  return g_string_free (out, FALSE);
+}
+
 static gboolean
 answer_calls (SandstepAgentRun *run, const SandstepAgentHooks *hooks, GHashTable *known, JsonArray *calls,
               JsonArray *messages, GString *names)
@@ -220,8 +233,8 @@ answer_calls (SandstepAgentRun *run, const SandstepAgentHooks *hooks, GHashTable
       if (name == NULL)
         {
           is_error = TRUE;
-          result = g_strdup ("This tool call has no function name. Call one of run_command, read_file, "
-                             "write_file or list_directory.");
+          g_autofree char *offered = tool_names (run->tools);
+          result = g_strdup_printf ("This tool call has no function name. Call one of %s.", offered);
         }
       else if (!g_hash_table_contains (known, name))
         {

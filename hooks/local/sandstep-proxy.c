@@ -83,7 +83,7 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
     }
   if (proxy->notices >= 0)
     {
-      g_autofree char *line = g_strdup_printf ("egress refused: %s: %s\n", target, reason);
+      g_autofree char *line = g_strdup_printf (SANDSTEP_EGRESS_NOTICE_PREFIX "%s: %s\n", target, reason);
       /* A supervisor that does not keep up loses the line, never stalls the proxy. */
       if (write (proxy->notices, line, strlen (line)) < 0)
         g_debug ("egress notice dropped: %s", g_strerror (errno));

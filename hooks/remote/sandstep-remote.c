@@ -259,6 +259,9 @@ remote_run_command (SandstepAttachment *parent, const SandstepRunRequest *reques
       if (sandstep_wire_read_run_result (last, result))
         {
           sandstep_remote_trace (a->remote, "run ended");
+          /* The server's notices (egress refusals) come with the result, not as they happen. */
+          if (request->on_notice != NULL)
+            sandstep_wire_read_notices (last, request->on_notice, request->user_data);
           return TRUE;
         }
       /* Anything else is a newer server's news: ignored. */

@@ -1,0 +1,246 @@
+/* sandstep-jail-child.c: the jail's child, from clone3() to the exec of init; see sandstep-jail-child.h. */
+#include "sandstep-jail.h"
+#include "sandstep-jail-child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandstep-etc.h"
+#include "sandstep-jail-init.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static G_NORETURN void
+child_fail (int report_fd, int step, int errsv)
+{
+  SandstepJailFailure failure = { step, errsv };
+
+  if (write (report_fd, &failure, sizeof failure) < 0)
+    {
+      /* nothing more can be said */
+    }
+  _exit (125);
+}
+
+int
+sandstep_jail_write_file (const char *path, const void *data, gsize len, int open_flags, mode_t mode)
+{
+  int fd = open (path, open_flags | O_CLOEXEC | O_NOFOLLOW, mode);
+  gboolean ok;
+
+  if (fd < 0)
+    return -1;
+  ok = write (fd, data, len) == (ssize_t) len;
+  if (close (fd) < 0)
+    ok = FALSE;
+  return ok ? 0 : -1;
+}
+
+static int
+run_op (SandstepJail *jail, JailOp *op)
+{
+  char fd_path[32];
+  struct mount_attr attr = { 0 };
+  gsize len;
+  const void *data;
+  int fd;
+
+  switch (op->kind)
+    {
+    case JAIL_OP_TMPFS:
+      return mount ("tmpfs", op->path, "tmpfs", op->flags, g_bytes_get_data (op->data, NULL));
+    case JAIL_OP_MKDIR:
+      return mkdir (op->path, op->flags ? (mode_t) op->flags : 0755) < 0 && errno != EEXIST ? -1 : 0;
+    case JAIL_OP_TOUCH:
+      fd = open (op->path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+      if (fd < 0)
+        return -1;
+      close (fd);
+      return 0;
+    case JAIL_OP_SYMLINK:
+      return symlink (op->source, op->path);
+    case JAIL_OP_WRITE:
+      data = op->data != NULL ? g_bytes_get_data (op->data, &len) : (len = 0, "");
+      return sandstep_jail_write_file (op->path, data, len, O_WRONLY | O_CREAT | O_EXCL, (mode_t) op->flags);
+    case JAIL_OP_BIND:
+      if (op->slot >= 0)
+        {
+          snprintf (fd_path, sizeof fd_path, "/proc/self/fd/%d", jail->slots[op->slot]);
+          return mount (fd_path, op->path, NULL, op->flags, NULL);
+        }
+      return mount (op->source, op->path, NULL, op->flags, NULL);
+    case JAIL_OP_REMOUNT:
+      return mount (NULL, op->path, NULL, op->flags, NULL);
+    case JAIL_OP_RESTRICT:
+      attr.attr_set = op->flags;
+      return sys_mount_setattr (AT_FDCWD, op->path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr);
+    case JAIL_OP_PROC:
+      return mount ("proc", op->path, "proc", op->flags, NULL);
+    case JAIL_OP_OPEN:
+      fd = open (op->path, O_PATH | O_CLOEXEC);
+      jail->slots[op->slot] = fd;
+      return fd < 0 ? -1 : 0;
+    case JAIL_OP_ATTACH:
+      return sys_move_mount (jail->slots[op->slot], "", AT_FDCWD, op->path, MOVE_MOUNT_F_EMPTY_PATH);
+    }
+  errno = EINVAL;
+  return -1;
+}
+
+static int
+bring_up_loopback (void)
+{
+  struct ifreq ifr = { .ifr_name = "lo" };
+  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int r = -1;
+
+  if (fd < 0)
+    return -1;
+  if (ioctl (fd, SIOCGIFFLAGS, &ifr) == 0)
+    {
+      ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+      r = ioctl (fd, SIOCSIFFLAGS, &ifr);
+    }
+  close (fd);
+  return r;
+}
+
+static int
+drop_capabilities (int last_cap)
+{
+  struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+  struct __user_cap_data_struct data[2] = { { 0 } };
+
+  for (int cap = 0; cap <= last_cap; cap++)
+    if (prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+      return -1;
+  if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    return -1;
+  return syscall (SYS_capset, &header, data);
+}
+
+/* The go message: one byte, with the tree mounts in slot order. */
+static int
+receive_go (SandstepJail *jail, int go)
+{
+  union { char buf[CMSG_SPACE (SANDSTEP_JAIL_MAX_SLOTS * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  char byte;
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg;
+  ssize_t n;
+  guint next = 0;
+
+  do
+    n = recvmsg (go, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n != 1)
+    return -1;
+  for (cmsg = CMSG_FIRSTHDR (&msg); cmsg != NULL; cmsg = CMSG_NXTHDR (&msg, cmsg))
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+      for (size_t i = 0; i < (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int) && next < jail->trees->len; i++)
+        memcpy (&jail->slots[g_array_index (jail->trees, JailTree, next++).slot],
+                CMSG_DATA (cmsg) + i * sizeof (int), sizeof (int));
+  return next == jail->trees->len ? 0 : -1;
+}
+
+int
+sandstep_jail_child_main (SandstepJailChildArgs *args)
+{
+  static const unsigned long securebits =
+    SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+  SandstepJail *jail = args->jail;
+  int report = args->report;
+  sigset_t none;
+
+  for (int i = 0; i < 3; i++)
+    close (args->others[i]);
+  /* Die with the supervisor; if it is already gone, the go message never comes. */
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || receive_go (jail, args->go) < 0)
+    child_fail (report, STEP_PARENT_GONE, errno);
+  /* The maps are written: become the sandbox's uid 0, which is the sandbox's host uid. */
+  if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
+    child_fail (report, STEP_SETUID, errno);
+  /* Now inside the sandbox's cgroup: make that the root of what it sees. */
+  if (unshare (CLONE_NEWCGROUP) < 0)
+    child_fail (report, STEP_CGROUP_NS, errno);
+  /* If a memory limit is hit, the kernel picks a command's process before init. */
+  sandstep_jail_write_file ("/proc/self/oom_score_adj", "1000", 4, O_WRONLY, 0);
+  if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    child_fail (report, STEP_PRIVATE, errno);
+
+  for (guint i = 0; i < jail->ops->len; i++)
+    if (run_op (jail, &g_array_index (jail->ops, JailOp, i)) < 0)
+      child_fail (report, (int) i, errno);
+
+  if (chdir (NEWROOT) < 0 || syscall (SYS_pivot_root, ".", ".") < 0 || umount2 (".", MNT_DETACH) < 0 ||
+      chdir ("/") < 0)
+    child_fail (report, STEP_PIVOT, errno);
+  if (mount (NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+    child_fail (report, STEP_ROOT_RDONLY, errno);
+  if (bring_up_loopback () < 0)
+    child_fail (report, STEP_LOOPBACK, errno);
+  if (sethostname (SANDSTEP_JAIL_HOSTNAME, strlen (SANDSTEP_JAIL_HOSTNAME)) < 0)
+    child_fail (report, STEP_HOSTNAME, errno);
+  if (setsid () < 0)
+    child_fail (report, STEP_SETSID, errno);
+  for (int i = 0; i < jail->n_rlimits; i++)
+    {
+      /* A hard limit can only be raised with CAP_SYS_RESOURCE in the host's namespace: where the supervisor
+       * inherited a lower one, that one holds, tighter than asked, never looser. */
+      struct rlimit want = jail->rlimits[i].value, now;
+      if (getrlimit (jail->rlimits[i].resource, &now) == 0 && want.rlim_max > now.rlim_max)
+        {
+          want.rlim_max = now.rlim_max;
+          want.rlim_cur = MIN (want.rlim_cur, want.rlim_max);
+        }
+      if (setrlimit (jail->rlimits[i].resource, &want) < 0)
+        child_fail (report, STEP_RLIMIT, errno);
+    }
+  for (int i = 0; i < 3; i++)
+    {
+      int fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      if (fd < 0 || dup2 (fd, i) < 0)
+        child_fail (report, STEP_STDIO, errno);
+      if (fd > 2)
+        close (fd);
+    }
+  /* Every other fd of the supervisor closes at exec; init keeps its control socket (and the egress one). */
+  if (syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    child_fail (report, STEP_STDIO, errno);
+  if (chdir ("/workspace") < 0)
+    child_fail (report, STEP_CHDIR, errno);
+  if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)
+    child_fail (report, STEP_SECUREBITS, errno);
+  if (drop_capabilities (jail->last_cap) < 0)
+    child_fail (report, STEP_CAPS, errno);
+  if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    child_fail (report, STEP_NNP, errno);
+  if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &jail->seccomp_prog, 0, 0) < 0)
+    child_fail (report, STEP_SECCOMP, errno);
+  if (fcntl (args->control, F_SETFD, 0) < 0 || (args->egress >= 0 && fcntl (args->egress, F_SETFD, 0) < 0))
+    child_fail (report, STEP_INIT_FD, errno);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  syscall (SYS_execveat, jail->init_fd, "", args->argv, (char *[]) { NULL }, AT_EMPTY_PATH);
+  child_fail (report, STEP_INIT_FD, errno);
+}

@@ -1,0 +1,457 @@
+/* sandstep-supervisor-command.c: one command served in a live sandbox, from request to status; see sandstep-supervisor-private.h. */
+#include "sandstep-supervisor.h"
+#include "sandstep-supervisor-private.h"
+#include "sandstep-units.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-jail-init.h"
+
+/* @text as a JSON string: the claim file is JSON, and a holder's name is the caller's. */
+static void
+append_json_string (GString *out, const char *text)
+{
+  g_string_append_c (out, '"');
+  for (const guchar *p = (const guchar *) text; *p; p++)
+    if (*p == '"' || *p == '\\')
+      g_string_append_printf (out, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f)
+      g_string_append_printf (out, "\\u%04x", *p);
+    else
+      g_string_append_c (out, *p);
+  g_string_append_c (out, '"');
+}
+
+/* Seconds as `sandstep run` reads them (sandstep_parse_seconds()): the whole text a finite number, above 0
+ * unless @allow_zero, at most ten years; anything else goes to the core, which says what is wrong. */
+static gboolean
+parse_seconds (const char *text, gboolean allow_zero, double *out)
+{
+  char *end = NULL;
+  double value;
+
+  if (text[0] == '\0' || g_ascii_isspace (text[0]))
+    return FALSE;
+  value = g_ascii_strtod (text, &end);
+  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || value > SANDSTEP_MAX_DURATION_S)
+    return FALSE;
+  *out = value;
+  return TRUE;
+}
+
+/* ---- one command ---- */
+
+static void
+reply (int conn, SandstepRunKind kind)
+{
+  SandstepRunReply message = { .kind = kind };
+
+  send (conn, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void
+reply_text (int conn, SandstepRunKind kind, const char *raw)
+{
+  SandstepRunReply message = { .kind = kind };
+  /* The caller prints it as one line on a terminal. */
+  g_autofree char *text = sandstep_escape (raw, -1, 0, SANDSTEP_ESCAPE_LINE);
+  struct iovec iov[2] = { { &message, sizeof message }, { text, strlen (text) } };
+  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+
+  sendmsg (conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The caller must be this user, in this user namespace: never a process of a sandbox.  Where the
+ * sandbox's uid is not ours, the uid alone tells. */
+static gboolean
+peer_is_ours (Supervisor *s, int conn)
+{
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  g_autofree char *path = NULL;
+  g_autofree char *theirs = NULL;
+  g_autofree char *ours = NULL;
+
+  if (getsockopt (conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid () || cred.pid <= 0)
+    return FALSE;
+  if (!s->jail_is_peer)
+    return TRUE;
+  path = g_strdup_printf ("/proc/%d/ns/user", (int) cred.pid);
+  theirs = g_file_read_link (path, NULL);
+  ours = g_file_read_link ("/proc/self/ns/user", NULL);
+  return theirs != NULL && ours != NULL && strcmp (theirs, ours) == 0;
+}
+
+typedef struct {
+  char *buf;
+  const char *field[SANDSTEP_RUN_FIELDS];
+  GPtrArray *env;
+  int fds[4];
+  int n_fds;
+} Request;
+
+static void
+request_clear (Request *request)
+{
+  g_free (request->buf);
+  g_clear_pointer (&request->env, g_ptr_array_unref);
+  for (int i = 0; i < request->n_fds; i++)
+    close (request->fds[i]);
+  request->n_fds = 0;
+}
+
+static gboolean
+receive_request (int conn, Request *request)
+{
+  union { char buf[CMSG_SPACE (4 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  struct pollfd pfd = { .fd = conn, .events = POLLIN };
+  struct iovec iov;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg;
+  ssize_t size, n;
+  const char *p, *end;
+  int field = 0;
+
+  if (poll (&pfd, 1, REQUEST_TIMEOUT_MS) <= 0)
+    return FALSE;
+  size = recv (conn, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  if (size <= 0 || size > SANDSTEP_RUN_MAX)
+    return FALSE;
+  request->buf = g_malloc (size + 1);
+  iov = (struct iovec) { request->buf, size };
+  n = recvmsg (conn, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  for (cmsg = CMSG_FIRSTHDR (&msg); cmsg != NULL; cmsg = CMSG_NXTHDR (&msg, cmsg))
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+      for (size_t i = 0; i < (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int); i++)
+        {
+          int fd;
+          memcpy (&fd, CMSG_DATA (cmsg) + i * sizeof (int), sizeof fd);
+          if (request->n_fds < 4)
+            request->fds[request->n_fds++] = fd;
+          else
+            close (fd);
+        }
+  if (n != size || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+    return FALSE;
+  request->buf[size] = '\0';
+  request->env = g_ptr_array_new ();
+  for (p = request->buf, end = request->buf + size; p < end; p += strlen (p) + 1)
+    if (field < SANDSTEP_RUN_FIELDS)
+      request->field[field++] = p;
+    else
+      g_ptr_array_add (request->env, (gpointer) p);
+  g_ptr_array_add (request->env, NULL);
+  return field == SANDSTEP_RUN_FIELDS && strcmp (request->field[SANDSTEP_RUN_FIELD_MAGIC], SANDSTEP_RUN_MAGIC) == 0;
+}
+
+/* Answers a caller without running anything; its request is read first, so that the answer arrives. */
+void
+sandstep_supervisor_refuse (int conn, SandstepRunKind kind)
+{
+  Request request = { 0 };
+
+  receive_request (conn, &request);
+  request_clear (&request);
+  reply (conn, kind);
+  close (conn);
+}
+
+/* The caller's claim: the claim file of this sandbox, locked through that very fd. */
+static gboolean
+caller_holds_claim (Supervisor *s, int fd)
+{
+  struct stat given, ours;
+
+  return fstat (fd, &given) == 0 && fstat (s->claim_fd, &ours) == 0 && given.st_dev == ours.st_dev &&
+         given.st_ino == ours.st_ino && flock (fd, LOCK_EX | LOCK_NB) == 0;
+}
+
+static gboolean
+take_claim (Supervisor *s, const char *holder)
+{
+  g_autoptr(GString) text = g_string_new ("{\"holder\":");
+  struct stat st;
+
+  if (flock (s->claim_fd, LOCK_EX | LOCK_NB) < 0)
+    return FALSE;
+  append_json_string (text, holder);
+  g_string_append_printf (text, ",\"pid\":%d,\"start\":%" G_GUINT64_FORMAT "}", (int) getpid (),
+                          s->start_time);
+  /* Overwritten in place, cut only when shorter (truncating costs a journal transaction). */
+  if (fstat (s->claim_fd, &st) < 0 || pwrite (s->claim_fd, text->str, text->len, 0) != (ssize_t) text->len ||
+      ((gsize) st.st_size > text->len && ftruncate (s->claim_fd, text->len) < 0))
+    g_debug ("Could not record the holder of '%s': %s", s->handle, g_strerror (errno));
+  return TRUE;
+}
+
+/* Under our claim: does another holder's make recipe hold the sandbox between its lines? */
+static gboolean
+held_by_other_step (Supervisor *s, const char *holder)
+{
+  char current[SANDSTEP_STEP_HOLDER_MAX];
+
+  return sandstep_step_held (s->dir_fd, current, sizeof current, NULL) && strcmp (current, holder) != 0;
+}
+
+static void
+release_claim (Supervisor *s, Command *command)
+{
+  /* The recipe's last line for this sandbox ends its hold, before the claim goes. */
+  if (command->own_claim && command->step.pid > 0 && command->step.ends)
+    sandstep_step_update (s->dir_fd, command->holder, &command->step);
+  if (command->own_claim)
+    flock (s->claim_fd, LOCK_UN);
+  if (command->caller_claim >= 0)
+    close (command->caller_claim);
+  command->own_claim = FALSE;
+  command->caller_claim = -1;
+}
+
+static gboolean
+send_run (Supervisor *s, const char *command, char **caller_env, const int stdio[3])
+{
+  g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
+  g_auto(GStrv) envp = sandstep_jail_environment (s->jail, caller_env);
+  g_autoptr(GString) body = g_string_new (NULL);
+  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
+  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  struct iovec iov[2];
+  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  ssize_t n;
+
+  g_string_append_printf (body, "%u", argv->len);
+  g_string_append_c (body, '\0');
+  for (guint i = 0; i < argv->len; i++)
+    g_string_append_len (body, argv->pdata[i], strlen (argv->pdata[i]) + 1);
+  for (char **e = envp; *e; e++)
+    g_string_append_len (body, *e, strlen (*e) + 1);
+  iov[0] = (struct iovec) { &header, sizeof header };
+  iov[1] = (struct iovec) { body->str, body->len };
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
+  memcpy (CMSG_DATA (cmsg), stdio, 3 * sizeof (int));
+  do
+    n = sendmsg (s->init.control, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t) (sizeof header + body->len);
+}
+
+static void
+tell_init (Supervisor *s, SandstepInitKind kind)
+{
+  SandstepInitMessage message = { .kind = kind };
+
+  send (s->init.control, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+sandstep_supervisor_kill_command (Supervisor *s, Command *command)
+{
+  if (command->killed)
+    return;
+  command->killed = TRUE;
+  command->kill_deadline = g_get_monotonic_time () + KILL_GRACE_US;
+  tell_init (s, SANDSTEP_INIT_KILL);
+}
+
+void
+sandstep_supervisor_finish (Supervisor *s, int status, int exec_error)
+{
+  Command *command = s->current;
+  SandstepRunReply message = {
+    .kind = SANDSTEP_RUN_DONE,
+    .exit_status = exec_error != 0 ? exec_error : status,
+    .applied_timeout_s = command->applied_timeout_s,
+    .memory = s->memory, .pids = s->pids, .cpu_time_s = s->cpu_time_s, .disk = s->disk,
+  };
+  guint64 oom_kills, pids_max;
+
+  sandstep_cgroup_counters (s->cgroup, &oom_kills, &pids_max);
+  if (command->timed_out)
+    message.flags |= SANDSTEP_RUN_TIMED_OUT;
+  if (command->clamped)
+    message.flags |= SANDSTEP_RUN_CLAMPED;
+  if (oom_kills > command->oom_kills)
+    message.flags |= SANDSTEP_RUN_MEMORY_HIT;
+  if (pids_max > command->pids_max)
+    message.flags |= SANDSTEP_RUN_PIDS_HIT;
+  if (command->interrupted)
+    message.flags |= SANDSTEP_RUN_INTERRUPTED;
+  if (exec_error != 0)
+    message.flags |= SANDSTEP_RUN_EXEC_FAILED;
+  /* A release that came while the command ran left the destruction to its holder: us, when the claim was ours. */
+  if (command->own_claim && s->released && !sandstep_supervisor_alive (s))
+    s->done = s->reclaim = TRUE;
+  /* The claim goes before the caller hears: its next step may claim the sandbox at once. */
+  release_claim (s, command);
+  if (!command->caller_gone)
+    send (command->conn, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  close (command->conn);
+  g_free (command->holder);
+  g_clear_pointer (&s->current, g_free);
+  s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+}
+
+void
+sandstep_supervisor_begin (Supervisor *s, int conn)
+{
+  Request request = { 0 };
+  g_autoptr(GError) error = NULL;
+  Command *command;
+  const char *owner, *holder;
+  double timeout_s = 0, wait_s, remaining;
+  gboolean have_timeout;
+  int stdio[3];
+
+  /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
+  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 3)
+    goto fallback;
+  /* Anything the ordinary path would judge, it judges, word for word. */
+  owner = request.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.field[SANDSTEP_RUN_FIELD_OWNER] : s->default_owner;
+  holder = request.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.field[SANDSTEP_RUN_FIELD_HOLDER] : s->default_holder;
+  have_timeout = request.field[SANDSTEP_RUN_FIELD_TIMEOUT][0] != '\0';
+  if (strcmp (request.field[SANDSTEP_RUN_FIELD_HANDLE], s->handle) != 0 || strcmp (owner, s->owner) != 0 ||
+      !g_utf8_validate (holder, -1, NULL) || !sandstep_supervisor_alive (s) ||
+      (request.field[SANDSTEP_RUN_FIELD_WAIT][0] && !parse_seconds (request.field[SANDSTEP_RUN_FIELD_WAIT], TRUE,
+                                                                     &wait_s)) ||
+      (have_timeout && !parse_seconds (request.field[SANDSTEP_RUN_FIELD_TIMEOUT], FALSE, &timeout_s)))
+    goto fallback;
+
+  command = g_new0 (Command, 1);
+  command->conn = conn;
+  command->caller_claim = -1;
+  if (strcmp (request.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
+    {
+      if (request.n_fds < 4 || !caller_holds_claim (s, request.fds[3]))
+        {
+          g_free (command);
+          goto fallback;
+        }
+      command->caller_claim = request.fds[3];
+      request.n_fds = 3;
+    }
+  else if (!take_claim (s, holder))
+    {
+      g_free (command);
+      goto fallback;
+    }
+  else
+    {
+      command->own_claim = TRUE;
+      /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
+      if (held_by_other_step (s, holder) ||
+          !sandstep_step_scan (request.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
+        {
+          command->step.pid = 0;
+          release_claim (s, command);
+          g_free (command);
+          goto fallback;
+        }
+      command->holder = g_strdup (holder);
+      if (command->step.pid > 0 && !command->step.ends &&
+          !sandstep_step_update (s->dir_fd, holder, &command->step))
+        g_debug ("Could not leave the recipe's hold on '%s': %s", s->handle, g_strerror (errno));
+    }
+
+  if (!sandstep_supervisor_sandbox_current (s) && !sandstep_supervisor_build_sandbox (s, &error))
+    {
+      release_claim (s, command);
+      g_free (command->holder);
+      g_free (command);
+      reply_text (conn, SANDSTEP_RUN_ERROR, error->message);
+      close (conn);
+      request_clear (&request);
+      s->stale = TRUE;
+      return;
+    }
+
+  /* The command's budget never outlives the sandbox. */
+  remaining = MAX (s->expires - g_get_real_time () / (double) G_USEC_PER_SEC, 0);
+  command->applied_timeout_s = have_timeout ? MIN (timeout_s, remaining) : remaining;
+  command->clamped = !have_timeout || timeout_s > remaining;
+  command->deadline = g_get_monotonic_time () + (gint64) (command->applied_timeout_s * G_USEC_PER_SEC);
+  sandstep_cgroup_counters (s->cgroup, &command->oom_kills, &command->pids_max);
+  s->current = command;
+
+  /* From here on the command may run: the caller must never run it again. */
+  reply (conn, SANDSTEP_RUN_STARTED);
+  memcpy (stdio, request.fds, sizeof stdio);
+  if (!send_run (s, request.field[SANDSTEP_RUN_FIELD_COMMAND], (char **) request.env->pdata, stdio))
+    {
+      command->interrupted = TRUE;
+      s->stale = TRUE;
+      sandstep_supervisor_finish (s, SANDSTEP_EXIT_INTERNAL, 0);
+    }
+  request_clear (&request);
+  return;
+
+fallback:
+  reply (conn, SANDSTEP_RUN_FALLBACK);
+  close (conn);
+  request_clear (&request);
+}
+
+void
+sandstep_supervisor_on_init_message (Supervisor *s)
+{
+  SandstepInitMessage message;
+  ssize_t n;
+
+  do
+    n = recv (s->init.control, &message, sizeof message, MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return;
+  if (n != (ssize_t) sizeof message || message.kind != SANDSTEP_INIT_EXITED)
+    {
+      /* init is gone, or says nonsense: the sandbox is rebuilt for the next command. */
+      s->stale = TRUE;
+      if (s->current != NULL)
+        {
+          s->current->interrupted = TRUE;
+          sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
+        }
+      sandstep_jail_end (&s->init);
+      return;
+    }
+  if (s->current != NULL)
+    sandstep_supervisor_finish (s, message.status, message.error);
+}
+
+void
+sandstep_supervisor_on_notices (Supervisor *s)
+{
+  char buf[4096];
+  ssize_t n;
+  char *eol;
+
+  while ((n = read (s->notices, buf, sizeof buf)) > 0)
+    g_string_append_len (s->notice_text, buf, n);
+  while ((eol = strchr (s->notice_text->str, '\n')) != NULL)
+    {
+      *eol = '\0';
+      if (s->current != NULL && !s->current->caller_gone)
+        reply_text (s->current->conn, SANDSTEP_RUN_NOTICE, s->notice_text->str);
+      g_string_erase (s->notice_text, 0, eol - s->notice_text->str + 1);
+    }
+  if (n == 0)
+    {
+      /* The proxy ended: the next command gets a new sandbox with a new one. */
+      close (s->notices);
+      s->notices = -1;
+      s->stale = TRUE;
+    }
+}

@@ -1,0 +1,107 @@
+/* sandstep-supervisor-private.h: what the supervisor's files share.
+ *
+ * sandstep-supervisor.c runs the loop and the supervisor's life,
+ * sandstep-supervisor-sandbox.c builds and checks the live sandbox (the jail,
+ * its network helpers), sandstep-supervisor-command.c serves one command.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/wait.h>
+
+#include "sandstep-cgroup.h"
+#include "sandstep-jail.h"
+#include "sandstep-run-wire.h"
+#include "sandstep-step.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* How often a sandbox whose first process was killed as it started is built again. */
+#define BUILD_RETRIES 3
+
+/* How long a caller has to send its request once connected. */
+#define REQUEST_TIMEOUT_MS 2000
+/* How long the user-mode network stack may take to come up. */
+#define NETWORK_TIMEOUT_MS 10000
+/* After KILL, how long init may take to report before it is killed itself. */
+#define KILL_GRACE_US (5 * G_USEC_PER_SEC)
+
+typedef struct {
+  int pid;
+  int pidfd;
+} Child;
+
+typedef struct {
+  int conn;
+  gboolean own_claim;      /* the supervisor holds the claim for the caller */
+  int caller_claim;        /* the caller's claim fd, held while its command runs */
+  SandstepStep step;       /* the make recipe line it serves, when the claim is ours */
+  char *holder;
+  gint64 deadline;         /* monotonic µs */
+  gint64 kill_deadline;    /* after KILL: when init is given up on */
+  gboolean timed_out;
+  gboolean caller_gone;
+  gboolean killed;
+  gboolean interrupted;
+  double applied_timeout_s;
+  gboolean clamped;
+  guint64 oom_kills, pids_max;
+} Command;
+
+typedef struct {
+  char *handle;
+  GVariant *plan;
+  char *owner;
+  char *default_owner;
+  char *default_holder;
+  char *network;
+  guint64 memory;
+  gint64 pids, cpu_time_s;
+  guint64 disk;
+  char *core_path;         /* sandstep-core: the egress proxy, and the reclaim of a released sandbox */
+  char *pasta_path;
+  char **helper_env;
+
+  int store_fd;
+  int dir_fd;              /* the sandbox's directory */
+  int claim_fd;
+  guint64 start_time;      /* ours, for the claim: a pid is named with it */
+  gboolean jail_is_peer;   /* the sandbox's uid is ours: its processes could reach us but for the namespace */
+  int listener;
+  int watch;
+  int signals;
+  gint64 expires;
+  gboolean released;
+  gint64 idle_deadline;
+  gboolean done;
+  gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
+  int stop_signal;
+
+  SandstepJail *jail;
+  SandstepCgroup *cgroup;
+  SandstepJailProcess init;
+  GArray *sources;         /* as they were when the sandbox was built */
+  gboolean stale;          /* rebuild before the next command */
+  Child pasta;
+  Child proxy;
+  int notices;             /* the proxy's refusal lines */
+  GString *notice_text;
+
+  Command *current;
+} Supervisor;
+
+gboolean sandstep_supervisor_alive (Supervisor *s);
+
+gboolean sandstep_supervisor_load_plan (Supervisor *s, GError **error);
+gboolean sandstep_supervisor_build_sandbox (Supervisor *s, GError **error);
+void sandstep_supervisor_end_sandbox (Supervisor *s);
+gboolean sandstep_supervisor_sandbox_current (Supervisor *s);
+
+void sandstep_supervisor_begin (Supervisor *s, int conn);
+void sandstep_supervisor_refuse (int conn, SandstepRunKind kind);
+void sandstep_supervisor_kill_command (Supervisor *s, Command *command);
+void sandstep_supervisor_finish (Supervisor *s, int status, int exec_error);
+void sandstep_supervisor_on_init_message (Supervisor *s);
+void sandstep_supervisor_on_notices (Supervisor *s);

@@ -1,0 +1,72 @@
+/* sandstep-tool-options.c: the options of the operators that serve the agent tools. */
+#include "sandstep-tool-options.h"
+
+#include "sandstep-error.h"
+#include "sandstep-units.h"
+
+gboolean
+sandstep_tool_timeouts_check (const char *default_text, const char *max_text, GError **error)
+{
+  SandstepToolLimits defaults;
+  double default_s, max_s;
+  g_autofree char *default_shown = NULL;
+  g_autofree char *max_shown = NULL;
+
+  sandstep_tool_limits_init (&defaults);
+  default_s = defaults.default_timeout_s;
+  max_s = defaults.max_timeout_s;
+  /* Each value was checked by its kind already; a bad one is refused there. */
+  if (default_text != NULL && !sandstep_parse_seconds ("command-timeout", default_text, FALSE, &default_s, error))
+    return FALSE;
+  if (max_text != NULL && !sandstep_parse_seconds ("max-command-timeout", max_text, FALSE, &max_s, error))
+    return FALSE;
+  if (default_s <= max_s)
+    return TRUE;
+  default_shown = default_text != NULL ? g_strdup (default_text) : g_strdup_printf ("%g, the default", default_s);
+  max_shown = max_text != NULL ? g_strdup (max_text) : g_strdup_printf ("%g, the default", max_s);
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "command-timeout (%s) must not exceed max-command-timeout (%s); lower command-timeout or "
+                         "raise max-command-timeout", default_shown, max_shown);
+}
+
+gboolean
+sandstep_tool_options_parse (SandstepInvocation *invocation, SandstepToolLimits *limits, GError **error)
+{
+  const char *default_text = sandstep_invocation_get (invocation, "command-timeout");
+  const char *max_text = sandstep_invocation_get (invocation, "max-command-timeout");
+  const char *lines_text = sandstep_invocation_get (invocation, "max-output-lines");
+  const char *bytes_text = sandstep_invocation_get (invocation, "max-output-bytes");
+  const char *read_text = sandstep_invocation_get (invocation, "max-read-bytes");
+  guint64 n;
+
+  sandstep_tool_limits_init (limits);
+  if (!sandstep_tool_timeouts_check (default_text, max_text, error))
+    return FALSE;
+  if (default_text != NULL &&
+      !sandstep_parse_seconds ("command-timeout", default_text, FALSE, &limits->default_timeout_s, error))
+    return FALSE;
+  if (max_text != NULL &&
+      !sandstep_parse_seconds ("max-command-timeout", max_text, FALSE, &limits->max_timeout_s, error))
+    return FALSE;
+  if (lines_text != NULL)
+    {
+      if (!sandstep_parse_count (lines_text, G_MAXINT, &n))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "option 'max-output-lines' must be a whole number of 1 or more, got '%s'", lines_text);
+      limits->max_output_lines = n;
+    }
+  if (bytes_text != NULL)
+    {
+      if (!sandstep_parse_size (bytes_text, &n, error))
+        return FALSE;
+      limits->max_output_bytes = n;
+    }
+  if (read_text != NULL)
+    {
+      if (!sandstep_parse_size (read_text, &n, error))
+        return FALSE;
+      limits->max_read_bytes = n;
+    }
+  limits->prefix = sandstep_invocation_get (invocation, "prefix");
+  return sandstep_tool_limits_check (limits, error);
+}
