@@ -37,6 +37,11 @@ typedef struct {
   GByteArray *buffer;         /* bytes of out_r not yet parsed */
   gboolean hello;
 
+  /* Under @lock: where the sandbox's notices (egress refusals) go while a
+   * command runs through the driver; NULL: dropped. */
+  SandstepPythonNotice notice;
+  gpointer notice_data;
+
   /* Set by the thread, under @lock, when the command ended. */
   GMutex lock;
   gboolean finished;
@@ -102,6 +107,18 @@ driver_line (void)
   return source;
 }
 
+/* The thread's: a notice of the supervisor (an egress refusal) for the command running now. */
+static void
+interpreter_notice (const char *message, gpointer user_data)
+{
+  Interpreter *interpreter = user_data;
+
+  g_mutex_lock (&interpreter->lock);
+  if (interpreter->notice != NULL)
+    interpreter->notice (message, interpreter->notice_data);
+  g_mutex_unlock (&interpreter->lock);
+}
+
 static gpointer
 interpreter_thread (gpointer data)
 {
@@ -119,6 +136,8 @@ interpreter_thread (gpointer data)
   request.stdout_fd = interpreter->out_w;
   request.stderr_fd = interpreter->err_w;
   request.cancellable = interpreter->cancellable;
+  request.on_notice = interpreter_notice;
+  request.user_data = interpreter;
   ok = sandstep_attachment_run_command (interpreter->attachment, &request, &result, &error);
 
   g_mutex_lock (&interpreter->lock);
@@ -578,17 +597,33 @@ sandstep_python_session_alive (SandstepPythonSession *session)
   return session->interpreter != NULL;
 }
 
+static void
+set_notice (Interpreter *interpreter, SandstepPythonNotice notice, gpointer notice_data)
+{
+  if (interpreter == NULL)
+    return;
+  g_mutex_lock (&interpreter->lock);
+  interpreter->notice = notice;
+  interpreter->notice_data = notice_data;
+  g_mutex_unlock (&interpreter->lock);
+}
+
 void
 sandstep_python_session_run_command (SandstepPythonSession *session, const char *command, double timeout_s,
-                                     SandstepPythonCall *call)
+                                     SandstepPythonCall *call, SandstepPythonNotice notice, gpointer notice_data)
 {
   JsonObject *object = json_object_new ();
+  Interpreter *interpreter = session->interpreter;
 
   call->timeout_s = timeout_s;
   json_object_set_string_member (object, "command", command);
   json_object_set_double_member (object, "timeout", timeout_s);
+  set_notice (interpreter, notice, notice_data);
   /* The driver keeps the command's timeout; ours only catches a driver that no longer answers. */
   session_request (session, object, timeout_s + COMMAND_GRACE_S, FALSE, call);
+  /* Still the same interpreter, unless it ended (and was freed) meanwhile. */
+  if (session->interpreter == interpreter)
+    set_notice (interpreter, NULL, NULL);
 }
 
 gboolean

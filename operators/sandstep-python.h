@@ -86,10 +86,13 @@ gboolean sandstep_python_session_alive (SandstepPythonSession *session);
 /* run_command through the live interpreter: /bin/sh -c @command in
  * /workspace, its output appended to call->out and call->err, killed with
  * everything it started after @timeout_s (call->command_timed_out); its
- * exit code in call->command_exit.  When the interpreter dies meanwhile,
+ * exit code in call->command_exit; the sandbox's notices about it (egress
+ * refusals) go to @notice, from another thread.  When the interpreter dies meanwhile,
  * call->died (or call->timed_out, when it stopped answering) is set. */
+typedef void (*SandstepPythonNotice) (const char *message, gpointer user_data);
 void sandstep_python_session_run_command (SandstepPythonSession *session, const char *command, double timeout_s,
-                                          SandstepPythonCall *call);
+                                          SandstepPythonCall *call, SandstepPythonNotice notice,
+                                          gpointer notice_data);
 
 /* Whether the sandbox can run python3 (a quick command in it); FALSE with
  * @error only when the sandbox cannot be used at all. */

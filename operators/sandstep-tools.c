@@ -578,12 +578,13 @@ on_output (int stream, const char *data, gsize len, gpointer user_data)
 
 /* run_command while run_python's interpreter lives: through it, so that it lives on. */
 static gboolean
-run_command_in_python (SandstepToolbox *toolbox, const char *command, double budget, SandstepCapture *out,
-                       SandstepCapture *err, SandstepRunResult *result, char **message)
+run_command_in_python (SandstepToolbox *toolbox, const char *command, double budget, Captures *captures,
+                       SandstepRunResult *result, char **message)
 {
-  SandstepPythonCall call = { .out = out, .err = err };
+  SandstepPythonCall call = { .out = captures->out, .err = captures->err };
 
-  sandstep_python_session_run_command (toolbox->python, command, budget, &call);
+  /* What the egress proxy refused comes as a notice of the interpreter's command. */
+  sandstep_python_session_run_command (toolbox->python, command, budget, &call, on_notice, captures);
   if (call.failure != NULL)
     {
       if (toolbox->notice != NULL)
@@ -655,7 +656,7 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   if (toolbox->python != NULL && sandstep_python_session_alive (toolbox->python))
     {
       /* The sandbox runs one command at a time, and run_python's interpreter is it. */
-      if (!run_command_in_python (toolbox, command, budget, out, err, &result, &message))
+      if (!run_command_in_python (toolbox, command, budget, &captures, &result, &message))
         goto refused;
     }
   else if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))

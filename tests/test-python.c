@@ -454,6 +454,32 @@ test_memory_limit (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_egress_through_session (Fixture *fx, gconstpointer data)
+{
+  Server server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  g_autofree char *handle = sandstep_test_provision (&fx->f, "--holder=allowlisted", "--allow=svc.test", NULL);
+  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  char *text;
+
+  g_test_summary ("A run_command that goes through the live interpreter still says what the egress allowlist "
+                  "refused, as one that does not.");
+  if (!python_ready ())
+    return;
+  server_start_full (fx, &server, handle_arg, "--holder=allowlisted", NULL);
+  text = call_ok (&server, "run_python", "{\"code\": \"kept = 1\"}");
+  g_free (text);
+  text = call_ok (&server, "run_command", "{\"command\": \"curl -sf -o /dev/null https://example.org/ || exit 7\"}");
+  g_assert_cmpstr (text, ==, "(no output)\n[exit code: 7]\n[network: refused example.org:443: not in the allowlist]");
+  g_free (text);
+  text = call_ok (&server, "run_python", "{\"code\": \"kept\"}");
+  g_assert_cmpstr (text, ==, "[value]\n1");
+  g_free (text);
+  result = server_stop (&server);
+  sandstep_test_assert_status (result, 0);
+}
+
+static void
 test_call (Fixture *fx, gconstpointer data)
 {
   g_autoptr(SandstepTestResult) first = NULL;
@@ -496,6 +522,7 @@ main (int argc, char **argv)
   ADD ("/python/nothing-outlives", test_nothing_outlives);
   ADD ("/python/memory-limit", test_memory_limit);
   ADD ("/python/sandbox-gone", test_sandbox_gone);
+  ADD ("/python/egress", test_egress_through_session);
   ADD ("/python/call", test_call);
 #undef ADD
   return g_test_run ();
