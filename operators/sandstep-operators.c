@@ -79,6 +79,13 @@ static const SandstepOption agent_options[] = {
   { NULL }
 };
 
+static const SandstepOption tools_options[] = {
+  { "python",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also offer run_python: one Python interpreter kept alive in the sandbox while the agent runs (needs python3 there)" },
+  { "python-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,       "with --python: seconds all run_python calls may take together (default 900)" },
+  SANDSTEP_TOOL_OPTION_ROWS,
+  { NULL }
+};
+
 static const SandstepOption tool_options[] = {
   SANDSTEP_TOOL_OPTION_ROWS,
   { NULL }
@@ -136,7 +143,7 @@ static const SandstepOperator operators[] = {
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
   { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
-  { "tools",      H | C, tool_options,       SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
+  { "tools",      H | C, tools_options,      SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
 };
 
 #undef H

@@ -480,6 +480,28 @@ test_egress_through_session (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_tools_agent (Fixture *fx, gconstpointer data)
+{
+  const char *agent =
+    "c () { curl -sS -H \"Authorization: Bearer $SANDSTEP_MCP_TOKEN\" -H 'Content-Type: application/json' "
+    "-H 'Accept: application/json, text/event-stream' -d \"$1\" \"$SANDSTEP_MCP_URL\"; echo; }; "
+    "c '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+    "\"arguments\":{\"code\":\"x = 40\"}}}'; "
+    "c '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+    "\"arguments\":{\"code\":\"x + 2\"}}}'";
+  g_autoptr(SandstepTestResult) result = NULL;
+
+  g_test_summary ("`sandstep tools --python` serves run_python to an agent on the host, one interpreter for the "
+                  "agent's whole run.");
+  if (!python_ready ())
+    return;
+  result = sandstep_test_helper (&fx->f, "tools", fx->handle_arg, "--python", "--", agent, NULL);
+  sandstep_test_assert_status (result, 0);
+  sandstep_test_assert_contains (result->out, "\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"(no output)\"}]");
+  sandstep_test_assert_contains (result->out, "\"id\":2,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"[value]\\n42\"}]");
+}
+
+static void
 test_call (Fixture *fx, gconstpointer data)
 {
   g_autoptr(SandstepTestResult) first = NULL;
@@ -523,6 +545,7 @@ main (int argc, char **argv)
   ADD ("/python/memory-limit", test_memory_limit);
   ADD ("/python/sandbox-gone", test_sandbox_gone);
   ADD ("/python/egress", test_egress_through_session);
+  ADD ("/python/tools-agent", test_tools_agent);
   ADD ("/python/call", test_call);
 #undef ADD
   return g_test_run ();
