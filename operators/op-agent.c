@@ -47,9 +47,9 @@
 #define AGENT_EXIT_ENDPOINT 1
 #define AGENT_EXIT_MAX_TURNS 2
 
-/* %s: the tools' names, which carry the prefix when one is set. */
+/* The number of tools, their names (which carry the prefix when one is set), and run_python's note. */
 static const char default_system_prompt[] =
-  "You are an agent working in an isolated Linux sandbox through four tools: %s. Your working directory is "
+  "You are an agent working in an isolated Linux sandbox through %s tools: %s.%s Your working directory is "
   "/workspace; the files you write there stay for later steps. "
   "Look before you change things, check your work by running it, and keep tool output short (filter it with "
   "grep, head or tail). When the task is done, answer with a short summary of what you did and found, without "
@@ -308,10 +308,20 @@ sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error
     deadline_us = agent.start_us + (gint64) (budget_s * G_USEC_PER_SEC);
   toolbox = sandstep_toolbox_new (attachment, &limits);
   sandstep_toolbox_set_deadline (toolbox, deadline_us);
+  if (g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0 &&
+      !sandstep_offer_python (toolbox, attachment, sandstep_invocation_get (invocation, "python-budget"), "agent",
+                              error))
+    goto out;
   if (system_prompt == NULL)
     {
       g_autofree char *names = sandstep_toolbox_tool_list (toolbox);
-      system_prompt = g_strdup_printf (default_system_prompt, names);
+      gboolean python = g_strcmp0 (sandstep_invocation_get (invocation, "python"), "yes") == 0;
+      g_autofree char *python_note = python ? g_strdup_printf (" %s runs Python in one interpreter that keeps its "
+                                                                "variables, imports and open files for this whole run.",
+                                                                sandstep_toolbox_tool_name (toolbox, "run_python"))
+                                            : g_strdup ("");
+
+      system_prompt = g_strdup_printf (default_system_prompt, python ? "five" : "four", names, python_note);
     }
   agent.toolbox = toolbox;
   definitions = sandstep_toolbox_definitions (toolbox);

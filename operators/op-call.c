@@ -1,6 +1,7 @@
 /* op-call.c: call one agent tool from the command line, as a model would.
  *
  *   sandstep call --handle=H [TOOL OPTIONS] run_command '{"command": "make check"}'
+ *   sandstep call --handle=H run_python '{"code": "import sys; sys.version"}'   (a fresh session)
  *
  * The tool options (sandstep-tool-options.h) are those of agent and mcp, so
  * a call shows what a model served with the same options reads; with
@@ -53,6 +54,15 @@ sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error)
   if (attachment == NULL)
     return FALSE;
   toolbox = sandstep_toolbox_new (attachment, &limits);
+  /* run_python: a session of its own, ended (with everything it started) when the call is done. */
+  {
+    g_autofree char *python_name = limits.prefix != NULL && limits.prefix[0] != '\0'
+                                     ? g_strconcat (limits.prefix, "_run_python", NULL) : g_strdup ("run_python");
+
+    if (g_strcmp0 (invocation->operands->pdata[0], python_name) == 0 &&
+        !sandstep_offer_python (toolbox, attachment, NULL, "call", error))
+      return FALSE;
+  }
   text = sandstep_toolbox_call (toolbox, invocation->operands->pdata[0], arguments, &is_error, error);
   if (text == NULL)
     return FALSE;

@@ -106,6 +106,13 @@ open_toolbox (SandstepInvocation *invocation, SandstepAttachment **out_attachmen
   if (attachment == NULL)
     return NULL;
   toolbox = sandstep_toolbox_new (attachment, &limits);
+  if (sandstep_invocation_has (invocation, "python") &&
+      !sandstep_offer_python (toolbox, attachment, sandstep_invocation_get (invocation, "python-budget"),
+                              invocation->op->name, error))
+    {
+      sandstep_toolbox_free (toolbox);
+      return NULL;
+    }
   *out_attachment = g_steal_pointer (&attachment);
   return toolbox;
 }

@@ -153,7 +153,7 @@ append_marker (GString *out, const TextCut *c, MarkKind kind, const char *dir, c
 
 static char *
 render_view (const TextView *v, gsize max_lines, gsize max_bytes, gboolean already_truncated, MarkKind kind,
-             const char *dir, const char *run_tool)
+             const char *dir, const char *run_tool, gboolean *out_cut)
 {
   g_autoptr(GString) out = g_string_new (NULL);
   TextCut c;
@@ -161,6 +161,8 @@ render_view (const TextView *v, gsize max_lines, gsize max_bytes, gboolean alrea
   if (v->total == 0)
     return g_strdup (already_truncated ? SANDSTEP_EARLIER_TRUNCATED_MARKER : "");
   cut_text (v, max_lines, max_bytes, &c);
+  if (out_cut != NULL)
+    *out_cut = c.cut;
   if (already_truncated)
     g_string_append (out, SANDSTEP_EARLIER_TRUNCATED_MARKER "\n");
   if (!c.cut)
@@ -204,7 +206,7 @@ sandstep_truncate_output (const char *text, gssize len, gsize max_lines, gsize m
   if (len < 0)
     len = strlen (text);
   v = (TextView) { text, len, text, len, len, count_newlines (text, len), TRUE };
-  return render_view (&v, max_lines, max_bytes, already_truncated, MARK_LINES, NULL, NULL);
+  return render_view (&v, max_lines, max_bytes, already_truncated, MARK_LINES, NULL, NULL, NULL);
 }
 
 /* ---- the capture ---- */
@@ -226,6 +228,7 @@ struct _SandstepCapture {
   guint64 input;          /* bytes before masking */
   gsize peak;
   gboolean rendered;
+  gboolean cut;           /* rendering left part of the stream out */
 };
 
 SandstepCapture *
@@ -379,11 +382,11 @@ sandstep_capture_render (SandstepCapture *capture)
       g_byte_array_append (whole, (const guint8 *) tail, capture->ring_len);
       v = (TextView) { (const char *) whole->data, whole->len, (const char *) whole->data, whole->len,
                        capture->total, capture->newlines, TRUE };
-      return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, NULL);
+      return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, NULL, &capture->cut);
     }
   v = (TextView) { (const char *) capture->head->data, capture->head->len, tail, capture->ring_len,
                    capture->total, capture->newlines, FALSE };
-  return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, NULL);
+  return render_view (&v, capture->max_lines, capture->max_bytes, FALSE, MARK_LINES, NULL, NULL, &capture->cut);
 }
 
 guint64
@@ -396,6 +399,12 @@ gsize
 sandstep_capture_peak_bytes (const SandstepCapture *capture)
 {
   return capture->peak;
+}
+
+gboolean
+sandstep_capture_was_cut (const SandstepCapture *capture)
+{
+  return capture->cut;
 }
 
 char *
@@ -422,7 +431,7 @@ sandstep_render_listing_for (const char *const *names, gsize n_names, const char
     }
   v = (TextView) { joined->str, joined->len, joined->str, joined->len, joined->len,
                    count_newlines (joined->str, joined->len), TRUE };
-  return render_view (&v, max_lines, max_bytes, FALSE, MARK_ENTRIES, dir, run_tool);
+  return render_view (&v, max_lines, max_bytes, FALSE, MARK_ENTRIES, dir, run_tool, NULL);
 }
 
 /* ---- read_file ---- */

@@ -174,6 +174,7 @@ typedef struct {
   gboolean answered;
   gboolean finished;         /* the message is done (sent, or the client went away) */
   gboolean terminal;         /* the reply answers a terminal failure */
+  gboolean modern;           /* a request of the 2026-07-28 era: an error's code picks the HTTP status */
   int refs;
 } HttpExchange;
 
@@ -208,6 +209,27 @@ reply_is_result (const char *reply)
   return root != NULL && JSON_NODE_HOLDS_OBJECT (root) && json_object_has_member (json_node_get_object (root), "result");
 }
 
+/* 2026-07-28 over HTTP: an unknown method is 404, a version or header the
+ * server refuses 400; everything else goes out as 200, as before. */
+static guint
+modern_reply_status (const char *reply)
+{
+  g_autoptr(JsonNode) root = json_from_string (reply, NULL);
+  JsonObject *error;
+  gint64 code;
+
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root) ||
+      !json_object_has_member (json_node_get_object (root), "error"))
+    return SOUP_STATUS_OK;
+  error = json_object_get_object_member (json_node_get_object (root), "error");
+  code = error != NULL ? json_object_get_int_member_with_default (error, "code", 0) : 0;
+  if (code == SANDSTEP_MCP_ERROR_METHOD_NOT_FOUND)
+    return SOUP_STATUS_NOT_FOUND;
+  if (code == SANDSTEP_MCP_ERROR_UNSUPPORTED_VERSION || code == SANDSTEP_MCP_ERROR_HEADER_MISMATCH)
+    return SOUP_STATUS_BAD_REQUEST;
+  return SOUP_STATUS_OK;
+}
+
 static void
 http_reply (SandstepMcpServer *server, const char *reply, gpointer user_data)
 {
@@ -232,7 +254,7 @@ http_reply (SandstepMcpServer *server, const char *reply, gpointer user_data)
               g_hash_table_add (server->sessions, g_strdup (exchange->session));
               soup_message_headers_replace (headers, "Mcp-Session-Id", exchange->session);
             }
-          http_set_json (exchange->msg, SOUP_STATUS_OK, reply);
+          http_set_json (exchange->msg, exchange->modern ? modern_reply_status (reply) : SOUP_STATUS_OK, reply);
         }
       if (exchange->paused)
         soup_server_message_unpause (exchange->msg);
@@ -255,6 +277,63 @@ new_session_id (void)
   return g_string_free (id, FALSE);
 }
 
+/* A request of the 2026-07-28 era: a JSON-RPC object whose params._meta names a version. */
+static gboolean
+http_request_is_modern (JsonNode *root, JsonObject **out_params, const char **out_method)
+{
+  JsonObject *message;
+  JsonNode *params;
+
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    return FALSE;
+  message = json_node_get_object (root);
+  params = json_object_get_member (message, "params");
+  if (params == NULL || !JSON_NODE_HOLDS_OBJECT (params) || !sandstep_mcp_request_is_modern (json_node_get_object (params)))
+    return FALSE;
+  *out_params = json_node_get_object (params);
+  *out_method = sandstep_mcp_member_string (message, "method");
+  return TRUE;
+}
+
+/* 2026-07-28: MCP-Protocol-Version, Mcp-Method and (for tools/call) Mcp-Name
+ * mirror the body, so that a proxy may route on the headers alone; when one
+ * disagrees, 400 with -32020 naming it. */
+static gboolean
+http_modern_headers_match (SoupServerMessage *msg, JsonNode *root, JsonObject *params, const char *method)
+{
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
+  JsonNode *id = json_object_get_member (json_node_get_object (root), "id");
+  const char *version = sandstep_mcp_request_version (params);
+  const char *name = g_strcmp0 (method, "tools/call") == 0 ? sandstep_mcp_member_string (params, "name") : NULL;
+  const struct { const char *header; const char *body; const char *where; } checks[] = {
+    { "MCP-Protocol-Version", version, "params._meta[\"" SANDSTEP_MCP_META_VERSION "\"]" },
+    { "Mcp-Method", method, "method" },
+    { "Mcp-Name", name, "params.name" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (checks); i++)
+    {
+      const char *value = soup_message_headers_get_one (headers, checks[i].header);
+      g_autofree char *message = NULL;
+      g_autofree char *text = NULL;
+
+      if (checks[i].body == NULL || g_strcmp0 (value, checks[i].body) == 0)
+        continue;
+      if (value == NULL)
+        message = g_strdup_printf ("Header mismatch: the body has %s \"%s\" but the %s header is missing; send "
+                                   "\"%s: %s\"", checks[i].where, checks[i].body, checks[i].header,
+                                   checks[i].header, checks[i].body);
+      else
+        message = g_strdup_printf ("Header mismatch: the body has %s \"%s\" but the %s header says \"%s\"; they "
+                                   "must be the same", checks[i].where, checks[i].body, checks[i].header, value);
+      text = sandstep_mcp_response_error (id != NULL && JSON_NODE_HOLDS_VALUE (id) ? id : NULL,
+                                          SANDSTEP_MCP_ERROR_HEADER_MISMATCH, message);
+      http_set_json (msg, SOUP_STATUS_BAD_REQUEST, text);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static void
 http_post (SandstepMcpServer *server, SoupServerMessage *msg)
 {
@@ -265,6 +344,9 @@ http_post (SandstepMcpServer *server, SoupServerMessage *msg)
   const char *content_type = soup_message_headers_get_content_type (headers, NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonNode) root = NULL;
+  JsonObject *params = NULL;
+  const char *method = NULL;
+  gboolean modern;
   HttpExchange *exchange;
   gsize length;
   const char *data;
@@ -276,21 +358,6 @@ http_post (SandstepMcpServer *server, SoupServerMessage *msg)
       http_refuse (msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, SANDSTEP_MCP_ERROR_REFUSED, message);
       return;
     }
-  if (version != NULL && !sandstep_mcp_version_is_supported (version))
-    {
-      g_autofree char *message = g_strdup_printf ("Unsupported MCP-Protocol-Version '%s'; supported: %s, %s, %s, "
-                                                  "%s", version, sandstep_mcp_protocol_versions[0], sandstep_mcp_protocol_versions[1],
-                                                  sandstep_mcp_protocol_versions[2], sandstep_mcp_protocol_versions[3]);
-      http_refuse (msg, SOUP_STATUS_BAD_REQUEST, SANDSTEP_MCP_ERROR_REFUSED, message);
-      return;
-    }
-  if (session != NULL && !g_hash_table_contains (server->sessions, session))
-    {
-      http_refuse (msg, SOUP_STATUS_NOT_FOUND, SANDSTEP_MCP_ERROR_REFUSED,
-                   "Session not found: it ended or was never issued; initialize again");
-      return;
-    }
-
   if (body == NULL || body->over)
     {
       http_body_refuse (msg);
@@ -306,8 +373,36 @@ http_post (SandstepMcpServer *server, SoupServerMessage *msg)
       http_set_json (msg, SOUP_STATUS_BAD_REQUEST, text);
       return;
     }
+  modern = http_request_is_modern (root, &params, &method);
+  if (modern)
+    {
+      /* No sessions in this era; the headers must say what the body says. */
+      if (!http_modern_headers_match (msg, root, params, method))
+        return;
+    }
+  else
+    {
+      if (version != NULL && !sandstep_mcp_version_is_supported (version))
+        {
+          g_autofree char *message = g_strdup_printf (
+            "Unsupported MCP-Protocol-Version '%s'; supported: %s, %s, %s, %s after initialize, and %s with the "
+            "version in each request's params._meta[\"%s\"]",
+            version, sandstep_mcp_protocol_versions[0], sandstep_mcp_protocol_versions[1],
+            sandstep_mcp_protocol_versions[2], sandstep_mcp_protocol_versions[3], SANDSTEP_MCP_MODERN_VERSION,
+            SANDSTEP_MCP_META_VERSION);
+          http_refuse (msg, SOUP_STATUS_BAD_REQUEST, SANDSTEP_MCP_ERROR_REFUSED, message);
+          return;
+        }
+      if (session != NULL && !g_hash_table_contains (server->sessions, session))
+        {
+          http_refuse (msg, SOUP_STATUS_NOT_FOUND, SANDSTEP_MCP_ERROR_REFUSED,
+                       "Session not found: it ended or was never issued; initialize again");
+          return;
+        }
+    }
 
   exchange = g_new0 (HttpExchange, 1);
+  exchange->modern = modern;
   exchange->server = server;
   exchange->msg = g_object_ref (msg);
   exchange->refs = 2;      /* one for the reply, one for "finished" */

@@ -60,8 +60,33 @@ struct _SandstepMcpServer {
  * only big thing a client sends. */
 #define SANDSTEP_MCP_MAX_MESSAGE (64 * 1024 * 1024)
 
-/* Newest first; the first is the answer to a version we do not know. */
+/* The legacy era (initialize), newest first; the first is the answer to a
+ * version we do not know. */
 extern const char *const sandstep_mcp_protocol_versions[4];
+
+/* The 2026-07-28 era (sandstep-mcp-modern.c): the version each request names in _meta. */
+#define SANDSTEP_MCP_MODERN_VERSION "2026-07-28"
+#define SANDSTEP_MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define SANDSTEP_MCP_META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define SANDSTEP_MCP_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+extern const char *const sandstep_mcp_modern_versions[1];
+
+/* TRUE when params._meta names a protocol version: a request of the 2026-07-28 era. */
+gboolean sandstep_mcp_request_is_modern (JsonObject *params);
+/* That version when it is a string, else NULL. */
+const char *sandstep_mcp_request_version (JsonObject *params);
+/* The error reply to a modern request whose envelope we refuse (a version we
+ * do not speak: -32022 with the supported ones; no clientCapabilities:
+ * -32602), or NULL when it is fine. */
+char *sandstep_mcp_modern_refusal (JsonNode *id, JsonObject *params);
+/* server/discover's result. */
+JsonNode *sandstep_mcp_method_discover (SandstepMcpServer *server, JsonObject *params, GError **error);
+/* Adds what every modern result carries: resultType, _meta's serverInfo, and
+ * the cache hints of server/discover and tools/list. */
+void sandstep_mcp_modern_finish (JsonNode *result, const char *method);
+/* {name, title, version}, for initialize and server/discover. */
+JsonObject *sandstep_mcp_server_info (void);
+char *sandstep_mcp_instructions (SandstepMcpServer *server);
 
 /* Called with one reply, or NULL when the message needs none. */
 typedef void (*SandstepMcpReplyTo) (SandstepMcpServer *server, const char *reply, gpointer user_data);
@@ -78,6 +103,8 @@ JsonNode *sandstep_mcp_parse_message (const char *message, gsize length, GError 
 char *sandstep_mcp_parse_error_message (const GError *parse_error);
 /* A JSON-RPC error response; @id NULL: the request's id is not known. */
 char *sandstep_mcp_response_error (JsonNode *id, int code, const char *message);
+/* The same with error.data (copied). */
+char *sandstep_mcp_response_error_data (JsonNode *id, int code, const char *message, JsonNode *data);
 /* After a reply went out: ends the server once a terminal failure is answered. */
 void sandstep_mcp_reply_delivered (SandstepMcpServer *server, gboolean was_terminal);
 gboolean sandstep_mcp_version_is_supported (const char *version);

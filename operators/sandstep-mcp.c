@@ -21,6 +21,8 @@ struct _SandstepMcpRequest {
   JsonNode *id;
   SandstepMcpReplyTo reply;
   gpointer user_data;
+  gboolean modern;           /* of the 2026-07-28 era: its result gets resultType and _meta */
+  char *method;
 };
 
 struct _ToolJob {
@@ -31,6 +33,7 @@ struct _ToolJob {
   /* Set by the task. */
   char *text;
   gboolean is_error;
+  JsonNode *structured;      /* structuredContent, for a tool with an outputSchema */
   GError *error;             /* terminal */
 };
 
@@ -61,6 +64,12 @@ response_result (JsonNode *id, JsonNode *result)
 char *
 sandstep_mcp_response_error (JsonNode *id, int code, const char *message)
 {
+  return sandstep_mcp_response_error_data (id, code, message, NULL);
+}
+
+char *
+sandstep_mcp_response_error_data (JsonNode *id, int code, const char *message, JsonNode *data)
+{
   g_autoptr(JsonNode) root = json_node_new (JSON_NODE_OBJECT);
   JsonObject *object = json_object_new ();
   JsonObject *error = json_object_new ();
@@ -72,6 +81,8 @@ sandstep_mcp_response_error (JsonNode *id, int code, const char *message)
     json_object_set_null_member (object, "id");
   json_object_set_int_member (error, "code", code);
   json_object_set_string_member (error, "message", message);
+  if (data != NULL)
+    json_object_set_member (error, "data", json_node_copy (data));
   json_object_set_object_member (object, "error", error);
   json_node_take_object (root, object);
   return to_json (root);
@@ -106,6 +117,15 @@ sandstep_mcp_member_string (JsonObject *object, const char *name)
 
 /* ---- requests and their replies ---- */
 
+/* A result for @request: the era's envelope added. */
+static char *
+request_result (Request *request, JsonNode *result)
+{
+  if (request->modern)
+    sandstep_mcp_modern_finish (result, request->method);
+  return response_result (request->id, result);
+}
+
 static void
 request_reply (Request *request, const char *reply)
 {
@@ -118,6 +138,7 @@ request_reply (Request *request, const char *reply)
     sandstep_mcp_server_quit (server);
   if (request->id != NULL)
     json_node_unref (request->id);
+  g_free (request->method);
   g_free (request);
 }
 
@@ -151,10 +172,7 @@ method_initialize (SandstepMcpServer *server, JsonObject *params, GError **error
       g_debug ("client asked for protocol version '%s'; offering %s", version, SANDSTEP_MCP_PROTOCOL_VERSION);
       version = SANDSTEP_MCP_PROTOCOL_VERSION;
     }
-  instructions = g_strdup_printf ("These tools work in the sandbox '%s': an isolated Linux machine whose files "
-                                  "persist between calls (%s starts a fresh shell each time, in "
-                                  "/workspace). Nothing you do there reaches this host.",
-                                  server->handle, sandstep_toolbox_tool_name (server->toolbox, "run_command"));
+  instructions = sandstep_mcp_instructions (server);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "protocolVersion");
@@ -168,14 +186,11 @@ method_initialize (SandstepMcpServer *server, JsonObject *params, GError **error
   json_builder_end_object (builder);
   json_builder_end_object (builder);
   json_builder_set_member_name (builder, "serverInfo");
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "name");
-  json_builder_add_string_value (builder, "sandstep");
-  json_builder_set_member_name (builder, "title");
-  json_builder_add_string_value (builder, "sandstep sandbox tools");
-  json_builder_set_member_name (builder, "version");
-  json_builder_add_string_value (builder, SANDSTEP_VERSION);
-  json_builder_end_object (builder);
+  {
+    g_autoptr(JsonNode) info = json_node_new (JSON_NODE_OBJECT);
+    json_node_take_object (info, sandstep_mcp_server_info ());
+    json_builder_add_value (builder, g_steal_pointer (&info));
+  }
   json_builder_set_member_name (builder, "instructions");
   json_builder_add_string_value (builder, instructions);
   json_builder_end_object (builder);
@@ -204,7 +219,7 @@ method_tools_list (SandstepMcpServer *server, JsonObject *params, GError **error
 }
 
 static JsonNode *
-tool_result (const char *text, gboolean is_error)
+tool_result (const char *text, gboolean is_error, JsonNode *structured)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autofree char *valid = g_utf8_make_valid (text != NULL ? text : "", -1);
@@ -219,6 +234,11 @@ tool_result (const char *text, gboolean is_error)
   json_builder_add_string_value (builder, valid);
   json_builder_end_object (builder);
   json_builder_end_array (builder);
+  if (structured != NULL)
+    {
+      json_builder_set_member_name (builder, "structuredContent");
+      json_builder_add_value (builder, json_node_copy (structured));
+    }
   json_builder_set_member_name (builder, "isError");
   json_builder_add_boolean_value (builder, is_error);
   json_builder_end_object (builder);
@@ -231,6 +251,7 @@ tool_job_free (ToolJob *job)
   g_free (job->name);
   g_free (job->arguments);
   g_free (job->text);
+  g_clear_pointer (&job->structured, json_node_unref);
   g_clear_error (&job->error);
   g_free (job);
 }
@@ -249,11 +270,11 @@ tool_job_finish (SandstepMcpServer *server, ToolJob *job)
       g_debug ("tool '%s' failed terminally: %s", job->name, job->error->message);
       if (server->terminal == NULL)
         server->terminal = g_error_copy (job->error);
-      reply = response_result (job->request->id, tool_result (message, TRUE));
+      reply = request_result (job->request, tool_result (message, TRUE, NULL));
       was_terminal = TRUE;
     }
   else
-    reply = response_result (job->request->id, tool_result (job->text, job->is_error));
+    reply = request_result (job->request, tool_result (job->text, job->is_error, job->structured));
 
   server->replying_terminal = was_terminal;
   request_reply (g_steal_pointer (&job->request), reply);
@@ -277,7 +298,8 @@ tool_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancella
       if (node != NULL && JSON_NODE_HOLDS_OBJECT (node))
         arguments = json_object_ref (json_node_get_object (node));
     }
-  job->text = sandstep_toolbox_call (server->toolbox, job->name, arguments, &job->is_error, &job->error);
+  job->text = sandstep_toolbox_call_structured (server->toolbox, job->name, arguments, &job->is_error,
+                                                &job->structured, &job->error);
   if (job->text == NULL && job->error == NULL)
     job->error = g_error_new (SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INTERNAL,
                               "The tool '%s' returned nothing and no error", job->name);
@@ -379,16 +401,21 @@ typedef JsonNode *(*MethodFunc) (SandstepMcpServer *server, JsonObject *params, 
 /* Takes @request on success and answers it later. */
 typedef gboolean (*AsyncMethodFunc) (SandstepMcpServer *server, JsonObject *params, Request *request, GError **error);
 
+/* Which eras have a method. */
+enum { LEGACY = 1 << 0, MODERN = 1 << 1 };
+
 static const struct {
   const char *name;
+  guint eras;
   MethodFunc run;
   AsyncMethodFunc run_async;
 } methods[] = {
-  /* name          answered at once     answered later */
-  { "initialize",  method_initialize,   NULL },
-  { "ping",        method_ping,         NULL },
-  { "tools/call",  NULL,                method_tools_call },
-  { "tools/list",  method_tools_list,   NULL },
+  /* name               eras              answered at once              answered later */
+  { "initialize",       LEGACY,           method_initialize,            NULL },
+  { "ping",             LEGACY,           method_ping,                  NULL },
+  { "server/discover",  MODERN,           sandstep_mcp_method_discover, NULL },
+  { "tools/call",       LEGACY | MODERN,  NULL,                         method_tools_call },
+  { "tools/list",       LEGACY | MODERN,  method_tools_list,            NULL },
 };
 
 /* ---- dispatch ---- */
@@ -496,10 +523,21 @@ sandstep_mcp_handle_node (SandstepMcpServer *server, JsonNode *root, SandstepMcp
         }
       params = json_node_get_object (params_node);
     }
+  request->method = g_strdup (method);
+  request->modern = sandstep_mcp_request_is_modern (params);
+  if (request->modern)
+    {
+      text = sandstep_mcp_modern_refusal (request->id, params);
+      if (text != NULL)
+        {
+          request_reply (request, text);
+          return;
+        }
+    }
 
   for (gsize i = 0; i < G_N_ELEMENTS (methods); i++)
     {
-      if (strcmp (methods[i].name, method) != 0)
+      if (strcmp (methods[i].name, method) != 0 || (methods[i].eras & (request->modern ? MODERN : LEGACY)) == 0)
         continue;
       if (methods[i].run_async != NULL)
         {
@@ -510,14 +548,25 @@ sandstep_mcp_handle_node (SandstepMcpServer *server, JsonNode *root, SandstepMcp
       else
         {
           JsonNode *result = methods[i].run (server, params, &error);
-          text = result != NULL ? response_result (request->id, result) : response_gerror (request->id, error);
+          text = result != NULL ? request_result (request, result) : response_gerror (request->id, error);
         }
       request_reply (request, text);
       return;
     }
   g_debug ("unknown method '%s'", method);
   {
-    g_autofree char *what = g_strdup_printf ("Method not found: '%s'", method);
+    g_autofree char *what = NULL;
+
+    if (request->modern && (strcmp (method, "initialize") == 0 || strcmp (method, "ping") == 0))
+      what = g_strdup_printf ("Method not found: '%s' is not part of MCP %s (a request that names its version in "
+                              "_meta needs no initialize); send server/discover, tools/list or tools/call",
+                              method, SANDSTEP_MCP_MODERN_VERSION);
+    else if (!request->modern && strcmp (method, "server/discover") == 0)
+      what = g_strdup_printf ("Method not found: server/discover belongs to MCP %s: name the version in "
+                              "params._meta[\"%s\"], or initialize for %s and older",
+                              SANDSTEP_MCP_MODERN_VERSION, SANDSTEP_MCP_META_VERSION, SANDSTEP_MCP_PROTOCOL_VERSION);
+    else
+      what = g_strdup_printf ("Method not found: '%s'", method);
     text = sandstep_mcp_response_error (request->id, SANDSTEP_MCP_ERROR_METHOD_NOT_FOUND, what);
   }
   request_reply (request, text);

@@ -1,9 +1,13 @@
 /* sandstep-mcp.h: an MCP server for the four sandbox tools.
  *
- * Model Context Protocol, the "legacy" era (initialize handshake), protocol
- * versions 2024-11-05 through 2025-11-25.  JSON-RPC 2.0 with a dispatch
- * table: initialize, notifications/initialized, ping, tools/list,
- * tools/call.  Two transports over one server:
+ * Model Context Protocol in both eras, chosen by what each request sends:
+ * the "legacy" one (initialize handshake), protocol versions 2024-11-05
+ * through 2025-11-25: initialize, notifications/initialized, ping,
+ * tools/list, tools/call; and the revision of 2026-07-28 (the version in
+ * each request's params._meta, no initialize, no sessions): server/discover,
+ * tools/list, tools/call, every result with resultType (see
+ * sandstep-mcp-modern.c).  JSON-RPC 2.0 with a dispatch table.  Two
+ * transports over one server:
  *
  *  - stdio: one JSON message per line on stdin, one reply per line on stdout;
  *    EOF on stdin ends the server.  Nothing else is ever written to stdout.
@@ -16,7 +20,10 @@
  *    request must carry "Authorization: Bearer TOKEN", the server's own
  *    random token (sandstep_mcp_server_http_token()); without it, 401 with
  *    "WWW-Authenticate: Bearer".  A body is read up to 64 MiB, chunked or
- *    not, then refused with 413.
+ *    not, then refused with 413.  A 2026-07-28 request opens no session; its
+ *    MCP-Protocol-Version, Mcp-Method and (tools/call) Mcp-Name headers
+ *    must mirror the body (else 400, -32020); an unknown method is 404 and
+ *    a version it does not speak 400.
  *
  * Tool calls run one at a time, in the order they came, each on a GTask
  * thread, so the main loop keeps answering ping and HTTP while a command
@@ -50,6 +57,9 @@ typedef enum {
   SANDSTEP_MCP_ERROR_INVALID_PARAMS = -32602,   /* also: an unknown tool */
   SANDSTEP_MCP_ERROR_INTERNAL = -32603,
   SANDSTEP_MCP_ERROR_REFUSED = -32000,          /* HTTP: refused before dispatch (Origin, Host, session) */
+  /* 2026-07-28 */
+  SANDSTEP_MCP_ERROR_HEADER_MISMATCH = -32020,  /* HTTP: MCP-Protocol-Version, Mcp-Method or Mcp-Name disagree with the body */
+  SANDSTEP_MCP_ERROR_UNSUPPORTED_VERSION = -32022,
 } SandstepMcpError;
 
 GQuark sandstep_mcp_error_quark (void);

@@ -125,6 +125,14 @@ const char *sandstep_option_metavar (const SandstepOption *option);
 const SandstepOption *const *sandstep_operator_option_groups (const SandstepOperator *op, gsize *n_groups);
 
 /* The operators' run functions, one file each. */
+/* Offers run_python on @toolbox (sandstep-python-offer.c): checks that the
+ * sandbox has python3, reads --python-budget (@budget, NULL: the default),
+ * and prints the details of failures on sandstep's side as "sandstep
+ * @program: ..." on stderr. */
+typedef struct _SandstepToolbox SandstepToolbox;
+gboolean sandstep_offer_python (SandstepToolbox *toolbox, SandstepAttachment *attachment, const char *budget,
+                                const char *program, GError **error);
+
 gboolean sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_describe (SandstepInvocation *invocation, int *out_exit, GError **error);

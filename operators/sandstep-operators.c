@@ -60,6 +60,8 @@ static const SandstepOption mcp_options[] = {
   { "http",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdin/stdout: loopback only, port 0 picks a free one, the URL goes to stderr; needs --token-file or --print-token", "ADDR:PORT" },
   { "token-file", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "with --http: write the bearer token every request must carry to FILE (mode 0600)", "FILE" },
   { "print-token", SANDSTEP_OPTION_FLAG,    FALSE, NULL,         "with --http: print the bearer token once on stderr" },
+  { "python",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also offer run_python: one Python interpreter kept alive in the sandbox for the whole session (needs python3 there)" },
+  { "python-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,       "with --python: seconds all run_python calls of the session may take together (default 900)" },
   SANDSTEP_TOOL_OPTION_ROWS,
   { NULL }
 };
@@ -70,7 +72,16 @@ static const SandstepOption agent_options[] = {
   { "time-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,         "stop (exit 124) when the run has taken this long; commands are cut to fit (default: none)" },
   { "system",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "FILE holding the system prompt (default: a short built-in one)", "FILE" },
   { "transcript", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "write the run to FILE as JSON lines: requests, responses, tool results (never the API key)", "FILE" },
+  { "python",    SANDSTEP_OPTION_CHOICE,    FALSE, "yes|no",     "yes: also offer run_python, one Python interpreter kept alive in the sandbox for the whole run (needs python3 there; default no)" },
+  { "python-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,       "with python=yes: seconds all run_python calls of the run may take together (default 900)" },
   { "export",    SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "PATH=URL: when the agent answers, copy PATH out to URL as 'sandstep export' does, all or none; nothing when it fails", "PATH=URL" },
+  SANDSTEP_TOOL_OPTION_ROWS,
+  { NULL }
+};
+
+static const SandstepOption tools_options[] = {
+  { "python",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also offer run_python: one Python interpreter kept alive in the sandbox while the agent runs (needs python3 there)" },
+  { "python-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,       "with --python: seconds all run_python calls may take together (default 900)" },
   SANDSTEP_TOOL_OPTION_ROWS,
   { NULL }
 };
@@ -118,7 +129,7 @@ static const SandstepOption claim_options[] = {
 static const SandstepOperator operators[] = {
   /* name         flags  options           text                    operands            summary                                              run */
   { "agent",      H | C, agent_options,    SANDSTEP_TEXT_COMMAND,  "-- PROMPT",        "let an LLM agent work in the sandbox with the four tools; print its answer", sandstep_op_agent },
-  { "call",       H | C, tool_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory) and print what a model would read", sandstep_op_call },
+  { "call",       H | C, tool_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory, or run_python in a fresh session) and print what a model would read", sandstep_op_call },
   { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
   { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
@@ -132,7 +143,7 @@ static const SandstepOperator operators[] = {
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
   { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
-  { "tools",      H | C, tool_options,       SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
+  { "tools",      H | C, tools_options,      SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
 };
 
 #undef H

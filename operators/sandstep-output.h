@@ -162,6 +162,8 @@ char *sandstep_capture_render (SandstepCapture *capture);
 /* Bytes that came in, and the most bytes the capture ever held (tests). */
 guint64 sandstep_capture_total_bytes (const SandstepCapture *capture);
 gsize sandstep_capture_peak_bytes (const SandstepCapture *capture);
+/* After rendering: TRUE when part of the stream was left out. */
+gboolean sandstep_capture_was_cut (const SandstepCapture *capture);
 
 /* The text of a run_command result: each non-empty stream (already bounded)
  * labelled "[stdout]"/"[stderr]" on a line of its own, "(no output)" when

@@ -16,6 +16,8 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 #include "sandstep-output.h"
+#include "sandstep-tool-structured.h"
+#include "sandstep-tool-python.h"
 #include "sandstep-data-files.h"
 
 /* The tools, in the order of their definitions. */
@@ -39,6 +41,11 @@ struct _SandstepToolbox {
   char *run_description;
   SandstepNetwork network;
   gint64 deadline_us;       /* monotonic; 0: none */
+  JsonNode *structured;     /* the call's structuredContent, set by a tool that has one */
+  SandstepPythonSession *python;  /* run_python's session; NULL: not offered */
+  char *python_name;              /* "run_python", or PREFIX_run_python */
+  SandstepToolNotice notice;
+  gpointer notice_data;
 };
 
 typedef char *(*ToolFunc) (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error);
@@ -154,7 +161,11 @@ sandstep_toolbox_free (SandstepToolbox *toolbox)
 {
   if (toolbox == NULL)
     return;
+  /* First: its interpreter runs in the sandbox the attachment holds. */
+  sandstep_python_session_free (toolbox->python);
+  g_free (toolbox->python_name);
   sandstep_masker_free (toolbox->masker);
+  g_clear_pointer (&toolbox->structured, json_node_unref);
   g_free (toolbox->run_description);
   g_free (toolbox->prefix);
   g_strfreev (toolbox->exports);
@@ -175,12 +186,17 @@ sandstep_toolbox_tool_name (SandstepToolbox *toolbox, const char *base)
   for (int i = 0; i < N_TOOLS; i++)
     if (strcmp (base_names[i], base) == 0)
       return toolbox->names[i];
+  if (toolbox->python_name != NULL && strcmp (base, "run_python") == 0)
+    return toolbox->python_name;
   g_return_val_if_reached (base);
 }
 
 char *
 sandstep_toolbox_tool_list (SandstepToolbox *toolbox)
 {
+  if (toolbox->python_name != NULL)
+    return g_strdup_printf ("%s, %s, %s, %s and %s", toolbox->names[0], toolbox->names[1], toolbox->names[2],
+                            toolbox->names[3], toolbox->python_name);
   return g_strdup_printf ("%s, %s, %s and %s", toolbox->names[0], toolbox->names[1], toolbox->names[2],
                           toolbox->names[3]);
 }
@@ -335,6 +351,14 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
 
   json_builder_end_array (b);
   root = json_builder_get_root (b);
+  /* run_command's result is also data (MCP structuredContent). */
+  json_object_set_member (json_array_get_object_element (json_node_get_array (root), 0), "outputSchema",
+                          sandstep_command_output_schema ());
+  if (toolbox->python != NULL)
+    json_array_add_element (json_node_get_array (root),
+                            sandstep_tool_python_definition (toolbox->python_name,
+                                                             sandstep_python_session_limits (toolbox->python),
+                                                             toolbox->names[TOOL_RUN_COMMAND]));
   return json_array_ref (json_node_get_array (root));
 }
 
@@ -552,6 +576,39 @@ on_output (int stream, const char *data, gsize len, gpointer user_data)
   sandstep_capture_append (stream == 2 ? captures->err : captures->out, data, len);
 }
 
+/* run_command while run_python's interpreter lives: through it, so that it lives on. */
+static gboolean
+run_command_in_python (SandstepToolbox *toolbox, const char *command, double budget, Captures *captures,
+                       SandstepRunResult *result, char **message)
+{
+  SandstepPythonCall call = { .out = captures->out, .err = captures->err };
+
+  /* What the egress proxy refused comes as a notice of the interpreter's command. */
+  sandstep_python_session_run_command (toolbox->python, command, budget, &call, on_notice, captures);
+  if (call.failure != NULL)
+    {
+      if (toolbox->notice != NULL)
+        {
+          g_autofree char *line = g_strdup_printf ("%s: %s: %s", toolbox->names[TOOL_RUN_COMMAND], call.failure,
+                                                   call.failure_detail);
+          g_autofree char *masked = sandstep_masker_mask (toolbox->masker, line, -1, NULL);
+          toolbox->notice (masked, toolbox->notice_data);
+        }
+      *message = g_strdup_printf ("%s failed on sandstep's side: %s (%s's interpreter, which runs commands while it "
+                                  "lives, is gone). Run the command again.", toolbox->names[TOOL_RUN_COMMAND],
+                                  call.failure, toolbox->python_name);
+      sandstep_python_call_clear (&call);
+      return FALSE;
+    }
+  result->exit_status = call.died ? call.exit_status : call.command_exit;
+  result->timed_out = call.command_timed_out || call.timed_out;
+  result->applied_timeout_s = budget;
+  result->memory_limit_hit = call.memory_limit_hit;
+  result->pids_limit_hit = call.pids_limit_hit;
+  sandstep_python_call_clear (&call);
+  return TRUE;
+}
+
 static char *
 tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
@@ -596,11 +653,21 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   request.on_notice = on_notice;
   request.user_data = &captures;
   g_debug ("run_command: budget %.3fs", budget);
-  if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
+  if (toolbox->python != NULL && sandstep_python_session_alive (toolbox->python))
+    {
+      /* The sandbox runs one command at a time, and run_python's interpreter is it. */
+      if (!run_command_in_python (toolbox, command, budget, &captures, &result, &message))
+        goto refused;
+    }
+  else if (!sandstep_attachment_run_command (toolbox->attachment, &request, &result, &local))
     return tool_failed (toolbox, "run_command", NULL, local, out_is_error, error);
 
   out_text = sandstep_capture_render (out);
   err_text = sandstep_capture_render (err);
+  g_clear_pointer (&toolbox->structured, json_node_unref);
+  toolbox->structured = sandstep_command_structured (out_text, sandstep_capture_was_cut (out), err_text,
+                                                     sandstep_capture_was_cut (err), &result,
+                                                     result.applied_timeout_s > 0 ? result.applied_timeout_s : budget);
   text = sandstep_render_command_result (sandstep_capture_total_bytes (out) > 0 ? out_text : NULL,
                                          sandstep_capture_total_bytes (err) > 0 ? err_text : NULL,
                                          result.exit_status, result.timed_out,
@@ -745,23 +812,84 @@ static const struct {
   { "list_directory", tool_list_directory },
 };
 
+/* The strings of @node with the sandbox's secrets masked, as the text is. */
+static void
+mask_node (SandstepToolbox *toolbox, JsonNode *node)
+{
+  if (JSON_NODE_HOLDS_OBJECT (node))
+    {
+      JsonObjectIter iter;
+      JsonNode *member;
+
+      json_object_iter_init (&iter, json_node_get_object (node));
+      while (json_object_iter_next (&iter, NULL, &member))
+        mask_node (toolbox, member);
+    }
+  else if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
+    {
+      g_autofree char *masked = sandstep_masker_mask (toolbox->masker, json_node_get_string (node), -1, NULL);
+      json_node_set_string (node, masked);
+    }
+}
+
+void
+sandstep_toolbox_enable_python (SandstepToolbox *toolbox, const SandstepPythonLimits *limits)
+{
+  g_return_if_fail (toolbox->python == NULL);
+  toolbox->python = sandstep_python_session_new (toolbox->attachment, limits);
+  toolbox->python_name = toolbox->prefix != NULL ? g_strconcat (toolbox->prefix, "_run_python", NULL)
+                                                 : g_strdup ("run_python");
+}
+
+void
+sandstep_toolbox_set_notice (SandstepToolbox *toolbox, SandstepToolNotice notice, gpointer user_data)
+{
+  toolbox->notice = notice;
+  toolbox->notice_data = user_data;
+}
+
+static char *
+tool_run_python (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
+{
+  double remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
+
+  if (toolbox->deadline_us > 0)
+    remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
+  g_clear_pointer (&toolbox->structured, json_node_unref);
+  return sandstep_tool_run_python (toolbox->python, toolbox->python_name, toolbox->names[TOOL_RUN_COMMAND],
+                                   toolbox->masker, toolbox->limits.max_output_lines,
+                                   toolbox->limits.max_output_bytes, remaining, args, out_is_error,
+                                   &toolbox->structured, toolbox->notice, toolbox->notice_data);
+}
+
 char *
 sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments, gboolean *out_is_error,
                        GError **error)
+{
+  return sandstep_toolbox_call_structured (toolbox, name, arguments, out_is_error, NULL, error);
+}
+
+char *
+sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
+                                  gboolean *out_is_error, JsonNode **out_structured, GError **error)
 {
   g_autofree char *text = NULL;
   gboolean is_error = FALSE;
 
   g_return_val_if_fail (toolbox != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  if (out_structured != NULL)
+    *out_structured = NULL;
+  g_clear_pointer (&toolbox->structured, json_node_unref);
 
   G_STATIC_ASSERT (G_N_ELEMENTS (tools) == N_TOOLS);
-  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
-    if (g_strcmp0 (toolbox->names[i], name) == 0)
+  for (gsize i = 0; i < G_N_ELEMENTS (tools) + 1; i++)
+    if (i < G_N_ELEMENTS (tools) ? g_strcmp0 (toolbox->names[i], name) == 0
+                                 : toolbox->python_name != NULL && g_strcmp0 (name, toolbox->python_name) == 0)
       {
         GError *local = NULL;
 
-        text = tools[i].func (toolbox, arguments, &is_error, &local);
+        text = (i < G_N_ELEMENTS (tools) ? tools[i].func : tool_run_python) (toolbox, arguments, &is_error, &local);
         if (text == NULL)
           {
             /* Terminal: the sandbox cannot be used any more. */
@@ -771,6 +899,12 @@ sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *a
           }
         if (out_is_error != NULL)
           *out_is_error = is_error;
+        if (toolbox->structured != NULL && !is_error && out_structured != NULL)
+          {
+            mask_node (toolbox, toolbox->structured);
+            *out_structured = g_steal_pointer (&toolbox->structured);
+          }
+        g_clear_pointer (&toolbox->structured, json_node_unref);
         /* Masked again on the way out, whatever the tool did. */
         return sandstep_masker_mask (toolbox->masker, text, -1, NULL);
       }

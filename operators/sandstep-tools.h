@@ -1,6 +1,7 @@
-/* sandstep-tools.h: the four agent tools over one attached sandbox.
+/* sandstep-tools.h: the agent tools over one attached sandbox.
  *
- * run_command, read_file, write_file and list_directory, with the model-facing
+ * run_command, read_file, write_file and list_directory (and, when offered,
+ * run_python: sandstep-python.h), with the model-facing
  * behaviour of Apache Airflow's sandbox toolset: output bounded per stream
  * (we keep the head and the tail, with a count of what was left out; the
  * contract keeps the tail), in bounded memory, secrets masked before any cut, file windows
@@ -17,6 +18,8 @@
 #include <json-glib/json-glib.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-python.h"
+#include "sandstep-tool-python.h"
 
 G_BEGIN_DECLS
 
@@ -54,7 +57,7 @@ void sandstep_toolbox_free (SandstepToolbox *toolbox);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepToolbox, sandstep_toolbox_free)
 
 /* The tool definitions as MCP `tools/list` entries (name, title, description,
- * inputSchema, annotations); for OpenAI put inputSchema under
+ * inputSchema, outputSchema where the tool has one, annotations); for OpenAI put inputSchema under
  * function.parameters. */
 JsonArray *sandstep_toolbox_definitions (SandstepToolbox *toolbox);
 
@@ -65,6 +68,22 @@ JsonArray *sandstep_toolbox_definitions (SandstepToolbox *toolbox);
  * sets @error, and should end the run. */
 char *sandstep_toolbox_call (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
                              gboolean *out_is_error, GError **error);
+
+/* As sandstep_toolbox_call(); *@out_structured (may be NULL) also gets the
+ * result as data matching the tool's outputSchema (MCP structuredContent),
+ * masked as the text is; NULL for a tool without one and for an isError
+ * result.  One call at a time per toolbox. */
+char *sandstep_toolbox_call_structured (SandstepToolbox *toolbox, const char *name, JsonObject *arguments,
+                                        gboolean *out_is_error, JsonNode **out_structured, GError **error);
+
+/* Offers a fifth tool, run_python: one Python interpreter kept alive in the
+ * sandbox until the toolbox is freed (sandstep-python.h).  Check first that
+ * the sandbox has python3 (sandstep_python_available()). */
+void sandstep_toolbox_enable_python (SandstepToolbox *toolbox, const SandstepPythonLimits *limits);
+
+/* Where details the model must not read go (run_python's failures on
+ * sandstep's side): the executable prints them on stderr. */
+void sandstep_toolbox_set_notice (SandstepToolbox *toolbox, SandstepToolNotice notice, gpointer user_data);
 
 /* Ends every later command's budget by @deadline_us (g_get_monotonic_time()
  * clock; 0: no deadline), as it is already ended by the sandbox's lifetime:

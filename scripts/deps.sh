@@ -53,22 +53,34 @@ sandstep_ensure_slurm () {
   sandstep_ensure_packages "${SANDSTEP_SLURM_PACKAGES[@]}"
 }
 
-# The official MCP client SDK (@modelcontextprotocol/sdk, npm) that tests/test-mcp.c
-# drives the MCP server with: installed into tests/mcp/node_modules from
-# tests/mcp/package-lock.json when missing.  node and npm come from Debian's
-# nodejs and npm packages when they are absent.
+# The npm packages that tests/test-mcp.c and tests/test-mcp-modern.c drive the
+# MCP server with (tests/mcp/package.json): the official client SDKs
+# (@modelcontextprotocol/sdk 1.x for 2025-11-25, @modelcontextprotocol/client
+# 2.x for 2026-07-28), the official conformance suite
+# (@modelcontextprotocol/conformance) and glob, whose globSync stands in for
+# the fs.globSync that Debian 12's node 20 lacks (tests/mcp/globsync-shim.mjs).
+# Installed into tests/mcp/node_modules from tests/mcp/package-lock.json when
+# one is missing.  node and npm come from Debian's nodejs and npm packages
+# when they are absent.  A failure returns 1, saying why; under
+# SANDSTEP_TESTS_REQUIRE_NODE=1 the tests that need them then fail.
 sandstep_ensure_mcp_client () {
   local dir
   dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
-  [ -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     sandstep_ensure_packages nodejs npm || return 1
   fi
+  local pkg missing=()
+  for pkg in $(node -e 'for (const d of Object.keys(require(process.argv[1]).dependencies)) console.log(d)' \
+                 "$dir/package.json"); do
+    [ -f "$dir/node_modules/$pkg/package.json" ] || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
   local log
   log=$(mktemp "${TMPDIR:-/tmp}/sandstep-npm.XXXXXX.log")
-  echo "sandstep: installing @modelcontextprotocol/sdk into $dir/node_modules (npm's output: $log)" >&2
+  echo "sandstep: installing ${missing[*]} into $dir/node_modules (npm's output: $log)" >&2
   if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
-    echo "sandstep: npm could not install @modelcontextprotocol/sdk; its output is in $log" >&2
+    echo "sandstep: npm could not install ${missing[*]}; its output is in $log:" >&2
+    tail -n 5 "$log" | sed 's/^/  /' >&2
     return 1
   fi
 }

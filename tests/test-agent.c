@@ -932,6 +932,46 @@ test_agent_sandbox_gone (AgentFixture *af, gconstpointer data)
 }
 
 static void
+test_agent_python (AgentFixture *af, gconstpointer data)
+{
+  const char *script =
+    "[{\"calls\": [{\"name\": \"run_python\", \"arguments\": {\"code\": \"rows = [3, 4, 5]\\nsum(rows)\"}}]},"
+    " {\"calls\": [{\"name\": \"run_command\", \"arguments\": {\"command\": \"echo 6 > more.txt\"}}]},"
+    " {\"calls\": [{\"name\": \"run_python\", \"arguments\": {\"code\": \"rows.append(int(open('more.txt').read()))"
+    "\\nprint(rows)\\nsum(rows)\"}}]},"
+    " {\"answer\": \"The sum is 18.\"}]";
+  g_autoptr(SandstepTestResult) result = NULL;
+  g_autoptr(SandstepTestResult) refused = NULL;
+  JsonArray *tools;
+
+  g_test_summary ("--python=yes (python=yes in make) offers run_python as a fifth tool, and one interpreter serves "
+                  "the whole run: a variable made in the first call is there in the third, after a run_command");
+  if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip ("python3 is not installed in /usr/bin, so the sandbox has none (apt-get install python3)");
+      return;
+    }
+  result = run_agent (af, script, "Sum the rows", "--python=yes", NULL);
+  sandstep_test_assert_status (result, 0);
+  g_assert_cmpstr (result->out, ==, "The sum is 18.\n");
+  tools = json_object_get_array_member (request_body (af->server, 0), "tools");
+  g_assert_cmpuint (json_array_get_length (tools), ==, 5);
+  g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (json_array_get_object_element (tools, 4),
+                                                                                 "function"), "name"), ==, "run_python");
+  sandstep_test_assert_contains (json_object_get_string_member (message_at (af->server, 0, 0), "content"),
+                                 "five tools: run_command, read_file, write_file, list_directory and run_python");
+  g_assert_cmpstr (json_object_get_string_member (message_at (af->server, 1, 3), "content"), ==, "[value]\n12");
+  g_assert_cmpstr (json_object_get_string_member (message_at (af->server, 3, 7), "content"), ==,
+                   "[stdout]\n[3, 4, 5, 6]\n[value]\n18");
+
+  /* Without it, four tools; a value that is neither yes nor no is refused. */
+  refused = run_agent (af, script, "Sum the rows", "--python=maybe", NULL);
+  sandstep_test_assert_status (refused, 64);
+  sandstep_test_assert_contains (refused->err, "python");
+}
+
+
+static void
 test_agent_usage (AgentFixture *af, gconstpointer data)
 {
   g_autofree char *handle_arg = NULL;
@@ -1465,6 +1505,7 @@ main (int argc, char **argv)
   ADD ("/agent/time-budget/model", test_agent_time_budget_model);
   ADD ("/agent/sandbox-gone", test_agent_sandbox_gone);
   ADD ("/agent/usage", test_agent_usage);
+  ADD ("/agent/python", test_agent_python);
   ADD ("/agent/system-prompt", test_agent_system_prompt);
   ADD ("/agent/bounded-memory", test_agent_bounded_memory);
 #undef ADD

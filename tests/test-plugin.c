@@ -1061,6 +1061,7 @@ test_errors (void)
     { "export-unknown-option", { "sandbox-export: unknown option 'noclobber'", "no-clobber, read-timeout=SECONDS" } },
     { "bad-prefix", { "sandbox-agent: option 'prefix' must be an identifier", "got 'my-box'; write for example "
                                                                                "prefix=box" } },
+    { "bad-python", { "sandbox-agent: option 'python' does not accept 'maybe'", "yes|no" } },
     { "crossed-timeouts", { "sandbox-mcp: command-timeout (400) must not exceed max-command-timeout (300, the "
                             "default); lower command-timeout or raise max-command-timeout" } },
     { "crossed-default", { "sandbox-tools: command-timeout (60, the default) must not exceed max-command-timeout "
