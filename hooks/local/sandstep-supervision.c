@@ -293,6 +293,9 @@ sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record,
           /* Nobody serves the sandbox: start its supervisor.  One that is killed as it starts ran nothing:
            * start another, a few times. */
           gboolean gone = FALSE;
+          /* Its first move of the sandbox into its cgroup waits for the kernel: let that wait start now. */
+          if (vanished == 0)
+            sandstep_cgroup_warm_up ();
           started = start_supervisor (store, record, lock, &gone, error);
           close (lock);
           if (!started && gone && ++vanished < START_ATTEMPTS)
