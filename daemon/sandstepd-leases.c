@@ -298,13 +298,9 @@ sandstepd_handle_claim (Request *req)
     }
   if (!sandstepd_check_owner (req, who.owner))
     return;
-  w = sandstepd_worker_take (d, &error);
+  w = sandstepd_worker_take_for (d, req);
   if (w == NULL)
-    {
-      sandstepd_answer_refusal (req, SOUP_STATUS_SERVICE_UNAVAILABLE, "too-many-claims", "try again later",
-                                SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "%s", error->message);
-      return;
-    }
+    return;
   lease = sandstepd_lease_new (req, &who, w);
   lease->claim = sandstepd_request_ref (req);
   req->owner = lease;

@@ -242,6 +242,8 @@ void sandstepd_worker_fail_all (Worker *w, const GError *error);
 void sandstepd_workers_top_up (Daemon *d);
 /* An unclaimed worker (ref), or NULL when there are max_workers already. */
 Worker *sandstepd_worker_take (Daemon *d, GError **error);
+/* The same for @req, which is answered 503 when there is none. */
+Worker *sandstepd_worker_take_for (Daemon *d, Request *req);
 /* Back to the idle ones, or retired. */
 void sandstepd_worker_return (Daemon *d, Worker *w);
 

@@ -388,6 +388,18 @@ sandstepd_worker_take (Daemon *d, GError **error)
   return w;
 }
 
+Worker *
+sandstepd_worker_take_for (Daemon *d, Request *req)
+{
+  g_autoptr(GError) error = NULL;
+  Worker *w = sandstepd_worker_take (d, &error);
+
+  if (w == NULL)
+    sandstepd_answer_refusal (req, SOUP_STATUS_SERVICE_UNAVAILABLE, "too-many-claims", "try again later",
+                              SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "%s", error->message);
+  return w;
+}
+
 void
 sandstepd_worker_return (Daemon *d, Worker *w)
 {

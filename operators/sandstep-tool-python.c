@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "sandstep-tool-schema.h"
 #include "sandstep-units.h"
 
 #define RESTARTED_NOTE "[The interpreter restarted. Variables from earlier calls are gone.]"
@@ -69,19 +70,7 @@ sandstep_tool_python_definition (const char *name, const SandstepPythonLimits *l
   timeout_help = g_strdup_printf ("Seconds before the call is stopped, killing the interpreter (default %ss, at most "
                                   "%ss).", default_s, max_s);
 
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "name");
-  json_builder_add_string_value (b, name);
-  json_builder_set_member_name (b, "title");
-  json_builder_add_string_value (b, "Run Python in a persistent interpreter");
-  json_builder_set_member_name (b, "description");
-  json_builder_add_string_value (b, description);
-  json_builder_set_member_name (b, "inputSchema");
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "type");
-  json_builder_add_string_value (b, "object");
-  json_builder_set_member_name (b, "additionalProperties");
-  json_builder_add_boolean_value (b, FALSE);
+  sandstep_tool_definition_begin (b, name, "Run Python in a persistent interpreter", description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "code");
@@ -102,17 +91,7 @@ sandstep_tool_python_definition (const char *name, const SandstepPythonLimits *l
   json_builder_add_string_value (b, timeout_help);
   json_builder_end_object (b);
   json_builder_end_object (b);
-  json_builder_set_member_name (b, "required");
-  json_builder_begin_array (b);
-  json_builder_add_string_value (b, "code");
-  json_builder_end_array (b);
-  json_builder_end_object (b);
-  json_builder_set_member_name (b, "annotations");
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "destructiveHint");
-  json_builder_add_boolean_value (b, TRUE);
-  json_builder_end_object (b);
-  json_builder_end_object (b);
+  sandstep_tool_definition_end (b, (const char *const[]) { "code", NULL }, "destructiveHint", TRUE, NULL);
 
   schema = json_from_string (python_output_schema, &error);
   g_assert_no_error (error);

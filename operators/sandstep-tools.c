@@ -8,6 +8,7 @@
  * sandbox's secrets masked.
  */
 #include "sandstep-tools.h"
+#include "sandstep-tool-schema.h"
 
 #include <math.h>
 #include <string.h>
@@ -227,52 +228,6 @@ add_property (JsonBuilder *b, const char *name, const char *type, gint64 minimum
   json_builder_end_object (b);
 }
 
-static void
-begin_tool (JsonBuilder *b, const char *name, const char *title, const char *description)
-{
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "name");
-  json_builder_add_string_value (b, name);
-  json_builder_set_member_name (b, "title");
-  json_builder_add_string_value (b, title);
-  json_builder_set_member_name (b, "description");
-  json_builder_add_string_value (b, description);
-  json_builder_set_member_name (b, "inputSchema");
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "type");
-  json_builder_add_string_value (b, "object");
-  json_builder_set_member_name (b, "additionalProperties");
-  json_builder_add_boolean_value (b, FALSE);
-}
-
-/* Ends inputSchema with its required list, adds annotations (pairs of name
- * and boolean, NULL-terminated), and ends the tool. */
-static void
-end_tool (JsonBuilder *b, const char *const *required, ...)
-{
-  va_list args;
-  const char *hint;
-
-  json_builder_set_member_name (b, "required");
-  json_builder_begin_array (b);
-  for (; *required != NULL; required++)
-    json_builder_add_string_value (b, *required);
-  json_builder_end_array (b);
-  json_builder_end_object (b);  /* inputSchema */
-
-  json_builder_set_member_name (b, "annotations");
-  json_builder_begin_object (b);
-  va_start (args, required);
-  while ((hint = va_arg (args, const char *)) != NULL)
-    {
-      json_builder_set_member_name (b, hint);
-      json_builder_add_boolean_value (b, va_arg (args, gboolean));
-    }
-  va_end (args);
-  json_builder_end_object (b);
-  json_builder_end_object (b);
-}
-
 JsonArray *
 sandstep_toolbox_definitions (SandstepToolbox *toolbox)
 {
@@ -312,25 +267,25 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
 
   json_builder_begin_array (b);
 
-  begin_tool (b, toolbox->names[TOOL_RUN_COMMAND], "Run a shell command", toolbox->run_description);
+  sandstep_tool_definition_begin (b, toolbox->names[TOOL_RUN_COMMAND], "Run a shell command", toolbox->run_description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   add_property (b, "command", "string", -1, FALSE, "Shell command line, e.g. \"make test 2>&1 | tail -50\".");
   add_property (b, "timeout_seconds", "number", 0, TRUE, timeout_help);
   json_builder_end_object (b);
-  end_tool (b, (const char *const[]) { "command", NULL }, "destructiveHint", TRUE, "openWorldHint",
+  sandstep_tool_definition_end (b, (const char *const[]) { "command", NULL }, "destructiveHint", TRUE, "openWorldHint",
             toolbox->network != SANDSTEP_NETWORK_NONE, NULL);
 
-  begin_tool (b, toolbox->names[TOOL_READ_FILE], "Read a file", read_description);
+  sandstep_tool_definition_begin (b, toolbox->names[TOOL_READ_FILE], "Read a file", read_description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   add_property (b, "path", "string", -1, FALSE, "File path, absolute or relative to /workspace.");
   add_property (b, "offset", "integer", 1, FALSE, "First line to read, 1-based (default 1).");
   add_property (b, "limit", "integer", 1, FALSE, limit_help);
   json_builder_end_object (b);
-  end_tool (b, (const char *const[]) { "path", NULL }, "readOnlyHint", TRUE, NULL);
+  sandstep_tool_definition_end (b, (const char *const[]) { "path", NULL }, "readOnlyHint", TRUE, NULL);
 
-  begin_tool (b, toolbox->names[TOOL_WRITE_FILE], "Write a file",
+  sandstep_tool_definition_begin (b, toolbox->names[TOOL_WRITE_FILE], "Write a file",
               "Create or overwrite a text file in the sandbox with the given content, creating parent directories "
               "as needed. Relative paths start in /workspace; only /workspace and /tmp can be written. Returns "
               "the number of bytes written.");
@@ -339,15 +294,15 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   add_property (b, "path", "string", -1, FALSE, "File path, absolute or relative to /workspace.");
   add_property (b, "content", "string", -1, FALSE, "The complete new content of the file.");
   json_builder_end_object (b);
-  end_tool (b, (const char *const[]) { "path", "content", NULL }, "destructiveHint", TRUE, "idempotentHint", TRUE,
+  sandstep_tool_definition_end (b, (const char *const[]) { "path", "content", NULL }, "destructiveHint", TRUE, "idempotentHint", TRUE,
             NULL);
 
-  begin_tool (b, toolbox->names[TOOL_LIST_DIRECTORY], "List a directory", list_description);
+  sandstep_tool_definition_begin (b, toolbox->names[TOOL_LIST_DIRECTORY], "List a directory", list_description);
   json_builder_set_member_name (b, "properties");
   json_builder_begin_object (b);
   add_property (b, "path", "string", -1, FALSE, "Directory to list (default: /workspace).");
   json_builder_end_object (b);
-  end_tool (b, (const char *const[]) { NULL }, "readOnlyHint", TRUE, NULL);
+  sandstep_tool_definition_end (b, (const char *const[]) { NULL }, "readOnlyHint", TRUE, NULL);
 
   json_builder_end_array (b);
   root = json_builder_get_root (b);
