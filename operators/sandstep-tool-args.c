@@ -4,6 +4,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "sandstep-output.h"
+#include "sandstep-units.h"
+
 static const char *
 example_of (const char *tool)
 {
@@ -49,19 +52,19 @@ describe_node (JsonNode *node)
 }
 
 static char *
-missing_message (SandstepToolbox *toolbox, const char *tool, const char *name, const char *type)
+missing_message (const SandstepToolArgs *call, const char *name, const char *type)
 {
   return g_strdup_printf ("%s needs the argument \"%s\" (%s). Call it again with it, e.g. %s.",
-                          sandstep_toolbox_tool_name (toolbox, tool), name, type, example_of (tool));
+                          call->shown, name, type, example_of (call->tool));
 }
 
 static char *
-mistyped_message (SandstepToolbox *toolbox, const char *tool, const char *name, const char *type, JsonNode *node)
+mistyped_message (const SandstepToolArgs *call, const char *name, const char *type, JsonNode *node)
 {
   g_autofree char *got = describe_node (node);
 
   return g_strdup_printf ("The argument \"%s\" of %s must be %s, got %s. Call it again, e.g. %s.", name,
-                          sandstep_toolbox_tool_name (toolbox, tool), type, got, example_of (tool));
+                          call->shown, type, got, example_of (call->tool));
 }
 
 static gboolean
@@ -72,22 +75,22 @@ is_string_node (JsonNode *node)
 
 /* A string argument; *out NULL when absent (or null, for an optional one). */
 gboolean
-sandstep_tool_arg_string (SandstepToolbox *toolbox, const char *tool, JsonObject *args, const char *name,
-                          gboolean required, const char **out, char **message)
+sandstep_tool_arg_string (const SandstepToolArgs *call, const char *name, gboolean required, const char **out,
+                          char **message)
 {
-  JsonNode *node = args != NULL ? json_object_get_member (args, name) : NULL;
+  JsonNode *node = call->args != NULL ? json_object_get_member (call->args, name) : NULL;
   const char *value;
 
   *out = NULL;
   if (node == NULL || (!required && JSON_NODE_HOLDS_NULL (node)))
     {
       if (required)
-        *message = missing_message (toolbox, tool, name, "a string");
+        *message = missing_message (call, name, "a string");
       return !required;
     }
   if (!is_string_node (node))
     {
-      *message = mistyped_message (toolbox, tool, name, "a string", node);
+      *message = mistyped_message (call, name, "a string", node);
       return FALSE;
     }
   value = json_node_get_string (node);
@@ -109,10 +112,10 @@ sandstep_tool_arg_string (SandstepToolbox *toolbox, const char *tool, JsonObject
 /* A number argument (numeric strings accepted, as lax JSON-schema validators
  * do); *out_given FALSE when absent or null. */
 gboolean
-sandstep_tool_arg_number (SandstepToolbox *toolbox, const char *tool, JsonObject *args, const char *name,
-                          const char *type, gboolean whole, gboolean *out_given, double *out, char **message)
+sandstep_tool_arg_number (const SandstepToolArgs *call, const char *name, const char *type, gboolean whole,
+                          gboolean *out_given, double *out, char **message)
 {
-  JsonNode *node = args != NULL ? json_object_get_member (args, name) : NULL;
+  JsonNode *node = call->args != NULL ? json_object_get_member (call->args, name) : NULL;
   double value;
 
   *out_given = FALSE;
@@ -132,13 +135,13 @@ sandstep_tool_arg_number (SandstepToolbox *toolbox, const char *tool, JsonObject
         end++;
       if (text[0] == '\0' || end == NULL || *end != '\0')
         {
-          *message = mistyped_message (toolbox, tool, name, type, node);
+          *message = mistyped_message (call, name, type, node);
           return FALSE;
         }
     }
   else
     {
-      *message = mistyped_message (toolbox, tool, name, type, node);
+      *message = mistyped_message (call, name, type, node);
       return FALSE;
     }
   if (whole && (!isfinite (value) || value != floor (value)))

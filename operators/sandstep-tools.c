@@ -414,6 +414,7 @@ run_command_in_python (SandstepToolbox *toolbox, const char *command, double bud
 static char *
 tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
+  const SandstepToolArgs call = { "run_command", sandstep_toolbox_tool_name (toolbox, "run_command"), args };
   const SandstepToolLimits *l = &toolbox->limits;
   const char *command;
   char *message = NULL;
@@ -431,8 +432,8 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
   SandstepRunResult result = { 0 };
   GError *local = NULL;
 
-  if (!sandstep_tool_arg_string (toolbox, "run_command", args, "command", TRUE, &command, &message) ||
-      !sandstep_tool_arg_number (toolbox, "run_command", args, "timeout_seconds", "a number of seconds", FALSE, &given, &requested,
+  if (!sandstep_tool_arg_string (&call, "command", TRUE, &command, &message) ||
+      !sandstep_tool_arg_number (&call, "timeout_seconds", "a number of seconds", FALSE, &given, &requested,
                    &message))
     goto refused;
 
@@ -487,6 +488,7 @@ refused:
 static char *
 tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
+  const SandstepToolArgs call = { "read_file", sandstep_toolbox_tool_name (toolbox, "read_file"), args };
   const SandstepToolLimits *l = &toolbox->limits;
   const char *path;
   char *message = NULL;
@@ -498,9 +500,9 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
   gsize masked_len;
   GError *local = NULL;
 
-  if (!sandstep_tool_arg_string (toolbox, "read_file", args, "path", TRUE, &path, &message) ||
-      !sandstep_tool_arg_number (toolbox, "read_file", args, "offset", "a whole number", TRUE, &offset_given, &offset, &message) ||
-      !sandstep_tool_arg_number (toolbox, "read_file", args, "limit", "a whole number", TRUE, &limit_given, &limit, &message))
+  if (!sandstep_tool_arg_string (&call, "path", TRUE, &path, &message) ||
+      !sandstep_tool_arg_number (&call, "offset", "a whole number", TRUE, &offset_given, &offset, &message) ||
+      !sandstep_tool_arg_number (&call, "limit", "a whole number", TRUE, &limit_given, &limit, &message))
     {
       *out_is_error = TRUE;
       return message;
@@ -533,14 +535,15 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
 static char *
 tool_write_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
+  const SandstepToolArgs call = { "write_file", sandstep_toolbox_tool_name (toolbox, "write_file"), args };
   const char *path, *content;
   char *message = NULL;
   g_autofree char *quoted = NULL;
   GError *local = NULL;
   gsize len;
 
-  if (!sandstep_tool_arg_string (toolbox, "write_file", args, "path", TRUE, &path, &message) ||
-      !sandstep_tool_arg_string (toolbox, "write_file", args, "content", TRUE, &content, &message))
+  if (!sandstep_tool_arg_string (&call, "path", TRUE, &path, &message) ||
+      !sandstep_tool_arg_string (&call, "content", TRUE, &content, &message))
     {
       *out_is_error = TRUE;
       return message;
@@ -565,6 +568,7 @@ compare_entries (gconstpointer a, gconstpointer b)
 static char *
 tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
+  const SandstepToolArgs call = { "list_directory", sandstep_toolbox_tool_name (toolbox, "list_directory"), args };
   const char *path;
   char *message = NULL;
   g_autoptr(GPtrArray) entries = NULL;
@@ -572,7 +576,7 @@ tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_i
   g_autofree char *data_path = NULL;
   GError *local = NULL;
 
-  if (!sandstep_tool_arg_string (toolbox, "list_directory", args, "path", FALSE, &path, &message))
+  if (!sandstep_tool_arg_string (&call, "path", FALSE, &path, &message))
     {
       *out_is_error = TRUE;
       return message;

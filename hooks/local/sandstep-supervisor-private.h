@@ -92,12 +92,11 @@ typedef struct {
   Command *current;
 } Supervisor;
 
-gboolean sandstep_supervisor_alive (Supervisor *s);
-
 gboolean sandstep_supervisor_load_plan (Supervisor *s, GError **error);
 gboolean sandstep_supervisor_build_sandbox (Supervisor *s, GError **error);
 void sandstep_supervisor_end_sandbox (Supervisor *s);
 gboolean sandstep_supervisor_sandbox_current (Supervisor *s);
+gboolean sandstep_supervisor_alive (Supervisor *s);
 
 void sandstep_supervisor_begin (Supervisor *s, int conn);
 void sandstep_supervisor_refuse (int conn, SandstepRunKind kind);

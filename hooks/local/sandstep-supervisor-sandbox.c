@@ -334,6 +334,13 @@ sandstep_supervisor_build_sandbox (Supervisor *s, GError **error)
   return ok;
 }
 
+/* Its lifetime is not over. */
+gboolean
+sandstep_supervisor_alive (Supervisor *s)
+{
+  return g_get_real_time () / G_USEC_PER_SEC < s->expires;
+}
+
 /* Is the sandbox there, as it should be for the next command? */
 gboolean
 sandstep_supervisor_sandbox_current (Supervisor *s)

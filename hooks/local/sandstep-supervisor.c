@@ -120,12 +120,6 @@ read_lifetime (Supervisor *s)
   return TRUE;
 }
 
-gboolean
-sandstep_supervisor_alive (Supervisor *s)
-{
-  return now_unix () < s->expires;
-}
-
 /* ---- the loop ---- */
 
 static void
