@@ -12,6 +12,15 @@
 #include "sandstep-local.h"
 #include "sandstep-local-private.h"
 #include "sandstep-store.h"
+#include "sandstep-teardown.h"
+
+int
+sandstep_local_open_dir (LocalBackend *local, const char *handle)
+{
+  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
+
+  return openat (local->store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
 
 /* The run of an owner "<dag>/<run>" is its last component. */
 static gboolean

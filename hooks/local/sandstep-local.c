@@ -20,6 +20,7 @@
 #include "sandstep-step.h"
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
+#include "sandstep-teardown.h"
 #include "sandstep-tree.h"
 #include "sandstep-uids.h"
 
@@ -184,14 +185,6 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 }
 
 static void local_detach (SandstepAttachment *attachment);
-
-int
-sandstep_local_open_dir (LocalBackend *local, const char *handle)
-{
-  g_autofree char *rel = g_build_filename ("sandboxes", handle, NULL);
-
-  return openat (local->store->dir_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
 
 /* Under the claim: refuses while another holder's make recipe holds the
  * sandbox between its lines, and leaves a hold for this one's recipe when
@@ -607,22 +600,6 @@ local_destroy (SandstepBackend *backend, const char *handle, const SandstepIdent
   if (record != NULL && !check_owner (record, who, error))
     return FALSE;
   return sandstep_sandbox_destroy (local->store, handle, -1, error);
-}
-
-gboolean
-sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
-{
-  /* Read first, for the holder's entry; a damaged record has none to forget (gc sweeps those). */
-  g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, NULL);
-
-  /* What runs it first: its supervisor ends with its namespaces, and every process in them. */
-  sandstep_supervisor_stop (store, handle);
-  if (!sandstep_store_destroy (store, handle, claim_fd, error))
-    return FALSE;
-  sandstep_cgroup_remove (handle);
-  if (record != NULL)
-    sandstep_store_forget_holder (store, record->owner, record->holder, handle);
-  return TRUE;
 }
 
 static void

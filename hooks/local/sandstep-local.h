@@ -5,12 +5,9 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-store.h"
+#include "sandstep-teardown.h"
 
 G_BEGIN_DECLS
-
-/* Destroys a sandbox whole: its supervisor (and every process of it), the
- * holder of its claim, its directory, its cgroup.  Gone already is fine. */
-gboolean sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
 
 /* The one judgement gc and list share: whether the sandbox @handle is
  * alive (SANDSTEP_CONDITION_IDLE, whoever may be using it), expired (its

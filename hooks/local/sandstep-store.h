@@ -12,7 +12,7 @@
  *       tree/workspace, tree/tmp  the persistent files
  *
  * The store knows nothing of what runs a sandbox: destroying one whole
- * (its supervisor, its cgroup) is sandstep_sandbox_destroy() in sandstep-local.h.
+ * (its supervisor, its cgroup) is sandstep_sandbox_destroy() in sandstep-teardown.h.
  *
  * A sandbox is destroyed by renaming its directory into STATE/trash first,
  * so it disappears for every reader at once, then deleting it.

@@ -1,0 +1,21 @@
+/* sandstep-teardown.c: a sandbox torn down whole; see sandstep-teardown.h. */
+#include "sandstep-teardown.h"
+
+#include "sandstep-cgroup.h"
+#include "sandstep-supervision.h"
+
+gboolean
+sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
+{
+  /* Read first, for the holder's entry; a damaged record has none to forget (gc sweeps those). */
+  g_autoptr(SandstepRecord) record = sandstep_store_load (store, handle, NULL);
+
+  /* What runs it first: its supervisor ends with its namespaces, and every process in them. */
+  sandstep_supervisor_stop (store, handle);
+  if (!sandstep_store_destroy (store, handle, claim_fd, error))
+    return FALSE;
+  sandstep_cgroup_remove (handle);
+  if (record != NULL)
+    sandstep_store_forget_holder (store, record->owner, record->holder, handle);
+  return TRUE;
+}
