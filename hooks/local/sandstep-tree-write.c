@@ -235,26 +235,37 @@ sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const void *dat
   return staged_file_commit (&staged, name, shown, error);
 }
 
+/* The directory a put writes @rel into, made if missing: an O_PATH dirfd, *out_name the last
+ * component; -1 when @rel names a directory or the place is taken by one. */
+static int
+open_put_parent (int tree_fd, const char *rel, const char *shown, const char **out_name, GError **error)
+{
+  g_autofree char *parent = NULL;
+  g_auto(TreeFd) dir_fd = -1;
+
+  if (!sandstep_tree_split_parent (rel, &parent, out_name))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
+                           "'%s' is a directory; give a file name, or put into it with a '/' at the end",
+                           shown), -1;
+  dir_fd = ensure_directory (tree_fd, parent, 0755, error);
+  if (dir_fd < 0 || !check_not_directory (dir_fd, *out_name, shown, error))
+    return -1;
+  return g_steal_fd (&dir_fd);
+}
+
 /* Copies the open host file @src_fd to @rel, with @mode less any set-id bits. */
 static gboolean
 put_file (int tree_fd, int src_fd, const char *host_shown, mode_t mode, const char *rel, GError **error)
 {
   g_autofree char *shown = g_strconcat ("/", rel, NULL);
-  g_autofree char *parent = NULL;
   g_auto(TreeFd) dir_fd = -1;
   g_auto(StagedFile) staged = { .fd = -1 };
   const char *name;
   gboolean read_failed = FALSE;
   int errsv = 0;
 
-  if (!sandstep_tree_split_parent (rel, &parent, &name))
-    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
-                           "'%s' is a directory; give a file name, or put into it with a '/' at the end",
-                           shown);
-  dir_fd = ensure_directory (tree_fd, parent, 0755, error);
+  dir_fd = open_put_parent (tree_fd, rel, shown, &name, error);
   if (dir_fd < 0)
-    return FALSE;
-  if (!check_not_directory (dir_fd, name, shown, error))
     return FALSE;
 
   if (!staged_file_open (&staged, dir_fd, name, shown, error))
@@ -279,19 +290,12 @@ static gboolean
 put_symlink (int tree_fd, const char *target, const char *rel, GError **error)
 {
   g_autofree char *shown = g_strconcat ("/", rel, NULL);
-  g_autofree char *parent = NULL;
   g_autofree char *passage = NULL;
   g_auto(TreeFd) dir_fd = -1;
   const char *name;
 
-  if (!sandstep_tree_split_parent (rel, &parent, &name))
-    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
-                           "'%s' is a directory; give a file name, or put into it with a '/' at the end",
-                           shown);
-  dir_fd = ensure_directory (tree_fd, parent, 0755, error);
+  dir_fd = open_put_parent (tree_fd, rel, shown, &name, error);
   if (dir_fd < 0)
-    return FALSE;
-  if (!check_not_directory (dir_fd, name, shown, error))
     return FALSE;
 
   if (symlinkat (target, dir_fd, name) == 0)
