@@ -81,7 +81,7 @@ collect (int stream, const char *data, gsize len, gpointer user_data)
 
 /* Runs @script with $1 = @absolute; collects up to @out_max bytes of stdout. */
 static gboolean
-run_recipe (SandstepAttachment *attachment, const char *script, const char *absolute, gsize out_max,
+run_recipe (SandstepDataRunner run, gpointer run_data, const char *script, const char *absolute, gsize out_max,
             Collected *c, SandstepRunResult *result, GError **error)
 {
   g_autofree char *quoted = g_shell_quote (absolute);
@@ -95,7 +95,7 @@ run_recipe (SandstepAttachment *attachment, const char *script, const char *abso
   c->err = g_string_new (NULL);
   c->out_max = out_max;
   c->out_over = FALSE;
-  return sandstep_attachment_run_command (attachment, &request, result, error);
+  return run (run_data, &request, result, error);
 }
 
 static void
@@ -135,7 +135,8 @@ throw_status (GError **error, const SandstepRunResult *result, const char *absol
 }
 
 GBytes *
-sandstep_data_read_file (SandstepAttachment *attachment, const char *absolute, gsize max_bytes, GError **error)
+sandstep_data_read_file (SandstepDataRunner run, gpointer run_data, const char *absolute, gsize max_bytes,
+                         GError **error)
 {
   /* The size goes to stderr before the bytes, so an oversized file is named with it;
    * head stops one byte past the limit, so a device or a growing file cannot flood us. */
@@ -147,7 +148,7 @@ sandstep_data_read_file (SandstepAttachment *attachment, const char *absolute, g
   SandstepRunResult result = { 0 };
   GBytes *bytes = NULL;
 
-  if (!run_recipe (attachment, script, absolute, max_bytes + 1, &c, &result, error))
+  if (!run_recipe (run, run_data, script, absolute, max_bytes + 1, &c, &result, error))
     goto out;
   if (!result.timed_out && result.exit_status == DATA_IS_DIRECTORY)
     sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IS_DIRECTORY,
@@ -176,7 +177,7 @@ out:
 }
 
 GPtrArray *
-sandstep_data_list_directory (SandstepAttachment *attachment, const char *absolute, GError **error)
+sandstep_data_list_directory (SandstepDataRunner run, gpointer run_data, const char *absolute, GError **error)
 {
   g_autofree char *script = g_strdup_printf (
     "[ -e \"$1\" ] || exit %d; [ -d \"$1\" ] || exit %d; [ -r \"$1\" ] && [ -x \"$1\" ] || exit %d; "
@@ -186,7 +187,7 @@ sandstep_data_list_directory (SandstepAttachment *attachment, const char *absolu
   SandstepRunResult result = { 0 };
   GPtrArray *entries = NULL;
 
-  if (!run_recipe (attachment, script, absolute, LISTING_MAX, &c, &result, error))
+  if (!run_recipe (run, run_data, script, absolute, LISTING_MAX, &c, &result, error))
     goto out;
   if (!result.timed_out && result.exit_status == DATA_NOT_REGULAR)
     sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,

@@ -315,8 +315,12 @@ parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, ch
 
       if (strcmp (kind, "O") == 0)
         {
-          SandstepCapture *capture = strcmp (words[1], "2") == 0 ? call->err : call->out;
-          sandstep_capture_append (capture, (const char *) buffer->data + start, length);
+          int stream = strcmp (words[1], "2") == 0 ? 2 : 1;
+          if (call->on_output != NULL)
+            call->on_output (stream, (const char *) buffer->data + start, length, call->output_data);
+          else
+            sandstep_capture_append (stream == 2 ? call->err : call->out, (const char *) buffer->data + start,
+                                     length);
           g_byte_array_remove_range (buffer, 0, start + length);
           continue;
         }
@@ -420,7 +424,7 @@ wait_for (Interpreter *interpreter, const char *request, guint64 id, gint64 dead
       if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
         {
           n = read (interpreter->err_r, chunk, sizeof chunk);
-          if (n > 0)
+          if (n > 0 && call->err != NULL)
             sandstep_capture_append (call->err, chunk, n);
           else if (n == 0 || (errno != EINTR && errno != EAGAIN))
             err_open = FALSE;

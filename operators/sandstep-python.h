@@ -56,6 +56,10 @@ double sandstep_python_session_budget_left (SandstepPythonSession *session);
 typedef struct {
   SandstepCapture *out;
   SandstepCapture *err;
+  /* sandstep_python_session_run_command(): when set, the command's output goes here as it comes, unbounded
+   * and unmasked (the data recipes read files with it), instead of into out and err. */
+  SandstepOutputFunc on_output;
+  gpointer output_data;
   char *value;               /* repr() of the final expression, or NULL */
   char *error;               /* the exception with its traceback, or NULL */
   gboolean restarted;        /* an earlier interpreter died: this call ran in a new one */

@@ -411,6 +411,32 @@ run_command_in_python (SandstepToolbox *toolbox, const char *command, double bud
   return TRUE;
 }
 
+/* A data recipe's command, run as run_command is: through run_python's interpreter while it lives (the
+ * sandbox runs one command at a time, and the interpreter is that one), else on its own. */
+static gboolean
+run_data_recipe (gpointer data, const SandstepRunRequest *request, SandstepRunResult *result, GError **error)
+{
+  SandstepToolbox *toolbox = data;
+  SandstepPythonCall call = { .on_output = request->on_output, .output_data = request->user_data };
+
+  if (toolbox->python == NULL || !sandstep_python_session_alive (toolbox->python))
+    return sandstep_attachment_run_command (toolbox->attachment, request, result, error);
+  sandstep_python_session_run_command (toolbox->python, request->command, request->timeout_s, &call, NULL, NULL);
+  if (call.failure != NULL)
+    {
+      /* Not the sandbox's end: the interpreter went, and the next call starts without it. */
+      sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, "the sandbox could not run the read (%s); call the tool again",
+                      call.failure);
+      sandstep_python_call_clear (&call);
+      return FALSE;
+    }
+  result->exit_status = call.died ? call.exit_status : call.command_exit;
+  result->timed_out = call.command_timed_out || call.timed_out;
+  result->applied_timeout_s = request->timeout_s;
+  sandstep_python_call_clear (&call);
+  return TRUE;
+}
+
 static char *
 tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
@@ -509,7 +535,7 @@ tool_read_file (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_err
     }
 
   if (sandstep_data_path (sandstep_attachment_spec (toolbox->attachment), path, &data_path))
-    bytes = sandstep_data_read_file (toolbox->attachment, data_path, l->max_read_bytes, &local);
+    bytes = sandstep_data_read_file (run_data_recipe, toolbox, data_path, l->max_read_bytes, &local);
   else
     bytes = sandstep_attachment_read_file (toolbox->attachment, path, l->max_read_bytes, &local);
   if (bytes == NULL)
@@ -584,7 +610,7 @@ tool_list_directory (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_i
   if (path == NULL || path[0] == '\0')
     path = ".";
   if (sandstep_data_path (sandstep_attachment_spec (toolbox->attachment), path, &data_path))
-    entries = sandstep_data_list_directory (toolbox->attachment, data_path, &local);
+    entries = sandstep_data_list_directory (run_data_recipe, toolbox, data_path, &local);
   else
     entries = sandstep_attachment_list_directory (toolbox->attachment, path, &local);
   if (entries == NULL)

@@ -26,6 +26,8 @@
 #define LINE_TIMEOUT_S 60.0
 #define RESTARTED "[The interpreter restarted. Variables from earlier calls are gone.]"
 
+#define VALUES_CSV "n\n3\n4\n5\n"
+
 typedef struct {
   SandstepTestFixture f;
   char *handle;
@@ -43,7 +45,7 @@ fixture_setup (Fixture *fx, gconstpointer data)
   fx->data_dir = sandstep_test_host_path (&fx->f, "numbers");
   g_assert_cmpint (g_mkdir_with_parents (fx->data_dir, 0755), ==, 0);
   file = g_build_filename (fx->data_dir, "values.csv", NULL);
-  g_assert_true (g_file_set_contents (file, "n\n3\n4\n5\n", -1, NULL));
+  g_assert_true (g_file_set_contents (file, VALUES_CSV, -1, NULL));
   sandstep_test_fixture_chown (&fx->f, fx->data_dir);
   mount = g_strdup_printf ("--mount=%s:/data/numbers", fx->data_dir);
   sandstep_test_fixture_setenv (&fx->f, "PY_SECRET", SECRET_VALUE);
@@ -167,7 +169,7 @@ test_session (Fixture *fx, gconstpointer data)
 
   g_test_summary ("One interpreter for the session: a variable, an import and an open file kept across calls, "
                   "the value of a final expression as a REPL shows it, stdout and stderr (a child's too, masked), "
-                  "a traceback that starts at the model's code, /data readable, and run_command while the "
+                  "a traceback that starts at the model's code, /data readable, and run_command, read_file and list_directory on /data while the "
                   "interpreter lives, which keeps it.");
   if (!python_ready ())
     return;
@@ -216,6 +218,14 @@ test_session (Fixture *fx, gconstpointer data)
   g_free (text);
   text = call_ok (&server, "run_command", "{\"command\": \"sleep 30\", \"timeout_seconds\": 1}");
   g_assert_cmpstr (text, ==, "(no output)\n[timed out after 1s]");
+  g_free (text);
+  /* read_file and list_directory on /data run a command too: through the interpreter, which lives on. */
+  text = call_ok (&server, "read_file", "{\"path\": \"/data/numbers/values.csv\"}");
+  /* As without an interpreter: the text result ends without the last newline. */
+  g_assert_cmpstr (text, ==, "n\n3\n4\n5");
+  g_free (text);
+  text = call_ok (&server, "list_directory", "{\"path\": \"/data/numbers\"}");
+  g_assert_cmpstr (text, ==, "values.csv");
   g_free (text);
   text = call_ok (&server, "run_python", "{\"code\": \"counter\"}");
   g_assert_cmpstr (text, ==, "[value]\n42");
