@@ -161,16 +161,11 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
   Lease *lease = call->data;
   Request *req = lease->claim;
-  Daemon *d = lease->d;
   g_autoptr(JsonObject) first = NULL;
 
   if (error != NULL)
     {
-      Worker *w = g_steal_pointer (&lease->worker);
-
-      lease->ended = TRUE;
-      w->lease = NULL;
-      sandstepd_worker_return (d, w);
+      sandstepd_lease_abandon (lease);
       if (req != NULL)
         {
           sandstepd_answer_error (req, error);

@@ -227,21 +227,25 @@ typedef struct {
   int eof;
 } Body;
 
+/* Through the buffer: a chunk's size line and its CRLF are read byte by byte, never a syscall each. */
 static ssize_t
 read_some (Body *b, char *out, size_t size)
 {
   ssize_t n;
 
-  if (b->start < b->end)
+  if (b->start == b->end)
     {
-      n = (ssize_t) (b->end - b->start < size ? b->end - b->start : size);
-      memcpy (out, b->buf + b->start, (size_t) n);
-      b->start += (size_t) n;
-      return n;
+      do
+        n = read (b->fd, b->buf, sizeof b->buf);
+      while (n < 0 && errno == EINTR);
+      if (n <= 0)
+        return n;
+      b->start = 0;
+      b->end = (size_t) n;
     }
-  do
-    n = read (b->fd, out, size);
-  while (n < 0 && errno == EINTR);
+  n = (ssize_t) (b->end - b->start < size ? b->end - b->start : size);
+  memcpy (out, b->buf + b->start, (size_t) n);
+  b->start += (size_t) n;
   return n;
 }
 

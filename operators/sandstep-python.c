@@ -35,7 +35,6 @@ typedef struct {
   int out_r, out_w;           /* its frames; out_w is the thread's, closed when the command ended */
   int err_r, err_w;           /* the command's own stderr (before the driver takes fds 1 and 2) */
   GByteArray *buffer;         /* bytes of out_r not yet parsed */
-  gboolean hello;
 
   /* Under @lock: where the sandbox's notices (egress refusals) go while a
    * command runs through the driver; NULL: dropped. */
@@ -339,7 +338,6 @@ parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, ch
         }
       if (strcmp (kind, "H") == 0)
         {
-          interpreter->hello = TRUE;
           g_byte_array_remove_range (buffer, 0, start + length);
           if (id == 0)
             return TRUE;
@@ -590,7 +588,6 @@ sandstep_python_session_run (SandstepPythonSession *session, const char *code, d
 {
   JsonObject *object = json_object_new ();
 
-  call->timeout_s = timeout_s;
   json_object_set_string_member (object, "code", code);
   session_request (session, object, timeout_s, TRUE, call);
 }
@@ -619,7 +616,6 @@ sandstep_python_session_run_command (SandstepPythonSession *session, const char 
   JsonObject *object = json_object_new ();
   Interpreter *interpreter = session->interpreter;
 
-  call->timeout_s = timeout_s;
   json_object_set_string_member (object, "command", command);
   json_object_set_double_member (object, "timeout", timeout_s);
   set_notice (interpreter, notice, notice_data);

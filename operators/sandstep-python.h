@@ -64,7 +64,6 @@ typedef struct {
   char *error;               /* the exception with its traceback, or NULL */
   gboolean restarted;        /* an earlier interpreter died: this call ran in a new one */
   gboolean timed_out;        /* stopped after @timeout_s; the interpreter is gone */
-  double timeout_s;          /* the timeout that applied */
   gboolean died;             /* the interpreter ended during the call */
   int exit_status;           /* when it died: its exit code (128+N for signal N) */
   gboolean memory_limit_hit; /* when it died */

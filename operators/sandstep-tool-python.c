@@ -12,9 +12,9 @@
 #include "sandstep-tool-python.h"
 
 #include <math.h>
-#include <signal.h>
 #include <string.h>
 
+#include "sandstep-run-report.h"
 #include "sandstep-tool-schema.h"
 #include "sandstep-units.h"
 
@@ -175,14 +175,14 @@ append_section (GString *text, const char *label, const char *body)
 static char *
 death_note (const SandstepPythonCall *call)
 {
-  const char *abbrev = call->exit_status > 128 ? sigabbrev_np (call->exit_status - 128) : NULL;
+  const char *signal = sandstep_run_report_signal (call->exit_status);
 
   if (call->memory_limit_hit)
     return g_strdup ("the sandbox's memory limit was reached");
   if (call->pids_limit_hit)
     return g_strdup ("the sandbox's process limit was reached");
-  if (abbrev != NULL)
-    return g_strdup_printf ("killed by SIG%s", abbrev);
+  if (signal != NULL)
+    return g_strdup_printf ("killed by %s", signal);
   return g_strdup_printf ("exit code %d", call->exit_status);
 }
 

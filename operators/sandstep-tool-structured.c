@@ -7,8 +7,9 @@
  */
 #include "sandstep-tool-structured.h"
 
-#include <signal.h>
 #include <string.h>
+
+#include "sandstep-run-report.h"
 
 /* JSON Schema 2020-12 (MCP's default since 2025-11-25), and plain enough for
  * the SDKs' validators (ajv) of the older revisions. */
@@ -48,15 +49,6 @@ sandstep_command_output_schema (void)
   return node;
 }
 
-/* "SIGSEGV" for 11; NULL for a number that names no signal. */
-static char *
-signal_name (int signum)
-{
-  const char *abbrev = signum > 0 && signum < NSIG ? sigabbrev_np (signum) : NULL;
-
-  return abbrev != NULL ? g_strconcat ("SIG", abbrev, NULL) : NULL;
-}
-
 JsonNode *
 sandstep_command_structured (const char *out, gboolean out_cut, const char *err, gboolean err_cut,
                              const SandstepRunResult *result, double timeout_s)
@@ -64,12 +56,10 @@ sandstep_command_structured (const char *out, gboolean out_cut, const char *err,
   JsonObject *object = json_object_new ();
   JsonNode *node = json_node_new (JSON_NODE_OBJECT);
   int code = result->exit_status;
-  g_autofree char *signal = NULL;
+  /* The shell's convention, which the text's exit code follows too. */
+  const char *signal = result->timed_out ? NULL : sandstep_run_report_signal (code);
   const char *ended = "exit";
 
-  /* The shell's convention, which the text's exit code follows too. */
-  if (!result->timed_out && code > 128)
-    signal = signal_name (code - 128);
   if (result->timed_out)
     ended = "timeout";
   else if (result->memory_limit_hit)

@@ -188,8 +188,6 @@ out_of_time (SandstepAgentRun *run, const char *during)
   run->during = during;
 }
 
-/* Answers every call of one reply, in order, one tool message per call id.
- * FALSE when the run ends here (out of time, or the tools failed). */
 /* The offered tools' names, "a, b, c or d": they carry the prefix, if any. */
 static char *
 tool_names (JsonArray *tools)
@@ -203,6 +201,8 @@ tool_names (JsonArray *tools)
   return g_string_free (out, FALSE);
 }
 
+/* Answers every call of one reply, in order, one tool message per call id.
+ * FALSE when the run ends here (out of time, or the tools failed). */
 static gboolean
 answer_calls (SandstepAgentRun *run, const SandstepAgentHooks *hooks, GHashTable *known, JsonArray *calls,
               JsonArray *messages, GString *names)

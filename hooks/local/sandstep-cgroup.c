@@ -221,23 +221,27 @@ fail:
   return NULL;
 }
 
-/* The cgroup.procs file of the cgroup this process is in, in the hierarchy sandstep uses. */
+/* The cgroup this process is in, in the hierarchy sandstep uses. */
 static char *
-own_procs_file (SandstepCgroupKind kind)
+own_cgroup_dir (SandstepCgroupKind kind)
 {
-  g_autofree char *text = NULL;
-  g_auto(GStrv) lines = NULL;
   const char *prefix = kind == SANDSTEP_CGROUP_V1 ? ":pids:" : "0::";
   const char *mount = kind == SANDSTEP_CGROUP_V1 ? "/sys/fs/cgroup/pids" : unified_mount ();
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
 
   if (mount == NULL || !g_file_get_contents ("/proc/self/cgroup", &text, NULL, NULL))
     return NULL;
   lines = g_strsplit (text, "\n", -1);
   for (char **l = lines; *l != NULL; l++)
     {
-      const char *field = kind == SANDSTEP_CGROUP_V1 ? strstr (*l, prefix) : (g_str_has_prefix (*l, prefix) ? *l : NULL);
+      const char *field = NULL;
+      if (kind == SANDSTEP_CGROUP_V1)
+        field = strstr (*l, prefix);
+      else if (g_str_has_prefix (*l, prefix))
+        field = *l;
       if (field != NULL && field[strlen (prefix)] == '/')
-        return g_build_filename (mount, field + strlen (prefix), "cgroup.procs", NULL);
+        return g_build_filename (mount, field + strlen (prefix), NULL);
     }
   return NULL;
 }
@@ -245,16 +249,11 @@ own_procs_file (SandstepCgroupKind kind)
 static gpointer
 warm_up (gpointer data)
 {
-  g_autofree char *procs = data;
+  g_autofree char *dir = data;
   g_autofree char *pid = g_strdup_printf ("%d", (int) getpid ());
-  int fd = open (procs, O_WRONLY | O_CLOEXEC);
 
-  if (fd >= 0)
-    {
-      if (write (fd, pid, strlen (pid)) < 0)
-        g_debug ("The cgroup warm-up through '%s' did not take: %s", procs, g_strerror (errno));
-      close (fd);
-    }
+  if (!write_text (dir, "cgroup.procs", pid))
+    g_debug ("The cgroup warm-up through '%s' did not take: %s", dir, g_strerror (errno));
   return NULL;
 }
 
@@ -262,10 +261,10 @@ void
 sandstep_cgroup_warm_up (void)
 {
   SandstepCgroupKind kind = sandstep_cgroup_kind ();
-  char *procs = kind != SANDSTEP_CGROUP_NONE ? own_procs_file (kind) : NULL;
+  char *dir = kind != SANDSTEP_CGROUP_NONE ? own_cgroup_dir (kind) : NULL;
 
-  if (procs != NULL)
-    g_thread_unref (g_thread_new ("sandstep-cgroup-warm-up", warm_up, procs));
+  if (dir != NULL)
+    g_thread_unref (g_thread_new ("sandstep-cgroup-warm-up", warm_up, dir));
 }
 
 gboolean

@@ -567,18 +567,19 @@ sandstep_s3_create_multipart_upload (SandstepS3Client *client, const char *bucke
   return answer.upload_id;
 }
 
-static char *
-upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
-             guint part_number, GBytes *body, GInputStream *body_stream, goffset body_len, const char *sha256_hex,
-             GError **error)
+char *
+sandstep_s3_upload_part_from_fd (SandstepS3Client *client, const char *bucket, const char *key,
+                                 const char *upload_id, guint part_number, int fd, goffset len,
+                                 const char *sha256_hex, GError **error)
 {
+  g_autoptr(GInputStream) stream = sandstep_fd_stream_new (fd, len, error);
   g_autofree char *number = g_strdup_printf ("%u", part_number);
   const char *query[] = { "partNumber", number, "uploadId", upload_id, NULL };
-  Request req = { .op = "UploadPart", .method = "PUT", .bucket = bucket, .key = key, .query = query, .body = body,
-                  .body_stream = body_stream, .body_len = body_len, .sha256_hex = sha256_hex, .part = part_number };
+  Request req = { .op = "UploadPart", .method = "PUT", .bucket = bucket, .key = key, .query = query,
+                  .body_stream = stream, .body_len = len, .sha256_hex = sha256_hex, .part = part_number };
   g_auto(Response) r = { 0 };
 
-  if (!send_request (client, &req, 0, &r, error))
+  if (stream == NULL || !send_request (client, &req, 0, &r, error))
     return NULL;
   if (r.etag == NULL || r.etag[0] == '\0')
     {
@@ -588,25 +589,6 @@ upload_part (SandstepS3Client *client, const char *bucket, const char *key, cons
                           client->shown, doing), NULL;
     }
   return g_steal_pointer (&r.etag);
-}
-
-char *
-sandstep_s3_upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
-                         guint part_number, GBytes *body, const char *sha256_hex, GError **error)
-{
-  return upload_part (client, bucket, key, upload_id, part_number, body, NULL, 0, sha256_hex, error);
-}
-
-char *
-sandstep_s3_upload_part_from_fd (SandstepS3Client *client, const char *bucket, const char *key,
-                                 const char *upload_id, guint part_number, int fd, goffset len,
-                                 const char *sha256_hex, GError **error)
-{
-  g_autoptr(GInputStream) stream = sandstep_fd_stream_new (fd, len, error);
-
-  if (stream == NULL)
-    return NULL;
-  return upload_part (client, bucket, key, upload_id, part_number, NULL, stream, len, sha256_hex, error);
 }
 
 gboolean

@@ -59,11 +59,8 @@ gboolean sandstep_s3_head_object (SandstepS3Client *client, const char *bucket, 
 /* The upload id. */
 char *sandstep_s3_create_multipart_upload (SandstepS3Client *client, const char *bucket, const char *key,
                                            GError **error);
-/* The part's ETag, as the server quoted it. */
-char *sandstep_s3_upload_part (SandstepS3Client *client, const char *bucket, const char *key, const char *upload_id,
-                               guint part_number, GBytes *body, const char *sha256_hex, GError **error);
-/* The same, its body the first @len bytes of @fd (read with pread(), so
- * the fd's offset does not move; several threads may send parts of one). */
+/* The part's ETag, as the server quoted it; its body the first @len bytes of @fd (read with pread(),
+ * so the fd's offset does not move; several threads may send parts of one). */
 char *sandstep_s3_upload_part_from_fd (SandstepS3Client *client, const char *bucket, const char *key,
                                        const char *upload_id, guint part_number, int fd, goffset len,
                                        const char *sha256_hex, GError **error);

@@ -655,9 +655,6 @@ slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
   return 0;
 }
 
-/* Just before Slurm execs the task, as the user: exec it through the helper
- * instead, so it runs in the sandbox.  The batch script stays on the host,
- * where it can run srun (whose steps then run inside). */
 /* Ends the task with @message on its stderr, which is the step's: srun
  * shows the line, then the status.  A task that was to run inside never
  * runs on the host instead. */
@@ -670,6 +667,9 @@ fail_task (const char *message)
   _exit (SANDSTEP_EXIT_INTERNAL);
 }
 
+/* Just before Slurm execs the task, as the user: exec it through the helper
+ * instead, so it runs in the sandbox.  The batch script stays on the host,
+ * where it can run srun (whose steps then run inside). */
 int
 slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
