@@ -194,7 +194,6 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
   g_autofree char *function = g_strconcat ("sandbox-", op->name, NULL);
   g_autoptr(GPtrArray) words = split_words (args);
   g_autoptr(GPtrArray) operands = NULL;
-  g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr(GHashTable) given = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   g_autoptr(GError) pair_error = NULL;
   g_autoptr(GString) out = g_string_new (NULL);
@@ -297,13 +296,12 @@ sandstep_render (const SandstepOperator *op, const char *args, const char *text,
                        local_error->message);
           return NULL;
         }
-      if (!option->repeatable && g_hash_table_contains (seen, option->name))
+      if (!option->repeatable && g_hash_table_contains (given, option->name))
         {
           g_set_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_BAD_VALUE,
                        "%s: option '%s' is given twice; give it once", function, option->name);
           return NULL;
         }
-      g_hash_table_add (seen, (gpointer) option->name);
       g_hash_table_insert (given, (gpointer) option->name, g_strdup (value));
 
       rendered = value != NULL ? g_strdup_printf ("--%s=%s", option->name, value)
