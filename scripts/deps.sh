@@ -3,6 +3,7 @@
 
 SANDSTEP_PACKAGES=(
   gcc make meson ninja-build pkg-config
+  musl-tools  # musl-gcc: the two programs every command starts, sandstep and sandstep-init (meson.build)
   libglib2.0-dev libjson-glib-dev libsoup-3.0-dev libseccomp-dev
   iproute2 util-linux passwd procps
   passt  # pasta: the user-mode network stack of a network=open sandbox
