@@ -31,6 +31,7 @@
 #include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,6 +290,22 @@ receive (int control, SandstepInitMessage *header, Command *command)
   return 1;
 }
 
+/* Every signal's disposition back to its default: one left ignored by
+ * whoever started us would pass to every command.  Through the system call,
+ * since libc refuses the signals it keeps for itself (32 to 34), which a
+ * glibc posix_spawn leaves ignored; init has no threads to use them. */
+static void
+reset_dispositions (void)
+{
+  struct { void (*handler) (int); unsigned long flags; void (*restorer) (void); unsigned long mask; } dfl = {
+    .handler = SIG_DFL,
+  };
+
+  for (int sig = 1; sig <= 64; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      syscall (SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+}
+
 /* Starts @command with default signal handling and nothing blocked.  It
  * stays in init's session, which has no controlling terminal: it may make
  * a session of its own (setsid), as any program started from a daemon can. */
@@ -297,7 +314,7 @@ spawn (Command *command, pid_t *out_pid)
 {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
-  sigset_t none, all;
+  sigset_t none;
   int failed;
 
   posix_spawn_file_actions_init (&actions);
@@ -305,10 +322,10 @@ spawn (Command *command, pid_t *out_pid)
     posix_spawn_file_actions_adddup2 (&actions, command->fds[i], i);
   posix_spawnattr_init (&attributes);
   sigemptyset (&none);
-  sigfillset (&all);
   posix_spawnattr_setsigmask (&attributes, &none);
-  posix_spawnattr_setsigdefault (&attributes, &all);
-  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  /* No POSIX_SPAWN_SETSIGDEF: main() left every disposition at its default, and one per signal in the
+   * child would be 64 system calls a command. */
+  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSIGMASK);
   /* posix_spawn is a vfork: no page table is copied, and it returns once the exec is done. */
   failed = command->direct != NULL
              ? posix_spawnp (out_pid, command->direct[0], &actions, &attributes, command->direct, command->envp)
@@ -335,6 +352,7 @@ main (int argc, char **argv)
   /* A command must not read or write init's memory or fds through /proc/1. */
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
   umask (022);
+  reset_dispositions ();
   sigemptyset (&chld);
   sigaddset (&chld, SIGCHLD);
   if (fcntl (control, F_SETFD, FD_CLOEXEC) < 0 || (egress >= 0 && fcntl (egress, F_SETFD, FD_CLOEXEC) < 0) ||

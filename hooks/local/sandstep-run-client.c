@@ -232,15 +232,15 @@ restore_ttys (Streams *streams)
 }
 
 static int
-send_request (int sock, const SandstepRunCall *call, const Streams *streams)
+send_request (int sock, const SandstepRunCall *call, const Streams *streams, int start_mark)
 {
   char *buf = malloc (SANDSTEP_RUN_MAX);
   int sent;
-  union { char buf[CMSG_SPACE (4 * sizeof (int))]; struct cmsghdr align; } control;
+  union { char buf[CMSG_SPACE (5 * sizeof (int))]; struct cmsghdr align; } control;
   struct iovec iov = { 0 };
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf };
   struct cmsghdr *cmsg;
-  int fds[4];
+  int fds[5];
   int n_fds = 3;
   size_t len = 0;
 
@@ -274,6 +274,7 @@ send_request (int sock, const SandstepRunCall *call, const Streams *streams)
       len += n;
     }
   memcpy (fds, streams->passed, sizeof streams->passed);
+  fds[n_fds++] = start_mark;
   if (call->claim_fd >= 0)
     fds[n_fds++] = call->claim_fd;
   iov.iov_len = len;
@@ -288,9 +289,19 @@ send_request (int sock, const SandstepRunCall *call, const Streams *streams)
   return sent;
 }
 
+/* Has the supervisor marked the command started?  Read only once the
+ * socket says the call is over: the mark itself wakes nobody. */
+static int
+marked_started (int start_mark)
+{
+  char byte;
+
+  return read (start_mark, &byte, 1) == 1;
+}
+
 /* One reply; 0 when the call is over. */
 static int
-on_reply (int sock, const SandstepRunCall *call, int *started, SandstepRunCallResult *result)
+on_reply (int sock, const SandstepRunCall *call, int start_mark, SandstepRunCallResult *result)
 {
   char buf[sizeof (SandstepRunReply) + 4096];
   SandstepRunReply reply;
@@ -302,16 +313,13 @@ on_reply (int sock, const SandstepRunCall *call, int *started, SandstepRunCallRe
   if (got < (ssize_t) sizeof reply)
     {
       /* The supervisor went away. */
-      result->outcome = *started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
+      result->outcome = marked_started (start_mark) ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
       return 0;
     }
   memcpy (&reply, buf, sizeof reply);
   buf[got] = '\0';
   switch (reply.kind)
     {
-    case SANDSTEP_RUN_STARTED:
-      *started = 1;
-      return 1;
     case SANDSTEP_RUN_NOTICE:
       if (call->on_notice != NULL)
         call->on_notice (buf + sizeof reply, call->user_data);
@@ -332,7 +340,7 @@ on_reply (int sock, const SandstepRunCall *call, int *started, SandstepRunCallRe
       result->outcome = SANDSTEP_RUN_CALL_RETRY;
       return 0;
     default:
-      result->outcome = *started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_FALLBACK;
+      result->outcome = marked_started (start_mark) ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_FALLBACK;
       return 0;
     }
 }
@@ -343,17 +351,22 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
   static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
   struct sigaction stop = { .sa_handler = on_stop_signal }, old[3];
   Streams streams;
-  int started = 0;
+  int start_mark[2];
 
   memset (result, 0, sizeof *result);
   result->outcome = SANDSTEP_RUN_CALL_FALLBACK;
-  if (set_up_streams (&streams, call) < 0 || !send_request (sock, call, &streams))
+  if (pipe2 (start_mark, O_CLOEXEC | O_NONBLOCK) < 0)
+    return;
+  if (set_up_streams (&streams, call) < 0 || !send_request (sock, call, &streams, start_mark[1]))
     {
+      close (start_mark[0]);
+      close (start_mark[1]);
       close_passed (&streams);
       for (int i = 0; i < streams.n_relays; i++)
         close_relay (&streams.relays[i]);
       return;
     }
+  close (start_mark[1]);
   close_passed (&streams);
   /* The terminal's modes come back even when this process is told to stop. */
   if (streams.n_ttys > 0)
@@ -377,7 +390,7 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
         {
           if (errno == EINTR && stop_signal == 0)
             continue;
-          result->outcome = started ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
+          result->outcome = marked_started (start_mark[0]) ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
           break;
         }
       if (call->cancel_fd >= 0 && (fds[n].revents & POLLIN))
@@ -391,7 +404,7 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
           close_relay (&streams.relays[i]);   /* the command closed its stdin */
         else if (fds[1 + i].fd >= 0 && fds[1 + i].revents)
           pump (&streams, &streams.relays[i]);
-      if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !on_reply (sock, call, &started, result))
+      if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !on_reply (sock, call, start_mark[0], result))
         break;
     }
 
@@ -407,6 +420,7 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
         }
       close_relay (relay);
     }
+  close (start_mark[0]);
   restore_ttys (&streams);
   if (streams.n_ttys > 0)
     for (int i = 0; i < 3; i++)

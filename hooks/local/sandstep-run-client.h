@@ -34,7 +34,7 @@ typedef enum {
   SANDSTEP_RUN_CALL_RETRY,      /* nothing ran: this supervisor is ending, ask a new one */
   SANDSTEP_RUN_CALL_ERROR,      /* nothing ran: .text says why (the sandbox could not be built) */
   SANDSTEP_RUN_CALL_DONE,       /* .reply */
-  SANDSTEP_RUN_CALL_LOST,       /* the supervisor went away after STARTED: the command may or may not have run */
+  SANDSTEP_RUN_CALL_LOST,       /* the supervisor went away after it marked the command started: it may or may not have run */
   SANDSTEP_RUN_CALL_CANCELLED,  /* given up through cancel_fd: the supervisor kills what it started */
 } SandstepRunCallOutcome;
 

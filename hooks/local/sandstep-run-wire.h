@@ -5,22 +5,25 @@
  * user namespace only).  A caller sends one request: SANDSTEP_RUN_FIELDS
  * NUL-terminated strings, then the command's environment additions (the
  * caller's terminal and locale) as NAME=VALUE strings, with the command's
- * stdin, stdout and stderr attached (SCM_RIGHTS), and, when the caller
- * already holds the sandbox's claim, the claim's fd after them.
+ * stdin, stdout and stderr and the write end of a pipe, its start mark,
+ * attached (SCM_RIGHTS), and, when the caller already holds the sandbox's
+ * claim, the claim's fd after them.
+ *
+ * Just before the command may start, the supervisor writes one byte into
+ * the start mark: from then on the command may have run, and the caller
+ * never runs it again, whatever comes next.  The caller does not wait on
+ * the mark (a message would wake it for nothing); it reads the mark when
+ * the socket closes without DONE, and asks again only when it is empty.
  *
  * The supervisor answers with SandstepRunReply messages:
  *   FALLBACK  nothing ran: take the ordinary path, which says why (busy,
  *             another owner, expired, a value to judge);
  *   RETRY     nothing ran: this supervisor is ending, ask a new one;
- *   STARTED   the command is being started: never run it again, whatever
- *             comes next;
  *   NOTICE    a line for the caller's stderr (an egress refusal), the text
  *             after the reply;
  *   DONE      the command ended and every process it started is gone;
  *   ERROR     nothing ran: the sandbox could not be built, the text after
  *             the reply says why.
- * A caller that sees the socket close before STARTED may ask again; after
- * STARTED, the command may or may not have run, and it is not run again.
  *
  * Plain C: the front is linked statically without GLib.
  */
@@ -28,7 +31,7 @@
 
 #include <stdint.h>
 
-#define SANDSTEP_RUN_MAGIC "sandstep-run-3"
+#define SANDSTEP_RUN_MAGIC "sandstep-run-4"
 #define SANDSTEP_RUN_SOCKET "supervisor.sock"
 /* flock held by a sandbox's supervisor; its content is "PID START-TIME". */
 #define SANDSTEP_RUN_LOCK "supervisor"
@@ -40,7 +43,7 @@ enum {
   SANDSTEP_RUN_FIELD_HOLDER,    /* empty: the default identity */
   SANDSTEP_RUN_FIELD_WAIT,      /* empty: not given */
   SANDSTEP_RUN_FIELD_TIMEOUT,   /* empty: not given; else seconds as the caller wrote them */
-  SANDSTEP_RUN_FIELD_CLAIMED,   /* "1": the claim's fd follows stdio */
+  SANDSTEP_RUN_FIELD_CLAIMED,   /* "1": the claim's fd follows the start mark */
   SANDSTEP_RUN_FIELD_COMMAND,
   SANDSTEP_RUN_FIELD_STEP,      /* a make recipe's line: "PID START ENDS" (sandstep-step.h); empty: none */
   SANDSTEP_RUN_FIELDS
@@ -52,7 +55,6 @@ enum {
 typedef enum {
   SANDSTEP_RUN_FALLBACK = 1,
   SANDSTEP_RUN_RETRY = 2,
-  SANDSTEP_RUN_STARTED = 3,
   SANDSTEP_RUN_NOTICE = 4,
   SANDSTEP_RUN_DONE = 5,
   SANDSTEP_RUN_ERROR = 6,

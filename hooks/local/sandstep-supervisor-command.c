@@ -95,7 +95,7 @@ typedef struct {
   char *buf;
   const char *field[SANDSTEP_RUN_FIELDS];
   GPtrArray *env;
-  int fds[4];
+  int fds[5];       /* stdin, stdout, stderr, the start mark, the caller's claim */
   int n_fds;
 } Request;
 
@@ -112,7 +112,7 @@ request_clear (Request *request)
 static gboolean
 receive_request (int conn, Request *request)
 {
-  union { char buf[CMSG_SPACE (4 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  union { char buf[CMSG_SPACE (G_N_ELEMENTS (request->fds) * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
   struct pollfd pfd = { .fd = conn, .events = POLLIN };
   struct iovec iov;
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg_buf.buf,
@@ -136,7 +136,7 @@ receive_request (int conn, Request *request)
         {
           int fd;
           memcpy (&fd, CMSG_DATA (cmsg) + i * sizeof (int), sizeof fd);
-          if (request->n_fds < 4)
+          if (request->n_fds < (int) G_N_ELEMENTS (request->fds))
             request->fds[request->n_fds++] = fd;
           else
             close (fd);
@@ -317,7 +317,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   int stdio[3];
 
   /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
-  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 3)
+  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 4)
     goto fallback;
   /* Anything the ordinary path would judge, it judges, word for word. */
   owner = request.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.field[SANDSTEP_RUN_FIELD_OWNER] : s->default_owner;
@@ -335,13 +335,13 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   command->caller_claim = -1;
   if (strcmp (request.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
     {
-      if (request.n_fds < 4 || !caller_holds_claim (s, request.fds[3]))
+      if (request.n_fds < 5 || !caller_holds_claim (s, request.fds[4]))
         {
           g_free (command);
           goto fallback;
         }
-      command->caller_claim = request.fds[3];
-      request.n_fds = 3;
+      command->caller_claim = request.fds[4];
+      request.n_fds = 4;
     }
   else if (!take_claim (s, holder))
     {
@@ -384,10 +384,19 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   command->clamped = !have_timeout || timeout_s > remaining;
   command->deadline = g_get_monotonic_time () + (gint64) (command->applied_timeout_s * G_USEC_PER_SEC);
   sandstep_cgroup_counters (s->cgroup, &command->oom_kills, &command->pids_max);
-  s->current = command;
 
-  /* From here on the command may run: the caller must never run it again. */
-  reply (conn, SANDSTEP_RUN_STARTED);
+  /* From here on the command may run: the caller must never run it again.  A caller that cannot read the
+   * mark is gone, and nothing runs for it. */
+  if (write (request.fds[3], "s", 1) != 1)
+    {
+      release_claim (s, command);
+      g_free (command->holder);
+      g_free (command);
+      close (conn);
+      request_clear (&request);
+      return;
+    }
+  s->current = command;
   memcpy (stdio, request.fds, sizeof stdio);
   if (!send_run (s, request.field[SANDSTEP_RUN_FIELD_COMMAND], (char **) request.env->pdata, stdio))
     {
