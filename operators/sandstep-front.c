@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup-warm.h"
 #include "sandstep-exit.h"
 #include "sandstep-front-remote.h"
 #include "sandstep-handle-libc.h"
@@ -284,7 +285,11 @@ main (int argc, char **argv)
   sock = sandstep_run_connect (dir_fd);
   close (dir_fd);
   if (sock < 0)
-    exec_core (argv);
+    {
+      /* The core starts a supervisor: let the kernel's wait before its first cgroup move start now. */
+      sandstep_cgroup_warm_up_detached ();
+      exec_core (argv);
+    }
   memcpy (call.field, request.value, sizeof call.field);
   call.env = passthrough_environment ();
   sandstep_run_call (sock, &call, &result);

@@ -1,5 +1,6 @@
 /* sandstep-cgroup.c: the cgroup that holds a live sandbox. */
 #include "sandstep-cgroup.h"
+#include "sandstep-cgroup-warm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -221,50 +222,19 @@ fail:
   return NULL;
 }
 
-/* The cgroup this process is in, in the hierarchy sandstep uses. */
-static char *
-own_cgroup_dir (SandstepCgroupKind kind)
-{
-  const char *prefix = kind == SANDSTEP_CGROUP_V1 ? ":pids:" : "0::";
-  const char *mount = kind == SANDSTEP_CGROUP_V1 ? "/sys/fs/cgroup/pids" : unified_mount ();
-  g_autofree char *text = NULL;
-  g_auto(GStrv) lines = NULL;
-
-  if (mount == NULL || !g_file_get_contents ("/proc/self/cgroup", &text, NULL, NULL))
-    return NULL;
-  lines = g_strsplit (text, "\n", -1);
-  for (char **l = lines; *l != NULL; l++)
-    {
-      const char *field = NULL;
-      if (kind == SANDSTEP_CGROUP_V1)
-        field = strstr (*l, prefix);
-      else if (g_str_has_prefix (*l, prefix))
-        field = *l;
-      if (field != NULL && field[strlen (prefix)] == '/')
-        return g_build_filename (mount, field + strlen (prefix), NULL);
-    }
-  return NULL;
-}
-
 static gpointer
 warm_up (gpointer data)
 {
-  g_autofree char *dir = data;
-  g_autofree char *pid = g_strdup_printf ("%d", (int) getpid ());
-
-  if (!write_text (dir, "cgroup.procs", pid))
-    g_debug ("The cgroup warm-up through '%s' did not take: %s", dir, g_strerror (errno));
+  if (!sandstep_cgroup_move_self ())
+    g_debug ("The cgroup warm-up found no cgroup of its own that it could move into");
   return NULL;
 }
 
 void
 sandstep_cgroup_warm_up (void)
 {
-  SandstepCgroupKind kind = sandstep_cgroup_kind ();
-  char *dir = kind != SANDSTEP_CGROUP_NONE ? own_cgroup_dir (kind) : NULL;
-
-  if (dir != NULL)
-    g_thread_unref (g_thread_new ("sandstep-cgroup-warm-up", warm_up, dir));
+  if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE)
+    g_thread_unref (g_thread_new ("sandstep-cgroup-warm-up", warm_up, NULL));
 }
 
 gboolean

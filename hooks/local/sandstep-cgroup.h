@@ -31,12 +31,9 @@ SandstepCgroup *sandstep_cgroup_make (const char *name, guint64 memory, gint64 p
 void sandstep_cgroup_free (SandstepCgroup *cgroup);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepCgroup, sandstep_cgroup_free)
 
-/* The first cgroup move after a quiet spell waits for an RCU grace period
- * (the kernel's cgroup_threadgroup_rwsem; about 15 ms on a VM), and a move
- * just after it costs nothing.  This starts a move of this process into the
- * cgroup it is already in, a no-op, on a thread of its own: the wait then
- * runs while the caller does other work before the sandbox's first move.
- * Where no cgroup is ours, nothing. */
+/* sandstep_cgroup_move_self() (sandstep-cgroup-warm.h) on a thread of its
+ * own: the kernel's wait before the sandbox's first move then runs while the
+ * caller does other work.  Where no cgroup is ours, nothing. */
 void sandstep_cgroup_warm_up (void);
 
 /* Moves the process @pid in. */
