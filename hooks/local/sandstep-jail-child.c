@@ -162,6 +162,18 @@ receive_go (SandstepJail *jail, int go)
   return next == jail->trees->len ? 0 : -1;
 }
 
+static int
+receive_byte (int go)
+{
+  char byte;
+  ssize_t n;
+
+  do
+    n = recv (go, &byte, 1, 0);
+  while (n < 0 && errno == EINTR);
+  return n == 1 ? 0 : -1;
+}
+
 int
 sandstep_jail_child_main (SandstepJailChildArgs *args)
 {
@@ -180,17 +192,21 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
   /* The maps are written: become the sandbox's uid 0, which is the sandbox's host uid. */
   if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
     child_fail (report, STEP_SETUID, errno);
-  /* Now inside the sandbox's cgroup: make that the root of what it sees. */
-  if (unshare (CLONE_NEWCGROUP) < 0)
-    child_fail (report, STEP_CGROUP_NS, errno);
   /* If a memory limit is hit, the kernel picks a command's process before init. */
   sandstep_jail_write_file ("/proc/self/oom_score_adj", "1000", 4, O_WRONLY, 0);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     child_fail (report, STEP_PRIVATE, errno);
 
+  /* The root is built while the supervisor moves this process into the sandbox's cgroup. */
   for (guint i = 0; i < jail->ops->len; i++)
     if (run_op (jail, &g_array_index (jail->ops, JailOp, i)) < 0)
       child_fail (report, (int) i, errno);
+
+  /* Inside the sandbox's cgroup once told so: make that the root of what it sees. */
+  if (receive_byte (args->go) < 0)
+    child_fail (report, STEP_PARENT_GONE, errno);
+  if (unshare (CLONE_NEWCGROUP) < 0)
+    child_fail (report, STEP_CGROUP_NS, errno);
 
   if (chdir (NEWROOT) < 0 || syscall (SYS_pivot_root, ".", ".") < 0 || umount2 (".", MNT_DETACH) < 0 ||
       chdir ("/") < 0)

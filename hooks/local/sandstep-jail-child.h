@@ -39,7 +39,7 @@ enum {
 
 typedef struct {
   SandstepJail *jail;
-  int go;               /* the supervisor says when the maps are written, and sends the trees */
+  int go;               /* the supervisor says when the maps are written (with the trees), then when it is in its cgroup */
   int report;
   int control;          /* init's end */
   int egress;           /* -1 unless network=allow */

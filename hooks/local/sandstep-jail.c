@@ -619,15 +619,23 @@ sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc a
   go[1] = report[1] = control[1] = -1;
 
   ok = write_proc (pid, "setgroups", "deny", error) && write_proc (pid, "uid_map", uid_map, error) &&
-       write_proc (pid, "gid_map", gid_map, error) && (attach == NULL || attach (pid, user_data, error)) &&
+       write_proc (pid, "gid_map", gid_map, error) &&
        (jail->trees->len == 0 || make_trees (jail, pid, tree_fds, error));
   if (ok && !send_go (go[0], tree_fds))
     ok = sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
                                "Could not tell the sandbox's first process to go on");
   for (guint i = 0; i < tree_fds->len; i++)
     close (g_array_index (tree_fds, int, i));
+  /* The child builds its root meanwhile: a sandbox's first move into its cgroup waits for the kernel
+   * (sandstep-cgroup-warm.h), and every cgroup operation with it. */
+  if (ok && attach != NULL)
+    ok = attach (pid, user_data, error);
   if (ok)
-    ok = await_exec (jail, report[0], out, error);
+    {
+      /* Told it is in its cgroup; one that failed meanwhile, or died, says so on the report pipe instead. */
+      send (go[0], "c", 1, MSG_NOSIGNAL);
+      ok = await_exec (jail, report[0], out, error);
+    }
   if (ok)
     {
       out->control = control[0];

@@ -339,9 +339,6 @@ start (Supervisor *s, GError **error)
     s->jail_is_peer = uid == getuid ();
   }
   s->start_time = start_time (getpid ());
-  if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
-      (s->cgroup = sandstep_cgroup_make (s->handle, s->memory, s->pids, error)) == NULL)
-    return FALSE;
   if (!sandstep_supervisor_build_sandbox (s, error) || !listen_socket (s, error))
     return FALSE;
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
