@@ -20,7 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,35 +306,105 @@ reset_dispositions (void)
       syscall (SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
 }
 
-/* Starts @command with default signal handling and nothing blocked.  It
- * stays in init's session, which has no controlling terminal: it may make
- * a session of its own (setsid), as any program started from a daemon can. */
+/* What a command's child says back through memory it shares with init. */
+typedef struct {
+  const Command *command;
+  int error;
+} Child;
+
+/* The command's environment's PATH, as its shell would search it. */
+static const char *
+command_path (char **envp)
+{
+  for (char **e = envp; *e != NULL; e++)
+    if (strncmp (*e, "PATH=", 5) == 0)
+      return *e + 5;
+  return "/usr/local/bin:/usr/bin:/bin";
+}
+
+/* execvpe in system calls only: @words[0] through the command's own PATH. */
+static int
+exec_searching (char **words, char **envp)
+{
+  const char *path = command_path (envp), *dir, *end;
+  size_t len = strlen (words[0]);
+  char file[4096];
+  int first = ENOENT;
+
+  if (strchr (words[0], '/') != NULL)
+    {
+      execve (words[0], words, envp);
+      return errno;
+    }
+  for (dir = path;; dir = end + 1)
+    {
+      size_t dir_len;
+      end = strchr (dir, ':');
+      if (end == NULL)
+        end = dir + strlen (dir);
+      dir_len = end - dir;
+      if (dir_len + 1 + len < sizeof file)
+        {
+          memcpy (file, dir, dir_len);
+          file[dir_len] = '/';
+          memcpy (file + (dir_len > 0 ? dir_len + 1 : 0), words[0], len + 1);
+          execve (dir_len > 0 ? file : words[0], words, envp);
+          /* As a shell does: a file there that cannot be run is the answer, unless one later can. */
+          if (errno != ENOENT && errno != ENOTDIR && first == ENOENT)
+            first = errno;
+        }
+      if (*end == '\0')
+        return first;
+    }
+}
+
+/* Between clone and exec, on init's memory and stack: system calls only. */
+static int
+child_main (void *data)
+{
+  Child *child = data;
+  const Command *command = child->command;
+  uint64_t none = 0;
+
+  for (int i = 0; i < 3; i++)
+    if (dup2 (command->fds[i], i) < 0)
+      {
+        child->error = errno;
+        syscall (SYS_exit, 127);
+      }
+  syscall (SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+  /* "--try WORD... --": the words as a shell would run them; else (and when they cannot be) the shell. */
+  if (command->direct != NULL)
+    exec_searching (command->direct, command->envp);
+  execve (command->argv[0], command->argv, command->envp);
+  child->error = errno;
+  syscall (SYS_exit, 127);
+  return 127;
+}
+
+/* Starts @command with default signal handling and nothing blocked, as a
+ * vfork: no page table is copied, and it returns once the exec is done.
+ * Not posix_spawn: glibc's leaves libc's own signals ignored in the child,
+ * and searches init's PATH, not the command's.  The command stays in init's
+ * session, which has no controlling terminal: it may make a session of its
+ * own (setsid), as any program started from a daemon can. */
 static int
 spawn (Command *command, pid_t *out_pid)
 {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  sigset_t none;
-  int failed;
+  static char stack[64 * 1024] __attribute__ ((aligned (16)));
+  Child child = { .command = command };
+  pid_t pid = clone (child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
 
-  posix_spawn_file_actions_init (&actions);
-  for (int i = 0; i < 3; i++)
-    posix_spawn_file_actions_adddup2 (&actions, command->fds[i], i);
-  posix_spawnattr_init (&attributes);
-  sigemptyset (&none);
-  posix_spawnattr_setsigmask (&attributes, &none);
-  /* No POSIX_SPAWN_SETSIGDEF: main() left every disposition at its default, and one per signal in the
-   * child would be 64 system calls a command. */
-  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSIGMASK);
-  /* posix_spawn is a vfork: no page table is copied, and it returns once the exec is done. */
-  failed = command->direct != NULL
-             ? posix_spawnp (out_pid, command->direct[0], &actions, &attributes, command->direct, command->envp)
-             : ENOENT;
-  if (failed != 0)
-    failed = posix_spawn (out_pid, command->argv[0], &actions, &attributes, command->argv, command->envp);
-  posix_spawn_file_actions_destroy (&actions);
-  posix_spawnattr_destroy (&attributes);
-  return failed;
+  if (pid < 0)
+    return errno;
+  if (child.error != 0)
+    {
+      while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      return child.error;
+    }
+  *out_pid = pid;
+  return 0;
 }
 
 int
