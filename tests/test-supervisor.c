@@ -708,6 +708,24 @@ test_ipc_removed (Fixture *f, gconstpointer data)
 }
 
 static void
+test_plain_words_path (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, "--env=PATH=/workspace/bin:/usr/bin:/bin", NULL);
+  g_autofree char *id = NULL;
+  g_autofree char *bare = NULL;
+
+  g_test_summary ("a command of plain words, which init execs without a shell, runs what its shell would: the "
+                  "first of that name on the command's own PATH (a /workspace/bin/id before /usr/bin/id), and a "
+                  "file there without #! as a shell script, not a later file of the same name");
+  g_free (sandstep_test_run_ok (f, handle, "mkdir -p bin && printf '#!/bin/sh\necho mine\n' > bin/id && "
+                                           "printf 'echo as a script\n' > bin/ls && chmod +x bin/id bin/ls"));
+  id = sandstep_test_run_ok (f, handle, "id");
+  g_assert_cmpstr (id, ==, "mine\n");
+  bare = sandstep_test_run_ok (f, handle, "ls");
+  g_assert_cmpstr (bare, ==, "as a script\n");
+}
+
+static void
 test_own_process_state (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
@@ -1179,6 +1197,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/live-namespaces", test_live_namespaces);
   ADD ("/supervisor/ipc-removed", test_ipc_removed);
   ADD ("/supervisor/own-process-state", test_own_process_state);
+  ADD ("/supervisor/plain-words-path", test_plain_words_path);
   ADD ("/supervisor/stdio-not-reopenable", test_stdio_not_reopenable);
   ADD ("/supervisor/terminal-modes-restored", test_terminal_modes_restored);
   ADD ("/supervisor/host-inodes-untouchable", test_host_inodes_untouchable);

@@ -9,6 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
 /* "0" in cgroup.procs is the writer's own process. */
 static int
 write_self (const char *mount, const char *path)
@@ -39,6 +43,14 @@ sandstep_cgroup_move_self (void)
   if (n <= 0)
     return 0;
   text[n] = '\0';
+  /* A line cut short by the buffer could name an ancestor: only whole lines count. */
+  if (text[n - 1] != '\n')
+    {
+      char *last = strrchr (text, '\n');
+      if (last == NULL)
+        return 0;
+      last[1] = '\0';
+    }
   /* Lines "ID:CONTROLLERS:PATH"; the unified hierarchy's has no controllers. */
   for (line = text; *line != '\0'; line = next)
     {
@@ -70,7 +82,9 @@ sandstep_cgroup_warm_up_detached (void)
       /* The grandchild's parent ends at once: nobody reaps it or waits on its descriptors. */
       if (fork () == 0)
         {
-          syscall (SYS_close_range, 0, ~0U, 0);
+          if (syscall (SYS_close_range, 0, ~0U, 0) < 0)
+            for (int fd = 0; fd < 1024; fd++)
+              close (fd);
           sandstep_cgroup_move_self ();
         }
       _exit (0);

@@ -18,5 +18,6 @@
 int sandstep_cgroup_move_self (void);
 
 /* The same from a detached grandchild with no descriptor of ours, which
- * nobody waits for: returns at once. */
+ * nobody waits for: returns at once.  For a single-threaded caller (the
+ * front): the children do more than a forked thread may. */
 void sandstep_cgroup_warm_up_detached (void);

@@ -322,19 +322,19 @@ command_path (char **envp)
   return "/usr/local/bin:/usr/bin:/bin";
 }
 
-/* execvpe in system calls only: @words[0] through the command's own PATH. */
-static int
+/* execvpe in system calls only: @words[0] through the command's own PATH.
+ * It returns when nothing ran, and the caller's fallback, the shell, says why. */
+static void
 exec_searching (char **words, char **envp)
 {
   const char *path = command_path (envp), *dir, *end;
   size_t len = strlen (words[0]);
   char file[4096];
-  int first = ENOENT;
 
   if (strchr (words[0], '/') != NULL)
     {
       execve (words[0], words, envp);
-      return errno;
+      return;
     }
   for (dir = path;; dir = end + 1)
     {
@@ -349,12 +349,14 @@ exec_searching (char **words, char **envp)
           file[dir_len] = '/';
           memcpy (file + (dir_len > 0 ? dir_len + 1 : 0), words[0], len + 1);
           execve (dir_len > 0 ? file : words[0], words, envp);
-          /* As a shell does: a file there that cannot be run is the answer, unless one later can. */
-          if (errno != ENOENT && errno != ENOTDIR && first == ENOENT)
-            first = errno;
+          /* As execvpe: only a file that is not there, or not ours to run, sends the search on; anything
+           * else (a script without #!, a busy text) is the shell's to answer, for that very file. */
+          if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV && errno != ETIMEDOUT &&
+              errno != EACCES)
+            return;
         }
       if (*end == '\0')
-        return first;
+        return;
     }
 }
 
@@ -367,7 +369,7 @@ child_main (void *data)
   uint64_t none = 0;
 
   for (int i = 0; i < 3; i++)
-    if (dup2 (command->fds[i], i) < 0)
+    if ((command->fds[i] == i ? fcntl (i, F_SETFD, 0) : dup2 (command->fds[i], i)) < 0)
       {
         child->error = errno;
         syscall (SYS_exit, 127);

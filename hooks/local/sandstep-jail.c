@@ -633,8 +633,11 @@ sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc a
   if (ok)
     {
       /* Told it is in its cgroup; one that failed meanwhile, or died, says so on the report pipe instead. */
-      send (go[0], "c", 1, MSG_NOSIGNAL);
-      ok = await_exec (jail, report[0], out, error);
+      if (send (go[0], "c", 1, MSG_NOSIGNAL) != 1 && errno != EPIPE && errno != ECONNRESET)
+        ok = sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                   "Could not tell the sandbox's first process to go on");
+      else
+        ok = await_exec (jail, report[0], out, error);
     }
   if (ok)
     {

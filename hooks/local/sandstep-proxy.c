@@ -85,14 +85,18 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
   if (proxy->notices >= 0)
     {
       g_autofree char *line = g_strdup_printf (SANDSTEP_EGRESS_NOTICE_PREFIX "%s: %s\n", target, reason);
-      int queued = 0;
       /* A supervisor that does not keep up loses the line, never stalls the proxy. */
       if (write (proxy->notices, line, strlen (line)) < 0)
         g_debug ("egress notice dropped: %s", g_strerror (errno));
-      /* The client hears once the supervisor has taken the line and passed it on, so that it reaches the step
-       * before whatever the client does on hearing (a session's reply comes back another way); for 0.1 s at most. */
-      for (int i = 0; i < 1000 && ioctl (proxy->notices, FIONREAD, &queued) == 0 && queued > 0; i++)
-        g_usleep (100);
+      else
+        {
+          /* The client hears once the supervisor has taken the line, so that it reaches the step before whatever
+           * the client does on hearing (a session's reply comes back another way); for 0.1 s at most. */
+          gint64 deadline = g_get_monotonic_time () + G_USEC_PER_SEC / 10;
+          int queued = 0;
+          while (ioctl (proxy->notices, FIONREAD, &queued) == 0 && queued > 0 && g_get_monotonic_time () < deadline)
+            g_usleep (100);
+        }
     }
   g_mutex_unlock (&proxy->log_lock);
   g_output_stream_write_all (out, response, strlen (response), NULL, NULL, NULL);

@@ -390,7 +390,8 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
         {
           if (errno == EINTR && stop_signal == 0)
             continue;
-          result->outcome = marked_started (start_mark[0]) ? SANDSTEP_RUN_CALL_LOST : SANDSTEP_RUN_CALL_RETRY;
+          /* Told to stop, or poll failed: the supervisor may yet mark the command started, so it may have run. */
+          result->outcome = SANDSTEP_RUN_CALL_LOST;
           break;
         }
       if (call->cancel_fd >= 0 && (fds[n].revents & POLLIN))

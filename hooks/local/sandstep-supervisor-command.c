@@ -166,6 +166,14 @@ sandstep_supervisor_refuse (int conn, SandstepRunKind kind)
   close (conn);
 }
 
+static gboolean
+is_pipe (int fd)
+{
+  struct stat st;
+
+  return fstat (fd, &st) == 0 && S_ISFIFO (st.st_mode);
+}
+
 /* The caller's claim: the claim file of this sandbox, locked through that very fd. */
 static gboolean
 caller_holds_claim (Supervisor *s, int fd)
@@ -317,7 +325,8 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   int stdio[3];
 
   /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
-  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 4)
+  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 4 ||
+      !is_pipe (request.fds[3]))
     goto fallback;
   /* Anything the ordinary path would judge, it judges, word for word. */
   owner = request.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.field[SANDSTEP_RUN_FIELD_OWNER] : s->default_owner;
@@ -386,8 +395,9 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   sandstep_cgroup_counters (s->cgroup, &command->oom_kills, &command->pids_max);
 
   /* From here on the command may run: the caller must never run it again.  A caller that cannot read the
-   * mark is gone, and nothing runs for it. */
-  if (write (request.fds[3], "s", 1) != 1)
+   * mark is gone, and nothing runs for it; a mark with no room is refused the same way, never waited on. */
+  if (poll (&(struct pollfd) { .fd = request.fds[3], .events = POLLOUT }, 1, 0) != 1 ||
+      write (request.fds[3], "s", 1) != 1)
     {
       release_claim (s, command);
       g_free (command->holder);
