@@ -165,6 +165,17 @@ open_staged_file (Daemon *d)
   return fd;
 }
 
+/* A body that could not be staged: the server's trouble, refused mid-body. */
+static void
+refuse_staging (Request *req, const char *what, int errsv)
+{
+  req->refused = TRUE;
+  req->mid_body = TRUE;
+  sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
+                            SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "Cannot stage %s under '%s': %s",
+                            what, req->d->staging_dir, g_strerror (errsv));
+}
+
 /* Bytes of a write, or of a claim-run's stdin: staged on disk as they come, up to --max-upload. */
 static void
 stage_bytes (Request *req, const guint8 *data, gsize len)
@@ -191,12 +202,7 @@ stage_bytes (Request *req, const guint8 *data, gsize len)
     req->upload_fd = open_staged_file (req->d);
   if (len > 0 && req->upload_fd < 0)
     {
-      req->refused = TRUE;
-      req->mid_body = TRUE;
-      sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
-                                SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                "Cannot stage the command's stdin under '%s': %s", req->d->staging_dir,
-                                g_strerror (errno));
+      refuse_staging (req, "the command's stdin", errno);
       return;
     }
   for (gsize done = 0; done < len && req->upload_fd >= 0;)
@@ -206,13 +212,7 @@ stage_bytes (Request *req, const guint8 *data, gsize len)
         continue;
       if (n <= 0)
         {
-          int errsv = errno;
-          req->refused = TRUE;
-          req->mid_body = TRUE;
-          sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
-                                    SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                    "Cannot stage the written bytes under '%s': %s", req->d->staging_dir,
-                                    g_strerror (errsv));
+          refuse_staging (req, "the written bytes", errno);
           return;
         }
       done += n;

@@ -36,6 +36,7 @@
 #include "sandstep-handle-libc.h"
 #include "sandstep-limit-defaults.h"
 #include "sandstep-run-report.h"
+#include "sandstep-write-libc.h"
 
 /* As the core's client: a quiet server sends a keepalive every 10 s. */
 #define IO_TIMEOUT_S 60
@@ -349,24 +350,6 @@ next_line (Body *b, Line *l, char *pending, size_t *pending_start, size_t *pendi
     }
 }
 
-static int
-write_all (int fd, const void *data, size_t len)
-{
-  const char *p = data;
-
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return 0;
-      p += n;
-      len -= (size_t) n;
-    }
-  return 1;
-}
-
 /* @message as the core prints it: its handle rewritten to the caller's, one line. */
 static void
 say_error (const char *message, const char *local, const char *shown)
@@ -495,7 +478,7 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
           len = sandstep_front_base64_decode (v + 1, (size_t) (end - v - 2), bytes);
           /* A reader that went away (| head) ends the output, not the command, as in the core. */
           if (output_open[stream])
-            output_open[stream] = write_all (stream, bytes, len);
+            output_open[stream] = sandstep_write_all (stream, bytes, len);
           continue;
         }
       if ((v = sandstep_front_json_member (p, "error")) != NULL)

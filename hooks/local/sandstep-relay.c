@@ -1,25 +1,11 @@
 /* sandstep-relay.c: both-way copy with half-close (see sandstep-relay.h). */
 #include "sandstep-relay.h"
+#include "sandstep-write-libc.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static int
-write_all (int fd, const char *buf, size_t len)
-{
-  for (size_t done = 0; done < len;)
-    {
-      ssize_t w = write (fd, buf + done, len - done);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w <= 0)
-        return -1;
-      done += (size_t) w;
-    }
-  return 0;
-}
 
 void
 sandstep_relay (int a, int b, const char *pending, size_t pending_len)
@@ -28,7 +14,7 @@ sandstep_relay (int a, int b, const char *pending, size_t pending_len)
   char buf[65536];
   int open_ends = 2;
 
-  if (pending_len > 0 && write_all (b, pending, pending_len) < 0)
+  if (pending_len > 0 && !sandstep_write_all (b, pending, pending_len))
     return;
   while (open_ends > 0)
     {
@@ -55,7 +41,7 @@ sandstep_relay (int a, int b, const char *pending, size_t pending_len)
               open_ends--;
               continue;
             }
-          if (write_all (other, buf, (size_t) n) < 0)
+          if (!sandstep_write_all (other, buf, (size_t) n))
             return;
         }
     }

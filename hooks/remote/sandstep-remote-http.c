@@ -387,20 +387,3 @@ sandstep_remote_query (const char *first_name, ...)
   return g_string_free (out, FALSE);
 }
 
-gboolean
-sandstep_remote_write_all (int fd, const void *data, gsize len)
-{
-  const char *p = data;
-
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return FALSE;
-      p += n;
-      len -= n;
-    }
-  return TRUE;
-}

@@ -15,6 +15,7 @@
 
 #include "sandstep-remote.h"
 #include "sandstep-wire.h"
+#include "sandstep-write-libc.h"
 
 G_BEGIN_DECLS
 
@@ -115,7 +116,6 @@ G_GNUC_INTERNAL JsonObject *sandstep_remote_parse_line (const char *line, const 
 
 /* "a=b&c=d" from name-value pairs, NULL-terminated, values escaped. */
 G_GNUC_INTERNAL char *sandstep_remote_query (const char *first_name, ...) G_GNUC_NULL_TERMINATED;
-G_GNUC_INTERNAL gboolean sandstep_remote_write_all (int fd, const void *data, gsize len);
 
 /* What a command's output does: to @data's RunOutput's fds or callback. */
 typedef struct {

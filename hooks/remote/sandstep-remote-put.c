@@ -35,7 +35,7 @@ put_header (PutWriter *w, const char *rel, const char *type, mode_t mode, gint64
   gsize len;
   g_autofree char *line = sandstep_wire_put_entry_line (&entry, &len);
 
-  return sandstep_remote_write_all (w->fd, line, len);
+  return sandstep_write_all (w->fd, line, len);
 }
 
 /* remote_put()'s sink: each entry as a header line, a file's bytes after its header. */
@@ -70,7 +70,7 @@ wire_sink_file (const char *rel, int fd, const struct stat *st, const char *show
       if (n == 0)
         return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_CHANGED,
                                "'%s' on the host was replaced while it was copied; put it again", shown);
-      if (!sandstep_remote_write_all (w->fd, buf, n))
+      if (!sandstep_write_all (w->fd, buf, n))
         return FALSE;
       sandstep_progress_add (n);
       left -= n;
@@ -100,7 +100,7 @@ put_writer_thread (gpointer data)
     {
       gsize len;
       g_autofree char *end = sandstep_wire_put_end_line (&len);
-      sandstep_remote_write_all (job->writer.fd, end, len);
+      sandstep_write_all (job->writer.fd, end, len);
     }
   close (job->writer.fd);
   job->writer.fd = -1;

@@ -56,7 +56,7 @@ spool_into (int fd, const char *line, gsize line_len, int in, goffset *out_len, 
   g_autofree char *buf = g_malloc (65536);
   guint64 taken = 0;
 
-  if (!sandstep_remote_write_all (fd, line, line_len))
+  if (!sandstep_write_all (fd, line, line_len))
     return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
                                  "Cannot keep the command's stdin in '%s' to send it", g_get_tmp_dir ());
   for (;;)
@@ -76,7 +76,7 @@ spool_into (int fd, const char *line, gsize line_len, int in, goffset *out_len, 
                                "The command's stdin is larger than %" G_GUINT64_FORMAT " bytes, the most a command "
                                "on a sandbox server is given; put a large input in the sandbox with 'sandstep put' "
                                "and read it from there", MAX_STDIN);
-      if (!sandstep_remote_write_all (fd, buf, n))
+      if (!sandstep_write_all (fd, buf, n))
         return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
                                      "Cannot keep the command's stdin in '%s' to send it", g_get_tmp_dir ());
     }

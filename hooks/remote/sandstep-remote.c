@@ -226,7 +226,7 @@ sandstep_remote_on_run_output (int stream, GBytes *bytes, gpointer data, GError 
   if (out->request->on_output != NULL)
     out->request->on_output (stream, chunk, len, out->request->user_data);
   else if (out->output_open)
-    out->output_open = sandstep_remote_write_all (stream == 2 ? out->request->stderr_fd : out->request->stdout_fd,
+    out->output_open = sandstep_write_all (stream == 2 ? out->request->stderr_fd : out->request->stdout_fd,
                                                   chunk, len);
   return TRUE;
 }

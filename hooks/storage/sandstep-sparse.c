@@ -1,5 +1,6 @@
 /* sandstep-sparse.c: zero blocks become holes. */
 #include "sandstep-sparse.h"
+#include "sandstep-write-libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,29 +28,13 @@ is_zero (const guint8 *p, gsize len)
   return len > 0 && p[0] == 0 && memcmp (p, p + 1, len - 1) == 0;
 }
 
-static gboolean
-write_all (int fd, const guint8 *p, gsize len)
-{
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return FALSE;
-      p += n;
-      len -= n;
-    }
-  return TRUE;
-}
-
 gboolean
 sandstep_sparse_write (SandstepSparseWriter *writer, const void *data, gsize len)
 {
   const guint8 *p = data;
 
   if (!writer->holes)
-    return write_all (writer->fd, p, len);
+    return sandstep_write_all (writer->fd, p, len);
   while (len > 0)
     {
       gsize n = MIN (len, BLOCK);
@@ -62,7 +47,7 @@ sandstep_sparse_write (SandstepSparseWriter *writer, const void *data, gsize len
         }
       else
         {
-          if (!write_all (writer->fd, p, n))
+          if (!sandstep_write_all (writer->fd, p, n))
             return FALSE;
           writer->ends_in_hole = FALSE;
         }

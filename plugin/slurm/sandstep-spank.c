@@ -242,6 +242,18 @@ shown_option (guint option, const char *value)
 
 /* `sandstep provision ...` as a /bin/sh command line, its options checked
  * against the operator table as the make plugin checks them. */
+/* "--OPTION=VALUE: why", the why as @cause says it less its @prefix (what srun's line already names). */
+static void
+refuse_value (GError **error, guint option, const char *value, const GError *cause, const char *prefix)
+{
+  g_autofree char *shown = shown_option (option, value);
+  const char *why = cause->message;
+
+  if (prefix != NULL && g_str_has_prefix (why, prefix))
+    why += strlen (prefix);
+  g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown, why);
+}
+
 static char *
 render_provision (const char *options_text, const char *owner, const char *holder, GError **error)
 {
@@ -250,18 +262,11 @@ render_provision (const char *options_text, const char *owner, const char *holde
   SandstepRenderContext context = { .helper = state.helper, .owner = owner, .holder = holder, .step = NULL };
   g_autoptr(GError) local_error = NULL;
   char *line = sandstep_render (op, words, NULL, &context, &local_error);
-  const char *message;
 
   if (line != NULL)
     return line;
   /* The make plugin's messages start with its function's name. */
-  message = local_error->message;
-  if (g_str_has_prefix (message, "sandbox-provision: "))
-    message += strlen ("sandbox-provision: ");
-  {
-    g_autofree char *shown = shown_option (OPTION_PROVISION, options_text);
-    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown, message);
-  }
+  refuse_value (error, OPTION_PROVISION, options_text, local_error, "sandbox-provision: ");
   return NULL;
 }
 
@@ -271,17 +276,9 @@ check_keep (const char *value, GError **error)
   const SandstepOption *option = sandstep_option_lookup (sandstep_operator_lookup ("release"), "keep");
   g_autoptr(GError) local_error = NULL;
 
-  const char *message;
-
   if (sandstep_option_check (option, value, &local_error))
     return TRUE;
-  message = local_error->message;
-  if (g_str_has_prefix (message, "option 'keep': "))
-    message += strlen ("option 'keep': ");
-  {
-    g_autofree char *shown = shown_option (OPTION_KEEP, value);
-    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown, message);
-  }
+  refuse_value (error, OPTION_KEEP, value, local_error, "option 'keep': ");
   return FALSE;
 }
 
@@ -314,11 +311,7 @@ check_sandbox (const char *value, GError **error)
         }
       return TRUE;
     }
-  {
-    g_autofree char *shown = shown_option (OPTION_SANDBOX, value);
-    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown,
-                 local_error->message);
-  }
+  refuse_value (error, OPTION_SANDBOX, value, local_error, NULL);
   return FALSE;
 }
 
