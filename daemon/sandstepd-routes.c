@@ -150,6 +150,25 @@ refuse_large_body (Request *req)
                             " bytes", req->method, req->path, req->limit);
 }
 
+/* Written bytes, or a claim-run's stdin, over --max-upload; the connection closes rather than read the rest. */
+static void
+refuse_upload_too_large (Request *req)
+{
+  gboolean is_stdin = req->route == ROUTE_CLAIM_RUN;
+
+  req->refused = TRUE;
+  soup_message_headers_replace (soup_server_message_get_response_headers (req->msg), "Connection", "close");
+  sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
+                            is_stdin ? "give the command less on stdin (put a large input with sandstep put), "
+                                       "or start sandstepd with a larger --max-upload"
+                                     : "write less at a time, or start sandstepd with a larger --max-upload",
+                            SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
+                            "The %s is larger than the server's limit of %" G_GUINT64_FORMAT " bytes%s",
+                            is_stdin ? "command's stdin" : "body", req->d->max_upload,
+                            is_stdin ? "; give it less (put a large input with 'sandstep put'), or start "
+                                       "sandstepd with a larger --max-upload" : "");
+}
+
 static int
 open_staged_file (Daemon *d)
 {
@@ -182,20 +201,8 @@ stage_bytes (Request *req, const guint8 *data, gsize len)
 {
   if (req->upload_len + len > req->d->max_upload)
     {
-      gboolean is_stdin = req->route == ROUTE_CLAIM_RUN;
-
-      req->refused = TRUE;
       req->mid_body = TRUE;
-      soup_message_headers_replace (soup_server_message_get_response_headers (req->msg), "Connection", "close");
-      sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
-                                is_stdin ? "give the command less on stdin (put a large input with sandstep put), "
-                                           "or start sandstepd with a larger --max-upload"
-                                         : "write less at a time, or start sandstepd with a larger --max-upload",
-                                SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                                "The %s is larger than the server's limit of %" G_GUINT64_FORMAT " bytes%s",
-                                is_stdin ? "command's stdin" : "body", req->d->max_upload,
-                                is_stdin ? "; give it less (put a large input with 'sandstep put'), or start "
-                                           "sandstepd with a larger --max-upload" : "");
+      refuse_upload_too_large (req);
       return;
     }
   if (len > 0 && req->upload_fd < 0 && req->route == ROUTE_CLAIM_RUN)
@@ -466,15 +473,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
     {
       if (length > 0 && (guint64) length > req->limit + d->max_upload)
         {
-          req->refused = TRUE;
-          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
-          sandstepd_answer_refusal (req, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "body-too-large",
-                                    "give the command less on stdin (put a large input with sandstep put), or "
-                                    "start sandstepd with a larger --max-upload",
-                                    SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_TOO_LARGE,
-                                    "The command's stdin is larger than the server's limit of %" G_GUINT64_FORMAT
-                                    " bytes; give it less (put a large input with 'sandstep put'), or start "
-                                    "sandstepd with a larger --max-upload", d->max_upload);
+          refuse_upload_too_large (req);
           return;
         }
       /* Staged only once a byte of stdin comes. */

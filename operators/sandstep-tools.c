@@ -378,6 +378,28 @@ on_output (int stream, const char *data, gsize len, gpointer user_data)
   sandstep_capture_append (stream == 2 ? captures->err : captures->out, data, len);
 }
 
+/* The seconds a command may still take: the sandbox's lifetime, within the agent's deadline when it has one. */
+static double
+remaining_s (SandstepToolbox *toolbox)
+{
+  double remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
+
+  if (toolbox->deadline_us > 0)
+    remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
+  return remaining;
+}
+
+/* What a command run through run_python's interpreter ended with, as a run of its own reports it. */
+static void
+python_call_result (const SandstepPythonCall *call, double budget, SandstepRunResult *result)
+{
+  result->exit_status = call->died ? call->exit_status : call->command_exit;
+  result->timed_out = call->command_timed_out || call->timed_out;
+  result->applied_timeout_s = budget;
+  result->memory_limit_hit = call->memory_limit_hit;
+  result->pids_limit_hit = call->pids_limit_hit;
+}
+
 /* run_command while run_python's interpreter lives: through it, so that it lives on. */
 static gboolean
 run_command_in_python (SandstepToolbox *toolbox, const char *command, double budget, Captures *captures,
@@ -402,11 +424,7 @@ run_command_in_python (SandstepToolbox *toolbox, const char *command, double bud
       sandstep_python_call_clear (&call);
       return FALSE;
     }
-  result->exit_status = call.died ? call.exit_status : call.command_exit;
-  result->timed_out = call.command_timed_out || call.timed_out;
-  result->applied_timeout_s = budget;
-  result->memory_limit_hit = call.memory_limit_hit;
-  result->pids_limit_hit = call.pids_limit_hit;
+  python_call_result (&call, budget, result);
   sandstep_python_call_clear (&call);
   return TRUE;
 }
@@ -430,9 +448,7 @@ run_data_recipe (gpointer data, const SandstepRunRequest *request, SandstepRunRe
       sandstep_python_call_clear (&call);
       return FALSE;
     }
-  result->exit_status = call.died ? call.exit_status : call.command_exit;
-  result->timed_out = call.command_timed_out || call.timed_out;
-  result->applied_timeout_s = request->timeout_s;
+  python_call_result (&call, request->timeout_s, result);
   sandstep_python_call_clear (&call);
   return TRUE;
 }
@@ -463,9 +479,7 @@ tool_run_command (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_e
                    &message))
     goto refused;
 
-  remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
-  if (toolbox->deadline_us > 0)
-    remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
+  remaining = remaining_s (toolbox);
   if (!sandstep_command_budget (given, requested, l->default_timeout_s, l->max_timeout_s, remaining, &budget,
                                 &message))
     goto refused;
@@ -683,10 +697,8 @@ sandstep_toolbox_set_notice (SandstepToolbox *toolbox, SandstepToolNotice notice
 static char *
 tool_run_python (SandstepToolbox *toolbox, JsonObject *args, gboolean *out_is_error, GError **error)
 {
-  double remaining = sandstep_attachment_remaining_lifetime (toolbox->attachment);
+  double remaining = remaining_s (toolbox);
 
-  if (toolbox->deadline_us > 0)
-    remaining = MIN (remaining, MAX (toolbox->deadline_us - g_get_monotonic_time (), 0) / (double) G_USEC_PER_SEC);
   g_clear_pointer (&toolbox->structured, json_node_unref);
   return sandstep_tool_run_python (toolbox->python, toolbox->python_name, toolbox->names[TOOL_RUN_COMMAND],
                                    toolbox->masker, toolbox->limits.max_output_lines,

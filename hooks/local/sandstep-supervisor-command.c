@@ -79,7 +79,6 @@ peer_is_ours (Supervisor *s, int conn)
   socklen_t len = sizeof cred;
   g_autofree char *path = NULL;
   g_autofree char *theirs = NULL;
-  g_autofree char *ours = NULL;
 
   if (getsockopt (conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid () || cred.pid <= 0)
     return FALSE;
@@ -87,8 +86,7 @@ peer_is_ours (Supervisor *s, int conn)
     return TRUE;
   path = g_strdup_printf ("/proc/%d/ns/user", (int) cred.pid);
   theirs = g_file_read_link (path, NULL);
-  ours = g_file_read_link ("/proc/self/ns/user", NULL);
-  return theirs != NULL && ours != NULL && strcmp (theirs, ours) == 0;
+  return theirs != NULL && s->own_userns != NULL && strcmp (theirs, s->own_userns) == 0;
 }
 
 typedef struct {

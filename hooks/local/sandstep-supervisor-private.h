@@ -69,6 +69,7 @@ typedef struct {
   int claim_fd;
   guint64 start_time;      /* ours, for the claim: a pid is named with it */
   gboolean jail_is_peer;   /* the sandbox's uid is ours: its processes could reach us but for the namespace */
+  char *own_userns;        /* then: our user namespace, as /proc/self/ns/user names it */
   int listener;
   int watch;
   int signals;

@@ -337,6 +337,8 @@ start (Supervisor *s, GError **error)
     guint32 uid, gid;
     sandstep_jail_outer_ids (s->jail, &uid, &gid);
     s->jail_is_peer = uid == getuid ();
+    if (s->jail_is_peer)
+      s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
   }
   s->start_time = start_time (getpid ());
   if (!sandstep_supervisor_build_sandbox (s, error) || !listen_socket (s, error))

@@ -12,6 +12,7 @@
  * (the command's stdin is then /dev/null, as make's parallel jobs have it).
  */
 #include "sandstep-remote-private.h"
+#include "sandstep-fd-stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -126,10 +127,10 @@ set_body (RemoteBackend *r, SoupMessage *msg, const SandstepIdentity *who, const
         return FALSE;
       r->spool_for = request;
     }
-  if (lseek (r->spool_fd, 0, SEEK_SET) != 0)
-    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                 "Cannot read the command's stdin again to send it");
-  body = g_unix_input_stream_new (r->spool_fd, FALSE);
+  /* Read with pread from its start, and seekable, so libsoup can send it again on a new connection. */
+  body = sandstep_fd_stream_new (r->spool_fd, r->spool_len, error);
+  if (body == NULL)
+    return FALSE;
   soup_message_set_request_body (msg, SANDSTEP_RUN_STEP_TYPE, body, r->spool_len);
   return TRUE;
 }
@@ -213,6 +214,15 @@ sandstep_remote_try_run_step (SandstepBackend *backend, const char *handle, cons
 out:
   if (!ok && out_spec != NULL && *out_spec != NULL)
     g_clear_pointer (out_spec, sandstep_spec_free);
+  /* The spooled stdin is kept only for the try a busy refusal brings (the claim wait sends this request
+   * again); another request must never find it. */
+  if (ok || error == NULL || !g_error_matches (*error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY))
+    {
+      if (r->spool_fd >= 0)
+        close (r->spool_fd);
+      r->spool_fd = -1;
+      r->spool_for = NULL;
+    }
   sandstep_remote_target_clear (&a.target);
   return ok;
 }
