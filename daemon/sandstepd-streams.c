@@ -209,11 +209,14 @@ on_pipe_stream_replied (Call *call, JsonObject *reply, int reply_fd, const GErro
 }
 
 /* Starts the answer of @req, gives @op to @lease's worker with the write ends
- * of @n_pipes new pipes (numbered @numbers in the lines), and streams. */
+ * of @n_pipes new pipes (numbered @numbers in the lines), and streams.  With
+ * @first, a claim-run's first line, the stream is a step's: it holds @lease
+ * and ends it. */
 static void
 pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
-                        const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd, gboolean step)
+                        const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd)
 {
+  gboolean step = first != NULL;
   g_autoptr(JsonObject) owned = message;
   g_autoptr(JsonObject) owned_first = first;
   PipeStream *ps;
@@ -276,7 +279,7 @@ static void
 pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
                    const int numbers[2], LastLine last_line)
 {
-  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE);
+  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1);
 }
 
 /* ---- run: stdout and stderr, then the command's result ---- */
@@ -327,7 +330,7 @@ sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd);
 }
 
 /* ---- export: the file's bytes, then the end ---- */

@@ -154,8 +154,3 @@ sandstep_tool_arg_number (const SandstepToolArgs *call, const char *name, const 
   *out = value;
   return TRUE;
 }
-
-/* ---- errors ---- */
-
-/* Only a path the model chose can be fixed by the model; anything else means
- * the sandbox is unusable (fail closed on kinds we do not know). */

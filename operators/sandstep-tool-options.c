@@ -4,22 +4,14 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 
-gboolean
-sandstep_tool_timeouts_check (const char *default_text, const char *max_text, GError **error)
+/* The two timeouts, parsed (or the defaults where @default_text or @max_text is NULL), in their order; a
+ * refusal names them as they were written. */
+static gboolean
+timeouts_in_order (const char *default_text, double default_s, const char *max_text, double max_s, GError **error)
 {
-  SandstepToolLimits defaults;
-  double default_s, max_s;
   g_autofree char *default_shown = NULL;
   g_autofree char *max_shown = NULL;
 
-  sandstep_tool_limits_init (&defaults);
-  default_s = defaults.default_timeout_s;
-  max_s = defaults.max_timeout_s;
-  /* Each value was checked by its kind already; a bad one is refused there. */
-  if (default_text != NULL && !sandstep_parse_seconds ("command-timeout", default_text, FALSE, &default_s, error))
-    return FALSE;
-  if (max_text != NULL && !sandstep_parse_seconds ("max-command-timeout", max_text, FALSE, &max_s, error))
-    return FALSE;
   if (default_s <= max_s)
     return TRUE;
   default_shown = default_text != NULL ? g_strdup (default_text) : g_strdup_printf ("%g, the default", default_s);
@@ -27,6 +19,29 @@ sandstep_tool_timeouts_check (const char *default_text, const char *max_text, GE
   return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                          "command-timeout (%s) must not exceed max-command-timeout (%s); lower command-timeout or "
                          "raise max-command-timeout", default_shown, max_shown);
+}
+
+/* Parses the two timeouts into @limits' (left as they are where a text is NULL), then checks their order. */
+static gboolean
+parse_timeouts (const char *default_text, const char *max_text, SandstepToolLimits *limits, GError **error)
+{
+  /* Each value was checked by its kind already; a bad one is refused there. */
+  if (default_text != NULL &&
+      !sandstep_parse_seconds ("command-timeout", default_text, FALSE, &limits->default_timeout_s, error))
+    return FALSE;
+  if (max_text != NULL &&
+      !sandstep_parse_seconds ("max-command-timeout", max_text, FALSE, &limits->max_timeout_s, error))
+    return FALSE;
+  return timeouts_in_order (default_text, limits->default_timeout_s, max_text, limits->max_timeout_s, error);
+}
+
+gboolean
+sandstep_tool_timeouts_check (const char *default_text, const char *max_text, GError **error)
+{
+  SandstepToolLimits limits;
+
+  sandstep_tool_limits_init (&limits);
+  return parse_timeouts (default_text, max_text, &limits, error);
 }
 
 gboolean
@@ -40,13 +55,7 @@ sandstep_tool_options_parse (SandstepInvocation *invocation, SandstepToolLimits 
   guint64 n;
 
   sandstep_tool_limits_init (limits);
-  if (!sandstep_tool_timeouts_check (default_text, max_text, error))
-    return FALSE;
-  if (default_text != NULL &&
-      !sandstep_parse_seconds ("command-timeout", default_text, FALSE, &limits->default_timeout_s, error))
-    return FALSE;
-  if (max_text != NULL &&
-      !sandstep_parse_seconds ("max-command-timeout", max_text, FALSE, &limits->max_timeout_s, error))
+  if (!parse_timeouts (default_text, max_text, limits, error))
     return FALSE;
   if (lines_text != NULL)
     {

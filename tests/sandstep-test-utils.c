@@ -1100,3 +1100,27 @@ sandstep_test_wait_for_process (const char *const *argv, gboolean present, doubl
       g_usleep (20 * 1000);
     }
 }
+
+JsonNode *
+sandstep_test_parse_json (const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  JsonNode *node = json_from_string (text, &error);
+
+  if (node == NULL)
+    g_test_message ("not JSON (%s): %s", error != NULL ? error->message : "empty", text);
+  g_assert_nonnull (node);
+  return node;
+}
+
+JsonObject *
+sandstep_test_mcp_call (JsonObject *report, guint i, const char *name)
+{
+  JsonArray *calls = json_object_get_array_member (report, "calls");
+  JsonObject *call;
+
+  g_assert_cmpuint (i, <, json_array_get_length (calls));
+  call = json_array_get_object_element (calls, i);
+  g_assert_cmpstr (json_object_get_string_member (call, "name"), ==, name);
+  return call;
+}

@@ -129,6 +129,12 @@ char *sandstep_test_provision (SandstepTestFixture *f, ...) G_GNUC_NULL_TERMINAT
 /* `sandstep run --handle=HANDLE -- COMMAND`, asserting exit 0; returns stdout. */
 char *sandstep_test_run_ok (SandstepTestFixture *f, const char *handle, const char *command);
 
+/* @text as JSON, asserting that it is; the test's log shows the text otherwise. */
+JsonNode *sandstep_test_parse_json (const char *text);
+
+/* Call @i of the report tests/mcp's clients print, asserting its tool is @name. */
+JsonObject *sandstep_test_mcp_call (JsonObject *report, guint i, const char *name);
+
 /* `sandstep describe --handle=HANDLE` as parsed JSON, asserting exit 0. */
 JsonObject *sandstep_test_describe (SandstepTestFixture *f, const char *handle);
 

@@ -57,22 +57,10 @@ fixture_teardown (Fixture *fx, gconstpointer data)
   sandstep_test_teardown (&fx->f, data);
 }
 
-static JsonNode *
-parse_json (const char *text)
-{
-  g_autoptr(GError) error = NULL;
-  JsonNode *node = json_from_string (text, &error);
-
-  if (node == NULL)
-    g_test_message ("not JSON (%s): %s", error->message, text);
-  g_assert_nonnull (node);
-  return node;
-}
-
 static JsonObject *
 parse_object (const char *text)
 {
-  g_autoptr(JsonNode) node = parse_json (text);
+  g_autoptr(JsonNode) node = sandstep_test_parse_json (text);
 
   g_assert_true (JSON_NODE_HOLDS_OBJECT (node));
   return json_object_ref (json_node_get_object (node));
@@ -556,18 +544,6 @@ test_http_raw (Fixture *fx, gconstpointer data)
   " {\"name\": \"read_file\", \"arguments\": {\"path\": \"no/such/file\"}},"                              \
   " {\"name\": \"no_such_tool\", \"arguments\": {}}]"
 
-static JsonObject *
-report_call (JsonObject *report, guint i, const char *name)
-{
-  JsonArray *calls = json_object_get_array_member (report, "calls");
-  JsonObject *call;
-
-  g_assert_cmpuint (i, <, json_array_get_length (calls));
-  call = json_array_get_object_element (calls, i);
-  g_assert_cmpstr (json_object_get_string_member (call, "name"), ==, name);
-  return call;
-}
-
 /* What the v2 client must see for SDK_CALLS in the 2026-07-28 era. */
 static void
 assert_v2_report (JsonObject *report)
@@ -581,24 +557,24 @@ assert_v2_report (JsonObject *report)
   sandstep_test_assert_contains (json_object_get_string_member (report, "instructions"), "sandbox");
   assert_tool_schemas (json_object_get_array_member (report, "tools"));
 
-  result = json_object_get_object_member (report_call (report, 0, "run_command"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 0, "run_command"), "result");
   structured = assert_structured (result, "sdk-out");
   g_assert_cmpstr (json_object_get_string_member (structured, "stdout"), ==, "sdk-out");
   g_assert_cmpstr (json_object_get_string_member (structured, "stderr"), ==, "***");
   g_assert_cmpint (json_object_get_int_member (structured, "exitCode"), ==, 0);
 
-  result = json_object_get_object_member (report_call (report, 1, "run_command"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 1, "run_command"), "result");
   structured = assert_structured (result, "[exit code: 139]");
   g_assert_cmpint (json_object_get_int_member (structured, "exitCode"), ==, 139);
   g_assert_cmpstr (json_object_get_string_member (structured, "ended"), ==, "signal");
   g_assert_cmpstr (json_object_get_string_member (structured, "signal"), ==, "SIGSEGV");
 
   /* A tool failure: isError, and no structuredContent. */
-  result = json_object_get_object_member (report_call (report, 2, "read_file"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 2, "read_file"), "result");
   g_assert_true (json_object_get_boolean_member (result, "isError"));
   g_assert_false (json_object_has_member (result, "structuredContent"));
 
-  error = json_object_get_object_member (report_call (report, 3, "no_such_tool"), "error");
+  error = json_object_get_object_member (sandstep_test_mcp_call (report, 3, "no_such_tool"), "error");
   g_assert_nonnull (error);
   sandstep_test_assert_contains (json_object_get_string_member (error, "message"), "no_such_tool");
 }
@@ -662,7 +638,7 @@ test_sdk_v1_structured (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (report, "protocolVersion"), ==, LEGACY);
   assert_tool_schemas (json_object_get_array_member (report, "tools"));
 
-  structured = assert_structured (json_object_get_object_member (report_call (report, 0, "run_command"), "result"),
+  structured = assert_structured (json_object_get_object_member (sandstep_test_mcp_call (report, 0, "run_command"), "result"),
                                   "[timed out after 1s]");
   g_assert_true (json_object_get_boolean_member (structured, "timedOut"));
   g_assert_true (json_object_get_null_member (structured, "exitCode"));
@@ -670,7 +646,7 @@ test_sdk_v1_structured (Fixture *fx, gconstpointer data)
   g_assert_cmpfloat (json_object_get_double_member (structured, "timeoutSeconds"), ==, 1);
   g_assert_false (json_object_get_boolean_member (structured, "outputTruncated"));
 
-  result = json_object_get_object_member (report_call (report, 1, "run_command"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 1, "run_command"), "result");
   structured = assert_structured (result, "[... 3001 lines (14.2KB) omitted ...]");
   g_assert_true (json_object_get_boolean_member (structured, "outputTruncated"));
   out = json_object_get_string_member (structured, "stdout");
@@ -685,7 +661,7 @@ test_sdk_v1_structured (Fixture *fx, gconstpointer data)
     g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (content, 0), "text"), ==, text);
   }
 
-  structured = assert_structured (json_object_get_object_member (report_call (report, 2, "run_command"), "result"),
+  structured = assert_structured (json_object_get_object_member (sandstep_test_mcp_call (report, 2, "run_command"), "result"),
                                   "[exit code: 7]");
   g_assert_cmpint (json_object_get_int_member (structured, "exitCode"), ==, 7);
   g_assert_cmpstr (json_object_get_string_member (structured, "stdout"), ==, "");
@@ -714,13 +690,13 @@ test_sdk_v1_python (Fixture *fx, gconstpointer data)
       return;
     }
   report = run_client (fx, args, env);
-  structured = assert_structured (json_object_get_object_member (report_call (report, 0, "run_python"), "result"),
+  structured = assert_structured (json_object_get_object_member (sandstep_test_mcp_call (report, 0, "run_python"), "result"),
                                   "[value]\n42");
   g_assert_cmpstr (json_object_get_string_member (structured, "stdout"), ==, "out");
   g_assert_cmpstr (json_object_get_string_member (structured, "value"), ==, "42");
   g_assert_true (json_object_get_null_member (structured, "error"));
   g_assert_false (json_object_get_boolean_member (structured, "restarted"));
-  structured = assert_structured (json_object_get_object_member (report_call (report, 1, "run_python"), "result"),
+  structured = assert_structured (json_object_get_object_member (sandstep_test_mcp_call (report, 1, "run_python"), "result"),
                                   "ZeroDivisionError");
   g_assert_true (json_object_get_null_member (structured, "value"));
   sandstep_test_assert_contains (json_object_get_string_member (structured, "error"), "ZeroDivisionError: division by zero");
@@ -767,7 +743,7 @@ run_conformance (Fixture *fx, HttpServer *server, const char *scenario, gboolean
 
       if (!g_file_get_contents (path, &text, NULL, NULL))
         continue;
-      checks = parse_json (text);
+      checks = sandstep_test_parse_json (text);
       for (guint i = 0; i < json_array_get_length (json_node_get_array (checks)); i++)
         g_string_append_printf (statuses, "%s%s", statuses->len > 0 ? " " : "",
                                 json_object_get_string_member (json_array_get_object_element (

@@ -59,19 +59,6 @@ fixture_teardown (Fixture *fx, gconstpointer data)
   sandstep_test_teardown (&fx->f, data);
 }
 
-static JsonNode *
-parse_json (const char *text)
-{
-  g_autoptr(GError) error = NULL;
-  JsonNode *node = json_from_string (text, &error);
-
-  if (node == NULL)
-    g_test_message ("not JSON: %s", text);
-  g_assert_no_error (error);
-  g_assert_nonnull (node);
-  return node;
-}
-
 /* ---- node and the SDK ---- */
 
 /* TRUE when node and the SDK are here; otherwise skips the case (or fails it
@@ -135,7 +122,7 @@ run_client (Fixture *fx, const char *const *client_args, const char *calls)
       g_assert_not_reached ();
     }
   g_test_message ("client.mjs stderr:\n%s", err);
-  report = parse_json (out);
+  report = sandstep_test_parse_json (out);
   g_assert_true (JSON_NODE_HOLDS_OBJECT (report));
   return json_object_ref (json_node_get_object (report));
 }
@@ -158,18 +145,6 @@ static gboolean
 result_is_error (JsonObject *result)
 {
   return json_object_get_boolean_member_with_default (result, "isError", FALSE);
-}
-
-static JsonObject *
-report_call (JsonObject *report, guint i, const char *name)
-{
-  JsonArray *calls = json_object_get_array_member (report, "calls");
-  JsonObject *call;
-
-  g_assert_cmpuint (i, <, json_array_get_length (calls));
-  call = json_array_get_object_element (calls, i);
-  g_assert_cmpstr (json_object_get_string_member (call, "name"), ==, name);
-  return call;
 }
 
 #define SDK_CALLS                                                                                          \
@@ -221,30 +196,30 @@ assert_sdk_report (JsonObject *report)
   g_assert_cmpstr (joined, ==, "list_directory,read_file,run_command,write_file");
 
   /* run_command echo */
-  result = json_object_get_object_member (report_call (report, 0, "run_command"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 0, "run_command"), "result");
   g_assert_false (result_is_error (result));
   sandstep_test_assert_contains (result_text (result), "hello-from-mcp");
 
   /* write_file, then read_file gives it back */
-  result = json_object_get_object_member (report_call (report, 1, "write_file"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 1, "write_file"), "result");
   g_assert_false (result_is_error (result));
-  result = json_object_get_object_member (report_call (report, 2, "read_file"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 2, "read_file"), "result");
   g_assert_false (result_is_error (result));
   sandstep_test_assert_contains (result_text (result), "alpha line");
   sandstep_test_assert_contains (result_text (result), "beta line");
 
   /* a tool failure the model can act on: a result with isError */
-  result = json_object_get_object_member (report_call (report, 3, "read_file"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 3, "read_file"), "result");
   g_assert_true (result_is_error (result));
   sandstep_test_assert_contains (result_text (result), "no/such/file.txt");
 
   /* the file is in the sandbox, where commands see it */
-  result = json_object_get_object_member (report_call (report, 4, "run_command"), "result");
+  result = json_object_get_object_member (sandstep_test_mcp_call (report, 4, "run_command"), "result");
   g_assert_false (result_is_error (result));
   sandstep_test_assert_contains (result_text (result), "beta line");
 
   /* an unknown tool: JSON-RPC -32602 */
-  call = report_call (report, 5, "no_such_tool");
+  call = sandstep_test_mcp_call (report, 5, "no_such_tool");
   g_assert_false (json_object_has_member (call, "result"));
   error = json_object_get_object_member (call, "error");
   g_assert_cmpint (json_object_get_int_member (error, "code"), ==, -32602);
@@ -442,7 +417,7 @@ stdio_call (StdioServer *server, const char *request)
   if (line == NULL)
     g_test_message ("no reply to %s", request);
   g_assert_nonnull (line);
-  reply = parse_json (line);
+  reply = sandstep_test_parse_json (line);
   g_assert_true (JSON_NODE_HOLDS_OBJECT (reply));
   g_assert_cmpstr (json_object_get_string_member (json_node_get_object (reply), "jsonrpc"), ==, "2.0");
   return json_object_ref (json_node_get_object (reply));
@@ -606,7 +581,7 @@ test_stdio_ping_while_running (Fixture *fx, gconstpointer data)
   g_output_stream_close (server->in, NULL, NULL);
   line = stdio_server_read_line (server, LINE_TIMEOUT_S);
   g_assert_nonnull (line);
-  last = parse_json (line);
+  last = sandstep_test_parse_json (line);
   g_assert_cmpint (json_object_get_int_member (json_node_get_object (last), "id"), ==, 2);
   sandstep_test_assert_contains (result_text (json_object_get_object_member (json_node_get_object (last), "result")),
                                  "slow-done");
@@ -750,7 +725,7 @@ http_post (const char *url, const char *extra_headers, const char *body)
 static JsonObject *
 http_json (HttpReply *reply)
 {
-  g_autoptr(JsonNode) node = parse_json (reply->body);
+  g_autoptr(JsonNode) node = sandstep_test_parse_json (reply->body);
   g_autofree char *type = http_header (reply, "Content-Type");
 
   g_assert_cmpstr (type, ==, "application/json");

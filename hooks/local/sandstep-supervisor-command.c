@@ -316,7 +316,8 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
 {
   Request request = { 0 };
   g_autoptr(GError) error = NULL;
-  Command *command;
+  Command *command = NULL;
+  SandstepRunKind answer = SANDSTEP_RUN_FALLBACK;   /* what a caller sent away hears; 0: nothing */
   const char *owner, *holder;
   double timeout_s = 0, wait_s, remaining;
   gboolean have_timeout;
@@ -325,7 +326,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
   if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 4 ||
       !is_pipe (request.fds[3]))
-    goto fallback;
+    goto drop;
   /* Anything the ordinary path would judge, it judges, word for word. */
   owner = request.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.field[SANDSTEP_RUN_FIELD_OWNER] : s->default_owner;
   holder = request.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.field[SANDSTEP_RUN_FIELD_HOLDER] : s->default_holder;
@@ -335,7 +336,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
       (request.field[SANDSTEP_RUN_FIELD_WAIT][0] && !parse_seconds (request.field[SANDSTEP_RUN_FIELD_WAIT], TRUE,
                                                                      &wait_s)) ||
       (have_timeout && !parse_seconds (request.field[SANDSTEP_RUN_FIELD_TIMEOUT], FALSE, &timeout_s)))
-    goto fallback;
+    goto drop;
 
   command = g_new0 (Command, 1);
   command->conn = conn;
@@ -343,18 +344,12 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   if (strcmp (request.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
     {
       if (request.n_fds < 5 || !caller_holds_claim (s, request.fds[4]))
-        {
-          g_free (command);
-          goto fallback;
-        }
+        goto drop;
       command->caller_claim = request.fds[4];
       request.n_fds = 4;
     }
   else if (!take_claim (s, holder))
-    {
-      g_free (command);
-      goto fallback;
-    }
+    goto drop;
   else
     {
       command->own_claim = TRUE;
@@ -363,9 +358,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
           !sandstep_step_scan (request.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
         {
           command->step.pid = 0;
-          release_claim (s, command);
-          g_free (command);
-          goto fallback;
+          goto drop;
         }
       command->holder = g_strdup (holder);
       if (command->step.pid > 0 && !command->step.ends &&
@@ -375,14 +368,9 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
 
   if (!sandstep_supervisor_sandbox_current (s) && !sandstep_supervisor_build_sandbox (s, &error))
     {
-      release_claim (s, command);
-      g_free (command->holder);
-      g_free (command);
-      reply_text (conn, SANDSTEP_RUN_ERROR, error->message);
-      close (conn);
-      request_clear (&request);
+      answer = SANDSTEP_RUN_ERROR;
       s->stale = TRUE;
-      return;
+      goto drop;
     }
 
   /* The command's budget never outlives the sandbox. */
@@ -397,12 +385,8 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   if (poll (&(struct pollfd) { .fd = request.fds[3], .events = POLLOUT }, 1, 0) != 1 ||
       write (request.fds[3], "s", 1) != 1)
     {
-      release_claim (s, command);
-      g_free (command->holder);
-      g_free (command);
-      close (conn);
-      request_clear (&request);
-      return;
+      answer = 0;
+      goto drop;
     }
   s->current = command;
   memcpy (stdio, request.fds, sizeof stdio);
@@ -415,8 +399,18 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   request_clear (&request);
   return;
 
-fallback:
-  reply (conn, SANDSTEP_RUN_FALLBACK);
+drop:
+  /* Nothing ran: whatever claim was taken goes, and the caller hears why, unless it is gone. */
+  if (command != NULL)
+    {
+      release_claim (s, command);
+      g_free (command->holder);
+      g_free (command);
+    }
+  if (answer == SANDSTEP_RUN_ERROR)
+    reply_text (conn, answer, error->message);
+  else if (answer != 0)
+    reply (conn, answer);
   close (conn);
   request_clear (&request);
 }

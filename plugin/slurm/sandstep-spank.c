@@ -428,8 +428,6 @@ check_options (spank_t sp)
    * ends with it: its sandbox can go in the step's exit. */
   if (spank_context () == S_CTX_LOCAL && state.provision != NULL && g_getenv ("SLURM_JOB_ID") == NULL)
     g_setenv (OWN_JOB_VARIABLE, "1", TRUE);  /* srun's environment becomes the job's */
-  else
-    g_unsetenv (OWN_JOB_VARIABLE);
   return 0;
 }
 
