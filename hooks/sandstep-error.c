@@ -84,6 +84,7 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT,     504, "timeout",        "give the command a larger budget" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_KILLED,          SANDSTEP_EXIT_INTERNAL,    500, "jail-killed",    "run the step again" },
   { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_FAILED,          SANDSTEP_EXIT_INTERNAL,    500, "jail",           HINT_LOG },
+  { sandstep_jail_error_quark,      SANDSTEP_JAIL_ERROR_STALE_PLAN,      SANDSTEP_EXIT_INTERNAL,    500, "jail",           "run the step again" },
   { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_ESCAPES,         SANDSTEP_EXIT_PATH,        400, "path-escapes",   "give a path under /workspace or /tmp" },
   { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_NOT_FOUND,       SANDSTEP_EXIT_PATH,        404, "path-not-found", "list the directory to see what is there" },
   { sandstep_path_error_quark,      SANDSTEP_PATH_ERROR_IS_DIRECTORY,    SANDSTEP_EXIT_PATH,        422, "is-directory",   "name a file, or list the directory" },

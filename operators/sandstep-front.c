@@ -1,12 +1,12 @@
 /* sandstep-front.c: the `sandstep` command.
  *
  * Linked statically and free of libraries, so that it starts in about a
- * millisecond.  For `sandstep run` on a live local sandbox (one whose
- * supervisor runs: hooks/local/sandstep-supervisor.h), it hands the command
- * to the supervisor and exits with its status: no GLib, no JSON.
- * Everything else, and every run the supervisor sends back unrun, it execs
- * sandstep-core with the same arguments, which does the work (starting the
- * supervisor when none runs) and says what goes wrong.
+ * millisecond.  For `sandstep run` on a local sandbox it hands the command
+ * to the sandbox's supervisor (hooks/local/sandstep-supervisor.h), starting
+ * one with the plan the helper keeps when none runs (sandstep-front-start.h),
+ * and exits with its status: no GLib, no JSON.  Everything else, and every
+ * run the supervisor sends back unrun, it execs sandstep-core with the same
+ * arguments, which does the work and says what goes wrong.
  *
  * It only takes the plain shapes of `run` it can read with certainty; any
  * other option, a value it would have to judge, a remote handle: the core.
@@ -23,6 +23,7 @@
 
 #include "sandstep-cgroup-warm.h"
 #include "sandstep-exit.h"
+#include "sandstep-front-start.h"
 #include "sandstep-front-remote.h"
 #include "sandstep-handle-libc.h"
 #include "sandstep-owner-libc.h"
@@ -44,33 +45,59 @@ typedef struct {
   char owner[1024];             /* derived from SANDSTEP_RUN */
 } Request;
 
-static __attribute__ ((noreturn)) void
-exec_core (char **argv)
+/* The @i-th place a program of ours may be (0, 1, ...): beside this one in a build tree, in the libexecdir
+ * of its own prefix once installed, in the compiled-in libexecdir; 0 past the last. */
+static int
+own_program (int i, const char *name, char *out, size_t size)
 {
   char self[PATH_MAX];
-  char core[PATH_MAX + 32];
   ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
-  char *slash;
+  char *slash = NULL;
 
   if (n > 0)
     {
       self[n] = '\0';
       slash = strrchr (self, '/');
-      if (slash != NULL)
-        {
-          *slash = '\0';
-          /* Beside it in a build tree; in the libexecdir of its own prefix once installed. */
-          snprintf (core, sizeof core, "%s/sandstep-core", self);
-          execv (core, argv);
-          if (sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, "sandstep-core", core,
-                                 sizeof core))
-            execv (core, argv);
-        }
     }
-  execv (SANDSTEP_LIBEXECDIR "/sandstep-core", argv);
-  fprintf (stderr, "sandstep: cannot run sandstep-core, beside '%s' or in '%s': %s; reinstall sandstep\n",
-           n > 0 ? self : "sandstep", SANDSTEP_LIBEXECDIR, strerror (errno));
+  if (slash != NULL)
+    *slash = '\0';
+  if (i == 0)
+    return slash != NULL && snprintf (out, size, "%s/%s", self, name) < (int) size;
+  if (i == 1 && slash != NULL && sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, out,
+                                                    size))
+    return 1;
+  /* Not installed under a prefix: the same path twice at worst. */
+  return i <= 2 && snprintf (out, size, "%s/%s", SANDSTEP_LIBEXECDIR, name) < (int) size;
+}
+
+static __attribute__ ((noreturn)) void
+exec_core (char **argv)
+{
+  char core[PATH_MAX + 32];
+
+  for (int i = 0; own_program (i, "sandstep-core", core, sizeof core); i++)
+    execv (core, argv);
+  fprintf (stderr, "sandstep: cannot run sandstep-core, beside this program or in '%s': %s; reinstall sandstep\n",
+           SANDSTEP_LIBEXECDIR, strerror (errno));
   exit (SANDSTEP_EXIT_INTERNAL);
+}
+
+/* A live supervisor for the sandbox in @dir_fd, started with its kept plan if none runs: 1 with *@sock
+ * connected to it, 0 when the helper is to start one (or say why it cannot). */
+static int
+connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock)
+{
+  char program[PATH_MAX + 32];
+
+  if ((*sock = sandstep_run_connect (dir_fd)) >= 0)
+    return 1;
+  /* The supervisor's first cgroup move waits for the kernel: let that wait start now. */
+  sandstep_cgroup_warm_up_detached ();
+  for (int i = 0; own_program (i, "sandstep-supervise", program, sizeof program); i++)
+    if (access (program, X_OK) == 0)
+      return sandstep_front_start_supervisor (program, state, dir_fd, handle) &&
+             (*sock = sandstep_run_connect (dir_fd)) >= 0;
+  return 0;
 }
 
 /* The arguments after "run", when they have a shape this program reads
@@ -192,26 +219,28 @@ parse_run (int argc, char **argv, Request *request)
   return 1;
 }
 
-/* The sandbox's directory, as sandstep_store_default_dir() finds the state. */
+/* The state directory, absolute, as sandstep_store_default_dir() finds it. */
 static int
-sandbox_dir (const char *handle, char *out, size_t size)
+state_dir (char *out, size_t size)
 {
   const char *state = getenv ("SANDSTEP_STATE_DIR");
   const char *xdg = getenv ("XDG_STATE_HOME");
   const char *home = getenv ("HOME");
+  char given[PATH_MAX];
   int n;
 
   if (state != NULL && state[0] != '\0')
-    n = snprintf (out, size, "%s/sandboxes/%s", state, handle);
+    n = snprintf (given, sizeof given, "%s", state);
   else if (getuid () == 0)
-    n = snprintf (out, size, "/var/lib/sandstep/sandboxes/%s", handle);
+    n = snprintf (given, sizeof given, "/var/lib/sandstep");
   else if (xdg != NULL && xdg[0] != '\0')
-    n = snprintf (out, size, "%s/sandstep/sandboxes/%s", xdg, handle);
+    n = snprintf (given, sizeof given, "%s/sandstep", xdg);
   else if (home != NULL && home[0] == '/')
-    n = snprintf (out, size, "%s/.local/state/sandstep/sandboxes/%s", home, handle);
+    n = snprintf (given, sizeof given, "%s/.local/state/sandstep", home);
   else
     return 0;
-  return n > 0 && (size_t) n < size;
+  /* The supervisor lives in /: a relative path would name another directory there. */
+  return n > 0 && (size_t) n < sizeof given && size >= PATH_MAX && realpath (given, out) != NULL;
 }
 
 static void
@@ -249,7 +278,7 @@ main (int argc, char **argv)
   const char *backend = getenv (SANDSTEP_BACKEND_ENV);
   SandstepRunCall call = { .stdio = { 0, 1, 2 }, .claim_fd = -1, .cancel_fd = -1, .on_notice = print_notice };
   SandstepRunCallResult result;
-  char dir[PATH_MAX];
+  char state[PATH_MAX], dir[PATH_MAX + 128];
   int dir_fd, sock;
 
   if (argc < 3 || strcmp (argv[1], "run") != 0 || !parse_run (argc - 2, argv + 2, &request))
@@ -280,16 +309,13 @@ main (int argc, char **argv)
         return status;
       exec_core (argv);
     }
-  if (!sandbox_dir (request.handle, dir, sizeof dir) || (dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+  if (!state_dir (state, sizeof state) ||
+      snprintf (dir, sizeof dir, "%s/sandboxes/%s", state, request.handle) >= (int) sizeof dir ||
+      (dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     exec_core (argv);
-  sock = sandstep_run_connect (dir_fd);
+  if (!connect_supervisor (state, dir_fd, request.handle, &sock))
+    exec_core (argv);
   close (dir_fd);
-  if (sock < 0)
-    {
-      /* The core starts a supervisor: let the kernel's wait before its first cgroup move start now. */
-      sandstep_cgroup_warm_up_detached ();
-      exec_core (argv);
-    }
   memcpy (call.field, request.value, sizeof call.field);
   call.env = passthrough_environment ();
   sandstep_run_call (sock, &call, &result);

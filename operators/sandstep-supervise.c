@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-supervisor.h"
@@ -24,7 +26,8 @@ main (int argc, char **argv)
       fprintf (stderr, "usage: sandstep --supervisor HANDLE (started by 'sandstep run', not by hand)\n");
       return SANDSTEP_EXIT_USAGE;
     }
-  /* Started by sandstep_supervisor_connect() only: the store, the lock, the plan and the ready pipe come as fds. */
+  /* Started by a sandbox's first command only (sandstep-supervisor-start.h): the store, the lock, the plan and
+   * the ready pipe come as fds. */
   for (int fd = SANDSTEP_SUPERVISOR_STORE_FD; fd <= SANDSTEP_SUPERVISOR_READY_FD; fd++)
     if (fstat (fd, &st) < 0 || fcntl (fd, F_SETFD, FD_CLOEXEC) < 0)
       {
@@ -32,5 +35,9 @@ main (int argc, char **argv)
                          "sandbox's plan; run a command in the sandbox instead\n");
         return SANDSTEP_EXIT_USAGE;
       }
+  /* Nothing else of its starter's: a make's jobserver pipe held for the sandbox's life would hang the make. */
+  if (syscall (SYS_close_range, SANDSTEP_SUPERVISOR_READY_FD + 1, ~0U, 0) < 0)
+    for (int fd = SANDSTEP_SUPERVISOR_READY_FD + 1; fd < 1024; fd++)
+      close (fd);
   return sandstep_supervisor_main (argv[2]);
 }

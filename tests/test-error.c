@@ -39,6 +39,7 @@ static const Code codes[] = {
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_TIMEOUT,         SANDSTEP_EXIT_TIMEOUT },
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_KILLED,          SANDSTEP_EXIT_INTERNAL },
   { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_FAILED,          SANDSTEP_EXIT_INTERNAL },
+  { sandstep_jail_error_quark,    SANDSTEP_JAIL_ERROR_STALE_PLAN,      SANDSTEP_EXIT_INTERNAL },
   { sandstep_path_error_quark,    SANDSTEP_PATH_ERROR_ESCAPES,         SANDSTEP_EXIT_PATH },
   { sandstep_path_error_quark,    SANDSTEP_PATH_ERROR_NOT_FOUND,       SANDSTEP_EXIT_PATH },
   { sandstep_path_error_quark,    SANDSTEP_PATH_ERROR_IS_DIRECTORY,    SANDSTEP_EXIT_PATH },

@@ -1,10 +1,10 @@
 /* test-supervisor.c: a live sandbox's supervisor, through the real `sandstep`.
  *
- * The first `sandstep run` of a sandbox starts its supervisor (through the
- * helper, which holds the claim itself); the runs after it go from the
- * static front straight to the supervisor, which claims the sandbox for
- * them and writes its own pid into the claim: that is how these cases know
- * which path a run took.  Whatever the path, a run must behave the same:
+ * The first `sandstep run` of a sandbox starts its supervisor: from the
+ * static front with the plan the helper kept at provision, or through the
+ * helper, which then holds the claim itself.  On the front's way the
+ * supervisor claims the sandbox for each command and writes its own pid
+ * into the claim: that is how these cases know which path a run took.  Whatever the path, a run must behave the same:
  * streams, status, timeout, refusals.
  */
 #include <errno.h>
@@ -24,6 +24,7 @@
 
 #include "sandstep-host-files.h"
 #include "sandstep-run-wire.h"
+#include "sandstep-supervisor-start.h"
 #include "sandstep-store.h"
 #include "sandstep-test-utils.h"
 
@@ -142,6 +143,85 @@ wait_claim_free (Fixture *f, const char *handle, double seconds)
     }
   while (g_get_monotonic_time () < until);
   return FALSE;
+}
+
+/* Ends @handle's supervisor @pid and waits until its lock is free, as after an idle end. */
+static void
+end_supervisor (Fixture *f, const char *handle, int pid)
+{
+  g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
+  int lock;
+
+  g_assert_cmpint (kill (pid, SIGTERM), ==, 0);
+  for (int i = 0; i < 500 && process_alive (pid); i++)
+    g_usleep (10 * 1000);
+  g_assert_false (process_alive (pid));
+  lock = open (lock_path, O_RDWR | O_CLOEXEC);
+  g_assert_cmpint (lock, >=, 0);
+  g_assert_cmpint (flock (lock, LOCK_EX | LOCK_NB), ==, 0);
+  close (lock);
+}
+
+static ino_t
+inode_of (const char *path)
+{
+  struct stat st;
+
+  g_assert_cmpint (stat (path, &st), ==, 0);
+  return st.st_ino;
+}
+
+static void
+test_first_from_kept_plan (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *plan = sandbox_file (f, handle, SANDSTEP_PLAN_FILE);
+  g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
+  g_autofree char *record = sandbox_file (f, handle, "record.json");
+  const char *count = "echo x >> runs; wc -l < runs";
+  g_autofree char *out = NULL;
+  ino_t kept;
+  int supervisor;
+
+  g_test_summary ("provision keeps the sandbox's compiled plan; its first command starts the supervisor from the "
+                  "front with it (the supervisor, not the helper, claims the sandbox for it); a kept plan whose "
+                  "host files changed since, or a damaged one, is refused and the helper compiles and keeps a new "
+                  "one; the command runs exactly once either way");
+  g_assert_true (g_file_test (plan, G_FILE_TEST_IS_REGULAR));
+  out = sandstep_test_run_ok (f, handle, count);
+  g_assert_cmpstr (out, ==, "1\n");
+  supervisor = pid_in_file (lock_path, NULL);
+  g_assert_true (process_alive (supervisor));
+  g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+
+  /* An input changed (its change time is part of its identity): the helper's way, and a new plan kept. */
+  end_supervisor (f, handle, supervisor);
+  kept = inode_of (plan);
+  g_assert_cmpint (chmod (record, 0600), ==, 0);
+  g_free (out);
+  out = sandstep_test_run_ok (f, handle, count);
+  g_assert_cmpstr (out, ==, "2\n");
+  supervisor = pid_in_file (lock_path, NULL);
+  g_assert_true (process_alive (supervisor));
+  g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+  g_assert_cmpuint (inode_of (plan), !=, kept);
+
+  /* Damaged: the same. */
+  end_supervisor (f, handle, supervisor);
+  g_assert_true (g_file_set_contents (plan, "not a plan", -1, NULL));
+  g_free (out);
+  out = sandstep_test_run_ok (f, handle, count);
+  g_assert_cmpstr (out, ==, "3\n");
+  supervisor = pid_in_file (lock_path, NULL);
+  g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+
+  /* And the plan the helper kept serves the next first command. */
+  end_supervisor (f, handle, supervisor);
+  g_free (out);
+  out = sandstep_test_run_ok (f, handle, count);
+  g_assert_cmpstr (out, ==, "4\n");
+  supervisor = pid_in_file (lock_path, NULL);
+  g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
 }
 
 static void
@@ -1184,6 +1264,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/supervisor/serves-runs", test_serves_runs);
+  ADD ("/supervisor/first-from-kept-plan", test_first_from_kept_plan);
   ADD ("/supervisor/timeout", test_timeout);
   ADD ("/supervisor/limits", test_limits);
   ADD ("/supervisor/refusals-match", test_refusals_match);

@@ -31,6 +31,7 @@ copy_entry (const SandstepEtcSink *sink, const char *name, GHashTable *made, gpo
   g_autofree char *parent = g_path_get_dirname (name);
   struct stat st;
 
+  sink->input (host, user_data);
   if (lstat (host, &st) < 0)
     return;
   if (strcmp (parent, ".") != 0 && !g_hash_table_contains (made, parent))

@@ -24,6 +24,8 @@ typedef struct {
   void (*symlink) (const char *name, const char *target, gpointer user_data);
   /* A host path to bind live at the same place. */
   void (*live) (const char *host_path, gboolean is_dir, gpointer user_data);
+  /* Each host path, just before it is looked at: what the result was made from. */
+  void (*input) (const char *host_path, gpointer user_data);
 } SandstepEtcSink;
 
 /* resolv.conf comes only with @open_network: elsewhere DNS is meant to fail. */

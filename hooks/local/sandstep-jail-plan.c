@@ -20,6 +20,7 @@
 #include "sandstep-etc.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-limits.h"
+#include "sandstep-plan-inputs.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
@@ -122,6 +123,7 @@ add_tree (SandstepJail *jail, const char *host_path, const char *target, GError 
 
 typedef struct {
   SandstepJail *jail;
+  GVariantBuilder *inputs;
   GError **error;
   gboolean ok;
 } EtcSink;
@@ -164,13 +166,26 @@ etc_live (const char *host_path, gboolean is_dir, gpointer data)
     sink->ok = add_bind (sink->jail, host_path, FALSE, host_path, HOST_BIND_ATTRS, is_dir, sink->error);
 }
 
+static void
+add_input (GVariantBuilder *inputs, const char *host_path, gboolean follow)
+{
+  if (inputs != NULL)
+    sandstep_plan_inputs_add (inputs, host_path, follow);
+}
+
+static void
+etc_input (const char *host_path, gpointer data)
+{
+  add_input (((EtcSink *) data)->inputs, host_path, FALSE);
+}
+
 /* The sandbox's own /etc in its root (read-only with the root), with the
  * host directories it lists bound live on top. */
 static gboolean
-add_etc (SandstepJail *jail, gboolean open_network, GError **error)
+add_etc (SandstepJail *jail, gboolean open_network, GVariantBuilder *inputs, GError **error)
 {
-  static const SandstepEtcSink sink_funcs = { etc_file, etc_directory, etc_symlink, etc_live };
-  EtcSink sink = { jail, error, TRUE };
+  static const SandstepEtcSink sink_funcs = { etc_file, etc_directory, etc_symlink, etc_live, etc_input };
+  EtcSink sink = { jail, inputs, error, TRUE };
 
   add_op (jail, JAIL_OP_MKDIR, "/etc", NULL, 0755, NULL, "create /etc");
   sandstep_etc_build (open_network, &sink_funcs, &sink);
@@ -208,7 +223,7 @@ add_dev (SandstepJail *jail)
 /* The top-level links of a merged-/usr system (/bin -> usr/bin); where the
  * host has a real directory instead, it is bound read-only. */
 static gboolean
-add_usr (SandstepJail *jail, GError **error)
+add_usr (SandstepJail *jail, GVariantBuilder *inputs, GError **error)
 {
   static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
 
@@ -217,6 +232,7 @@ add_usr (SandstepJail *jail, GError **error)
   for (gsize i = 0; i < G_N_ELEMENTS (tops); i++)
     {
       struct stat st;
+      add_input (inputs, tops[i], FALSE);
       if (lstat (tops[i], &st) < 0)
         continue;
       if (S_ISLNK (st.st_mode))
@@ -370,8 +386,8 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   set_rlimits (jail, config);
 
   add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the tmpfs root");
-  if (!add_usr (jail, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
-      !add_tree (jail, config->tmp, "/tmp", error) || !add_etc (jail, jail->open_net, error))
+  if (!add_usr (jail, config->inputs, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
+      !add_tree (jail, config->tmp, "/tmp", error) || !add_etc (jail, jail->open_net, config->inputs, error))
     return NULL;
   add_dev (jail);
 
@@ -383,6 +399,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
       g_autofree char *target = g_strconcat ("/data/", mount->name, NULL);
       struct stat st;
 
+      add_input (config->inputs, mount->host_path, TRUE);
       if (stat (mount->host_path, &st) < 0)
         {
           sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,

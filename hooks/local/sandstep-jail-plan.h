@@ -21,6 +21,7 @@ typedef struct {
   guint32 outer_uid;         /* the host uid and gid of the sandbox's uid 0 */
   guint32 outer_gid;
   gboolean idmap;            /* show the trees through idmapped mounts (needs root) */
+  GVariantBuilder *inputs;   /* if not NULL, gets each host file read (sandstep-plan-inputs.h) */
 } SandstepJailConfig;
 
 /* Compiles a jail: paths checked, host files read.  The helper side. */

@@ -341,7 +341,7 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
 
 /* Writes @contents to @name in @dir_fd through a temporary sibling and a rename. */
 static gboolean
-replace_file_at (int dir_fd, const char *dir_path, const char *name, const char *contents, gsize len, mode_t mode,
+replace_file_at (int dir_fd, const char *dir_path, const char *name, const void *contents, gsize len, mode_t mode,
                  GError **error)
 {
   g_autofree char *tmp = g_strdup_printf (".%s.%08x", name, g_random_int ());
@@ -386,6 +386,21 @@ sandstep_store_save (SandstepStore *store, const SandstepRecord *record, GError 
     return FALSE;
   ok = replace_file_at (fd, dir, "record.json", text, strlen (text), 0600, error) &&
        write_lifetime (fd, dir, record, error);
+  close (fd);
+  return ok;
+}
+
+gboolean
+sandstep_store_write_member (SandstepStore *store, const char *handle, const char *name, const void *data,
+                             gsize len, GError **error)
+{
+  g_autofree char *dir = sandstep_store_sandbox_path (store, handle, NULL);
+  int fd = open_sandbox_dir (store, handle, error);
+  gboolean ok;
+
+  if (fd < 0)
+    return FALSE;
+  ok = replace_file_at (fd, dir, name, data, len, 0600, error);
   close (fd);
   return ok;
 }

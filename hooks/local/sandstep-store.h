@@ -68,6 +68,10 @@ char *sandstep_store_sandbox_path (SandstepStore *store, const char *handle, con
 SandstepRecord *sandstep_store_load (SandstepStore *store, const char *handle, GError **error);
 gboolean sandstep_store_save (SandstepStore *store, const SandstepRecord *record, GError **error);
 
+/* Writes @name, a file of @handle's own beside its record (0600), whole or not at all. */
+gboolean sandstep_store_write_member (SandstepStore *store, const char *handle, const char *name, const void *data,
+                                      gsize len, GError **error);
+
 /* Creates the sandbox's directory, tree and record for a new handle. */
 gboolean sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **error);
 

@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -22,6 +21,7 @@
 #include "sandstep-error.h"
 #include "sandstep-jail-plan.h"
 #include "sandstep-limits.h"
+#include "sandstep-plan-inputs.h"
 #include "sandstep-run-client.h"
 #include "sandstep-supervisor.h"
 
@@ -58,26 +58,6 @@ sandstep_program_path (const char *name)
   return g_build_filename (SANDSTEP_LIBEXECDIR, name, NULL);
 }
 
-/* What the supervisor and its helpers (pasta, the egress proxy) run with:
- * nothing of the caller's environment but the state directory and the
- * test hooks (SANDSTEP_TEST_*, documented in the README). */
-static char **
-helper_environment (const char *state_dir)
-{
-  char **env = g_environ_setenv (NULL, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", TRUE);
-  g_auto(GStrv) own = g_get_environ ();
-
-  env = g_environ_setenv (env, "SANDSTEP_STATE_DIR", state_dir, TRUE);
-  for (char **e = own; *e; e++)
-    if (g_str_has_prefix (*e, "SANDSTEP_TEST_"))
-      {
-        const char *eq = strchr (*e, '=');
-        g_autofree char *name = g_strndup (*e, eq - *e);
-        env = g_environ_setenv (env, name, eq + 1, TRUE);
-      }
-  return env;
-}
-
 static char *
 default_identity (const char *suffix)
 {
@@ -87,21 +67,25 @@ default_identity (const char *suffix)
   return g_strdup_printf ("%s@%s%s", user, g_get_host_name (), suffix);
 }
 
+/* @record's plan, with the host files it was compiled from (sandstep-plan-inputs.h). */
 static GVariant *
-build_plan (SandstepStore *store, const SandstepRecord *record, char **env, GError **error)
+build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
 {
   g_autofree char *workspace = sandstep_store_sandbox_path (store, record->handle, "tree/workspace");
   g_autofree char *tmp = sandstep_store_sandbox_path (store, record->handle, "tree/tmp");
+  g_autofree char *record_path = sandstep_store_sandbox_path (store, record->handle, "record.json");
   g_autofree char *default_owner = default_identity ("");
   g_autofree char *default_holder = default_identity ("/cli");
   g_autofree char *pasta = g_find_program_in_path ("pasta");
   gboolean as_root = geteuid () == 0;
   SandstepLimits limits = sandstep_limits_resolve (&record->spec->limits);
+  g_auto(GVariantBuilder) inputs = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_PLAN_INPUTS_TYPE));
   SandstepJailConfig config = {
     .workspace = workspace, .tmp = tmp, .spec = record->spec,
     .memory_by_rlimit = sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE,
     .outer_uid = as_root ? record->uid : getuid (), .outer_gid = as_root ? record->gid : getgid (),
     .idmap = as_root && record->uid != 0,
+    .inputs = &inputs,
   };
   g_autoptr(SandstepJail) jail = NULL;
   g_auto(GVariantBuilder) plan = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
@@ -113,9 +97,15 @@ build_plan (SandstepStore *store, const SandstepRecord *record, char **env, GErr
                       "Debian package passt, or provision with --network=none or --allow=HOST");
       return NULL;
     }
+  sandstep_plan_inputs_add (&inputs, record_path, FALSE);
+  if (pasta != NULL)
+    sandstep_plan_inputs_add (&inputs, pasta, TRUE);
   jail = sandstep_jail_new (&config, error);
   if (jail == NULL)
     return NULL;
+  g_variant_builder_add (&plan, "{sv}", "format", g_variant_new_uint32 (SANDSTEP_PLAN_FORMAT));
+  g_variant_builder_add (&plan, "{sv}", "host", g_variant_new_bytestring (g_get_host_name ()));
+  g_variant_builder_add (&plan, "{sv}", "inputs", g_variant_builder_end (&inputs));
   g_variant_builder_add (&plan, "{sv}", "owner", g_variant_new_bytestring (record->owner));
   g_variant_builder_add (&plan, "{sv}", "default-owner", g_variant_new_bytestring (default_owner));
   g_variant_builder_add (&plan, "{sv}", "default-holder", g_variant_new_bytestring (default_holder));
@@ -124,9 +114,33 @@ build_plan (SandstepStore *store, const SandstepRecord *record, char **env, GErr
   g_variant_builder_add (&plan, "{sv}", "limits",
                          g_variant_new ("(txxt)", limits.memory, limits.pids, limits.cpu_time_s, limits.disk));
   g_variant_builder_add (&plan, "{sv}", "pasta", g_variant_new_bytestring (pasta != NULL ? pasta : ""));
-  g_variant_builder_add (&plan, "{sv}", "helper-env", g_variant_new_bytestring_array ((const char *const *) env, -1));
   g_variant_builder_add (&plan, "{sv}", "jail", sandstep_jail_to_variant (jail));
   return g_variant_ref_sink (g_variant_builder_end (&plan));
+}
+
+/* Kept beside the record, for the front to start a supervisor with; a first command without it takes the
+ * helper's way, which keeps one. */
+static void
+keep_plan (SandstepStore *store, const char *handle, GVariant *plan)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!sandstep_store_write_member (store, handle, SANDSTEP_PLAN_FILE, g_variant_get_data (plan),
+                                    g_variant_get_size (plan), &error))
+    g_debug ("Could not keep the plan of sandbox '%s': %s", handle, error->message);
+}
+
+void
+sandstep_supervisor_keep_plan (SandstepStore *store, const SandstepRecord *record)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) plan = build_plan (store, record, &error);
+
+  /* A spec the plan cannot be made for fails its first command, through the helper, which says why. */
+  if (plan == NULL)
+    g_debug ("No plan kept for sandbox '%s': %s", record->handle, error->message);
+  else
+    keep_plan (store, record->handle, plan);
 }
 
 /* The plan in a sealed memfd: the supervisor reads exactly what was written. */
@@ -180,6 +194,8 @@ await_ready (int fd, const char *handle, gboolean *out_vanished, GError **error)
       {
         g_set_error_literal (error, g_quark_from_string (parts[0]), (int) g_ascii_strtoll (parts[1], NULL, 10),
                              parts[2]);
+        /* A host file changed between the plan's making and its reading: a new one is made. */
+        *out_vanished = g_error_matches (*error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN);
         return FALSE;
       }
   }
@@ -194,63 +210,27 @@ static gboolean
 start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, gboolean *out_vanished,
                   GError **error)
 {
-  char *argv[] = { (char *) "sandstep", (char *) "--supervisor", record->handle, NULL };
   g_autofree char *program = sandstep_program_path ("sandstep-supervise");
   g_autofree char *state_dir = g_canonicalize_filename (store->dir, NULL);
-  g_auto(GStrv) env = helper_environment (state_dir);
-  g_autoptr(GVariant) plan = build_plan (store, record, env, error);
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  sigset_t all, none;
-  int plan_memfd, ready[2];
-  pid_t pid = -1;
-  int errsv;
+  g_autoptr(GVariant) plan = build_plan (store, record, error);
+  char **env;
+  int plan_memfd, ready;
+  gboolean ok;
 
   if (plan == NULL || (plan_memfd = plan_fd (plan, error)) < 0)
     return FALSE;
-  if (pipe2 (ready, O_CLOEXEC) < 0)
-    {
-      close (plan_memfd);
-      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                                   "Could not start the supervisor of sandbox '%s'", record->handle);
-    }
-  /* Its own session, no terminal, in /, and of ours only what sandstep-supervisor.h lists. */
-  posix_spawn_file_actions_init (&actions);
-  posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen (&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen (&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2 (&actions, store->dir_fd, SANDSTEP_SUPERVISOR_STORE_FD);
-  posix_spawn_file_actions_adddup2 (&actions, lock, SANDSTEP_SUPERVISOR_LOCK_FD);
-  posix_spawn_file_actions_adddup2 (&actions, plan_memfd, SANDSTEP_SUPERVISOR_PLAN_FD);
-  posix_spawn_file_actions_adddup2 (&actions, ready[1], SANDSTEP_SUPERVISOR_READY_FD);
-  posix_spawn_file_actions_addclosefrom_np (&actions, SANDSTEP_SUPERVISOR_READY_FD + 1);
-  posix_spawn_file_actions_addchdir_np (&actions, "/");
-  /* Nothing of this caller's signal state: an ignored SIGTERM would outlive a destroy. */
-  posix_spawnattr_init (&attributes);
-  sigfillset (&all);
-  sigemptyset (&none);
-  posix_spawnattr_setsigdefault (&attributes, &all);
-  posix_spawnattr_setsigmask (&attributes, &none);
-  posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  errsv = posix_spawn (&pid, program, &actions, &attributes, argv, env);
-  posix_spawn_file_actions_destroy (&actions);
-  posix_spawnattr_destroy (&attributes);
+  keep_plan (store, record->handle, plan);
+  env = sandstep_supervisor_environment (state_dir, (char *const *) environ);
+  ready = env != NULL ? sandstep_supervisor_spawn (program, record->handle, store->dir_fd, lock, plan_memfd, env)
+                      : (errno = ENOMEM, -1);
+  sandstep_supervisor_environment_free (env);
   close (plan_memfd);
-  close (ready[1]);
-  if (errsv != 0)
-    {
-      close (ready[0]);
-      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
-                                   "Could not run the sandbox's supervisor '%s'; reinstall sandstep", program);
-    }
-  /* It forks at once and the first process ends: never our child for long. */
-  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-    ;
-  {
-    gboolean ok = await_ready (ready[0], record->handle, out_vanished, error);
-    close (ready[0]);
-    return ok;
-  }
+  if (ready < 0)
+    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+                                 "Could not run the sandbox's supervisor '%s'; reinstall sandstep", program);
+  ok = await_ready (ready, record->handle, out_vanished, error);
+  close (ready);
+  return ok;
 }
 
 static int

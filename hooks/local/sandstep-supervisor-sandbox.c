@@ -7,6 +7,7 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-jail-init.h"
+#include "sandstep-plan-inputs.h"
 
 /* ---- small things ---- */
 
@@ -71,8 +73,9 @@ read_plan (int fd, GError **error)
       return NULL;
     }
   {
-    /* Trusted, as GVariant means it: serialised by the helper that started us, from a memfd it sealed and gave
-     * only us.  Checking its normal form cost a first command 2.3 ms, more than reading it. */
+    /* Trusted, as GVariant means it: serialised by the helper, into a memfd it sealed and gave only us, or into
+     * the plan it keeps beside the record, which only the state directory's owner can write.  Checking its
+     * normal form cost a first command 2.3 ms, more than reading it. */
     g_autoptr(GBytes) bytes = g_byte_array_free_to_bytes (g_steal_pointer (&data));
     return g_variant_new_from_bytes (G_VARIANT_TYPE_VARDICT, bytes, TRUE);
   }
@@ -83,18 +86,34 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
 {
   g_autoptr(GVariant) jail = NULL;
   const char *owner, *default_owner, *default_holder, *network, *pasta;
-  g_autoptr(GVariant) env = NULL;
+
+  g_autoptr(GVariant) inputs = NULL;
+  const char *host, *changed;
+  guint32 format;
 
   s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, error);
   if (s->plan == NULL)
     return FALSE;
+  /* A kept plan is used only while it is what the helper would compile now. */
+  if (!g_variant_lookup (s->plan, "format", "u", &format) || format != SANDSTEP_PLAN_FORMAT)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                           "The sandbox's plan was compiled by another version of sandstep");
+  if (!g_variant_lookup (s->plan, "host", "^&ay", &host) || strcmp (host, g_get_host_name ()) != 0)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                           "The sandbox's plan was compiled under another host name");
+  inputs = g_variant_lookup_value (s->plan, "inputs", G_VARIANT_TYPE (SANDSTEP_PLAN_INPUTS_TYPE));
+  if (inputs == NULL)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                           "The sandbox's plan does not say what it was compiled from");
+  if ((changed = sandstep_plan_inputs_changed (inputs)) != NULL)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                           "'%s' changed since the sandbox's plan was compiled; run the step again", changed);
   if (!g_variant_lookup (s->plan, "owner", "^&ay", &owner) ||
       !g_variant_lookup (s->plan, "default-owner", "^&ay", &default_owner) ||
       !g_variant_lookup (s->plan, "default-holder", "^&ay", &default_holder) ||
       !g_variant_lookup (s->plan, "network", "&s", &network) ||
       !g_variant_lookup (s->plan, "limits", "(txxt)", &s->memory, &s->pids, &s->cpu_time_s, &s->disk) ||
       !g_variant_lookup (s->plan, "pasta", "^&ay", &pasta) ||
-      (env = g_variant_lookup_value (s->plan, "helper-env", G_VARIANT_TYPE_BYTESTRING_ARRAY)) == NULL ||
       (jail = g_variant_lookup_value (s->plan, "jail", G_VARIANT_TYPE_VARDICT)) == NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                            "The sandbox's plan is damaged (a member is missing); reinstall sandstep if this persists");
@@ -104,7 +123,8 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
   s->network = g_strdup (network);
   s->core_path = own_program ("sandstep-core");
   s->pasta_path = g_strdup (pasta);
-  s->helper_env = g_variant_dup_bytestring_array (env, NULL);
+  /* Its own, which its starter set as sandstep-supervisor-start.h says. */
+  s->helper_env = g_get_environ ();
   s->jail = sandstep_jail_from_variant (jail, error);
   return s->jail != NULL;
 }

@@ -304,6 +304,7 @@ start (Supervisor *s, GError **error)
   g_autofree char *dir = g_build_filename ("sandboxes", s->handle, NULL);
   g_autofree char *watched = NULL;
   sigset_t handled;
+  struct stat st;
 
   sigemptyset (&handled);
   sigaddset (&handled, SIGTERM);
@@ -319,6 +320,10 @@ start (Supervisor *s, GError **error)
       (s->watch = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK)) < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not set up the supervisor of sandbox '%s'", s->handle);
+  /* A claim that is no file is damage, which the helper explains (started by the front, nobody checked). */
+  if (fstat (s->claim_fd, &st) < 0 || !S_ISREG (st.st_mode))
+    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
+                           "Sandbox '%s' is damaged: its claim is not a regular file", s->handle);
   watched = g_strdup_printf ("/proc/self/fd/%d", s->dir_fd);
   if (inotify_add_watch (s->watch, watched, IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
                                             IN_DELETE | IN_CREATE) < 0)

@@ -2,7 +2,7 @@
  *
  * A sandbox in use is live: one set of namespaces held by its supervisor,
  * a small static service (`sandstep --supervisor HANDLE`, started by the
- * sandbox's first command: sandstep-supervision.h).  It builds the
+ * sandbox's first command: sandstep-supervisor-start.h).  It builds the
  * sandbox once (sandstep-jail.h) and then runs each command it is asked
  * for (sandstep-run-wire.h) as a fresh process tree under the sandbox's
  * init, claiming the sandbox for it as any step does, enforcing its budget,
@@ -19,18 +19,11 @@
 
 #include <glib.h>
 
+#include "sandstep-supervisor-start.h"
+
 G_BEGIN_DECLS
 
 #define SANDSTEP_SUPERVISOR_IDLE_S 30
-
-/* What the starter hands a supervisor, as fds: the state directory, its
- * lock (held), its plan (a sealed memfd holding a GVariant, see
- * sandstep-supervision.c) and the pipe on which it says "ok" once it
- * serves, or why it cannot. */
-#define SANDSTEP_SUPERVISOR_STORE_FD 3
-#define SANDSTEP_SUPERVISOR_LOCK_FD 4
-#define SANDSTEP_SUPERVISOR_PLAN_FD 5
-#define SANDSTEP_SUPERVISOR_READY_FD 6
 
 /* Serves @handle until the supervisor has no reason to live.  Returns the
  * exit status of the supervisor. */

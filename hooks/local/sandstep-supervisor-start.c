@@ -1,0 +1,128 @@
+/* sandstep-supervisor-start.c: starting a supervisor, for the front and the helper alike; see the header. */
+#include "sandstep-supervisor-start.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *
+concat (const char *a, const char *b)
+{
+  size_t la = strlen (a), lb = strlen (b);
+  char *out = malloc (la + lb + 1);
+
+  if (out != NULL)
+    {
+      memcpy (out, a, la);
+      memcpy (out + la, b, lb + 1);
+    }
+  return out;
+}
+
+void
+sandstep_supervisor_environment_free (char **env)
+{
+  if (env == NULL)
+    return;
+  for (char **e = env; *e != NULL; e++)
+    free (*e);
+  free (env);
+}
+
+char **
+sandstep_supervisor_environment (const char *state_dir, char *const *caller_env)
+{
+  size_t n = 0, k = 0;
+  char **env;
+
+  for (char *const *e = caller_env; e != NULL && *e != NULL; e++)
+    n++;
+  env = calloc (n + 3, sizeof *env);
+  if (env == NULL)
+    return NULL;
+  env[k++] = concat ("PATH=", SANDSTEP_HELPER_PATH);
+  env[k++] = concat ("SANDSTEP_STATE_DIR=", state_dir);
+  for (char *const *e = caller_env; e != NULL && *e != NULL; e++)
+    if (strncmp (*e, "SANDSTEP_TEST_", 14) == 0 && strchr (*e, '=') != NULL)
+      env[k++] = concat (*e, "");
+  for (size_t i = 0; i < k; i++)
+    if (env[i] == NULL)
+      {
+        sandstep_supervisor_environment_free (env);
+        return NULL;
+      }
+  return env;
+}
+
+int
+sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
+                           char *const *env)
+{
+  char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, NULL };
+  const int given[] = { store_fd, lock_fd, plan_fd };
+  int moved[3] = { -1, -1, -1 }, ready[2] = { -1, -1 };
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  sigset_t all, none;
+  pid_t pid;
+  int errsv = 0;
+
+  /* Above the slots they go to, so that no dup2 overwrites another's source. */
+  for (int i = 0; i < 3 && errsv == 0; i++)
+    if ((moved[i] = fcntl (given[i], F_DUPFD_CLOEXEC, SANDSTEP_SUPERVISOR_READY_FD + 1)) < 0)
+      errsv = errno;
+  if (errsv == 0 && pipe2 (ready, O_CLOEXEC) < 0)
+    errsv = errno;
+  if (errsv == 0 && ready[1] <= SANDSTEP_SUPERVISOR_READY_FD)
+    {
+      int high = fcntl (ready[1], F_DUPFD_CLOEXEC, SANDSTEP_SUPERVISOR_READY_FD + 1);
+      errsv = high < 0 ? errno : 0;
+      close (ready[1]);
+      ready[1] = high;
+    }
+  if (errsv == 0)
+    {
+      posix_spawn_file_actions_init (&actions);
+      posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
+      posix_spawn_file_actions_addopen (&actions, 1, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_addopen (&actions, 2, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_adddup2 (&actions, moved[0], SANDSTEP_SUPERVISOR_STORE_FD);
+      posix_spawn_file_actions_adddup2 (&actions, moved[1], SANDSTEP_SUPERVISOR_LOCK_FD);
+      posix_spawn_file_actions_adddup2 (&actions, moved[2], SANDSTEP_SUPERVISOR_PLAN_FD);
+      posix_spawn_file_actions_adddup2 (&actions, ready[1], SANDSTEP_SUPERVISOR_READY_FD);
+      posix_spawn_file_actions_addchdir_np (&actions, "/");
+      /* Nothing of this caller's signal state: an ignored SIGTERM would outlive a destroy.  Its other fds
+       * it closes itself (sandstep-supervise.c). */
+      posix_spawnattr_init (&attributes);
+      sigfillset (&all);
+      sigemptyset (&none);
+      posix_spawnattr_setsigdefault (&attributes, &all);
+      posix_spawnattr_setsigmask (&attributes, &none);
+      posix_spawnattr_setflags (&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+      errsv = posix_spawn (&pid, program, &actions, &attributes, argv, env);
+      posix_spawn_file_actions_destroy (&actions);
+      posix_spawnattr_destroy (&attributes);
+      /* It forks at once and the first process ends: never our child for long. */
+      if (errsv == 0)
+        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+          ;
+    }
+  for (int i = 0; i < 3; i++)
+    if (moved[i] >= 0)
+      close (moved[i]);
+  if (ready[1] >= 0)
+    close (ready[1]);
+  if (errsv != 0)
+    {
+      if (ready[0] >= 0)
+        close (ready[0]);
+      errno = errsv;
+      return -1;
+    }
+  return ready[0];
+}

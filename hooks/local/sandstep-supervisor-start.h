@@ -1,0 +1,41 @@
+/* sandstep-supervisor-start.h: how a sandbox's supervisor is started.
+ *
+ * `sandstep-supervise HANDLE` is started by whoever finds a sandbox with
+ * no supervisor while holding its supervisor lock: the front, when the
+ * sandbox's plan is kept beside its record, else the helper, which
+ * compiles the plan (sandstep-supervision.h).  It gets, as fds, the state
+ * directory, the lock (held), the plan (a GVariant: a memfd the helper
+ * sealed, or the kept plan file) and a pipe on which it says "ok" once it
+ * serves, or "DOMAIN\tCODE\tMESSAGE" if it cannot; nothing else of its
+ * starter's: its environment is the helper environment below, its stdio
+ * /dev/null, its directory /, its signals default and unblocked, and it
+ * has a session of its own.  It forks at once and its first process ends:
+ * its starter reaps that, then reads the ready pipe to its end.
+ *
+ * Plain C: the static front starts supervisors too.
+ */
+#pragma once
+
+#define SANDSTEP_SUPERVISOR_STORE_FD 3
+#define SANDSTEP_SUPERVISOR_LOCK_FD 4
+#define SANDSTEP_SUPERVISOR_PLAN_FD 5
+#define SANDSTEP_SUPERVISOR_READY_FD 6
+
+/* The plan the helper keeps beside a sandbox's record, and the layout it has: a supervisor refuses a plan of
+ * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
+#define SANDSTEP_PLAN_FILE "plan"
+#define SANDSTEP_PLAN_FORMAT 1
+
+/* What the supervisor and its helpers (pasta, the egress proxy) run with: this PATH, SANDSTEP_STATE_DIR, and
+ * the starter's SANDSTEP_TEST_* hooks (README, "Test hooks"); nothing else of the caller's environment. */
+#define SANDSTEP_HELPER_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* The helper environment for @state_dir (absolute) from @caller_env, in malloc()ed memory; NULL when out of
+ * memory.  Free with sandstep_supervisor_environment_free(). */
+char **sandstep_supervisor_environment (const char *state_dir, char *const *caller_env);
+void sandstep_supervisor_environment_free (char **env);
+
+/* Starts @program (sandstep-supervise) for @handle as the header says, with @env; returns the read end of
+ * its ready pipe (close-on-exec) once its first process has ended, or -1 with errno. */
+int sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
+                               char *const *env);
