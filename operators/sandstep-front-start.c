@@ -1,10 +1,9 @@
 /* sandstep-front-start.c: the front starting a supervisor with a kept plan; see the header. */
 #include "sandstep-front-start.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "sandstep-run-wire.h"
@@ -16,11 +15,8 @@ int
 sandstep_front_start_supervisor (const char *program, const char *state_dir, int sandbox_dir_fd,
                                  const char *handle)
 {
-  int plan = -1, lock = -1, store = -1, ready = -1, ok = 0;
+  int plan = -1, lock = -1, store = -1, ready = -1, pair[2] = { -1, -1 };
   char **env = NULL;
-  char text[4];
-  size_t got = 0;
-  ssize_t n;
 
   plan = openat (sandbox_dir_fd, SANDSTEP_PLAN_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (plan < 0)
@@ -31,19 +27,20 @@ sandstep_front_start_supervisor (const char *program, const char *state_dir, int
     goto out;
   store = open (state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   env = sandstep_supervisor_environment (state_dir, environ);
-  if (store < 0 || env == NULL)
+  if (store < 0 || env == NULL || socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
     goto out;
-  ready = sandstep_supervisor_spawn (program, handle, store, lock, plan, env);
+  /* Our request goes on our end at once and waits there; the supervisor takes it once it serves.  One
+   * that cannot serve closes its end unanswered, and then nothing ran. */
+  ready = sandstep_supervisor_spawn (program, handle, store, lock, plan, pair[1], env);
   if (ready < 0)
-    goto out;
-  /* "ok\n", or why not, which the helper says in its own words when it tries. */
-  while (got < sizeof text - 1 && ((n = read (ready, text + got, sizeof text - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
-    if (n > 0)
-      got += n;
-  text[got] = '\0';
-  ok = strcmp (text, "ok\n") == 0;
+    {
+      close (pair[0]);
+      pair[0] = -1;
+    }
 out:
   sandstep_supervisor_environment_free (env);
+  if (pair[1] >= 0)
+    close (pair[1]);
   if (ready >= 0)
     close (ready);
   if (store >= 0)
@@ -52,5 +49,5 @@ out:
     close (lock);
   if (plan >= 0)
     close (plan);
-  return ok;
+  return pair[0];
 }

@@ -2,9 +2,11 @@
  *
  * The helper keeps each sandbox's compiled plan beside its record
  * (sandstep-supervision.h).  When a `sandstep run` finds no supervisor, the
- * front starts one with that plan (sandstep-supervisor-start.h) and then
- * runs the command as on a live sandbox; the helper's GLib, JSON and plan
- * compiler are not loaded.  Anything else (no kept plan, another caller
+ * front starts one with that plan (sandstep-supervisor-start.h), its own
+ * request queued on a connection that comes with it, which the supervisor
+ * serves first and as it serves any: the helper's GLib, JSON and plan
+ * compiler are not loaded, and nobody waits for the other to say it is
+ * ready.  Anything else (no kept plan, another caller
  * starting one, a plan out of date, a sandbox that cannot be built) is
  * the helper's to do or to explain.
  *
@@ -12,8 +14,9 @@
  */
 #pragma once
 
-/* Starts @handle's supervisor with @program; 1 once it serves, 0 when nothing was started or it said it
- * cannot serve (the helper then does it, or says why).  @state_dir is absolute; @sandbox_dir_fd is the
- * sandbox's directory. */
+/* Starts @handle's supervisor with @program; returns the connection on which the caller's request goes,
+ * as on the supervisor's socket (a supervisor that cannot serve closes it unanswered: nothing ran), or -1
+ * when nothing was started: the helper does it, or says why.  @state_dir is absolute; @sandbox_dir_fd is
+ * the sandbox's directory. */
 int sandstep_front_start_supervisor (const char *program, const char *state_dir, int sandbox_dir_fd,
                                      const char *handle);

@@ -95,8 +95,7 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
   sandstep_cgroup_warm_up_detached ();
   for (int i = 0; own_program (i, "sandstep-supervise", program, sizeof program); i++)
     if (access (program, X_OK) == 0)
-      return sandstep_front_start_supervisor (program, state, dir_fd, handle) &&
-             (*sock = sandstep_run_connect (dir_fd)) >= 0;
+      return (*sock = sandstep_front_start_supervisor (program, state, dir_fd, handle)) >= 0;
   return 0;
 }
 

@@ -26,9 +26,9 @@ main (int argc, char **argv)
       fprintf (stderr, "usage: sandstep --supervisor HANDLE (started by 'sandstep run', not by hand)\n");
       return SANDSTEP_EXIT_USAGE;
     }
-  /* Started by a sandbox's first command only (sandstep-supervisor-start.h): the store, the lock, the plan and
-   * the ready pipe come as fds. */
-  for (int fd = SANDSTEP_SUPERVISOR_STORE_FD; fd <= SANDSTEP_SUPERVISOR_READY_FD; fd++)
+  /* Started by a sandbox's first command only (sandstep-supervisor-start.h): the store, the lock, the plan, the
+   * ready pipe and the starter's connection come as fds. */
+  for (int fd = SANDSTEP_SUPERVISOR_STORE_FD; fd <= SANDSTEP_SUPERVISOR_CALLER_FD; fd++)
     if (fstat (fd, &st) < 0 || fcntl (fd, F_SETFD, FD_CLOEXEC) < 0)
       {
         fprintf (stderr, "sandstep --supervisor: a supervisor is started by 'sandstep run', which hands it the "
@@ -36,8 +36,8 @@ main (int argc, char **argv)
         return SANDSTEP_EXIT_USAGE;
       }
   /* Nothing else of its starter's: a make's jobserver pipe held for the sandbox's life would hang the make. */
-  if (syscall (SYS_close_range, SANDSTEP_SUPERVISOR_READY_FD + 1, ~0U, 0) < 0)
-    for (int fd = SANDSTEP_SUPERVISOR_READY_FD + 1; fd < 1024; fd++)
+  if (syscall (SYS_close_range, SANDSTEP_SUPERVISOR_CALLER_FD + 1, ~0U, 0) < 0)
+    for (int fd = SANDSTEP_SUPERVISOR_CALLER_FD + 1; fd < 1024; fd++)
       close (fd);
   return sandstep_supervisor_main (argv[2]);
 }

@@ -196,8 +196,9 @@ sandstep_jail_from_variant (GVariant *plan, GError **error)
       JailOp op = { .kind = kind, .path = g_strdup (path), .source = source[0] ? g_strdup (source) : NULL,
                     .flags = flags, .slot = slot, .what = g_strdup (what) };
       gsize size = g_variant_get_size (data);
+      /* A view of the plan, not a copy: the files of /etc are most of it. */
       if (size > 0)
-        op.data = g_bytes_new (g_variant_get_data (data), size);
+        op.data = g_variant_get_data_as_bytes (data);
       g_variant_unref (data);
       g_array_append_val (jail->ops, op);
       if (kind > JAIL_OP_ATTACH || slot < -1 || slot >= jail->n_slots ||
@@ -267,26 +268,49 @@ sandstep_jail_outer_ids (SandstepJail *jail, guint32 *out_uid, guint32 *out_gid)
 
 /* ---- what a command gets ---- */
 
-char **
+/* Sets @entry ("NAME=VALUE") in @env: in the place of one of the same name, else at the end. */
+static void
+put_entry (GPtrArray *env, const char *entry)
+{
+  size_t name_len = strcspn (entry, "=");
+
+  if (entry[name_len] != '=')
+    return;
+  for (guint i = 0; i < env->len; i++)
+    {
+      const char *old = env->pdata[i];
+      if (strncmp (old, entry, name_len) == 0 && old[name_len] == '=')
+        {
+          env->pdata[i] = (gpointer) entry;
+          return;
+        }
+    }
+  g_ptr_array_add (env, (gpointer) entry);
+}
+
+GPtrArray *
 sandstep_jail_environment (SandstepJail *jail, char **caller_env)
 {
   static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
-  char **envp = g_strdupv (jail->env_base);
+  /* Borrowed, not copied: a command's environment is sent at once, and a copy per variable churned the
+   * supervisor's heap for its first few hundred commands. */
+  GPtrArray *env = g_ptr_array_new ();
 
+  for (char **e = jail->env_base; e != NULL && *e != NULL; e++)
+    put_entry (env, *e);
   for (gsize i = 0; i < G_N_ELEMENTS (passthrough); i++)
     {
-      const char *value = g_environ_getenv (caller_env, passthrough[i]);
-      if (value != NULL)
-        envp = g_environ_setenv (envp, passthrough[i], value, TRUE);
+      size_t len = strlen (passthrough[i]);
+      for (char **e = caller_env; e != NULL && *e != NULL; e++)
+        if (strncmp (*e, passthrough[i], len) == 0 && (*e)[len] == '=')
+          {
+            put_entry (env, *e);
+            break;
+          }
     }
   for (char **e = jail->env_own; e != NULL && *e != NULL; e++)
-    {
-      const char *eq = strchr (*e, '=');
-      g_autofree char *name = eq != NULL ? g_strndup (*e, eq - *e) : NULL;
-      if (name != NULL)
-        envp = g_environ_setenv (envp, name, eq + 1, TRUE);
-    }
-  return envp;
+    put_entry (env, *e);
+  return env;
 }
 
 /* The words of @command when it is a simple command that /bin/sh would run

@@ -65,8 +65,9 @@ GArray *sandstep_jail_sources (SandstepJail *jail);
 gboolean sandstep_jail_sources_equal (GArray *a, GArray *b);
 
 /* A command's environment: the jail's, with the terminal and locale of
- * @caller_env (NAME=VALUE), the spec's own variables winning. */
-char **sandstep_jail_environment (SandstepJail *jail, char **caller_env);
+ * @caller_env (NAME=VALUE), the spec's own variables winning.  The
+ * strings are borrowed from @jail and @caller_env; not NULL-terminated. */
+GPtrArray *sandstep_jail_environment (SandstepJail *jail, char **caller_env);
 
 /* init's arguments for @command: its words directly when the shell would
  * only exec them (--try WORD... --), then `/bin/sh -c COMMAND`. */

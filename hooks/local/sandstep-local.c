@@ -181,7 +181,7 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
       return NULL;
     }
   sandstep_store_unlock_provision (store);
-  sandstep_supervisor_keep_plan (store, record);
+  sandstep_supervisor_prepare (store, record);
   return g_strdup (record->handle);
 }
 

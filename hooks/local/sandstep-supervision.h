@@ -18,9 +18,10 @@ G_BEGIN_DECLS
  * runs; -1 with @error when it cannot be started (its build failed). */
 int sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record, GError **error);
 
-/* Compiles @record's plan and keeps it beside the record; without one (a spec whose plan fails, a full
- * disk) the sandbox's first command takes the helper's way, which says what is wrong. */
-void sandstep_supervisor_keep_plan (SandstepStore *store, const SandstepRecord *record);
+/* Readies a new sandbox for its first command: compiles @record's plan and keeps it beside the record, and
+ * makes the supervisor lock.  Without a plan (a spec whose plan fails, a full disk) the first command takes
+ * the helper's way, which says what is wrong. */
+void sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *record);
 
 /* Ends @handle's supervisor, if one runs, and waits until it is gone with its sandbox. */
 void sandstep_supervisor_stop (SandstepStore *store, const char *handle);

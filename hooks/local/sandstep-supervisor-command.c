@@ -227,7 +227,7 @@ static gboolean
 send_run (Supervisor *s, const char *command, char **caller_env, const int stdio[3])
 {
   g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
-  g_auto(GStrv) envp = sandstep_jail_environment (s->jail, caller_env);
+  g_autoptr(GPtrArray) envp = sandstep_jail_environment (s->jail, caller_env);
   g_autoptr(GString) body = g_string_new (NULL);
   SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
   union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
@@ -241,8 +241,8 @@ send_run (Supervisor *s, const char *command, char **caller_env, const int stdio
   g_string_append_c (body, '\0');
   for (guint i = 0; i < argv->len; i++)
     g_string_append_len (body, argv->pdata[i], strlen (argv->pdata[i]) + 1);
-  for (char **e = envp; *e; e++)
-    g_string_append_len (body, *e, strlen (*e) + 1);
+  for (guint i = 0; i < envp->len; i++)
+    g_string_append_len (body, envp->pdata[i], strlen (envp->pdata[i]) + 1);
   iov[0] = (struct iovec) { &header, sizeof header };
   iov[1] = (struct iovec) { body->str, body->len };
   cmsg->cmsg_level = SOL_SOCKET;

@@ -61,11 +61,11 @@ sandstep_supervisor_environment (const char *state_dir, char *const *caller_env)
 
 int
 sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
-                           char *const *env)
+                           int caller_fd, char *const *env)
 {
   char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, NULL };
-  const int given[] = { store_fd, lock_fd, plan_fd };
-  int moved[3] = { -1, -1, -1 }, ready[2] = { -1, -1 };
+  const int given[] = { store_fd, lock_fd, plan_fd, caller_fd };
+  int moved[4] = { -1, -1, -1, -1 }, ready[2] = { -1, -1 };
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   sigset_t all, none;
@@ -73,14 +73,14 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
   int errsv = 0;
 
   /* Above the slots they go to, so that no dup2 overwrites another's source. */
-  for (int i = 0; i < 3 && errsv == 0; i++)
-    if ((moved[i] = fcntl (given[i], F_DUPFD_CLOEXEC, SANDSTEP_SUPERVISOR_READY_FD + 1)) < 0)
+  for (int i = 0; i < 4 && errsv == 0; i++)
+    if (given[i] >= 0 && (moved[i] = fcntl (given[i], F_DUPFD_CLOEXEC, SANDSTEP_SUPERVISOR_CALLER_FD + 1)) < 0)
       errsv = errno;
   if (errsv == 0 && pipe2 (ready, O_CLOEXEC) < 0)
     errsv = errno;
-  if (errsv == 0 && ready[1] <= SANDSTEP_SUPERVISOR_READY_FD)
+  if (errsv == 0 && ready[1] <= SANDSTEP_SUPERVISOR_CALLER_FD)
     {
-      int high = fcntl (ready[1], F_DUPFD_CLOEXEC, SANDSTEP_SUPERVISOR_READY_FD + 1);
+      int high = fcntl (ready[1], F_DUPFD_CLOEXEC, SANDSTEP_SUPERVISOR_CALLER_FD + 1);
       errsv = high < 0 ? errno : 0;
       close (ready[1]);
       ready[1] = high;
@@ -95,6 +95,10 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
       posix_spawn_file_actions_adddup2 (&actions, moved[1], SANDSTEP_SUPERVISOR_LOCK_FD);
       posix_spawn_file_actions_adddup2 (&actions, moved[2], SANDSTEP_SUPERVISOR_PLAN_FD);
       posix_spawn_file_actions_adddup2 (&actions, ready[1], SANDSTEP_SUPERVISOR_READY_FD);
+      if (moved[3] >= 0)
+        posix_spawn_file_actions_adddup2 (&actions, moved[3], SANDSTEP_SUPERVISOR_CALLER_FD);
+      else
+        posix_spawn_file_actions_addopen (&actions, SANDSTEP_SUPERVISOR_CALLER_FD, "/dev/null", O_RDONLY, 0);
       posix_spawn_file_actions_addchdir_np (&actions, "/");
       /* Nothing of this caller's signal state: an ignored SIGTERM would outlive a destroy.  Its other fds
        * it closes itself (sandstep-supervise.c). */
@@ -112,7 +116,7 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
         while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
           ;
     }
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     if (moved[i] >= 0)
       close (moved[i]);
   if (ready[1] >= 0)

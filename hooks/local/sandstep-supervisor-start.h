@@ -5,9 +5,11 @@
  * sandbox's plan is kept beside its record, else the helper, which
  * compiles the plan (sandstep-supervision.h).  It gets, as fds, the state
  * directory, the lock (held), the plan (a GVariant: a memfd the helper
- * sealed, or the kept plan file) and a pipe on which it says "ok" once it
- * serves, or "DOMAIN\tCODE\tMESSAGE" if it cannot; nothing else of its
- * starter's: its environment is the helper environment below, its stdio
+ * sealed, or the kept plan file), a pipe on which it says "ok" once it
+ * serves, or "DOMAIN\tCODE\tMESSAGE" if it cannot, and the starter's own
+ * connection (one end of a socketpair, on which the starter's request
+ * comes as on the supervisor's socket: sandstep-run-wire.h), or /dev/null
+ * when the starter has none; nothing else of its starter's: its environment is the helper environment below, its stdio
  * /dev/null, its directory /, its signals default and unblocked, and it
  * has a session of its own.  It forks at once and its first process ends:
  * its starter reaps that, then reads the ready pipe to its end.
@@ -20,6 +22,7 @@
 #define SANDSTEP_SUPERVISOR_LOCK_FD 4
 #define SANDSTEP_SUPERVISOR_PLAN_FD 5
 #define SANDSTEP_SUPERVISOR_READY_FD 6
+#define SANDSTEP_SUPERVISOR_CALLER_FD 7
 
 /* The plan the helper keeps beside a sandbox's record, and the layout it has: a supervisor refuses a plan of
  * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
@@ -35,7 +38,8 @@
 char **sandstep_supervisor_environment (const char *state_dir, char *const *caller_env);
 void sandstep_supervisor_environment_free (char **env);
 
-/* Starts @program (sandstep-supervise) for @handle as the header says, with @env; returns the read end of
- * its ready pipe (close-on-exec) once its first process has ended, or -1 with errno. */
+/* Starts @program (sandstep-supervise) for @handle as the header says, with @env and @caller_fd (-1: none);
+ * returns the read end of its ready pipe (close-on-exec) once its first process has ended, or -1 with
+ * errno. */
 int sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
-                               char *const *env);
+                               int caller_fd, char *const *env);

@@ -400,7 +400,17 @@ sandstep_supervisor_main (const char *handle)
   ok = start (&s, &error);
   say_ready (ok ? NULL : error);
   if (ok)
-    loop (&s);
+    {
+      struct stat st;
+      /* The starter's own request is the first: it came with us, not through the socket. */
+      if (fstat (SANDSTEP_SUPERVISOR_CALLER_FD, &st) == 0 && S_ISSOCK (st.st_mode))
+        sandstep_supervisor_begin (&s, SANDSTEP_SUPERVISOR_CALLER_FD);
+      else
+        close (SANDSTEP_SUPERVISOR_CALLER_FD);
+      loop (&s);
+    }
+  else
+    close (SANDSTEP_SUPERVISOR_CALLER_FD);
   if (s.listener >= 0)
     close_listener (&s);
   sandstep_supervisor_end_sandbox (&s);
