@@ -33,7 +33,7 @@
 
 #define SANDSTEP_RUN_MAGIC "sandstep-run-4"
 #define SANDSTEP_RUN_SOCKET "supervisor.sock"
-/* flock held by a sandbox's supervisor; its content is "PID START-TIME". */
+/* flock held by a sandbox's supervisor; its content is "PID START-TIME", each right-aligned in a fixed width. */
 #define SANDSTEP_RUN_LOCK "supervisor"
 
 enum {

@@ -11,8 +11,9 @@
  * comes as on the supervisor's socket: sandstep-run-wire.h), or /dev/null
  * when the starter has none; nothing else of its starter's: its environment is the helper environment below, its stdio
  * /dev/null, its directory /, its signals default and unblocked, and it
- * has a session of its own.  It forks at once and its first process ends:
- * its starter reaps that, then reads the ready pipe to its end.
+ * has a session of its own.  A go-between starts it and ends, so that it
+ * is nobody's child from the start; its starter then reads the ready pipe
+ * to its end.
  *
  * Plain C: the static front starts supervisors too.
  */
@@ -39,7 +40,6 @@ char **sandstep_supervisor_environment (const char *state_dir, char *const *call
 void sandstep_supervisor_environment_free (char **env);
 
 /* Starts @program (sandstep-supervise) for @handle as the header says, with @env and @caller_fd (-1: none);
- * returns the read end of its ready pipe (close-on-exec) once its first process has ended, or -1 with
- * errno. */
+ * returns the read end of its ready pipe (close-on-exec), or -1 with errno. */
 int sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
                                int caller_fd, char *const *env);

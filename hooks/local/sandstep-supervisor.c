@@ -352,24 +352,17 @@ start (Supervisor *s, GError **error)
   return TRUE;
 }
 
-/* Forks once more and lets the starter reap the first process: the
- * supervisor is then a child of init (or of a subreaper), and writes its
- * pid where sandstep_supervisor_stop() reads it. */
-static gboolean
-become_daemon (void)
+/* Writes our pid where sandstep_supervisor_stop() reads it.  Nobody's child already: a go-between started us
+ * (sandstep-supervisor-start.h), so whoever started it may kill its children, or wait for them. */
+static void
+record_pid (void)
 {
-  g_autofree char *text = NULL;
-  pid_t pid = fork ();
+  /* Always as long, so that it overwrites the last one whole: a truncation costs a journal transaction, and
+   * ext4 then flushes the file when it is closed. */
+  g_autofree char *text = g_strdup_printf ("%10d %20" G_GUINT64_FORMAT "\n", (int) getpid (), start_time (getpid ()));
 
-  if (pid < 0)
-    return FALSE;
-  if (pid > 0)
-    _exit (0);
-  text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", (int) getpid (), start_time (getpid ()));
-  if (ftruncate (SANDSTEP_SUPERVISOR_LOCK_FD, 0) < 0 ||
-      pwrite (SANDSTEP_SUPERVISOR_LOCK_FD, text, strlen (text), 0) != (ssize_t) strlen (text))
+  if (pwrite (SANDSTEP_SUPERVISOR_LOCK_FD, text, strlen (text), 0) != (ssize_t) strlen (text))
     g_debug ("Could not write the supervisor's pid: %s", g_strerror (errno));
-  return TRUE;
 }
 
 /* A released sandbox whose last command ended is destroyed: by the helper, which owns the store. */
@@ -393,9 +386,7 @@ sandstep_supervisor_main (const char *handle)
   };
   gboolean ok;
 
-  /* Nobody's child: whoever started us may kill its children, or wait for them. */
-  if (!become_daemon ())
-    return SANDSTEP_EXIT_INTERNAL;
+  record_pid ();
   own_process_state ();
   ok = start (&s, &error);
   say_ready (ok ? NULL : error);
