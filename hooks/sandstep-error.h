@@ -53,7 +53,7 @@ typedef enum {
   SANDSTEP_JAIL_ERROR_TIMEOUT,
   SANDSTEP_JAIL_ERROR_KILLED,       /* the sandbox's first process was killed while it started */
   SANDSTEP_JAIL_ERROR_FAILED,
-  SANDSTEP_JAIL_ERROR_STALE_PLAN,   /* a kept plan's host files changed since it was compiled: compile it again */
+  SANDSTEP_JAIL_ERROR_STALE_PLAN,   /* a kept plan no longer holds: the helper compiles a new one */
 } SandstepJailError;
 
 /* Host-side file tools working inside a sandbox's tree. */

@@ -61,12 +61,12 @@ own_program (int i, const char *name, char *out, size_t size)
     }
   if (slash != NULL)
     *slash = '\0';
-  if (i == 0)
-    return slash != NULL && snprintf (out, size, "%s/%s", self, name) < (int) size;
+  if (i == 0 && slash != NULL)
+    return snprintf (out, size, "%s/%s", self, name) < (int) size;
   if (i == 1 && slash != NULL && sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, out,
                                                     size))
     return 1;
-  /* Not installed under a prefix: the same path twice at worst. */
+  /* Not where it runs, or not installed under a prefix: the same path twice at worst. */
   return i <= 2 && snprintf (out, size, "%s/%s", SANDSTEP_LIBEXECDIR, name) < (int) size;
 }
 
@@ -280,6 +280,11 @@ main (int argc, char **argv)
   char state[PATH_MAX], dir[PATH_MAX + 128];
   int dir_fd, sock;
 
+  /* A closed standard stream would be the first fd this program opens, and so passed on as the command's
+   * (its start mark, say, which the command could then empty): /dev/null in its place, as for the core. */
+  for (int fd = 0; fd < 3; fd++)
+    if (fcntl (fd, F_GETFD) < 0 && open ("/dev/null", O_RDWR) != fd)
+      return SANDSTEP_EXIT_INTERNAL;
   if (argc < 3 || strcmp (argv[1], "run") != 0 || !parse_run (argc - 2, argv + 2, &request))
     exec_core (argv);
   /* --backend, else $SANDSTEP_BACKEND, names a sandstepd unless empty or "local", as in sandstep_backend_open(). */

@@ -185,8 +185,8 @@ test_first_from_kept_plan (Fixture *f, gconstpointer data)
 
   g_test_summary ("provision keeps the sandbox's compiled plan; its first command starts the supervisor from the "
                   "front with it (the supervisor, not the helper, claims the sandbox for it); a kept plan whose "
-                  "host files changed since, or a damaged one, is refused and the helper compiles and keeps a new "
-                  "one; the command runs exactly once either way");
+                  "host files changed since, a damaged one, or one that others could have written, is refused and "
+                  "the helper compiles and keeps a new one; the command runs exactly once either way");
   g_assert_true (g_file_test (plan, G_FILE_TEST_IS_REGULAR));
   out = sandstep_test_run_ok (f, handle, count);
   g_assert_cmpstr (out, ==, "1\n");
@@ -215,13 +215,89 @@ test_first_from_kept_plan (Fixture *f, gconstpointer data)
   supervisor = pid_in_file (lock_path, NULL);
   g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
 
-  /* And the plan the helper kept serves the next first command. */
+  /* One that others could have written: the same. */
   end_supervisor (f, handle, supervisor);
+  g_assert_cmpint (chmod (plan, 0666), ==, 0);
   g_free (out);
   out = sandstep_test_run_ok (f, handle, count);
   g_assert_cmpstr (out, ==, "4\n");
   supervisor = pid_in_file (lock_path, NULL);
+  g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+
+  /* And the plan the helper kept serves the next first command. */
+  end_supervisor (f, handle, supervisor);
+  g_free (out);
+  out = sandstep_test_run_ok (f, handle, count);
+  g_assert_cmpstr (out, ==, "5\n");
+  supervisor = pid_in_file (lock_path, NULL);
   g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+}
+
+static void
+test_kept_plan_live_binds (Fixture *f, gconstpointer data)
+{
+  g_autofree char *docs = sandstep_test_host_path (f, "docs");
+  g_autofree char *mount = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *lock_path = NULL;
+  g_autofree char *note = NULL;
+  g_autofree char *out = NULL;
+
+  g_test_summary ("what a kept plan binds live may change before the first command without making the plan stale: "
+                  "a file added to a data mount is seen, through the front's start (the supervisor's claim)");
+  g_assert_cmpint (g_mkdir_with_parents (docs, 0755), ==, 0);
+  mount = g_strdup_printf ("--mount=%s:/data/docs", docs);
+  handle = sandstep_test_provision (f, mount, NULL);
+  lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
+  note = g_build_filename (docs, "added-after-provision", NULL);
+  g_assert_true (g_file_set_contents (note, "new\n", -1, NULL));
+  out = sandstep_test_run_ok (f, handle, "cat /data/docs/added-after-provision");
+  g_assert_cmpstr (out, ==, "new\n");
+  g_assert_cmpint (last_claimer (f, handle), ==, pid_in_file (lock_path, NULL));
+}
+
+static void
+test_first_refusals (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autoptr(SandstepTestResult) other = NULL;
+  g_autoptr(SandstepTestResult) bad = NULL;
+  g_autofree char *out = NULL;
+
+  g_test_summary ("a sandbox's first command is refused as any: another owner (exit 67), a bad --timeout (exit 64), "
+                  "each in the ordinary words; the owner's command then runs once");
+  other = sandstep_test_helper (f, "run", h, "--owner=someone/else", "--", "echo x >> runs", NULL);
+  sandstep_test_assert_status (other, EXIT_NOT_OWNER);
+  sandstep_test_assert_contains (other->err, "is not owned by 'someone/else'");
+  bad = sandstep_test_helper (f, "run", h, "--timeout=soon", "--", "echo x >> runs", NULL);
+  sandstep_test_assert_status (bad, 64);
+  sandstep_test_assert_contains (bad->err, "'soon'");
+  out = sandstep_test_run_ok (f, handle, "echo x >> runs; wc -l < runs");
+  g_assert_cmpstr (out, ==, "1\n");
+}
+
+static void
+test_closed_stdin (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+
+  g_test_summary ("a run whose caller closed its stdin gives the command an empty stdin, on the first command and on "
+                  "a live sandbox alike: never a descriptor of sandstep's own (its start mark) in its place");
+  for (int round = 0; round < 2; round++)
+    {
+      g_autofree char *command = g_strdup_printf ("exec 0<&-; exec '%s' run --handle=%s -- od -c", f->helper, handle);
+      const char *argv[] = { "/bin/sh", "-c", command, NULL };
+      g_autofree char *out = NULL;
+      g_autoptr(GError) error = NULL;
+      int status = -1;
+
+      g_assert_true (g_spawn_sync (NULL, (char **) argv, f->envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status,
+                                   &error));
+      g_assert_no_error (error);
+      g_assert_cmpint (status, ==, 0);
+      g_assert_cmpstr (out, ==, "0000000\n");
+    }
 }
 
 static void
@@ -1265,6 +1341,9 @@ main (int argc, char **argv)
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/supervisor/serves-runs", test_serves_runs);
   ADD ("/supervisor/first-from-kept-plan", test_first_from_kept_plan);
+  ADD ("/supervisor/kept-plan-live-binds", test_kept_plan_live_binds);
+  ADD ("/supervisor/first-refusals", test_first_refusals);
+  ADD ("/supervisor/closed-stdin", test_closed_stdin);
   ADD ("/supervisor/timeout", test_timeout);
   ADD ("/supervisor/limits", test_limits);
   ADD ("/supervisor/refusals-match", test_refusals_match);

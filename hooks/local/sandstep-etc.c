@@ -30,10 +30,15 @@ copy_entry (const SandstepEtcSink *sink, const char *name, GHashTable *made, gpo
   g_autofree char *host = g_strconcat ("/etc/", name, NULL);
   g_autofree char *parent = g_path_get_dirname (name);
   struct stat st;
+  gboolean live;
 
-  sink->input (host, user_data);
   if (lstat (host, &st) < 0)
-    return;
+    {
+      sink->input (host, FALSE, user_data);
+      return;
+    }
+  live = S_ISDIR (st.st_mode) || (S_ISREG (st.st_mode) && st.st_size > ETC_COPY_MAX);
+  sink->input (host, !live, user_data);
   if (strcmp (parent, ".") != 0 && !g_hash_table_contains (made, parent))
     {
       sink->directory (parent, user_data);
@@ -45,7 +50,7 @@ copy_entry (const SandstepEtcSink *sink, const char *name, GHashTable *made, gpo
       if (target != NULL)
         sink->symlink (name, target, user_data);
     }
-  else if (S_ISDIR (st.st_mode) || (S_ISREG (st.st_mode) && st.st_size > ETC_COPY_MAX))
+  else if (live)
     sink->live (host, S_ISDIR (st.st_mode), user_data);
   else if (S_ISREG (st.st_mode))
     {

@@ -24,8 +24,9 @@ typedef struct {
   void (*symlink) (const char *name, const char *target, gpointer user_data);
   /* A host path to bind live at the same place. */
   void (*live) (const char *host_path, gboolean is_dir, gpointer user_data);
-  /* Each host path, just before it is looked at: what the result was made from. */
-  void (*input) (const char *host_path, gpointer user_data);
+  /* Each host path, before it is read: what the result was made from; @copied: its content is (else it is
+   * bound live, or absent). */
+  void (*input) (const char *host_path, gboolean copied, gpointer user_data);
 } SandstepEtcSink;
 
 /* resolv.conf comes only with @open_network: elsewhere DNS is meant to fail. */

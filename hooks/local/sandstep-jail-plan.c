@@ -167,16 +167,17 @@ etc_live (const char *host_path, gboolean is_dir, gpointer data)
 }
 
 static void
-add_input (GVariantBuilder *inputs, const char *host_path, gboolean follow)
+add_input (GVariantBuilder *inputs, const char *host_path, SandstepPlanInputLevel level, gboolean follow)
 {
   if (inputs != NULL)
-    sandstep_plan_inputs_add (inputs, host_path, follow);
+    sandstep_plan_inputs_add (inputs, host_path, level, follow);
 }
 
 static void
-etc_input (const char *host_path, gpointer data)
+etc_input (const char *host_path, gboolean copied, gpointer data)
 {
-  add_input (((EtcSink *) data)->inputs, host_path, FALSE);
+  add_input (((EtcSink *) data)->inputs, host_path,
+             copied ? SANDSTEP_PLAN_INPUT_CONTENT : SANDSTEP_PLAN_INPUT_IDENTITY, FALSE);
 }
 
 /* The sandbox's own /etc in its root (read-only with the root), with the
@@ -232,9 +233,14 @@ add_usr (SandstepJail *jail, GVariantBuilder *inputs, GError **error)
   for (gsize i = 0; i < G_N_ELEMENTS (tops); i++)
     {
       struct stat st;
-      add_input (inputs, tops[i], FALSE);
       if (lstat (tops[i], &st) < 0)
-        continue;
+        {
+          add_input (inputs, tops[i], SANDSTEP_PLAN_INPUT_PRESENCE, FALSE);
+          continue;
+        }
+      /* A link's target is copied; a directory is bound live. */
+      add_input (inputs, tops[i], S_ISLNK (st.st_mode) ? SANDSTEP_PLAN_INPUT_CONTENT : SANDSTEP_PLAN_INPUT_IDENTITY,
+                 FALSE);
       if (S_ISLNK (st.st_mode))
         {
           g_autofree char *target = g_file_read_link (tops[i], NULL);
@@ -250,7 +256,7 @@ add_usr (SandstepJail *jail, GVariantBuilder *inputs, GError **error)
 /* The host-wide knobs and views of /proc, which a sandbox has no business
  * changing or reading: read-only or hidden, as Docker masks them. */
 static void
-add_proc_masks (SandstepJail *jail)
+add_proc_masks (SandstepJail *jail, GVariantBuilder *inputs)
 {
   static const char *const read_only_dirs[] = { "sys", "irq", "bus", "fs", "sysvipc" };
   static const char *const hidden_files[] = {
@@ -266,6 +272,7 @@ add_proc_masks (SandstepJail *jail)
       g_autofree char *host = g_strconcat ("/proc/", read_only_dirs[i], NULL);
       g_autofree char *inside = g_strconcat (NEWROOT, host, NULL);
       g_autofree char *what = g_strdup_printf ("make %s read-only", host);
+      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
       /* Bound onto itself (the sandbox's own /proc/NAME), so that it can be made read-only. */
@@ -277,6 +284,7 @@ add_proc_masks (SandstepJail *jail)
     {
       g_autofree char *host = g_strconcat ("/proc/", hidden_files[i], NULL);
       g_autofree char *what = g_strdup_printf ("hide %s", host);
+      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE);
       if (!g_file_test (host, G_FILE_TEST_EXISTS))
         continue;
       /* The mask is /dev/null: a read sees nothing, a write vanishes, the real file is out of reach. */
@@ -293,6 +301,7 @@ add_proc_masks (SandstepJail *jail)
     {
       g_autofree char *host = g_strconcat ("/proc/", hidden_dirs[i], NULL);
       g_autofree char *what = g_strdup_printf ("hide %s", host);
+      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
       if (first_dir == NULL)
@@ -399,7 +408,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
       g_autofree char *target = g_strconcat ("/data/", mount->name, NULL);
       struct stat st;
 
-      add_input (config->inputs, mount->host_path, TRUE);
+      add_input (config->inputs, mount->host_path, SANDSTEP_PLAN_INPUT_IDENTITY, TRUE);
       if (stat (mount->host_path, &st) < 0)
         {
           sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
@@ -417,7 +426,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
   /* proc must be mounted while the host's full /proc is still visible. */
   add_op (jail, JAIL_OP_MKDIR, "/proc", NULL, 0555, NULL, "create /proc");
   add_op (jail, JAIL_OP_PROC, "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, "mount /proc");
-  add_proc_masks (jail);
+  add_proc_masks (jail, config->inputs);
   return g_steal_pointer (&jail);
 }
 

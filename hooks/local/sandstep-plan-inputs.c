@@ -1,4 +1,4 @@
-/* sandstep-plan-inputs.c: the identities of a plan's host files; see the header. */
+/* sandstep-plan-inputs.c: the identities of a plan's host paths; see the header. */
 #include "sandstep-plan-inputs.h"
 
 #include <fcntl.h>
@@ -6,10 +6,11 @@
 
 typedef struct {
   guint64 dev, ino, size;
+  guint32 type;
   gint64 ctime_ns;
 } Identity;
 
-/* An absent path: all zero, which no existing file has (its inode is never 0). */
+/* An absent path: all zero, which no existing file has (its type is never 0). */
 static Identity
 identify (const char *path, gboolean follow)
 {
@@ -18,17 +19,19 @@ identify (const char *path, gboolean follow)
   if (fstatat (AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
     return (Identity) { 0 };
   return (Identity) {
-    .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+    .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .type = st.st_mode & S_IFMT,
     .ctime_ns = (gint64) st.st_ctim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_ctim.tv_nsec,
   };
 }
 
 void
-sandstep_plan_inputs_add (GVariantBuilder *inputs, const char *path, gboolean follow)
+sandstep_plan_inputs_add (GVariantBuilder *inputs, const char *path, SandstepPlanInputLevel level,
+                          gboolean follow)
 {
   Identity id = identify (path, follow);
 
-  g_variant_builder_add (inputs, "(^aybtttx)", path, follow, id.dev, id.ino, id.size, id.ctime_ns);
+  g_variant_builder_add (inputs, "(^ayybttutx)", path, (guchar) level, follow, id.dev, id.ino, id.type, id.size,
+                         id.ctime_ns);
 }
 
 const char *
@@ -36,15 +39,22 @@ sandstep_plan_inputs_changed (GVariant *inputs)
 {
   GVariantIter iter;
   const char *path;
+  guchar level;
   gboolean follow;
   Identity then;
 
   g_variant_iter_init (&iter, inputs);
-  while (g_variant_iter_next (&iter, "(^&aybtttx)", &path, &follow, &then.dev, &then.ino, &then.size,
-                              &then.ctime_ns))
+  while (g_variant_iter_next (&iter, "(^&ayybttutx)", &path, &level, &follow, &then.dev, &then.ino, &then.type,
+                              &then.size, &then.ctime_ns))
     {
       Identity now = identify (path, follow);
-      if (now.dev != then.dev || now.ino != then.ino || now.size != then.size || now.ctime_ns != then.ctime_ns)
+      gboolean same = now.type == then.type;
+
+      if (level >= SANDSTEP_PLAN_INPUT_IDENTITY && now.type != 0)
+        same = same && now.dev == then.dev && now.ino == then.ino;
+      if (level >= SANDSTEP_PLAN_INPUT_CONTENT && now.type != 0)
+        same = same && now.size == then.size && now.ctime_ns == then.ctime_ns;
+      if (!same)
         return path;
     }
   return NULL;

@@ -2,12 +2,14 @@
  *
  * The helper compiles a sandbox's plan once and keeps it beside the record
  * (sandstep-supervision.h), so that a first command's front can start the
- * supervisor without the helper.  A kept plan names the host files it was
- * compiled from (the record, the /etc entries it copied, the data mounts,
- * pasta) with each one's identity: device, inode, size and change time.
- * The supervisor refuses a plan whose inputs changed since, and the front
- * then lets the helper compile a fresh one.  GLib's core only: the static
- * supervisor links it.
+ * supervisor without the helper.  A kept plan names the host paths it was
+ * compiled from, each as much as the plan depends on it: the record, the
+ * /etc files it copied and pasta whole (their device, inode, type, size and
+ * change time), what it binds live (a data mount, an /etc directory: which
+ * file it is, not what it holds), what it only probed for (a /proc entry:
+ * whether it is there).  The supervisor refuses a kept plan whose inputs
+ * changed since, and the front then lets the helper compile a fresh one.
+ * GLib's core only: the static supervisor links it.
  */
 #pragma once
 
@@ -15,14 +17,22 @@
 
 G_BEGIN_DECLS
 
-/* The type of a list of inputs: path, followed (stat, not lstat), device, inode, size, change time in ns. */
-#define SANDSTEP_PLAN_INPUTS_TYPE "a(aybtttx)"
+typedef enum {
+  SANDSTEP_PLAN_INPUT_PRESENCE,   /* probed: there or not, and its type */
+  SANDSTEP_PLAN_INPUT_IDENTITY,   /* bound live: which file it is (device, inode, type) */
+  SANDSTEP_PLAN_INPUT_CONTENT,    /* copied or run: also its size and change time */
+} SandstepPlanInputLevel;
 
-/* Adds @path as it is now; @follow: through a symbolic link.  One that does not exist is recorded as
- * absent, so that its appearing counts as a change. */
-void sandstep_plan_inputs_add (GVariantBuilder *inputs, const char *path, gboolean follow);
+/* path, level, followed (stat, not lstat), device, inode, type (S_IFMT bits), size, change time in ns */
+#define SANDSTEP_PLAN_INPUTS_TYPE "a(ayybttutx)"
 
-/* NULL when every input of @inputs is as it was; else the first path that changed (owned by @inputs). */
+/* Adds @path as it is now, before the plan reads it; @follow: through a symbolic link.  One that does not
+ * exist is recorded as absent, so that its appearing counts as a change. */
+void sandstep_plan_inputs_add (GVariantBuilder *inputs, const char *path, SandstepPlanInputLevel level,
+                               gboolean follow);
+
+/* NULL when every input of @inputs is as the plan needs it; else the first path that changed (owned by
+ * @inputs). */
 const char *sandstep_plan_inputs_changed (GVariant *inputs);
 
 G_END_DECLS

@@ -77,6 +77,7 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
   g_autofree char *default_owner = default_identity ("");
   g_autofree char *default_holder = default_identity ("/cli");
   g_autofree char *pasta = g_find_program_in_path ("pasta");
+  g_autofree char *supervisor = sandstep_program_path ("sandstep-supervise");
   gboolean as_root = geteuid () == 0;
   SandstepLimits limits = sandstep_limits_resolve (&record->spec->limits);
   g_auto(GVariantBuilder) inputs = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_PLAN_INPUTS_TYPE));
@@ -97,20 +98,23 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
                       "Debian package passt, or provision with --network=none or --allow=HOST");
       return NULL;
     }
-  sandstep_plan_inputs_add (&inputs, record_path, FALSE);
+  sandstep_plan_inputs_add (&inputs, record_path, SANDSTEP_PLAN_INPUT_CONTENT, FALSE);
   if (pasta != NULL)
-    sandstep_plan_inputs_add (&inputs, pasta, TRUE);
+    sandstep_plan_inputs_add (&inputs, pasta, SANDSTEP_PLAN_INPUT_CONTENT, TRUE);
+  /* Another build of sandstep may read the plan otherwise. */
+  sandstep_plan_inputs_add (&inputs, supervisor, SANDSTEP_PLAN_INPUT_CONTENT, TRUE);
   jail = sandstep_jail_new (&config, error);
   if (jail == NULL)
     return NULL;
   g_variant_builder_add (&plan, "{sv}", "format", g_variant_new_uint32 (SANDSTEP_PLAN_FORMAT));
   g_variant_builder_add (&plan, "{sv}", "host", g_variant_new_bytestring (g_get_host_name ()));
   g_variant_builder_add (&plan, "{sv}", "inputs", g_variant_builder_end (&inputs));
+  g_variant_builder_add (&plan, "{sv}", "cgroup-kind", g_variant_new_uint32 (sandstep_cgroup_kind ()));
   g_variant_builder_add (&plan, "{sv}", "owner", g_variant_new_bytestring (record->owner));
   g_variant_builder_add (&plan, "{sv}", "default-owner", g_variant_new_bytestring (default_owner));
   g_variant_builder_add (&plan, "{sv}", "default-holder", g_variant_new_bytestring (default_holder));
   g_variant_builder_add (&plan, "{sv}", "network",
-                         g_variant_new_string (sandstep_network_to_string (record->spec->network)));
+                         g_variant_new_bytestring (sandstep_network_to_string (record->spec->network)));
   g_variant_builder_add (&plan, "{sv}", "limits",
                          g_variant_new ("(txxt)", limits.memory, limits.pids, limits.cpu_time_s, limits.disk));
   g_variant_builder_add (&plan, "{sv}", "pasta", g_variant_new_bytestring (pasta != NULL ? pasta : ""));
@@ -208,8 +212,6 @@ await_ready (int fd, const char *handle, gboolean *out_vanished, GError **error)
       {
         g_set_error_literal (error, g_quark_from_string (parts[0]), (int) g_ascii_strtoll (parts[1], NULL, 10),
                              parts[2]);
-        /* A host file changed between the plan's making and its reading: a new one is made. */
-        *out_vanished = g_error_matches (*error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN);
         return FALSE;
       }
   }

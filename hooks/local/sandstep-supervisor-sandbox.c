@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-error.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-plan-inputs.h"
@@ -107,26 +108,37 @@ read_plan (int fd, GError **error)
   }
 }
 
-gboolean
-sandstep_supervisor_load_plan (Supervisor *s, GError **error)
+/* Is @fd the sealed memfd of a plan the helper has just compiled? */
+static gboolean
+fresh_plan (int fd)
 {
-  g_autoptr(GVariant) jail = NULL;
-  const char *owner, *default_owner, *default_holder, *network, *pasta;
+  int seals = fcntl (fd, F_GET_SEALS);
 
+  return seals >= 0 && (seals & F_SEAL_WRITE);
+}
+
+/* A kept plan is used only while it is what the helper would compile now, and only if nobody but the
+ * state directory's owner could have written it. */
+static gboolean
+check_kept_plan (Supervisor *s, int fd, GError **error)
+{
   g_autoptr(GVariant) inputs = NULL;
   const char *host, *changed;
-  guint32 format;
+  guint32 format, cgroup_kind;
+  struct stat st;
 
-  s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, error);
-  if (s->plan == NULL)
-    return FALSE;
-  /* A kept plan is used only while it is what the helper would compile now. */
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 022))
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                           "The sandbox's kept plan is not a file of its owner's only");
   if (!g_variant_lookup (s->plan, "format", "u", &format) || format != SANDSTEP_PLAN_FORMAT)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
                            "The sandbox's plan was compiled by another version of sandstep");
   if (!g_variant_lookup (s->plan, "host", "^&ay", &host) || strcmp (host, g_get_host_name ()) != 0)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
                            "The sandbox's plan was compiled under another host name");
+  if (!g_variant_lookup (s->plan, "cgroup-kind", "u", &cgroup_kind) || cgroup_kind != sandstep_cgroup_kind ())
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                           "The sandbox's plan was compiled for other cgroups");
   inputs = g_variant_lookup_value (s->plan, "inputs", G_VARIANT_TYPE (SANDSTEP_PLAN_INPUTS_TYPE));
   if (inputs == NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
@@ -134,10 +146,27 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
   if ((changed = sandstep_plan_inputs_changed (inputs)) != NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
                            "'%s' changed since the sandbox's plan was compiled; run the step again", changed);
+  return TRUE;
+}
+
+gboolean
+sandstep_supervisor_load_plan (Supervisor *s, GError **error)
+{
+  g_autoptr(GVariant) jail = NULL;
+  const char *owner, *default_owner, *default_holder, *network, *pasta;
+  gboolean ok;
+
+  /* One the helper has just compiled is current by its making. */
+  s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, error);
+  ok = s->plan != NULL &&
+       (fresh_plan (SANDSTEP_SUPERVISOR_PLAN_FD) || check_kept_plan (s, SANDSTEP_SUPERVISOR_PLAN_FD, error));
+  close (SANDSTEP_SUPERVISOR_PLAN_FD);
+  if (!ok)
+    return FALSE;
   if (!g_variant_lookup (s->plan, "owner", "^&ay", &owner) ||
       !g_variant_lookup (s->plan, "default-owner", "^&ay", &default_owner) ||
       !g_variant_lookup (s->plan, "default-holder", "^&ay", &default_holder) ||
-      !g_variant_lookup (s->plan, "network", "&s", &network) ||
+      !g_variant_lookup (s->plan, "network", "^&ay", &network) ||
       !g_variant_lookup (s->plan, "limits", "(txxt)", &s->memory, &s->pids, &s->cpu_time_s, &s->disk) ||
       !g_variant_lookup (s->plan, "pasta", "^&ay", &pasta) ||
       (jail = g_variant_lookup_value (s->plan, "jail", G_VARIANT_TYPE_VARDICT)) == NULL)

@@ -118,10 +118,12 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
         errsv = errno;
       else
         {
-          int status = 0;
-          while (waitpid (middle, &status, 0) < 0 && errno == EINTR)
+          int status = 0, r;
+          while ((r = waitpid (middle, &status, 0)) < 0 && errno == EINTR)
             ;
-          errsv = WIFEXITED (status) ? WEXITSTATUS (status) : ECHILD;
+          /* With SIGCHLD ignored by our caller the go-between is reaped unseen: its ready pipe then says
+           * whether a supervisor started (nothing on it: none did). */
+          errsv = r < 0 ? 0 : WIFEXITED (status) ? WEXITSTATUS (status) : ECHILD;
         }
       posix_spawn_file_actions_destroy (&actions);
       posix_spawnattr_destroy (&attributes);
