@@ -171,15 +171,31 @@ inode_of (const char *path)
   return st.st_ino;
 }
 
+/* The @n-th run of a command that counts its runs, as @handle's first command: it must run once and go the
+ * front's way (the supervisor claims the sandbox) or, with @by_helper, the helper's.  Returns the supervisor. */
+static int
+counted_first_run (Fixture *f, const char *handle, int n, gboolean by_helper)
+{
+  g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
+  g_autofree char *out = sandstep_test_run_ok (f, handle, "echo x >> runs; wc -l < runs");
+  g_autofree char *expected = g_strdup_printf ("%d\n", n);
+  int supervisor = pid_in_file (lock_path, NULL);
+
+  g_assert_cmpstr (out, ==, expected);
+  g_assert_true (process_alive (supervisor));
+  if (by_helper)
+    g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+  else
+    g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+  return supervisor;
+}
+
 static void
 test_first_from_kept_plan (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
   g_autofree char *plan = sandbox_file (f, handle, SANDSTEP_PLAN_FILE);
-  g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
   g_autofree char *record = sandbox_file (f, handle, "record.json");
-  const char *count = "echo x >> runs; wc -l < runs";
-  g_autofree char *out = NULL;
   ino_t kept;
   int supervisor;
 
@@ -188,49 +204,28 @@ test_first_from_kept_plan (Fixture *f, gconstpointer data)
                   "host files changed since, a damaged one, or one that others could have written, is refused and "
                   "the helper compiles and keeps a new one; the command runs exactly once either way");
   g_assert_true (g_file_test (plan, G_FILE_TEST_IS_REGULAR));
-  out = sandstep_test_run_ok (f, handle, count);
-  g_assert_cmpstr (out, ==, "1\n");
-  supervisor = pid_in_file (lock_path, NULL);
-  g_assert_true (process_alive (supervisor));
-  g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+  supervisor = counted_first_run (f, handle, 1, FALSE);
 
   /* An input changed (its change time is part of its identity): the helper's way, and a new plan kept. */
   end_supervisor (f, handle, supervisor);
   kept = inode_of (plan);
   g_assert_cmpint (chmod (record, 0600), ==, 0);
-  g_free (out);
-  out = sandstep_test_run_ok (f, handle, count);
-  g_assert_cmpstr (out, ==, "2\n");
-  supervisor = pid_in_file (lock_path, NULL);
-  g_assert_true (process_alive (supervisor));
-  g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+  supervisor = counted_first_run (f, handle, 2, TRUE);
   g_assert_cmpuint (inode_of (plan), !=, kept);
 
   /* Damaged: the same. */
   end_supervisor (f, handle, supervisor);
   g_assert_true (g_file_set_contents (plan, "not a plan", -1, NULL));
-  g_free (out);
-  out = sandstep_test_run_ok (f, handle, count);
-  g_assert_cmpstr (out, ==, "3\n");
-  supervisor = pid_in_file (lock_path, NULL);
-  g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+  supervisor = counted_first_run (f, handle, 3, TRUE);
 
   /* One that others could have written: the same. */
   end_supervisor (f, handle, supervisor);
   g_assert_cmpint (chmod (plan, 0666), ==, 0);
-  g_free (out);
-  out = sandstep_test_run_ok (f, handle, count);
-  g_assert_cmpstr (out, ==, "4\n");
-  supervisor = pid_in_file (lock_path, NULL);
-  g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
+  supervisor = counted_first_run (f, handle, 4, TRUE);
 
   /* And the plan the helper kept serves the next first command. */
   end_supervisor (f, handle, supervisor);
-  g_free (out);
-  out = sandstep_test_run_ok (f, handle, count);
-  g_assert_cmpstr (out, ==, "5\n");
-  supervisor = pid_in_file (lock_path, NULL);
-  g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
+  counted_first_run (f, handle, 5, FALSE);
 }
 
 static void
