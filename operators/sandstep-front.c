@@ -50,21 +50,23 @@ typedef struct {
 static int
 own_program (int i, const char *name, char *out, size_t size)
 {
-  char self[PATH_MAX];
-  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
-  char *slash = NULL;
+  /* This program's directory, read once. */
+  static char self[PATH_MAX];
+  static int read_self, have_self;
 
-  if (n > 0)
+  if (!read_self)
     {
-      self[n] = '\0';
-      slash = strrchr (self, '/');
+      ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+      char *slash = n > 0 ? (self[n] = '\0', strrchr (self, '/')) : NULL;
+
+      if (slash != NULL)
+        *slash = '\0';
+      have_self = slash != NULL;
+      read_self = 1;
     }
-  if (slash != NULL)
-    *slash = '\0';
-  if (i == 0 && slash != NULL)
+  if (i == 0 && have_self)
     return snprintf (out, size, "%s/%s", self, name) < (int) size;
-  if (i == 1 && slash != NULL && sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, out,
-                                                    size))
+  if (i == 1 && have_self && sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, out, size))
     return 1;
   /* Not where it runs, or not installed under a prefix: the same path twice at worst. */
   return i <= 2 && snprintf (out, size, "%s/%s", SANDSTEP_LIBEXECDIR, name) < (int) size;

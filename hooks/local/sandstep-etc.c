@@ -34,11 +34,11 @@ copy_entry (const SandstepEtcSink *sink, const char *name, GHashTable *made, gpo
 
   if (lstat (host, &st) < 0)
     {
-      sink->input (host, FALSE, user_data);
+      sink->input (host, NULL, FALSE, user_data);
       return;
     }
   live = S_ISDIR (st.st_mode) || (S_ISREG (st.st_mode) && st.st_size > ETC_COPY_MAX);
-  sink->input (host, !live, user_data);
+  sink->input (host, &st, !live, user_data);
   if (strcmp (parent, ".") != 0 && !g_hash_table_contains (made, parent))
     {
       sink->directory (parent, user_data);

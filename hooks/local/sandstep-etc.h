@@ -11,6 +11,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/stat.h>
 
 G_BEGIN_DECLS
 
@@ -24,9 +25,9 @@ typedef struct {
   void (*symlink) (const char *name, const char *target, gpointer user_data);
   /* A host path to bind live at the same place. */
   void (*live) (const char *host_path, gboolean is_dir, gpointer user_data);
-  /* Each host path, before it is read: what the result was made from; @copied: its content is (else it is
-   * bound live, or absent). */
-  void (*input) (const char *host_path, gboolean copied, gpointer user_data);
+  /* Each host path, as @seen (lstat, before it is read; NULL: absent) shows it: what the result was made
+   * from; @copied: its content is (else it is bound live, or absent). */
+  void (*input) (const char *host_path, const struct stat *seen, gboolean copied, gpointer user_data);
 } SandstepEtcSink;
 
 /* resolv.conf comes only with @open_network: elsewhere DNS is meant to fail. */

@@ -166,18 +166,20 @@ etc_live (const char *host_path, gboolean is_dir, gpointer data)
     sink->ok = add_bind (sink->jail, host_path, FALSE, host_path, HOST_BIND_ATTRS, is_dir, sink->error);
 }
 
+/* @seen: the stat (lstat without @follow) that the plan acted on; NULL: absent, or probed otherwise. */
 static void
-add_input (GVariantBuilder *inputs, const char *host_path, SandstepPlanInputLevel level, gboolean follow)
+add_input (GVariantBuilder *inputs, const char *host_path, SandstepPlanInputLevel level, gboolean follow,
+           const struct stat *seen)
 {
   if (inputs != NULL)
-    sandstep_plan_inputs_add (inputs, host_path, level, follow);
+    sandstep_plan_inputs_add (inputs, host_path, level, follow, seen);
 }
 
 static void
-etc_input (const char *host_path, gboolean copied, gpointer data)
+etc_input (const char *host_path, const struct stat *seen, gboolean copied, gpointer data)
 {
   add_input (((EtcSink *) data)->inputs, host_path,
-             copied ? SANDSTEP_PLAN_INPUT_CONTENT : SANDSTEP_PLAN_INPUT_IDENTITY, FALSE);
+             copied ? SANDSTEP_PLAN_INPUT_CONTENT : SANDSTEP_PLAN_INPUT_IDENTITY, FALSE, seen);
 }
 
 /* The sandbox's own /etc in its root (read-only with the root), with the
@@ -235,12 +237,12 @@ add_usr (SandstepJail *jail, GVariantBuilder *inputs, GError **error)
       struct stat st;
       if (lstat (tops[i], &st) < 0)
         {
-          add_input (inputs, tops[i], SANDSTEP_PLAN_INPUT_PRESENCE, FALSE);
+          add_input (inputs, tops[i], SANDSTEP_PLAN_INPUT_PRESENCE, FALSE, NULL);
           continue;
         }
       /* A link's target is copied; a directory is bound live. */
       add_input (inputs, tops[i], S_ISLNK (st.st_mode) ? SANDSTEP_PLAN_INPUT_CONTENT : SANDSTEP_PLAN_INPUT_IDENTITY,
-                 FALSE);
+                 FALSE, &st);
       if (S_ISLNK (st.st_mode))
         {
           g_autofree char *target = g_file_read_link (tops[i], NULL);
@@ -272,7 +274,7 @@ add_proc_masks (SandstepJail *jail, GVariantBuilder *inputs)
       g_autofree char *host = g_strconcat ("/proc/", read_only_dirs[i], NULL);
       g_autofree char *inside = g_strconcat (NEWROOT, host, NULL);
       g_autofree char *what = g_strdup_printf ("make %s read-only", host);
-      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE);
+      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE, NULL);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
       /* Bound onto itself (the sandbox's own /proc/NAME), so that it can be made read-only. */
@@ -284,7 +286,7 @@ add_proc_masks (SandstepJail *jail, GVariantBuilder *inputs)
     {
       g_autofree char *host = g_strconcat ("/proc/", hidden_files[i], NULL);
       g_autofree char *what = g_strdup_printf ("hide %s", host);
-      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE);
+      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE, NULL);
       if (!g_file_test (host, G_FILE_TEST_EXISTS))
         continue;
       /* The mask is /dev/null: a read sees nothing, a write vanishes, the real file is out of reach. */
@@ -301,7 +303,7 @@ add_proc_masks (SandstepJail *jail, GVariantBuilder *inputs)
     {
       g_autofree char *host = g_strconcat ("/proc/", hidden_dirs[i], NULL);
       g_autofree char *what = g_strdup_printf ("hide %s", host);
-      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE);
+      add_input (inputs, host, SANDSTEP_PLAN_INPUT_PRESENCE, TRUE, NULL);
       if (!g_file_test (host, G_FILE_TEST_IS_DIR))
         continue;
       if (first_dir == NULL)
@@ -408,7 +410,6 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
       g_autofree char *target = g_strconcat ("/data/", mount->name, NULL);
       struct stat st;
 
-      add_input (config->inputs, mount->host_path, SANDSTEP_PLAN_INPUT_IDENTITY, TRUE);
       if (stat (mount->host_path, &st) < 0)
         {
           sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
@@ -416,6 +417,7 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
                                 mount->host_path, target);
           return NULL;
         }
+      add_input (config->inputs, mount->host_path, SANDSTEP_PLAN_INPUT_IDENTITY, TRUE, &st);
       /* As root, the sandbox's own uid may not reach the path: the supervisor opens it. */
       if (jail->idmap ? !add_detached (jail, mount->host_path, target, HOST_BIND_ATTRS, FALSE, S_ISDIR (st.st_mode),
                                        error)

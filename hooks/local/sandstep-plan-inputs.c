@@ -2,13 +2,21 @@
 #include "sandstep-plan-inputs.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
 typedef struct {
   guint64 dev, ino, size;
   guint32 type;
   gint64 ctime_ns;
 } Identity;
+
+static Identity
+identity_of (const struct stat *st)
+{
+  return (Identity) {
+    .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size, .type = st->st_mode & S_IFMT,
+    .ctime_ns = (gint64) st->st_ctim.tv_sec * G_GINT64_CONSTANT (1000000000) + st->st_ctim.tv_nsec,
+  };
+}
 
 /* An absent path: all zero, which no existing file has (its type is never 0). */
 static Identity
@@ -18,17 +26,14 @@ identify (const char *path, gboolean follow)
 
   if (fstatat (AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
     return (Identity) { 0 };
-  return (Identity) {
-    .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .type = st.st_mode & S_IFMT,
-    .ctime_ns = (gint64) st.st_ctim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_ctim.tv_nsec,
-  };
+  return identity_of (&st);
 }
 
 void
 sandstep_plan_inputs_add (GVariantBuilder *inputs, const char *path, SandstepPlanInputLevel level,
-                          gboolean follow)
+                          gboolean follow, const struct stat *seen)
 {
-  Identity id = identify (path, follow);
+  Identity id = seen != NULL ? identity_of (seen) : identify (path, follow);
 
   g_variant_builder_add (inputs, "(^ayybttutx)", path, (guchar) level, follow, id.dev, id.ino, id.type, id.size,
                          id.ctime_ns);

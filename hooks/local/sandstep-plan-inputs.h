@@ -14,6 +14,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/stat.h>
 
 G_BEGIN_DECLS
 
@@ -26,10 +27,11 @@ typedef enum {
 /* path, level, followed (stat, not lstat), device, inode, type (S_IFMT bits), size, change time in ns */
 #define SANDSTEP_PLAN_INPUTS_TYPE "a(ayybttutx)"
 
-/* Adds @path as it is now, before the plan reads it; @follow: through a symbolic link.  One that does not
- * exist is recorded as absent, so that its appearing counts as a change. */
+/* Adds @path as @seen shows it (taken before the plan read it), or as it is now when @seen is NULL; @follow:
+ * through a symbolic link.  One that does not exist is recorded as absent, so that its appearing counts as a
+ * change. */
 void sandstep_plan_inputs_add (GVariantBuilder *inputs, const char *path, SandstepPlanInputLevel level,
-                               gboolean follow);
+                               gboolean follow, const struct stat *seen);
 
 /* NULL when every input of @inputs is as the plan needs it; else the first path that changed (owned by
  * @inputs). */

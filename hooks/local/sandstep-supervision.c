@@ -98,11 +98,11 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
                       "Debian package passt, or provision with --network=none or --allow=HOST");
       return NULL;
     }
-  sandstep_plan_inputs_add (&inputs, record_path, SANDSTEP_PLAN_INPUT_CONTENT, FALSE);
+  sandstep_plan_inputs_add (&inputs, record_path, SANDSTEP_PLAN_INPUT_CONTENT, FALSE, NULL);
   if (pasta != NULL)
-    sandstep_plan_inputs_add (&inputs, pasta, SANDSTEP_PLAN_INPUT_CONTENT, TRUE);
+    sandstep_plan_inputs_add (&inputs, pasta, SANDSTEP_PLAN_INPUT_CONTENT, TRUE, NULL);
   /* Another build of sandstep may read the plan otherwise. */
-  sandstep_plan_inputs_add (&inputs, supervisor, SANDSTEP_PLAN_INPUT_CONTENT, TRUE);
+  sandstep_plan_inputs_add (&inputs, supervisor, SANDSTEP_PLAN_INPUT_CONTENT, TRUE, NULL);
   jail = sandstep_jail_new (&config, error);
   if (jail == NULL)
     return NULL;

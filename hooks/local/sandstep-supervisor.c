@@ -345,7 +345,6 @@ start (Supervisor *s, GError **error)
     if (s->jail_is_peer)
       s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
   }
-  s->start_time = start_time (getpid ());
   if (!sandstep_supervisor_build_sandbox (s, error) || !listen_socket (s, error))
     return FALSE;
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
@@ -355,11 +354,11 @@ start (Supervisor *s, GError **error)
 /* Writes our pid where sandstep_supervisor_stop() reads it.  Nobody's child already: a go-between started us
  * (sandstep-supervisor-start.h), so whoever started it may kill its children, or wait for them. */
 static void
-record_pid (void)
+record_pid (guint64 start)
 {
   /* Always as long, so that it overwrites the last one whole: a truncation costs a journal transaction, and
    * ext4 then flushes the file when it is closed. */
-  g_autofree char *text = g_strdup_printf ("%10d %20" G_GUINT64_FORMAT "\n", (int) getpid (), start_time (getpid ()));
+  g_autofree char *text = g_strdup_printf ("%10d %20" G_GUINT64_FORMAT "\n", (int) getpid (), start);
 
   if (pwrite (SANDSTEP_SUPERVISOR_LOCK_FD, text, strlen (text), 0) != (ssize_t) strlen (text))
     g_debug ("Could not write the supervisor's pid: %s", g_strerror (errno));
@@ -386,7 +385,8 @@ sandstep_supervisor_main (const char *handle)
   };
   gboolean ok;
 
-  record_pid ();
+  s.start_time = start_time (getpid ());
+  record_pid (s.start_time);
   own_process_state ();
   ok = start (&s, &error);
   say_ready (ok ? NULL : error);
