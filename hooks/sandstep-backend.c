@@ -198,7 +198,12 @@ sandstep_backend_run_step (SandstepBackend *backend, const char *handle, const S
 
   /* The server cuts the budget to the lifetime it knows. */
   if (backend->klass->try_run_step != NULL)
-    return with_claim (backend, handle, who, wait_s, notify, notify_data, try_run_step, &step, error);
+    {
+      gboolean ok = with_claim (backend, handle, who, wait_s, notify, notify_data, try_run_step, &step, error);
+      if (backend->klass->end_run_step != NULL)
+        backend->klass->end_run_step (backend, request);
+      return ok;
+    }
   attachment = sandstep_backend_attach (backend, handle, who, wait_s, notify, notify_data, error);
   if (attachment == NULL || !sandstep_attachment_run_command (attachment, request, &result, error))
     return FALSE;

@@ -132,6 +132,9 @@ typedef struct {
   gboolean (*try_run_step) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                             const SandstepRunRequest *request, SandstepRunResult *result, SandstepSpec **out_spec,
                             GError **error);
+  /* Optional, with try_run_step: the tries of @request are over, whatever came of them; what the backend kept
+   * for them (a spooled stdin) goes. */
+  void (*end_run_step) (SandstepBackend *backend, const SandstepRunRequest *request);
   GBytes *(*read_file) (SandstepAttachment *attachment, const char *path, gsize max_bytes, GError **error);
   gboolean (*write_file) (SandstepAttachment *attachment, const char *path, const void *data, gsize len, GError **error);
   /* Copies a host file or directory tree to @dest inside the sandbox. */

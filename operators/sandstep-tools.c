@@ -436,10 +436,15 @@ run_data_recipe (gpointer data, const SandstepRunRequest *request, SandstepRunRe
 {
   SandstepToolbox *toolbox = data;
   SandstepPythonCall call = { .on_output = request->on_output, .output_data = request->user_data };
+  double budget;
 
   if (toolbox->python == NULL || !sandstep_python_session_alive (toolbox->python))
     return sandstep_attachment_run_command (toolbox->attachment, request, result, error);
-  sandstep_python_session_run_command (toolbox->python, request->command, request->timeout_s, &call, NULL, NULL);
+  /* Never past the sandbox's end, as sandstep_attachment_run_command() cuts it. */
+  memset (result, 0, sizeof *result);
+  budget = sandstep_run_budget (request->timeout_s, sandstep_attachment_remaining_lifetime (toolbox->attachment),
+                                result);
+  sandstep_python_session_run_command (toolbox->python, request->command, budget, &call, NULL, NULL);
   if (call.failure != NULL)
     {
       /* Not the sandbox's end: the interpreter went, and the next call starts without it. */
@@ -448,7 +453,7 @@ run_data_recipe (gpointer data, const SandstepRunRequest *request, SandstepRunRe
       sandstep_python_call_clear (&call);
       return FALSE;
     }
-  python_call_result (&call, request->timeout_s, result);
+  python_call_result (&call, budget, result);
   sandstep_python_call_clear (&call);
   return TRUE;
 }

@@ -141,6 +141,8 @@ G_GNUC_INTERNAL gboolean sandstep_remote_try_run_step (SandstepBackend *backend,
                                                        const SandstepIdentity *who, const SandstepRunRequest *request,
                                                        SandstepRunResult *result, SandstepSpec **out_spec,
                                                        GError **error);
+/* Its end_run_step: the spooled stdin of the request goes. */
+G_GNUC_INTERNAL void sandstep_remote_end_run_step (SandstepBackend *backend, const SandstepRunRequest *request);
 
 /* The put of the vtable: the host tree streams as entries (sandstep-remote-put.c). */
 G_GNUC_INTERNAL gboolean sandstep_remote_put (SandstepAttachment *parent, const char *host_src, const char *dest,

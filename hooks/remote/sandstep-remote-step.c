@@ -214,15 +214,20 @@ sandstep_remote_try_run_step (SandstepBackend *backend, const char *handle, cons
 out:
   if (!ok && out_spec != NULL && *out_spec != NULL)
     g_clear_pointer (out_spec, sandstep_spec_free);
-  /* The spooled stdin is kept only for the try a busy refusal brings (the claim wait sends this request
-   * again); another request must never find it. */
-  if (ok || error == NULL || !g_error_matches (*error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY))
-    {
-      if (r->spool_fd >= 0)
-        close (r->spool_fd);
-      r->spool_fd = -1;
-      r->spool_for = NULL;
-    }
   sandstep_remote_target_clear (&a.target);
   return ok;
+}
+
+/* The spooled stdin serves every try the claim wait makes of one request; another must never find it. */
+void
+sandstep_remote_end_run_step (SandstepBackend *backend, const SandstepRunRequest *request)
+{
+  RemoteBackend *r = (RemoteBackend *) backend;
+
+  if (r->spool_for != request)
+    return;
+  if (r->spool_fd >= 0)
+    close (r->spool_fd);
+  r->spool_fd = -1;
+  r->spool_for = NULL;
 }

@@ -506,6 +506,7 @@ static const SandstepBackendClass remote_class = {
   .detach = remote_detach,
   .run_command = remote_run_command,
   .try_run_step = sandstep_remote_try_run_step,
+  .end_run_step = sandstep_remote_end_run_step,
   .read_file = remote_read_file,
   .write_file = remote_write_file,
   .put = sandstep_remote_put,
