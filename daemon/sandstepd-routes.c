@@ -184,12 +184,11 @@ open_staged_file (Daemon *d)
   return fd;
 }
 
-/* A body that could not be staged: the server's trouble, refused mid-body. */
+/* A body that could not be staged: the server's trouble (a caller mid-body says so first). */
 static void
 refuse_staging (Request *req, const char *what, int errsv)
 {
   req->refused = TRUE;
-  req->mid_body = TRUE;
   sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
                             SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "Cannot stage %s under '%s': %s",
                             what, req->d->staging_dir, g_strerror (errsv));
@@ -209,6 +208,7 @@ stage_bytes (Request *req, const guint8 *data, gsize len)
     req->upload_fd = open_staged_file (req->d);
   if (len > 0 && req->upload_fd < 0)
     {
+      req->mid_body = TRUE;
       refuse_staging (req, "the command's stdin", errno);
       return;
     }
@@ -219,6 +219,7 @@ stage_bytes (Request *req, const guint8 *data, gsize len)
         continue;
       if (n <= 0)
         {
+          req->mid_body = TRUE;
           refuse_staging (req, "the written bytes", errno);
           return;
         }
@@ -450,12 +451,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
         {
           req->upload_fd = open_staged_file (d);
           if (req->upload_fd < 0)
-            {
-              req->refused = TRUE;
-              sandstepd_answer_refusal (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "internal", "see the server's log",
-                                        SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                        "Cannot stage a write under '%s': %s", d->staging_dir, g_strerror (errno));
-            }
+            refuse_staging (req, "a write", errno);
         }
       else
         {

@@ -4,27 +4,14 @@
 #include "sandstep-error.h"
 #include "sandstep-units.h"
 
-/* The two timeouts, parsed (or the defaults where @default_text or @max_text is NULL), in their order; a
+/* Parses the two timeouts into @limits' (left as they are where a text is NULL), then checks their order; a
  * refusal names them as they were written. */
 static gboolean
-timeouts_in_order (const char *default_text, double default_s, const char *max_text, double max_s, GError **error)
+parse_timeouts (const char *default_text, const char *max_text, SandstepToolLimits *limits, GError **error)
 {
   g_autofree char *default_shown = NULL;
   g_autofree char *max_shown = NULL;
 
-  if (default_s <= max_s)
-    return TRUE;
-  default_shown = default_text != NULL ? g_strdup (default_text) : g_strdup_printf ("%g, the default", default_s);
-  max_shown = max_text != NULL ? g_strdup (max_text) : g_strdup_printf ("%g, the default", max_s);
-  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                         "command-timeout (%s) must not exceed max-command-timeout (%s); lower command-timeout or "
-                         "raise max-command-timeout", default_shown, max_shown);
-}
-
-/* Parses the two timeouts into @limits' (left as they are where a text is NULL), then checks their order. */
-static gboolean
-parse_timeouts (const char *default_text, const char *max_text, SandstepToolLimits *limits, GError **error)
-{
   /* Each value was checked by its kind already; a bad one is refused there. */
   if (default_text != NULL &&
       !sandstep_parse_seconds ("command-timeout", default_text, FALSE, &limits->default_timeout_s, error))
@@ -32,7 +19,14 @@ parse_timeouts (const char *default_text, const char *max_text, SandstepToolLimi
   if (max_text != NULL &&
       !sandstep_parse_seconds ("max-command-timeout", max_text, FALSE, &limits->max_timeout_s, error))
     return FALSE;
-  return timeouts_in_order (default_text, limits->default_timeout_s, max_text, limits->max_timeout_s, error);
+  if (limits->default_timeout_s <= limits->max_timeout_s)
+    return TRUE;
+  default_shown = default_text != NULL ? g_strdup (default_text)
+                                       : g_strdup_printf ("%g, the default", limits->default_timeout_s);
+  max_shown = max_text != NULL ? g_strdup (max_text) : g_strdup_printf ("%g, the default", limits->max_timeout_s);
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "command-timeout (%s) must not exceed max-command-timeout (%s); lower command-timeout or "
+                         "raise max-command-timeout", default_shown, max_shown);
 }
 
 gboolean

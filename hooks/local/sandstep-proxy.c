@@ -72,6 +72,7 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
                                                body);
   g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
   g_autofree char *when = g_date_time_format_iso8601 (now);
+  gboolean noticed = FALSE;
   FILE *log;
 
   /* Said before the client hears it: the step's line must not come after the command has ended. */
@@ -89,16 +90,19 @@ refuse (SandstepProxy *proxy, GOutputStream *out, int status, const char *raw_ta
       if (write (proxy->notices, line, strlen (line)) < 0)
         g_debug ("egress notice dropped: %s", g_strerror (errno));
       else
-        {
-          /* The client hears once the supervisor has taken the line, so that it reaches the step before whatever
-           * the client does on hearing (a session's reply comes back another way); for 0.1 s at most. */
-          gint64 deadline = g_get_monotonic_time () + G_USEC_PER_SEC / 10;
-          int queued = 0;
-          while (ioctl (proxy->notices, FIONREAD, &queued) == 0 && queued > 0 && g_get_monotonic_time () < deadline)
-            g_usleep (100);
-        }
+        noticed = TRUE;
     }
   g_mutex_unlock (&proxy->log_lock);
+  if (noticed)
+    {
+      /* The client hears once the supervisor has taken the line, so that it reaches the step before whatever
+       * the client does on hearing (a session's reply comes back another way); for 0.1 s at most.  Outside the
+       * lock: the queue counts every line, this one among them, and other refusals need not wait on it. */
+      gint64 deadline = g_get_monotonic_time () + G_USEC_PER_SEC / 10;
+      int queued = 0;
+      while (ioctl (proxy->notices, FIONREAD, &queued) == 0 && queued > 0 && g_get_monotonic_time () < deadline)
+        g_usleep (100);
+    }
   g_output_stream_write_all (out, response, strlen (response), NULL, NULL, NULL);
 }
 

@@ -240,8 +240,6 @@ shown_option (guint option, const char *value)
   return g_strdup_printf ("--%s='%s'", name, value);
 }
 
-/* `sandstep provision ...` as a /bin/sh command line, its options checked
- * against the operator table as the make plugin checks them. */
 /* "--OPTION=VALUE: why", the why as @cause says it less its @prefix (what srun's line already names). */
 static void
 refuse_value (GError **error, guint option, const char *value, const GError *cause, const char *prefix)
@@ -254,6 +252,8 @@ refuse_value (GError **error, guint option, const char *value, const GError *cau
   g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s: %s", shown, why);
 }
 
+/* `sandstep provision ...` as a /bin/sh command line, its options checked
+ * against the operator table as the make plugin checks them. */
 static char *
 render_provision (const char *options_text, const char *owner, const char *holder, GError **error)
 {
