@@ -89,7 +89,7 @@ exec_core (char **argv)
 static int
 connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock)
 {
-  char program[PATH_MAX + 32];
+  char program[PATH_MAX + 32], init[PATH_MAX + 32];
 
   if ((*sock = sandstep_run_connect (dir_fd)) >= 0)
     return 1;
@@ -97,7 +97,11 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
   sandstep_cgroup_warm_up_detached ();
   for (int i = 0; own_program (i, "sandstep-supervise", program, sizeof program); i++)
     if (access (program, X_OK) == 0)
-      return (*sock = sandstep_front_start_supervisor (program, state, dir_fd, handle)) >= 0;
+      {
+        /* Its init is where it would look for it: beside it. */
+        int beside = own_program (i, "sandstep-init", init, sizeof init) && access (init, X_OK) == 0;
+        return (*sock = sandstep_front_start_supervisor (program, beside ? init : NULL, state, dir_fd, handle)) >= 0;
+      }
   return 0;
 }
 

@@ -7,6 +7,7 @@
  * (hooks/local/sandstep-supervision.c), which hands it its plan.
  */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,10 +17,53 @@
 #include "sandstep-error.h"
 #include "sandstep-supervisor.h"
 
+/* The pid of the jail its starter gave it (sandstep-supervisor-start.h): fd 8 a pidfd of our own child, which only
+ * the jail can be as we start; 0: none (fds from 8 on are then nothing of ours). */
+static int
+given_jail (void)
+{
+  char path[64], text[4096];
+  const char *line;
+  int fd, pid = 0;
+  ssize_t n;
+
+  snprintf (path, sizeof path, "/proc/self/fdinfo/%d", SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
+  if (fd >= 0)
+    close (fd);
+  if (n <= 0)
+    return 0;
+  text[n] = '\0';
+  line = strstr (text, "\nPid:\t");
+  if (line == NULL || (pid = atoi (line + 6)) <= 0)
+    return 0;
+  snprintf (path, sizeof path, "/proc/%d/stat", pid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
+  if (fd >= 0)
+    close (fd);
+  if (n <= 0)
+    return 0;
+  text[n] = '\0';
+  {
+    /* "PID (COMM) STATE PPID ...": the comm may hold anything but the last ')'. */
+    const char *after = strrchr (text, ')');
+    int ppid = 0;
+    if (after == NULL || sscanf (after + 1, " %*c %d", &ppid) != 1 || ppid != getpid ())
+      return 0;
+  }
+  for (int jail_fd = SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD; jail_fd <= SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD; jail_fd++)
+    if (fcntl (jail_fd, F_SETFD, FD_CLOEXEC) < 0)
+      return 0;
+  return pid;
+}
+
 int
 main (int argc, char **argv)
 {
   struct stat st;
+  int jail = 0;
 
   if (argc != 3 || strcmp (argv[1], "--supervisor") != 0)
     {
@@ -38,9 +82,13 @@ main (int argc, char **argv)
   if (fcntl (SANDSTEP_SUPERVISOR_CALLER_FD, F_SETFD, FD_CLOEXEC) < 0 &&
       open ("/dev/null", O_RDONLY | O_CLOEXEC) != SANDSTEP_SUPERVISOR_CALLER_FD)
     return SANDSTEP_EXIT_INTERNAL;
+  jail = given_jail ();
   /* Nothing else of its starter's: a make's jobserver pipe held for the sandbox's life would hang the make. */
-  if (syscall (SYS_close_range, SANDSTEP_SUPERVISOR_CALLER_FD + 1, ~0U, 0) < 0)
-    for (int fd = SANDSTEP_SUPERVISOR_CALLER_FD + 1; fd < 1024; fd++)
-      close (fd);
-  return sandstep_supervisor_main (argv[2]);
+  {
+    int first = jail > 0 ? SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD + 1 : SANDSTEP_SUPERVISOR_CALLER_FD + 1;
+    if (syscall (SYS_close_range, first, ~0U, 0) < 0)
+      for (int fd = first; fd < 1024; fd++)
+        close (fd);
+  }
+  return sandstep_supervisor_main (argv[2], jail);
 }

@@ -13,10 +13,9 @@
 #include <glib.h>
 #include <sys/stat.h>
 
-G_BEGIN_DECLS
+#include "sandstep-jail-image.h"
 
-/* The jail's hostname, also in its /etc/hostname and /etc/hosts. */
-#define SANDSTEP_JAIL_HOSTNAME "sandstep"
+G_BEGIN_DECLS
 
 /* Receives /etc entry by entry, parents first; NAME is relative to /etc. */
 typedef struct {

@@ -1,33 +1,40 @@
 /* sandstep-jail-child.c: the jail's child, from clone3() to the exec of init; see sandstep-jail-child.h. */
-#include "sandstep-jail.h"
 #include "sandstep-jail-child.h"
+#include "sandstep-jail-start.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <net/if.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sandstep-etc.h"
 #include "sandstep-jail-init.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 
-static G_NORETURN void
+#define NEWROOT SANDSTEP_JAIL_NEWROOT
+
+static __attribute__ ((noreturn)) void
 child_fail (int report_fd, int step, int errsv)
 {
   SandstepJailFailure failure = { step, errsv };
@@ -39,66 +46,52 @@ child_fail (int report_fd, int step, int errsv)
   _exit (125);
 }
 
-int
-sandstep_jail_write_file (const char *path, const void *data, gsize len, int open_flags, mode_t mode)
-{
-  int fd = open (path, open_flags | O_CLOEXEC | O_NOFOLLOW, mode);
-  gboolean ok;
-
-  if (fd < 0)
-    return -1;
-  ok = write (fd, data, len) == (ssize_t) len;
-  if (close (fd) < 0)
-    ok = FALSE;
-  return ok ? 0 : -1;
-}
-
 static int
-run_op (SandstepJail *jail, JailOp *op)
+run_op (const SandstepJailImage *image, const SandstepJailImageOp *op, int *slots)
 {
+  const char *path = sandstep_jail_image_at (image, op->path);
+  const char *source = sandstep_jail_image_at (image, op->source);
+  const char *data = op->data_len > 0 ? sandstep_jail_image_at (image, op->data) : "";
   char fd_path[32];
   struct mount_attr attr = { 0 };
-  gsize len;
-  const void *data;
   int fd;
 
-  switch (op->kind)
+  switch ((JailOpKind) op->kind)
     {
     case JAIL_OP_TMPFS:
-      return mount ("tmpfs", op->path, "tmpfs", op->flags, g_bytes_get_data (op->data, NULL));
+      return mount ("tmpfs", path, "tmpfs", op->flags, data);
     case JAIL_OP_MKDIR:
-      return mkdir (op->path, op->flags ? (mode_t) op->flags : 0755) < 0 && errno != EEXIST ? -1 : 0;
+      return mkdir (path, op->flags ? (mode_t) op->flags : 0755) < 0 && errno != EEXIST ? -1 : 0;
     case JAIL_OP_TOUCH:
-      fd = open (op->path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+      fd = open (path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
       if (fd < 0)
         return -1;
       close (fd);
       return 0;
     case JAIL_OP_SYMLINK:
-      return symlink (op->source, op->path);
+      return symlink (source, path);
     case JAIL_OP_WRITE:
-      data = op->data != NULL ? g_bytes_get_data (op->data, &len) : (len = 0, "");
-      return sandstep_jail_write_file (op->path, data, len, O_WRONLY | O_CREAT | O_EXCL, (mode_t) op->flags);
+      return sandstep_jail_write_file (path, data, op->data_len, O_WRONLY | O_CREAT | O_EXCL, (mode_t) op->flags);
     case JAIL_OP_BIND:
       if (op->slot >= 0)
         {
-          snprintf (fd_path, sizeof fd_path, "/proc/self/fd/%d", jail->slots[op->slot]);
-          return mount (fd_path, op->path, NULL, op->flags, NULL);
+          snprintf (fd_path, sizeof fd_path, "/proc/self/fd/%d", slots[op->slot]);
+          return mount (fd_path, path, NULL, op->flags, NULL);
         }
-      return mount (op->source, op->path, NULL, op->flags, NULL);
+      return mount (source, path, NULL, op->flags, NULL);
     case JAIL_OP_REMOUNT:
-      return mount (NULL, op->path, NULL, op->flags, NULL);
+      return mount (NULL, path, NULL, op->flags, NULL);
     case JAIL_OP_RESTRICT:
       attr.attr_set = op->flags;
-      return sys_mount_setattr (AT_FDCWD, op->path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr);
+      return sys_mount_setattr (AT_FDCWD, path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr);
     case JAIL_OP_PROC:
-      return mount ("proc", op->path, "proc", op->flags, NULL);
+      return mount ("proc", path, "proc", op->flags, NULL);
     case JAIL_OP_OPEN:
-      fd = open (op->path, O_PATH | O_CLOEXEC);
-      jail->slots[op->slot] = fd;
+      fd = open (path, O_PATH | O_CLOEXEC);
+      slots[op->slot] = fd;
       return fd < 0 ? -1 : 0;
     case JAIL_OP_ATTACH:
-      return sys_move_mount (jail->slots[op->slot], "", AT_FDCWD, op->path, MOVE_MOUNT_F_EMPTY_PATH);
+      return sys_move_mount (slots[op->slot], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
     }
   errno = EINVAL;
   return -1;
@@ -136,9 +129,9 @@ drop_capabilities (int last_cap)
   return syscall (SYS_capset, &header, data);
 }
 
-/* The go message: one byte, with the tree mounts in slot order. */
+/* The go message: one byte, with the trees' mounts in the image's order. */
 static int
-receive_go (SandstepJail *jail, int go)
+receive_go (const SandstepJailImage *image, int go, int *slots)
 {
   union { char buf[CMSG_SPACE (SANDSTEP_JAIL_MAX_SLOTS * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
   char byte;
@@ -147,7 +140,7 @@ receive_go (SandstepJail *jail, int go)
                         .msg_controllen = sizeof cmsg_buf.buf };
   struct cmsghdr *cmsg;
   ssize_t n;
-  guint next = 0;
+  uint32_t next = 0;
 
   do
     n = recvmsg (go, &msg, MSG_CMSG_CLOEXEC);
@@ -156,10 +149,10 @@ receive_go (SandstepJail *jail, int go)
     return -1;
   for (cmsg = CMSG_FIRSTHDR (&msg); cmsg != NULL; cmsg = CMSG_NXTHDR (&msg, cmsg))
     if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
-      for (size_t i = 0; i < (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int) && next < jail->trees->len; i++)
-        memcpy (&jail->slots[g_array_index (jail->trees, JailTree, next++).slot],
-                CMSG_DATA (cmsg) + i * sizeof (int), sizeof (int));
-  return next == jail->trees->len ? 0 : -1;
+      for (size_t i = 0; i < (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int) && next < image->n_trees; i++)
+        memcpy (&slots[sandstep_jail_image_tree (image, next++)->slot], CMSG_DATA (cmsg) + i * sizeof (int),
+                sizeof (int));
+  return next == image->n_trees ? 0 : -1;
 }
 
 static int
@@ -174,89 +167,105 @@ receive_byte (int go)
   return n == 1 ? 0 : -1;
 }
 
+static void
+set_limit (int report, const SandstepJailImageRlimit *limit)
+{
+  /* A hard limit can only be raised with CAP_SYS_RESOURCE in the host's namespace: where the starter inherited
+   * a lower one, that one holds, tighter than asked, never looser. */
+  struct rlimit want = { limit->soft, limit->hard }, now;
+
+  if (getrlimit (limit->resource, &now) == 0 && want.rlim_max > now.rlim_max)
+    {
+      want.rlim_max = now.rlim_max;
+      if (want.rlim_cur > want.rlim_max)
+        want.rlim_cur = want.rlim_max;
+    }
+  if (setrlimit (limit->resource, &want) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_RLIMIT, errno);
+}
+
 int
 sandstep_jail_child_main (SandstepJailChildArgs *args)
 {
   static const unsigned long securebits =
     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
     SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-  SandstepJail *jail = args->jail;
+  const SandstepJailImage *image = args->image;
+  struct sock_fprog seccomp = { .len = image->n_filters,
+                                .filter = (struct sock_filter *) ((char *) image + image->filters) };
   int report = args->report;
+  int slots[SANDSTEP_JAIL_MAX_SLOTS];
   sigset_t none;
 
+  /* Started on one CPU (sandstep-jail-start.c): from here on, on any of its starter's. */
+  if (CPU_COUNT (&args->cpus) > 0)
+    sched_setaffinity (0, sizeof args->cpus, &args->cpus);
   for (int i = 0; i < 3; i++)
     close (args->others[i]);
-  /* Die with the supervisor; if it is already gone, the go message never comes. */
-  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || receive_go (jail, args->go) < 0)
-    child_fail (report, STEP_PARENT_GONE, errno);
+  /* Die with the starter; if it is already gone, the go message never comes. */
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_PARENT_GONE, errno);
+  /* Ours to make, while the starter writes the maps: the costliest namespace, and it needs no map. */
+  if (unshare (CLONE_NEWNET) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_NETNS, errno);
+  if (receive_go (image, args->go, slots) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_PARENT_GONE, errno);
   /* The maps are written: become the sandbox's uid 0, which is the sandbox's host uid. */
   if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
-    child_fail (report, STEP_SETUID, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_SETUID, errno);
   /* If a memory limit is hit, the kernel picks a command's process before init. */
   sandstep_jail_write_file ("/proc/self/oom_score_adj", "1000", 4, O_WRONLY, 0);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-    child_fail (report, STEP_PRIVATE, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_PRIVATE, errno);
 
-  /* The root is built while the supervisor moves this process into the sandbox's cgroup. */
-  for (guint i = 0; i < jail->ops->len; i++)
-    if (run_op (jail, &g_array_index (jail->ops, JailOp, i)) < 0)
+  /* The root is built while the starter makes the sandbox's cgroup and moves this process into it. */
+  for (uint32_t i = 0; i < image->n_ops; i++)
+    if (run_op (image, sandstep_jail_image_op (image, i), slots) < 0)
       child_fail (report, (int) i, errno);
-
-  /* Inside the sandbox's cgroup once told so: make that the root of what it sees. */
-  if (receive_byte (args->go) < 0)
-    child_fail (report, STEP_PARENT_GONE, errno);
-  if (unshare (CLONE_NEWCGROUP) < 0)
-    child_fail (report, STEP_CGROUP_NS, errno);
-
   if (chdir (NEWROOT) < 0 || syscall (SYS_pivot_root, ".", ".") < 0 || umount2 (".", MNT_DETACH) < 0 ||
       chdir ("/") < 0)
-    child_fail (report, STEP_PIVOT, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_PIVOT, errno);
   if (mount (NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-    child_fail (report, STEP_ROOT_RDONLY, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_ROOT_RDONLY, errno);
   if (bring_up_loopback () < 0)
-    child_fail (report, STEP_LOOPBACK, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_LOOPBACK, errno);
   if (sethostname (SANDSTEP_JAIL_HOSTNAME, strlen (SANDSTEP_JAIL_HOSTNAME)) < 0)
-    child_fail (report, STEP_HOSTNAME, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_HOSTNAME, errno);
   if (setsid () < 0)
-    child_fail (report, STEP_SETSID, errno);
-  for (int i = 0; i < jail->n_rlimits; i++)
-    {
-      /* A hard limit can only be raised with CAP_SYS_RESOURCE in the host's namespace: where the supervisor
-       * inherited a lower one, that one holds, tighter than asked, never looser. */
-      struct rlimit want = jail->rlimits[i].value, now;
-      if (getrlimit (jail->rlimits[i].resource, &now) == 0 && want.rlim_max > now.rlim_max)
-        {
-          want.rlim_max = now.rlim_max;
-          want.rlim_cur = MIN (want.rlim_cur, want.rlim_max);
-        }
-      if (setrlimit (jail->rlimits[i].resource, &want) < 0)
-        child_fail (report, STEP_RLIMIT, errno);
-    }
+    child_fail (report, SANDSTEP_JAIL_STEP_SETSID, errno);
+  for (uint32_t i = 0; i < image->n_rlimits; i++)
+    set_limit (report, sandstep_jail_image_rlimit (image, i));
   for (int i = 0; i < 3; i++)
     {
       int fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
       if (fd < 0 || dup2 (fd, i) < 0)
-        child_fail (report, STEP_STDIO, errno);
+        child_fail (report, SANDSTEP_JAIL_STEP_STDIO, errno);
       if (fd > 2)
         close (fd);
     }
-  /* Every other fd of the supervisor closes at exec; init keeps its control socket (and the egress one). */
+  /* Every other fd of the starter closes at exec; init keeps its control socket (and the egress one). */
   if (syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    child_fail (report, STEP_STDIO, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_STDIO, errno);
   if (chdir ("/workspace") < 0)
-    child_fail (report, STEP_CHDIR, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_CHDIR, errno);
+
+  /* Inside the sandbox's cgroup once told so: make that the root of what it sees. */
+  if (receive_byte (args->go) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_PARENT_GONE, errno);
+  if (unshare (CLONE_NEWCGROUP) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_CGROUP_NS, errno);
   if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)
-    child_fail (report, STEP_SECUREBITS, errno);
-  if (drop_capabilities (jail->last_cap) < 0)
-    child_fail (report, STEP_CAPS, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_SECUREBITS, errno);
+  if (drop_capabilities (args->last_cap) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_CAPS, errno);
   if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    child_fail (report, STEP_NNP, errno);
-  if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &jail->seccomp_prog, 0, 0) < 0)
-    child_fail (report, STEP_SECCOMP, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_NNP, errno);
+  if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp, 0, 0) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_SECCOMP, errno);
   if (fcntl (args->control, F_SETFD, 0) < 0 || (args->egress >= 0 && fcntl (args->egress, F_SETFD, 0) < 0))
-    child_fail (report, STEP_INIT_FD, errno);
+    child_fail (report, SANDSTEP_JAIL_STEP_INIT_FD, errno);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
-  syscall (SYS_execveat, jail->init_fd, "", args->argv, (char *[]) { NULL }, AT_EMPTY_PATH);
-  child_fail (report, STEP_INIT_FD, errno);
+  syscall (SYS_execveat, args->init_fd, "", args->argv, (char *[]) { NULL }, AT_EMPTY_PATH);
+  child_fail (report, SANDSTEP_JAIL_STEP_INIT_FD, errno);
 }

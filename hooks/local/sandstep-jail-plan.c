@@ -10,6 +10,7 @@
 #include "sandstep-jail-private.h"
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/mount.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -21,6 +22,7 @@
 #include "sandstep-jail-init.h"
 #include "sandstep-limits.h"
 #include "sandstep-plan-inputs.h"
+#include "sandstep-supervisor-start.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
@@ -433,57 +435,106 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
 }
 
 static GVariant *
-bytes_value (GBytes *bytes)
-{
-  if (bytes == NULL)
-    return g_variant_new_from_data (G_VARIANT_TYPE_BYTESTRING, "", 0, TRUE, NULL, NULL);
-  return g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, bytes, TRUE);
-}
-
-static GVariant *
 strv_value (char **strv)
 {
   return g_variant_new_bytestring_array ((const char *const *) strv, strv != NULL ? -1 : 0);
 }
 
+/* The supervisor's part: what a command's environment is made of, and what the sandbox binds. */
 GVariant *
 sandstep_jail_to_variant (SandstepJail *jail)
 {
-  g_auto(GVariantBuilder) ops = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_JAIL_OPS_TYPE));
-  g_auto(GVariantBuilder) trees = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_JAIL_TREES_TYPE));
-  g_auto(GVariantBuilder) rlimits = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE ("a(itt)"));
   g_auto(GVariantBuilder) plan = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
 
-  for (guint i = 0; i < jail->ops->len; i++)
-    {
-      const JailOp *op = &g_array_index (jail->ops, JailOp, i);
-      g_variant_builder_add (&ops, "(u^ay^ay@ayti^ay)", (guint32) op->kind, op->path,
-                             op->source != NULL ? op->source : "", bytes_value (op->data), op->flags, op->slot,
-                             op->what);
-    }
-  for (guint i = 0; i < jail->trees->len; i++)
-    {
-      const JailTree *tree = &g_array_index (jail->trees, JailTree, i);
-      g_variant_builder_add (&trees, "(^ayitbb)", tree->host_path, tree->slot, tree->attrs, tree->idmap,
-                             tree->recursive);
-    }
-  for (int i = 0; i < jail->n_rlimits; i++)
-    g_variant_builder_add (&rlimits, "(itt)", jail->rlimits[i].resource,
-                           (guint64) jail->rlimits[i].value.rlim_cur, (guint64) jail->rlimits[i].value.rlim_max);
-
-  g_variant_builder_add (&plan, "{sv}", "ops", g_variant_builder_end (&ops));
-  g_variant_builder_add (&plan, "{sv}", "trees", g_variant_builder_end (&trees));
-  g_variant_builder_add (&plan, "{sv}", "rlimits", g_variant_builder_end (&rlimits));
-  g_variant_builder_add (&plan, "{sv}", "slots", g_variant_new_int32 (jail->n_slots));
-  g_variant_builder_add (&plan, "{sv}", "outer-uid", g_variant_new_uint32 (jail->outer_uid));
-  g_variant_builder_add (&plan, "{sv}", "outer-gid", g_variant_new_uint32 (jail->outer_gid));
-  g_variant_builder_add (&plan, "{sv}", "idmap", g_variant_new_boolean (jail->idmap));
-  g_variant_builder_add (&plan, "{sv}", "open-net", g_variant_new_boolean (jail->open_net));
-  g_variant_builder_add (&plan, "{sv}", "egress", g_variant_new_boolean (jail->egress));
   g_variant_builder_add (&plan, "{sv}", "env-base", strv_value (jail->env_base));
   g_variant_builder_add (&plan, "{sv}", "env-own", strv_value (jail->env_own));
   g_variant_builder_add (&plan, "{sv}", "sources",
                          g_variant_new_bytestring_array ((const char *const *) jail->sources->pdata,
                                                          jail->sources->len));
   return g_variant_ref_sink (g_variant_builder_end (&plan));
+}
+
+/* Appends @len bytes to the image's tail; their offset, or 0 for none. */
+static guint32
+append (GByteArray *image, const void *data, gsize len)
+{
+  guint32 offset = image->len;
+
+  if (data == NULL)
+    return 0;
+  g_byte_array_append (image, data, len);
+  return offset;
+}
+
+static guint32
+append_string (GByteArray *image, const char *text)
+{
+  return text != NULL ? append (image, text, strlen (text) + 1) : 0;
+}
+
+/* Room for @count records of @size, 8-aligned; their offset. */
+static guint32
+reserve (GByteArray *image, guint count, gsize size)
+{
+  guint32 offset = (image->len + 7) & ~7u;
+
+  g_byte_array_set_size (image, offset + count * size);
+  memset (image->data + offset, 0, count * size);
+  return offset;
+}
+
+GBytes *
+sandstep_jail_to_image (SandstepJail *jail, GBytes *seccomp)
+{
+  g_autoptr(GByteArray) bytes = g_byte_array_new ();
+  SandstepJailImage header = {
+    .magic = SANDSTEP_JAIL_IMAGE_MAGIC, .format = SANDSTEP_PLAN_FORMAT,
+    .flags = (jail->idmap ? SANDSTEP_JAIL_IMAGE_IDMAP : 0) | (jail->open_net ? SANDSTEP_JAIL_IMAGE_OPEN_NET : 0) |
+             (jail->egress ? SANDSTEP_JAIL_IMAGE_EGRESS : 0),
+    .outer_uid = jail->outer_uid, .outer_gid = jail->outer_gid, .n_slots = jail->n_slots,
+    .n_ops = jail->ops->len, .n_trees = jail->trees->len, .n_rlimits = jail->n_rlimits,
+    .n_filters = g_bytes_get_size (seccomp) / sizeof (struct sock_filter),
+  };
+  gsize filters_size = header.n_filters * sizeof (struct sock_filter);
+
+  g_byte_array_set_size (bytes, sizeof header);
+  header.ops = reserve (bytes, header.n_ops, sizeof (SandstepJailImageOp));
+  header.trees = reserve (bytes, header.n_trees, sizeof (SandstepJailImageTree));
+  header.rlimits = reserve (bytes, header.n_rlimits, sizeof (SandstepJailImageRlimit));
+  header.filters = reserve (bytes, 1, filters_size);
+  memcpy (bytes->data + header.filters, g_bytes_get_data (seccomp, NULL), filters_size);
+  /* Records are filled after each append: an append may move the array. */
+  for (guint i = 0; i < jail->ops->len; i++)
+    {
+      const JailOp *op = &g_array_index (jail->ops, JailOp, i);
+      SandstepJailImageOp record = { .kind = op->kind, .slot = op->slot, .flags = op->flags };
+      gsize len = 0;
+      const void *data = op->data != NULL ? g_bytes_get_data (op->data, &len) : NULL;
+
+      record.path = append_string (bytes, op->path);
+      record.source = append_string (bytes, op->source);
+      record.what = append_string (bytes, op->what);
+      record.data = len > 0 ? append (bytes, data, len) : 0;
+      record.data_len = len;
+      memcpy (bytes->data + header.ops + i * sizeof record, &record, sizeof record);
+    }
+  for (guint i = 0; i < jail->trees->len; i++)
+    {
+      const JailTree *tree = &g_array_index (jail->trees, JailTree, i);
+      SandstepJailImageTree record = { .slot = tree->slot, .attrs = tree->attrs, .idmap = tree->idmap,
+                                       .recursive = tree->recursive };
+
+      record.host_path = append_string (bytes, tree->host_path);
+      memcpy (bytes->data + header.trees + i * sizeof record, &record, sizeof record);
+    }
+  for (int i = 0; i < jail->n_rlimits; i++)
+    {
+      SandstepJailImageRlimit record = { .resource = jail->rlimits[i].resource,
+                                         .soft = jail->rlimits[i].value.rlim_cur,
+                                         .hard = jail->rlimits[i].value.rlim_max };
+      memcpy (bytes->data + header.rlimits + i * sizeof record, &record, sizeof record);
+    }
+  header.size = bytes->len;
+  memcpy (bytes->data, &header, sizeof header);
+  return g_byte_array_free_to_bytes (g_steal_pointer (&bytes));
 }

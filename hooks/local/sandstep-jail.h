@@ -2,10 +2,12 @@
  *
  * A jail is compiled in the helper from the sandbox's spec (paths checked,
  * /etc read, limits and environment worked out: sandstep-jail-plan.h) and
- * handed to the sandbox's supervisor as a GVariant.  The supervisor builds
- * it once: one clone() makes the user, mount, pid, ipc, uts and net
- * namespaces (an open network too gets a namespace of its own, joined to
- * the outside by a user-mode network stack); the child
+ * handed to the sandbox's supervisor as its image (sandstep-jail-image.h)
+ * and a GVariant.  It is built once, by the supervisor or, for a sandbox's
+ * first command, by the front that starts the supervisor
+ * (sandstep-jail-start.h): one clone() makes the user, mount, pid, ipc and
+ * uts namespaces, the child its network namespace (an open network is
+ * joined to the outside by a user-mode network stack); the child
  * builds a tmpfs root with read-only /usr and /etc, the persistent
  * /workspace and /tmp, a minimal /dev and its own /proc, pivots into it,
  * drops every privilege and execs sandstep-init as the sandbox's pid 1.
@@ -22,15 +24,23 @@
 #include <glib.h>
 #include <sys/types.h>
 
+#include "sandstep-jail-image.h"
+#include "sandstep-jail-start.h"
+
 G_BEGIN_DECLS
 
 typedef struct _SandstepJail SandstepJail;
 
-/* The supervisor side: what sandstep_jail_to_variant() made. */
-SandstepJail *sandstep_jail_from_variant (GVariant *plan, GError **error);
+/* The compiler's output: the jail's image with @seccomp (the whole plan file begins with it), and the rest,
+ * which only the supervisor reads. */
+GBytes *sandstep_jail_to_image (SandstepJail *jail, GBytes *seccomp);
+GVariant *sandstep_jail_to_variant (SandstepJail *jail);
+
+/* The supervisor side: the jail of a plan whose image (checked: sandstep_jail_image_check()) is @image, in
+ * memory that outlives the jail, and whose "jail" member is @plan. */
+SandstepJail *sandstep_jail_from_variant (const SandstepJailImage *image, GVariant *plan, GError **error);
 void sandstep_jail_free (SandstepJail *jail);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepJail, sandstep_jail_free)
-GVariant *sandstep_jail_to_variant (SandstepJail *jail);
 
 /* What the supervisor adds around the namespaces: a user-mode network stack
  * (network=open) or the egress proxy (network=allow), run as the sandbox's host uid. */
@@ -54,6 +64,16 @@ typedef gboolean (*SandstepJailAttachFunc) (int pid, gpointer user_data, GError 
  * caller must be single-threaded. */
 gboolean sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc attach, gpointer user_data,
                               SandstepJailProcess *out, GError **error);
+
+/* Whether the plan may be used after all, asked while the child finishes: FALSE ends it unused. */
+typedef gboolean (*SandstepJailCheckFunc) (gpointer user_data, GError **error);
+
+/* The same, for a child that sandstep_jail_start() started elsewhere on this jail's image (the front that
+ * started this supervisor): from its cgroup on, with @check once it is in it.  Takes @start's fds, whatever
+ * the outcome. */
+gboolean sandstep_jail_adopt (SandstepJail *jail, SandstepJailStart *start, SandstepJailAttachFunc attach,
+                              SandstepJailCheckFunc check, gpointer user_data, SandstepJailProcess *out,
+                              GError **error);
 
 /* Kills the sandbox's init, and with it every process of the sandbox, and reaps it. */
 void sandstep_jail_end (SandstepJailProcess *process);

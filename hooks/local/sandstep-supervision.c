@@ -23,6 +23,7 @@
 #include "sandstep-limits.h"
 #include "sandstep-plan-inputs.h"
 #include "sandstep-run-client.h"
+#include "sandstep-seccomp.h"
 #include "sandstep-supervisor.h"
 
 /* How long a caller waits for a supervisor that another caller starts. */
@@ -67,8 +68,9 @@ default_identity (const char *suffix)
   return g_strdup_printf ("%s@%s%s", user, g_get_host_name (), suffix);
 }
 
-/* @record's plan, with the host files it was compiled from (sandstep-plan-inputs.h). */
-static GVariant *
+/* @record's plan, with the host files it was compiled from (sandstep-plan-inputs.h): the jail's image, then
+ * the rest as a GVariant, 8-aligned (sandstep-jail-image.h). */
+static GBytes *
 build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
 {
   g_autofree char *workspace = sandstep_store_sandbox_path (store, record->handle, "tree/workspace");
@@ -89,6 +91,9 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
     .inputs = &inputs,
   };
   g_autoptr(SandstepJail) jail = NULL;
+  g_autoptr(GBytes) seccomp = NULL, image = NULL;
+  g_autoptr(GVariant) rest = NULL;
+  g_autoptr(GByteArray) file = NULL;
   g_auto(GVariantBuilder) plan = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
 
   if (record->spec->network == SANDSTEP_NETWORK_OPEN && pasta == NULL)
@@ -104,9 +109,8 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
   /* Another build of sandstep may read the plan otherwise. */
   sandstep_plan_inputs_add (&inputs, supervisor, SANDSTEP_PLAN_INPUT_CONTENT, TRUE, NULL);
   jail = sandstep_jail_new (&config, error);
-  if (jail == NULL)
+  if (jail == NULL || (seccomp = sandstep_seccomp_program (error)) == NULL)
     return NULL;
-  g_variant_builder_add (&plan, "{sv}", "format", g_variant_new_uint32 (SANDSTEP_PLAN_FORMAT));
   g_variant_builder_add (&plan, "{sv}", "host", g_variant_new_bytestring (g_get_host_name ()));
   g_variant_builder_add (&plan, "{sv}", "inputs", g_variant_builder_end (&inputs));
   g_variant_builder_add (&plan, "{sv}", "cgroup-kind", g_variant_new_uint32 (sandstep_cgroup_kind ()));
@@ -119,18 +123,25 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
                          g_variant_new ("(txxt)", limits.memory, limits.pids, limits.cpu_time_s, limits.disk));
   g_variant_builder_add (&plan, "{sv}", "pasta", g_variant_new_bytestring (pasta != NULL ? pasta : ""));
   g_variant_builder_add (&plan, "{sv}", "jail", sandstep_jail_to_variant (jail));
-  return g_variant_ref_sink (g_variant_builder_end (&plan));
+  rest = g_variant_ref_sink (g_variant_builder_end (&plan));
+  image = sandstep_jail_to_image (jail, seccomp);
+  file = g_byte_array_sized_new (g_bytes_get_size (image) + 8 + g_variant_get_size (rest));
+  g_byte_array_append (file, g_bytes_get_data (image, NULL), g_bytes_get_size (image));
+  g_byte_array_set_size (file, (file->len + 7) & ~7u);
+  memset (file->data + g_bytes_get_size (image), 0, file->len - g_bytes_get_size (image));
+  g_byte_array_append (file, g_variant_get_data (rest), g_variant_get_size (rest));
+  return g_byte_array_free_to_bytes (g_steal_pointer (&file));
 }
 
 /* Kept beside the record, for the front to start a supervisor with; a first command without it takes the
  * helper's way, which keeps one. */
 static void
-keep_plan (SandstepStore *store, const char *handle, GVariant *plan)
+keep_plan (SandstepStore *store, const char *handle, GBytes *plan)
 {
   g_autoptr(GError) error = NULL;
 
-  if (!sandstep_store_write_member (store, handle, SANDSTEP_PLAN_FILE, g_variant_get_data (plan),
-                                    g_variant_get_size (plan), &error))
+  if (!sandstep_store_write_member (store, handle, SANDSTEP_PLAN_FILE, g_bytes_get_data (plan, NULL),
+                                    g_bytes_get_size (plan), &error))
     g_debug ("Could not keep the plan of sandbox '%s': %s", handle, error->message);
 }
 
@@ -146,7 +157,7 @@ void
 sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *record)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GVariant) plan = build_plan (store, record, &error);
+  g_autoptr(GBytes) plan = build_plan (store, record, &error);
   int lock;
 
   /* A spec the plan cannot be made for fails its first command, through the helper, which says why. */
@@ -163,10 +174,10 @@ sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *record)
 
 /* The plan in a sealed memfd: the supervisor reads exactly what was written. */
 static int
-plan_fd (GVariant *plan, GError **error)
+plan_fd (GBytes *plan, GError **error)
 {
-  gsize size = g_variant_get_size (plan);
-  const char *data = g_variant_get_data (plan);
+  gsize size;
+  const char *data = g_bytes_get_data (plan, &size);
   int fd = memfd_create ("sandstep-plan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   gsize done = 0;
 
@@ -228,7 +239,7 @@ start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, 
 {
   g_autofree char *program = sandstep_program_path ("sandstep-supervise");
   g_autofree char *state_dir = g_canonicalize_filename (store->dir, NULL);
-  g_autoptr(GVariant) plan = build_plan (store, record, error);
+  g_autoptr(GBytes) plan = build_plan (store, record, error);
   char **env;
   int plan_memfd, ready;
   gboolean ok;
@@ -237,7 +248,7 @@ start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, 
     return FALSE;
   keep_plan (store, record->handle, plan);
   env = sandstep_supervisor_environment (state_dir, (char *const *) environ);
-  ready = env != NULL ? sandstep_supervisor_spawn (program, record->handle, store->dir_fd, lock, plan_memfd, -1, env)
+  ready = env != NULL ? sandstep_supervisor_spawn (program, record->handle, store->dir_fd, lock, plan_memfd, -1, env, NULL, -1)
                       : (errno = ENOMEM, -1);
   sandstep_supervisor_environment_free (env);
   close (plan_memfd);

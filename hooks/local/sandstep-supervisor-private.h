@@ -7,6 +7,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "sandstep-cgroup.h"
@@ -81,6 +82,9 @@ typedef struct {
   int stop_signal;
 
   SandstepJail *jail;
+  SandstepJailStart adopt;  /* the jail the front started for us, until adopted (sandstep-supervisor-start.h) */
+  gboolean plan_checked;    /* a kept plan's inputs were found current (a fresh one is by its making) */
+  struct stat plan_stat;
   SandstepCgroup *cgroup;
   SandstepJailProcess init;
   GArray *sources;         /* as they were when the sandbox was built */

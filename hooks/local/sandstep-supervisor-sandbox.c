@@ -73,11 +73,13 @@ unmap_plan (gpointer data)
   g_free (mapping);
 }
 
+/* The plan in @fd: its jail's image, checked, at its head (*@out_image), and the rest. */
 static GVariant *
-read_plan (int fd, GError **error)
+read_plan (int fd, const SandstepJailImage **out_image, GError **error)
 {
   struct stat st;
   void *map = MAP_FAILED;
+  const SandstepJailImage *image;
   int errsv;
 
   /* Mapped, not copied (the copies of the host's /etc files in it are 150 kB here), and whole at once: a page
@@ -94,17 +96,28 @@ read_plan (int fd, GError **error)
                             "Could not read the sandbox's plan");
       return NULL;
     }
+  image = sandstep_jail_image_check (map, st.st_size, SANDSTEP_PLAN_FORMAT);
+  if (image == NULL || sandstep_jail_image_end (image) >= (gsize) st.st_size)
+    {
+      munmap (map, st.st_size);
+      sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
+                      "The sandbox's plan is damaged, or was compiled by another version of sandstep");
+      return NULL;
+    }
   {
     /* Trusted, as GVariant means it: serialised by the helper, into a memfd it sealed and gave only us, or into
      * the plan it keeps beside the record, which only the state directory's owner can write.  Checking its
      * normal form cost a first command 2.3 ms, more than reading it. */
     Mapping *mapping = g_new (Mapping, 1);
-    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GBytes) bytes = NULL, rest = NULL;
+    gsize end = sandstep_jail_image_end (image);
 
     /* Replaced by a rename, never written in place: the mapping stays what was read. */
     *mapping = (Mapping) { map, st.st_size };
     bytes = g_bytes_new_with_free_func (map, st.st_size, unmap_plan, mapping);
-    return g_variant_new_from_bytes (G_VARIANT_TYPE_VARDICT, bytes, TRUE);
+    rest = g_bytes_new_from_bytes (bytes, end, st.st_size - end);
+    *out_image = image;
+    return g_variant_new_from_bytes (G_VARIANT_TYPE_VARDICT, rest, TRUE);
   }
 }
 
@@ -120,19 +133,15 @@ fresh_plan (int fd)
 /* A kept plan is used only while it is what the helper would compile now, and only if nobody but the
  * state directory's owner could have written it. */
 static gboolean
-check_kept_plan (Supervisor *s, int fd, GError **error)
+check_kept_plan (Supervisor *s, const struct stat *st, GError **error)
 {
   g_autoptr(GVariant) inputs = NULL;
   const char *host, *changed;
-  guint32 format, cgroup_kind;
-  struct stat st;
+  guint32 cgroup_kind;
 
-  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 022))
+  if (!S_ISREG (st->st_mode) || st->st_uid != geteuid () || (st->st_mode & 022))
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
                            "The sandbox's kept plan is not a file of its owner's only");
-  if (!g_variant_lookup (s->plan, "format", "u", &format) || format != SANDSTEP_PLAN_FORMAT)
-    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
-                           "The sandbox's plan was compiled by another version of sandstep");
   if (!g_variant_lookup (s->plan, "host", "^&ay", &host) || strcmp (host, g_get_host_name ()) != 0)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
                            "The sandbox's plan was compiled under another host name");
@@ -153,13 +162,19 @@ gboolean
 sandstep_supervisor_load_plan (Supervisor *s, GError **error)
 {
   g_autoptr(GVariant) jail = NULL;
+  const SandstepJailImage *image = NULL;
   const char *owner, *default_owner, *default_holder, *network, *pasta;
   gboolean ok;
 
-  /* One the helper has just compiled is current by its making. */
-  s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, error);
-  ok = s->plan != NULL &&
-       (fresh_plan (SANDSTEP_SUPERVISOR_PLAN_FD) || check_kept_plan (s, SANDSTEP_SUPERVISOR_PLAN_FD, error));
+  /* One the helper has just compiled is current by its making.  A kept one with a jail the front started on
+   * it is checked while that jail finishes (sandstep_supervisor_build_sandbox()). */
+  s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, &image, error);
+  ok = s->plan != NULL;
+  if (ok && fresh_plan (SANDSTEP_SUPERVISOR_PLAN_FD))
+    s->plan_checked = TRUE;
+  else if (ok && (fstat (SANDSTEP_SUPERVISOR_PLAN_FD, &s->plan_stat) < 0 ||
+                  (s->adopt.pidfd < 0 && !(s->plan_checked = check_kept_plan (s, &s->plan_stat, error)))))
+    ok = FALSE;
   close (SANDSTEP_SUPERVISOR_PLAN_FD);
   if (!ok)
     return FALSE;
@@ -180,7 +195,7 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
   s->pasta_path = g_strdup (pasta);
   /* Its own, which its starter set as sandstep-supervisor-start.h says. */
   s->helper_env = g_get_environ ();
-  s->jail = sandstep_jail_from_variant (jail, error);
+  s->jail = sandstep_jail_from_variant (image, jail, error);
   return s->jail != NULL;
 }
 
@@ -384,6 +399,33 @@ sandstep_supervisor_end_sandbox (Supervisor *s)
   g_clear_pointer (&s->sources, g_array_unref);
 }
 
+/* The kept plan, checked once the jail the front started on it is in its cgroup: the jail finishes meanwhile. */
+static gboolean
+check_adopted_plan (gpointer user_data, GError **error)
+{
+  Supervisor *s = user_data;
+
+  return (s->plan_checked = check_kept_plan (s, &s->plan_stat, error));
+}
+
+/* The jail the front started, as the sandbox; FALSE with no error when this supervisor is to build its own. */
+static gboolean
+adopt_sandbox (Supervisor *s, GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+
+  /* Before the plan is checked: a host path replaced after it would make the next command build again. */
+  s->sources = sandstep_jail_sources (s->jail);
+  if (sandstep_jail_adopt (s->jail, &s->adopt, attach_to_cgroup, check_adopted_plan, s, &s->init, &local_error))
+    return TRUE;
+  g_clear_pointer (&s->sources, g_array_unref);
+  if (g_error_matches (local_error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN))
+    g_propagate_error (error, g_steal_pointer (&local_error));
+  else
+    g_debug ("The front's jail could not be adopted (%s); building one", local_error->message);
+  return FALSE;
+}
+
 gboolean
 sandstep_supervisor_build_sandbox (Supervisor *s, GError **error)
 {
@@ -393,6 +435,23 @@ sandstep_supervisor_build_sandbox (Supervisor *s, GError **error)
 
   sandstep_supervisor_end_sandbox (s);
   s->stale = FALSE;
+  if (s->adopt.pidfd >= 0)
+    {
+      if (adopt_sandbox (s, error))
+        {
+          if (sandstep_jail_open_network (s->jail) && !start_pasta (s, error))
+            {
+              sandstep_supervisor_end_sandbox (s);
+              return FALSE;
+            }
+          return TRUE;
+        }
+      if (error != NULL && *error != NULL)
+        return FALSE;
+    }
+  if (!s->plan_checked && !check_kept_plan (s, &s->plan_stat, error))
+    return FALSE;
+  s->plan_checked = TRUE;
   if (sandstep_jail_egress (s->jail) && !start_proxy (s, &egress, error))
     return FALSE;
   s->sources = sandstep_jail_sources (s->jail);

@@ -5,10 +5,19 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "sandstep-jail-start.h"
+#include "sandstep-process-state.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 
 static char *
 concat (const char *a, const char *b)
@@ -59,9 +68,82 @@ sandstep_supervisor_environment (const char *state_dir, char *const *caller_env)
   return env;
 }
 
+/* Moves @fd at or above @floor, close-on-exec; -1 stays -1. */
+static int
+lift (int fd, int floor)
+{
+  int high;
+
+  if (fd < 0 || fd >= floor)
+    return fd;
+  high = fcntl (fd, F_DUPFD_CLOEXEC, floor);
+  close (fd);
+  return high;
+}
+
+/* The go-between's child, which becomes the supervisor: the process state the header promises, its fds in their
+ * places and nothing else of its starter's, the jail started on @image (none where that fails: the supervisor
+ * then builds it), and the exec.  Never returns. */
+static __attribute__ ((noreturn)) void
+become_supervisor (const char *program, const char *handle, const int *given, int ready, char *const *env,
+                   const SandstepJailImage *image, int init_fd)
+{
+  enum { INIT_FD = SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD, TOP = SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD + 1 };
+  SandstepJailStart jail = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 };
+  SandstepJailStartFailure failure;
+  char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, NULL };
+  int fds[TOP];
+  int null;
+  sigset_t none;
+
+  /* First, so that the jail is born with it too: a session of its own (a terminal's ^C is not for it),
+   * default signals, and no state of the caller's. */
+  setsid ();
+  for (int sig = 1; sig < NSIG; sig++)
+    signal (sig, SIG_DFL);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  if (chdir ("/") < 0 || (null = open ("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+    _exit (127);
+  sandstep_process_state_reset ();
+
+  /* Its fds in their places, sandstep-init's above them, and nothing else: the jail is cloned from this
+   * process.  Each is first lifted above every slot, so that no dup2 overwrites another's source. */
+  for (int fd = 0; fd < TOP; fd++)
+    fds[fd] = -1;
+  fds[0] = fds[1] = fds[2] = lift (null, TOP);
+  fds[SANDSTEP_SUPERVISOR_STORE_FD] = lift (given[0], TOP);
+  fds[SANDSTEP_SUPERVISOR_LOCK_FD] = lift (given[1], TOP);
+  fds[SANDSTEP_SUPERVISOR_PLAN_FD] = lift (given[2], TOP);
+  fds[SANDSTEP_SUPERVISOR_READY_FD] = lift (ready, TOP);
+  fds[SANDSTEP_SUPERVISOR_CALLER_FD] = given[3] >= 0 ? lift (given[3], TOP) : fds[0];
+  fds[INIT_FD] = lift (init_fd, TOP);
+  for (int fd = 0; fd < TOP; fd++)
+    if (fds[fd] >= 0 && dup2 (fds[fd], fd) < 0)
+      _exit (127);
+  syscall (SYS_close_range, INIT_FD + 1, ~0U, 0);
+  if (fds[INIT_FD] >= 0)
+    {
+      fcntl (INIT_FD, F_SETFD, FD_CLOEXEC);
+      if (sandstep_jail_start (image, INIT_FD, -1, &jail, &failure) < 0)
+        sandstep_jail_start_abandon (&jail);
+      close (INIT_FD);
+    }
+
+  if (jail.pidfd >= 0)
+    {
+      int ends[] = { lift (jail.pidfd, TOP), lift (jail.go, TOP), lift (jail.report, TOP), lift (jail.control, TOP) };
+      for (int i = 0; i < 4; i++)
+        if (dup2 (ends[i], SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD + i) < 0)
+          _exit (127);
+    }
+  execve (program, argv, env);
+  _exit (127);
+}
+
 int
 sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
-                           int caller_fd, char *const *env)
+                           int caller_fd, char *const *env, const SandstepJailImage *image, int init_fd)
 {
   char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, NULL };
   const int given[] = { store_fd, lock_fd, plan_fd, caller_fd };
@@ -85,7 +167,23 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
       close (ready[1]);
       ready[1] = high;
     }
-  if (errsv == 0)
+  if (errsv == 0 && image != NULL)
+    {
+      /* fork, not vfork: the go-between's child goes on in the go-between's memory. */
+      middle = fork ();
+      if (middle == 0)
+        {
+          if (fork () == 0)
+            become_supervisor (program, handle, moved, ready[1], env, image, init_fd);
+          _exit (0);
+        }
+      if (middle < 0)
+        errsv = errno;
+      else
+        while (waitpid (middle, NULL, 0) < 0 && errno == EINTR)
+          ;
+    }
+  else if (errsv == 0)
     {
       posix_spawn_file_actions_init (&actions);
       posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);

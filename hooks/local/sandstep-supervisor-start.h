@@ -15,20 +15,34 @@
  * is nobody's child from the start; its starter then reads the ready pipe
  * to its end.
  *
+ * The front, which starts a supervisor for a sandbox's first command with
+ * the kept plan, starts the sandbox's jail too (sandstep-jail-start.h), in
+ * the go-between's child just before it execs the supervisor: the jail's
+ * child builds the root while the supervisor starts, and the supervisor
+ * adopts it, given as fds 8 to 11 (its pidfd first: of the supervisor's one
+ * child), once it has checked the plan.  Where that start fails, the
+ * supervisor gets no jail and builds one itself.
+ *
  * Plain C: the static front starts supervisors too.
  */
 #pragma once
+
+#include "sandstep-jail-image.h"
 
 #define SANDSTEP_SUPERVISOR_STORE_FD 3
 #define SANDSTEP_SUPERVISOR_LOCK_FD 4
 #define SANDSTEP_SUPERVISOR_PLAN_FD 5
 #define SANDSTEP_SUPERVISOR_READY_FD 6
 #define SANDSTEP_SUPERVISOR_CALLER_FD 7
+#define SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD 8
+#define SANDSTEP_SUPERVISOR_JAIL_GO_FD 9
+#define SANDSTEP_SUPERVISOR_JAIL_REPORT_FD 10
+#define SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD 11
 
 /* The plan the helper keeps beside a sandbox's record, and the layout it has: a supervisor refuses a plan of
  * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
 #define SANDSTEP_PLAN_FILE "plan"
-#define SANDSTEP_PLAN_FORMAT 1
+#define SANDSTEP_PLAN_FORMAT 2
 
 /* What the supervisor and its helpers (pasta, the egress proxy) run with: this PATH, SANDSTEP_STATE_DIR, and
  * the starter's SANDSTEP_TEST_* hooks (README, "Test hooks"); nothing else of the caller's environment. */
@@ -40,6 +54,8 @@ char **sandstep_supervisor_environment (const char *state_dir, char *const *call
 void sandstep_supervisor_environment_free (char **env);
 
 /* Starts @program (sandstep-supervise) for @handle as the header says, with @env and @caller_fd (-1: none);
- * returns the read end of its ready pipe (close-on-exec), or -1 with errno. */
+ * returns the read end of its ready pipe (close-on-exec), or -1 with errno.  With @image (the jail's, checked,
+ * of the plan in @plan_fd; NULL: none) and @init_fd (sandstep-init, O_PATH), the jail is started for it too;
+ * single-threaded callers only. */
 int sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
-                               int caller_fd, char *const *env);
+                               int caller_fd, char *const *env, const SandstepJailImage *image, int init_fd);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-process-state.h"
 
 /* ---- small things ---- */
 
@@ -46,56 +47,6 @@ start_time (pid_t pid)
   for (int field = 2; field < 22 && p != NULL; field++)
     p = strchr (p + 1, ' ');
   return p != NULL ? g_ascii_strtoull (p + 1, NULL, 10) : 0;
-}
-
-/* ---- the process state of a service, not of whoever started it ---- */
-
-static void
-reset_limit (int resource, const char *label, const char *limits)
-{
-  const char *line = limits != NULL ? strstr (limits, label) : NULL;
-  struct rlimit now, want;
-  char soft[32] = "", hard[32] = "";
-
-  if (line == NULL || sscanf (line + strlen (label), "%31s %31s", soft, hard) != 2 || getrlimit (resource, &now) < 0)
-    return;
-  want.rlim_cur = strcmp (soft, "unlimited") == 0 ? RLIM_INFINITY : g_ascii_strtoull (soft, NULL, 10);
-  want.rlim_max = strcmp (hard, "unlimited") == 0 ? RLIM_INFINITY : g_ascii_strtoull (hard, NULL, 10);
-  if (want.rlim_cur > want.rlim_max)
-    want.rlim_cur = want.rlim_max;
-  /* Raising a hard limit takes CAP_SYS_RESOURCE; without it, as close as allowed. */
-  if (setrlimit (resource, &want) == 0 || want.rlim_max <= now.rlim_max)
-    return;
-  want.rlim_max = now.rlim_max;
-  want.rlim_cur = MIN (want.rlim_cur, want.rlim_max);
-  setrlimit (resource, &want);
-}
-
-static void
-own_process_state (void)
-{
-  static const struct { int resource; const char *label; } limits[] = {
-    { RLIMIT_CPU, "Max cpu time" }, { RLIMIT_FSIZE, "Max file size" }, { RLIMIT_DATA, "Max data size" },
-    { RLIMIT_STACK, "Max stack size" }, { RLIMIT_CORE, "Max core file size" }, { RLIMIT_RSS, "Max resident set" },
-    { RLIMIT_NPROC, "Max processes" }, { RLIMIT_NOFILE, "Max open files" }, { RLIMIT_MEMLOCK, "Max locked memory" },
-    { RLIMIT_AS, "Max address space" }, { RLIMIT_LOCKS, "Max file locks" }, { RLIMIT_SIGPENDING, "Max pending signals" },
-    { RLIMIT_MSGQUEUE, "Max msgqueue size" }, { RLIMIT_NICE, "Max nice priority" },
-    { RLIMIT_RTPRIO, "Max realtime priority" }, { RLIMIT_RTTIME, "Max realtime timeout" },
-  };
-  g_autofree char *system_limits = NULL;
-  cpu_set_t all;
-
-  umask (022);
-  /* A lowered priority can only be undone by root; then it stays. */
-  setpriority (PRIO_PROCESS, 0, 0);
-  CPU_ZERO (&all);
-  for (int i = 0; i < CPU_SETSIZE; i++)
-    CPU_SET (i, &all);
-  sched_setaffinity (0, sizeof all, &all);
-  /* The system's defaults are pid 1's. */
-  g_file_get_contents ("/proc/1/limits", &system_limits, NULL, NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS (limits); i++)
-    reset_limit (limits[i].resource, limits[i].label, system_limits);
 }
 
 /* "EXPIRES RELEASED": the record's lifetime, which the store keeps beside it for us. */
@@ -345,7 +296,9 @@ start (Supervisor *s, GError **error)
     if (s->jail_is_peer)
       s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
   }
-  if (!sandstep_supervisor_build_sandbox (s, error) || !listen_socket (s, error))
+  /* Listening first: a caller that comes while the sandbox is built waits in the queue, and is told to ask
+   * again if it cannot be. */
+  if (!listen_socket (s, error) || !sandstep_supervisor_build_sandbox (s, error))
     return FALSE;
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
   return TRUE;
@@ -375,20 +328,30 @@ reclaim (Supervisor *s)
 }
 
 int
-sandstep_supervisor_main (const char *handle)
+sandstep_supervisor_main (const char *handle, int jail_pid)
 {
   g_autoptr(GError) error = NULL;
   Supervisor s = {
     .handle = g_strdup (handle), .store_fd = SANDSTEP_SUPERVISOR_STORE_FD, .dir_fd = -1, .claim_fd = -1,
     .listener = -1, .watch = -1, .signals = -1, .init = { .pidfd = -1, .control = -1 },
     .pasta = { .pidfd = -1 }, .proxy = { .pidfd = -1 }, .notices = -1, .notice_text = g_string_new (NULL),
+    .adopt = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 },
   };
   gboolean ok;
 
+  if (jail_pid > 0)
+    s.adopt = (SandstepJailStart) { .pid = jail_pid, .pidfd = SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD,
+                                    .go = SANDSTEP_SUPERVISOR_JAIL_GO_FD, .report = SANDSTEP_SUPERVISOR_JAIL_REPORT_FD,
+                                    .control = SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD };
+
   s.start_time = start_time (getpid ());
   record_pid (s.start_time);
-  own_process_state ();
+  /* The go-between that started a jail for us reset it before (sandstep-supervisor-start.h), and we keep it. */
+  if (jail_pid == 0)
+    sandstep_process_state_reset ();
   ok = start (&s, &error);
+  /* One not adopted (its plan refused, or this supervisor could not start) is of no use. */
+  sandstep_jail_start_abandon (&s.adopt);
   say_ready (ok ? NULL : error);
   if (ok)
     {

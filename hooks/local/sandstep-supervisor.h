@@ -25,8 +25,9 @@ G_BEGIN_DECLS
 
 #define SANDSTEP_SUPERVISOR_IDLE_S 30
 
-/* Serves @handle until the supervisor has no reason to live.  Returns the
- * exit status of the supervisor. */
-int sandstep_supervisor_main (const char *handle);
+/* Serves @handle until the supervisor has no reason to live, adopting the
+ * jail its starter gave it (@jail_pid, at the fds sandstep-supervisor-start.h
+ * names; 0: none).  Returns the exit status of the supervisor. */
+int sandstep_supervisor_main (const char *handle, int jail_pid);
 
 G_END_DECLS

@@ -1,0 +1,86 @@
+/* sandstep-jail-start.h: cloning a jail's child and starting it on its image.
+ *
+ * The one way a live sandbox's namespaces are made, by the supervisor
+ * (sandstep-jail.c) or, for a sandbox's first command, by the front's
+ * go-between just before it becomes the supervisor (sandstep-supervisor-start.h),
+ * so that the child builds the sandbox's root while the supervisor starts.
+ * One clone3() makes the user, mount, pid, ipc and uts namespaces, owned by
+ * the sandbox's host uid; the child makes its network namespace itself (a
+ * third of a millisecond, meanwhile), waits for its uid and gid maps and
+ * its trees, builds its root (sandstep-jail-child.c) and then waits to be told
+ * that it is in the sandbox's cgroup before it drops every privilege and
+ * execs init.
+ *
+ * Plain C: the static front links it.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include "sandstep-jail-image.h"
+
+typedef struct {
+  pid_t pid;       /* in the starter's pid namespace */
+  int pidfd;
+  int go;          /* the starter's end: sandstep_jail_start_in_cgroup() */
+  int report;      /* EOF once init runs, else one SandstepJailFailure (sandstep-jail-init.h) */
+  int control;     /* the starter's end of init's control socket */
+} SandstepJailStart;
+
+/* Where a start failed. */
+typedef enum {
+  SANDSTEP_JAIL_START_SOCKETS = 1,
+  SANDSTEP_JAIL_START_TAKE_UID,     /* as root: taking the sandbox's uid to create its namespaces */
+  SANDSTEP_JAIL_START_CLONE,
+  SANDSTEP_JAIL_START_SETGROUPS,
+  SANDSTEP_JAIL_START_UID_MAP,
+  SANDSTEP_JAIL_START_GID_MAP,
+  SANDSTEP_JAIL_START_USERNS,       /* opening the child's user namespace for the idmapped trees */
+  SANDSTEP_JAIL_START_TREE,         /* .index: the tree */
+  SANDSTEP_JAIL_START_GO,
+} SandstepJailStartStage;
+
+typedef struct {
+  SandstepJailStartStage stage;
+  int index;
+  int errsv;
+} SandstepJailStartFailure;
+
+/* Failure steps the child reports besides its image's ops (which are 0..n-1). */
+enum {
+  SANDSTEP_JAIL_STEP_PARENT_GONE = -100,
+  SANDSTEP_JAIL_STEP_NETNS,
+  SANDSTEP_JAIL_STEP_SETUID,
+  SANDSTEP_JAIL_STEP_CGROUP_NS,
+  SANDSTEP_JAIL_STEP_PRIVATE,
+  SANDSTEP_JAIL_STEP_PIVOT,
+  SANDSTEP_JAIL_STEP_ROOT_RDONLY,
+  SANDSTEP_JAIL_STEP_LOOPBACK,
+  SANDSTEP_JAIL_STEP_HOSTNAME,
+  SANDSTEP_JAIL_STEP_SETSID,
+  SANDSTEP_JAIL_STEP_RLIMIT,
+  SANDSTEP_JAIL_STEP_STDIO,
+  SANDSTEP_JAIL_STEP_CHDIR,
+  SANDSTEP_JAIL_STEP_SECUREBITS,
+  SANDSTEP_JAIL_STEP_CAPS,
+  SANDSTEP_JAIL_STEP_NNP,
+  SANDSTEP_JAIL_STEP_SECCOMP,
+  SANDSTEP_JAIL_STEP_INIT_FD,
+};
+
+/* Clones @image's child, writes its maps, makes its trees and tells it to build.  @init_fd: sandstep-init, opened
+ * O_PATH; @egress_fd: -1 unless network=allow.  The caller is single-threaded; as root it briefly takes the
+ * sandbox's uid as its effective one.  0, or -1 with *@failure; either way *@out holds what was made, for
+ * sandstep_jail_start_abandon() once it is not wanted. */
+int sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, SandstepJailStart *out,
+                         SandstepJailStartFailure *failure);
+
+/* The child is in the sandbox's cgroup (or it has none): it may exec init.  0, or -1 with errno (EPIPE: it
+ * ended, and its report says why). */
+int sandstep_jail_start_in_cgroup (SandstepJailStart *start);
+
+/* Kills the child if there is one, reaps it, and closes every fd of @start. */
+void sandstep_jail_start_abandon (SandstepJailStart *start);
+
+/* Writes @data to @path in one write() and closes it, checking both: for /proc files.  0 or -1 with errno. */
+int sandstep_jail_write_file (const char *path, const void *data, size_t len, int open_flags, mode_t mode);

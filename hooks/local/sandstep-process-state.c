@@ -1,0 +1,66 @@
+/* sandstep-process-state.c: a service's own process state; see the header. */
+#include "sandstep-process-state.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void
+reset_limit (int resource, const char *label, const char *limits)
+{
+  const char *line = strstr (limits, label);
+  struct rlimit now, want;
+  char soft[32] = "", hard[32] = "";
+
+  if (line == NULL || sscanf (line + strlen (label), "%31s %31s", soft, hard) != 2 || getrlimit (resource, &now) < 0)
+    return;
+  want.rlim_cur = strcmp (soft, "unlimited") == 0 ? RLIM_INFINITY : strtoull (soft, NULL, 10);
+  want.rlim_max = strcmp (hard, "unlimited") == 0 ? RLIM_INFINITY : strtoull (hard, NULL, 10);
+  if (want.rlim_cur > want.rlim_max)
+    want.rlim_cur = want.rlim_max;
+  /* Raising a hard limit takes CAP_SYS_RESOURCE; without it, as close as allowed. */
+  if (setrlimit (resource, &want) == 0 || want.rlim_max <= now.rlim_max)
+    return;
+  want.rlim_max = now.rlim_max;
+  if (want.rlim_cur > want.rlim_max)
+    want.rlim_cur = want.rlim_max;
+  setrlimit (resource, &want);
+}
+
+void
+sandstep_process_state_reset (void)
+{
+  static const struct { int resource; const char *label; } limits[] = {
+    { RLIMIT_CPU, "Max cpu time" }, { RLIMIT_FSIZE, "Max file size" }, { RLIMIT_DATA, "Max data size" },
+    { RLIMIT_STACK, "Max stack size" }, { RLIMIT_CORE, "Max core file size" }, { RLIMIT_RSS, "Max resident set" },
+    { RLIMIT_NPROC, "Max processes" }, { RLIMIT_NOFILE, "Max open files" }, { RLIMIT_MEMLOCK, "Max locked memory" },
+    { RLIMIT_AS, "Max address space" }, { RLIMIT_LOCKS, "Max file locks" }, { RLIMIT_SIGPENDING, "Max pending signals" },
+    { RLIMIT_MSGQUEUE, "Max msgqueue size" }, { RLIMIT_NICE, "Max nice priority" },
+    { RLIMIT_RTPRIO, "Max realtime priority" }, { RLIMIT_RTTIME, "Max realtime timeout" },
+  };
+  char text[4096];
+  int fd;
+  ssize_t n;
+  cpu_set_t all;
+
+  umask (022);
+  setpriority (PRIO_PROCESS, 0, 0);
+  CPU_ZERO (&all);
+  for (int i = 0; i < CPU_SETSIZE; i++)
+    CPU_SET (i, &all);
+  sched_setaffinity (0, sizeof all, &all);
+  fd = open ("/proc/1/limits", O_RDONLY | O_CLOEXEC);
+  n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
+  if (fd >= 0)
+    close (fd);
+  if (n <= 0)
+    return;
+  text[n] = '\0';
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+    reset_limit (limits[i].resource, limits[i].label, text);
+}
