@@ -3,6 +3,8 @@
  *   SANDSTEP_TEST_RESOLVE="name=address,..."  the egress proxy's names, instead of DNS
  *   SANDSTEP_TEST_HTTPS_PORT=PORT             the port the egress proxy dials for 443
  *   SANDSTEP_TEST_REMOTE_MODULE=PATH          the remote backend module to load
+ *   SANDSTEP_TEST_FRONT_INIT=PATH             the init the front starts a first command's jail with
+ *                                             (sandstep-front.c: a broken one makes the supervisor build)
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a

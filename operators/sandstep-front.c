@@ -72,6 +72,33 @@ own_program (int i, const char *name, char *out, size_t size)
   return i <= 2 && snprintf (out, size, "%s/%s", SANDSTEP_LIBEXECDIR, name) < (int) size;
 }
 
+/* A test hook's value (hooks/sandstep-test-hooks.h): only in a program of the build tree, or in a test copy
+ * beside the mark. */
+static const char *
+test_hook (const char *name)
+{
+#ifdef SANDSTEP_BUILD_ROOT
+  const char *value = getenv (name);
+  char self[PATH_MAX], mark[PATH_MAX + 32];
+  ssize_t n;
+  char *slash;
+
+  if (value == NULL || (n = readlink ("/proc/self/exe", self, sizeof self - 1)) <= 0)
+    return NULL;
+  self[n] = '\0';
+  if (strncmp (self, SANDSTEP_BUILD_ROOT "/", strlen (SANDSTEP_BUILD_ROOT "/")) == 0)
+    return value;
+  if ((slash = strrchr (self, '/')) == NULL)
+    return NULL;
+  *slash = '\0';
+  snprintf (mark, sizeof mark, "%s/sandstep-test-hooks", self);
+  return access (mark, F_OK) == 0 ? value : NULL;
+#else
+  (void) name;
+  return NULL;
+#endif
+}
+
 static __attribute__ ((noreturn)) void
 exec_core (char **argv)
 {
@@ -99,8 +126,12 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
     if (access (program, X_OK) == 0)
       {
         /* Its init is where it would look for it: beside it. */
+        const char *test_init = test_hook ("SANDSTEP_TEST_FRONT_INIT");
         int beside = own_program (i, "sandstep-init", init, sizeof init) && access (init, X_OK) == 0;
-        return (*sock = sandstep_front_start_supervisor (program, beside ? init : NULL, state, dir_fd, handle)) >= 0;
+        if (test_init != NULL)
+          snprintf (init, sizeof init, "%s", test_init);
+        return (*sock = sandstep_front_start_supervisor (program, beside || test_init ? init : NULL, state, dir_fd,
+                                                         handle)) >= 0;
       }
   return 0;
 }

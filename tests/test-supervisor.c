@@ -273,6 +273,59 @@ test_first_refusals (Fixture *f, gconstpointer data)
 }
 
 static void
+test_front_jail_fallback (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *out = NULL;
+
+  g_test_summary ("a jail that the front could not start for a sandbox's first command (here: its init cannot be "
+                  "executed) is built by the supervisor itself: the command runs once, served by the supervisor the "
+                  "front started, not by the helper");
+  f->envp = g_environ_setenv (f->envp, "SANDSTEP_TEST_FRONT_INIT", "/dev/null", TRUE);
+  counted_first_run (f, handle, 1, FALSE);
+  out = sandstep_test_run_ok (f, handle, "echo x >> runs; wc -l < runs");
+  g_assert_cmpstr (out, ==, "2\n");
+}
+
+static void
+test_first_holds_nothing_of_caller (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
+  g_autofree char *command = NULL;
+  g_autoptr(GError) error = NULL;
+  struct pollfd pfd;
+  char byte;
+  int fds[2], status = -1;
+
+  g_test_summary ("a sandbox's first command leaves nothing of its caller's open in the supervisor or the jail the "
+                  "front starts for it: a pipe the caller passed down (as make passes its jobserver) reaches its "
+                  "end when the run does, while the supervisor lives on");
+  g_assert_cmpint (pipe (fds), ==, 0);
+  /* Above every fd sandstep places, where nothing overwrites it by chance. */
+  {
+    int high = fcntl (fds[1], F_DUPFD, 50);
+    g_assert_cmpint (high, >=, 50);
+    close (fds[1]);
+    fds[1] = high;
+  }
+  command = g_strdup_printf ("exec '%s' run --handle=%s -- true", f->helper, handle);
+  {
+    const char *argv[] = { "/bin/sh", "-c", command, NULL };
+    g_assert_true (g_spawn_sync (NULL, (char **) argv, f->envp, G_SPAWN_LEAVE_DESCRIPTORS_OPEN, NULL, NULL, NULL,
+                                 NULL, &status, &error));
+  }
+  g_assert_no_error (error);
+  g_assert_cmpint (status, ==, 0);
+  close (fds[1]);
+  pfd = (struct pollfd) { .fd = fds[0], .events = POLLIN };
+  g_assert_cmpint (poll (&pfd, 1, 5000), ==, 1);
+  g_assert_cmpint (read (fds[0], &byte, 1), ==, 0);
+  close (fds[0]);
+  g_assert_true (process_alive (pid_in_file (lock_path, NULL)));
+}
+
+static void
 test_closed_stdin (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
@@ -1339,6 +1392,8 @@ main (int argc, char **argv)
   ADD ("/supervisor/kept-plan-live-binds", test_kept_plan_live_binds);
   ADD ("/supervisor/first-refusals", test_first_refusals);
   ADD ("/supervisor/closed-stdin", test_closed_stdin);
+  ADD ("/supervisor/front-jail-fallback", test_front_jail_fallback);
+  ADD ("/supervisor/first-holds-nothing-of-caller", test_first_holds_nothing_of_caller);
   ADD ("/supervisor/timeout", test_timeout);
   ADD ("/supervisor/limits", test_limits);
   ADD ("/supervisor/refusals-match", test_refusals_match);
