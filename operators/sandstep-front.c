@@ -21,7 +21,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sandstep-cgroup-warm.h"
 #include "sandstep-exit.h"
 #include "sandstep-front-start.h"
 #include "sandstep-front-remote.h"
@@ -120,8 +119,6 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
 
   if ((*sock = sandstep_run_connect (dir_fd)) >= 0)
     return 1;
-  /* The supervisor's first cgroup move waits for the kernel: let that wait start now. */
-  sandstep_cgroup_warm_up_detached ();
   for (int i = 0; own_program (i, "sandstep-supervise", program, sizeof program); i++)
     if (access (program, X_OK) == 0)
       {

@@ -8,9 +8,10 @@
  * commands the supervisor sends (sandstep-jail-init.h), one at a time, each
  * as a fresh process tree.  As pid 1 it adopts every
  * orphan, so when a command's main process ends (or the supervisor says
- * KILL), init kills every other process of the sandbox, reaps them all and
- * removes the SysV IPC objects and /dev/shm files they left before it
- * reports the status: no process or IPC object of a command outlives it.  Nothing inside can kill
+ * KILL), init kills every other process of the sandbox and reaps them all
+ * before it reports the status, and removes the SysV IPC objects and
+ * /dev/shm files they left before it reads the next command: no process or
+ * IPC object of a command outlives it.  Nothing inside can kill
  * init (the kernel ignores a signal to a namespace's init that has no
  * handler), and when the supervisor goes, init goes, and the sandbox with it.
  */
@@ -461,10 +462,10 @@ main (int argc, char **argv)
               {
                 /* The command's main process ended: so does everything it started. */
                 end_everything (0, &status);
-                remove_ipc ();
-                remove_shm ();
                 command = 0;
                 say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0);
+                remove_ipc ();
+                remove_shm ();
               }
         }
 
@@ -481,10 +482,10 @@ main (int argc, char **argv)
               int status = 0;
               if (!end_everything (command, &status))
                 status = SIGKILL;
-              remove_ipc ();
-              remove_shm ();
               command = 0;
               say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0);
+              remove_ipc ();
+              remove_shm ();
             }
           else if (r > 0 && header.kind == SANDSTEP_INIT_RUN && command == 0)
             {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup-warm.h"
 #include "sandstep-jail-start.h"
 #include "sandstep-process-state.h"
 
@@ -169,19 +170,19 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
     }
   if (errsv == 0 && image != NULL)
     {
-      /* fork, not vfork: the go-between's child goes on in the go-between's memory. */
+      /* fork, not vfork: the go-between's child goes on in the go-between's memory.  The go-between then makes
+       * the kernel start the wait that the supervisor's first cgroup move has (sandstep-cgroup-warm.h), which
+       * may take it tens of milliseconds: nobody waits for it, and whoever reaps our children reaps it. */
       middle = fork ();
       if (middle == 0)
         {
           if (fork () == 0)
             become_supervisor (program, handle, moved, ready[1], env, image, init_fd);
+          sandstep_cgroup_move_self ();
           _exit (0);
         }
       if (middle < 0)
         errsv = errno;
-      else
-        while (waitpid (middle, NULL, 0) < 0 && errno == EINTR)
-          ;
     }
   else if (errsv == 0)
     {

@@ -55,7 +55,8 @@ void sandstep_supervisor_environment_free (char **env);
 
 /* Starts @program (sandstep-supervise) for @handle as the header says, with @env and @caller_fd (-1: none);
  * returns the read end of its ready pipe (close-on-exec), or -1 with errno.  With @image (the jail's, checked,
- * of the plan in @plan_fd; NULL: none) and @init_fd (sandstep-init, O_PATH), the jail is started for it too;
- * single-threaded callers only. */
+ * of the plan in @plan_fd; NULL: none) and @init_fd (sandstep-init, O_PATH), the jail is started for it too,
+ * and the cgroup warm-up (sandstep-cgroup-warm.h) done; single-threaded callers only, which then leave a child
+ * of theirs unreaped (the go-between, which ends soon). */
 int sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
                                int caller_fd, char *const *env, const SandstepJailImage *image, int init_fd);
