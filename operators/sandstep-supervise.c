@@ -4,7 +4,9 @@
  * command does not pay for loading GIO, and a supervisor stays small for as
  * long as its sandbox lives.  The service itself is
  * hooks/local/sandstep-supervisor.c; it is started by the helper
- * (hooks/local/sandstep-supervision.c), which hands it its plan.
+ * (hooks/local/sandstep-supervision.c), which hands it its plan, or by the
+ * front with the kept plan and the jail it started on it
+ * (hooks/local/sandstep-supervisor-start.h).
  */
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,8 +1,9 @@
 /* sandstep-jail-plan.h: compiling a sandbox's spec into its jail, in the helper.
  *
  * Paths are checked, the host's /etc read, limits and environment worked
- * out here, where the record and its spec are at hand; the supervisor then
- * builds what sandstep_jail_to_variant() hands it (sandstep-jail.h).
+ * out here, where the record and its spec are at hand; the jail is then
+ * built from what sandstep_jail_to_image() and sandstep_jail_to_variant()
+ * make of it (sandstep-jail.h).
  */
 #pragma once
 

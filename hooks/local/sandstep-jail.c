@@ -12,38 +12,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
-#include <linux/mount.h>
-#include <linux/sched.h>
-#include <linux/seccomp.h>
-#include <linux/securebits.h>
-#include <net/if.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-etc.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-run-wire.h"
 
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
-
 
 static void
 jail_op_clear (JailOp *op)

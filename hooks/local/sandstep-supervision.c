@@ -248,7 +248,8 @@ start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, 
     return FALSE;
   keep_plan (store, record->handle, plan);
   env = sandstep_supervisor_environment (state_dir, (char *const *) environ);
-  ready = env != NULL ? sandstep_supervisor_spawn (program, record->handle, store->dir_fd, lock, plan_memfd, -1, env, NULL, -1)
+  ready = env != NULL ? sandstep_supervisor_spawn (program, record->handle, store->dir_fd, lock, plan_memfd, -1, env,
+                                                   NULL, -1)
                       : (errno = ENOMEM, -1);
   sandstep_supervisor_environment_free (env);
   close (plan_memfd);
