@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-read-libc.h"
 #include "sandstep-supervisor.h"
 
 /* The pid of the jail its starter gave it (sandstep-supervisor-start.h): fd 8 a pidfd of our own child, which only
@@ -26,28 +27,15 @@ given_jail (void)
 {
   char path[64], text[4096];
   const char *line;
-  int fd, pid = 0;
-  ssize_t n;
+  int pid = 0;
 
   snprintf (path, sizeof path, "/proc/self/fdinfo/%d", SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD);
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
-  if (fd >= 0)
-    close (fd);
-  if (n <= 0)
-    return 0;
-  text[n] = '\0';
-  line = strstr (text, "\nPid:\t");
-  if (line == NULL || (pid = atoi (line + 6)) <= 0)
+  if (sandstep_read_small (path, text, sizeof text) <= 0 || (line = strstr (text, "\nPid:\t")) == NULL ||
+      (pid = atoi (line + 6)) <= 0)
     return 0;
   snprintf (path, sizeof path, "/proc/%d/stat", pid);
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
-  if (fd >= 0)
-    close (fd);
-  if (n <= 0)
+  if (sandstep_read_small (path, text, sizeof text) <= 0)
     return 0;
-  text[n] = '\0';
   {
     /* "PID (COMM) STATE PPID ...": the comm may hold anything but the last ')'. */
     const char *after = strrchr (text, ')');

@@ -1,5 +1,6 @@
 /* sandstep-cgroup-warm.c: a no-op cgroup move, to start the kernel's wait early; see the header. */
 #include "sandstep-cgroup-warm.h"
+#include "sandstep-read-libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,14 +36,10 @@ sandstep_cgroup_move_self (void)
 {
   char text[8192];
   char *line, *next;
-  int fd = open ("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
+  ssize_t n = sandstep_read_small ("/proc/self/cgroup", text, sizeof text);
 
-  if (fd >= 0)
-    close (fd);
   if (n <= 0)
     return 0;
-  text[n] = '\0';
   /* A line cut short by the buffer could name an ancestor: only whole lines count. */
   if (text[n - 1] != '\n')
     {

@@ -1,6 +1,7 @@
 /* sandstep-jail-start.c: cloning a jail's child and starting it on its image; see the header. */
 #include "sandstep-jail-start.h"
 #include "sandstep-jail-child.h"
+#include "sandstep-read-libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,15 +44,8 @@ static int
 read_last_cap (void)
 {
   char text[16];
-  int fd = open ("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
 
-  if (fd >= 0)
-    close (fd);
-  if (n <= 0)
-    return 63;
-  text[n] = '\0';
-  return atoi (text);
+  return sandstep_read_small ("/proc/sys/kernel/cap_last_cap", text, sizeof text) > 0 ? atoi (text) : 63;
 }
 
 static int

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-read-libc.h"
+
 static void
 reset_limit (int resource, const char *label, const char *limits)
 {
@@ -44,8 +46,6 @@ sandstep_process_state_reset (void)
     { RLIMIT_RTPRIO, "Max realtime priority" }, { RLIMIT_RTTIME, "Max realtime timeout" },
   };
   char text[4096];
-  int fd;
-  ssize_t n;
   cpu_set_t all;
 
   umask (022);
@@ -54,13 +54,8 @@ sandstep_process_state_reset (void)
   for (int i = 0; i < CPU_SETSIZE; i++)
     CPU_SET (i, &all);
   sched_setaffinity (0, sizeof all, &all);
-  fd = open ("/proc/1/limits", O_RDONLY | O_CLOEXEC);
-  n = fd >= 0 ? read (fd, text, sizeof text - 1) : -1;
-  if (fd >= 0)
-    close (fd);
-  if (n <= 0)
+  if (sandstep_read_small ("/proc/1/limits", text, sizeof text) <= 0)
     return;
-  text[n] = '\0';
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
     reset_limit (limits[i].resource, limits[i].label, text);
 }
