@@ -1,6 +1,5 @@
 /* sandstep-jail-child.c: the jail's child, from clone3() to the exec of init; see sandstep-jail-child.h. */
 #include "sandstep-jail-child.h"
-#include "sandstep-jail-start.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +43,22 @@ child_fail (int report_fd, int step, int errsv)
       /* nothing more can be said */
     }
   _exit (125);
+}
+
+int
+sandstep_jail_write_file (const char *path, const void *data, size_t len, int open_flags, mode_t mode)
+{
+  int fd = open (path, open_flags | O_CLOEXEC | O_NOFOLLOW, mode);
+  int ok, errsv;
+
+  if (fd < 0)
+    return -1;
+  ok = write (fd, data, len) == (ssize_t) len;
+  errsv = errno;
+  if (close (fd) < 0 && ok)
+    return -1;
+  errno = errsv;
+  return ok ? 0 : -1;
 }
 
 static int

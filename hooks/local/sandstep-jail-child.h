@@ -11,9 +11,11 @@
 #include <linux/mount.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "sandstep-jail-image.h"
+#include "sandstep-jail-init.h"
 
 typedef struct {
   const SandstepJailImage *image;
@@ -27,6 +29,9 @@ typedef struct {
   char *const *argv;    /* init's */
   cpu_set_t cpus;       /* the starter's: the child's once it runs (empty: leave it) */
 } SandstepJailChildArgs;
+
+/* Writes @data to @path in one write() and closes it, checking both: for /proc files.  0 or -1 with errno. */
+int sandstep_jail_write_file (const char *path, const void *data, size_t len, int open_flags, mode_t mode);
 
 /* Never returns: execs init, or reports the failed step on args->report and exits 125. */
 int sandstep_jail_child_main (SandstepJailChildArgs *args);

@@ -24,22 +24,6 @@
 #define CLONE_PIDFD 0x00001000
 #endif
 
-int
-sandstep_jail_write_file (const char *path, const void *data, size_t len, int open_flags, mode_t mode)
-{
-  int fd = open (path, open_flags | O_CLOEXEC | O_NOFOLLOW, mode);
-  int ok, errsv;
-
-  if (fd < 0)
-    return -1;
-  ok = write (fd, data, len) == (ssize_t) len;
-  errsv = errno;
-  if (close (fd) < 0 && ok)
-    return -1;
-  errno = errsv;
-  return ok ? 0 : -1;
-}
-
 static int
 read_last_cap (void)
 {

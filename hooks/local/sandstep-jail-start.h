@@ -46,28 +46,6 @@ typedef struct {
   int errsv;
 } SandstepJailStartFailure;
 
-/* Failure steps the child reports besides its image's ops (which are 0..n-1). */
-enum {
-  SANDSTEP_JAIL_STEP_PARENT_GONE = -100,
-  SANDSTEP_JAIL_STEP_NETNS,
-  SANDSTEP_JAIL_STEP_SETUID,
-  SANDSTEP_JAIL_STEP_CGROUP_NS,
-  SANDSTEP_JAIL_STEP_PRIVATE,
-  SANDSTEP_JAIL_STEP_PIVOT,
-  SANDSTEP_JAIL_STEP_ROOT_RDONLY,
-  SANDSTEP_JAIL_STEP_LOOPBACK,
-  SANDSTEP_JAIL_STEP_HOSTNAME,
-  SANDSTEP_JAIL_STEP_SETSID,
-  SANDSTEP_JAIL_STEP_RLIMIT,
-  SANDSTEP_JAIL_STEP_STDIO,
-  SANDSTEP_JAIL_STEP_CHDIR,
-  SANDSTEP_JAIL_STEP_SECUREBITS,
-  SANDSTEP_JAIL_STEP_CAPS,
-  SANDSTEP_JAIL_STEP_NNP,
-  SANDSTEP_JAIL_STEP_SECCOMP,
-  SANDSTEP_JAIL_STEP_INIT_FD,
-};
-
 /* Clones @image's child, writes its maps, makes its trees and tells it to build.  @init_fd: sandstep-init, opened
  * O_PATH; @egress_fd: -1 unless network=allow.  The caller is single-threaded; as root it briefly takes the
  * sandbox's uid as its effective one.  0, or -1 with *@failure; either way *@out holds what was made, for
@@ -81,6 +59,3 @@ int sandstep_jail_start_in_cgroup (SandstepJailStart *start);
 
 /* Kills the child if there is one, reaps it, and closes every fd of @start. */
 void sandstep_jail_start_abandon (SandstepJailStart *start);
-
-/* Writes @data to @path in one write() and closes it, checking both: for /proc files.  0 or -1 with errno. */
-int sandstep_jail_write_file (const char *path, const void *data, size_t len, int open_flags, mode_t mode);
