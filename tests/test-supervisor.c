@@ -986,6 +986,42 @@ test_own_process_state (Fixture *f, gconstpointer data)
 }
 
 static void
+test_caller_credentials_not_kept (Fixture *f, gconstpointer data)
+{
+  g_autofree char *data_dir = sandstep_test_host_path (f, "group-data");
+  g_autofree char *secret = g_build_filename (data_dir, "secret", NULL);
+  g_autofree char *mount = g_strdup_printf ("--mount=%s:/data/d", data_dir);
+  g_autofree char *system_cpus = status_field (1, "Cpus_allowed_list");
+  g_autofree char *handle = NULL;
+  g_autofree char *script = NULL;
+  g_autofree char *seen = NULL;
+  g_autofree char *expected = NULL;
+
+  g_test_summary ("a sandbox's first command started by a root caller with supplementary groups, no address "
+                  "randomisation, the idle scheduling policy, idle I/O priority and one CPU: no command has any of "
+                  "them (a group-readable file of a data mount stays unreadable, every CPU is the sandbox's), "
+                  "whichever of sandstep's processes started the sandbox");
+  if (geteuid () != 0)
+    {
+      g_test_skip ("dropping a caller's supplementary groups takes root; another user keeps its own");
+      return;
+    }
+  g_assert_cmpint (g_mkdir_with_parents (data_dir, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (secret, "group-only\n", -1, NULL));
+  g_assert_cmpint (chown (secret, 0, 4), ==, 0);
+  g_assert_cmpint (chmod (secret, 0640), ==, 0);
+  handle = sandstep_test_provision (f, mount, NULL);
+  script = g_strdup_printf ("exec setpriv --groups=4 setarch -R chrt -i 0 ionice -c3 taskset -c 0 '%s' run "
+                            "--handle=%s -- 'id -G; cat /proc/self/personality; chrt -p $$ | head -1 | sed "
+                            "\"s/.*: //\"; ionice; grep Cpus_allowed_list /proc/self/status; cat /data/d/secret 2>&1 "
+                            "| sed \"s/.*: //\"'", f->helper, handle);
+  seen = shell_ok (f, script);
+  expected = g_strdup_printf ("0\n00000000\nSCHED_OTHER\nnone: prio 0\nCpus_allowed_list:\t%s\n"
+                              "Permission denied\n", system_cpus);
+  g_assert_cmpstr (seen, ==, expected);
+}
+
+static void
 test_stdio_not_reopenable (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
@@ -1407,6 +1443,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/live-namespaces", test_live_namespaces);
   ADD ("/supervisor/ipc-removed", test_ipc_removed);
   ADD ("/supervisor/own-process-state", test_own_process_state);
+  ADD ("/supervisor/caller-credentials-not-kept", test_caller_credentials_not_kept);
   ADD ("/supervisor/plain-words-path", test_plain_words_path);
   ADD ("/supervisor/stdio-not-reopenable", test_stdio_not_reopenable);
   ADD ("/supervisor/terminal-modes-restored", test_terminal_modes_restored);

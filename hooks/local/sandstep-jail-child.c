@@ -212,9 +212,6 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
   int slots[SANDSTEP_JAIL_MAX_SLOTS];
   sigset_t none;
 
-  /* Started on one CPU (sandstep-jail-start.c): from here on, on any of its starter's. */
-  if (CPU_COUNT (&args->cpus) > 0)
-    sched_setaffinity (0, sizeof args->cpus, &args->cpus);
   for (int i = 0; i < 3; i++)
     close (args->others[i]);
   /* Die with the starter; if it is already gone, the go message never comes. */
@@ -225,6 +222,10 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
     child_fail (report, SANDSTEP_JAIL_STEP_NETNS, errno);
   if (receive_go (image, args->go, slots) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_PARENT_GONE, errno);
+  /* Started on one CPU, which the starter chose before it said go (sandstep-jail-start.c): from here on, on any
+   * of its starter's. */
+  if (CPU_COUNT (&args->cpus) > 0)
+    sched_setaffinity (0, sizeof args->cpus, &args->cpus);
   /* The maps are written: become the sandbox's uid 0, which is the sandbox's host uid. */
   if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_SETUID, errno);

@@ -36,16 +36,28 @@ const SandstepJailImage *
 sandstep_jail_image_check (const void *data, size_t size, uint32_t format)
 {
   const SandstepJailImage *image = data;
+  char filled[SANDSTEP_JAIL_MAX_SLOTS] = { 0 };
 
   if (size < sizeof *image || ((uintptr_t) data) % 8 != 0 || image->magic != SANDSTEP_JAIL_IMAGE_MAGIC ||
       image->format != format || image->size < sizeof *image || image->size > size ||
-      image->n_slots > SANDSTEP_JAIL_MAX_SLOTS || image->n_rlimits > SANDSTEP_JAIL_MAX_RLIMITS ||
+      image->n_slots > SANDSTEP_JAIL_MAX_SLOTS || image->n_trees > image->n_slots ||
+      image->n_rlimits > SANDSTEP_JAIL_MAX_RLIMITS ||
       image->n_filters == 0 || image->n_filters > BPF_MAXINSNS ||
       !array_inside (image, image->ops, image->n_ops, sizeof (SandstepJailImageOp)) ||
       !array_inside (image, image->trees, image->n_trees, sizeof (SandstepJailImageTree)) ||
       !array_inside (image, image->rlimits, image->n_rlimits, sizeof (SandstepJailImageRlimit)) ||
       !array_inside (image, image->filters, image->n_filters, sizeof (struct sock_filter)))
     return NULL;
+  /* Each slot filled once, before a step uses it: by a tree (at the go message) or by an earlier open. */
+  for (uint32_t i = 0; i < image->n_trees; i++)
+    {
+      const SandstepJailImageTree *tree = sandstep_jail_image_tree (image, i);
+
+      if (tree->slot < 0 || tree->slot >= (int32_t) image->n_slots || filled[tree->slot] ||
+          !string_inside (image, tree->host_path, 0))
+        return NULL;
+      filled[tree->slot] = 1;
+    }
   for (uint32_t i = 0; i < image->n_ops; i++)
     {
       const SandstepJailImageOp *op = sandstep_jail_image_op (image, i);
@@ -58,12 +70,13 @@ sandstep_jail_image_check (const void *data, size_t size, uint32_t format)
           ((op->kind == JAIL_OP_SYMLINK || (op->kind == JAIL_OP_BIND && op->slot < 0)) && op->source == 0) ||
           (op->kind == JAIL_OP_TMPFS && (op->data_len == 0 || ((const char *) image)[op->data + op->data_len - 1])))
         return NULL;
-    }
-  for (uint32_t i = 0; i < image->n_trees; i++)
-    {
-      const SandstepJailImageTree *tree = sandstep_jail_image_tree (image, i);
-
-      if (tree->slot < 0 || tree->slot >= (int32_t) image->n_slots || !string_inside (image, tree->host_path, 0))
+      if (op->kind == JAIL_OP_OPEN)
+        {
+          if (filled[op->slot])
+            return NULL;
+          filled[op->slot] = 1;
+        }
+      else if (op->slot >= 0 && !filled[op->slot])
         return NULL;
     }
   return image;

@@ -111,7 +111,8 @@ make_trees_and_go (const SandstepJailImage *image, pid_t pid, int go, SandstepJa
 
 /* A child forked here waits for this CPU on hosts that pack tasks onto few CPUs (a VM's scheduler may, to
  * spare its host): the child's build and what its starter does meanwhile would then take turns.  Started on
- * another CPU it may run at once; it takes back every CPU of @cpus first thing (sandstep-jail-child.c). */
+ * another CPU it may run at once; it takes back every CPU of @cpus once told to go (sandstep-jail-child.c),
+ * which is after this. */
 static void
 start_elsewhere (pid_t pid, const cpu_set_t *cpus)
 {

@@ -6,11 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sandstep-read-libc.h"
+
+/* ioprio_set(2): its class and data 0, "none", is the default, which follows the nice value. */
+#define IOPRIO_WHO_PROCESS 1
 
 static void
 reset_limit (int resource, const char *label, const char *limits)
@@ -49,6 +55,14 @@ sandstep_process_state_reset (void)
   cpu_set_t all;
 
   umask (022);
+  /* A caller's supplementary groups would count in every command's permission checks (a data mount's group
+   * files, say): root drops them; anybody else cannot, and has them there as here. */
+  if (geteuid () == 0)
+    setgroups (0, NULL);
+  personality (PER_LINUX);
+  /* The system call: musl's sched_setscheduler() only says ENOSYS. */
+  syscall (SYS_sched_setscheduler, 0, SCHED_OTHER, &(struct sched_param) { 0 });
+  syscall (SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0);
   setpriority (PRIO_PROCESS, 0, 0);
   CPU_ZERO (&all);
   for (int i = 0; i < CPU_SETSIZE; i++)

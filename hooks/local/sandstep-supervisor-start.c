@@ -69,7 +69,8 @@ sandstep_supervisor_environment (const char *state_dir, char *const *caller_env)
   return env;
 }
 
-/* Moves @fd at or above @floor, close-on-exec; -1 stays -1. */
+/* Moves @fd at or above @floor, close-on-exec; -1 stays -1.  A supervisor that could not have its fds in their
+ * places is not started: the caller's connection then closes unanswered, and the helper takes over. */
 static int
 lift (int fd, int floor)
 {
@@ -78,6 +79,8 @@ lift (int fd, int floor)
   if (fd < 0 || fd >= floor)
     return fd;
   high = fcntl (fd, F_DUPFD_CLOEXEC, floor);
+  if (high < 0)
+    _exit (127);
   close (fd);
   return high;
 }
@@ -178,6 +181,10 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
         {
           if (fork () == 0)
             become_supervisor (program, handle, moved, ready[1], env, image, init_fd);
+          /* Holding nothing of the caller's (its pipes, make's jobserver) while the kernel makes it wait. */
+          if (syscall (SYS_close_range, 0, ~0U, 0) < 0)
+            for (int fd = 0; fd < 1024; fd++)
+              close (fd);
           sandstep_cgroup_move_self ();
           _exit (0);
         }

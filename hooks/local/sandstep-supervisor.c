@@ -368,9 +368,14 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   if (s.listener >= 0)
     close_listener (&s);
   sandstep_supervisor_end_sandbox (&s);
-  sandstep_cgroup_free (s.cgroup);
-  if (ok)
-    sandstep_cgroup_remove (handle);
+  {
+    /* Ours, as the lock is: made by the sandbox's first build, which an adopted jail's starts before the
+     * plan is found current or stale. */
+    gboolean made = ok || s.cgroup != NULL;
+    sandstep_cgroup_free (s.cgroup);
+    if (made)
+      sandstep_cgroup_remove (handle);
+  }
   /* The lock goes before the exec: a destroy that waits for us waits no longer than needed. */
   close (SANDSTEP_SUPERVISOR_LOCK_FD);
   if (s.reclaim && s.stop_signal == 0)
