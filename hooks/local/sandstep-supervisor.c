@@ -187,7 +187,10 @@ loop (Supervisor *s)
             }
         }
       else if (now >= s->idle_deadline || !sandstep_supervisor_alive (s))
-        s->done = TRUE;
+        {
+          s->done = TRUE;
+          s->idle_end = sandstep_supervisor_alive (s);
+        }
 
       if (!s->done && s->current == NULL && (fds[2].revents & POLLIN))
         {
@@ -317,6 +320,15 @@ record_pid (guint64 start)
     g_debug ("Could not write the supervisor's pid: %s", g_strerror (errno));
 }
 
+/* Its record is still in the store. */
+static gboolean
+sandbox_there (Supervisor *s)
+{
+  g_autofree char *record = g_build_filename ("sandboxes", s->handle, "record.json", NULL);
+
+  return faccessat (s->store_fd, record, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* A released sandbox whose last command ended is destroyed: by the helper, which owns the store. */
 static void
 reclaim (Supervisor *s)
@@ -368,14 +380,12 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   if (s.listener >= 0)
     close_listener (&s);
   sandstep_supervisor_end_sandbox (&s);
-  {
-    /* Ours, as the lock is: made by the sandbox's first build, which an adopted jail's starts before the
-     * plan is found current or stale. */
-    gboolean made = ok || s.cgroup != NULL;
-    sandstep_cgroup_free (s.cgroup);
-    if (made)
-      sandstep_cgroup_remove (handle);
-  }
+  sandstep_cgroup_free (s.cgroup);
+  /* The cgroup is the sandbox's (provision makes it): one that only idled out leaves it to the next supervisor.
+   * Any other end (a stop, a release, the sandbox expired or gone) may be the sandbox's: its destroy removes the
+   * cgroup too, but a destroy killed halfway would leave it to nobody. */
+  if (!(s.idle_end && sandbox_there (&s)))
+    sandstep_cgroup_remove (handle);
   /* The lock goes before the exec: a destroy that waits for us waits no longer than needed. */
   close (SANDSTEP_SUPERVISOR_LOCK_FD);
   if (s.reclaim && s.stop_signal == 0)
