@@ -1,6 +1,7 @@
 /* sandstep-jail-start.c: cloning a jail's child and starting it on its image; see the header. */
 #include "sandstep-jail-start.h"
 #include "sandstep-jail-child.h"
+#include "sandstep-process-state.h"
 #include "sandstep-read-libc.h"
 
 #include <errno.h>
@@ -109,28 +110,6 @@ make_trees_and_go (const SandstepJailImage *image, pid_t pid, int go, SandstepJa
   return r;
 }
 
-/* A child forked here waits for this CPU on hosts that pack tasks onto few CPUs (a VM's scheduler may, to
- * spare its host): the child's build and what its starter does meanwhile would then take turns.  Started on
- * another CPU it may run at once; it takes back every CPU of @cpus once told to go (sandstep-jail-child.c),
- * which is after this. */
-static void
-start_elsewhere (pid_t pid, const cpu_set_t *cpus)
-{
-  int here = sched_getcpu ();
-  cpu_set_t one;
-
-  if (here < 0 || CPU_COUNT (cpus) < 2)
-    return;
-  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-    if (cpu != here && CPU_ISSET (cpu, cpus))
-      {
-        CPU_ZERO (&one);
-        CPU_SET (cpu, &one);
-        sched_setaffinity (pid, sizeof one, &one);
-        return;
-      }
-}
-
 int
 sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, SandstepJailStart *out,
                      SandstepJailStartFailure *failure)
@@ -192,7 +171,9 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
     }
   out->pid = pid;
   out->pidfd = pidfd;
-  start_elsewhere (pid, &args.cpus);
+  /* Its build and our start (the supervisor's exec) at once: it takes back every CPU of args.cpus once told to
+   * go (sandstep-jail-child.c), which is after this. */
+  sandstep_process_start_elsewhere (pid, &args.cpus);
   close (go[1]);
   close (report[1]);
   close (control[1]);

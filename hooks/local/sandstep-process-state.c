@@ -73,3 +73,21 @@ sandstep_process_state_reset (void)
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
     reset_limit (limits[i].resource, limits[i].label, text);
 }
+
+void
+sandstep_process_start_elsewhere (pid_t pid, const cpu_set_t *cpus)
+{
+  int here = sched_getcpu ();
+  cpu_set_t one;
+
+  if (here < 0 || CPU_COUNT (cpus) < 2)
+    return;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (cpu != here && CPU_ISSET (cpu, cpus))
+      {
+        CPU_ZERO (&one);
+        CPU_SET (cpu, &one);
+        sched_setaffinity (pid, sizeof one, &one);
+        return;
+      }
+}

@@ -9,7 +9,16 @@
  */
 #pragma once
 
+#include <sched.h>
+#include <sys/types.h>
+
 /* umask 022; as root, no supplementary groups; the default personality (address randomisation on), scheduling
  * policy and I/O priority; nice 0 (where allowed: a lowered priority only root can undo); every CPU; and pid 1's
  * resource limits (as close as allowed where a hard limit cannot be raised). */
 void sandstep_process_state_reset (void);
+
+/* Moves @pid, just forked, to a CPU of @cpus other than this one, where there is one.  A child waits for its
+ * parent's CPU on hosts that pack tasks onto few CPUs (a VM's scheduler may, to spare its host): the two would
+ * take turns where they could run at once.  The child takes back every CPU of @cpus itself, once it runs (a
+ * process state reset, or the jail's child once told to go). */
+void sandstep_process_start_elsewhere (pid_t pid, const cpu_set_t *cpus);

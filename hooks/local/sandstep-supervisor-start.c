@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -179,8 +180,13 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
       middle = fork ();
       if (middle == 0)
         {
-          if (fork () == 0)
+          cpu_set_t cpus;
+          pid_t child = fork ();
+          if (child == 0)
             become_supervisor (program, handle, moved, ready[1], env, image, init_fd);
+          /* Not behind us and our starter on this CPU: the supervisor-to-be resets its affinity first thing. */
+          if (child > 0 && sched_getaffinity (0, sizeof cpus, &cpus) == 0)
+            sandstep_process_start_elsewhere (child, &cpus);
           /* Holding nothing of the caller's (its pipes, make's jobserver) while the kernel makes it wait. */
           if (syscall (SYS_close_range, 0, ~0U, 0) < 0)
             for (int fd = 0; fd < 1024; fd++)
