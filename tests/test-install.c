@@ -18,6 +18,7 @@
 #include <glib.h>
 
 #include "sandstep-store.h"
+#include "sandstep-teardown.h"
 #include "sandstep-test-utils.h"
 
 typedef struct {
@@ -61,7 +62,7 @@ staged_free (Staged *s)
       g_autoptr(SandstepStore) store = sandstep_store_open (s->state, NULL);
       g_autoptr(GPtrArray) handles = store != NULL ? sandstep_store_list (store) : NULL;
       for (guint i = 0; handles != NULL && i < handles->len; i++)
-        sandstep_store_destroy (store, handles->pdata[i], -1, NULL);
+        sandstep_sandbox_destroy (store, handles->pdata[i], -1, NULL);
     }
   nftw (s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   g_free (s->dir);

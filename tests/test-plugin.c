@@ -26,6 +26,7 @@
 #include "sandstep-owner-libc.h"
 #include "sandstep-render.h"
 #include "sandstep-store.h"
+#include "sandstep-teardown.h"
 
 /* ---- fixture: a temporary tree ------------------------------------------- */
 
@@ -84,7 +85,7 @@ destroy_left_sandboxes (const char *state)
     return;
   handles = sandstep_store_list (store);
   for (guint i = 0; i < handles->len; i++)
-    sandstep_store_destroy (store, handles->pdata[i], -1, NULL);
+    sandstep_sandbox_destroy (store, handles->pdata[i], -1, NULL);
 }
 
 static void

@@ -124,6 +124,7 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
   char *init_argv[] = { (char *) "sandstep-init", control_text, egress_fd >= 0 ? egress_text : NULL, NULL };
   SandstepJailChildArgs args = { .image = image, .init_fd = init_fd, .egress = egress_fd, .argv = init_argv };
   int as_root = geteuid () == 0;
+  cpu_set_t allowed;
   int pidfd = -1, errsv, r = -1;
   pid_t pid;
 
@@ -155,8 +156,10 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
       setresgid (-1, 0, -1);
       goto out;
     }
-  if (sched_getaffinity (0, sizeof args.cpus, &args.cpus) < 0)
-    CPU_ZERO (&args.cpus);
+  /* Every CPU for the child once it goes, whatever this process was left on; started on another than ours. */
+  sandstep_process_every_cpu (&args.cpus);
+  if (sched_getaffinity (0, sizeof allowed, &allowed) < 0)
+    CPU_ZERO (&allowed);
   pid = syscall (SYS_clone3, &clone_args, sizeof clone_args);
   if (pid == 0)
     _exit (sandstep_jail_child_main (&args));
@@ -171,9 +174,9 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
     }
   out->pid = pid;
   out->pidfd = pidfd;
-  /* Its build and our start (the supervisor's exec) at once: it takes back every CPU of args.cpus once told to
-   * go (sandstep-jail-child.c), which is after this. */
-  sandstep_process_start_elsewhere (pid, &args.cpus);
+  /* Its build and our start (the supervisor's exec) at once: it takes back every CPU once told to go
+   * (sandstep-jail-child.c), which is after this. */
+  sandstep_process_start_elsewhere (pid, &allowed);
   close (go[1]);
   close (report[1]);
   close (control[1]);

@@ -64,14 +64,21 @@ sandstep_process_state_reset (void)
   syscall (SYS_sched_setscheduler, 0, SCHED_OTHER, &(struct sched_param) { 0 });
   syscall (SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0);
   setpriority (PRIO_PROCESS, 0, 0);
-  CPU_ZERO (&all);
-  for (int i = 0; i < CPU_SETSIZE; i++)
-    CPU_SET (i, &all);
+  sandstep_process_every_cpu (&all);
   sched_setaffinity (0, sizeof all, &all);
   if (sandstep_read_small ("/proc/1/limits", text, sizeof text) <= 0)
     return;
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
     reset_limit (limits[i].resource, limits[i].label, text);
+}
+
+void
+sandstep_process_every_cpu (cpu_set_t *out)
+{
+  /* The kernel keeps of it the CPUs there are. */
+  CPU_ZERO (out);
+  for (int i = 0; i < CPU_SETSIZE; i++)
+    CPU_SET (i, out);
 }
 
 void

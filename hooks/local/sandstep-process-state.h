@@ -17,8 +17,12 @@
  * resource limits (as close as allowed where a hard limit cannot be raised). */
 void sandstep_process_state_reset (void);
 
+/* Every CPU, as an affinity: what a service's processes run on. */
+void sandstep_process_every_cpu (cpu_set_t *out);
+
 /* Moves @pid, just forked, to a CPU of @cpus other than this one, where there is one.  A child waits for its
  * parent's CPU on hosts that pack tasks onto few CPUs (a VM's scheduler may, to spare its host): the two would
- * take turns where they could run at once.  The child takes back every CPU of @cpus itself, once it runs (a
- * process state reset, or the jail's child once told to go). */
+ * take turns where they could run at once.  The child must take back every CPU itself at a point that comes
+ * after this call (the jail's child once told to go), or be given them back by whoever next may (the
+ * supervisor, first thing). */
 void sandstep_process_start_elsewhere (pid_t pid, const cpu_set_t *cpus);

@@ -177,9 +177,14 @@ sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *record)
       SandstepLimits limits = sandstep_limits_resolve (&record->spec->limits);
       g_autoptr(GError) cgroup_error = NULL;
       SandstepCgroup *cgroup = sandstep_cgroup_make (record->handle, limits.memory, limits.pids, &cgroup_error);
+      g_autofree char *record_path = sandstep_store_sandbox_path (store, record->handle, "record.json");
       if (cgroup == NULL && cgroup_error != NULL)
         g_debug ("No cgroup made yet for sandbox '%s': %s", record->handle, cgroup_error->message);
       sandstep_cgroup_free (cgroup);
+      /* Destroyed meanwhile (by a gc of its run, say): its destroy may have looked for the cgroup before it was
+       * made, and it must not outlive the sandbox. */
+      if (cgroup != NULL && !g_file_test (record_path, G_FILE_TEST_EXISTS))
+        sandstep_cgroup_remove (record->handle);
     }
 }
 

@@ -184,7 +184,7 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
           pid_t child = fork ();
           if (child == 0)
             become_supervisor (program, handle, moved, ready[1], env, image, init_fd);
-          /* Not behind us and our starter on this CPU: the supervisor-to-be resets its affinity first thing. */
+          /* Not behind us and our starter on this CPU: the supervisor gives itself every CPU back first thing. */
           if (child > 0 && sched_getaffinity (0, sizeof cpus, &cpus) == 0)
             sandstep_process_start_elsewhere (child, &cpus);
           /* Holding nothing of the caller's (its pipes, make's jobserver) while the kernel makes it wait. */

@@ -12,11 +12,13 @@ sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd
 
   /* What runs it first: its supervisor ends with its namespaces, and every process in them.  Then its cgroup,
    * while the sandbox is still there to be destroyed again: a destroy killed after it leaves no cgroup that
-   * nothing would remove (a later supervisor makes it anew). */
+   * nothing would remove (a later supervisor makes it anew).  And once more when the sandbox is gone, for a
+   * provision that made it meanwhile (it looks for the sandbox after, sandstep-supervision.c). */
   sandstep_supervisor_stop (store, handle);
   sandstep_cgroup_remove (handle);
   if (!sandstep_store_destroy (store, handle, claim_fd, error))
     return FALSE;
+  sandstep_cgroup_remove (handle);
   if (record != NULL)
     sandstep_store_forget_holder (store, record->owner, record->holder, handle);
   return TRUE;
