@@ -171,7 +171,7 @@ sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *record)
   if (lock >= 0)
     close (lock);
   /* And its cgroup, for the same reason (a cgroup made costs a first command a quarter of a millisecond here):
-   * the sandbox's supervisors use it in turn, and destroying the sandbox removes it. */
+   * its first supervisor takes it, and removes it when it ends, as every supervisor does its own. */
   if (plan != NULL)
     {
       SandstepLimits limits = sandstep_limits_resolve (&record->spec->limits);

@@ -78,7 +78,6 @@ typedef struct {
   gboolean released;
   gint64 idle_deadline;
   gboolean done;
-  gboolean idle_end;       /* done because no command came for SANDSTEP_SUPERVISOR_IDLE_S */
   gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
   int stop_signal;
 

@@ -187,10 +187,7 @@ loop (Supervisor *s)
             }
         }
       else if (now >= s->idle_deadline || !sandstep_supervisor_alive (s))
-        {
-          s->done = TRUE;
-          s->idle_end = sandstep_supervisor_alive (s);
-        }
+        s->done = TRUE;
 
       if (!s->done && s->current == NULL && (fds[2].revents & POLLIN))
         {
@@ -320,15 +317,6 @@ record_pid (guint64 start)
     g_debug ("Could not write the supervisor's pid: %s", g_strerror (errno));
 }
 
-/* Its record is still in the store. */
-static gboolean
-sandbox_there (Supervisor *s)
-{
-  g_autofree char *record = g_build_filename ("sandboxes", s->handle, "record.json", NULL);
-
-  return faccessat (s->store_fd, record, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 /* A released sandbox whose last command ended is destroyed: by the helper, which owns the store. */
 static void
 reclaim (Supervisor *s)
@@ -388,11 +376,9 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
     close_listener (&s);
   sandstep_supervisor_end_sandbox (&s);
   sandstep_cgroup_free (s.cgroup);
-  /* The cgroup is the sandbox's (provision makes it): one that only idled out leaves it to the next supervisor.
-   * Any other end (a stop, a release, the sandbox expired or gone) may be the sandbox's: its destroy removes the
-   * cgroup too, but a destroy killed halfway would leave it to nobody. */
-  if (!(s.idle_end && sandbox_there (&s)))
-    sandstep_cgroup_remove (handle);
+  /* The cgroup goes with us (provision makes the first one, the next supervisor its own): one kept would
+   * outlive a state directory removed by hand. */
+  sandstep_cgroup_remove (handle);
   /* The lock goes before the exec: a destroy that waits for us waits no longer than needed. */
   close (SANDSTEP_SUPERVISOR_LOCK_FD);
   if (s.reclaim && s.stop_signal == 0)
