@@ -24,7 +24,7 @@ map_image (int plan, size_t *out_size)
   struct stat st;
   void *map;
 
-  if (fstat (plan, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 022) ||
+  if (fstat (plan, &st) < 0 || !sandstep_kept_plan_trusted (&st) ||
       st.st_size < (off_t) sizeof *image)
     return NULL;
   map = mmap (NULL, st.st_size, PROT_READ, MAP_PRIVATE, plan, 0);

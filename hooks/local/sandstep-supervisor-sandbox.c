@@ -139,7 +139,7 @@ check_kept_plan (Supervisor *s, const struct stat *st, GError **error)
   const char *host, *changed;
   guint32 cgroup_kind;
 
-  if (!S_ISREG (st->st_mode) || st->st_uid != geteuid () || (st->st_mode & 022))
+  if (!sandstep_kept_plan_trusted (st))
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_STALE_PLAN,
                            "The sandbox's kept plan is not a file of its owner's only");
   if (!g_variant_lookup (s->plan, "host", "^&ay", &host) || strcmp (host, g_get_host_name ()) != 0)

@@ -27,6 +27,9 @@
  */
 #pragma once
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "sandstep-jail-image.h"
 
 #define SANDSTEP_SUPERVISOR_STORE_FD 3
@@ -43,6 +46,13 @@
  * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
 #define SANDSTEP_PLAN_FILE "plan"
 #define SANDSTEP_PLAN_FORMAT 2
+
+/* A kept plan is used only if nobody but the state directory's owner could have written it. */
+static inline int
+sandstep_kept_plan_trusted (const struct stat *st)
+{
+  return S_ISREG (st->st_mode) && st->st_uid == geteuid () && !(st->st_mode & 022);
+}
 
 /* What the supervisor and its helpers (pasta, the egress proxy) run with: this PATH, SANDSTEP_STATE_DIR, and
  * the starter's SANDSTEP_TEST_* hooks (README, "Test hooks"); nothing else of the caller's environment. */
