@@ -23,7 +23,7 @@ typedef struct {
   const char *owner;
   const char *holder;
   /* A make recipe line that holds the sandbox across the recipe's lines, as
-   * "PID START ENDS" (hooks/local/sandstep-step.h); NULL: the claim lasts one
+   * "PID START ENDS" (hooks/supervisor/sandstep-step.h); NULL: the claim lasts one
    * command.  Only the local backend keeps such holds. */
   const char *step;
 } SandstepIdentity;

@@ -1,6 +1,6 @@
 /* sandstep-exit.h: the exit statuses of the sandstep helper, in plain C.
  *
- * Plain C so that the static front (operators/sandstep-front.c), which links
+ * Plain C so that the static front (programs/sandstep-front.c), which links
  * no GLib, exits with the same numbers as the helper; sandstep-error.h maps
  * every error to one of them.  README, "Exit statuses", says what each means.
  */

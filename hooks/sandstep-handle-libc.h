@@ -1,6 +1,6 @@
 /* sandstep-handle-libc.h: the grammar of a local handle, in plain C.
  *
- * The static `sandstep` front (operators/sandstep-front.c) links no GLib, yet
+ * The static `sandstep` front (programs/sandstep-front.c) links no GLib, yet
  * must read a handle exactly as the helper does, or it would serve a handle
  * the helper refuses.  So the grammar lives here once, with no library but
  * libc; sandstep-handle.c builds the remote grammar on it, and

@@ -31,7 +31,7 @@
 
 #define SANDSTEP_EXPORT __attribute__ ((visibility ("default")))
 #define FUNCTION_PREFIX "sandbox-"
-/* The environment variable of hooks/local/sandstep-step.h. */
+/* The environment variable of hooks/supervisor/sandstep-step.h. */
 #define SANDSTEP_STEP_ENDS_VARIABLE "SANDSTEP_STEP_ENDS"
 
 SANDSTEP_EXPORT int plugin_is_GPL_compatible;
@@ -118,7 +118,7 @@ is_program (const char *path)
 }
 
 /* The helper that belongs with the loaded object, by absolute path:
- * BUILDDIR/plugin/../operators/sandstep in a build tree; once installed,
+ * BUILDDIR/plugin/../programs/sandstep in a build tree; once installed,
  * the bindir of the prefix sandstep.so was installed to (wherever that
  * tree now is), else the bindir it was built for, else one beside it. */
 static char *
@@ -135,7 +135,7 @@ find_default_helper (void)
     return g_strdup ("sandstep");
   dir = g_path_get_dirname (info.dli_fname);
   absdir = g_canonicalize_filename (dir, NULL);
-  build_tree = g_canonicalize_filename ("../operators/sandstep", absdir);
+  build_tree = g_canonicalize_filename ("../programs/sandstep", absdir);
   if (is_program (build_tree))
     return g_steal_pointer (&build_tree);
   if (sandstep_relocate (absdir, SANDSTEP_PLUGINDIR_REL, SANDSTEP_BINDIR_REL, "sandstep", installed,
@@ -285,7 +285,7 @@ sandbox_key (const char *args, const char *curdir)
  * the target-specific SANDSTEP_STEP_ENDS that each call redefines reaches
  * every line with the final list: each sandbox's last line in this recipe.
  * A line that is not its sandbox's last keeps the sandbox held for the
- * recipe after it ends (hooks/local/sandstep-step.h). */
+ * recipe after it ends (hooks/supervisor/sandstep-step.h). */
 static char *
 number_line (const char *args)
 {

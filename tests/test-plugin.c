@@ -806,7 +806,7 @@ test_helper_beside_plugin (void)
 
   REQUIRE_PLUGIN ();
   plugin_dir = g_path_get_dirname (plugin_path ());
-  candidate = g_build_filename (plugin_dir, "..", "operators", "sandstep", NULL);
+  candidate = g_build_filename (plugin_dir, "..", "programs", "sandstep", NULL);
   canonical = g_canonicalize_filename (candidate, NULL);
   if (!g_file_test (canonical, G_FILE_TEST_IS_EXECUTABLE))
     {

@@ -13,6 +13,7 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-jail-init.h"
 #include "sandstep-json.h"
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"

@@ -46,7 +46,7 @@ sandstep_program_path (const char *name)
   /* A program of this build tree that lives elsewhere in it (sandstepd, a test) finds them where they are
    * built; an installed program never looks there. */
   if (self != NULL && g_str_has_prefix (self, SANDSTEP_BUILD_ROOT "/"))
-    return g_build_filename (SANDSTEP_BUILD_ROOT, "operators", name, NULL);
+    return g_build_filename (SANDSTEP_BUILD_ROOT, "programs", name, NULL);
 #endif
   /* An installed sandstepd: the libexecdir of its own prefix. */
   if (dir != NULL)

@@ -147,7 +147,7 @@ is_program (const char *path)
   return g_file_test (path, G_FILE_TEST_IS_REGULAR) && access (path, X_OK) == 0;
 }
 
-/* The helper that belongs with this plugin: BUILDDIR/operators/sandstep in
+/* The helper that belongs with this plugin: BUILDDIR/programs/sandstep in
  * a build tree, the bindir of the prefix it was installed to, else the
  * bindir it was built for. */
 static char *
@@ -161,7 +161,7 @@ find_default_helper (void)
   if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
     return g_strdup (SANDSTEP_BINDIR "/sandstep");
   dir = g_path_get_dirname (info.dli_fname);
-  build_tree = g_canonicalize_filename ("../../operators/sandstep", dir);
+  build_tree = g_canonicalize_filename ("../../programs/sandstep", dir);
   if (is_program (build_tree))
     return g_steal_pointer (&build_tree);
   if (sandstep_relocate (dir, SANDSTEP_PLUGINDIR_REL, SANDSTEP_BINDIR_REL, "sandstep", installed, sizeof installed) &&

@@ -42,18 +42,6 @@
 #define SANDSTEP_SUPERVISOR_JAIL_REPORT_FD 10
 #define SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD 11
 
-/* The plan the helper keeps beside a sandbox's record, and the layout it has: a supervisor refuses a plan of
- * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
-#define SANDSTEP_PLAN_FILE "plan"
-#define SANDSTEP_PLAN_FORMAT 2
-
-/* A kept plan is used only if nobody but the state directory's owner could have written it. */
-static inline int
-sandstep_kept_plan_trusted (const struct stat *st)
-{
-  return S_ISREG (st->st_mode) && st->st_uid == geteuid () && !(st->st_mode & 022);
-}
-
 /* What the supervisor and its helpers (pasta, the egress proxy) run with: this PATH, SANDSTEP_STATE_DIR, and
  * the starter's SANDSTEP_TEST_* hooks (README, "Test hooks"); nothing else of the caller's environment. */
 #define SANDSTEP_HELPER_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

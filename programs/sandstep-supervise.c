@@ -3,10 +3,10 @@
  * Linked statically with GLib's core only, so that a sandbox's first
  * command does not pay for loading GIO, and a supervisor stays small for as
  * long as its sandbox lives.  The service itself is
- * hooks/local/sandstep-supervisor.c; it is started by the helper
+ * hooks/supervisor/sandstep-supervisor.c; it is started by the helper
  * (hooks/local/sandstep-supervision.c), which hands it its plan, or by the
  * front with the kept plan and the jail it started on it
- * (hooks/local/sandstep-supervisor-start.h).
+ * (hooks/supervisor/sandstep-supervisor-start.h).
  */
 #include <fcntl.h>
 #include <stdlib.h>

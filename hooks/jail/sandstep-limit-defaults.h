@@ -1,7 +1,7 @@
 /* sandstep-limit-defaults.h: a sandbox's limits when its spec sets none.
  *
  * Plain C: the static front reads them too, to name a limit a remote
- * command hit (operators/sandstep-front-remote.c).
+ * command hit (programs/sandstep-front-remote.c).
  */
 #pragma once
 

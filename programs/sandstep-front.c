@@ -2,7 +2,7 @@
  *
  * Linked statically and free of libraries, so that it starts in about a
  * millisecond.  For `sandstep run` on a local sandbox it hands the command
- * to the sandbox's supervisor (hooks/local/sandstep-supervisor.h), starting
+ * to the sandbox's supervisor (hooks/supervisor/sandstep-supervisor.h), starting
  * one with the plan the helper keeps when none runs (sandstep-front-start.h),
  * and exits with its status: no GLib, no JSON.  Everything else, and every
  * run the supervisor sends back unrun, it execs sandstep-core with the same
@@ -24,6 +24,7 @@
 #include "sandstep-exit.h"
 #include "sandstep-front-start.h"
 #include "sandstep-front-remote.h"
+#include "sandstep-jail-init.h"
 #include "sandstep-handle-libc.h"
 #include "sandstep-owner-libc.h"
 #include "sandstep-paths.h"

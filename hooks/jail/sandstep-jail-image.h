@@ -15,6 +15,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The plan the helper keeps beside a sandbox's record, and the layout it has: a supervisor refuses a plan of
+ * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
+#define SANDSTEP_PLAN_FILE "plan"
+#define SANDSTEP_PLAN_FORMAT 2
+
+/* A kept plan is used only if nobody but the state directory's owner could have written it. */
+static inline int
+sandstep_kept_plan_trusted (const struct stat *st)
+{
+  return S_ISREG (st->st_mode) && st->st_uid == geteuid () && !(st->st_mode & 022);
+}
 
 #define SANDSTEP_JAIL_IMAGE_MAGIC 0x4c494a53u /* "SJIL" */
 #define SANDSTEP_JAIL_MAX_SLOTS 64

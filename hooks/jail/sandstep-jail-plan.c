@@ -22,7 +22,7 @@
 #include "sandstep-jail-init.h"
 #include "sandstep-limits.h"
 #include "sandstep-plan-inputs.h"
-#include "sandstep-supervisor-start.h"
+#include "sandstep-jail-image.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001

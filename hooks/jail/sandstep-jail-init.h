@@ -27,6 +27,10 @@
 
 #include <stdint.h>
 
+/* The caller's variables a command sees: terminal and locale only. */
+#define SANDSTEP_PASSTHROUGH_ENV \
+  "TERM", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME"
+
 typedef struct {
   int step;    /* the setup step that failed */
   int errsv;

@@ -83,6 +83,3 @@ typedef struct {
   uint64_t disk;
 } SandstepRunReply;
 
-/* The caller's variables a command sees: terminal and locale only. */
-#define SANDSTEP_PASSTHROUGH_ENV \
-  "TERM", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME"

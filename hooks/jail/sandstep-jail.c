@@ -22,7 +22,6 @@
 
 #include "sandstep-error.h"
 #include "sandstep-jail-init.h"
-#include "sandstep-run-wire.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
