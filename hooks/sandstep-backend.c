@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-programs-libc.h"
 #include "sandstep-test-hooks.h"
 
 #define REMOTE_MODULE "sandstep-remote.so"
@@ -18,10 +19,11 @@ load_remote (GError **error)
   static RemoteBackendNew constructor;
   g_autofree char *self = NULL;
   g_autofree char *dir = NULL;
-  g_autofree char *beside = NULL;
-  g_autofree char *build_tree = NULL;
   g_autofree char *reasons = NULL;
-  const char *candidates[4];
+  g_autoptr(GPtrArray) candidates = g_ptr_array_new_with_free_func (g_free);
+  const char *test_module = sandstep_test_hook ("SANDSTEP_TEST_REMOTE_MODULE");
+  char path[4096];
+  int found;
   GString *why = g_string_new (NULL);
 
   if (constructor != NULL)
@@ -31,27 +33,24 @@ load_remote (GError **error)
     }
   self = g_file_read_link ("/proc/self/exe", NULL);
   dir = self != NULL ? g_path_get_dirname (self) : NULL;
-  beside = dir != NULL ? g_build_filename (dir, REMOTE_MODULE, NULL) : NULL;
-  /* Where the build puts it, for programs of the build tree only. */
-  build_tree = dir != NULL && sandstep_test_hooks_enabled ()
-                 ? g_build_filename (dir, "..", "hooks", "remote", REMOTE_MODULE, NULL)
-                 : NULL;
-  candidates[0] = sandstep_test_hook ("SANDSTEP_TEST_REMOTE_MODULE");
-  candidates[1] = beside;
-  candidates[2] = build_tree;
-  candidates[3] = SANDSTEP_LIBEXECDIR "/" REMOTE_MODULE;
+  if (test_module != NULL)
+    g_ptr_array_add (candidates, g_strdup (test_module));
+  for (int i = 0; (found = sandstep_program_candidate (i, dir, REMOTE_MODULE, path, sizeof path)) >= 0; i++)
+    if (found)
+      g_ptr_array_add (candidates, g_strdup (path));
 
-  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
+  for (guint i = 0; i < candidates->len; i++)
     {
+      const char *candidate = candidates->pdata[i];
       void *module;
 
-      if (candidates[i] == NULL || !g_file_test (candidates[i], G_FILE_TEST_EXISTS))
+      if (!g_file_test (candidate, G_FILE_TEST_EXISTS))
         continue;
       /* Never unloaded: the backends it makes point into it. */
-      module = dlopen (candidates[i], RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
+      module = dlopen (candidate, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
       if (module == NULL)
         {
-          g_string_append_printf (why, "%s'%s': %s", why->len ? "; " : "", candidates[i], dlerror ());
+          g_string_append_printf (why, "%s'%s': %s", why->len ? "; " : "", candidate, dlerror ());
           continue;
         }
       constructor = (RemoteBackendNew) dlsym (module, "sandstep_remote_backend_new");
@@ -60,13 +59,14 @@ load_remote (GError **error)
           g_string_free (why, TRUE);
           return constructor;
         }
-      g_string_append_printf (why, "%s'%s' is not the remote backend", why->len ? "; " : "", candidates[i]);
+      g_string_append_printf (why, "%s'%s' is not the remote backend", why->len ? "; " : "", candidate);
     }
   reasons = g_string_free (why, FALSE);
   sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                   "The remote backend (" REMOTE_MODULE ") cannot be loaded%s%s; it belongs beside '%s' or in '%s': "
                   "reinstall sandstep",
-                  reasons[0] ? ": " : "", reasons, self != NULL ? self : "sandstep", SANDSTEP_LIBEXECDIR);
+                  reasons[0] ? ": " : "", reasons, self != NULL ? self : "sandstep",
+                  sandstep_program_installed_dir (REMOTE_MODULE));
   return NULL;
 }
 

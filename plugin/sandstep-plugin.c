@@ -26,7 +26,7 @@
 
 #include "sandstep-identity.h"
 #include "sandstep-operator.h"
-#include "sandstep-paths.h"
+#include "sandstep-programs-libc.h"
 #include "sandstep-render.h"
 
 #define SANDSTEP_EXPORT __attribute__ ((visibility ("default")))
@@ -117,35 +117,24 @@ is_program (const char *path)
   return g_file_test (path, G_FILE_TEST_IS_REGULAR) && g_file_test (path, G_FILE_TEST_IS_EXECUTABLE);
 }
 
-/* The helper that belongs with the loaded object, by absolute path:
- * BUILDDIR/plugin/../programs/sandstep in a build tree; once installed,
- * the bindir of the prefix sandstep.so was installed to (wherever that
- * tree now is), else the bindir it was built for, else one beside it. */
+/* The helper that belongs with the loaded object, by absolute path (hooks/sandstep-programs-libc.h), else
+ * whichever `sandstep` the recipe's PATH finds. */
 static char *
 find_default_helper (void)
 {
   Dl_info info;
   g_autofree char *dir = NULL;
   g_autofree char *absdir = NULL;
-  g_autofree char *build_tree = NULL;
-  g_autofree char *beside = NULL;
-  char installed[4096];
+  char *path;
 
   if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
     return g_strdup ("sandstep");
   dir = g_path_get_dirname (info.dli_fname);
   absdir = g_canonicalize_filename (dir, NULL);
-  build_tree = g_canonicalize_filename ("../programs/sandstep", absdir);
-  if (is_program (build_tree))
-    return g_steal_pointer (&build_tree);
-  if (sandstep_relocate (absdir, SANDSTEP_PLUGINDIR_REL, SANDSTEP_BINDIR_REL, "sandstep", installed,
-                         sizeof installed) && is_program (installed))
-    return g_strdup (installed);
-  if (is_program (SANDSTEP_BINDIR "/sandstep"))
-    return g_strdup (SANDSTEP_BINDIR "/sandstep");
-  beside = g_build_filename (absdir, "sandstep", NULL);
-  if (is_program (beside))
-    return g_steal_pointer (&beside);
+  path = sandstep_program_path (absdir, "sandstep");
+  if (path != NULL && is_program (path))
+    return path;
+  free (path);
   return g_strdup ("sandstep");
 }
 

@@ -27,7 +27,7 @@
 #include "sandstep-jail-init.h"
 #include "sandstep-handle-libc.h"
 #include "sandstep-owner-libc.h"
-#include "sandstep-paths.h"
+#include "sandstep-programs-libc.h"
 #include "sandstep-run-client.h"
 #include "sandstep-run-report.h"
 #include "sandstep-step.h"
@@ -45,12 +45,11 @@ typedef struct {
   char owner[1024];             /* derived from SANDSTEP_RUN */
 } Request;
 
-/* The @i-th place a program of ours may be (0, 1, ...): beside this one in a build tree, in the libexecdir
- * of its own prefix once installed, in the compiled-in libexecdir; 0 past the last. */
+/* The @i-th place a program of ours may be (sandstep-programs-libc.h), seen from this program's directory
+ * (read once): 1 written, 0 not there, -1 past the last. */
 static int
 own_program (int i, const char *name, char *out, size_t size)
 {
-  /* This program's directory, read once. */
   static char self[PATH_MAX];
   static int read_self, have_self;
 
@@ -64,12 +63,7 @@ own_program (int i, const char *name, char *out, size_t size)
       have_self = slash != NULL;
       read_self = 1;
     }
-  if (i == 0 && have_self)
-    return snprintf (out, size, "%s/%s", self, name) < (int) size;
-  if (i == 1 && have_self && sandstep_relocate (self, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, out, size))
-    return 1;
-  /* Not where it runs, or not installed under a prefix: the same path twice at worst. */
-  return i <= 2 && snprintf (out, size, "%s/%s", SANDSTEP_LIBEXECDIR, name) < (int) size;
+  return sandstep_program_candidate (i, have_self ? self : NULL, name, out, size);
 }
 
 /* A test hook's value (hooks/sandstep-test-hooks.h): only in a program of the build tree, or in a test copy
@@ -104,10 +98,13 @@ exec_core (char **argv)
 {
   char core[PATH_MAX + 32];
 
-  for (int i = 0; own_program (i, "sandstep-core", core, sizeof core); i++)
-    execv (core, argv);
+  int found;
+
+  for (int i = 0; (found = own_program (i, "sandstep-core", core, sizeof core)) >= 0; i++)
+    if (found)
+      execv (core, argv);
   fprintf (stderr, "sandstep: cannot run sandstep-core, beside this program or in '%s': %s; reinstall sandstep\n",
-           SANDSTEP_LIBEXECDIR, strerror (errno));
+           sandstep_program_installed_dir ("sandstep-core"), strerror (errno));
   exit (SANDSTEP_EXIT_INTERNAL);
 }
 
@@ -120,12 +117,14 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
 
   if ((*sock = sandstep_run_connect (dir_fd)) >= 0)
     return 1;
-  for (int i = 0; own_program (i, "sandstep-supervise", program, sizeof program); i++)
-    if (access (program, X_OK) == 0)
+  int found;
+
+  for (int i = 0; (found = own_program (i, "sandstep-supervise", program, sizeof program)) >= 0; i++)
+    if (found && access (program, X_OK) == 0)
       {
         /* Its init is where it would look for it: beside it. */
         const char *test_init = test_hook ("SANDSTEP_TEST_FRONT_INIT");
-        int beside = own_program (i, "sandstep-init", init, sizeof init) && access (init, X_OK) == 0;
+        int beside = own_program (i, "sandstep-init", init, sizeof init) > 0 && access (init, X_OK) == 0;
         if (test_init != NULL)
           snprintf (init, sizeof init, "%s", test_init);
         return (*sock = sandstep_front_start_supervisor (program, beside || test_init ? init : NULL, state, dir_fd,

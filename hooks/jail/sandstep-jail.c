@@ -22,6 +22,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-jail-init.h"
+#include "sandstep-programs-libc.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -87,27 +88,27 @@ dup_bytestring_array (GVariant *value)
   return value != NULL ? g_variant_dup_bytestring_array (value, NULL) : g_new0 (char *, 1);
 }
 
-/* sandstep-init lives beside the supervisor, in a build tree as once installed. */
+/* sandstep-init lives beside the supervisor, in a build tree as once installed (sandstep-programs-libc.h). */
 static int
 open_init (SandstepJail *jail, GError **error)
 {
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *dir = self != NULL ? g_path_get_dirname (self) : NULL;
-  const char *candidates[] = { dir, SANDSTEP_LIBEXECDIR };
+  char path[4096];
+  int found;
 
-  for (gsize i = 0; i < G_N_ELEMENTS (candidates); i++)
+  for (int i = 0; (found = sandstep_program_candidate (i, dir, "sandstep-init", path, sizeof path)) >= 0; i++)
     {
-      g_autofree char *path = candidates[i] != NULL ? g_build_filename (candidates[i], "sandstep-init", NULL) : NULL;
-      int fd = path != NULL ? open (path, O_PATH | O_CLOEXEC) : -1;
+      int fd = found ? open (path, O_PATH | O_CLOEXEC) : -1;
       if (fd >= 0)
         {
-          jail->init_path = g_steal_pointer (&path);
+          jail->init_path = g_strdup (path);
           return fd;
         }
     }
   sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                   "Cannot find sandstep-init beside '%s' or in '%s'; reinstall sandstep", self ? self : "sandstep",
-                  SANDSTEP_LIBEXECDIR);
+                  sandstep_program_installed_dir ("sandstep-init"));
   return -1;
 }
 

@@ -1,7 +1,7 @@
 /* sandstep-supervision.c: starting and stopping a sandbox's supervisor, from the helper. */
 #include "sandstep-supervision.h"
 
-#include "sandstep-paths.h"
+#include "sandstep-programs-libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,32 +33,6 @@
 /* How long sandstep_supervisor_stop() waits for each signal to work. */
 #define STOP_GRACE_MS 5000
 
-char *
-sandstep_program_path (const char *name)
-{
-  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *dir = self != NULL ? g_path_get_dirname (self) : NULL;
-  g_autofree char *beside = dir != NULL ? g_build_filename (dir, name, NULL) : NULL;
-
-  if (beside != NULL && g_file_test (beside, G_FILE_TEST_IS_EXECUTABLE))
-    return g_steal_pointer (&beside);
-#ifdef SANDSTEP_BUILD_ROOT
-  /* A program of this build tree that lives elsewhere in it (sandstepd, a test) finds them where they are
-   * built; an installed program never looks there. */
-  if (self != NULL && g_str_has_prefix (self, SANDSTEP_BUILD_ROOT "/"))
-    return g_build_filename (SANDSTEP_BUILD_ROOT, "programs", name, NULL);
-#endif
-  /* An installed sandstepd: the libexecdir of its own prefix. */
-  if (dir != NULL)
-    {
-      char path[4096];
-      if (sandstep_relocate (dir, SANDSTEP_SBINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, path, sizeof path) ||
-          sandstep_relocate (dir, SANDSTEP_BINDIR_REL, SANDSTEP_LIBEXECDIR_REL, name, path, sizeof path))
-        return g_strdup (path);
-    }
-  return g_build_filename (SANDSTEP_LIBEXECDIR, name, NULL);
-}
-
 static char *
 default_identity (const char *suffix)
 {
@@ -79,7 +53,7 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
   g_autofree char *default_owner = default_identity ("");
   g_autofree char *default_holder = default_identity ("/cli");
   g_autofree char *pasta = g_find_program_in_path ("pasta");
-  g_autofree char *supervisor = sandstep_program_path ("sandstep-supervise");
+  g_autofree char *supervisor = sandstep_program_path (NULL, "sandstep-supervise");
   gboolean as_root = geteuid () == 0;
   SandstepLimits limits = sandstep_limits_resolve (&record->spec->limits);
   g_auto(GVariantBuilder) inputs = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE (SANDSTEP_PLAN_INPUTS_TYPE));
@@ -253,7 +227,7 @@ static gboolean
 start_supervisor (SandstepStore *store, const SandstepRecord *record, int lock, gboolean *out_vanished,
                   GError **error)
 {
-  g_autofree char *program = sandstep_program_path ("sandstep-supervise");
+  g_autofree char *program = sandstep_program_path (NULL, "sandstep-supervise");
   g_autofree char *state_dir = g_canonicalize_filename (store->dir, NULL);
   g_autoptr(GBytes) plan = build_plan (store, record, error);
   char **env;

@@ -26,7 +26,5 @@ void sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *re
 /* Ends @handle's supervisor, if one runs, and waits until it is gone with its sandbox. */
 void sandstep_supervisor_stop (SandstepStore *store, const char *handle);
 
-/* One of sandstep's own programs: beside this one, else in libexecdir. */
-char *sandstep_program_path (const char *name);
 
 G_END_DECLS

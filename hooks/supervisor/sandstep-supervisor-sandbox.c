@@ -18,6 +18,7 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-programs-libc.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-plan-inputs.h"
 
@@ -42,19 +43,6 @@ pidfd_ended (int pidfd)
   struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 
   return pidfd >= 0 && poll (&pfd, 1, 0) > 0;
-}
-
-/* One of sandstep's programs: beside this one, in a build tree as once installed. */
-static char *
-own_program (const char *name)
-{
-  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *dir = self != NULL ? g_path_get_dirname (self) : NULL;
-  g_autofree char *beside = dir != NULL ? g_build_filename (dir, name, NULL) : NULL;
-
-  if (beside != NULL && access (beside, X_OK) == 0)
-    return g_steal_pointer (&beside);
-  return g_build_filename (SANDSTEP_LIBEXECDIR, name, NULL);
 }
 
 /* ---- the plan ---- */
@@ -191,7 +179,7 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
   s->default_owner = g_strdup (default_owner);
   s->default_holder = g_strdup (default_holder);
   s->network = g_strdup (network);
-  s->core_path = own_program ("sandstep-core");
+  s->core_path = sandstep_program_path (NULL, "sandstep-core");
   s->pasta_path = g_strdup (pasta);
   /* Its own, which its starter set as sandstep-supervisor-start.h says. */
   s->helper_env = g_get_environ ();

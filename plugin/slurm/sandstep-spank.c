@@ -46,7 +46,7 @@
 #include "sandstep-exit.h"
 #include "sandstep-identity.h"
 #include "sandstep-operator.h"
-#include "sandstep-paths.h"
+#include "sandstep-programs-libc.h"
 #include "sandstep-render.h"
 #include "sandstep-spank-exec.h"
 #include "sandstep-spank-record.h"
@@ -141,33 +141,17 @@ option_keep (int val, const char *optarg, int remote)
 
 /* ---- where things are ---- */
 
-static gboolean
-is_program (const char *path)
-{
-  return g_file_test (path, G_FILE_TEST_IS_REGULAR) && access (path, X_OK) == 0;
-}
-
-/* The helper that belongs with this plugin: BUILDDIR/programs/sandstep in
- * a build tree, the bindir of the prefix it was installed to, else the
- * bindir it was built for. */
+/* The helper that belongs with this plugin (hooks/sandstep-programs-libc.h). */
 static char *
 find_default_helper (void)
 {
   Dl_info info;
   g_autofree char *dir = NULL;
-  g_autofree char *build_tree = NULL;
-  char installed[4096];
 
   if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
     return g_strdup (SANDSTEP_BINDIR "/sandstep");
   dir = g_path_get_dirname (info.dli_fname);
-  build_tree = g_canonicalize_filename ("../../programs/sandstep", dir);
-  if (is_program (build_tree))
-    return g_steal_pointer (&build_tree);
-  if (sandstep_relocate (dir, SANDSTEP_PLUGINDIR_REL, SANDSTEP_BINDIR_REL, "sandstep", installed, sizeof installed) &&
-      is_program (installed))
-    return g_strdup (installed);
-  return g_strdup (SANDSTEP_BINDIR "/sandstep");
+  return sandstep_program_path (dir, "sandstep");
 }
 
 static void
