@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 #include "sandstep-python-resources.h"
 
 /* A frame bigger than this is a broken protocol: the driver cuts values and
@@ -326,13 +327,11 @@ parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, ch
       if (strcmp (kind, "D") == 0)
         {
           /* The interpreter died; the driver ends after this. */
-          g_autoptr(JsonParser) parser = json_parser_new ();
+          g_autoptr(JsonNode) root = sandstep_json_parse ((const char *) buffer->data + start, length, MAX_FRAME, NULL);
 
           call->died = TRUE;
-          if (json_parser_load_from_data (parser, (const char *) buffer->data + start, length, NULL) &&
-              JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-            call->exit_status = (int) json_object_get_int_member_with_default (
-              json_node_get_object (json_parser_get_root (parser)), "exit", 0);
+          if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
+            call->exit_status = (int) json_object_get_int_member_with_default (json_node_get_object (root), "exit", 0);
           g_byte_array_remove_range (buffer, 0, start + length);
           return TRUE;
         }
@@ -345,12 +344,10 @@ parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, ch
         }
       {
         g_autoptr(GError) error = NULL;
-        g_autoptr(JsonParser) parser = json_parser_new ();
-        JsonNode *root = NULL;
+        /* Bounded as every JSON input is: a deep one would crash json-glib's recursion, and with it this process. */
+        g_autoptr(JsonNode) root = sandstep_json_parse ((const char *) buffer->data + start, length, MAX_FRAME, &error);
         JsonObject *object;
 
-        if (json_parser_load_from_data (parser, (const char *) buffer->data + start, length, &error))
-          root = json_parser_get_root (parser);
         g_byte_array_remove_range (buffer, 0, start + length);
         if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
           {

@@ -532,6 +532,30 @@ do_vm (int argc, char **argv)
   return result (process_vm_writev (atoi (argv[1]), &local, 1, &remote, 1, 0));
 }
 
+/* pidfd_getfd PID FD ("self": this process, which any process may do
+ * without seccomp; so the refusal shows the seccomp row, not ptrace's rule). */
+static int
+do_pidfd_getfd (int argc, char **argv)
+{
+  int pid, pidfd, r;
+
+  if (argc < 2)
+    return usage ("pidfd-getfd PID|self FD");
+  pid = strcmp (argv[0], "self") == 0 ? getpid () : atoi (argv[0]);
+  pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  if (pidfd < 0)
+    return result (-1);
+  r = (int) syscall (SYS_pidfd_getfd, pidfd, atoi (argv[1]), 0);
+  {
+    int errsv = errno;
+    if (r >= 0)
+      close (r);
+    close (pidfd);
+    errno = errsv;
+  }
+  return result (r);
+}
+
 static int
 count_pids (void)
 {
@@ -1281,6 +1305,7 @@ static const struct { const char *name; AttackFunc func; } attacks[] = {
   { "regain", do_regain },
   { "ptrace", do_ptrace },
   { "vm", do_vm },
+  { "pidfd-getfd", do_pidfd_getfd },
   { "kill-all", do_kill_all },
   { "x32", do_x32 },
   { "int80", do_int80 },
