@@ -254,8 +254,8 @@ range_covering (SandstepEgress *egress, GInetAddress *address)
   return found;
 }
 
-static gboolean
-is_own_address (GInetAddress *address)
+gboolean
+sandstep_egress_address_is_own (GInetAddress *address)
 {
   struct ifaddrs *list = NULL;
   gboolean own = FALSE;
@@ -328,7 +328,7 @@ sandstep_egress_address_is_internal (GInetAddress *address)
         : !in_any (address, global_v6, G_N_ELEMENTS (global_v6)) ||
             in_any (address, not_global_in_global_v6, G_N_ELEMENTS (not_global_in_global_v6)))
     return TRUE;
-  return is_own_address (address);
+  return sandstep_egress_address_is_own (address);
 }
 
 GList *

@@ -70,4 +70,7 @@ guint sandstep_egress_embedded_ipv4 (GInetAddress *address, GInetAddress *out[2]
  * IPv4 address is (either, when it carries two). */
 gboolean sandstep_egress_address_is_internal (GInetAddress *address);
 
+/* Whether @address is one of this host's interfaces' addresses now. */
+gboolean sandstep_egress_address_is_own (GInetAddress *address);
+
 G_END_DECLS
