@@ -803,10 +803,17 @@ do_connect (int argc, char **argv)
   int family, fd;
 
   if (argc < 2 || (family = fill_address (argv[0], argv[1], &ss, &len)) < 0)
-    return usage ("connect ADDRESS PORT");
+    return usage ("connect ADDRESS PORT [SECONDS]");
   fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return result (-1);
+  if (argc > 2)
+    {
+      /* A connect that gets no answer in time fails with EINPROGRESS. */
+      struct timeval tv = { .tv_sec = atoi (argv[2]) };
+      if (setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0)
+        return result (-1);
+    }
   return result (connect (fd, (struct sockaddr *) &ss, len));
 }
 
