@@ -13,6 +13,7 @@
 #include "sandstep-error.h"
 #include "sandstep-json.h"
 #include "sandstep-python-resources.h"
+#include "sandstep-test-hooks.h"
 
 /* A frame bigger than this is a broken protocol: the driver cuts values and
  * tracebacks at 4 MiB characters, and output comes in chunks of 64 KiB. */
@@ -92,7 +93,16 @@ driver_line (void)
       /* Named directly, so that the linker keeps the resource of this static library. */
       g_autoptr(GBytes) bytes = g_resource_lookup_data (sandstep_python_get_resource (), "/org/sandstep/python-driver.py",
                                                         0, NULL);
+      /* A test's driver, that speaks the protocol wrong on purpose (build tree only). */
+      const char *test_driver = sandstep_test_hook ("SANDSTEP_TEST_PYTHON_DRIVER");
+      char *contents = NULL;
+      gsize len = 0;
 
+      if (test_driver != NULL && g_file_get_contents (test_driver, &contents, &len, NULL))
+        {
+          g_bytes_unref (bytes);
+          bytes = g_bytes_new_take (contents, len);
+        }
       /* Built into this program: missing means a broken build, caught by every run_python test. */
       g_assert (bytes != NULL);
       g_autofree char *text = g_strndup (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));

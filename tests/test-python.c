@@ -640,6 +640,51 @@ test_forged_results (Fixture *fx, gconstpointer data)
   sandstep_test_assert_status (result, 0);
 }
 
+/* A driver that says hello, then answers the first request with a result frame of 2 MB of '[' (what only a
+ * broken or subverted driver would send), then waits for EOF. */
+static const char deep_driver_py[] =
+  "import os, sys\n"
+  "os.write(1, b'H 2\\n{}')\n"
+  "sys.stdin.buffer.readline()\n"
+  "body = b'[' * (2 * 1024 * 1024)\n"
+  "frame = b'R %d\\n' % len(body) + body\n"
+  "while frame:\n"
+  "    frame = frame[os.write(1, frame):]\n"
+  "sys.stdin.buffer.read()\n";
+
+static void
+test_deep_frame (Fixture *fx, gconstpointer data)
+{
+  Server server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  g_autofree char *driver = sandstep_test_host_path (&fx->f, "deep-driver.py");
+  gboolean is_error;
+  char *text;
+
+  g_test_bug ("30");
+  g_test_summary ("Issue 30: a result frame of 2 MB of '[' is a broken protocol, said as such, and crashes nothing: "
+                  "the host parses frames with the depth check every JSON input has (json-glib's recursion "
+                  "crashed `sandstep mcp --python`).");
+  if (!python_ready ())
+    return;
+  g_assert_true (g_file_set_contents (driver, deep_driver_py, -1, NULL));
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_PYTHON_DRIVER", driver);
+  server_start (fx, &server, NULL);
+
+  text = call_text (&server, "run_python", "{\"code\": \"1\"}", &is_error);
+  g_assert_true (is_error);
+  sandstep_test_assert_contains (text, "run_python failed on sandstep's side: the session's protocol broke.");
+  g_free (text);
+  /* Still serving: the next call starts a driver again (the same test driver). */
+  text = call_text (&server, "run_python", "{\"code\": \"1\"}", &is_error);
+  sandstep_test_assert_contains (text, "the session's protocol broke");
+  g_free (text);
+
+  result = server_stop (&server);
+  sandstep_test_assert_status (result, 0);
+  sandstep_test_assert_contains (result->err, "the document nests arrays and objects deeper than 64 levels");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -658,6 +703,7 @@ main (int argc, char **argv)
   ADD ("/python/tools-agent", test_tools_agent);
   ADD ("/python/call", test_call);
   ADD ("/python/forged-results", test_forged_results);
+  ADD ("/python/deep-frame", test_deep_frame);
 #undef ADD
   return g_test_run ();
 }
