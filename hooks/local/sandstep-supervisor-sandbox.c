@@ -271,8 +271,13 @@ close_host_addresses (Supervisor *s, guint32 pasta_gid, GError **error)
   int memfd, keep[1];
   gboolean ok;
 
-  /* The sandbox's outer gid comes from this range (sandstep-jail.c): a bug if not. */
-  g_return_val_if_fail (pasta_gid >= range.gid_base && pasta_gid - range.gid_base < range.count, FALSE);
+  /* The sandbox's outer gid comes from this range (sandstep-uids.c), unless /etc/subgid changed since. */
+  if (pasta_gid < range.gid_base || pasta_gid - range.gid_base >= range.count)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "The sandbox's gid %u is outside sandstep's sandbox gids (%u-%u), so no host-side rule "
+                           "could keep --network=open from the host's own addresses; was /etc/subgid's '"
+                           SANDSTEP_UIDS_USER "' range changed? Destroy and provision the sandbox again",
+                           pasta_gid, range.gid_base, range.gid_base + range.count - 1);
   for (gsize i = 0; i < G_N_ELEMENTS (nft_paths) && nft == NULL; i++)
     if (access (nft_paths[i], X_OK) == 0)
       nft = g_strdup (nft_paths[i]);
