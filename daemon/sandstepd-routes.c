@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sandstep-egress.h"
 #include "sandstep-error.h"
 #include "sandstep-token.h"
 #include "sandstep-units.h"
@@ -84,9 +85,25 @@ authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
   return entry;
 }
 
+/* An address is ours when we listen on it, or, listening on every address
+ * (0.0.0.0, ::), when it is one of this host's. */
+static gboolean
+address_is_ours (Daemon *d, GInetAddress *address)
+{
+  g_autoptr(GSocketAddress) local = d->listener != NULL ? g_socket_get_local_address (d->listener, NULL) : NULL;
+  GInetAddress *bound;
+
+  if (local == NULL || !G_IS_INET_SOCKET_ADDRESS (local))
+    return FALSE;
+  bound = g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (local));
+  if (g_inet_address_get_is_any (bound))
+    return sandstep_egress_address_is_own (address);
+  return g_inet_address_equal (bound, address);
+}
+
 /* A request for a name that points at us only by accident (DNS rebinding)
- * names another host: addresses, localhost, this host's name and the names
- * given with --server-name are ours. */
+ * names another host: our listening addresses, localhost, this host's name
+ * and the names given with --server-name are ours. */
 static gboolean
 host_is_ours (Daemon *d, const char *value)
 {
@@ -96,7 +113,8 @@ host_is_ours (Daemon *d, const char *value)
   if (host == NULL || host[0] == '\0')
     return FALSE;
   address = g_inet_address_new_from_string (host);
-  if (address != NULL || strcmp (host, "localhost") == 0 || g_str_has_suffix (host, ".localhost") ||
+  if ((address != NULL && address_is_ours (d, address)) || strcmp (host, "localhost") == 0 ||
+      g_str_has_suffix (host, ".localhost") ||
       g_ascii_strcasecmp (host, g_get_host_name ()) == 0)
     return TRUE;
   for (char **n = d->server_names; n != NULL && *n != NULL; n++)
@@ -349,10 +367,12 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
       req->refused = TRUE;
       sandstepd_say ("refused %s %s: Host '%s' is not this server's", req->method, req->path, shown);
       sandstepd_answer_refusal (req, SOUP_STATUS_FORBIDDEN, "bad-host",
-                                "reach the server by its address, or start sandstepd with --server-name=NAME",
+                                "reach the server by an address it listens on, or start sandstepd with "
+                                "--server-name=NAME (a name or the address clients use)",
                                 SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                                "The sandbox server does not answer to the name '%s' (Host); it answers to its "
-                                "addresses, localhost, '%s' and the names given with --server-name", shown,
+                                "The sandbox server does not answer to the name '%s' (Host); it answers to the "
+                                "addresses it listens on, localhost, '%s' and the names given with --server-name",
+                                shown,
                                 g_get_host_name ());
       return;
     }

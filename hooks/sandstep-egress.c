@@ -254,8 +254,8 @@ range_covering (SandstepEgress *egress, GInetAddress *address)
   return found;
 }
 
-static gboolean
-is_own_address (GInetAddress *address)
+gboolean
+sandstep_egress_address_is_own (GInetAddress *address)
 {
   struct ifaddrs *list = NULL;
   gboolean own = FALSE;
@@ -276,14 +276,38 @@ is_own_address (GInetAddress *address)
   return own;
 }
 
+/* One rule: only a globally reachable address is not internal.  IPv4: all
+ * but the special-purpose ranges that are not global (RFC 6890 and its
+ * updates, documentation nets included).  IPv6: only global unicast,
+ * 2000::/3, is; outside it nothing is (fec0::/10 site-local, 100::/64
+ * discard, ::ffff:0:0/96 translated, fc00::/7, fe80::/10, ff00::/8, ...),
+ * and inside it the protocol and documentation ranges are not. */
+static gboolean
+in_any (GInetAddress *address, const char *const *ranges, gsize n)
+{
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autoptr(GInetAddressMask) mask = g_inet_address_mask_new_from_string (ranges[i], NULL);
+
+      /* A constant of this file: one that does not parse is a bug every test of this rule catches. */
+      g_assert (mask != NULL);
+      if (g_inet_address_get_family (address) == g_inet_address_mask_get_family (mask) &&
+          g_inet_address_mask_matches (mask, address))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 gboolean
 sandstep_egress_address_is_internal (GInetAddress *address)
 {
-  static const char *const internal[] = {
+  static const char *const not_global_v4[] = {
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8",
+    "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+    "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
   };
+  static const char *const global_v6[] = { "2000::/3" };
+  static const char *const not_global_in_global_v6[] = { "2001::/23", "2001:db8::/32", "3fff::/20" };
   GInetAddress *carried[2] = { NULL, NULL };
   guint n = sandstep_egress_embedded_ipv4 (address, carried);
   gboolean any = FALSE;
@@ -299,14 +323,12 @@ sandstep_egress_address_is_internal (GInetAddress *address)
       return any;
     }
 
-  for (gsize i = 0; i < G_N_ELEMENTS (internal); i++)
-    {
-      g_autoptr(GInetAddressMask) mask = g_inet_address_mask_new_from_string (internal[i], NULL);
-      if (mask != NULL && g_inet_address_get_family (address) == g_inet_address_mask_get_family (mask) &&
-          g_inet_address_mask_matches (mask, address))
-        return TRUE;
-    }
-  return is_own_address (address);
+  if (g_inet_address_get_family (address) == G_SOCKET_FAMILY_IPV4
+        ? in_any (address, not_global_v4, G_N_ELEMENTS (not_global_v4))
+        : !in_any (address, global_v6, G_N_ELEMENTS (global_v6)) ||
+            in_any (address, not_global_in_global_v6, G_N_ELEMENTS (not_global_in_global_v6)))
+    return TRUE;
+  return sandstep_egress_address_is_own (address);
 }
 
 GList *

@@ -63,9 +63,14 @@ GInetAddress *sandstep_egress_parse_literal (const char *text);
  * an IPv4 address, ::, ::1 and every other IPv6 address. */
 guint sandstep_egress_embedded_ipv4 (GInetAddress *address, GInetAddress *out[2]);
 
-/* Loopback, link-local, private, shared, multicast, unspecified, or one of
- * this host's own addresses; an IPv6 address that carries an IPv4 one is
- * internal when that IPv4 address is (either, when it carries two). */
+/* Every address that is not globally reachable (loopback, link-local,
+ * private, shared, multicast, unspecified, documentation, and for IPv6
+ * anything outside global unicast 2000::/3), or one of this host's own
+ * addresses; an IPv6 address that carries an IPv4 one is internal when that
+ * IPv4 address is (either, when it carries two). */
 gboolean sandstep_egress_address_is_internal (GInetAddress *address);
+
+/* Whether @address is one of this host's interfaces' addresses now. */
+gboolean sandstep_egress_address_is_own (GInetAddress *address);
 
 G_END_DECLS

@@ -5,6 +5,8 @@
  *   SANDSTEP_TEST_REMOTE_MODULE=PATH          the remote backend module to load
  *   SANDSTEP_TEST_FRONT_INIT=PATH             the init the front starts a first command's jail with
  *                                             (sandstep-front.c: a broken one makes the supervisor build)
+ *   SANDSTEP_TEST_PYTHON_DRIVER=PATH          the Python source run_python's session runs instead of its
+ *                                             driver (sandstep-python.c: one that sends bad frames)
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a

@@ -326,7 +326,7 @@ http_modern_headers_match (SoupServerMessage *msg, JsonNode *root, JsonObject *p
       else
         message = g_strdup_printf ("Header mismatch: the body has %s \"%s\" but the %s header says \"%s\"; they "
                                    "must be the same", checks[i].where, checks[i].body, checks[i].header, value);
-      text = sandstep_mcp_response_error (id != NULL && JSON_NODE_HOLDS_VALUE (id) ? id : NULL,
+      text = sandstep_mcp_response_error (sandstep_mcp_id_is_valid (id) ? id : NULL,
                                           SANDSTEP_MCP_ERROR_HEADER_MISMATCH, message);
       http_set_json (msg, SOUP_STATUS_BAD_REQUEST, text);
       return FALSE;

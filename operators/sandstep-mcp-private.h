@@ -103,6 +103,8 @@ JsonNode *sandstep_mcp_parse_message (const char *message, gsize length, GError 
 char *sandstep_mcp_parse_error_message (const GError *parse_error);
 /* A JSON-RPC error response; @id NULL: the request's id is not known. */
 char *sandstep_mcp_response_error (JsonNode *id, int code, const char *message);
+/* Whether @id (NULL: none) is one a reply may echo: a string or an integer. */
+gboolean sandstep_mcp_id_is_valid (JsonNode *id);
 /* The same with error.data (copied). */
 char *sandstep_mcp_response_error_data (JsonNode *id, int code, const char *message, JsonNode *data);
 /* After a reply went out: ends the server once a terminal failure is answered. */

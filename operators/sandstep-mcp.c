@@ -420,15 +420,18 @@ static const struct {
 
 /* ---- dispatch ---- */
 
-static gboolean
-id_is_valid (JsonNode *id)
+/* MCP's RequestId is a string or an integer.  A number with a fraction or an
+ * exponent is neither, and one json-glib holds as a double may not survive
+ * the echo (1e400 would come back as inf.0, which is no JSON). */
+gboolean
+sandstep_mcp_id_is_valid (JsonNode *id)
 {
   GType type;
 
-  if (!JSON_NODE_HOLDS_VALUE (id))
+  if (id == NULL || !JSON_NODE_HOLDS_VALUE (id))
     return FALSE;
   type = json_node_get_value_type (id);
-  return type == G_TYPE_STRING || type == G_TYPE_INT64 || type == G_TYPE_DOUBLE;
+  return type == G_TYPE_STRING || type == G_TYPE_INT64;
 }
 
 void
@@ -465,7 +468,7 @@ sandstep_mcp_handle_node (SandstepMcpServer *server, JsonNode *root, SandstepMcp
   message = json_node_get_object (root);
   id = json_object_get_member (message, "id");
   method_node = json_object_get_member (message, "method");
-  if (id != NULL && id_is_valid (id))
+  if (sandstep_mcp_id_is_valid (id))
     request->id = json_node_copy (id);
 
   if (g_strcmp0 (sandstep_mcp_member_string (message, "jsonrpc"), "2.0") != 0)

@@ -21,6 +21,17 @@
 #     "D <length>\n<json>" when the interpreter died ({"exit": status}), after
 #     which the pump ends and sandstep starts a new session for the next call.
 # Nothing here knows host paths.
+#
+# Only this pump writes frames, and only it may: the code the interpreter and
+# the commands run must never reach fd 1 (sandstep reads it as the results).
+# So the pump is not dumpable before anything else runs here: the same uid
+# without CAP_SYS_PTRACE (the jail has no capabilities) can then neither open
+# /proc/PID/fd/N or /proc/PID/mem of it nor pidfd_getfd, ptrace or
+# process_vm_writev it (the seccomp policy refuses those three as well).  The
+# interpreter inherits that at fork, so its result pipe stays its own too;
+# what it writes there is taken only as the answer to the code request it
+# is running (so a thread it left behind forges no later command's result).
+import ctypes
 import json
 import os
 import select
@@ -28,6 +39,11 @@ import signal
 import subprocess
 import sys
 import time
+
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit(f"sandstep-python-driver: cannot make itself undumpable: {os.strerror(ctypes.get_errno())}; "
+             "the session would not be safe from the code it runs")
 
 CHUNK = 65536
 LIMIT = 4 * 1024 * 1024  # a value or traceback longer than this is cut here already
@@ -118,6 +134,23 @@ def drain(fds):
             pass
 
 
+def answer_of(line, expected):
+    """The frame for an interpreter's result line: only for the code request it runs, and only the members
+    a code result has; None for anything else (whatever else the code wrote on the interpreter's pipe)."""
+    if expected is None:
+        return None
+    try:
+        answer = json.loads(line)
+        if type(answer) is not dict or answer.get("id") != expected:
+            return None
+        value, error = answer.get("value"), answer.get("error")
+        if not all(t is None or type(t) is str for t in (value, error)):
+            return None
+    except (ValueError, RecursionError):
+        return None
+    return json.dumps({"id": expected, "value": value, "error": error}).encode()
+
+
 def status_of(wait_status):
     return 128 + os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
 
@@ -156,12 +189,7 @@ def reap_all_but(keep):
         time.sleep(0.01)
 
 
-try:
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-except Exception:
-    pass
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 child = os.fork()
 if child == 0:
     interpreter()
@@ -181,6 +209,7 @@ streams = {out_r: 1, err_r: 2}
 pending = b""        # bytes of a request line from sandstep
 answers = b""        # bytes of result lines from the interpreter
 to_child = b""       # bytes of requests not yet written to the interpreter
+code_id = None       # the id of the code request the interpreter runs, None: none
 command = None       # the run_command running: [request id, Popen, deadline, pipes {fd: stream}, timed out]
 while True:
     watched = list(streams) + [res_r, requests, sig_r] + (list(command[3]) if command else [])
@@ -213,8 +242,11 @@ while True:
             pass
     while b"\n" in answers:
         line, answers = answers.split(b"\n", 1)
-        drain(streams)
-        send("R", "", line)
+        answer = answer_of(line, code_id)
+        if answer is not None:
+            drain(streams)
+            send("R", "", answer)
+            code_id = None
 
     done, wait_status = os.waitpid(child, os.WNOHANG)
     if done:
@@ -257,6 +289,7 @@ while True:
         line, pending = pending.split(b"\n", 1)
         request = json.loads(line)
         if "command" not in request:
+            code_id = request["id"]
             to_child += line + b"\n"
             continue
         r1, w1 = os.pipe()

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 #include "sandstep-python-resources.h"
+#include "sandstep-test-hooks.h"
 
 /* A frame bigger than this is a broken protocol: the driver cuts values and
  * tracebacks at 4 MiB characters, and output comes in chunks of 64 KiB. */
@@ -91,7 +93,16 @@ driver_line (void)
       /* Named directly, so that the linker keeps the resource of this static library. */
       g_autoptr(GBytes) bytes = g_resource_lookup_data (sandstep_python_get_resource (), "/org/sandstep/python-driver.py",
                                                         0, NULL);
+      /* A test's driver, that speaks the protocol wrong on purpose (build tree only). */
+      const char *test_driver = sandstep_test_hook ("SANDSTEP_TEST_PYTHON_DRIVER");
+      char *contents = NULL;
+      gsize len = 0;
 
+      if (test_driver != NULL && g_file_get_contents (test_driver, &contents, &len, NULL))
+        {
+          g_bytes_unref (bytes);
+          bytes = g_bytes_new_take (contents, len);
+        }
       /* Built into this program: missing means a broken build, caught by every run_python test. */
       g_assert (bytes != NULL);
       g_autofree char *text = g_strndup (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
@@ -326,13 +337,11 @@ parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, ch
       if (strcmp (kind, "D") == 0)
         {
           /* The interpreter died; the driver ends after this. */
-          g_autoptr(JsonParser) parser = json_parser_new ();
+          g_autoptr(JsonNode) root = sandstep_json_parse ((const char *) buffer->data + start, length, MAX_FRAME, NULL);
 
           call->died = TRUE;
-          if (json_parser_load_from_data (parser, (const char *) buffer->data + start, length, NULL) &&
-              JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-            call->exit_status = (int) json_object_get_int_member_with_default (
-              json_node_get_object (json_parser_get_root (parser)), "exit", 0);
+          if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
+            call->exit_status = (int) json_object_get_int_member_with_default (json_node_get_object (root), "exit", 0);
           g_byte_array_remove_range (buffer, 0, start + length);
           return TRUE;
         }
@@ -345,12 +354,10 @@ parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, ch
         }
       {
         g_autoptr(GError) error = NULL;
-        g_autoptr(JsonParser) parser = json_parser_new ();
-        JsonNode *root = NULL;
+        /* Bounded as every JSON input is: a deep one would crash json-glib's recursion, and with it this process. */
+        g_autoptr(JsonNode) root = sandstep_json_parse ((const char *) buffer->data + start, length, MAX_FRAME, &error);
         JsonObject *object;
 
-        if (json_parser_load_from_data (parser, (const char *) buffer->data + start, length, &error))
-          root = json_parser_get_root (parser);
         g_byte_array_remove_range (buffer, 0, start + length);
         if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
           {

@@ -139,6 +139,26 @@ put_utf8 (char **out, char *end, unsigned cp)
     }
 }
 
+/* The four hex digits at @p into *@cp; 0 when one is not a hex digit.  Byte
+ * by byte, so a string's NUL stops it before it reads past the line. */
+static int
+hex4 (const char *p, unsigned *cp)
+{
+  unsigned v = 0;
+
+  for (int i = 0; i < 4; i++)
+    {
+      char c = p[i];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+
+      if (d < 0)
+        return 0;
+      v = v << 4 | (unsigned) d;
+    }
+  *cp = v;
+  return 1;
+}
+
 /* The string at @p, unescaped, into @out (cut to @size); 0 when it is no string. */
 int
 sandstep_front_json_string (const char *p, char *out, size_t size)
@@ -149,8 +169,7 @@ sandstep_front_json_string (const char *p, char *out, size_t size)
     return 0;
   for (p++; *p != '"'; p++)
     {
-      unsigned cp;
-      char hex[5] = { 0 };
+      unsigned cp, low;
 
       if (*p == '\0')
         return 0;
@@ -170,21 +189,14 @@ sandstep_front_json_string (const char *p, char *out, size_t size)
         case 'r': cp = '\r'; break;
         case 't': cp = '\t'; break;
         case 'u':
-          memcpy (hex, p + 1, 4);
-          if (strlen (hex) != 4)
+          if (!hex4 (p + 1, &cp))
             return 0;
-          cp = (unsigned) strtoul (hex, NULL, 16);
           p += 4;
-          if (cp >= 0xd800 && cp < 0xdc00 && p[1] == '\\' && p[2] == 'u')
+          if (cp >= 0xd800 && cp < 0xdc00 && p[1] == '\\' && p[2] == 'u' && hex4 (p + 3, &low) && low >= 0xdc00 &&
+              low < 0xe000)
             {
-              unsigned low;
-              memcpy (hex, p + 3, 4);
-              low = (unsigned) strtoul (hex, NULL, 16);
-              if (low >= 0xdc00 && low < 0xe000)
-                {
-                  cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-                  p += 6;
-                }
+              cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+              p += 6;
             }
           break;
         default: cp = (unsigned char) *p; break;

@@ -7,6 +7,7 @@ SANDSTEP_PACKAGES=(
   libglib2.0-dev libjson-glib-dev libsoup-3.0-dev libseccomp-dev
   iproute2 util-linux passwd procps
   passt  # pasta: the user-mode network stack of a network=open sandbox
+  nftables  # nft: as root, the host-side rule that keeps a network=open sandbox from the host's own addresses
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
 )
 # Not a Debian package, so not installed here: moto_server (pip install

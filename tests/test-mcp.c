@@ -513,6 +513,20 @@ test_stdio_raw (Fixture *fx, gconstpointer data)
   reply = stdio_call (server, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}");
   assert_error_reply (reply, -32600);
   json_object_unref (reply);
+  /* Issue 30: an id that is no string or integer is refused with a null id, never echoed (1e400 came back as
+   * inf.0, which is no JSON). */
+  {
+    static const char *const bad_ids[] = { "1e400", "-1e400", "1.5", "2e3", "true", "{}", "[1]" };
+    for (gsize i = 0; i < G_N_ELEMENTS (bad_ids); i++)
+      {
+        g_autofree char *line = g_strdup_printf ("{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", bad_ids[i]);
+        g_test_message ("id %s", bad_ids[i]);
+        reply = stdio_call (server, line);
+        assert_error_reply (reply, -32600);
+        g_assert_true (json_object_get_null_member (reply, "id"));
+        json_object_unref (reply);
+      }
+  }
 
   /* Bad params: -32602. */
   reply = stdio_call (server, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":"

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -540,6 +541,150 @@ test_call (Fixture *fx, gconstpointer data)
   }
 }
 
+/* Run in the interpreter (its parent is the driver's pump) or as a command the pump started: every way to
+ * the pump's protocol pipe (its fd 1), one word each; with a pipe in hand it writes result frames that say
+ * "1234 tests passed" for the next ids. */
+static const char steal_py[] =
+  "import ctypes, errno, os\n"
+  "libc = ctypes.CDLL(None, use_errno=True)\n"
+  "pump = os.getppid()\n"
+  "def forge(fd):\n"
+  "    for i in range(1, 50):\n"
+  "        body = b'{\"id\": %d, \"value\": \"1234 tests passed\", \"exit\": 0}' % i\n"
+  "        os.write(fd, b'R %d\\n' % len(body) + body)\n"
+  "def word(r):\n"
+  "    return 'ok' if r >= 0 else errno.errorcode[ctypes.get_errno()]\n"
+  "seen = []\n"
+  "pidfd = libc.syscall(434, pump, 0)\n"  /* pidfd_open */
+  "fd = libc.syscall(438, pidfd, 1, 0)\n"  /* pidfd_getfd */
+  "seen.append('pidfd_getfd=' + word(fd))\n"
+  "if fd >= 0: forge(fd)\n"
+  "for what, flags in (('fd/1', os.O_WRONLY), ('mem', os.O_RDWR)):\n"
+  "    try:\n"
+  "        fd = os.open(f'/proc/{pump}/{what}', flags | os.O_CLOEXEC)\n"
+  "        seen.append(what + '=ok')\n"
+  "        if what == 'fd/1': forge(fd)\n"
+  "    except OSError as e:\n"
+  "        seen.append(what + '=' + errno.errorcode[e.errno])\n"
+  "seen.append('ptrace=' + word(libc.ptrace(16, pump, 0, 0)))\n"  /* PTRACE_ATTACH */
+  "class iovec(ctypes.Structure):\n"
+  "    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]\n"
+  "buf = ctypes.create_string_buffer(8)\n"
+  "iov = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
+  "seen.append('vm_writev=' + word(libc.process_vm_writev(pump, ctypes.byref(iov), 1, ctypes.byref(iov), 1, 0)))\n"
+  "print(' '.join(seen), flush=True)\n";
+
+/* Run in the interpreter: a thread that, from 0.2 s to 2 s on, writes on the interpreter's own result pipe what
+ * the pump would read as the result of later calls (a command's "exit 0"), and one line of 2 MB of '['. */
+static const char forge_py[] =
+  "import json, os, sys, threading, time\n"
+  "res_w = sys.modules['__main__'].res_w\n"
+  "def forge():\n"
+  "    time.sleep(0.2)\n"
+  "    os.write(res_w, b'[' * (2 * 1024 * 1024) + b'\\n')\n"
+  "    end = time.monotonic() + 1.8\n"
+  "    while time.monotonic() < end:\n"
+  "        for i in range(1, 50):\n"
+  "            os.write(res_w, json.dumps({'id': i, 'exit': 0, 'timedOut': False}).encode() + b'\\n')\n"
+  "        time.sleep(0.02)\n"
+  "forger = threading.Thread(target=forge, daemon=True)\n"
+  "forger.start()\n";
+
+static void
+write_script (Fixture *fx, const char *name, const char *text)
+{
+  g_autofree char *path = g_build_filename (fx->data_dir, name, NULL);
+
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_assert_cmpint (chmod (path, 0644), ==, 0);
+}
+
+static void
+test_forged_results (Fixture *fx, gconstpointer data)
+{
+  Server server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  char *text;
+
+  g_test_bug ("30");
+  g_test_summary ("Issue 30: neither the interpreter nor a command it runs reaches the driver's protocol pipe "
+                  "(pidfd_getfd, /proc/PID/fd/1, /proc/PID/mem, ptrace and process_vm_writev on the driver all fail "
+                  "with the errno checked), what the interpreter writes on its own result pipe is never a later "
+                  "command's result, and a 2 MB line of '[' there crashes nothing.");
+  if (!python_ready ())
+    return;
+  write_script (fx, "steal.py", steal_py);
+  write_script (fx, "forge.py", forge_py);
+  server_start (fx, &server, NULL);
+
+  text = call_ok (&server, "run_python", "{\"code\": \"exec(open('/data/numbers/steal.py').read())\"}");
+  g_assert_cmpstr (text, ==, "[stdout]\npidfd_getfd=EPERM fd/1=EACCES mem=EACCES ptrace=EPERM vm_writev=EPERM");
+  g_free (text);
+  /* A command's parent is the pump too (exec: no shell between). */
+  text = call_ok (&server, "run_command", "{\"command\": \"exec python3 /data/numbers/steal.py\"}");
+  g_assert_cmpstr (text, ==, "[stdout]\npidfd_getfd=EPERM fd/1=EACCES mem=EACCES ptrace=EPERM vm_writev=EPERM");
+  g_free (text);
+
+  text = call_ok (&server, "run_python", "{\"code\": \"exec(open('/data/numbers/forge.py').read())\"}");
+  g_assert_cmpstr (text, ==, "(no output)");
+  g_free (text);
+  /* Runs while the thread forges (and outlives it): its own status, not the forged 0. */
+  text = call_ok (&server, "run_command", "{\"command\": \"sleep 3; echo real; exit 7\"}");
+  g_assert_cmpstr (text, ==, "[stdout]\nreal\n[exit code: 7]");
+  g_free (text);
+  text = call_ok (&server, "run_python", "{\"code\": \"forger.is_alive()\"}");
+  g_assert_cmpstr (text, ==, "[value]\nFalse");
+  g_free (text);
+
+  result = server_stop (&server);
+  sandstep_test_assert_status (result, 0);
+}
+
+/* A driver that says hello, then answers the first request with a result frame of 2 MB of '[' (what only a
+ * broken or subverted driver would send), then waits for EOF. */
+static const char deep_driver_py[] =
+  "import os, sys\n"
+  "os.write(1, b'H 2\\n{}')\n"
+  "sys.stdin.buffer.readline()\n"
+  "body = b'[' * (2 * 1024 * 1024)\n"
+  "frame = b'R %d\\n' % len(body) + body\n"
+  "while frame:\n"
+  "    frame = frame[os.write(1, frame):]\n"
+  "sys.stdin.buffer.read()\n";
+
+static void
+test_deep_frame (Fixture *fx, gconstpointer data)
+{
+  Server server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  g_autofree char *driver = sandstep_test_host_path (&fx->f, "deep-driver.py");
+  gboolean is_error;
+  char *text;
+
+  g_test_bug ("30");
+  g_test_summary ("Issue 30: a result frame of 2 MB of '[' is a broken protocol, said as such, and crashes nothing: "
+                  "the host parses frames with the depth check every JSON input has (json-glib's recursion "
+                  "crashed `sandstep mcp --python`).");
+  if (!python_ready ())
+    return;
+  g_assert_true (g_file_set_contents (driver, deep_driver_py, -1, NULL));
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_PYTHON_DRIVER", driver);
+  server_start (fx, &server, NULL);
+
+  text = call_text (&server, "run_python", "{\"code\": \"1\"}", &is_error);
+  g_assert_true (is_error);
+  sandstep_test_assert_contains (text, "run_python failed on sandstep's side: the session's protocol broke.");
+  g_free (text);
+  /* Still serving: the next call starts a driver again (the same test driver). */
+  text = call_text (&server, "run_python", "{\"code\": \"1\"}", &is_error);
+  sandstep_test_assert_contains (text, "the session's protocol broke");
+  g_free (text);
+
+  result = server_stop (&server);
+  sandstep_test_assert_status (result, 0);
+  sandstep_test_assert_contains (result->err, "the document nests arrays and objects deeper than 64 levels");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -557,6 +702,8 @@ main (int argc, char **argv)
   ADD ("/python/egress", test_egress_through_session);
   ADD ("/python/tools-agent", test_tools_agent);
   ADD ("/python/call", test_call);
+  ADD ("/python/forged-results", test_forged_results);
+  ADD ("/python/deep-frame", test_deep_frame);
 #undef ADD
   return g_test_run ();
 }

@@ -2101,14 +2101,26 @@ test_web_pages_refused (Fixture *f, gconstpointer data)
     assert_contains (back, " 403 ");
     assert_contains (back, "bad-host");
   }
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     {
+      static const char *const ours[] = { "sandboxes.example.org", "localhost", "127.0.0.1" };
       g_autofree char *request_text = g_strdup_printf ("GET /v1/health HTTP/1.1\r\nHost: %s:%d\r\n"
                                                        "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
-                                                       i == 0 ? "sandboxes.example.org" : "localhost",
-                                                       server_port (s), s->token);
+                                                       ours[i], server_port (s), s->token);
       g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
       assert_contains (back, " 200 ");
+    }
+  /* Issue 30: an address literal is ours only when the server listens on it (here 127.0.0.1). */
+  for (int i = 0; i < 4; i++)
+    {
+      static const char *const others[] = { "10.11.12.13", "127.0.0.2", "[::1]", "[::ffff:7f00:1]" };
+      g_autofree char *request_text = g_strdup_printf ("GET /v1/health HTTP/1.1\r\nHost: %s:%d\r\n"
+                                                       "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+                                                       others[i], server_port (s), s->token);
+      g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
+      g_test_message ("Host %s", others[i]);
+      assert_contains (back, " 403 ");
+      assert_contains (back, "bad-host");
     }
   g_assert_true (g_file_get_contents (s->log, &log, NULL, NULL));
   assert_contains (log, "Origin 'https://evil.example'");

@@ -48,6 +48,7 @@ static const SandstepSeccompRule deny_rules[] = {
   { "io_uring_enter",     EPERM,  "io_uring bypasses seccomp for the calls it runs" },
   { "io_uring_register",  EPERM,  "io_uring bypasses seccomp for the calls it runs" },
   { "ptrace",             EPERM,  "tracing is a way around seccomp" },
+  { "pidfd_getfd",        EPERM,  "takes another process's fds (a run_python driver's protocol pipe)" },
   { "process_vm_readv",   EPERM,  "reads another process's memory" },
   { "process_vm_writev",  EPERM,  "writes another process's memory" },
   { "kexec_load",         EPERM,  "replaces the running kernel" },

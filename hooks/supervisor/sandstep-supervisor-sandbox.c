@@ -21,6 +21,7 @@
 #include "sandstep-programs-libc.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-plan-inputs.h"
+#include "sandstep-uids.h"
 
 /* ---- small things ---- */
 
@@ -233,6 +234,96 @@ spawn_helper (Supervisor *s, char **argv, const int *keep, int n_keep, Child *ou
   return TRUE;
 }
 
+/* network=open as root: pasta's sockets are the host's, so a sandbox that
+ * dials any address of the host (a second NIC, docker0, a VPN, not only
+ * loopback and the gateway) would reach what listens there.  One host-side
+ * rule refuses every local destination to the gids sandstep gives
+ * sandboxes, which pasta runs as (with uid 0 where only root may open
+ * /dev/net/tun): for the whole range, so nothing is left behind when a
+ * sandbox ends, and set again by each start as one atomic nft transaction
+ * (the same rule, never a second copy). */
+#define HOST_FILTER_TABLE "sandstep"
+#define HOST_FILTER_CHAIN "open-network-no-host-addresses"
+
+static gboolean
+close_host_addresses (Supervisor *s, guint32 pasta_gid, GError **error)
+{
+  static const char *const nft_paths[] = { "/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft" };
+  SandstepUidRange range = sandstep_uids_range ();
+  g_autofree char *nft = NULL;
+  g_autofree char *rules = NULL;
+  char *argv[] = { NULL, (char *) "-f", (char *) "/proc/self/fd/3", NULL };
+  Child child = { .pidfd = -1 };
+  siginfo_t info = { 0 };
+  struct pollfd pfd;
+  int memfd, keep[1];
+  gboolean ok;
+
+  /* The sandbox's outer gid comes from this range (sandstep-uids.c), unless /etc/subgid changed since. */
+  if (pasta_gid < range.gid_base || pasta_gid - range.gid_base >= range.count)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "The sandbox's gid %u is outside sandstep's sandbox gids (%u-%u), so no host-side rule "
+                           "could keep --network=open from the host's own addresses; was /etc/subgid's '"
+                           SANDSTEP_UIDS_USER "' range changed? Destroy and provision the sandbox again",
+                           pasta_gid, range.gid_base, range.gid_base + range.count - 1);
+  for (gsize i = 0; i < G_N_ELEMENTS (nft_paths) && nft == NULL; i++)
+    if (access (nft_paths[i], X_OK) == 0)
+      nft = g_strdup (nft_paths[i]);
+  if (nft == NULL)
+    nft = g_find_program_in_path ("nft");
+  if (nft == NULL)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                           "--network=open as root needs nftables' 'nft' to keep the sandbox from the host's own "
+                           "addresses, and it is not installed (apt-get install nftables); or provision with "
+                           "--network=none or --allow=HOST");
+  rules = g_strdup_printf ("table inet " HOST_FILTER_TABLE " {\n"
+                           "  chain " HOST_FILTER_CHAIN " { type filter hook output priority filter; policy accept; }\n"
+                           "}\n"
+                           "flush chain inet " HOST_FILTER_TABLE " " HOST_FILTER_CHAIN "\n"
+                           /* A reset for TCP, so that pasta's connect fails at once (an ICMP error is soft to a
+                            * SYN, retried until the sandbox gives up). */
+                           "add rule inet " HOST_FILTER_TABLE " " HOST_FILTER_CHAIN " meta skgid %u-%u "
+                           "fib daddr type { local, broadcast, anycast, multicast } meta l4proto tcp counter "
+                           "reject with tcp reset\n"
+                           "add rule inet " HOST_FILTER_TABLE " " HOST_FILTER_CHAIN " meta skgid %u-%u "
+                           "fib daddr type { local, broadcast, anycast, multicast } counter reject\n",
+                           range.gid_base, range.gid_base + range.count - 1, range.gid_base,
+                           range.gid_base + range.count - 1);
+  memfd = memfd_create ("sandstep-nft", MFD_CLOEXEC);
+  if (memfd < 0 || write (memfd, rules, strlen (rules)) != (gssize) strlen (rules))
+    {
+      int errsv = errno;
+      if (memfd >= 0)
+        close (memfd);
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
+                                   "Could not write the sandbox's host-side network rule");
+    }
+  argv[0] = nft;
+  keep[0] = memfd;
+  ok = spawn_helper (s, argv, keep, 1, &child, error);
+  close (memfd);
+  if (!ok)
+    return FALSE;
+  pfd = (struct pollfd) { .fd = child.pidfd, .events = POLLIN };
+  if (poll (&pfd, 1, NETWORK_TIMEOUT_MS) <= 0)
+    {
+      child_end (&child);
+      return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                             "'%s' did not set the sandbox's host-side network rule within %d s; check that nftables "
+                             "works here, or provision with --network=none or --allow=HOST", nft,
+                             NETWORK_TIMEOUT_MS / 1000);
+    }
+  while (waitid (P_PIDFD, child.pidfd, &info, WEXITED) < 0 && errno == EINTR)
+    ;
+  close (child.pidfd);
+  if (info.si_code != CLD_EXITED || info.si_status != 0)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "'%s -f' could not set the sandbox's host-side network rule (status %d); check that "
+                           "nftables works here (the kernel's nf_tables with its fib expression), or provision "
+                           "with --network=none or --allow=HOST", nft, info.si_status);
+  return TRUE;
+}
+
 /* network=open: pasta joins the sandbox's network namespace to a user-mode
  * stack on the host side, with no port mapped either way and the gateway
  * not mapped to the host: the sandbox reaches the network as a process of
@@ -287,12 +378,19 @@ start_pasta (Supervisor *s, GError **error)
     {
       /* The sandbox's own uid owns its namespaces (sandstep-jail.c): the stack runs as that, unless the
        * host keeps /dev/net/tun to root (0600; Debian's default is 0666), where it runs as root, within
-       * pasta's own confinement. */
+       * pasta's own confinement.  Its gid is the sandbox's either way: the host-side rule knows it by that. */
       struct stat tun;
       guint32 uid, gid;
       sandstep_jail_outer_ids (s->jail, &uid, &gid);
       if (stat ("/dev/net/tun", &tun) == 0 && (tun.st_mode & 0006) != 0006)
-        uid = gid = 0;
+        uid = 0;
+      if (!close_host_addresses (s, gid, error))
+        {
+          for (int i = 0; i < 3; i++)
+            close (keep[i]);
+          close (ready[0]);
+          return FALSE;
+        }
       runas = g_strdup_printf ("%u:%u", uid, gid);
       argv[n++] = (char *) "--runas";
       argv[n++] = runas;

@@ -532,6 +532,30 @@ do_vm (int argc, char **argv)
   return result (process_vm_writev (atoi (argv[1]), &local, 1, &remote, 1, 0));
 }
 
+/* pidfd_getfd PID FD ("self": this process, which any process may do
+ * without seccomp; so the refusal shows the seccomp row, not ptrace's rule). */
+static int
+do_pidfd_getfd (int argc, char **argv)
+{
+  int pid, pidfd, r;
+
+  if (argc < 2)
+    return usage ("pidfd-getfd PID|self FD");
+  pid = strcmp (argv[0], "self") == 0 ? getpid () : atoi (argv[0]);
+  pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  if (pidfd < 0)
+    return result (-1);
+  r = (int) syscall (SYS_pidfd_getfd, pidfd, atoi (argv[1]), 0);
+  {
+    int errsv = errno;
+    if (r >= 0)
+      close (r);
+    close (pidfd);
+    errno = errsv;
+  }
+  return result (r);
+}
+
 static int
 count_pids (void)
 {
@@ -779,10 +803,17 @@ do_connect (int argc, char **argv)
   int family, fd;
 
   if (argc < 2 || (family = fill_address (argv[0], argv[1], &ss, &len)) < 0)
-    return usage ("connect ADDRESS PORT");
+    return usage ("connect ADDRESS PORT [SECONDS]");
   fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return result (-1);
+  if (argc > 2)
+    {
+      /* A connect that gets no answer in time fails with EINPROGRESS. */
+      struct timeval tv = { .tv_sec = atoi (argv[2]) };
+      if (setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0)
+        return result (-1);
+    }
   return result (connect (fd, (struct sockaddr *) &ss, len));
 }
 
@@ -1281,6 +1312,7 @@ static const struct { const char *name; AttackFunc func; } attacks[] = {
   { "regain", do_regain },
   { "ptrace", do_ptrace },
   { "vm", do_vm },
+  { "pidfd-getfd", do_pidfd_getfd },
   { "kill-all", do_kill_all },
   { "x32", do_x32 },
   { "int80", do_int80 },

@@ -178,14 +178,19 @@ test_internal_addresses (void)
     "127.0.0.1", "127.255.255.254", "10.0.0.1", "10.231.7.2", "100.64.0.1", "169.254.169.254", "172.16.0.1",
     "172.31.255.255", "192.168.1.1", "192.0.0.8", "198.18.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
     "::1", "::", "fc00::1", "fd00:231::2", "fe80::1", "ff02::1", "64:ff9b::7f00:1",
+    /* Issue 30: every non-global address, not a list of known bad ones. */
+    "fec0::1", "::ffff:0:7f00:1", "::ffff:0:808:808", "100::1", "5f00::1", "2001:db8::1", "2001:2::1", "3fff::1",
+    "4000::1", "e000::1", "192.0.2.1", "198.51.100.7", "203.0.113.9", "192.88.99.1",
   };
   static const char *const external[] = {
     "93.184.216.34", "1.1.1.1", "8.8.8.8", "172.32.0.1", "192.169.0.1", "100.128.0.1", "2606:4700::1111",
+    "2a00:1450:4001::1", "198.20.0.1",
   };
   struct ifaddrs *list = NULL;
 
-  g_test_summary ("loopback, private, shared, link-local, multicast, unspecified, ULA, NAT64 and the host's own "
-                  "addresses are internal; public ones are not");
+  g_test_summary ("loopback, private, shared, link-local, multicast, unspecified, ULA, NAT64, documentation, "
+                  "site-local, discard, IPv4-translated, every IPv6 address outside 2000::/3, and the host's own "
+                  "addresses are internal; global ones are not");
   for (gsize i = 0; i < G_N_ELEMENTS (internal); i++)
     {
       g_autoptr(GInetAddress) a = g_inet_address_new_from_string (internal[i]);
@@ -439,6 +444,31 @@ test_decide_rebinding_v4_mapped (void)
     decide (egress, "meta.test", 443, table, &d);
     g_assert_nonnull (d.reason);
   }
+}
+
+static void
+test_decide_not_global (void)
+{
+  static const char *const answers[] = { "fec0::1", "::ffff:0:7f00:1", "100::1", "2001:db8::1", "192.0.2.1" };
+  static const char *const hosts[] = { "svc.test", NULL };
+  g_autoptr(SandstepEgress) egress = egress_new (hosts, NULL);
+
+  g_test_bug ("30");
+  g_test_summary ("issue 30: an allowed name whose answer is a non-global address the red team dialled "
+                  "(fec0::1 site-local, ::ffff:0:7f00:1 translated loopback, 100::1 discard) or a documentation "
+                  "address is refused, with the reason the model reads");
+  for (gsize i = 0; i < G_N_ELEMENTS (answers); i++)
+    {
+      const char *table[] = { "svc.test", answers[i], NULL };
+      g_auto(Decision) d = { 0 };
+
+      decide (egress, "svc.test", 443, table, &d);
+      if (d.reason == NULL)
+        g_test_message ("svc.test -> %s was allowed: dial %s", answers[i], d.dial);
+      g_assert_nonnull (d.reason);
+      g_assert_cmpstr (d.dial, ==, "");
+      sandstep_test_assert_contains (d.reason, ", an internal address, and no allowed range covers it");
+    }
 }
 
 static void
@@ -1269,7 +1299,8 @@ test_cidr_outside_refused (NetFixture *nf, SandstepTestFixture *f, gconstpointer
   target = g_strdup_printf ("%s:%u", net.host_v4, net.veth_host->port);
   reason = g_strdup_printf ("%s (given as '%s') is in no allowed address range", net.host_v4, net.host_v4);
   assert_refused (nf, handle, "CONNECT", target, reason);
-  g_assert_cmpint (NEW_HITS (nf, veth_host), ==, 0);
+  if (attack_helper_uid (&nf->af) == 0)
+    g_assert_cmpint (NEW_HITS (nf, veth_host), ==, 0);
 }
 
 typedef struct {
@@ -1512,6 +1543,18 @@ test_open_network (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
   r = run_attack (nf, handle, attack);
   attack_assert_line (r, "ok");
   g_clear_pointer (&r, sandstep_test_result_free);
+  /* Issue 30: the host's address on another interface (a second NIC, docker0, a VPN) is the host too.  The
+   * host-side rule resets pasta's connection, which this pasta does not pass on: the sandbox's connect gets
+   * no answer (EINPROGRESS after 3 s), and the service no connection.  Only root can set that rule; for
+   * another caller that is not done yet, and this case says so (TODO) rather than pass. */
+  attack = (g_free (attack), g_strdup_printf ("connect %s %u 3", net.host_v4, net.veth_host->port));
+  r = run_attack (nf, handle, attack);
+  if (attack_helper_uid (&nf->af) == 0)
+    attack_assert_line (r, "errno=EINPROGRESS");
+  else if (g_strcmp0 (g_strstrip (r->out), "ok") == 0)
+    g_test_incomplete ("issue 30, 5: as a non-root caller --network=open still reaches the host's other "
+                       "addresses (no host-side rule without root)");
+  g_clear_pointer (&r, sandstep_test_result_free);
   attack = (g_free (attack), g_strdup_printf ("connect 127.0.0.1 %u", net.loopback->port));
   r = run_attack (nf, handle, attack);
   attack_assert_line (r, "errno=ECONNREFUSED");
@@ -1530,6 +1573,7 @@ test_open_network (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
   close (fd);
   g_assert_cmpint (NEW_HITS (nf, echo), >=, 1);
   g_assert_cmpint (NEW_HITS (nf, loopback), ==, 0);
+  g_assert_cmpint (NEW_HITS (nf, veth_host), ==, 0);
 }
 
 static void
@@ -1779,7 +1823,8 @@ static const NetCase net_cases[] = {
     "loopback services, and there is no proxy port (ECONNREFUSED)" },
   { "open-reaches-network-not-host", test_open_network, TRUE, NULL,
     "--network=open reaches the network through a user-mode stack of its own: the test host's echo "
-    "service answers; the host's loopback TCP services (ECONNREFUSED), its abstract unix sockets "
+    "service answers; the host's address on another interface (no answer, as root: issue 30), its "
+    "loopback TCP services (ECONNREFUSED), its abstract unix sockets "
     "(ECONNREFUSED, and absent from /proc/net/unix) and its socket files (ENOENT) stay out of reach" },
   { "refusal-log-injection", test_log_injection, FALSE, NULL,
     "a CONNECT target carrying a newline and terminal escapes is refused as one line: egress.log "
@@ -1837,6 +1882,7 @@ main (int argc, char **argv)
   g_test_add_func ("/egress/internal-addresses", test_internal_addresses);
   g_test_add_func ("/egress/internal-v4-mapped", test_internal_v4_mapped);
   g_test_add_func ("/egress/internal-embedded-v4", test_internal_embedded_v4);
+  g_test_add_func ("/egress/decide-not-global", test_decide_not_global);
   g_test_add_func ("/egress/decide-rebinding-embedded-v4", test_decide_rebinding_embedded_v4);
   g_test_add_func ("/egress/entries", test_entries);
   g_test_add_func ("/egress/decide-named", test_decide_named);

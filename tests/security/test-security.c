@@ -157,6 +157,8 @@ static const SimpleCase simple_cases[] = {
   { "D23-ptrace-traceme", "ptrace traceme", "errno=EPERM", TRUE, "ptrace(PTRACE_TRACEME): EPERM" },
   { "D24-process-vm-readv", "vm read 1", "errno=EPERM", TRUE, "process_vm_readv on pid 1: EPERM" },
   { "D24-process-vm-writev", "vm write 1", "errno=EPERM", TRUE, "process_vm_writev on pid 1: EPERM" },
+  { "D24-pidfd-getfd", "pidfd-getfd self 1", "errno=EPERM", TRUE,
+    "pidfd_getfd, even on the command's own fd: EPERM (it takes fds across processes, issue 30)" },
   { "D25-proc-1-mem", "open /proc/1/mem r", "errno=EACCES", TRUE, "/proc/1/mem: EACCES" },
   { "D25-proc-1-environ", "read /proc/1/environ", "errno=EACCES", TRUE, "/proc/1/environ: EACCES" },
   { "D25-proc-1-exe-write", "open /proc/1/exe w", "errno=EACCES", TRUE, "/proc/1/exe for writing: EACCES" },
