@@ -10,6 +10,7 @@
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-process-state.h"
 #include "sandstep-read-libc.h"
 #include "sandstep-supervisor.h"
 
@@ -55,11 +57,18 @@ main (int argc, char **argv)
   struct stat st;
   int jail = 0;
 
-  if (argc != 3 || strcmp (argv[1], "--supervisor") != 0)
+  cpu_set_t cpus;
+
+  /* --cpus=MASK: the caller's CPUs, where the starter put this process on one of them. */
+  if (argc < 3 || argc > 4 || strcmp (argv[1], "--supervisor") != 0 ||
+      (argc == 4 && (strncmp (argv[3], "--cpus=", 7) != 0 || !sandstep_cpus_parse (argv[3] + 7, &cpus))))
     {
-      fprintf (stderr, "usage: sandstep --supervisor HANDLE (started by 'sandstep run', not by hand)\n");
+      fprintf (stderr, "usage: sandstep --supervisor HANDLE [--cpus=MASK] (started by 'sandstep run', not by "
+                       "hand)\n");
       return SANDSTEP_EXIT_USAGE;
     }
+  if (argc == 4)
+    sched_setaffinity (0, sizeof cpus, &cpus);
   /* Started by a sandbox's first command only (sandstep-supervisor-start.h): the store, the lock, the plan, the
    * ready pipe and the starter's connection come as fds (the last one not from an older starter). */
   for (int fd = SANDSTEP_SUPERVISOR_STORE_FD; fd <= SANDSTEP_SUPERVISOR_READY_FD; fd++)

@@ -1076,7 +1076,7 @@ sandstep_test_find_processes (const char *const *argv)
       path = g_build_filename ("/proc", name, "cmdline", NULL);
       if (!g_file_get_contents (path, &cmdline, &len, NULL))
         continue;
-      if (len == wanted->len && memcmp (cmdline, wanted->str, len) == 0)
+      if (len >= wanted->len && memcmp (cmdline, wanted->str, wanted->len) == 0)
         {
           GPid pid = (GPid) g_ascii_strtoll (name, NULL, 10);
           g_array_append_val (pids, pid);

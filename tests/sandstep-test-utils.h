@@ -178,7 +178,8 @@ GArray *sandstep_test_processes_naming (const char *text);
 /* The names in @dir, sorted and joined by spaces ("" when none, or no such directory). */
 char *sandstep_test_dir_names (const char *dir);
 
-/* Host pids (as seen from this process) whose argv is exactly @argv. */
+/* Host pids (as seen from this process) whose argv begins with @argv, each argument whole (a supervisor's
+ * --cpus= follows its handle). */
 GArray *sandstep_test_find_processes (const char *const *argv);
 /* Waits up to @timeout_s until some (@present) / no (!@present) host process
  * has argv @argv; returns whether that happened. */

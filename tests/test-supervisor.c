@@ -945,22 +945,23 @@ test_own_process_state (Fixture *f, gconstpointer data)
   g_auto(GStrv) stat_fields = NULL;
   int supervisor;
 
-  g_test_summary ("a supervisor's process state is its own, never that of the caller that started it: a first "
-                  "run under umask 077, nice 5, one CPU, 64 open files and an odd environment leaves it with umask "
-                  "0022, nice 0, every CPU, the system's limits and no caller variable; and every command gets "
+  g_test_summary ("a supervisor's process state is its own, never that of the caller that started it, but for "
+                  "the caller's CPUs: a first run under umask 077, nice 5, CPU 0 only, 64 open files and an odd "
+                  "environment leaves it with umask 0022, nice 0, CPU 0 only (as taskset or Slurm bound the caller), "
+                  "the system's limits and no caller variable; and every command gets CPU 0 only, "
                   "umask 0022, no signal ignored (not even libc's own, which a glibc posix_spawn leaves ignored) "
                   "and the caller's own terminal and locale, whatever its caller's umask and ignored signals");
   /* A hard limit lowered by the caller comes back only with CAP_SYS_RESOURCE; the soft one always. */
   script = g_strdup_printf ("umask 077; ulimit %s -n 64; trap '' PIPE HUP; SANDSTEP_ODD=1 LANG=C exec nice -n 5 "
-                            "taskset -c 0 '%s' run --handle=%s -- 'umask; nice; grep SigIgn /proc/self/status'",
+                            "taskset -c 0 '%s' run --handle=%s -- 'umask; nice; grep -e SigIgn -e Cpus_allowed_list: /proc/self/status'",
                             has_cap_sys_resource () ? "" : "-S", f->helper, handle);
   seen = shell_ok (f, script);
-  g_assert_cmpstr (seen, ==, "0022\n0\nSigIgn:\t0000000000000000\n");
+  g_assert_cmpstr (seen, ==, "0022\n0\nSigIgn:\t0000000000000000\nCpus_allowed_list:\t0\n");
   supervisor = start_supervisor (f, handle);
   umask_text = status_field (supervisor, "Umask");
   g_assert_cmpstr (umask_text, ==, "0022");
   supervisor_cpus = status_field (supervisor, "Cpus_allowed_list");
-  g_assert_cmpstr (supervisor_cpus, ==, system_cpus);
+  g_assert_cmpstr (supervisor_cpus, ==, "0");
   {
     g_autofree char *path = g_strdup_printf ("/proc/%d/stat", supervisor);
     g_autofree char *text = NULL;
@@ -983,6 +984,15 @@ test_own_process_state (Fixture *f, gconstpointer data)
     g_assert_cmpstr (again, ==, "0022\nC.UTF-8\n");
     g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
   }
+  {
+    /* A caller with every CPU starts a sandbox that has them all. */
+    g_autofree char *other = sandstep_test_provision (f, "--holder=every-cpu", NULL);
+    g_autofree char *cpus = sandstep_test_run_ok (f, other, "grep Cpus_allowed_list: /proc/self/status");
+    g_autofree char *expected = g_strdup_printf ("Cpus_allowed_list:\t%s\n", system_cpus);
+    g_assert_cmpstr (cpus, ==, expected);
+    supervisor_cpus = (g_free (supervisor_cpus), status_field (start_supervisor (f, other), "Cpus_allowed_list"));
+    g_assert_cmpstr (supervisor_cpus, ==, system_cpus);
+  }
 }
 
 static void
@@ -991,16 +1001,15 @@ test_caller_credentials_not_kept (Fixture *f, gconstpointer data)
   g_autofree char *data_dir = sandstep_test_host_path (f, "group-data");
   g_autofree char *secret = g_build_filename (data_dir, "secret", NULL);
   g_autofree char *mount = g_strdup_printf ("--mount=%s:/data/d", data_dir);
-  g_autofree char *system_cpus = status_field (1, "Cpus_allowed_list");
   g_autofree char *handle = NULL;
   g_autofree char *script = NULL;
   g_autofree char *seen = NULL;
   g_autofree char *expected = NULL;
 
   g_test_summary ("a sandbox's first command started by a root caller with supplementary groups, no address "
-                  "randomisation, the idle scheduling policy, idle I/O priority and one CPU: no command has any of "
-                  "them (a group-readable file of a data mount stays unreadable, every CPU is the sandbox's), "
-                  "whichever of sandstep's processes started the sandbox");
+                  "randomisation, the idle scheduling policy and idle I/O priority: no command has any of them (a "
+                  "group-readable file of a data mount stays unreadable), whichever of sandstep's processes started "
+                  "the sandbox; the caller's one CPU (taskset) binds the sandbox as it binds the caller");
   if (geteuid () != 0)
     {
       g_test_skip ("dropping a caller's supplementary groups takes root; another user keeps its own");
@@ -1016,8 +1025,8 @@ test_caller_credentials_not_kept (Fixture *f, gconstpointer data)
                             "\"s/.*: //\"; ionice; grep Cpus_allowed_list /proc/self/status; cat /data/d/secret 2>&1 "
                             "| sed \"s/.*: //\"'", f->helper, handle);
   seen = shell_ok (f, script);
-  expected = g_strdup_printf ("0\n00000000\nSCHED_OTHER\nnone: prio 0\nCpus_allowed_list:\t%s\n"
-                              "Permission denied\n", system_cpus);
+  expected = g_strdup_printf ("0\n00000000\nSCHED_OTHER\nnone: prio 0\nCpus_allowed_list:\t0\n"
+                              "Permission denied\n");
   g_assert_cmpstr (seen, ==, expected);
 }
 

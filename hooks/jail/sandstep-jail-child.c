@@ -223,7 +223,7 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
   if (receive_go (image, args->go, slots) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_PARENT_GONE, errno);
   /* Started on one CPU, which the starter chose before it said go (sandstep-jail-start.c): from here on, on any
-   * of its starter's. */
+   * of its starter's, the caller's. */
   if (CPU_COUNT (&args->cpus) > 0)
     sched_setaffinity (0, sizeof args->cpus, &args->cpus);
   /* The maps are written: become the sandbox's uid 0, which is the sandbox's host uid. */

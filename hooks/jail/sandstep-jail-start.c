@@ -111,8 +111,8 @@ make_trees_and_go (const SandstepJailImage *image, pid_t pid, int go, SandstepJa
 }
 
 int
-sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, SandstepJailStart *out,
-                     SandstepJailStartFailure *failure)
+sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, const cpu_set_t *cpus,
+                     SandstepJailStart *out, SandstepJailStartFailure *failure)
 {
   /* The network namespace the child makes itself (sandstep-jail-child.c). */
   struct clone_args clone_args = {
@@ -156,10 +156,12 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
       setresgid (-1, 0, -1);
       goto out;
     }
-  /* Every CPU for the child once it goes, whatever this process was left on; started on another than ours. */
-  sandstep_process_every_cpu (&args.cpus);
-  if (sched_getaffinity (0, sizeof allowed, &allowed) < 0)
+  /* The caller's CPUs for the child once it goes; started on another of them than ours. */
+  if (cpus != NULL)
+    allowed = *cpus;
+  else if (sched_getaffinity (0, sizeof allowed, &allowed) < 0)
     CPU_ZERO (&allowed);
+  args.cpus = allowed;
   pid = syscall (SYS_clone3, &clone_args, sizeof clone_args);
   if (pid == 0)
     _exit (sandstep_jail_child_main (&args));

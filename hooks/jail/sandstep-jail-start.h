@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include "sandstep-jail-image.h"
@@ -47,11 +48,12 @@ typedef struct {
 } SandstepJailStartFailure;
 
 /* Clones @image's child, writes its maps, makes its trees and tells it to build.  @init_fd: sandstep-init, opened
- * O_PATH; @egress_fd: -1 unless network=allow.  The caller is single-threaded; as root it briefly takes the
+ * O_PATH; @egress_fd: -1 unless network=allow; @cpus: the caller's CPUs, which the child takes once told to go
+ * (NULL: this process's).  The caller is single-threaded; as root it briefly takes the
  * sandbox's uid as its effective one.  0, or -1 with *@failure; either way *@out holds what was made, for
  * sandstep_jail_start_abandon() once it is not wanted. */
-int sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, SandstepJailStart *out,
-                         SandstepJailStartFailure *failure);
+int sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, const cpu_set_t *cpus,
+                         SandstepJailStart *out, SandstepJailStartFailure *failure);
 
 /* The child is in the sandbox's cgroup (or it has none): it may exec init.  0, or -1 with errno (EPIPE: it
  * ended, and its report says why). */

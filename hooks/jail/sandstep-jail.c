@@ -494,7 +494,7 @@ sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc a
   gboolean started;
 
   *out = (SandstepJailProcess) { .pid = -1, .pidfd = -1, .control = -1 };
-  started = sandstep_jail_start (jail->image, jail->init_fd, egress_fd, &start, &failure) == 0;
+  started = sandstep_jail_start (jail->image, jail->init_fd, egress_fd, NULL, &start, &failure) == 0;
   if (!started)
     start_failed (jail, &failure, error);
   return finish (jail, &start, started, attach, NULL, user_data, out, error);

@@ -52,8 +52,6 @@ sandstep_process_state_reset (void)
     { RLIMIT_RTPRIO, "Max realtime priority" }, { RLIMIT_RTTIME, "Max realtime timeout" },
   };
   char text[4096];
-  cpu_set_t all;
-
   umask (022);
   /* A caller's supplementary groups would count in every command's permission checks (a data mount's group
    * files, say): root drops them; anybody else cannot, and has them there as here. */
@@ -64,21 +62,10 @@ sandstep_process_state_reset (void)
   syscall (SYS_sched_setscheduler, 0, SCHED_OTHER, &(struct sched_param) { 0 });
   syscall (SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0);
   setpriority (PRIO_PROCESS, 0, 0);
-  sandstep_process_every_cpu (&all);
-  sched_setaffinity (0, sizeof all, &all);
   if (sandstep_read_small ("/proc/1/limits", text, sizeof text) <= 0)
     return;
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
     reset_limit (limits[i].resource, limits[i].label, text);
-}
-
-void
-sandstep_process_every_cpu (cpu_set_t *out)
-{
-  /* The kernel keeps of it the CPUs there are. */
-  CPU_ZERO (out);
-  for (int i = 0; i < CPU_SETSIZE; i++)
-    CPU_SET (i, out);
 }
 
 void
@@ -89,12 +76,54 @@ sandstep_process_start_elsewhere (pid_t pid, const cpu_set_t *cpus)
 
   if (here < 0 || CPU_COUNT (cpus) < 2)
     return;
-  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-    if (cpu != here && CPU_ISSET (cpu, cpus))
-      {
-        CPU_ZERO (&one);
-        CPU_SET (cpu, &one);
-        sched_setaffinity (pid, sizeof one, &one);
-        return;
-      }
+  for (int step = 1; step < CPU_SETSIZE; step++)
+    {
+      int cpu = (here + step) % CPU_SETSIZE;
+      if (CPU_ISSET (cpu, cpus))
+        {
+          CPU_ZERO (&one);
+          CPU_SET (cpu, &one);
+          sched_setaffinity (pid, sizeof one, &one);
+          return;
+        }
+    }
+}
+
+void
+sandstep_cpus_format (const cpu_set_t *cpus, char *out)
+{
+  int top = CPU_SETSIZE - 1, n = 0;
+
+  while (top > 3 && !CPU_ISSET (top, cpus))
+    top--;
+  for (int nibble = top / 4; nibble >= 0; nibble--)
+    {
+      int value = 0;
+      for (int bit = 0; bit < 4; bit++)
+        if (CPU_ISSET (nibble * 4 + bit, cpus))
+          value |= 1 << bit;
+      out[n++] = "0123456789abcdef"[value];
+    }
+  out[n] = '\0';
+}
+
+int
+sandstep_cpus_parse (const char *text, cpu_set_t *out)
+{
+  size_t len = strlen (text);
+
+  CPU_ZERO (out);
+  if (len == 0 || len > CPU_SETSIZE / 4)
+    return 0;
+  for (size_t i = 0; i < len; i++)
+    {
+      char c = text[len - 1 - i];
+      int value = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (value < 0)
+        return 0;
+      for (int bit = 0; bit < 4; bit++)
+        if (value & (1 << bit))
+          CPU_SET ((int) i * 4 + bit, out);
+    }
+  return CPU_COUNT (out) > 0;
 }

@@ -91,12 +91,13 @@ lift (int fd, int floor)
  * then builds it), and the exec.  Never returns. */
 static __attribute__ ((noreturn)) void
 become_supervisor (const char *program, const char *handle, const int *given, int ready, char *const *env,
-                   const SandstepJailImage *image, int init_fd)
+                   const SandstepJailImage *image, int init_fd, const cpu_set_t *cpus)
 {
   enum { INIT_FD = SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD, TOP = SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD + 1 };
   SandstepJailStart jail = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 };
   SandstepJailStartFailure failure;
-  char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, NULL };
+  char cpus_arg[sizeof "--cpus=" + SANDSTEP_CPUS_TEXT_MAX];
+  char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, cpus_arg, NULL };
   int fds[TOP];
   int null;
   sigset_t none;
@@ -111,6 +112,9 @@ become_supervisor (const char *program, const char *handle, const int *given, in
   if (chdir ("/") < 0 || (null = open ("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
     _exit (127);
   sandstep_process_state_reset ();
+  /* Started on one CPU of the caller's (below): the supervisor takes back all of them first thing. */
+  memcpy (cpus_arg, "--cpus=", sizeof "--cpus=");
+  sandstep_cpus_format (cpus, cpus_arg + strlen ("--cpus="));
 
   /* Its fds in their places, sandstep-init's above them, and nothing else: the jail is cloned from this
    * process.  Each is first lifted above every slot, so that no dup2 overwrites another's source. */
@@ -130,7 +134,7 @@ become_supervisor (const char *program, const char *handle, const int *given, in
   if (fds[INIT_FD] >= 0)
     {
       fcntl (INIT_FD, F_SETFD, FD_CLOEXEC);
-      if (sandstep_jail_start (image, INIT_FD, -1, &jail, &failure) < 0)
+      if (sandstep_jail_start (image, INIT_FD, -1, cpus, &jail, &failure) < 0)
         sandstep_jail_start_abandon (&jail);
       close (INIT_FD);
     }
@@ -150,6 +154,7 @@ int
 sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd, int lock_fd, int plan_fd,
                            int caller_fd, char *const *env, const SandstepJailImage *image, int init_fd)
 {
+  /* Started where its caller is: on the caller's CPUs. */
   char *argv[] = { (char *) "sandstep", (char *) "--supervisor", (char *) handle, NULL };
   const int given[] = { store_fd, lock_fd, plan_fd, caller_fd };
   int moved[4] = { -1, -1, -1, -1 }, ready[2] = { -1, -1 };
@@ -181,11 +186,14 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
       if (middle == 0)
         {
           cpu_set_t cpus;
-          pid_t child = fork ();
+          pid_t child;
+          if (sched_getaffinity (0, sizeof cpus, &cpus) < 0)
+            _exit (127);
+          child = fork ();
           if (child == 0)
-            become_supervisor (program, handle, moved, ready[1], env, image, init_fd);
-          /* Not behind us and our starter on this CPU: the supervisor gives itself every CPU back first thing. */
-          if (child > 0 && sched_getaffinity (0, sizeof cpus, &cpus) == 0)
+            become_supervisor (program, handle, moved, ready[1], env, image, init_fd, &cpus);
+          /* Not behind us and our starter on this CPU: the supervisor takes back the caller's CPUs first thing. */
+          if (child > 0)
             sandstep_process_start_elsewhere (child, &cpus);
           /* Holding nothing of the caller's (its pipes, make's jobserver) while the kernel makes it wait. */
           if (syscall (SYS_close_range, 0, ~0U, 0) < 0)

@@ -346,16 +346,10 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
 
   s.start_time = start_time (getpid ());
   record_pid (s.start_time);
-  /* The go-between that started a jail for us reset it before (sandstep-supervisor-start.h), and we keep it,
-   * but for the CPU it was started on: its reset may have come before it was moved there. */
+  /* The go-between that started a jail for us reset it before (sandstep-supervisor-start.h), and we keep it; the
+   * caller's CPUs are back already (sandstep-supervise.c). */
   if (jail_pid == 0)
     sandstep_process_state_reset ();
-  else
-    {
-      cpu_set_t all;
-      sandstep_process_every_cpu (&all);
-      sched_setaffinity (0, sizeof all, &all);
-    }
   ok = start (&s, &error);
   /* One not adopted (its plan refused, or this supervisor could not start) is of no use. */
   sandstep_jail_start_abandon (&s.adopt);
