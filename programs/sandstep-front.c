@@ -138,10 +138,7 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
 static int
 parse_run (int argc, char **argv, Request *request)
 {
-  static const char *const names[] = { "handle", "owner", "holder", "wait", "timeout", "step" };
-  static const int fields[] = { SANDSTEP_RUN_FIELD_HANDLE, SANDSTEP_RUN_FIELD_OWNER,
-                                SANDSTEP_RUN_FIELD_HOLDER, SANDSTEP_RUN_FIELD_WAIT,
-                                SANDSTEP_RUN_FIELD_TIMEOUT, SANDSTEP_RUN_FIELD_STEP };
+  static const SandstepRunOption options[] = { SANDSTEP_RUN_OPTIONS };
   const char *operands[256];
   int n_operands = 0, options_done = 0;
   size_t len = 0;
@@ -163,11 +160,11 @@ parse_run (int argc, char **argv, Request *request)
           options_done = 1;
           continue;
         }
-      for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+      for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
         {
-          size_t n = strlen (names[k]);
+          size_t n = strlen (options[k].name);
           const char *value;
-          if (strncmp (arg, "--", 2) != 0 || strncmp (arg + 2, names[k], n) != 0)
+          if (strncmp (arg, "--", 2) != 0 || strncmp (arg + 2, options[k].name, n) != 0)
             continue;
           if (arg[2 + n] == '=')
             value = arg + 3 + n;
@@ -176,9 +173,9 @@ parse_run (int argc, char **argv, Request *request)
           else
             return 0;
           /* Given twice, or empty: the core's error, not ours. */
-          if (request->value[fields[k]] != NULL || value[0] == '\0')
+          if (request->value[options[k].field] != NULL || value[0] == '\0')
             return 0;
-          request->value[fields[k]] = value;
+          request->value[options[k].field] = value;
           known = 1;
           break;
         }

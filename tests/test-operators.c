@@ -10,6 +10,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-operator.h"
+#include "sandstep-run-wire.h"
 
 /* The operators that speak HTTP live in sandstep-net: weak in the table, so a
  * program that does not link them (this one, the lean helper) has no run function. */
@@ -143,6 +144,29 @@ test_option_kinds (void)
     }
 }
 
+/* The static front reads some options of `run` itself (sandstep-run-wire.h): each must be an option of the
+ * table's `run`, one that takes a value, as the core reads it; and every option of `run` the front does not
+ * read sends the run to the core. */
+static void
+test_front_run_options (void)
+{
+  static const SandstepRunOption front[] = { SANDSTEP_RUN_OPTIONS };
+  const SandstepOperator *run = sandstep_operator_lookup ("run");
+
+  g_test_summary ("The options the static front reads of 'sandstep run' are the operator table's, with values");
+  g_assert_nonnull (run);
+  for (gsize i = 0; i < G_N_ELEMENTS (front); i++)
+    {
+      const SandstepOption *option = sandstep_option_lookup (run, front[i].name);
+      g_test_message ("--%s", front[i].name);
+      g_assert_nonnull (option);
+      g_assert_cmpint (option->kind, !=, SANDSTEP_OPTION_FLAG);
+      g_assert_false (option->repeatable);
+      for (gsize j = 0; j < i; j++)
+        g_assert_cmpint (front[j].field, !=, front[i].field);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -151,5 +175,6 @@ main (int argc, char **argv)
   g_test_add_func ("/operators/options", test_options);
   g_test_add_func ("/operators/usage", test_usage);
   g_test_add_func ("/operators/option-kinds", test_option_kinds);
+  g_test_add_func ("/operators/front-run-options", test_front_run_options);
   return g_test_run ();
 }

@@ -49,6 +49,19 @@ enum {
   SANDSTEP_RUN_FIELDS
 };
 
+/* The options of `sandstep run` that the front reads itself, and the field each fills; anything else sends
+ * the run the ordinary way (the core).  Each is an option of the operator table's `run` that takes a value
+ * (test-operators checks that they agree). */
+typedef struct {
+  const char *name;
+  int field;
+} SandstepRunOption;
+
+#define SANDSTEP_RUN_OPTIONS                                                                                     \
+  { "handle", SANDSTEP_RUN_FIELD_HANDLE }, { "owner", SANDSTEP_RUN_FIELD_OWNER },                             \
+  { "holder", SANDSTEP_RUN_FIELD_HOLDER }, { "wait", SANDSTEP_RUN_FIELD_WAIT },                               \
+  { "timeout", SANDSTEP_RUN_FIELD_TIMEOUT }, { "step", SANDSTEP_RUN_FIELD_STEP }
+
 /* The largest request: a longer command goes the ordinary way. */
 #define SANDSTEP_RUN_MAX (128 * 1024)
 
