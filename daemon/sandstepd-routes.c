@@ -19,52 +19,108 @@
 #include "sandstep-units.h"
 #include "sandstep-wire.h"
 
-static const struct {
-  const char *name;
+static void handle_health (Request *req);
+
+/* How a route's body is read as it comes (on_got_chunk()). */
+typedef enum {
+  BODY_JSON,            /* a JSON object, up to SANDSTEPD_MAX_JSON_BODY */
+  BODY_NONE,            /* GET: none */
+  BODY_STAGED,          /* bytes staged on disk, up to --max-upload */
+  BODY_ENTRIES,         /* put's entries, unpacked as they come (sandstepd-upload.c) */
+  BODY_LINE_THEN_STDIN, /* a JSON line, then the command's stdin, staged */
+} RouteBody;
+
+/* THE route table: every API of sandstepd, what it takes and who does it.  A sandbox's routes are
+ * SANDSTEP_API_PREFIX/sandboxes/HANDLE/NAME; the others SANDSTEP_API_PREFIX/NAME. */
+typedef struct {
   Route route;
-} sandbox_routes[] = {
-  { "describe", ROUTE_DESCRIBE }, { "release", ROUTE_RELEASE },   { "destroy", ROUTE_DESTROY },
-  { "claim", ROUTE_CLAIM },       { "release-claim", ROUTE_RELEASE_CLAIM }, { "run", ROUTE_RUN },
-  { "claim-run", ROUTE_CLAIM_RUN },
-  { "read", ROUTE_READ },         { "write", ROUTE_WRITE },       { "list", ROUTE_LIST },
-  { "put", ROUTE_PUT },           { "export", ROUTE_EXPORT },
+  const char *method;
+  const char *name;
+  gboolean of_sandbox;
+  /* What the body must be: a web page can send text/plain or a form to anyone by a simple POST, never these. */
+  const char *content_type;
+  RouteBody body;
+  void (*handler) (Request *req);
+} RouteSpec;
+
+static const RouteSpec routes[] = {
+  /* route                method  name              sandbox content type                      body */
+  { ROUTE_HEALTH,         "GET",  "health",         FALSE, NULL,                             BODY_NONE,
+    handle_health },
+  { ROUTE_PROVISION,      "POST", "sandboxes",      FALSE, "application/json",               BODY_JSON,
+    sandstepd_handle_record },
+  { ROUTE_GC,             "POST", "gc",             FALSE, "application/json",               BODY_JSON,
+    sandstepd_handle_record },
+  { ROUTE_SANDBOXES,      "POST", "list",           FALSE, "application/json",               BODY_JSON,
+    sandstepd_handle_record },
+  { ROUTE_DESCRIBE,       "POST", "describe",       TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_record },
+  { ROUTE_RELEASE,        "POST", "release",        TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_record },
+  { ROUTE_DESTROY,        "POST", "destroy",        TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_record },
+  { ROUTE_CLAIM,          "POST", "claim",          TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_claim },
+  { ROUTE_RELEASE_CLAIM,  "POST", "release-claim",  TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_release_claim },
+  { ROUTE_RUN,            "POST", "run",            TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_run },
+  { ROUTE_CLAIM_RUN,      "POST", "claim-run",      TRUE,  SANDSTEP_RUN_STEP_TYPE,           BODY_LINE_THEN_STDIN,
+    sandstepd_handle_claim_run },
+  { ROUTE_READ,           "POST", "read",           TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_read_list },
+  { ROUTE_WRITE,          "POST", "write",          TRUE,  "application/octet-stream",       BODY_STAGED,
+    sandstepd_handle_write },
+  { ROUTE_LIST,           "POST", "list",           TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_read_list },
+  { ROUTE_PUT,            "POST", "put",            TRUE,  "application/x-sandstep-entries", BODY_ENTRIES,
+    sandstepd_handle_put },
+  { ROUTE_EXPORT,         "POST", "export",         TRUE,  "application/json",               BODY_JSON,
+    sandstepd_handle_export },
 };
 
-static Route
+static const RouteSpec *
+spec_of (Route route)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (routes); i++)
+    if (routes[i].route == route)
+      return &routes[i];
+  return NULL;
+}
+
+/* The route of @path whatever its method, or NULL; a sandbox's route with a handle that is not one sets
+ * *@out_bad_handle. */
+static const RouteSpec *
 route_for (const char *path, char **out_handle, gboolean *out_bad_handle)
 {
+  const char *rest = g_str_has_prefix (path, SANDSTEP_API_PREFIX "/") ? path + strlen (SANDSTEP_API_PREFIX "/")
+                                                                      : NULL;
   g_auto(GStrv) parts = NULL;
-  guint n;
 
   *out_handle = NULL;
   *out_bad_handle = FALSE;
-  if (strcmp (path, SANDSTEP_API_PREFIX "/health") == 0)
-    return ROUTE_HEALTH;
-  if (strcmp (path, SANDSTEP_API_PREFIX "/sandboxes") == 0)
-    return ROUTE_PROVISION;
-  if (strcmp (path, SANDSTEP_API_PREFIX "/gc") == 0)
-    return ROUTE_GC;
-  if (strcmp (path, SANDSTEP_API_PREFIX "/list") == 0)
-    return ROUTE_SANDBOXES;
-  if (!g_str_has_prefix (path, SANDSTEP_API_PREFIX "/sandboxes/"))
-    return ROUTE_NONE;
-  parts = g_strsplit (path + strlen (SANDSTEP_API_PREFIX "/sandboxes/"), "/", -1);
-  n = g_strv_length (parts);
-  if (n != 2)
-    return ROUTE_NONE;
-  for (gsize i = 0; i < G_N_ELEMENTS (sandbox_routes); i++)
-    if (strcmp (parts[1], sandbox_routes[i].name) == 0)
-      {
-        if (!sandstep_handle_is_local (parts[0]))
-          {
-            *out_bad_handle = TRUE;
-            *out_handle = g_strdup (parts[0]);
-            return ROUTE_NONE;
-          }
-        *out_handle = g_strdup (parts[0]);
-        return sandbox_routes[i].route;
-      }
-  return ROUTE_NONE;
+  if (rest == NULL)
+    return NULL;
+  parts = g_strsplit (rest, "/", -1);
+  for (gsize i = 0; i < G_N_ELEMENTS (routes); i++)
+    {
+      const RouteSpec *spec = &routes[i];
+      if (!spec->of_sandbox ? g_strv_length (parts) != 1 || strcmp (parts[0], spec->name) != 0
+                            : g_strv_length (parts) != 3 || strcmp (parts[0], "sandboxes") != 0 ||
+                                strcmp (parts[2], spec->name) != 0)
+        continue;
+      if (spec->of_sandbox)
+        {
+          *out_handle = g_strdup (parts[1]);
+          if (!sandstep_handle_is_local (parts[1]))
+            {
+              *out_bad_handle = TRUE;
+              return NULL;
+            }
+        }
+      return spec;
+    }
+  return NULL;
 }
 
 /* The token entry the request carries, or NULL with why not. */
@@ -123,39 +179,6 @@ host_is_ours (Daemon *d, const char *value)
   return FALSE;
 }
 
-/* What a route's body must be: a web page can send text/plain or a form to
- * anyone by a simple POST, never these. */
-static const char *
-expected_content_type (Route route)
-{
-  switch (route)
-    {
-    case ROUTE_WRITE:
-      return "application/octet-stream";
-    case ROUTE_PUT:
-      return "application/x-sandstep-entries";
-    case ROUTE_CLAIM_RUN:
-      return SANDSTEP_RUN_STEP_TYPE;
-    case ROUTE_HEALTH:
-    case ROUTE_NONE:
-      return NULL;
-    case ROUTE_PROVISION:
-    case ROUTE_GC:
-    case ROUTE_SANDBOXES:
-    case ROUTE_DESCRIBE:
-    case ROUTE_RELEASE:
-    case ROUTE_DESTROY:
-    case ROUTE_CLAIM:
-    case ROUTE_RELEASE_CLAIM:
-    case ROUTE_RUN:
-    case ROUTE_READ:
-    case ROUTE_LIST:
-    case ROUTE_EXPORT:
-      return "application/json";
-    }
-  return "application/json";
-}
-
 /* A JSON body over its limit; the connection closes rather than read the rest. */
 static void
 refuse_large_body (Request *req)
@@ -172,7 +195,7 @@ refuse_large_body (Request *req)
 static void
 refuse_upload_too_large (Request *req)
 {
-  gboolean is_stdin = req->route == ROUTE_CLAIM_RUN;
+  gboolean is_stdin = spec_of (req->route)->body == BODY_LINE_THEN_STDIN;
 
   req->refused = TRUE;
   soup_message_headers_replace (soup_server_message_get_response_headers (req->msg), "Connection", "close");
@@ -222,7 +245,7 @@ stage_bytes (Request *req, const guint8 *data, gsize len)
       refuse_upload_too_large (req);
       return;
     }
-  if (len > 0 && req->upload_fd < 0 && req->route == ROUTE_CLAIM_RUN)
+  if (len > 0 && req->upload_fd < 0 && spec_of (req->route)->body == BODY_LINE_THEN_STDIN)
     req->upload_fd = open_staged_file (req->d);
   if (len > 0 && req->upload_fd < 0)
     {
@@ -252,12 +275,14 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
   Request *req = user_data;
   gsize len = 0;
   const guint8 *data = g_bytes_get_data (chunk, &len);
+  RouteBody body;
 
   sandstepd_conn_body_progress (msg);
   if (req->refused)
     return;
   /* A refusal from here on (req->mid_body) is answered at once, the rest of the body never read. */
-  if (req->route == ROUTE_PUT && req->upload != NULL)
+  body = spec_of (req->route)->body;
+  if (body == BODY_ENTRIES && req->upload != NULL)
     {
       g_autoptr(GError) error = NULL;
       /* Whatever went wrong, the rest of the body is not read: it could be endless. */
@@ -270,12 +295,12 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
         }
       return;
     }
-  if (req->route == ROUTE_WRITE)
+  if (body == BODY_STAGED)
     {
       stage_bytes (req, data, len);
       return;
     }
-  if (req->route == ROUTE_CLAIM_RUN && !req->line_done)
+  if (body == BODY_LINE_THEN_STDIN && !req->line_done)
     {
       /* The first line is the request; what follows it is the command's stdin. */
       const guint8 *nl = memchr (data, '\n', len);
@@ -294,7 +319,7 @@ on_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
       stage_bytes (req, nl + 1, len - line_len - 1);
       return;
     }
-  if (req->route == ROUTE_CLAIM_RUN)
+  if (body == BODY_LINE_THEN_STDIN)
     {
       stage_bytes (req, data, len);
       return;
@@ -318,7 +343,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
   const char *why = NULL;
   const char *origin = soup_message_headers_get_one (headers, "Origin");
   const char *host = soup_message_headers_get_one (headers, "Host");
-  const char *expected_type;
+  const RouteSpec *spec;
   const char *content_type;
   gboolean bad_handle = FALSE;
   goffset length;
@@ -394,7 +419,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
       return;
     }
 
-  req->route = route_for (req->path, &req->handle, &bad_handle);
+  spec = route_for (req->path, &req->handle, &bad_handle);
   if (bad_handle)
     {
       req->refused = TRUE;
@@ -403,7 +428,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
                                 "'%s' is not a sandbox handle (they look like sandstep-0123456789abcdef)", req->handle);
       return;
     }
-  if (req->route == ROUTE_NONE)
+  if (spec == NULL)
     {
       req->refused = TRUE;
       sandstepd_answer_refusal (req, SOUP_STATUS_NOT_FOUND, "no-route", SANDSTEPD_API_HINT,
@@ -411,21 +436,19 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
                                 req->path);
       return;
     }
-  if ((req->route == ROUTE_HEALTH) != (strcmp (req->method, SOUP_METHOD_GET) == 0) ||
-      (req->route != ROUTE_HEALTH && strcmp (req->method, SOUP_METHOD_POST) != 0))
+  req->route = spec->route;
+  if (strcmp (req->method, spec->method) != 0)
     {
+      g_autofree char *hint = g_strdup_printf ("use %s", spec->method);
       req->refused = TRUE;
-      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow",
-                                    req->route == ROUTE_HEALTH ? "GET" : "POST");
-      sandstepd_answer_refusal (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "method",
-                                req->route == ROUTE_HEALTH ? "use GET" : "use POST", SANDSTEP_USAGE_ERROR,
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow", spec->method);
+      sandstepd_answer_refusal (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "method", hint, SANDSTEP_USAGE_ERROR,
                                 SANDSTEP_USAGE_ERROR_BAD_VALUE, "%s is not accepted on %s", req->method, req->path);
       return;
     }
 
-  expected_type = expected_content_type (req->route);
   content_type = soup_message_headers_get_content_type (headers, NULL);
-  if (expected_type != NULL && g_strcmp0 (content_type, expected_type) != 0)
+  if (spec->content_type != NULL && g_strcmp0 (content_type, spec->content_type) != 0)
     {
       g_autofree char *shown = sandstep_escape (content_type != NULL ? content_type : "(none)", -1, 200,
                                                 SANDSTEP_ESCAPE_VALUE);
@@ -433,7 +456,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
       soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
       sandstepd_answer_refusal (req, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, "content-type", SANDSTEPD_API_HINT,
                                 SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                                "%s %s takes a body of type %s, not '%s'", req->method, req->path, expected_type,
+                                "%s %s takes a body of type %s, not '%s'", req->method, req->path, spec->content_type,
                                 shown);
       return;
     }
@@ -441,7 +464,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
   length = soup_message_headers_get_encoding (headers) == SOUP_ENCODING_CONTENT_LENGTH
              ? soup_message_headers_get_content_length (headers)
              : -1;
-  if (req->route == ROUTE_WRITE || req->route == ROUTE_PUT)
+  if (spec->body == BODY_STAGED || spec->body == BODY_ENTRIES)
     {
       const char *claim = soup_message_headers_get_one (headers, SANDSTEP_CLAIM_HEADER);
       Lease *lease = claim != NULL ? g_hash_table_lookup (d->leases, claim) : NULL;
@@ -467,7 +490,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
                                     "The body is larger than the server's limit of %" G_GUINT64_FORMAT " bytes", d->max_upload);
           return;
         }
-      if (req->route == ROUTE_WRITE)
+      if (spec->body == BODY_STAGED)
         {
           req->upload_fd = open_staged_file (d);
           if (req->upload_fd < 0)
@@ -485,7 +508,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
         }
       return;
     }
-  if (req->route == ROUTE_CLAIM_RUN)
+  if (spec->body == BODY_LINE_THEN_STDIN)
     {
       if (length > 0 && (guint64) length > req->limit + d->max_upload)
         {
@@ -519,49 +542,14 @@ sandstepd_on_request (SoupServer *server, SoupServerMessage *msg, const char *pa
     sandstepd_say ("%s %s", req->method, req->path);
   soup_server_message_pause (msg);
   req->paused = TRUE;
-  switch (req->route)
-    {
-    case ROUTE_HEALTH:
-      {
-        g_autoptr(JsonObject) object = json_object_new ();
-        json_object_set_string_member (object, "sandstepd", SANDSTEP_VERSION);
-        sandstepd_answer_json (req, SOUP_STATUS_OK, object);
-        break;
-      }
-    case ROUTE_PROVISION:
-    case ROUTE_GC:
-    case ROUTE_SANDBOXES:
-    case ROUTE_DESCRIBE:
-    case ROUTE_RELEASE:
-    case ROUTE_DESTROY:
-      sandstepd_handle_record (req);
-      break;
-    case ROUTE_CLAIM:
-      sandstepd_handle_claim (req);
-      break;
-    case ROUTE_RELEASE_CLAIM:
-      sandstepd_handle_release_claim (req);
-      break;
-    case ROUTE_RUN:
-      sandstepd_handle_run (req);
-      break;
-    case ROUTE_CLAIM_RUN:
-      sandstepd_handle_claim_run (req);
-      break;
-    case ROUTE_READ:
-    case ROUTE_LIST:
-      sandstepd_handle_read_list (req);
-      break;
-    case ROUTE_WRITE:
-      sandstepd_handle_write (req);
-      break;
-    case ROUTE_PUT:
-      sandstepd_handle_put (req);
-      break;
-    case ROUTE_EXPORT:
-      sandstepd_handle_export (req);
-      break;
-    case ROUTE_NONE:
-      break;
-    }
+  spec_of (req->route)->handler (req);
+}
+
+static void
+handle_health (Request *req)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+
+  json_object_set_string_member (object, "sandstepd", SANDSTEP_VERSION);
+  sandstepd_answer_json (req, SOUP_STATUS_OK, object);
 }
