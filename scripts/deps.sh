@@ -59,7 +59,8 @@ sandstep_ensure_slurm () {
 # (@modelcontextprotocol/sdk 1.x for 2025-11-25, @modelcontextprotocol/client
 # 2.x for 2026-07-28), the official conformance suite
 # (@modelcontextprotocol/conformance) and glob, whose globSync stands in for
-# the fs.globSync that Debian 12's node 20 lacks (tests/mcp/globsync-shim.mjs).
+# the fs.globSync that Debian 12's node 18 (18.20.4) and node 20 lack
+# (tests/mcp/globsync-shim.mjs, which also gives node 18 the global File).
 # Installed into tests/mcp/node_modules from tests/mcp/package-lock.json when
 # one is missing.  node and npm come from Debian's nodejs and npm packages
 # when they are absent.  A failure returns 1, saying why; under
