@@ -10,8 +10,9 @@ SANDSTEP_PACKAGES=(
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
 )
 # Not a Debian package, so not installed here: moto_server (pip install
-# 'moto[server]', 5.2.1 was used), the loopback S3 server of tests/test-s3.c
-# and of bench/run's s3:// row.  Without it those skip, saying why.
+# 'moto[server]', 5.2.1 was used), the loopback S3 server of bench/run's s3://
+# row and, beside s3rver from npm (sandstep_ensure_s3rver), of
+# tests/test-s3.c.  Without it those skip, saying why.
 
 sandstep_ensure_packages () {
   local missing=() pkg
@@ -66,8 +67,19 @@ sandstep_ensure_slurm () {
 # when they are absent.  A failure returns 1, saying why; under
 # SANDSTEP_TESTS_REQUIRE_NODE=1 the tests that need them then fail.
 sandstep_ensure_mcp_client () {
-  local dir
-  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
+  sandstep_ensure_npm_packages "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
+}
+
+# The S3 server of tests/test-s3.c where moto_server is not installed:
+# s3rver (tests/s3/package.json), installed into tests/s3/node_modules from
+# tests/s3/package-lock.json.  It runs on Debian 12's node.
+sandstep_ensure_s3rver () {
+  sandstep_ensure_npm_packages "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/s3"
+}
+
+# npm ci in DIR when a package of DIR/package.json is missing from DIR/node_modules.
+sandstep_ensure_npm_packages () {
+  local dir=$1
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     sandstep_ensure_packages nodejs npm || return 1
   fi
