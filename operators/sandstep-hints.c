@@ -18,15 +18,20 @@ typedef enum {
 
 static const struct {
   Condition condition;
-  const char *texts[4];     /* any of them, in stdout or stderr */
+  const char *texts[6];     /* any of them, in stdout or stderr */
   const char *hint;
 } hints[] = {
   /* dash says "python: not found", bash "python: command not found". */
   { ANY_NETWORK, { ": python: not found", ": python: command not found" },
     "there is no 'python' command here; run python3" },
-  { ANY_NETWORK, { ": sudo: not found", ": sudo: command not found" },
-    "there is no sudo here, and none is needed: commands already run as root (uid 0) inside the sandbox; run the "
-    "command without sudo" },
+  /* Where the host has sudo, the sandbox sees it in /usr, and it fails: sudo 1.9 reads no sudoers its
+   * uid 0 owns and cannot switch to uids the sandbox does not map; others refuse the nosuid /usr or
+   * no_new_privs. */
+  { ANY_NETWORK, { ": sudo: not found", ": sudo: command not found", "sudo: no valid sudoers sources found",
+                   "sudo: unable to initialize policy plugin", "sudo: effective uid is not 0",
+                   "sudo: The \"no new privileges\" flag is set" },
+    "there is no working sudo here, and none is needed: commands already run as root (uid 0) inside the sandbox; "
+    "run the command without sudo" },
   { ANY_NETWORK, { "Read-only file system" },
     "only /workspace and /tmp are writable (the system and /data are read-only); write under /workspace instead" },
   { NO_NETWORK, { "Could not resolve host", "Temporary failure in name resolution", "Name or service not known",

@@ -11,8 +11,9 @@ SANDSTEP_PACKAGES=(
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
 )
 # Not a Debian package, so not installed here: moto_server (pip install
-# 'moto[server]', 5.2.1 was used), the loopback S3 server of tests/test-s3.c
-# and of bench/run's s3:// row.  Without it those skip, saying why.
+# 'moto[server]', 5.2.1 was used), the loopback S3 server of bench/run's s3://
+# row and, beside s3rver from npm (sandstep_ensure_s3rver), of
+# tests/test-s3.c.  Without it those skip, saying why.
 
 sandstep_ensure_packages () {
   local missing=() pkg
@@ -60,14 +61,26 @@ sandstep_ensure_slurm () {
 # (@modelcontextprotocol/sdk 1.x for 2025-11-25, @modelcontextprotocol/client
 # 2.x for 2026-07-28), the official conformance suite
 # (@modelcontextprotocol/conformance) and glob, whose globSync stands in for
-# the fs.globSync that Debian 12's node 20 lacks (tests/mcp/globsync-shim.mjs).
+# the fs.globSync that Debian 12's node 18 (18.20.4) and node 20 lack
+# (tests/mcp/globsync-shim.mjs, which also gives node 18 the global File).
 # Installed into tests/mcp/node_modules from tests/mcp/package-lock.json when
 # one is missing.  node and npm come from Debian's nodejs and npm packages
 # when they are absent.  A failure returns 1, saying why; under
 # SANDSTEP_TESTS_REQUIRE_NODE=1 the tests that need them then fail.
 sandstep_ensure_mcp_client () {
-  local dir
-  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
+  sandstep_ensure_npm_packages "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
+}
+
+# The S3 server of tests/test-s3.c where moto_server is not installed:
+# s3rver (tests/s3/package.json), installed into tests/s3/node_modules from
+# tests/s3/package-lock.json.  It runs on Debian 12's node.
+sandstep_ensure_s3rver () {
+  sandstep_ensure_npm_packages "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/s3"
+}
+
+# npm ci in DIR when a package of DIR/package.json is missing from DIR/node_modules.
+sandstep_ensure_npm_packages () {
+  local dir=$1
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     sandstep_ensure_packages nodejs npm || return 1
   fi

@@ -359,60 +359,128 @@ user_can_execute_beside (SandstepTestUser *user, const char *program)
   return TRUE;
 }
 
+/* TRUE if @user may read @path (`test -r` as that user). */
+static gboolean
+user_can_read (SandstepTestUser *user, const char *path)
+{
+  g_autofree char *test = find_tool ("test");
+  const char *check[] = { test, "-r", path, NULL };
+  g_auto(GStrv) argv = NULL;
+
+  g_assert_nonnull (test);
+  argv = sandstep_test_user_wrap_argv (user, check);
+  return run_quietly ((const char *const *) argv, NULL) == 0;
+}
+
+/* The remote backend module of the build tree whose programs sit in @program_dir (hooks/remote beside
+ * operators/), which the helper loads from beside itself or from there (sandstep-backend.c). */
+static char *
+build_remote_module (const char *program_dir)
+{
+  return g_build_filename (program_dir, "..", "hooks", "remote", "sandstep-remote.so", NULL);
+}
+
+static void
+copy_file (const char *src, const char *dest, uid_t uid, gid_t gid)
+{
+  g_autofree char *contents = NULL;
+  gsize len = 0;
+  g_autoptr(GError) error = NULL;
+
+  g_file_get_contents (src, &contents, &len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents_full (dest, contents, len, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (lchown (dest, uid, gid), ==, 0);
+}
+
+char *
+sandstep_test_copy_programs (const char *helper, const char *dest_dir, uid_t uid, gid_t gid)
+{
+  g_autofree char *src_dir = g_path_get_dirname (helper);
+  g_autofree char *base = g_path_get_basename (helper);
+  g_autofree char *module = build_remote_module (src_dir);
+  g_autoptr(GDir) dir = g_dir_open (src_dir, 0, NULL);
+  g_autofree char *copy = NULL;
+  const char *name;
+
+  g_assert_nonnull (dir);
+  g_assert_cmpint (mkdir (dest_dir, 0755), ==, 0);
+  g_assert_cmpint (chmod (dest_dir, 0755), ==, 0);
+  g_assert_cmpint (lchown (dest_dir, uid, gid), ==, 0);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *src = g_build_filename (src_dir, name, NULL);
+      g_autofree char *dest = g_build_filename (dest_dir, name, NULL);
+      struct stat st;
+
+      if (stat (src, &st) < 0 || !S_ISREG (st.st_mode) || !(st.st_mode & S_IXUSR))
+        continue;
+      copy_file (src, dest, uid, gid);
+    }
+  /* The remote backend: beside the copy of the helper, where an installed helper has it. */
+  if (g_file_test (module, G_FILE_TEST_EXISTS))
+    {
+      g_autofree char *dest = g_build_filename (dest_dir, "sandstep-remote.so", NULL);
+      copy_file (module, dest, uid, gid);
+    }
+  copy = g_build_filename (dest_dir, base, NULL);
+  g_assert_true (g_file_test (copy, G_FILE_TEST_IS_EXECUTABLE));
+  /* Copies of the build tree's programs keep its test hooks (sandstep-test-hooks.h). */
+  {
+    g_autofree char *mark = g_build_filename (dest_dir, SANDSTEP_TEST_HOOKS_MARK, NULL);
+    g_autoptr(GError) error = NULL;
+
+    g_file_set_contents (mark, "copies of a build tree's programs, for a test\n", -1, &error);
+    g_assert_no_error (error);
+  }
+  return g_steal_pointer (&copy);
+}
+
+gboolean
+sandstep_test_path_reachable_by_all (const char *path)
+{
+  g_autofree char *at = g_canonicalize_filename (path, NULL);
+  struct stat st;
+
+  if (stat (at, &st) < 0 || !(st.st_mode & S_IXOTH))
+    return FALSE;
+  while (strcmp (at, "/") != 0)
+    {
+      char *parent = g_path_get_dirname (at);
+
+      g_free (at);
+      at = parent;
+      if (stat (at, &st) < 0 || !(st.st_mode & S_IXOTH))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 void
 sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user)
 {
-  g_autofree char *copy = NULL;
+  g_autofree char *module = NULL;
+  g_autofree char *src_dir = g_path_get_dirname (f->helper);
 
   g_assert_null (f->user);
   f->user = user;
   g_assert_cmpint (chmod (f->base_dir, 0700), ==, 0);
   chown_tree (f->base_dir, user->uid, user->gid);
 
-  /* The build tree may sit where the user cannot reach (/root): use a copy then,
-   * with the programs beside the helper (sandstep-init is found there).  The
-   * helper links its own libraries statically, so a copy runs the same code. */
-  if (!user_can_execute_beside (user, f->helper))
+  /* The build tree may sit where the user cannot reach (a checkout under /root, 0700 on Debian): use
+   * copies then, of the programs beside the helper (sandstep-init is found there) and of the remote
+   * backend module.  The helper links its own libraries statically, so a copy runs the same code. */
+  module = build_remote_module (src_dir);
+  if (!user_can_execute_beside (user, f->helper) ||
+      (g_file_test (module, G_FILE_TEST_EXISTS) && !user_can_read (user, module)))
     {
-      g_autofree char *src_dir = g_path_get_dirname (f->helper);
-      g_autofree char *base = g_path_get_basename (f->helper);
       g_autofree char *dest_dir = g_build_filename (f->base_dir, "bin", NULL);
-      g_autoptr(GDir) dir = g_dir_open (src_dir, 0, NULL);
-      const char *name;
+      char *copy = sandstep_test_copy_programs (f->helper, dest_dir, user->uid, user->gid);
 
-      g_assert_nonnull (dir);
-      g_assert_cmpint (mkdir (dest_dir, 0755), ==, 0);
-      g_assert_cmpint (lchown (dest_dir, user->uid, user->gid), ==, 0);
-      while ((name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *src = g_build_filename (src_dir, name, NULL);
-          g_autofree char *dest = g_build_filename (dest_dir, name, NULL);
-          g_autofree char *contents = NULL;
-          gsize len = 0;
-          g_autoptr(GError) error = NULL;
-          struct stat st;
-
-          if (stat (src, &st) < 0 || !S_ISREG (st.st_mode) || !(st.st_mode & S_IXUSR))
-            continue;
-          g_file_get_contents (src, &contents, &len, &error);
-          g_assert_no_error (error);
-          g_file_set_contents_full (dest, contents, len, G_FILE_SET_CONTENTS_NONE, 0755, &error);
-          g_assert_no_error (error);
-          g_assert_cmpint (lchown (dest, user->uid, user->gid), ==, 0);
-        }
-      copy = g_build_filename (dest_dir, base, NULL);
-      g_assert_true (g_file_test (copy, G_FILE_TEST_IS_EXECUTABLE));
-      /* Copies of the build tree's programs keep its test hooks (sandstep-test-hooks.h). */
-      {
-        g_autofree char *mark = g_build_filename (dest_dir, SANDSTEP_TEST_HOOKS_MARK, NULL);
-        g_autoptr(GError) error = NULL;
-
-        g_file_set_contents (mark, "copies of a build tree's programs, for a test\n", -1, &error);
-        g_assert_no_error (error);
-      }
       g_test_message ("the user '%s' cannot execute '%s'; using copies in '%s'", user->name, f->helper, dest_dir);
       g_free (f->helper);
-      f->helper = g_steal_pointer (&copy);
+      f->helper = copy;
     }
 }
 

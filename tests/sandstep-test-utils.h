@@ -76,6 +76,12 @@ void sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data);
 /* Makes every later helper run of @f run as @user (state directories are
  * handed to it).  Takes ownership of @user. */
 void sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user);
+/* Copies @helper and every program beside it, and the build's remote backend module
+ * (hooks/remote/sandstep-remote.so), into @dest_dir, made 0755 and owned by @uid:@gid with all it
+ * holds; returns the copy of @helper.  For users who cannot reach the build tree. */
+char *sandstep_test_copy_programs (const char *helper, const char *dest_dir, uid_t uid, gid_t gid);
+/* TRUE when every user may search each directory down to @path and execute it (o+x all the way). */
+gboolean sandstep_test_path_reachable_by_all (const char *path);
 
 /* Sets (@value non-NULL) or unsets a variable of the helper's environment. */
 void sandstep_test_fixture_setenv (SandstepTestFixture *f, const char *name, const char *value);

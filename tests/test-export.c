@@ -281,6 +281,129 @@ test_planted_link_unprivileged (Fixture *f, gconstpointer data)
     }
 }
 
+/* Copies the regular executables of @src_dir into @dest_dir. */
+static void
+copy_executables (const char *src_dir, const char *dest_dir)
+{
+  g_autoptr(GDir) dir = g_dir_open (src_dir, 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *src = g_build_filename (src_dir, name, NULL);
+      g_autofree char *dest = g_build_filename (dest_dir, name, NULL);
+      g_autofree char *contents = NULL;
+      gsize len = 0;
+      g_autoptr(GError) error = NULL;
+      struct stat st;
+
+      if (stat (src, &st) < 0 || !S_ISREG (st.st_mode) || !(st.st_mode & S_IXUSR))
+        continue;
+      g_file_get_contents (src, &contents, &len, &error);
+      g_assert_no_error (error);
+      g_file_set_contents_full (dest, contents, len, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+      g_assert_no_error (error);
+    }
+}
+
+/* A checkout under /root (0700 on Debian): a throwaway user cannot reach the build tree, and runs copies. */
+static void
+test_build_unreachable (Fixture *f, gconstpointer data)
+{
+  g_autofree char *reason = NULL;
+  SandstepTestUser *user = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *hidden = NULL;
+  g_autofree char *operators = NULL;
+  g_autofree char *remote = NULL;
+  g_autofree char *build_dir = g_path_get_dirname (f->helper);
+  g_autofree char *module = g_build_filename (build_dir, "..", "hooks", "remote", "sandstep-remote.so", NULL);
+  g_autofree char *base = g_path_get_basename (f->helper);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *out_dir = sandstep_test_host_path (f, "out");
+  g_autofree char *out = g_build_filename (out_dir, "notes.txt", NULL);
+  g_autofree char *url = NULL;
+  g_autofree char *pair = NULL;
+  g_autofree char *got = NULL;
+  const char *token_file = g_getenv ("SANDSTEP_TOKEN_FILE");
+
+  g_test_summary ("a build tree its throwaway user cannot reach (under a 0700 directory, as /root is on Debian) "
+                  "is run from copies that hold all it needs: a sandbox provisioned and exported from as that "
+                  "user, locally and through a sandstepd (the remote backend module is copied too)");
+  if (geteuid () != 0)
+    {
+      g_test_skip ("a throwaway user needs root to make");
+      return;
+    }
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      g_test_skip (reason);
+      return;
+    }
+  if (g_getenv ("SANDSTEP_BACKEND") == NULL && !sandstep_test_user_can_unshare (user, &reason))
+    {
+      sandstep_test_user_free (user);
+      g_test_skip (reason);
+      return;
+    }
+  /* The build tree's layout (operators/ and hooks/remote/) under a directory only root may enter. */
+  hidden = g_dir_make_tmp ("sandstep-0700-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (chmod (hidden, 0700), ==, 0);
+  operators = g_build_filename (hidden, "operators", NULL);
+  remote = g_build_filename (hidden, "hooks", "remote", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (operators, 0755), ==, 0);
+  g_assert_cmpint (g_mkdir_with_parents (remote, 0755), ==, 0);
+  copy_executables (build_dir, operators);
+  {
+    g_autofree char *contents = NULL;
+    g_autofree char *dest = g_build_filename (remote, "sandstep-remote.so", NULL);
+    gsize len = 0;
+
+    g_file_get_contents (module, &contents, &len, &error);
+    g_assert_no_error (error);
+    g_file_set_contents_full (dest, contents, len, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+    g_assert_no_error (error);
+  }
+  g_free (f->helper);
+  f->helper = g_build_filename (operators, base, NULL);
+
+  sandstep_test_fixture_set_user (f, user);
+  g_assert_false (g_str_has_prefix (f->helper, hidden));
+  if (token_file != NULL)
+    {
+      g_autofree char *mine = sandstep_test_host_path (f, "token");
+      g_autofree char *text = read_host_file (token_file);
+
+      write_host_file (mine, text);
+      sandstep_test_fixture_chown (f, mine);
+      sandstep_test_fixture_setenv (f, "SANDSTEP_TOKEN_FILE", mine);
+    }
+  handle = provision (f, "echo made-by-the-copies > notes.txt");
+  h = handle_arg (handle);
+  g_assert_cmpint (mkdir (out_dir, 0755), ==, 0);
+  sandstep_test_fixture_chown (f, out_dir);
+  url = file_url (out);
+  pair = g_strconcat ("notes.txt=", url, NULL);
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, pair, NULL);
+
+    sandstep_test_assert_status (r, 0);
+  }
+  got = read_host_file (out);
+  g_assert_cmpstr (got, ==, "made-by-the-copies\n");
+  {
+    const char *rm[] = { "rm", "-rf", hidden, NULL };
+    int status = -1;
+
+    g_spawn_sync (NULL, (char **) rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+  }
+}
+
 /* A link to a link: the second one, planted by another user, is refused too. */
 static void
 test_planted_link_chain (Fixture *f, gconstpointer data)
@@ -532,6 +655,7 @@ main (int argc, char **argv)
   ADD ("/export/file/planted-link", test_planted_link);
   ADD ("/export/file/planted-link-chain", test_planted_link_chain);
   ADD ("/export/file/planted-link-unprivileged", test_planted_link_unprivileged);
+  ADD ("/export/file/build-unreachable", test_build_unreachable);
   ADD ("/export/file/killed-leaves-nothing", test_killed_leaves_nothing);
   ADD ("/export/file/removes-stale-staging", test_removes_stale_staging);
   ADD ("/export/file/sparse", test_sparse);

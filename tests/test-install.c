@@ -203,6 +203,48 @@ test_install_files (void)
 /* examples/quickstart with the installed plugin, which renders the
  * installed helper by its absolute path; the helper's own chain (the core,
  * the supervisor) is the installed one. */
+/* The AppArmor profile: a profile that does not parse fails apparmor.service at boot. */
+static void
+test_install_apparmor_profile (void)
+{
+  g_autofree char *parser = g_find_program_in_path ("apparmor_parser");
+  g_autoptr(Staged) s = NULL;
+  g_autofree char *profile = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *out = NULL, *err = NULL;
+  gboolean abi4 = g_file_test ("/etc/apparmor.d/abi/4.0", G_FILE_TEST_EXISTS);
+
+  g_test_summary ("the AppArmor profile meson install ships parses with this host's apparmor_parser (Debian 12's "
+                  "3.0 has no abi/4.0 and no userns rule); where the host has ABI 4.0 (Ubuntu 24.04) it grants "
+                  "userns to both programs");
+  if (parser == NULL)
+    parser = g_strdup ("/usr/sbin/apparmor_parser");
+  if (!g_file_test (parser, G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip ("apparmor_parser is not installed (Debian's apparmor package), so the profile cannot be "
+                   "parsed here");
+      return;
+    }
+  s = stage ();
+  profile = staged_path (s, "SANDSTEP_TEST_SYSCONFDIR", "apparmor.d/sandstep");
+  g_assert_true (g_file_get_contents (profile, &text, NULL, NULL));
+  g_assert_nonnull (strstr (text, abi4 ? "\nabi <abi/4.0>,\n" : "\nabi <abi/3.0>,\n"));
+  if (abi4)
+    {
+      const char *second = strstr (text, "  userns,\n");
+      g_assert_nonnull (second);
+      g_assert_nonnull (strstr (second + 1, "  userns,\n"));
+    }
+  {
+    /* -Q: no kernel load; -K, -T: no cache; includes from the host's /etc/apparmor.d. */
+    const char *argv[] = { parser, "-Q", "-K", "-T", profile, NULL };
+    int status = spawn (NULL, argv, NULL, &out, &err);
+    if (status != 0)
+      g_test_message ("apparmor_parser: %s", err);
+    g_assert_cmpint (status, ==, 0);
+  }
+}
+
 static void
 test_install_quickstart (void)
 {
@@ -287,5 +329,6 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/install/files", test_install_files);
   g_test_add_func ("/install/quickstart", test_install_quickstart);
+  g_test_add_func ("/install/apparmor-profile", test_install_apparmor_profile);
   return g_test_run ();
 }

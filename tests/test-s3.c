@@ -1,11 +1,19 @@
 /* test-s3.c: `sandstep export` to s3:// and https://, against a real S3 server on loopback.
  *
- * The server is moto_server (moto 5, a pip package): started here on a free
- * loopback port with INITIAL_NO_AUTH_ACTION_COUNT=4, so the first four
- * requests create an IAM user, its policy and its access key, and every
- * later one has its signature checked (a wrong secret gets 403: checked at
- * start).  It is stopped by its pid at the end.  Where moto_server is not
- * installed every case skips, saying so.
+ * Two servers, each started here on a free loopback port and stopped by its
+ * pid at the end, and each case runs against both (/s3/... against moto,
+ * /s3/s3rver/... against s3rver); where one is not installed its cases skip,
+ * saying so, and are counted as skipped:
+ * - moto_server (moto 5, a pip package), with INITIAL_NO_AUTH_ACTION_COUNT=4,
+ *   so the first four requests create an IAM user, its policy and its access
+ *   key, and every later one has its signature checked (a wrong secret gets
+ *   403: checked at start);
+ * - s3rver 3.7.1 (npm, in tests/s3/node_modules: scripts/deps.sh installs it
+ *   from tests/s3/package-lock.json), which installs on a fresh Debian 12 with
+ *   its node.  It checks access key ids but not SigV4 signatures, and has no
+ *   AbortMultipartUpload (405) nor ListMultipartUploads (501): the cases that
+ *   need those skip against it, saying so; the open multipart uploads of a
+ *   bucket are read from its data directory instead.
  *
  * Between the helper and moto a proxy of our own can stall a connection
  * mid-upload (a server that stops answering) or act when a request passes
@@ -45,41 +53,58 @@ typedef struct {
   char *endpoint;             /* http://127.0.0.1:PORT */
   char *access_key_id;        /* of the IAM user made at start; NULL without auth */
   char *secret_access_key;
-} Moto;
+  const char *name;
+  char *data;                 /* s3rver's data directory; NULL for moto */
+  /* What moto does and s3rver does not. */
+  gboolean checks_signatures;
+  gboolean aborts_uploads;    /* AbortMultipartUpload */
+  gboolean conditional_writes; /* If-None-Match: * on PutObject and CompleteMultipartUpload */
+} S3Server;
 
-static Moto *moto;            /* the one with signatures checked */
-static char *moto_missing;    /* why there is none */
+typedef enum {
+  PEER_MOTO,
+  PEER_S3RVER,
+  N_PEERS,
+} Peer;
+
+static S3Server *servers[N_PEERS];
+static char *servers_missing[N_PEERS];   /* why there is none */
 static guint bucket_counter;
 
 static gboolean
-moto_running (Moto *m)
+server_running (S3Server *m)
 {
   return m->proc != NULL && g_subprocess_get_identifier (m->proc) != NULL;
 }
 
 static void
-moto_stop (Moto *m)
+server_stop (S3Server *m)
 {
   if (m == NULL)
     return;
-  if (moto_running (m))
+  if (server_running (m))
     {
       /* Only the process started here: its own pid. */
       g_subprocess_send_signal (m->proc, SIGTERM);
-      for (int i = 0; i < 50 && moto_running (m); i++)
+      for (int i = 0; i < 50 && server_running (m); i++)
         g_usleep (100 * 1000);
-      if (moto_running (m))
+      if (server_running (m))
         g_subprocess_force_exit (m->proc);
       g_subprocess_wait (m->proc, NULL, NULL);
     }
   g_clear_object (&m->proc);
   if (m->dir != NULL)
     {
-      g_autofree char *log = g_build_filename (m->dir, "moto.log", NULL);
+      g_autofree char *log = g_build_filename (m->dir, "server.log", NULL);
+      const char *rm[] = { "rm", "-rf", m->data, NULL };
+
+      if (m->data != NULL)
+        g_spawn_sync (NULL, (char **) rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, NULL, NULL);
       g_unlink (log);
       g_rmdir (m->dir);
     }
   g_free (m->dir);
+  g_free (m->data);
   g_free (m->endpoint);
   g_free (m->access_key_id);
   g_free (m->secret_access_key);
@@ -87,7 +112,7 @@ moto_stop (Moto *m)
 }
 
 /* Starts moto_server on 127.0.0.1 at a port it picks (-p 0; it prints the one it got). */
-/* A failed assertion aborts the test program before moto_stop(): the
+/* A failed assertion aborts the test program before server_stop(): the
  * server must not outlive it. */
 static void
 die_with_test (gpointer data)
@@ -95,33 +120,16 @@ die_with_test (gpointer data)
   prctl (PR_SET_PDEATHSIG, SIGTERM);
 }
 
-static Moto *
-moto_start (gboolean with_auth, char **out_why)
+/* Starts @argv with @envp (its output in the server's log) and waits for the line that says where it
+ * listens: @listening, then the port. */
+static gboolean
+server_spawn (S3Server *m, const char *const *argv, char **envp, const char *listening, char **out_why)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *program = g_find_program_in_path ("moto_server");
-  g_autofree char *log = NULL;
-  g_auto(GStrv) envp = g_get_environ ();
-  const char *argv[] = { NULL, "-H", "127.0.0.1", "-p", "0", NULL };
-  Moto *m;
-  int log_fd;
+  g_autofree char *log = g_build_filename (m->dir, "server.log", NULL);
+  int log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-  if (program == NULL)
-    {
-      *out_why = g_strdup ("moto_server is not installed (pip install 'moto[server]'; moto 5.2.1 was used): the "
-                           "S3 export tests need a real S3-compatible server on loopback");
-      return NULL;
-    }
-  m = g_new0 (Moto, 1);
-  m->dir = g_dir_make_tmp ("sandstep-moto-XXXXXX", &error);
-  g_assert_no_error (error);
-  log = g_build_filename (m->dir, "moto.log", NULL);
-  log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   g_assert_cmpint (log_fd, >=, 0);
-  argv[0] = program;
-  envp = g_environ_unsetenv (envp, "INITIAL_NO_AUTH_ACTION_COUNT");
-  if (with_auth)
-    envp = g_environ_setenv (envp, "INITIAL_NO_AUTH_ACTION_COUNT", "4", TRUE);
   {
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_INHERIT);
 
@@ -142,29 +150,104 @@ moto_start (gboolean with_auth, char **out_why)
       g_usleep (100 * 1000);
       if (!g_file_get_contents (log, &text, NULL, NULL))
         continue;
-      at = strstr (text, "Running on http://127.0.0.1:");
+      at = strstr (text, listening);
       if (at != NULL)
-        m->port = g_ascii_strtoull (at + strlen ("Running on http://127.0.0.1:"), NULL, 10);
-      if (!moto_running (m))
+        m->port = g_ascii_strtoull (at + strlen (listening), NULL, 10);
+      if (!server_running (m))
         {
-          *out_why = g_strdup_printf ("moto_server exited at start: %s", text);
-          moto_stop (m);
-          return NULL;
+          *out_why = g_strdup_printf ("%s exited at start: %s", m->name, text);
+          return FALSE;
         }
     }
   if (m->port == 0)
     {
-      *out_why = g_strdup ("moto_server did not say where it listens within 30 s");
-      moto_stop (m);
-      return NULL;
+      *out_why = g_strdup_printf ("%s did not say where it listens within 30 s", m->name);
+      return FALSE;
     }
   m->endpoint = g_strdup_printf ("http://127.0.0.1:%u", m->port);
+  return TRUE;
+}
+
+static S3Server *
+moto_start (gboolean with_auth, char **out_why)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *program = g_find_program_in_path ("moto_server");
+  g_auto(GStrv) envp = g_get_environ ();
+  const char *argv[] = { NULL, "-H", "127.0.0.1", "-p", "0", NULL };
+  S3Server *m;
+
+  if (program == NULL)
+    {
+      *out_why = g_strdup ("moto_server is not installed (pip install 'moto[server]'; moto 5.2.1 was used): the "
+                           "S3 export tests need a real S3-compatible server on loopback");
+      return NULL;
+    }
+  m = g_new0 (S3Server, 1);
+  m->name = "moto_server";
+  m->checks_signatures = m->aborts_uploads = m->conditional_writes = TRUE;
+  m->dir = g_dir_make_tmp ("sandstep-moto-XXXXXX", &error);
+  g_assert_no_error (error);
+  argv[0] = program;
+  envp = g_environ_unsetenv (envp, "INITIAL_NO_AUTH_ACTION_COUNT");
+  if (with_auth)
+    envp = g_environ_setenv (envp, "INITIAL_NO_AUTH_ACTION_COUNT", "4", TRUE);
+  if (!server_spawn (m, argv, envp, "Running on http://127.0.0.1:", out_why))
+    {
+      server_stop (m);
+      return NULL;
+    }
+  return m;
+}
+
+/* s3rver from tests/s3/node_modules, with its one account (S3RVER, S3RVER), answering
+ * BUCKET.s3.sandstep.test too (test_virtual_hosted). */
+static S3Server *
+s3rver_start (char **out_why)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *node = g_find_program_in_path ("node");
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "s3", "node_modules", "s3rver", "bin", "s3rver.js",
+                                                   NULL);
+  g_auto(GStrv) envp = g_get_environ ();
+  S3Server *m;
+
+  if (node == NULL)
+    {
+      *out_why = g_strdup ("node is not installed (scripts/test installs Debian's nodejs and npm), and s3rver, the "
+                           "S3 server of these cases, runs on it");
+      return NULL;
+    }
+  if (!g_file_test (script, G_FILE_TEST_EXISTS))
+    {
+      *out_why = g_strdup ("s3rver is not installed in tests/s3/node_modules (scripts/test runs npm ci there; or "
+                           "run: . scripts/deps.sh; sandstep_ensure_s3rver)");
+      return NULL;
+    }
+  m = g_new0 (S3Server, 1);
+  m->name = "s3rver";
+  m->dir = g_dir_make_tmp ("sandstep-s3rver-XXXXXX", &error);
+  g_assert_no_error (error);
+  m->data = g_build_filename (m->dir, "data", NULL);
+  g_assert_cmpint (g_mkdir (m->data, 0700), ==, 0);
+  m->access_key_id = g_strdup ("S3RVER");
+  m->secret_access_key = g_strdup ("S3RVER");
+  {
+    const char *argv[] = { node, script, "-d", m->data, "-a", "127.0.0.1", "-p", "0", "--service-endpoint",
+                           "sandstep.test", NULL };
+
+    if (!server_spawn (m, argv, envp, "S3rver listening on 127.0.0.1:", out_why))
+      {
+        server_stop (m);
+        return NULL;
+      }
+  }
   return m;
 }
 
 /* One IAM query-API call, signed (moto reads the service from the signature's scope). */
 static char *
-iam_call (Moto *m, const char *form)
+iam_call (S3Server *m, const char *form)
 {
   g_autoptr(SoupSession) session = soup_session_new ();
   g_autoptr(SoupMessage) msg = soup_message_new ("POST", m->endpoint);
@@ -209,7 +292,7 @@ xml_text (const char *xml, const char *element)
 }
 
 static SandstepS3Client *
-client_for (Moto *m, const char *id, const char *secret)
+client_for (S3Server *m, const char *id, const char *secret)
 {
   g_autoptr(GError) error = NULL;
   SandstepAwsConfig *config = g_new0 (SandstepAwsConfig, 1);
@@ -226,7 +309,7 @@ client_for (Moto *m, const char *id, const char *secret)
 }
 
 static SandstepS3Client *
-moto_client (Moto *m)
+moto_client (S3Server *m)
 {
   return client_for (m, m->access_key_id != NULL ? m->access_key_id : "AKIDNOAUTH",
                      m->secret_access_key != NULL ? m->secret_access_key : "no-auth-secret");
@@ -234,7 +317,7 @@ moto_client (Moto *m)
 
 /* The user, its policy (s3:* on everything) and its key: the four unchecked requests. */
 static void
-moto_make_user (Moto *m)
+moto_make_user (S3Server *m)
 {
   g_autofree char *policy = g_uri_escape_string ("{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
                                                  "\"Action\":\"s3:*\",\"Resource\":\"*\"}]}", NULL, FALSE);
@@ -253,19 +336,39 @@ moto_make_user (Moto *m)
   m->secret_access_key = xml_text (key, "SecretAccessKey");
 }
 
-/* Every test case needs moto; none without it. */
-static gboolean
-need_moto (void)
+typedef enum {
+  NEEDS_SIGNATURES = 1 << 0,
+  NEEDS_ABORT = 1 << 1,
+  NEEDS_CONDITIONAL_WRITES = 1 << 2,
+} Needs;
+
+/* The server of a case (its data: a Peer); NULL, with the case skipped saying why, where that server is
+ * not installed or lacks what the case checks. */
+static S3Server *
+need_server (gconstpointer data, Needs needs)
 {
-  if (moto != NULL)
-    return TRUE;
-  g_test_skip (moto_missing);
-  return FALSE;
+  Peer peer = GPOINTER_TO_INT (data);
+  S3Server *m = servers[peer];
+
+  if (m == NULL)
+    g_test_skip (servers_missing[peer]);
+  else if ((needs & NEEDS_SIGNATURES) && !m->checks_signatures)
+    g_test_skip ("s3rver 3.7.1 does not check SigV4 signatures (its code says 'unimplemented'): a wrong secret "
+                 "is accepted; moto_server checks them");
+  else if ((needs & NEEDS_CONDITIONAL_WRITES) && !m->conditional_writes)
+    g_test_skip ("s3rver 3.7.1 ignores If-None-Match on writes, so it cannot refuse a key created meanwhile; "
+                 "moto_server does");
+  else if ((needs & NEEDS_ABORT) && !m->aborts_uploads)
+    g_test_skip ("s3rver 3.7.1 has no AbortMultipartUpload (it answers 405), and this case checks that an "
+                 "export that fails leaves no multipart upload; moto_server aborts");
+  else
+    return m;
+  return NULL;
 }
 
 /* A fresh bucket for one case. */
 static char *
-new_bucket (Moto *m)
+new_bucket (S3Server *m)
 {
   g_autoptr(SandstepS3Client) client = moto_client (m);
   g_autoptr(GError) error = NULL;
@@ -277,7 +380,7 @@ new_bucket (Moto *m)
 }
 
 static GPtrArray *
-list_objects (Moto *m, const char *bucket)
+list_objects (S3Server *m, const char *bucket)
 {
   g_autoptr(SandstepS3Client) client = moto_client (m);
   g_autoptr(GError) error = NULL;
@@ -287,19 +390,34 @@ list_objects (Moto *m, const char *bucket)
   return keys;
 }
 
+/* The open multipart uploads of @bucket: ListMultipartUploads, or for s3rver, which does not have it
+ * (501), the upload directories it keeps in its data directory until the upload completes. */
 static GPtrArray *
-list_uploads (Moto *m, const char *bucket)
+list_uploads (S3Server *m, const char *bucket)
 {
-  g_autoptr(SandstepS3Client) client = moto_client (m);
+  g_autoptr(SandstepS3Client) client = NULL;
   g_autoptr(GError) error = NULL;
-  GPtrArray *uploads = sandstep_s3_list_multipart_uploads (client, bucket, &error);
+  GPtrArray *uploads;
 
+  if (m->data != NULL)
+    {
+      g_autofree char *dir_path = g_build_filename (m->data, bucket, "._S3rver_uploads", NULL);
+      g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+      const char *name;
+
+      uploads = g_ptr_array_new_with_free_func (g_free);
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        g_ptr_array_add (uploads, g_strdup (name));
+      return uploads;
+    }
+  client = moto_client (m);
+  uploads = sandstep_s3_list_multipart_uploads (client, bucket, &error);
   g_assert_no_error (error);
   return uploads;
 }
 
 static GBytes *
-get_object (Moto *m, const char *bucket, const char *key, char **out_etag)
+get_object (S3Server *m, const char *bucket, const char *key, char **out_etag)
 {
   g_autoptr(SandstepS3Client) client = moto_client (m);
   g_autoptr(GError) error = NULL;
@@ -310,7 +428,7 @@ get_object (Moto *m, const char *bucket, const char *key, char **out_etag)
 }
 
 static void
-put_object (Moto *m, const char *bucket, const char *key, const char *text)
+put_object (S3Server *m, const char *bucket, const char *key, const char *text)
 {
   g_autoptr(SandstepS3Client) client = moto_client (m);
   g_autoptr(GError) error = NULL;
@@ -393,62 +511,14 @@ test_signatures_checked (Fixture *f, gconstpointer data)
   g_autoptr(GError) error = NULL;
 
   g_test_summary ("the server checks signatures: a request signed with a wrong secret is refused 403");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, NEEDS_SIGNATURES);
+  if (moto == NULL)
     return;
   wrong = client_for (moto, moto->access_key_id, "not-the-secret");
   g_assert_false (sandstep_s3_create_bucket (wrong, "sandstep-never-made", &error));
   g_assert_error (error, SANDSTEP_S3_ERROR, SANDSTEP_S3_ERROR_REFUSED);
   sandstep_test_assert_contains (error->message, "403 SignatureDoesNotMatch");
   sandstep_test_assert_not_contains (error->message, "not-the-secret");
-}
-
-static void
-test_small_and_multipart (Fixture *f, gconstpointer data)
-{
-  g_autofree char *bucket = NULL;
-  g_autofree char *handle = NULL;
-  g_autofree char *h = NULL;
-  g_autofree char *pair_small = NULL, *pair_big = NULL, *pair_rand = NULL, *pair_file = NULL;
-  g_autofree char *want = NULL;
-  g_autofree char *file_dest = sandstep_test_host_path (f, "random.bin");
-  g_autofree char *small_etag = NULL, *big_etag = NULL;
-  g_autofree char *file_bytes = NULL;
-  g_autoptr(SandstepTestResult) r = NULL;
-  g_autoptr(GBytes) small = NULL, big = NULL, rand = NULL;
-  g_autoptr(GPtrArray) uploads = NULL;
-  gsize want_len, file_len;
-
-  g_test_summary ("a small file goes up with one PutObject and a 21.8 MiB one as a 3-part multipart upload, "
-                  "both byte for byte; in the same set a file:// copy of a random file equals its s3:// copy; "
-                  "no upload is left");
-  if (!need_moto ())
-    return;
-  bucket = new_bucket (moto);
-  handle = sandstep_test_provision (f, NULL);
-  h = handle_arg (handle);
-  g_free (sandstep_test_run_ok (f, handle, "printf 'hello, object storage\\n' > small.txt; seq 1 3000000 > big.txt; "
-                                           "head -c 9000000 /dev/urandom > /tmp/random.bin"));
-  point_at (f, moto->endpoint, moto->access_key_id, moto->secret_access_key);
-  pair_small = g_strdup_printf ("small.txt=s3://%s/reports/small.txt", bucket);
-  pair_big = g_strdup_printf ("big.txt=s3://%s/reports/", bucket);   /* a trailing '/' takes the file's name */
-  pair_rand = g_strdup_printf ("/tmp/random.bin=s3://%s/random.bin", bucket);
-  pair_file = g_strdup_printf ("/tmp/random.bin=file://%s", file_dest);
-  r = sandstep_test_helper (f, "export", h, pair_small, pair_big, pair_rand, pair_file, NULL);
-  sandstep_test_assert_status (r, 0);
-  sandstep_test_assert_contains (r->err, "published 4 files");
-
-  small = get_object (moto, bucket, "reports/small.txt", &small_etag);
-  assert_bytes (small, "hello, object storage\n", strlen ("hello, object storage\n"));
-  g_assert_null (strchr (small_etag, '-'));                        /* one PutObject */
-  want = seq_text (3000000, &want_len);
-  big = get_object (moto, bucket, "reports/big.txt", &big_etag);
-  assert_bytes (big, want, want_len);
-  g_assert_true (g_str_has_suffix (big_etag, "-3\""));             /* three parts of 8 MiB at most */
-  g_assert_true (g_file_get_contents (file_dest, &file_bytes, &file_len, NULL));
-  rand = get_object (moto, bucket, "random.bin", NULL);
-  assert_bytes (rand, file_bytes, file_len);
-  uploads = list_uploads (moto, bucket);
-  g_assert_cmpuint (uploads->len, ==, 0);
 }
 
 static void
@@ -463,7 +533,8 @@ test_one_missing (Fixture *f, gconstpointer data)
 
   g_test_summary ("a set whose last file is missing fails (69) after the others were uploaded, and nothing "
                   "appears: no object, and the multipart upload of the large one aborted");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, NEEDS_ABORT);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -737,7 +808,8 @@ test_server_stops_answering (Fixture *f, gconstpointer data)
   g_test_summary ("an object store that stops answering in the middle of a part: the export gives up after "
                   "--read-timeout (73), naming that part, and nothing appears; both multipart uploads are "
                   "aborted (ListMultipartUploads is empty)");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, NEEDS_ABORT);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -806,6 +878,74 @@ head_value (const char *head, const char *name)
 }
 
 static void
+test_small_and_multipart (Fixture *f, gconstpointer data)
+{
+  g_autofree char *bucket = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *pair_small = NULL, *pair_big = NULL, *pair_rand = NULL, *pair_file = NULL;
+  g_autofree char *want = NULL;
+  g_autofree char *file_dest = sandstep_test_host_path (f, "random.bin");
+  g_autofree char *small_etag = NULL, *big_etag = NULL;
+  g_autofree char *file_bytes = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(GBytes) small = NULL, big = NULL, rand = NULL;
+  g_autoptr(GPtrArray) uploads = NULL;
+  g_autoptr(Proxy) proxy = NULL;
+  g_autofree char *endpoint = NULL;
+  gsize want_len, file_len;
+
+  g_test_summary ("a small file goes up with one PutObject and a 21.8 MiB one as a 3-part multipart upload, "
+                  "both byte for byte; in the same set a file:// copy of a random file equals its s3:// copy; "
+                  "no upload is left");
+  S3Server *moto = need_server (data, 0);
+  if (moto == NULL)
+    return;
+  bucket = new_bucket (moto);
+  handle = sandstep_test_provision (f, NULL);
+  h = handle_arg (handle);
+  g_free (sandstep_test_run_ok (f, handle, "printf 'hello, object storage\\n' > small.txt; seq 1 3000000 > big.txt; "
+                                           "head -c 9000000 /dev/urandom > /tmp/random.bin"));
+  /* Through the proxy, which counts the parts: s3rver's ETag does not. */
+  proxy = proxy_new (moto->port);
+  endpoint = proxy_endpoint (proxy);
+  point_at (f, endpoint, moto->access_key_id, moto->secret_access_key);
+  pair_small = g_strdup_printf ("small.txt=s3://%s/reports/small.txt", bucket);
+  pair_big = g_strdup_printf ("big.txt=s3://%s/reports/", bucket);   /* a trailing '/' takes the file's name */
+  pair_rand = g_strdup_printf ("/tmp/random.bin=s3://%s/random.bin", bucket);
+  pair_file = g_strdup_printf ("/tmp/random.bin=file://%s", file_dest);
+  r = sandstep_test_helper (f, "export", h, pair_small, pair_big, pair_rand, pair_file, NULL);
+  sandstep_test_assert_status (r, 0);
+  sandstep_test_assert_contains (r->err, "published 4 files");
+
+  small = get_object (moto, bucket, "reports/small.txt", &small_etag);
+  assert_bytes (small, "hello, object storage\n", strlen ("hello, object storage\n"));
+  g_assert_null (strchr (small_etag, '-'));                        /* one PutObject */
+  want = seq_text (3000000, &want_len);
+  big = get_object (moto, bucket, "reports/big.txt", &big_etag);
+  assert_bytes (big, want, want_len);
+  /* Three parts of 8 MiB at most: three UploadPart requests, and in moto's ETag. */
+  {
+    g_autofree char *part_of = g_strdup_printf ("PUT /%s/reports/big.txt?partNumber=", bucket);
+    guint parts = 0;
+
+    g_mutex_lock (&proxy->lock);
+    for (guint i = 0; i < proxy->heads->len; i++)
+      if (g_str_has_prefix (proxy->heads->pdata[i], part_of))
+        parts++;
+    g_mutex_unlock (&proxy->lock);
+    g_assert_cmpuint (parts, ==, 3);
+  }
+  if (moto->checks_signatures)   /* moto; s3rver's ETag of a multipart object is its whole MD5 */
+    g_assert_true (g_str_has_suffix (big_etag, "-3\""));
+  g_assert_true (g_file_get_contents (file_dest, &file_bytes, &file_len, NULL));
+  rand = get_object (moto, bucket, "random.bin", NULL);
+  assert_bytes (rand, file_bytes, file_len);
+  uploads = list_uploads (moto, bucket);
+  g_assert_cmpuint (uploads->len, ==, 0);
+}
+
+static void
 test_what_is_signed (Fixture *f, gconstpointer data)
 {
   g_autofree char *bucket = NULL;
@@ -823,7 +963,8 @@ test_what_is_signed (Fixture *f, gconstpointer data)
                   "refuses a wrong one, moto does not check it), each part's that part's bytes, and none is "
                   "aws-chunked, chunked or carries an x-amz-checksum-* header, which S3-compatible servers "
                   "refuse");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, 0);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -889,7 +1030,8 @@ test_no_spool (Fixture *f, gconstpointer data)
 
   g_test_summary ("every s3:// part and small file spools in TMPDIR: a TMPDIR that cannot take one fails the "
                   "export (73) naming it and what to do, before any upload starts; nothing appears");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, 0);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -928,7 +1070,8 @@ test_wrong_credentials (Fixture *f, gconstpointer data)
 
   g_test_summary ("a wrong secret or an unknown key id fails (73) quoting the server's code and message and "
                   "naming where the credentials came from, never the credentials; nothing appears");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, NEEDS_SIGNATURES);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -979,7 +1122,8 @@ test_profile (Fixture *f, gconstpointer data)
 
   g_test_summary ("credentials from a profile of AWS_SHARED_CREDENTIALS_FILE picked by AWS_PROFILE, the region "
                   "and endpoint from AWS_CONFIG_FILE, with no key in the environment");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, 0);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -1030,7 +1174,8 @@ test_no_clobber (Fixture *f, gconstpointer data)
 
   g_test_summary ("--no-clobber against an existing key: the export is refused (73) naming it, before anything "
                   "is uploaded, and the object keeps its content; no other object appears");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, NEEDS_ABORT);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   put_object (moto, bucket, "exists.txt", "old content\n");
@@ -1056,7 +1201,7 @@ test_no_clobber (Fixture *f, gconstpointer data)
 }
 
 typedef struct {
-  Moto *moto;
+  S3Server *moto;
   char *bucket;
   char *trigger;              /* the request target that sets it off */
   char *create_key;           /* the key another writer makes just then */
@@ -1091,7 +1236,8 @@ test_no_clobber_race (Fixture *f, gconstpointer data)
   g_test_summary ("--no-clobber where another writer creates a key between our check and our commit: the "
                   "server refuses that write (412), the error names it and what is already in place, and the "
                   "rest is aborted (the multipart upload of the third file too)");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, NEEDS_CONDITIONAL_WRITES | NEEDS_ABORT);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   handle = sandstep_test_provision (f, NULL);
@@ -1148,7 +1294,7 @@ static const char *const hostile_keys_unchecked[] = {
 };
 
 static void
-export_hostile (Fixture *f, Moto *m, const char *const *names, gsize n)
+export_hostile (Fixture *f, S3Server *m, const char *const *names, gsize n)
 {
   g_autofree char *bucket = new_bucket (m);
   g_autofree char *handle = sandstep_test_provision (f, NULL);
@@ -1191,17 +1337,24 @@ static void
 test_hostile_keys (Fixture *f, gconstpointer data)
 {
   g_autofree char *why = NULL;
-  Moto *unchecked;
+  S3Server *unchecked;
 
   g_test_summary ("hostile keys (spaces, '?', '#', unicode, '+', '%', sub-delimiters) are stored under exactly "
                   "the name given, and read back byte for byte; those moto can verify are signed-checked");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, 0);
+  if (moto == NULL)
     return;
   export_hostile (f, moto, hostile_keys_checked, G_N_ELEMENTS (hostile_keys_checked));
+  if (!moto->checks_signatures)
+    {
+      /* s3rver stores them all; it checks no signature either way. */
+      export_hostile (f, moto, hostile_keys_unchecked, G_N_ELEMENTS (hostile_keys_unchecked));
+      return;
+    }
   unchecked = moto_start (FALSE, &why);
   g_assert_nonnull (unchecked);
   export_hostile (f, unchecked, hostile_keys_unchecked, G_N_ELEMENTS (hostile_keys_unchecked));
-  moto_stop (unchecked);
+  server_stop (unchecked);
 }
 
 static void
@@ -1472,7 +1625,8 @@ test_virtual_hosted (Fixture *f, gconstpointer data)
 
   g_test_summary ("virtual-hosted addressing (BUCKET.endpoint/KEY) signs and stores as path-style does: a "
                   "PutObject through BUCKET.s3.sandstep.test (resolved to loopback here) is read back path-style");
-  if (!need_moto ())
+  S3Server *moto = need_server (data, 0);
+  if (moto == NULL)
     return;
   bucket = new_bucket (moto);
   config = g_new0 (SandstepAwsConfig, 1);
@@ -1500,30 +1654,56 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   if (!g_test_subprocess ())
     {
-      moto = moto_start (TRUE, &moto_missing);
-      if (moto != NULL)
-        moto_make_user (moto);
+      servers[PEER_MOTO] = moto_start (TRUE, &servers_missing[PEER_MOTO]);
+      if (servers[PEER_MOTO] != NULL)
+        moto_make_user (servers[PEER_MOTO]);
+      servers[PEER_S3RVER] = s3rver_start (&servers_missing[PEER_S3RVER]);
     }
 
-#define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
-  ADD ("/s3/moto/signatures-checked", test_signatures_checked);
-  ADD ("/s3/export/small-and-multipart", test_small_and_multipart);
-  ADD ("/s3/export/one-missing", test_one_missing);
-  ADD ("/s3/export/server-stops-answering", test_server_stops_answering);
-  ADD ("/s3/export/what-is-signed", test_what_is_signed);
-  ADD ("/s3/export/no-spool", test_no_spool);
-  ADD ("/s3/export/wrong-credentials", test_wrong_credentials);
-  ADD ("/s3/export/profile", test_profile);
-  ADD ("/s3/export/no-clobber", test_no_clobber);
-  ADD ("/s3/export/no-clobber-race", test_no_clobber_race);
-  ADD ("/s3/export/hostile-keys", test_hostile_keys);
-  ADD ("/s3/export/bad-urls", test_bad_urls);
-  ADD ("/s3/export/https-put", test_https_put);
-  ADD ("/s3/client/virtual-hosted", test_virtual_hosted);
-#undef ADD
+  /* The cases that need a server, against each: moto under /s3/, s3rver under /s3/s3rver/. */
+  for (Peer peer = 0; peer < N_PEERS; peer++)
+    {
+      static const struct {
+        const char *path;
+        void (*func) (Fixture *, gconstpointer);
+      } cases[] = {
+        { "/s3/moto/signatures-checked", test_signatures_checked },
+        { "/s3/export/small-and-multipart", test_small_and_multipart },
+        { "/s3/export/one-missing", test_one_missing },
+        { "/s3/export/server-stops-answering", test_server_stops_answering },
+        { "/s3/export/what-is-signed", test_what_is_signed },
+        { "/s3/export/no-spool", test_no_spool },
+        { "/s3/export/wrong-credentials", test_wrong_credentials },
+        { "/s3/export/profile", test_profile },
+        { "/s3/export/no-clobber", test_no_clobber },
+        { "/s3/export/no-clobber-race", test_no_clobber_race },
+        { "/s3/export/hostile-keys", test_hostile_keys },
+        { "/s3/client/virtual-hosted", test_virtual_hosted },
+      };
+
+      for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+        {
+          g_autofree char *path = NULL;
+
+          if (peer == PEER_MOTO)
+            path = g_strdup (cases[i].path);
+          else if (g_str_has_prefix (cases[i].path, "/s3/moto/"))
+            path = g_strconcat ("/s3/s3rver/", cases[i].path + strlen ("/s3/moto/"), NULL);
+          else
+            path = g_strconcat ("/s3/s3rver/", cases[i].path + strlen ("/s3/"), NULL);
+          g_test_add (path, Fixture, GINT_TO_POINTER (peer), sandstep_test_setup, cases[i].func,
+                      sandstep_test_teardown);
+        }
+    }
+  /* No server: once. */
+  g_test_add ("/s3/export/bad-urls", Fixture, NULL, sandstep_test_setup, test_bad_urls, sandstep_test_teardown);
+  g_test_add ("/s3/export/https-put", Fixture, NULL, sandstep_test_setup, test_https_put, sandstep_test_teardown);
 
   status = g_test_run ();
-  moto_stop (g_steal_pointer (&moto));
-  g_free (moto_missing);
+  for (Peer peer = 0; peer < N_PEERS; peer++)
+    {
+      server_stop (g_steal_pointer (&servers[peer]));
+      g_free (servers_missing[peer]);
+    }
   return status;
 }

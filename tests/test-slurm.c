@@ -760,6 +760,32 @@ main (int argc, char **argv)
       node.dir = g_dir_make_tmp ("sandstep-slurm-XXXXXX", NULL);
       g_assert_nonnull (node.dir);
       g_chmod (node.dir, 0755);
+      /* Jobs of other users run the helper the plugin names: where they cannot reach the build tree (a
+       * checkout under /root, 0700 on Debian), the node runs copies of its programs. */
+      if (!sandstep_test_path_reachable_by_all (node.helper))
+        {
+          g_autofree char *bin = g_build_filename (node.dir, "bin", NULL);
+
+          g_test_message ("other users cannot reach '%s'; the node runs copies in '%s'", node.helper, bin);
+          g_free (node.helper);
+          node.helper = sandstep_test_copy_programs (g_getenv ("SANDSTEP"), bin, 0, 0);
+        }
+      /* srun loads the SPANK plugin as the job's user too. */
+      if (node.spank != NULL && node.spank[0] != '\0' && !sandstep_test_path_reachable_by_all (node.spank))
+        {
+          g_autofree char *copy = g_build_filename (node.dir, "sandstep-spank.so", NULL);
+          g_autofree char *contents = NULL;
+          gsize len = 0;
+          g_autoptr(GError) error = NULL;
+
+          g_file_get_contents (node.spank, &contents, &len, &error);
+          g_assert_no_error (error);
+          g_file_set_contents_full (copy, contents, len, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+          g_assert_no_error (error);
+          g_test_message ("other users cannot reach '%s'; the node loads a copy, '%s'", node.spank, copy);
+          g_free (node.spank);
+          node.spank = g_steal_pointer (&copy);
+        }
       node.node_dir = g_build_filename (node.dir, "node", NULL);
       node.state_dir = g_build_filename (node.dir, "state", NULL);
       node.rundir = g_build_filename (node.node_dir, "spank", NULL);

@@ -207,10 +207,19 @@ typedef struct {
   const char *hint;          /* NULL: no hint line */
 } HintRow;
 
+#define SUDO_HINT "[hint: there is no working sudo here, and none is needed: commands already run as root (uid 0) " \
+                  "inside the sandbox; run the command without sudo]"
+
 static const HintRow hint_rows[] = {
   { "python", FALSE, FALSE, "python -c 'print(1)'", "[hint: there is no 'python' command here; run python3]" },
-  { "sudo", FALSE, FALSE, "sudo id", "[hint: there is no sudo here, and none is needed: commands already run as "
-                                     "root (uid 0) inside the sandbox; run the command without sudo]" },
+  /* sudo from the host's /usr where it is installed, "not found" where it is not. */
+  { "sudo", FALSE, FALSE, "sudo id", SUDO_HINT },
+  /* What sudo 1.9 (Debian 12's) says in a sandbox, so that the row is checked on hosts without sudo too. */
+  { "sudo-installed", FALSE, FALSE, "echo 'sudo: PERM_SUDOERS: setresuid(-1, 1, -1): Invalid argument' >&2; "
+                                    "echo 'sudo: no valid sudoers sources found, quitting' >&2; exit 1", SUDO_HINT },
+  { "sudo-nosuid", FALSE, FALSE, "echo \"sudo: effective uid is not 0, is /usr/bin/sudo on a file system with the "
+                                 "'nosuid' option set or an NFS file system without root privileges?\" >&2; exit 1",
+    SUDO_HINT },
   { "read-only", FALSE, FALSE, "touch /usr/new-file", "[hint: only /workspace and /tmp are writable (the system "
                                                       "and /data are read-only); write under /workspace instead]" },
   { "no-network", FALSE, TRUE, "curl -sS https://example.org/", "[hint: this sandbox has no network access, so "

@@ -324,6 +324,46 @@ close_host_addresses (Supervisor *s, guint32 pasta_gid, GError **error)
   return TRUE;
 }
 
+/* pasta says it is up by writing its pid to the file --pid names.  It opens that file after switching
+ * to its --runas user (passt 0.0~git20230309, Debian 12's), and passt's AppArmor profile lets it write
+ * only files of its own under /tmp or a home: so a FIFO of that user's in a directory of that user's
+ * under /tmp (never TMPDIR, which the profile does not know), read here.  Returns its read end (or -1,
+ * errno set) and the directory, for pasta_ready_remove(). */
+static int
+pasta_ready_open (uid_t uid, gid_t gid, char **out_dir, char **out_fifo)
+{
+  g_autofree char *dir = g_strdup ("/tmp/sandstep-pasta-XXXXXX");
+  g_autofree char *fifo = NULL;
+  int fd, errsv;
+
+  if (g_mkdtemp_full (dir, 0700) == NULL)
+    return -1;
+  fifo = g_build_filename (dir, "ready", NULL);
+  if ((geteuid () != uid && chown (dir, uid, gid) < 0) || mkfifo (fifo, 0600) < 0 ||
+      (geteuid () != uid && chown (fifo, uid, gid) < 0) ||
+      /* Non-blocking: no writer yet; no POLLHUP either until one has come and gone. */
+      (fd = open (fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+    {
+      errsv = errno;
+      unlink (fifo);
+      rmdir (dir);
+      errno = errsv;
+      return -1;
+    }
+  *out_dir = g_steal_pointer (&dir);
+  *out_fifo = g_steal_pointer (&fifo);
+  return fd;
+}
+
+static void
+pasta_ready_remove (char *dir, char *fifo)
+{
+  unlink (fifo);
+  rmdir (dir);
+  g_free (fifo);
+  g_free (dir);
+}
+
 /* network=open: pasta joins the sandbox's network namespace to a user-mode
  * stack on the host side, with no port mapped either way and the gateway
  * not mapped to the host: the sandbox reaches the network as a process of
@@ -334,26 +374,46 @@ start_pasta (Supervisor *s, GError **error)
   g_autofree char *netns_path = g_strdup_printf ("/proc/%d/ns/net", s->init.pid);
   g_autofree char *userns_path = g_strdup_printf ("/proc/%d/ns/user", s->init.pid);
   g_autofree char *runas = NULL;
-  int ready[2], keep[3];
+  char *ready_dir = NULL, *ready_fifo = NULL;
+  int ready, keep[2];
   char *argv[24];
   int n = 0;
   char buf[32];
-  struct pollfd pfd;
-  gboolean ok;
+  struct pollfd pfd[2];
+  gboolean spawned, ok = FALSE;
+  uid_t uid = geteuid ();
+  gid_t gid = getegid ();
+
+  if (uid == 0)
+    {
+      /* The sandbox's own uid owns its namespaces (sandstep-jail.c): the stack runs as that, unless the
+       * host keeps /dev/net/tun to root (0600; Debian's default is 0666), where it runs as root, within
+       * pasta's own confinement.  Its gid is the sandbox's either way: the host-side rule knows it by that. */
+      struct stat tun;
+      guint32 outer_uid, outer_gid;
+      sandstep_jail_outer_ids (s->jail, &outer_uid, &outer_gid);
+      if (stat ("/dev/net/tun", &tun) == 0 && (tun.st_mode & 0006) != 0006)
+        outer_uid = 0;
+      if (!close_host_addresses (s, outer_gid, error))
+        return FALSE;
+      uid = outer_uid;
+      gid = outer_gid;
+      runas = g_strdup_printf ("%u:%u", (unsigned) uid, (unsigned) gid);
+    }
 
   /* The namespaces as fds: pasta, with fewer rights than this process, could not open init's. */
-  keep[1] = open (netns_path, O_RDONLY | O_CLOEXEC);
-  keep[2] = open (userns_path, O_RDONLY | O_CLOEXEC);
-  if (keep[1] < 0 || keep[2] < 0 || pipe2 (ready, O_CLOEXEC) < 0)
+  keep[0] = open (netns_path, O_RDONLY | O_CLOEXEC);
+  keep[1] = open (userns_path, O_RDONLY | O_CLOEXEC);
+  ready = keep[0] >= 0 && keep[1] >= 0 ? pasta_ready_open (uid, gid, &ready_dir, &ready_fifo) : -1;
+  if (ready < 0)
     {
       int errsv = errno;
-      for (int i = 1; i < 3; i++)
+      for (int i = 0; i < 2; i++)
         if (keep[i] >= 0)
           close (keep[i]);
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Could not start the sandbox's network");
     }
-  keep[0] = ready[1];
   argv[n++] = s->pasta_path;
   argv[n++] = (char *) "--config-net";
   argv[n++] = (char *) "--no-map-gw";
@@ -368,45 +428,32 @@ start_pasta (Supervisor *s, GError **error)
   argv[n++] = (char *) "--foreground";
   argv[n++] = (char *) "--quiet";
   argv[n++] = (char *) "--netns";
-  argv[n++] = (char *) "/proc/self/fd/4";
+  argv[n++] = (char *) "/proc/self/fd/3";
   argv[n++] = (char *) "--userns";
-  argv[n++] = (char *) "/proc/self/fd/5";
+  argv[n++] = (char *) "/proc/self/fd/4";
   /* It writes its pid once the namespace's interface is up. */
   argv[n++] = (char *) "--pid";
-  argv[n++] = (char *) "/proc/self/fd/3";
-  if (geteuid () == 0)
+  argv[n++] = ready_fifo;
+  if (runas != NULL)
     {
-      /* The sandbox's own uid owns its namespaces (sandstep-jail.c): the stack runs as that, unless the
-       * host keeps /dev/net/tun to root (0600; Debian's default is 0666), where it runs as root, within
-       * pasta's own confinement.  Its gid is the sandbox's either way: the host-side rule knows it by that. */
-      struct stat tun;
-      guint32 uid, gid;
-      sandstep_jail_outer_ids (s->jail, &uid, &gid);
-      if (stat ("/dev/net/tun", &tun) == 0 && (tun.st_mode & 0006) != 0006)
-        uid = 0;
-      if (!close_host_addresses (s, gid, error))
-        {
-          for (int i = 0; i < 3; i++)
-            close (keep[i]);
-          close (ready[0]);
-          return FALSE;
-        }
-      runas = g_strdup_printf ("%u:%u", uid, gid);
       argv[n++] = (char *) "--runas";
       argv[n++] = runas;
     }
   argv[n] = NULL;
-  ok = spawn_helper (s, argv, keep, 3, &s->pasta, error);
-  for (int i = 0; i < 3; i++)
+  spawned = spawn_helper (s, argv, keep, 2, &s->pasta, error);
+  for (int i = 0; i < 2; i++)
     close (keep[i]);
-  if (!ok)
+  if (spawned)
     {
-      close (ready[0]);
-      return FALSE;
+      /* Up when it writes; gone if it exits first. */
+      pfd[0] = (struct pollfd) { .fd = ready, .events = POLLIN };
+      pfd[1] = (struct pollfd) { .fd = s->pasta.pidfd, .events = POLLIN };
+      ok = poll (pfd, 2, NETWORK_TIMEOUT_MS) > 0 && (pfd[0].revents & POLLIN) && read (ready, buf, sizeof buf) > 0;
     }
-  pfd = (struct pollfd) { .fd = ready[0], .events = POLLIN };
-  ok = poll (&pfd, 1, NETWORK_TIMEOUT_MS) > 0 && read (ready[0], buf, sizeof buf) > 0;
-  close (ready[0]);
+  close (ready);
+  pasta_ready_remove (ready_dir, ready_fifo);
+  if (!spawned)
+    return FALSE;
   if (!ok)
     {
       child_end (&s->pasta);

@@ -1576,6 +1576,50 @@ test_open_network (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpint (NEW_HITS (nf, veth_host), ==, 0);
 }
 
+/* Debian 12 as it installs: udev makes /dev/net/tun 0666, so a root helper runs pasta as the sandbox's
+ * uid (--runas), and Debian 12's pasta opens its --pid file only after switching to it. */
+static void
+test_open_network_tun_0666 (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *tun_dir = sandstep_test_host_path (f, "tun");
+  g_autofree char *wrapper = sandstep_test_host_path (f, "helper-with-tun-0666");
+  g_autofree char *script = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *attack = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (geteuid () != 0)
+    {
+      g_test_skip ("a /dev/net/tun of mode 0666 of this test's own (mknod in a mount namespace) needs root; "
+                   "an unprivileged helper runs pasta as itself, with no --runas");
+      return;
+    }
+  if (!g_file_test ("/dev/net/tun", G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("this kernel has no /dev/net/tun (CONFIG_TUN), which network=open needs");
+      return;
+    }
+  /* Every helper run, and the supervisor it starts, sees a 0666 tun node of its own over /dev/net/tun,
+   * in a mount namespace of its own: the host's node keeps its mode. */
+  g_assert_cmpint (mkdir (tun_dir, 0755), ==, 0);
+  script = g_strdup_printf ("#!/bin/sh\n"
+                            "exec unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs tmpfs \"$0\" && "
+                            "mknod -m 0666 \"$0/tun\" c 10 200 && mount --bind \"$0/tun\" /dev/net/tun && "
+                            "exec \"$@\"' '%s' '%s' \"$@\"\n",
+                            tun_dir, f->helper);
+  g_file_set_contents_full (wrapper, script, -1, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+  g_assert_no_error (error);
+  g_free (f->helper);
+  f->helper = g_strdup (wrapper);
+
+  handle = provision (nf, "--network=open", NULL);
+  attack = g_strdup_printf ("connect %s %u", net.peer_v4, ECHO_PORT);
+  r = run_attack (nf, handle, attack);
+  attack_assert_line (r, "ok");
+  g_assert_cmpint (NEW_HITS (nf, echo), >=, 1);
+}
+
 static void
 test_host_loopback_from_allow (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
 {
@@ -1826,6 +1870,10 @@ static const NetCase net_cases[] = {
     "service answers; the host's address on another interface (no answer, as root: issue 30), its "
     "loopback TCP services (ECONNREFUSED), its abstract unix sockets "
     "(ECONNREFUSED, and absent from /proc/net/unix) and its socket files (ENOENT) stay out of reach" },
+  { "open-tun-0666", test_open_network_tun_0666, FALSE, NULL,
+    "--network=open comes up as root where /dev/net/tun is 0666 (udev's default on Debian 12), so that "
+    "pasta runs as the sandbox's uid and opens its --pid file as that uid: the test host's echo service "
+    "answers" },
   { "refusal-log-injection", test_log_injection, FALSE, NULL,
     "a CONNECT target carrying a newline and terminal escapes is refused as one line: egress.log "
     "gains exactly one line, and neither it nor the helper's stderr carries a raw control "
