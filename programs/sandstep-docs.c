@@ -6,6 +6,7 @@
  *   sandstep-docs make                 > sandstep-make.7
  *   sandstep-docs sandstepd HELP.txt   > sandstepd.8   (HELP.txt: `sandstepd --help`)
  *   sandstep-docs completion           > sandstep      (bash-completion)
+ *   sandstep-docs markdown             > docs/reference.md (test-docs checks it is current)
  */
 #include <stdio.h>
 #include <string.h>
@@ -308,6 +309,104 @@ completion (GString *out)
                         "complete -o default -F _sandstep sandstep\n");
 }
 
+/* @text in a Markdown table cell: pipes escaped. */
+static void
+put_cell (GString *out, const char *text)
+{
+  for (const char *p = text; *p != '\0'; p++)
+    {
+      if (*p == '|')
+        g_string_append_c (out, '\\');
+      g_string_append_c (out, *p);
+    }
+}
+
+static void
+md_option_row (GString *out, const SandstepOption *option)
+{
+  g_autofree char *cli = option_form (option, FALSE);
+  g_autofree char *make = option_form (option, TRUE);
+
+  g_string_append (out, "| `");
+  put_cell (out, cli);
+  g_string_append (out, "` | `");
+  put_cell (out, make);
+  g_string_append (out, "` | ");
+  put_cell (out, option->help);
+  g_string_append (out, option->repeatable ? " (repeatable) |\n" : " |\n");
+}
+
+/* The reference of docs/reference.md: every operator with every option, the exit statuses and the environment,
+ * from the same tables as the man pages. */
+static void
+markdown (GString *out)
+{
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+  gboolean common_done = FALSE;
+
+  g_string_append (out, "# sandstep reference\n\n"
+                        "Written by `sandstep-docs markdown` from the operator table (`operators/sandstep-operators.c`)"
+                        " and the exit statuses of `programs/sandstep-docs.c`; `test-docs` fails when this file is not"
+                        " current (regenerate it with `scripts/update-docs`). Each option is written `--NAME=VALUE` on"
+                        " the command line and `NAME=VALUE` in a make call, `$(sandbox-OPERATOR HANDLE"
+                        " OPTIONS,TEXT)`.\n\n## Operators\n\n| operator | what it does |\n|---|---|\n");
+  for (gsize i = 0; i < n; i++)
+    {
+      g_string_append_printf (out, "| [`%s`](#%s) | ", ops[i].name, ops[i].name);
+      put_cell (out, ops[i].summary);
+      g_string_append (out, " |\n");
+    }
+  for (gsize i = 0; i < n; i++)
+    {
+      gboolean any = FALSE;
+
+      g_string_append_printf (out, "\n### %s\n\n```\nsandstep %s%s [OPTIONS]%s%s\n```\n\n", ops[i].name,
+                              ops[i].name, (ops[i].flags & SANDSTEP_OP_HANDLE) ? " --handle=HANDLE" : "",
+                              ops[i].operands[0] != '\0' ? " " : "", ops[i].operands);
+      g_string_append (out, ops[i].summary);
+      g_string_append (out, ".\n");
+      for (const SandstepOption *o = ops[i].options; o->name != NULL; o++)
+        {
+          if (!any)
+            g_string_append (out, "\n| option | in make | |\n|---|---|---|\n");
+          any = TRUE;
+          md_option_row (out, o);
+        }
+    }
+  g_string_append (out, "\n## Common options\n\nEvery operator that works on one sandbox and holds it while it "
+                        "works takes these.\n\n| option | in make | |\n|---|---|---|\n");
+  for (gsize i = 0; i < n && !common_done; i++)
+    {
+      gsize n_groups = 0;
+      const SandstepOption *const *groups = sandstep_operator_option_groups (&ops[i], &n_groups);
+      if (!((ops[i].flags & SANDSTEP_OP_HANDLE) && (ops[i].flags & SANDSTEP_OP_CLAIMS)))
+        continue;
+      for (gsize g = 0; g < n_groups; g++)
+        if (groups[g] != ops[i].options)
+          for (const SandstepOption *o = groups[g]; o->name != NULL; o++)
+            md_option_row (out, o);
+      common_done = TRUE;
+    }
+  g_string_append (out, "\nA DURATION is seconds, or a number with s, m, h or d (90, 30m, 2h). A SIZE is bytes, or a "
+                        "number with K, M or G. Paths in a sandbox are under /workspace or /tmp; a relative one is "
+                        "under /workspace.\n\n## Exit statuses\n\n`run` passes its command's status through; "
+                        "otherwise:\n\n| status | meaning |\n|---|---|\n");
+  for (gsize i = 0; i < G_N_ELEMENTS (exit_statuses); i++)
+    {
+      g_string_append_printf (out, "| %d | ", exit_statuses[i].status);
+      put_cell (out, exit_statuses[i].meaning);
+      g_string_append (out, " |\n");
+    }
+  g_string_append (out, "\n## Environment\n\n| variable | meaning |\n|---|---|\n");
+  for (gsize i = 0; i < G_N_ELEMENTS (environment); i++)
+    {
+      g_string_append_printf (out, "| `%s` | ", environment[i].name);
+      put_cell (out, environment[i].meaning);
+      g_string_append (out, " |\n");
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -327,9 +426,11 @@ main (int argc, char **argv)
     }
   else if (argc >= 2 && strcmp (argv[1], "completion") == 0)
     completion (out);
+  else if (argc >= 2 && strcmp (argv[1], "markdown") == 0)
+    markdown (out);
   else
     {
-      g_printerr ("usage: sandstep-docs sandstep|make|completion, or sandstep-docs sandstepd HELP.txt\n");
+      g_printerr ("usage: sandstep-docs sandstep|make|completion|markdown, or sandstep-docs sandstepd HELP.txt\n");
       return 64;
     }
   fwrite (out->str, 1, out->len, stdout);
