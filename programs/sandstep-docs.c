@@ -179,6 +179,20 @@ page_sandstep (GString *out)
       g_string_append_printf (out, ".TP\n.B %s\n", environment[i].name);
       put_line (out, environment[i].meaning);
     }
+  g_string_append (out, ".SH EXAMPLES\n");
+  put_line (out, "A sandbox with no network for 30 minutes, a project copied in and tested, a report copied out, "
+                 "and the sandbox released:");
+  g_string_append (out, ".PP\n.nf\n");
+  put_line (out, "sandstep provision --network=none --lifetime=30m > box.sbx");
+  put_line (out, "sandstep put --handle=@box.sbx -- src /workspace/");
+  put_line (out, "sandstep run --handle=@box.sbx --timeout=120 -- 'cd src && make check'");
+  put_line (out, "sandstep export --handle=@box.sbx -- /workspace/src/report.txt=file://$PWD/report.txt");
+  put_line (out, "sandstep release --handle=@box.sbx");
+  g_string_append (out, ".fi\n.PP\n");
+  put_line (out, "Every sandbox of one run reclaimed, whatever state the DAG left:");
+  g_string_append (out, ".PP\n.nf\n");
+  put_line (out, "sandstep gc --run=$SANDSTEP_RUN");
+  g_string_append (out, ".fi\n");
   g_string_append (out, ".SH SEE ALSO\nsandstep\\-make(7), sandstepd(8)\n");
 }
 
@@ -233,6 +247,22 @@ page_make (GString *out)
                  "lines go straight in, another target waits (wait=SECONDS) or is refused (exit 75) naming the "
                  "holder. A recipe that fails half-way keeps the sandbox while that make process lives; the next "
                  "make continues. $(shell ...) calls and the targets of a recursive make are other holders.");
+  g_string_append (out, ".SH EXAMPLES\n");
+  put_line (out, "A sandbox provisioned once, a test run and an agent in it, and its release at the end:");
+  g_string_append (out, ".PP\n.nf\n");
+  put_line (out, "load $(shell pkg-config --variable=plugin sandstep)");
+  put_line (out, ".PRECIOUS: %.sbx");
+  put_line (out, "box.sbx:");
+  put_line (out, "\t$(sandbox-provision network=none lifetime=30m env=LANG) > $@");
+  put_line (out, "test.log: box.sbx");
+  put_line (out, "\t$(sandbox-put @box.sbx,src/ /workspace/src/)");
+  put_line (out, "\t$(sandbox-run @box.sbx timeout=120,cd src && make check) > $@");
+  put_line (out, "report.md: test.log box.sbx");
+  put_line (out, "\t$(sandbox-agent @box.sbx max-turns=30,Fix the failing tests; write report.md) > agent.log");
+  put_line (out, "\t$(sandbox-export @box.sbx,report.md=file://$(abspath $@))");
+  put_line (out, "release: report.md");
+  put_line (out, "\t$(sandbox-release @box.sbx)");
+  g_string_append (out, ".fi\n");
   g_string_append (out, ".SH SEE ALSO\nsandstep(1), sandstepd(8); plugin/README.md in the sources\n");
 }
 
