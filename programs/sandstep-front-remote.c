@@ -532,19 +532,76 @@ done:
 }
 
 int
+sandstep_front_remote_read_reply (int fd, const char *url, const char *local, const char *shown,
+                                  const char *timeout_text, int *out_status)
+{
+  char headers[MAX_HEADERS + 1] = "";
+  size_t headers_len = 0;
+  Body *body;
+  int code, taken, status;
+  char *sep;
+
+  /* The status and headers. */
+  body = calloc (1, sizeof *body);
+  if (body == NULL)
+    return 0;
+  body->fd = fd;
+  body->chunk_left = -1;
+  while ((sep = strstr (headers, "\r\n\r\n")) == NULL || headers_len == 0)
+    {
+      ssize_t got;
+      if (headers_len >= MAX_HEADERS)
+        break;
+      do
+        got = read (fd, headers + headers_len, MAX_HEADERS - headers_len);
+      while (got < 0 && errno == EINTR);
+      if (got <= 0)
+        break;
+      headers_len += (size_t) got;
+      headers[headers_len] = '\0';
+    }
+  if (headers_len == 0 || (sep = strstr (headers, "\r\n\r\n")) == NULL ||
+      sscanf (headers, "HTTP/1.%*d %d", &code) != 1)
+    {
+      /* Sent, and no answer: the command may have started; never sent twice. */
+      fprintf (stderr, "sandstep run: Cannot reach the sandbox server at '%s': %s; check that sandstepd runs "
+               "there and that the URL (--backend, SANDSTEP_BACKEND or the handle) names it\n", url,
+               headers_len == 0 ? "the connection closed before an answer" : "its answer was not HTTP");
+      *out_status = SANDSTEP_EXIT_INTERNAL;
+      free (body);
+      return 1;
+    }
+  if (code != 200)
+    {
+      /* Refused before anything ran: the core asks again, waits if it may, and says why in its words. */
+      free (body);
+      return 0;
+    }
+  *sep = '\0';
+  for (char *h = strstr (headers, "\r\n"); h != NULL; h = strstr (h + 2, "\r\n"))
+    if (strncasecmp (h + 2, "Transfer-Encoding:", 18) == 0 && strstr (h + 20, "chunked") != NULL)
+      body->chunked = 1;
+  taken = (int) (sep + 4 - headers);
+  memcpy (body->buf, headers + taken, headers_len - (size_t) taken);
+  body->end = headers_len - (size_t) taken;
+  status = read_answer (body, url, local, shown, timeout_text);
+  free (body);
+  *out_status = status;
+  return 1;
+}
+
+int
 sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status)
 {
   Server server, backend;
   const char *rest = "";
   const char *local;
-  char url[128], token[MAX_TOKEN], headers[MAX_HEADERS + 1] = "", line_json[65536];
+  char url[128], token[MAX_TOKEN], line_json[65536];
   char *request = NULL;
   double timeout_s = 0, wait_s = 0;
-  size_t json_len = 0, headers_len = 0;
+  size_t json_len = 0;
   const char *allow_http = getenv ("SANDSTEP_ALLOW_HTTP");
-  Body *body = NULL;
-  int fd, code, n, taken = 0;
-  char *sep;
+  int fd, n;
 
   /* Only what the core would read the same way. */
   if (run->owner == NULL || run->holder == NULL || run->backend == NULL || !stdin_is_empty () ||
@@ -618,56 +675,7 @@ sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status)
   explicit_bzero (request, (size_t) n);
   free (request);
 
-  /* The status and headers. */
-  body = calloc (1, sizeof *body);
-  if (body == NULL)
-    {
-      close (fd);
-      return 0;
-    }
-  body->fd = fd;
-  body->chunk_left = -1;
-  while ((sep = strstr (headers, "\r\n\r\n")) == NULL || headers_len == 0)
-    {
-      ssize_t got;
-      if (headers_len >= MAX_HEADERS)
-        break;
-      do
-        got = read (fd, headers + headers_len, MAX_HEADERS - headers_len);
-      while (got < 0 && errno == EINTR);
-      if (got <= 0)
-        break;
-      headers_len += (size_t) got;
-      headers[headers_len] = '\0';
-    }
-  if (headers_len == 0 || (sep = strstr (headers, "\r\n\r\n")) == NULL ||
-      sscanf (headers, "HTTP/1.%*d %d", &code) != 1)
-    {
-      /* Sent, and no answer: the command may have started; never sent twice. */
-      fprintf (stderr, "sandstep run: Cannot reach the sandbox server at '%s': %s; check that sandstepd runs "
-               "there and that the URL (--backend, SANDSTEP_BACKEND or the handle) names it\n", url,
-               headers_len == 0 ? "the connection closed before an answer" : "its answer was not HTTP");
-      *out_status = SANDSTEP_EXIT_INTERNAL;
-      close (fd);
-      free (body);
-      return 1;
-    }
-  if (code != 200)
-    {
-      /* Refused before anything ran: the core asks again, waits if it may, and says why in its words. */
-      close (fd);
-      free (body);
-      return 0;
-    }
-  *sep = '\0';
-  for (char *h = strstr (headers, "\r\n"); h != NULL; h = strstr (h + 2, "\r\n"))
-    if (strncasecmp (h + 2, "Transfer-Encoding:", 18) == 0 && strstr (h + 20, "chunked") != NULL)
-      body->chunked = 1;
-  taken = (int) (sep + 4 - headers);
-  memcpy (body->buf, headers + taken, headers_len - (size_t) taken);
-  body->end = headers_len - (size_t) taken;
-  *out_status = read_answer (body, url, local, run->handle, run->timeout);
+  n = sandstep_front_remote_read_reply (fd, url, local, run->handle, run->timeout, out_status);
   close (fd);
-  free (body);
-  return 1;
+  return n;
 }
