@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -423,6 +424,16 @@ connect_to (const Server *server)
   return fd;
 }
 
+/* The number at @p when it lies in [@min, @max], else @fallback: a server's number past a type's range is no
+ * value this program acts on, and casting it would be undefined (1e300 as an exit status). */
+static double
+number_in (const char *p, double min, double max, double fallback)
+{
+  double n = sandstep_front_json_number (p, fallback);
+
+  return n >= min && n <= max ? n : fallback;
+}
+
 /* The answer after a 200: the claim's line, output, then the result or an error. */
 static int
 read_answer (Body *body, const char *url, const char *local, const char *shown, const char *timeout_text)
@@ -449,10 +460,10 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
           if (sandstep_front_json_member (p, "claim") == NULL)
             break;
           have_claim = 1;
-          outcome.memory = (uint64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "memory"), 0);
-          outcome.pids = (int64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "pids"), 0);
-          outcome.cpu_time_s = (int64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "cpu_time"), 0);
-          outcome.disk = (uint64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "disk"), 0);
+          outcome.memory = (uint64_t) number_in (sandstep_front_json_member (limits, "memory"), 0, 0x1p63, 0);
+          outcome.pids = (int64_t) number_in (sandstep_front_json_member (limits, "pids"), 0, 0x1p62, 0);
+          outcome.cpu_time_s = (int64_t) number_in (sandstep_front_json_member (limits, "cpu_time"), 0, 0x1p62, 0);
+          outcome.disk = (uint64_t) number_in (sandstep_front_json_member (limits, "disk"), 0, 0x1p63, 0);
           outcome.memory = outcome.memory ? outcome.memory : SANDSTEP_DEFAULT_MEMORY;
           outcome.pids = outcome.pids ? outcome.pids : SANDSTEP_DEFAULT_PIDS;
           outcome.cpu_time_s = outcome.cpu_time_s ? outcome.cpu_time_s : SANDSTEP_DEFAULT_CPU_TIME_S;
@@ -488,7 +499,8 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
             snprintf (message, sizeof message, "The sandbox server at '%s' failed without saying why; see its log",
                       url);
           say_error (message, local, shown);
-          status = (int) sandstep_front_json_number (sandstep_front_json_member (v, "exit_status"), SANDSTEP_EXIT_INTERNAL);
+          status = (int) number_in (sandstep_front_json_member (v, "exit_status"), INT_MIN, INT_MAX,
+                                    SANDSTEP_EXIT_INTERNAL);
           goto done;
         }
       if ((v = sandstep_front_json_member (p, "exit")) != NULL)
@@ -508,7 +520,7 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
                 if (notice != NULL && *notice == ',')
                   notice = sandstep_front_json_space (notice + 1);
               }
-          outcome.exit_status = (int) sandstep_front_json_number (v, 0);
+          outcome.exit_status = (int) number_in (v, INT_MIN, INT_MAX, 0);
           outcome.timed_out = sandstep_front_json_boolean (sandstep_front_json_member (p, "timed_out"));
           outcome.applied_timeout_s = sandstep_front_json_number (sandstep_front_json_member (p, "applied_timeout_s"), 0);
           outcome.clamped = sandstep_front_json_boolean (sandstep_front_json_member (p, "clamped"));
