@@ -42,6 +42,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       g_assert_cmpuint (buffer->len, <=, before);
       if (!done || call.died)
         break;
+      /* Each call has a SandstepPythonCall of its own, as in a session. */
+      sandstep_python_call_clear (&call);
     }
   g_free (sandstep_capture_render (out));
   g_free (sandstep_capture_render (err));
