@@ -34,6 +34,17 @@ sandstep_member_int (JsonObject *object, const char *name, gint64 *out)
 }
 
 gboolean
+sandstep_member_number (JsonObject *object, const char *name, double *out)
+{
+  JsonNode *node = value_of_type (object, name, G_TYPE_INT64);
+
+  if (node == NULL && (node = value_of_type (object, name, G_TYPE_DOUBLE)) == NULL)
+    return FALSE;
+  *out = json_node_get_double (node);
+  return TRUE;
+}
+
+gboolean
 sandstep_member_bool (JsonObject *object, const char *name, gboolean *out)
 {
   JsonNode *node = value_of_type (object, name, G_TYPE_BOOLEAN);

@@ -14,6 +14,8 @@ G_BEGIN_DECLS
 
 gboolean sandstep_member_string (JsonObject *object, const char *name, const char **out);
 gboolean sandstep_member_int (JsonObject *object, const char *name, gint64 *out);
+/* An integer or a floating-point number, as a double. */
+gboolean sandstep_member_number (JsonObject *object, const char *name, double *out);
 gboolean sandstep_member_bool (JsonObject *object, const char *name, gboolean *out);
 gboolean sandstep_member_object (JsonObject *object, const char *name, JsonObject **out);
 gboolean sandstep_member_array (JsonObject *object, const char *name, JsonArray **out);

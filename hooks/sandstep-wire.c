@@ -63,6 +63,46 @@ sandstep_wire_error_to_json (const GError *error)
   return sandstep_wire_refusal_to_json (error, kind->wire_code, kind->hint);
 }
 
+/* ---- a peer's members ---- */
+
+/* A member of an object a peer sent, or @fallback when it is absent or of another type: json-glib's own
+ * *_with_default() log a critical when the member is an object or an array (sandstep-members.h). */
+static const char *
+string_or (JsonObject *object, const char *name, const char *fallback)
+{
+  const char *value = fallback;
+
+  sandstep_member_string (object, name, &value);
+  return value;
+}
+
+static gint64
+int_or (JsonObject *object, const char *name, gint64 fallback)
+{
+  gint64 value = fallback;
+
+  sandstep_member_int (object, name, &value);
+  return value;
+}
+
+static double
+number_or (JsonObject *object, const char *name, double fallback)
+{
+  double value = fallback;
+
+  sandstep_member_number (object, name, &value);
+  return value;
+}
+
+static gboolean
+bool_or (JsonObject *object, const char *name, gboolean fallback)
+{
+  gboolean value = fallback;
+
+  sandstep_member_bool (object, name, &value);
+  return value;
+}
+
 GError *
 sandstep_wire_error_from_json (JsonNode *node, guint http_status)
 {
@@ -72,18 +112,18 @@ sandstep_wire_error_from_json (JsonNode *node, guint http_status)
   GError *error;
 
   if (object != NULL)
-    message = json_object_get_string_member_with_default (object, "message", NULL);
+    message = string_or (object, "message", NULL);
   if (message == NULL)
     return g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                         "The sandbox server answered HTTP %u without saying why; see its log", http_status);
-  error = sandstep_error_new_from_name (json_object_get_string_member_with_default (object, "domain", NULL),
-                                        json_object_get_int_member_with_default (object, "error_code", 0), message);
-  holder = json_object_get_string_member_with_default (object, "holder", NULL);
+  error = sandstep_error_new_from_name (string_or (object, "domain", NULL),
+                                        int_or (object, "error_code", 0), message);
+  holder = string_or (object, "holder", NULL);
   if (holder != NULL && error->domain == SANDSTEP_SANDBOX_ERROR)
     sandstep_error_set_holder (error, holder);
   if (error->domain == SANDSTEP_PATH_ERROR && json_object_has_member (object, "limit"))
-    sandstep_error_set_size (error, (guint64) MAX (json_object_get_int_member_with_default (object, "size", 0), 0),
-                             (guint64) MAX (json_object_get_int_member_with_default (object, "limit", 0), 0));
+    sandstep_error_set_size (error, (guint64) MAX (int_or (object, "size", 0), 0),
+                             (guint64) MAX (int_or (object, "limit", 0), 0));
   return error;
 }
 
@@ -359,7 +399,8 @@ sandstep_wire_read_list_reply (JsonObject *object, const char *server)
 
   for (guint i = 0; array != NULL && i < json_array_get_length (array); i++)
     {
-      JsonObject *o = json_array_get_object_element (array, i);
+      JsonNode *element = json_array_get_element (array, i);
+      JsonObject *o = JSON_NODE_HOLDS_OBJECT (element) ? json_node_get_object (element) : NULL;
       g_autoptr(SandstepListEntry) entry = g_new0 (SandstepListEntry, 1);
       g_autofree char *handle = NULL;
       g_autofree char *state = NULL;
@@ -372,9 +413,9 @@ sandstep_wire_read_list_reply (JsonObject *object, const char *server)
       entry->provisioned_by = dup_member (o, "provisioned_by");
       entry->held_by = dup_member (o, "held_by");
       entry->problem = dup_member (o, "problem");
-      entry->created = json_object_get_int_member_with_default (o, "created", 0);
-      entry->expires = json_object_get_int_member_with_default (o, "expires", 0);
-      entry->size = (guint64) MAX (json_object_get_int_member_with_default (o, "size_bytes", 0), 0);
+      entry->created = int_or (o, "created", 0);
+      entry->expires = int_or (o, "expires", 0);
+      entry->size = (guint64) MAX (int_or (o, "size_bytes", 0), 0);
       g_ptr_array_add (entries, g_steal_pointer (&entry));
     }
   return entries;
@@ -423,7 +464,7 @@ gboolean
 sandstep_wire_read_run_request (JsonObject *object, const char **out_command, double *out_timeout_s, GError **error)
 {
   /* An empty command is a command: the shell runs nothing. */
-  *out_command = json_object_get_string_member_with_default (object, "command", NULL);
+  *out_command = string_or (object, "command", NULL);
   if (*out_command == NULL)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING, "no command");
   return sandstep_wire_get_number (object, "timeout_s", 0, out_timeout_s, error);
@@ -478,9 +519,9 @@ sandstep_wire_provision_reply (const char *handle, gboolean existing)
 const char *
 sandstep_wire_read_provision_reply (JsonObject *object, gboolean *out_existing)
 {
-  const char *handle = json_object_get_string_member_with_default (object, "handle", NULL);
+  const char *handle = string_or (object, "handle", NULL);
 
-  *out_existing = json_object_get_boolean_member_with_default (object, "existing", FALSE);
+  *out_existing = bool_or (object, "existing", FALSE);
   return sandstep_handle_is_local (handle) ? handle : NULL;
 }
 
@@ -496,7 +537,7 @@ sandstep_wire_release_reply (gboolean destroyed)
 gboolean
 sandstep_wire_read_release_reply (JsonObject *object)
 {
-  return json_object_get_boolean_member_with_default (object, "destroyed", FALSE);
+  return bool_or (object, "destroyed", FALSE);
 }
 
 JsonObject *
@@ -552,10 +593,10 @@ sandstep_wire_read_claim (JsonObject *object, const char **out_claim, double *ou
 {
   JsonNode *spec = json_object_get_member (object, "spec");
 
-  *out_claim = json_object_get_string_member_with_default (object, "claim", NULL);
+  *out_claim = string_or (object, "claim", NULL);
   if (*out_claim == NULL)
     return FALSE;
-  *out_remaining_s = json_object_get_double_member_with_default (object, "remaining_seconds", 0);
+  *out_remaining_s = number_or (object, "remaining_seconds", 0);
   *out_spec = spec != NULL ? sandstep_spec_from_json (spec, NULL) : NULL;
   if (*out_spec == NULL)
     *out_spec = sandstep_spec_new ();
@@ -569,7 +610,7 @@ sandstep_wire_claim_line (JsonObject *attach_reply, const char *claim)
   JsonNode *spec = json_object_get_member (attach_reply, "spec");
 
   json_object_set_double_member (object, "remaining_seconds",
-                                 json_object_get_double_member_with_default (attach_reply, "remaining_seconds", 0));
+                                 number_or (attach_reply, "remaining_seconds", 0));
   if (spec != NULL)
     json_object_set_member (object, "spec", json_node_copy (spec));
   return object;
@@ -603,12 +644,12 @@ sandstep_wire_read_run_result (JsonObject *object, SandstepRunResult *out)
 {
   if (!json_object_has_member (object, "exit"))
     return FALSE;
-  out->exit_status = (int) json_object_get_int_member (object, "exit");
-  out->timed_out = json_object_get_boolean_member_with_default (object, "timed_out", FALSE);
-  out->applied_timeout_s = json_object_get_double_member_with_default (object, "applied_timeout_s", 0);
-  out->clamped = json_object_get_boolean_member_with_default (object, "clamped", FALSE);
-  out->memory_limit_hit = json_object_get_boolean_member_with_default (object, "memory_limit_hit", FALSE);
-  out->pids_limit_hit = json_object_get_boolean_member_with_default (object, "pids_limit_hit", FALSE);
+  out->exit_status = (int) int_or (object, "exit", 0);
+  out->timed_out = bool_or (object, "timed_out", FALSE);
+  out->applied_timeout_s = number_or (object, "applied_timeout_s", 0);
+  out->clamped = bool_or (object, "clamped", FALSE);
+  out->memory_limit_hit = bool_or (object, "memory_limit_hit", FALSE);
+  out->pids_limit_hit = bool_or (object, "pids_limit_hit", FALSE);
   return TRUE;
 }
 
@@ -690,10 +731,10 @@ sandstep_wire_read_entries (JsonObject *object)
     {
       JsonNode *element = json_array_get_element (array, i);
       JsonObject *o = JSON_NODE_HOLDS_OBJECT (element) ? json_node_get_object (element) : NULL;
-      const char *raw = o != NULL ? json_object_get_string_member_with_default (o, "name_b64", NULL) : NULL;
+      const char *raw = o != NULL ? string_or (o, "name_b64", NULL) : NULL;
       SandstepDirEntry *entry;
 
-      if (o == NULL || json_object_get_string_member_with_default (o, "name", NULL) == NULL)
+      if (o == NULL || string_or (o, "name", NULL) == NULL)
         continue;
       entry = g_new0 (SandstepDirEntry, 1);
       if (raw != NULL)
@@ -706,7 +747,7 @@ sandstep_wire_read_entries (JsonObject *object)
         }
       else
         entry->name = g_strdup (json_object_get_string_member (o, "name"));
-      entry->is_dir = json_object_get_boolean_member_with_default (o, "is_dir", FALSE);
+      entry->is_dir = bool_or (o, "is_dir", FALSE);
       g_ptr_array_add (entries, entry);
     }
   return entries;
@@ -741,13 +782,13 @@ sandstep_wire_put_end_line (gsize *out_len)
 gboolean
 sandstep_wire_read_put_entry (JsonObject *object, SandstepWirePutEntry *out)
 {
-  if (json_object_get_boolean_member_with_default (object, "end", FALSE))
+  if (bool_or (object, "end", FALSE))
     return FALSE;
-  out->path = json_object_get_string_member_with_default (object, "path", NULL);
-  out->type = json_object_get_string_member_with_default (object, "type", NULL);
-  out->mode = json_object_get_int_member_with_default (object, "mode", 0644);
-  out->size = json_object_get_int_member_with_default (object, "size", 0);
-  out->target = json_object_get_string_member_with_default (object, "target", NULL);
+  out->path = string_or (object, "path", NULL);
+  out->type = string_or (object, "type", NULL);
+  out->mode = int_or (object, "mode", 0644);
+  out->size = int_or (object, "size", 0);
+  out->target = string_or (object, "target", NULL);
   return TRUE;
 }
 
@@ -774,8 +815,8 @@ sandstep_wire_read_data_line (JsonObject *object, int *out_stream)
   if (!json_object_has_member (object, "data"))
     return NULL;
   if (out_stream != NULL)
-    *out_stream = json_object_get_int_member_with_default (object, "stream", 1) == 2 ? 2 : 1;
-  data = g_base64_decode (json_object_get_string_member_with_default (object, "data", ""), &len);
+    *out_stream = int_or (object, "stream", 1) == 2 ? 2 : 1;
+  data = g_base64_decode (string_or (object, "data", ""), &len);
   return g_bytes_new_take (data, len);
 }
 

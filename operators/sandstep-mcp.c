@@ -39,13 +39,18 @@ struct _ToolJob {
 
 /* ---- JSON-RPC messages ---- */
 
+/* Every message we send is UTF-8, whatever the text it quotes held: json-glib reads an octal escape ("\202")
+ * and a lone surrogate ("\ud800") into bytes that are not UTF-8, and echoes them in its parse errors and in the
+ * strings it parsed (a method's name). */
 static char *
 to_json (JsonNode *node)
 {
   g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autofree char *text = NULL;
 
   json_generator_set_root (generator, node);
-  return json_generator_to_data (generator, NULL);
+  text = json_generator_to_data (generator, NULL);
+  return g_utf8_validate (text, -1, NULL) ? g_steal_pointer (&text) : g_utf8_make_valid (text, -1);
 }
 
 static char *

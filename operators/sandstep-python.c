@@ -284,17 +284,13 @@ typedef enum {
   WAIT_BROKEN,      /* a frame we cannot read */
 } WaitOutcome;
 
-/* Takes the complete frames out of the buffer.  Returns TRUE when @id's
- * result (or, for id 0, the hello) came; FALSE with *@broken set when a
- * frame is bad. */
-static gboolean
-parse_frames (Interpreter *interpreter, guint64 id, SandstepPythonCall *call, char **broken)
+gboolean
+sandstep_python_parse_frames (GByteArray *buffer, guint64 id, SandstepPythonCall *call, char **broken)
 {
-  GByteArray *buffer = interpreter->buffer;
-
   for (;;)
     {
-      const guint8 *nl = memchr (buffer->data, '\n', MIN (buffer->len, MAX_HEADER));
+      /* An empty array may have no data at all, which memchr must not be given. */
+      const guint8 *nl = buffer->len > 0 ? memchr (buffer->data, '\n', MIN (buffer->len, MAX_HEADER)) : NULL;
       g_autofree char *header = NULL;
       g_auto(GStrv) words = NULL;
       guint64 length = 0;
@@ -388,7 +384,7 @@ wait_for (Interpreter *interpreter, const char *request, guint64 id, gint64 dead
   gsize to_write = request != NULL ? strlen (request) : 0;
   gboolean out_open = TRUE, err_open = TRUE;
 
-  if (parse_frames (interpreter, id, call, broken))
+  if (sandstep_python_parse_frames (interpreter->buffer, id, call, broken))
     return WAIT_RESULT;
   if (*broken != NULL)
     return WAIT_BROKEN;
@@ -445,7 +441,7 @@ wait_for (Interpreter *interpreter, const char *request, guint64 id, gint64 dead
                   return WAIT_BROKEN;
                 }
               g_byte_array_append (interpreter->buffer, (const guint8 *) chunk, n);
-              if (parse_frames (interpreter, id, call, broken))
+              if (sandstep_python_parse_frames (interpreter->buffer, id, call, broken))
                 return WAIT_RESULT;
               if (*broken != NULL)
                 return WAIT_BROKEN;

@@ -76,6 +76,12 @@ typedef struct {
 
 void sandstep_python_call_clear (SandstepPythonCall *call);
 
+/* The driver's frames on the interpreter's stdout ("KIND [STREAM] LENGTH\n" and LENGTH bytes: O output, H hello,
+ * R a result's JSON, D the interpreter's death), bytes the sandbox wrote.  Takes the complete frames out of
+ * @buffer into @call: TRUE when @id's result (for id 0, the hello) came; FALSE with *@broken set when a frame
+ * is bad, else when more bytes are needed. */
+gboolean sandstep_python_parse_frames (GByteArray *buffer, guint64 id, SandstepPythonCall *call, char **broken);
+
 /* Runs @code for at most @timeout_s (already checked and clamped by the
  * caller to the limits, the budget left and the sandbox's lifetime). */
 void sandstep_python_session_run (SandstepPythonSession *session, const char *code, double timeout_s,

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -423,6 +424,16 @@ connect_to (const Server *server)
   return fd;
 }
 
+/* The number at @p when it lies in [@min, @max], else @fallback: a server's number past a type's range is no
+ * value this program acts on, and casting it would be undefined (1e300 as an exit status). */
+static double
+number_in (const char *p, double min, double max, double fallback)
+{
+  double n = sandstep_front_json_number (p, fallback);
+
+  return n >= min && n <= max ? n : fallback;
+}
+
 /* The answer after a 200: the claim's line, output, then the result or an error. */
 static int
 read_answer (Body *body, const char *url, const char *local, const char *shown, const char *timeout_text)
@@ -449,10 +460,10 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
           if (sandstep_front_json_member (p, "claim") == NULL)
             break;
           have_claim = 1;
-          outcome.memory = (uint64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "memory"), 0);
-          outcome.pids = (int64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "pids"), 0);
-          outcome.cpu_time_s = (int64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "cpu_time"), 0);
-          outcome.disk = (uint64_t) sandstep_front_json_number (sandstep_front_json_member (limits, "disk"), 0);
+          outcome.memory = (uint64_t) number_in (sandstep_front_json_member (limits, "memory"), 0, 0x1p63, 0);
+          outcome.pids = (int64_t) number_in (sandstep_front_json_member (limits, "pids"), 0, 0x1p62, 0);
+          outcome.cpu_time_s = (int64_t) number_in (sandstep_front_json_member (limits, "cpu_time"), 0, 0x1p62, 0);
+          outcome.disk = (uint64_t) number_in (sandstep_front_json_member (limits, "disk"), 0, 0x1p63, 0);
           outcome.memory = outcome.memory ? outcome.memory : SANDSTEP_DEFAULT_MEMORY;
           outcome.pids = outcome.pids ? outcome.pids : SANDSTEP_DEFAULT_PIDS;
           outcome.cpu_time_s = outcome.cpu_time_s ? outcome.cpu_time_s : SANDSTEP_DEFAULT_CPU_TIME_S;
@@ -488,7 +499,8 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
             snprintf (message, sizeof message, "The sandbox server at '%s' failed without saying why; see its log",
                       url);
           say_error (message, local, shown);
-          status = (int) sandstep_front_json_number (sandstep_front_json_member (v, "exit_status"), SANDSTEP_EXIT_INTERNAL);
+          status = (int) number_in (sandstep_front_json_member (v, "exit_status"), INT_MIN, INT_MAX,
+                                    SANDSTEP_EXIT_INTERNAL);
           goto done;
         }
       if ((v = sandstep_front_json_member (p, "exit")) != NULL)
@@ -508,7 +520,7 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
                 if (notice != NULL && *notice == ',')
                   notice = sandstep_front_json_space (notice + 1);
               }
-          outcome.exit_status = (int) sandstep_front_json_number (v, 0);
+          outcome.exit_status = (int) number_in (v, INT_MIN, INT_MAX, 0);
           outcome.timed_out = sandstep_front_json_boolean (sandstep_front_json_member (p, "timed_out"));
           outcome.applied_timeout_s = sandstep_front_json_number (sandstep_front_json_member (p, "applied_timeout_s"), 0);
           outcome.clamped = sandstep_front_json_boolean (sandstep_front_json_member (p, "clamped"));
@@ -532,19 +544,76 @@ done:
 }
 
 int
+sandstep_front_remote_read_reply (int fd, const char *url, const char *local, const char *shown,
+                                  const char *timeout_text, int *out_status)
+{
+  char headers[MAX_HEADERS + 1] = "";
+  size_t headers_len = 0;
+  Body *body;
+  int code, taken, status;
+  char *sep;
+
+  /* The status and headers. */
+  body = calloc (1, sizeof *body);
+  if (body == NULL)
+    return 0;
+  body->fd = fd;
+  body->chunk_left = -1;
+  while ((sep = strstr (headers, "\r\n\r\n")) == NULL || headers_len == 0)
+    {
+      ssize_t got;
+      if (headers_len >= MAX_HEADERS)
+        break;
+      do
+        got = read (fd, headers + headers_len, MAX_HEADERS - headers_len);
+      while (got < 0 && errno == EINTR);
+      if (got <= 0)
+        break;
+      headers_len += (size_t) got;
+      headers[headers_len] = '\0';
+    }
+  if (headers_len == 0 || (sep = strstr (headers, "\r\n\r\n")) == NULL ||
+      sscanf (headers, "HTTP/1.%*d %d", &code) != 1)
+    {
+      /* Sent, and no answer: the command may have started; never sent twice. */
+      fprintf (stderr, "sandstep run: Cannot reach the sandbox server at '%s': %s; check that sandstepd runs "
+               "there and that the URL (--backend, SANDSTEP_BACKEND or the handle) names it\n", url,
+               headers_len == 0 ? "the connection closed before an answer" : "its answer was not HTTP");
+      *out_status = SANDSTEP_EXIT_INTERNAL;
+      free (body);
+      return 1;
+    }
+  if (code != 200)
+    {
+      /* Refused before anything ran: the core asks again, waits if it may, and says why in its words. */
+      free (body);
+      return 0;
+    }
+  *sep = '\0';
+  for (char *h = strstr (headers, "\r\n"); h != NULL; h = strstr (h + 2, "\r\n"))
+    if (strncasecmp (h + 2, "Transfer-Encoding:", 18) == 0 && strstr (h + 20, "chunked") != NULL)
+      body->chunked = 1;
+  taken = (int) (sep + 4 - headers);
+  memcpy (body->buf, headers + taken, headers_len - (size_t) taken);
+  body->end = headers_len - (size_t) taken;
+  status = read_answer (body, url, local, shown, timeout_text);
+  free (body);
+  *out_status = status;
+  return 1;
+}
+
+int
 sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status)
 {
   Server server, backend;
   const char *rest = "";
   const char *local;
-  char url[128], token[MAX_TOKEN], headers[MAX_HEADERS + 1] = "", line_json[65536];
+  char url[128], token[MAX_TOKEN], line_json[65536];
   char *request = NULL;
   double timeout_s = 0, wait_s = 0;
-  size_t json_len = 0, headers_len = 0;
+  size_t json_len = 0;
   const char *allow_http = getenv ("SANDSTEP_ALLOW_HTTP");
-  Body *body = NULL;
-  int fd, code, n, taken = 0;
-  char *sep;
+  int fd, n;
 
   /* Only what the core would read the same way. */
   if (run->owner == NULL || run->holder == NULL || run->backend == NULL || !stdin_is_empty () ||
@@ -618,56 +687,7 @@ sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status)
   explicit_bzero (request, (size_t) n);
   free (request);
 
-  /* The status and headers. */
-  body = calloc (1, sizeof *body);
-  if (body == NULL)
-    {
-      close (fd);
-      return 0;
-    }
-  body->fd = fd;
-  body->chunk_left = -1;
-  while ((sep = strstr (headers, "\r\n\r\n")) == NULL || headers_len == 0)
-    {
-      ssize_t got;
-      if (headers_len >= MAX_HEADERS)
-        break;
-      do
-        got = read (fd, headers + headers_len, MAX_HEADERS - headers_len);
-      while (got < 0 && errno == EINTR);
-      if (got <= 0)
-        break;
-      headers_len += (size_t) got;
-      headers[headers_len] = '\0';
-    }
-  if (headers_len == 0 || (sep = strstr (headers, "\r\n\r\n")) == NULL ||
-      sscanf (headers, "HTTP/1.%*d %d", &code) != 1)
-    {
-      /* Sent, and no answer: the command may have started; never sent twice. */
-      fprintf (stderr, "sandstep run: Cannot reach the sandbox server at '%s': %s; check that sandstepd runs "
-               "there and that the URL (--backend, SANDSTEP_BACKEND or the handle) names it\n", url,
-               headers_len == 0 ? "the connection closed before an answer" : "its answer was not HTTP");
-      *out_status = SANDSTEP_EXIT_INTERNAL;
-      close (fd);
-      free (body);
-      return 1;
-    }
-  if (code != 200)
-    {
-      /* Refused before anything ran: the core asks again, waits if it may, and says why in its words. */
-      close (fd);
-      free (body);
-      return 0;
-    }
-  *sep = '\0';
-  for (char *h = strstr (headers, "\r\n"); h != NULL; h = strstr (h + 2, "\r\n"))
-    if (strncasecmp (h + 2, "Transfer-Encoding:", 18) == 0 && strstr (h + 20, "chunked") != NULL)
-      body->chunked = 1;
-  taken = (int) (sep + 4 - headers);
-  memcpy (body->buf, headers + taken, headers_len - (size_t) taken);
-  body->end = headers_len - (size_t) taken;
-  *out_status = read_answer (body, url, local, run->handle, run->timeout);
+  n = sandstep_front_remote_read_reply (fd, url, local, run->handle, run->timeout, out_status);
   close (fd);
-  free (body);
-  return 1;
+  return n;
 }

@@ -23,3 +23,10 @@ typedef struct {
  * comes before anything ran (busy, another owner, a bad token) is also 0:
  * the core asks again and says it in its words. */
 int sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status);
+
+/* Reads the answer to a claim-run sent on @fd (left open) as sandstep_front_remote_run() does: 0 when the server
+ * refused it before anything ran; else 1, with the status to exit with in @out_status and what to say already
+ * said (the command's output on fds 1 and 2, then its report on stderr).  @url names the server in messages,
+ * @local is the handle it knows and @shown the caller's, @timeout_text --timeout's text (NULL: none). */
+int sandstep_front_remote_read_reply (int fd, const char *url, const char *local, const char *shown,
+                                      const char *timeout_text, int *out_status);

@@ -91,8 +91,7 @@ peer_is_ours (Supervisor *s, int conn)
 
 typedef struct {
   char *buf;
-  const char *field[SANDSTEP_RUN_FIELDS];
-  GPtrArray *env;
+  SandstepSupervisorRequest text;   /* into buf */
   int fds[5];       /* stdin, stdout, stderr, the start mark, the caller's claim */
   int n_fds;
 } Request;
@@ -101,7 +100,7 @@ static void
 request_clear (Request *request)
 {
   g_free (request->buf);
-  g_clear_pointer (&request->env, g_ptr_array_unref);
+  g_clear_pointer (&request->text.env, g_ptr_array_unref);
   for (int i = 0; i < request->n_fds; i++)
     close (request->fds[i]);
   request->n_fds = 0;
@@ -117,8 +116,6 @@ receive_request (int conn, Request *request)
                         .msg_controllen = sizeof cmsg_buf.buf };
   struct cmsghdr *cmsg;
   ssize_t size, n;
-  const char *p, *end;
-  int field = 0;
 
   if (poll (&pfd, 1, REQUEST_TIMEOUT_MS) <= 0)
     return FALSE;
@@ -141,15 +138,30 @@ receive_request (int conn, Request *request)
         }
   if (n != size || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
     return FALSE;
-  request->buf[size] = '\0';
-  request->env = g_ptr_array_new ();
-  for (p = request->buf, end = request->buf + size; p < end; p += strlen (p) + 1)
+  return sandstep_supervisor_parse_request (request->buf, size, &request->text);
+}
+
+gboolean
+sandstep_supervisor_parse_request (char *buf, gsize size, SandstepSupervisorRequest *out)
+{
+  const char *p, *end;
+  int field = 0;
+
+  memset (out, 0, sizeof *out);
+  buf[size] = '\0';
+  out->env = g_ptr_array_new ();
+  for (p = buf, end = buf + size; p < end; p += strlen (p) + 1)
     if (field < SANDSTEP_RUN_FIELDS)
-      request->field[field++] = p;
+      out->field[field++] = p;
     else
-      g_ptr_array_add (request->env, (gpointer) p);
-  g_ptr_array_add (request->env, NULL);
-  return field == SANDSTEP_RUN_FIELDS && strcmp (request->field[SANDSTEP_RUN_FIELD_MAGIC], SANDSTEP_RUN_MAGIC) == 0;
+      g_ptr_array_add (out->env, (gpointer) p);
+  g_ptr_array_add (out->env, NULL);
+  if (field != SANDSTEP_RUN_FIELDS || strcmp (out->field[SANDSTEP_RUN_FIELD_MAGIC], SANDSTEP_RUN_MAGIC) != 0)
+    return FALSE;
+  out->have_timeout = out->field[SANDSTEP_RUN_FIELD_TIMEOUT][0] != '\0';
+  return (out->field[SANDSTEP_RUN_FIELD_WAIT][0] == '\0' ||
+          parse_seconds (out->field[SANDSTEP_RUN_FIELD_WAIT], TRUE, &out->wait_s)) &&
+         (!out->have_timeout || parse_seconds (out->field[SANDSTEP_RUN_FIELD_TIMEOUT], FALSE, &out->timeout_s));
 }
 
 /* Answers a caller without running anything; its request is read first, so that the answer arrives. */
@@ -319,7 +331,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   Command *command = NULL;
   SandstepRunKind answer = SANDSTEP_RUN_FALLBACK;   /* what a caller sent away hears; 0: nothing */
   const char *owner, *holder;
-  double timeout_s = 0, wait_s, remaining;
+  double timeout_s, remaining;
   gboolean have_timeout;
   int stdio[3];
 
@@ -328,20 +340,20 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
       !is_pipe (request.fds[3]))
     goto drop;
   /* Anything the ordinary path would judge, it judges, word for word. */
-  owner = request.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.field[SANDSTEP_RUN_FIELD_OWNER] : s->default_owner;
-  holder = request.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.field[SANDSTEP_RUN_FIELD_HOLDER] : s->default_holder;
-  have_timeout = request.field[SANDSTEP_RUN_FIELD_TIMEOUT][0] != '\0';
-  if (strcmp (request.field[SANDSTEP_RUN_FIELD_HANDLE], s->handle) != 0 || strcmp (owner, s->owner) != 0 ||
-      !g_utf8_validate (holder, -1, NULL) || !sandstep_supervisor_alive (s) ||
-      (request.field[SANDSTEP_RUN_FIELD_WAIT][0] && !parse_seconds (request.field[SANDSTEP_RUN_FIELD_WAIT], TRUE,
-                                                                     &wait_s)) ||
-      (have_timeout && !parse_seconds (request.field[SANDSTEP_RUN_FIELD_TIMEOUT], FALSE, &timeout_s)))
+  owner = request.text.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.text.field[SANDSTEP_RUN_FIELD_OWNER]
+                                                           : s->default_owner;
+  holder = request.text.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.text.field[SANDSTEP_RUN_FIELD_HOLDER]
+                                                             : s->default_holder;
+  have_timeout = request.text.have_timeout;
+  timeout_s = request.text.timeout_s;
+  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_HANDLE], s->handle) != 0 || strcmp (owner, s->owner) != 0 ||
+      !g_utf8_validate (holder, -1, NULL) || !sandstep_supervisor_alive (s))
     goto drop;
 
   command = g_new0 (Command, 1);
   command->conn = conn;
   command->caller_claim = -1;
-  if (strcmp (request.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
+  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
     {
       if (request.n_fds < 5 || !caller_holds_claim (s, request.fds[4]))
         goto drop;
@@ -355,7 +367,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
       command->own_claim = TRUE;
       /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
       if (held_by_other_step (s, holder) ||
-          !sandstep_step_scan (request.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
+          !sandstep_step_scan (request.text.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
         {
           command->step.pid = 0;
           goto drop;
@@ -390,7 +402,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
     }
   s->current = command;
   memcpy (stdio, request.fds, sizeof stdio);
-  if (!send_run (s, request.field[SANDSTEP_RUN_FIELD_COMMAND], (char **) request.env->pdata, stdio))
+  if (!send_run (s, request.text.field[SANDSTEP_RUN_FIELD_COMMAND], (char **) request.text.env->pdata, stdio))
     {
       command->interrupted = TRUE;
       s->stale = TRUE;

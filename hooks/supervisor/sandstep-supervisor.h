@@ -19,6 +19,7 @@
 
 #include <glib.h>
 
+#include "sandstep-run-wire.h"
 #include "sandstep-supervisor-start.h"
 
 G_BEGIN_DECLS
@@ -29,5 +30,19 @@ G_BEGIN_DECLS
  * jail its starter gave it (@jail_pid, at the fds sandstep-supervisor-start.h
  * names; 0: none).  Returns the exit status of the supervisor. */
 int sandstep_supervisor_main (const char *handle, int jail_pid);
+
+/* A caller's request as the supervisor reads it (sandstep-run-wire.h). */
+typedef struct {
+  const char *field[SANDSTEP_RUN_FIELDS];
+  GPtrArray *env;             /* the NAME=VALUE strings after the fields, NULL-terminated */
+  gboolean have_timeout;
+  double wait_s, timeout_s;   /* when given */
+} SandstepSupervisorRequest;
+
+/* Reads the @size bytes of a request at @buf, which has room for one more: FALSE unless they hold every field,
+ * this build's magic and, where given, a wait and a timeout that `sandstep run` would take as they are (any
+ * other goes to the core, which says what is wrong).  The strings point into @buf; @out->env is the caller's to
+ * free, also on FALSE.  The bytes come from any process of this user: nothing in them is trusted. */
+gboolean sandstep_supervisor_parse_request (char *buf, gsize size, SandstepSupervisorRequest *out);
 
 G_END_DECLS
