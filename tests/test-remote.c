@@ -2426,6 +2426,52 @@ test_token_file_lines (void)
   g_rmdir (dir);
 }
 
+/* ---- gc ---- */
+
+static void
+test_gc_spares_live (Fixture *f, gconstpointer data)
+{
+  g_autoptr(SoupSession) session = plain_session ();
+  Server *s = &f->server;
+  g_autofree char *gc_url = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  const char *bodies[] = { "{\"expired_only\":false}", "{\"run\":null,\"expired_only\":false}",
+                           "{\"expired_only\":false,\"broken\":true}" };
+
+  g_test_summary ("issue 30 item 8: POST /v1/gc {\"expired_only\":false} without a run is refused (400) and ends no "
+                  "live sandbox (it destroyed every one the token reached); with the run named it still does");
+  fixture_start (f);
+  gc_url = api (s, "/v1/gc");
+  {
+    g_autoptr(Result) r = helper (f, "provision", "--lifetime=10m", NULL);
+    assert_status (r, 0);
+    handle = g_strstrip (g_strdup (r->out));
+    h = g_strconcat ("--handle=", handle, NULL);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS (bodies); i++)
+    {
+      g_autoptr(GBytes) body = text_bytes (bodies[i]);
+      Answer a = { 0 };
+
+      request (session, "POST", gc_url, s->token, NULL, body, NULL, &a);
+      g_test_message ("%s: %u %s", bodies[i], a.status, a.body);
+      assert_error (&a, 400, "bad-request");
+      g_assert_nonnull (strstr (a.body, "expired_only"));
+      g_free (a.body);
+      {
+        g_autoptr(Result) r = helper (f, "describe", h, NULL);
+        assert_status (r, 0);
+      }
+    }
+  /* The run named: its live sandbox goes, as `sandstep gc --run=RUN` does. */
+  {
+    g_autoptr(Result) r = helper (f, "gc", "--run", f->run, NULL);
+    assert_status (r, 0);
+    assert_contains (r->out, handle);
+  }
+}
+
 /* ---- slow and hostile clients ---- */
 
 /* A TCP connection to the fixture's server from @source (e.g. "127.0.0.2"); its fd. */
@@ -2720,6 +2766,7 @@ main (int argc, char **argv)
   ADD ("/remote/auth/own-token", test_own_token);
   ADD ("/remote/auth/web-pages-refused", test_web_pages_refused);
   ADD ("/remote/auth/owner-tokens", test_owner_tokens);
+  ADD ("/remote/gc/spares-live", test_gc_spares_live);
   ADD ("/remote/auth/token-file-errors", test_token_file_errors);
   g_test_add_func ("/remote/auth/token-file-lines", test_token_file_lines);
   ADD ("/remote/auth/token-only-to-its-server", test_token_only_to_its_server);
