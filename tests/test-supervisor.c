@@ -773,6 +773,139 @@ test_other_user_refused (Fixture *f, gconstpointer data)
   g_assert_true (process_alive (supervisor));
 }
 
+/* A listening unix socket at @path made with @user's effective uid (the file, and SO_PEERCRED, are
+ * @user's), as another user's planted supervisor would be. */
+static int
+listen_as (SandstepTestUser *user, const char *path)
+{
+  struct sockaddr_un address = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpuint (strlen (path), <, sizeof address.sun_path);
+  strcpy (address.sun_path, path);
+  g_assert_cmpint (setegid (user->gid), ==, 0);
+  g_assert_cmpint (seteuid (user->uid), ==, 0);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+  g_assert_cmpint (listen (fd, 16), ==, 0);
+  g_assert_cmpint (seteuid (0), ==, 0);
+  g_assert_cmpint (setegid (0), ==, 0);
+  return fd;
+}
+
+/* The bytes every connection made to @listener so far sent it. */
+static gsize
+bytes_sent_to (int listener, guint *out_connections)
+{
+  gsize total = 0;
+  int conn;
+
+  *out_connections = 0;
+  while ((conn = accept4 (listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+    {
+      char buf[65536];
+      ssize_t n;
+
+      (*out_connections)++;
+      while ((n = recv (conn, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+        total += n;
+      close (conn);
+    }
+  return total;
+}
+
+static void
+test_foreign_state_dir (Fixture *f, gconstpointer data)
+{
+  const char *handle = "sandstep-00000000deadbeef";
+  g_autofree char *evil = g_build_filename (f->host_dir, "evil-state", NULL);
+  g_autofree char *evil_boxes = g_build_filename (evil, "sandboxes", NULL);
+  g_autofree char *evil_box = g_build_filename (evil_boxes, handle, NULL);
+  g_autofree char *evil_sock = g_build_filename (evil_box, SANDSTEP_RUN_SOCKET, NULL);
+  g_autofree char *own = NULL;
+  g_autofree char *own_box = NULL;
+  g_autofree char *own_sock = NULL;
+  g_autofree char *own_boxes = g_build_filename (f->state_dir, "sandboxes", NULL);
+  g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *reason = NULL;
+  g_autoptr(SandstepTestUser) user = NULL;
+  const char *opened[] = { f->base_dir, f->host_dir, f->state_dir, own_boxes };
+  struct stat st_opened[G_N_ELEMENTS (opened)];
+  guint connections = 0;
+  int listener;
+
+  g_test_summary ("issue 30 item 3: a state directory another user made (with a supervisor.sock planted in it) is "
+                  "refused with one line, and nothing is sent to the planted socket; in the caller's own state "
+                  "directory, a supervisor.sock another user serves (SO_PEERCRED) gets nothing either");
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      g_test_skip (reason);
+      return;
+    }
+  own = sandstep_test_provision (f, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    {
+      g_assert_cmpint (stat (opened[i], &st_opened[i]), ==, 0);
+      g_assert_cmpint (chmod (opened[i], 0711), ==, 0);
+    }
+
+  /* 1. The whole state directory is the other user's, as one made in /tmp before root's first run. */
+  g_assert_cmpint (mkdir (evil, 0755), ==, 0);
+  g_assert_cmpint (mkdir (evil_boxes, 0755), ==, 0);
+  g_assert_cmpint (mkdir (evil_box, 0755), ==, 0);
+  g_assert_cmpint (chown (evil, user->uid, user->gid), ==, 0);
+  g_assert_cmpint (chown (evil_boxes, user->uid, user->gid), ==, 0);
+  g_assert_cmpint (chown (evil_box, user->uid, user->gid), ==, 0);
+  listener = listen_as (user, evil_sock);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", evil);
+  {
+    const char *args[] = { "run", h, "--", "echo secret-stdout", NULL };
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, args, 15);
+    gsize sent = bytes_sent_to (listener, &connections);
+
+    g_test_message ("foreign state dir: status %d, %u connections, %zu bytes; stderr: %s", r->status, connections,
+                    sent, r->err);
+    g_assert_false (r->timed_out);
+    g_assert_cmpint (r->status, !=, 0);
+    g_assert_cmpuint (connections, ==, 0);
+    g_assert_cmpuint (sent, ==, 0);
+    sandstep_test_assert_contains (r->err, evil);
+    sandstep_test_assert_contains (r->err, "belongs to another user");
+    sandstep_test_assert_contains (r->err, "SANDSTEP_STATE_DIR");
+    /* One line. */
+    g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
+  }
+  close (listener);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", f->state_dir);
+
+  /* 2. The caller's own state directory, a socket in a sandbox's directory served by another user. */
+  own_box = g_build_filename (own_boxes, own, NULL);
+  own_sock = g_build_filename (own_box, SANDSTEP_RUN_SOCKET, NULL);
+  unlink (own_sock);
+  g_assert_cmpint (chown (own_box, user->uid, user->gid), ==, 0);
+  listener = listen_as (user, own_sock);
+  g_assert_cmpint (chown (own_box, 0, 0), ==, 0);
+  {
+    g_autofree char *own_h = g_strconcat ("--handle=", own, NULL);
+    const char *args[] = { "run", own_h, "--", "echo secret-stdout", NULL };
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, args, 15);
+    gsize sent = bytes_sent_to (listener, &connections);
+
+    g_test_message ("planted socket: status %d, %u connections, %zu bytes; stderr: %s", r->status, connections, sent,
+                    r->err);
+    g_assert_false (r->timed_out);
+    g_assert_cmpint (r->status, !=, 0);
+    g_assert_cmpuint (sent, ==, 0);
+    sandstep_test_assert_contains (r->err, "served by another user");
+    sandstep_test_assert_not_contains (r->out, "secret-stdout");
+  }
+  close (listener);
+  unlink (own_sock);
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    g_assert_cmpint (chmod (opened[i], st_opened[i].st_mode & 07777), ==, 0);
+}
+
 /* Runs @script with /bin/sh -c in the fixture's environment; returns its stdout, asserting exit 0. */
 static char *
 shell_ok (Fixture *f, const char *script)
@@ -1424,6 +1557,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/supervisor/serves-runs", test_serves_runs);
+  ADD ("/supervisor/foreign-state-dir", test_foreign_state_dir);
   ADD ("/supervisor/first-from-kept-plan", test_first_from_kept_plan);
   ADD ("/supervisor/kept-plan-live-binds", test_kept_plan_live_binds);
   ADD ("/supervisor/first-refusals", test_first_refusals);

@@ -15,6 +15,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandstep-trust-libc.h"
+
 #define RELAY_CHUNK 65536
 
 /* One stream the client carries between the caller and the command. */
@@ -54,6 +56,14 @@ sandstep_run_connect (int sandbox_dir_fd)
   if (fd >= 0 && connect (fd, (struct sockaddr *) &address, sizeof address) < 0)
     {
       close (fd);
+      fd = -1;
+    }
+  /* Nothing goes to a socket another user serves: it would take the command's stdio and answer for it. */
+  if (fd >= 0 && !sandstep_socket_peer_trusted (fd))
+    {
+      int errsv = errno;
+      close (fd);
+      errno = errsv == EPERM ? EPERM : EACCES;
       fd = -1;
     }
   return fd;
