@@ -121,7 +121,7 @@ connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock
   if ((*sock = sandstep_run_connect (dir_fd)) >= 0)
     return 1;
   /* Another user's socket: the core says so, and starts nothing. */
-  if (errno == EPERM || errno == EACCES)
+  if (*sock == SANDSTEP_RUN_CONNECT_NOT_OURS)
     return 0;
   for (int i = 0; own_program (i, "sandstep-supervise", program, sizeof program); i++)
     if (access (program, X_OK) == 0)

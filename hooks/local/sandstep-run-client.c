@@ -65,10 +65,9 @@ sandstep_run_connect (int sandbox_dir_fd)
   /* Nothing goes to a socket another user serves: it would take the command's stdio and answer for it. */
   if (fd >= 0 && !sandstep_socket_peer_trusted (fd))
     {
-      int errsv = errno;
       close (fd);
-      errno = errsv == EPERM ? EPERM : EACCES;
-      fd = -1;
+      errno = EPERM;
+      fd = SANDSTEP_RUN_CONNECT_NOT_OURS;
     }
   return fd;
 }

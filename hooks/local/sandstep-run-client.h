@@ -47,9 +47,12 @@ typedef struct {
   char text[2048];
 } SandstepRunCallResult;
 
-/* The supervisor of the sandbox whose directory is @sandbox_dir_fd; -1 if none listens, or -1 with errno
- * EPERM (EACCES: not told) when the one that listens is not this user's (sandstep_socket_peer_trusted()):
- * nothing was sent to it. */
+/* What sandstep_run_connect() returns when the one that listens is not this user's
+ * (sandstep_socket_peer_trusted()): nothing was sent to it. */
+#define SANDSTEP_RUN_CONNECT_NOT_OURS (-2)
+
+/* The supervisor of the sandbox whose directory is @sandbox_dir_fd; -1 if none listens, or
+ * SANDSTEP_RUN_CONNECT_NOT_OURS. */
 int sandstep_run_connect (int sandbox_dir_fd);
 
 void sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult *result);

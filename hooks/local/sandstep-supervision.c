@@ -298,7 +298,7 @@ sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record,
       int lock;
       gboolean started;
 
-      if (errno == EPERM || errno == EACCES)
+      if (sock == SANDSTEP_RUN_CONNECT_NOT_OURS)
         {
           sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                           "The supervisor socket of sandbox '%s' in '%s' is served by another user; nothing was "
