@@ -2332,9 +2332,12 @@ test_token_file_errors (Fixture *f, gconstpointer data)
       const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", state, option, NULL };
       g_autoptr(Result) r = NULL;
 
+      /* Written afresh: in place, a shorter row would keep the end of the one before. */
+      g_unlink (f->server.token_file);
       g_assert_true (g_file_set_contents_full (f->server.token_file, bad[i], -1, G_FILE_SET_CONTENTS_NONE, 0600,
                                                NULL));
       r = run_argv (argv, NULL, 10);
+      g_test_message ("row %zu: status %d: %s", i, r->status, r->err);
       assert_status (r, SANDSTEP_EXIT_USAGE);
       assert_contains (r->err, f->server.token_file);
       g_assert_null (strstr (r->err, "secret-"));
