@@ -71,21 +71,19 @@ sandstep_state_dir_trusted (const char *dir, char *why, size_t why_size)
         /* The path walked so far, for messages. */
         const char *at = real[0] != '\0' ? real : "/";
         int others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+        const char *problem = NULL;
 
         if (last)
+          /* The state directory itself: the caller's, and no one else's to write. */
+          problem = st.st_uid != me ? "belongs to another user" : others_write ? "is writable by others" : NULL;
+        else if (st.st_uid != 0 && st.st_uid != me)
+          problem = "belongs to another user";
+        else if (others_write && !(st.st_uid == 0 && (st.st_mode & S_ISVTX)))
+          problem = "is writable by others";
+        if (problem != NULL)
           {
-            /* The state directory itself: the caller's, and no one else's to write. */
-            if (st.st_uid != me)
-              return close (fd), refuse (why, why_size, dir, at, "belongs to another user", &st);
-            if (others_write)
-              return close (fd), refuse (why, why_size, dir, at, "is writable by others", &st);
-          }
-        else
-          {
-            if (st.st_uid != 0 && st.st_uid != me)
-              return close (fd), refuse (why, why_size, dir, at, "belongs to another user", &st);
-            if (others_write && !(st.st_uid == 0 && (st.st_mode & S_ISVTX)))
-              return close (fd), refuse (why, why_size, dir, at, "is writable by others", &st);
+            close (fd);
+            return refuse (why, why_size, dir, at, problem, &st);
           }
       }
       if (last)
