@@ -1564,6 +1564,22 @@ test_datagram_stdio_relayed (Fixture *f, gconstpointer data)
 }
 
 static void
+test_merged_streams_keep_order (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *script = g_strdup_printf ("'%s' run --handle=%s -- 'for i in 1 2 3 4 5 6 7 8; do echo out$i; "
+                                             "echo err$i >&2; done' 2>&1 | cat",
+                                             f->helper, handle);
+  g_autofree char *out = NULL;
+
+  g_test_summary ("stdout and stderr that are one pipe (2>&1 | cat) are relayed as one, so the command's lines "
+                  "keep their order");
+  out = shell_ok (f, script);
+  g_assert_cmpstr (out, ==, "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\nout6\nerr6\nout7\nerr7\n"
+                            "out8\nerr8\n");
+}
+
+static void
 test_host_inodes_untouchable (Fixture *f, gconstpointer data)
 {
   g_autofree char *docs = sandstep_test_host_path (f, "docs");
@@ -1902,6 +1918,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/stdio-not-reopenable", test_stdio_not_reopenable);
   ADD ("/supervisor/stdio-flags-restored", test_stdio_flags_restored);
   ADD ("/supervisor/stdout-not-read-back", test_stdout_not_read_back);
+  ADD ("/supervisor/merged-streams-keep-order", test_merged_streams_keep_order);
   ADD ("/supervisor/datagram-stdio-relayed", test_datagram_stdio_relayed);
   ADD ("/supervisor/terminal-flow-restored", test_terminal_flow_restored);
   ADD ("/supervisor/terminal-modes-restored", test_terminal_modes_restored);

@@ -110,6 +110,9 @@ add_relay (Streams *streams, RelayKind kind, int from, int to, int stream)
 static int
 set_up_streams (Streams *streams, const SandstepRunCall *call)
 {
+  struct stat out_st = { 0 };
+  int out_relayed = 0;
+
   memset (streams, 0, sizeof *streams);
   streams->call = call;
   for (int i = 0; i < 3; i++)
@@ -153,6 +156,12 @@ set_up_streams (Streams *streams, const SandstepRunCall *call)
             streams->ttys[streams->n_ttys++] = fd;
           continue;
         }
+      if (i == 2 && out_relayed && st.st_dev == out_st.st_dev && st.st_ino == out_st.st_ino)
+        {
+          /* stderr where stdout goes (2>&1): one relay for both, so their lines keep their order. */
+          streams->passed[2] = streams->passed[1];
+          continue;
+        }
       if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
         return -1;
       if (i == 0)
@@ -165,6 +174,11 @@ set_up_streams (Streams *streams, const SandstepRunCall *call)
         {
           add_relay (streams, RELAY_OUT, pipe_fds[0], fd, i);
           streams->passed[i] = pipe_fds[1];
+          if (i == 1)
+            {
+              out_st = st;
+              out_relayed = 1;
+            }
         }
       streams->close_passed[i] = 1;
     }
