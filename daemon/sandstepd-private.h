@@ -17,6 +17,7 @@
 #include <libsoup/soup.h>
 
 #include "sandstep-backend.h"
+#include "sandstep-http-guard.h"
 #include "sandstep-token.h"
 #include "sandstepd-channel.h"
 #include "sandstepd.h"
@@ -31,7 +32,7 @@ G_BEGIN_DECLS
 #define SANDSTEPD_STAGING "sandstepd-staging"
 /* A worker serves this many claims, then a fresh one takes over (bounds any slow leak). */
 #define SANDSTEPD_MAX_CLAIMS_PER_WORKER 1000
-/* Slow and hostile clients (sandstepd-http.c, "connections"); the two
+/* Slow and hostile clients (hooks/sandstep-http-guard.h); the two
  * deadlines are --header-timeout and --idle-timeout. */
 #define SANDSTEPD_HEADERS_DEADLINE_S 10
 #define SANDSTEPD_BODY_IDLE_S 30
@@ -85,14 +86,8 @@ struct _Daemon {
   gboolean debug;
   guint top_up;
   GTlsCertificate *certificate;
-  /* connections (sandstepd-http.c) */
-  GSocket *listener;
-  guint accept_watch;
-  guint accept_retry;
-  guint accept_backoff_ms;
-  GHashTable *peers;          /* peer address -> connections open (GUINT_TO_POINTER) */
-  GQueue pending;             /* Conn *, oldest first: no request headers yet */
-  guint n_connections;
+  /* connections (sandstepd-http.c, by hooks/sandstep-http-guard.h) */
+  SandstepHttpGuard *guard;
   guint max_connections;
   guint header_timeout_s;
   guint idle_timeout_s;

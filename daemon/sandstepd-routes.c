@@ -146,7 +146,8 @@ authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
 static gboolean
 address_is_ours (Daemon *d, GInetAddress *address)
 {
-  g_autoptr(GSocketAddress) local = d->listener != NULL ? g_socket_get_local_address (d->listener, NULL) : NULL;
+  GSocket *listener = d->guard != NULL ? sandstep_http_guard_listener (d->guard) : NULL;
+  g_autoptr(GSocketAddress) local = listener != NULL ? g_socket_get_local_address (listener, NULL) : NULL;
   GInetAddress *bound;
 
   if (local == NULL || !G_IS_INET_SOCKET_ADDRESS (local))

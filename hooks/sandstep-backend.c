@@ -234,6 +234,10 @@ gboolean
 sandstep_backend_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
                      gboolean broken, GPtrArray *destroyed, GError **error)
 {
+  /* The one rule for every backend and caller: without a run, only what has expired; a live sandbox
+   * goes only with its run (or its handle, by destroy) named. */
+  if (run == NULL)
+    expired_only = TRUE;
   return backend->klass->gc (backend, run, owner_prefix, expired_only, broken, destroyed, error);
 }
 

@@ -142,15 +142,14 @@ sandstep_handle_read_file (const char *path, GError **error)
       len += n;
     }
   close (fd);
+  /* Never the content: the path may be a link to a file that is no handle at all (/etc/shadow). */
   if (len > SANDSTEP_HANDLE_FILE_MAX || memchr (buf, '\0', len) != NULL)
     {
-      g_autofree char *start = sandstep_escape (buf, MIN (len, 64), 0, SANDSTEP_ESCAPE_VALUE);
       sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
-                      "The handle file '%s' does not hold a handle (%s, starting '%s%s'); it should hold the one "
-                      "line that 'sandstep provision' printed", shown,
+                      "The handle file '%s' does not hold a handle (%s; its content is not shown); it should hold "
+                      "the one line that 'sandstep provision' printed", shown,
                       len > SANDSTEP_HANDLE_FILE_MAX ? "over " G_STRINGIFY (SANDSTEP_HANDLE_FILE_MAX) " bytes"
-                                                     : "a NUL byte inside",
-                      start, len > 64 ? "..." : "");
+                                                     : "a NUL byte inside");
       return NULL;
     }
   return g_strndup (buf, len);

@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-write-libc.h"
 
 const char *
 sandstep_file_type_words (mode_t mode)
@@ -22,6 +24,53 @@ sandstep_file_type_words (mode_t mode)
     case S_IFDIR: return "a directory";
     default: return "not a regular file";
     }
+}
+
+mode_t
+sandstep_replaced_mode (int dir_fd, const char *name, mode_t fresh)
+{
+  struct stat st;
+
+  /* A link at @name is replaced itself (rename), never followed. */
+  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode))
+    return st.st_mode & 0777;
+  return fresh;
+}
+
+gboolean
+sandstep_replace_host_file (const char *path, const void *data, gsize len, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *staging = g_strdup_printf ("%s/.%s.XXXXXX", dir, base);
+  mode_t kept = sandstep_replaced_mode (AT_FDCWD, path, (mode_t) -1);
+  int fd = g_mkstemp_full (staging, O_WRONLY | O_CLOEXEC, 0644);
+  int errsv;
+
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errno,
+                                 "Cannot create a file in '%s' to write '%s'; give a file in a writable directory",
+                                 dir, path);
+  /* fchmod, not the create mode: the umask must not decide a replaced file's mode. */
+  if ((kept != (mode_t) -1 && fchmod (fd, kept) < 0) || !sandstep_write_all (fd, data, len) || fsync (fd) < 0)
+    goto failed;
+  if (close (fd) < 0)
+    {
+      fd = -1;
+      goto failed;
+    }
+  fd = -1;
+  if (rename (staging, path) < 0)
+    goto failed;
+  return TRUE;
+
+failed:
+  errsv = errno;
+  if (fd >= 0)
+    close (fd);
+  unlink (staging);
+  return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errsv,
+                               "Cannot write '%s'; give a file in a writable directory", path);
 }
 
 char *

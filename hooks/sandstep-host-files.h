@@ -14,6 +14,18 @@ G_BEGIN_DECLS
 /* "a FIFO", "a directory", ...: a file type in words, for messages. */
 const char *sandstep_file_type_words (mode_t mode);
 
+/* The permission bits a file written over @name in @dir_fd gets: those of
+ * the regular file there now (never its set-id bits; a link there is not
+ * followed, as a rename replaces the link), else @fresh.  A
+ * replaced 0600 file must not come back 0644 (export, get --to). */
+mode_t sandstep_replaced_mode (int dir_fd, const char *name, mode_t fresh);
+
+/* Writes @len bytes of @data to the host file @path whole (a staging file in
+ * its directory, renamed over it: a reader never sees half), with the mode
+ * of the file it replaces, exactly, whatever the umask (a new one: 0644 less
+ * the umask).  Errors are SANDSTEP_EXPORT_ERROR_WRITE naming @path. */
+gboolean sandstep_replace_host_file (const char *path, const void *data, gsize len, GError **error);
+
 /* The target of the symbolic link @name in @dir_fd; NULL with errno set. */
 char *sandstep_read_link_at (int dir_fd, const char *name);
 

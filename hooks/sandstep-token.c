@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-token-libc.h"
 
 void
 sandstep_token_digest (const char *token, guint8 out[32])
@@ -31,24 +32,38 @@ sandstep_token_digest_equal (const guint8 a[32], const guint8 b[32])
   return diff == 0;
 }
 
-/* The next line of @text from *@pos that is neither blank nor a comment, stripped; NULL at the end. */
-static char *
-next_line (const char *text, gsize len, gsize *pos, guint *line_no)
+/* The next line of @text from *@pos that holds a token, parsed into @out by the one grammar
+ * (sandstep-token-libc.h); FALSE at the end, or with @error set for a line that is not one, naming
+ * @path and the line's number, never its text. */
+static gboolean
+next_entry (const char *path, const char *text, gsize len, gsize *pos, guint *line_no, SandstepTokenLine *out,
+            GError **error)
 {
   while (*pos < len)
     {
       const char *start = text + *pos;
       const char *nl = memchr (start, '\n', len - *pos);
       gsize n = nl != NULL ? (gsize) (nl - start) : len - *pos;
-      char *line = g_strstrip (g_strndup (start, n));
 
       *pos += n + (nl != NULL ? 1 : 0);
       (*line_no)++;
-      if (line[0] != '\0' && line[0] != '#')
-        return line;
-      g_free (line);
+      switch (sandstep_token_line_parse (start, n, out))
+        {
+        case SANDSTEP_TOKEN_LINE_EMPTY:
+          continue;
+        case SANDSTEP_TOKEN_LINE_ENTRY:
+          return TRUE;
+        case SANDSTEP_TOKEN_LINE_BAD:
+        default:
+          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                          "Line %u of the token file '%s' is not 'TOKEN', 'TOKEN admin' or 'TOKEN owner=PREFIX/' "
+                          "(a prefix of owners, ending in '/', such as owner=nightly/), each optionally followed "
+                          "by a '# comment'; a token is printable ASCII and never 'admin' or 'owner=...': fix "
+                          "that line", *line_no, path);
+          return FALSE;
+        }
     }
-  return NULL;
+  return FALSE;
 }
 
 static char *
@@ -80,23 +95,26 @@ sandstep_token_read_file (const char *path, GError **error)
   gsize len = 0, pos = 0;
   guint line_no = 0;
   g_autofree char *text = read_text (path, &len, error);
-  g_autofree char *line = NULL;
-  char *end;
+  SandstepTokenLine entry;
+  GError *local_error = NULL;
+  char *token;
 
   if (text == NULL)
     return NULL;
-  line = next_line (text, len, &pos, &line_no);
-  explicit_bzero (text, len);
-  if (line == NULL)
+  if (!next_entry (path, text, len, &pos, &line_no, &entry, &local_error))
     {
-      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                      "The token file '%s' holds no token; write one line of random text into it "
-                      "(e.g. head -c 32 /dev/urandom | base64 > FILE)", path);
+      explicit_bzero (text, len);
+      if (local_error != NULL)
+        g_propagate_error (error, local_error);
+      else
+        sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                        "The token file '%s' holds no token; write one line of random text into it "
+                        "(e.g. head -c 32 /dev/urandom | base64 > FILE)", path);
       return NULL;
     }
-  end = line + strcspn (line, " \t");
-  *end = '\0';
-  return g_steal_pointer (&line);
+  token = g_strndup (entry.token, entry.token_len);
+  explicit_bzero (text, len);
+  return token;
 }
 
 struct _SandstepTokenSet {
@@ -146,17 +164,6 @@ sandstep_token_set_new_admin (const char *token)
   return set;
 }
 
-static gboolean
-prefix_is_usable (const char *prefix)
-{
-  if (prefix[0] == '\0' || prefix[strlen (prefix) - 1] != '/' || !g_utf8_validate (prefix, -1, NULL))
-    return FALSE;
-  for (const char *p = prefix; *p != '\0'; p++)
-    if ((guchar) *p < 0x20 || *p == 0x7f)
-      return FALSE;
-  return TRUE;
-}
-
 SandstepTokenSet *
 sandstep_token_set_load (const char *path, GError **error)
 {
@@ -164,41 +171,40 @@ sandstep_token_set_load (const char *path, GError **error)
   guint line_no = 0;
   g_autofree char *text = read_text (path, &len, error);
   g_autoptr(SandstepTokenSet) set = NULL;
-  char *line;
+  GError *local_error = NULL;
+  SandstepTokenLine line;
 
   if (text == NULL)
     return NULL;
   set = token_set_new ();
-  while ((line = next_line (text, len, &pos, &line_no)) != NULL)
+  while (next_entry (path, text, len, &pos, &line_no, &line, &local_error))
     {
-      g_auto(GStrv) words = g_strsplit_set (line, " \t", -1);
-      g_autoptr(GPtrArray) kept = g_ptr_array_new ();
+      g_autofree char *token = g_strndup (line.token, line.token_len);
       SandstepTokenEntry entry = { { 0 } };
-      const char *scope;
 
-      for (char **w = words; *w != NULL; w++)
-        if (**w != '\0')
-          g_ptr_array_add (kept, *w);
-      scope = kept->len > 1 ? kept->pdata[1] : "admin";
-      if (kept->len > 2 || (strcmp (scope, "admin") != 0 && !g_str_has_prefix (scope, "owner=")) ||
-          (g_str_has_prefix (scope, "owner=") && !prefix_is_usable (scope + strlen ("owner="))))
+      sandstep_token_digest (token, entry.digest);
+      explicit_bzero (token, line.token_len);
+      if (line.prefix != NULL)
         {
-          explicit_bzero (line, strlen (line));
-          g_free (line);
-          explicit_bzero (text, len);
-          sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                          "Line %u of the token file '%s' is not 'TOKEN', 'TOKEN admin' or 'TOKEN owner=PREFIX/' "
-                          "(a prefix of owners, ending in '/', such as owner=nightly/)", line_no, path);
-          return NULL;
+          entry.owner_prefix = g_strndup (line.prefix, line.prefix_len);
+          if (!g_utf8_validate (entry.owner_prefix, -1, NULL))
+            {
+              entry_clear (&entry);
+              explicit_bzero (text, len);
+              sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                              "Line %u of the token file '%s' has an owner prefix that is not UTF-8; fix that line",
+                              line_no, path);
+              return NULL;
+            }
         }
-      sandstep_token_digest (kept->pdata[0], entry.digest);
-      if (strcmp (scope, "admin") != 0)
-        entry.owner_prefix = g_strdup (scope + strlen ("owner="));
       g_array_append_val (set->entries, entry);
-      explicit_bzero (line, strlen (line));
-      g_free (line);
     }
   explicit_bzero (text, len);
+  if (local_error != NULL)
+    {
+      g_propagate_error (error, local_error);
+      return NULL;
+    }
   if (set->entries->len == 0)
     {
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,

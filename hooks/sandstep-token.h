@@ -6,11 +6,12 @@
  * holds one token a line, each with its scope:
  *
  *   # comments and blank lines are ignored
- *   TOKEN                      an admin token: every owner, and gc of all
- *   TOKEN admin                the same, said
- *   TOKEN owner=nightly/       only owners that start with "nightly/"
+ *   TOKEN                      # an admin token: every owner, and gc of all
+ *   TOKEN admin                # the same, said
+ *   TOKEN owner=nightly/       # only owners that start with "nightly/"
  *
- * so the one-token file of before is one admin token.
+ * so the one-token file of before is one admin token.  Both read lines by
+ * the one grammar of sandstep-token-libc.h, which the static front shares.
  */
 #pragma once
 
@@ -23,9 +24,9 @@ void sandstep_token_digest (const char *token, guint8 out[32]);
 /* Constant-time comparison of two digests. */
 gboolean sandstep_token_digest_equal (const guint8 a[32], const guint8 b[32]);
 
-/* The token in @path: the first word of its first line that is neither
- * blank nor a comment; an empty or unreadable file is an error naming @path
- * (never the contents). */
+/* The token in @path: that of its first line that is neither blank nor a
+ * comment; an empty or unreadable file, or a line before it that is not a
+ * token line, is an error naming @path (never the contents). */
 char *sandstep_token_read_file (const char *path, GError **error);
 
 /* A fresh token: 32 random bytes (256 bits, from getrandom()) as 64

@@ -291,6 +291,12 @@ sandstep_wire_read_gc_request (JsonObject *object, const char **out_run, gboolea
       !sandstep_member_bool (object, "expired_only", out_expired_only))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "the member 'expired_only' must be true or false");
+  /* Live sandboxes go only with a run named, as on the command line: a gc of every run that ends live ones
+   * would take every sandbox the token reaches. */
+  if (*out_run == NULL && !*out_expired_only)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "gc with 'expired_only' false ends live sandboxes, and needs the 'run' whose sandboxes "
+                           "it ends; name a run, or leave 'expired_only' out to reclaim what has expired");
   /* Older clients send no "broken". */
   if (json_object_get_member (object, "broken") != NULL && !sandstep_member_bool (object, "broken", out_broken))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,

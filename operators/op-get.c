@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-meter.h"
 
 gboolean
@@ -39,13 +40,14 @@ sandstep_op_get (SandstepInvocation *invocation, int *out_exit, GError **error)
   data = g_bytes_get_data (bytes, &len);
   if (to != NULL)
     {
-      g_autoptr(GError) write_error = NULL;
-      /* Replaced whole: a reader of --to never sees half a file. */
-      gboolean ok = g_file_set_contents_full (to, data, len, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &write_error);
+      /* Replaced whole, keeping the mode of the file it replaces. */
+      gboolean ok = sandstep_replace_host_file (to, data, len, error);
       sandstep_meter_finish (meter, ok);
       if (!ok)
-        return sandstep_throw (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE,
-                               "Could not write --to: %s; give a file in a writable directory", write_error->message);
+        {
+          g_prefix_error (error, "Could not write --to: ");
+          return FALSE;
+        }
     }
   else if (fwrite (data, 1, len, stdout) != len || fflush (stdout) != 0)
     return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,

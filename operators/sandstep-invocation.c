@@ -324,7 +324,6 @@ sandstep_resolve_handle (const char *given, GError **error)
     {
       const char *path = given + 1;
       g_autofree char *shown_path = sandstep_escape (path, -1, 0, SANDSTEP_ESCAPE_VALUE);
-      g_autofree char *shown_text = NULL;
 
       text = sandstep_handle_read_file (path, error);
       if (text == NULL)
@@ -339,8 +338,18 @@ sandstep_resolve_handle (const char *given, GError **error)
                           shown_path, text[0] == '\0' ? "empty" : "'None'", shown_path);
           return NULL;
         }
-      shown_text = sandstep_escape (text, -1, SHOWN_HANDLE_MAX, SANDSTEP_ESCAPE_VALUE);
-      shown = g_strdup_printf ("'%s' (from '%s')", shown_text, shown_path);
+      /* A file's text is quoted only when it is a handle: the path may be a link to any file the caller
+       * can read (/etc/shadow), and the error goes to make's log. */
+      if (!sandstep_handle_is_valid (text))
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE,
+                          "The handle file '%s' does not hold a sandbox handle (%zu bytes%s; its content is not "
+                          "shown); it should hold the one line that 'sandstep provision' printed (they look like "
+                          "%s0123456789abcdef): remove '%s' and run the step that provisions the sandbox again",
+                          shown_path, strlen (text), strchr (text, '\n') != NULL ? ", several lines" : "",
+                          SANDSTEP_HANDLE_PREFIX, shown_path);
+          return NULL;
+        }
     }
   else
     {

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 
 #include "sandstep-error.h"
 #include "sandstep-token.h"
@@ -83,6 +84,8 @@ http_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
   gsize len = 0;
   const guint8 *data = g_bytes_get_data (chunk, &len);
 
+  /* A body that keeps coming keeps its connection; one that stops is cut at the idle deadline. */
+  sandstep_http_guard_body_progress (msg);
   if (body->over || soup_server_message_get_status (msg) != 0)
     return;
   if (body->data->len + len > MAX_HTTP_BODY)
@@ -95,6 +98,13 @@ http_got_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
       return;
     }
   g_byte_array_append (body->data, data, len);
+}
+
+/* The body is in: no idle deadline while the call runs. */
+static void
+http_got_body (SoupServerMessage *msg, gpointer user_data)
+{
+  sandstep_http_guard_body_done (msg);
 }
 
 /* Before the body is read: who may talk to us at all. */
@@ -110,6 +120,9 @@ http_early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, 
   HttpBody *body;
   goffset length;
 
+  /* The headers are in: the header deadline ends, the body's idle deadline starts. */
+  sandstep_http_guard_got_headers (msg);
+  g_signal_connect (msg, "got-body", G_CALLBACK (http_got_body), NULL);
   /* The body is gathered here, never by libsoup, so it stays bounded; a
    * refused request's is dropped as it comes. */
   body = g_new0 (HttpBody, 1);
@@ -503,17 +516,44 @@ sandstep_mcp_check_address (const char *address, GError **error)
   return parse_listen_address (address, &host, &port, error);
 }
 
+/* Slow and idle clients, as sandstepd meets them (hooks/sandstep-http-guard.h): every local user can connect. */
+#define MCP_HEADERS_DEADLINE_S 10
+#define MCP_BODY_IDLE_S 30
+#define MCP_MAX_CONNECTIONS_PER_PEER 256
+#define MCP_MAX_PENDING_PER_PEER 32
+#define MCP_MAX_PENDING 64
+
+/* Connections in all: half the descriptors this process may open, so the sandbox's own work keeps some. */
+static guint
+mcp_connection_limit (void)
+{
+  struct rlimit nofile;
+
+  if (getrlimit (RLIMIT_NOFILE, &nofile) < 0 || nofile.rlim_cur == RLIM_INFINITY)
+    return 512;
+  return (guint) CLAMP (nofile.rlim_cur / 2, 16, 4096);
+}
+
 char *
 sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *address, GError **error)
 {
   g_autofree char *host = NULL;
   g_autoptr(GInetAddress) inet = NULL;
   g_autoptr(GSocketAddress) socket_address = NULL;
+  g_autoptr(GSocketAddress) local = NULL;
+  g_autoptr(GSocket) listener = NULL;
   g_autoptr(SoupServer) soup = NULL;
   g_autoptr(GError) local_error = NULL;
-  GSList *listeners;
   guint port = 0;
   guint16 wanted_port = 0;
+  SandstepHttpGuardConfig config = {
+    .header_timeout_s = MCP_HEADERS_DEADLINE_S,
+    .idle_timeout_s = MCP_BODY_IDLE_S,
+    .max_connections = mcp_connection_limit (),
+    .max_connections_per_peer = MCP_MAX_CONNECTIONS_PER_PEER,
+    .max_pending = MCP_MAX_PENDING,
+    .max_pending_per_peer = MCP_MAX_PENDING_PER_PEER,
+  };
 
   g_return_val_if_fail (server->http == NULL, NULL);
   if (!parse_listen_address (address, &host, &wanted_port, error))
@@ -521,7 +561,13 @@ sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *address,
   inet = g_inet_address_new_from_string (host);
   socket_address = g_inet_socket_address_new (inet, wanted_port);
   soup = soup_server_new ("server-header", "sandstep-mcp ", NULL);
-  if (!soup_server_listen (soup, socket_address, 0, &local_error))
+  /* Accepted by the guard and handed to libsoup, never by libsoup's own listener (see the guard's header). */
+  listener = g_socket_new (g_socket_address_get_family (socket_address), G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                           &local_error);
+  if (listener != NULL)
+    g_socket_set_listen_backlog (listener, 256);
+  if (listener == NULL || !g_socket_bind (listener, socket_address, TRUE, &local_error) ||
+      !g_socket_listen (listener, &local_error) || (local = g_socket_get_local_address (listener, &local_error)) == NULL)
     {
       /* A port someone chose and someone else holds is the caller's to change. */
       if (wanted_port != 0)
@@ -531,15 +577,8 @@ sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *address,
         g_propagate_prefixed_error (error, g_steal_pointer (&local_error), "Cannot serve MCP over HTTP: ");
       return NULL;
     }
-  /* The port bound (port 0 picks one); soup_server_get_uris() would leak here. */
-  listeners = soup_server_get_listeners (soup);
-  if (listeners != NULL)
-    {
-      g_autoptr(GSocketAddress) local = g_socket_get_local_address (listeners->data, NULL);
-      if (local != NULL && G_IS_INET_SOCKET_ADDRESS (local))
-        port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
-    }
-  g_slist_free (listeners);
+  if (G_IS_INET_SOCKET_ADDRESS (local))
+    port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
   if (port == 0)
     {
       g_set_error (error, SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INTERNAL, "Cannot tell which port the MCP server "
@@ -548,6 +587,7 @@ sandstep_mcp_server_listen_http (SandstepMcpServer *server, const char *address,
     }
   soup_server_add_early_handler (soup, NULL, http_early_handler, server, NULL);
   soup_server_add_handler (soup, NULL, http_handler, server, NULL);
+  server->http_guard = sandstep_http_guard_new (soup, listener, &config);
 
   server->token = sandstep_token_new ();
   sandstep_token_digest (server->token, server->token_digest);

@@ -12,6 +12,8 @@
 #include <gio/gio.h>
 #include <libsoup/soup.h>
 
+#include "sandstep-http-guard.h"
+
 #include "sandstep-mcp.h"
 
 G_BEGIN_DECLS
@@ -47,6 +49,7 @@ struct _SandstepMcpServer {
 
   /* Streamable HTTP */
   SoupServer *http;
+  SandstepHttpGuard *http_guard;  /* accepts its connections: caps, deadlines (hooks/sandstep-http-guard.h) */
   char *bound_host;          /* the literal address bound, e.g. "127.0.0.1" or "::1" */
   GHashTable *sessions;      /* Mcp-Session-Id -> itself */
   char *token;               /* the bearer token every request must carry */

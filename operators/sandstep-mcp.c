@@ -729,6 +729,7 @@ sandstep_mcp_server_free (SandstepMcpServer *server)
     return;
   if (!sandstep_mcp_server_stop (server, G_MAXINT))
     g_assert_not_reached ();
+  g_clear_pointer (&server->http_guard, sandstep_http_guard_free);
   if (server->http != NULL)
     {
       soup_server_disconnect (server->http);

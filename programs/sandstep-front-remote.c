@@ -35,6 +35,7 @@
 #include "sandstep-exit.h"
 #include "sandstep-front-json.h"
 #include "sandstep-handle-libc.h"
+#include "sandstep-token-libc.h"
 #include "sandstep-limit-defaults.h"
 #include "sandstep-run-report.h"
 #include "sandstep-write-libc.h"
@@ -142,9 +143,8 @@ parse_server (const char *url, Server *out, const char **rest)
   return 1;
 }
 
-/* The token as the core reads it: $SANDSTEP_TOKEN stripped, else the first
- * line of $SANDSTEP_TOKEN_FILE that is neither blank nor a comment, its
- * first word.  0 when there is none, or anything unusual (the core says). */
+/* The token as the core reads it: $SANDSTEP_TOKEN stripped, else the token
+ * of the first line of $SANDSTEP_TOKEN_FILE that holds one.  0 when there is none, or anything unusual (the core says). */
 static int
 read_token (char *out, size_t size)
 {
@@ -175,20 +175,31 @@ read_token (char *out, size_t size)
       if (n <= 0 || memchr (buf, '\0', (size_t) n) != NULL)
         return 0;
       buf[n] = '\0';
-      /* The first line that is neither blank nor a comment. */
+      /* The first line that holds a token, by the core's grammar (hooks/sandstep-token-libc.h); a bad
+       * line before it is the core's to report. */
       for (p = buf;; p = end + 1)
         {
-          end = strchr (p, '\n');
-          if (end == NULL)
-            end = p + strlen (p);
-          while (p < end && strchr (" \t\r\f\v", *p) != NULL)
-            p++;
-          if (p < end && *p != '#')
-            break;
-          if (*end == '\0')
-            return 0;
+          SandstepTokenLine line;
+          const char *nl = strchr (p, '\n');
+
+          end = nl != NULL ? nl : p + strlen (p);
+          switch (sandstep_token_line_parse (p, (size_t) (end - p), &line))
+            {
+            case SANDSTEP_TOKEN_LINE_ENTRY:
+              p = line.token;
+              end = line.token + line.token_len;
+              goto found;
+            case SANDSTEP_TOKEN_LINE_EMPTY:
+              if (nl == NULL)
+                return 0;
+              continue;
+            case SANDSTEP_TOKEN_LINE_BAD:
+            default:
+              explicit_bzero (buf, sizeof buf);
+              return 0;
+            }
         }
-      end = p + strcspn (p, " \t\r\n\f\v");
+    found:;
     }
   else
     return 0;

@@ -31,6 +31,7 @@
 #include "sandstep-run-client.h"
 #include "sandstep-run-report.h"
 #include "sandstep-step.h"
+#include "sandstep-trust-libc.h"
 
 static const char *const passthrough[] = { SANDSTEP_PASSTHROUGH_ENV };
 
@@ -114,11 +115,13 @@ static int
 connect_supervisor (const char *state, int dir_fd, const char *handle, int *sock)
 {
   char program[PATH_MAX + 32], init[PATH_MAX + 32];
+  int found;
 
   if ((*sock = sandstep_run_connect (dir_fd)) >= 0)
     return 1;
-  int found;
-
+  /* Another user's socket: the core says so, and starts nothing. */
+  if (*sock == SANDSTEP_RUN_CONNECT_NOT_OURS)
+    return 0;
   for (int i = 0; (found = own_program (i, "sandstep-supervise", program, sizeof program)) >= 0; i++)
     if (found && access (program, X_OK) == 0)
       {
@@ -257,6 +260,7 @@ state_dir (char *out, size_t size)
   const char *xdg = getenv ("XDG_STATE_HOME");
   const char *home = getenv ("HOME");
   char given[PATH_MAX];
+  char why[1024];
   int n;
 
   if (state != NULL && state[0] != '\0')
@@ -269,8 +273,10 @@ state_dir (char *out, size_t size)
     n = snprintf (given, sizeof given, "%s/.local/state/sandstep", home);
   else
     return 0;
-  /* The supervisor lives in /: a relative path would name another directory there. */
-  return n > 0 && (size_t) n < sizeof given && size >= PATH_MAX && realpath (given, out) != NULL;
+  /* The supervisor lives in /: a relative path would name another directory there.  Another user's
+   * directory (or one under a directory others can write) is the core's to refuse, with its reason. */
+  return n > 0 && (size_t) n < sizeof given && size >= PATH_MAX && realpath (given, out) != NULL &&
+         sandstep_state_dir_trusted (out, why, sizeof why);
 }
 
 static void

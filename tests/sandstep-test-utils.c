@@ -530,10 +530,28 @@ sandboxes_dir (SandstepTestFixture *f)
 
 /* Destroys, through the helper as a user would, every sandbox left in the
  * state directory (damaged ones too); returns their handles. */
+/* The fixture's store (its own, or a sandstepd's), opened as the user whose state directory it is: root
+ * trusts no other user's (hooks/sandstep-trust-libc.h), and the harness reads it only to find what to
+ * destroy through the helper. */
+static SandstepStore *
+open_store_as_owner (SandstepTestFixture *f)
+{
+  const char *dir = sandboxes_dir (f);
+  SandstepStore *store;
+  struct stat st;
+
+  if (geteuid () != 0 || stat (dir, &st) < 0 || st.st_uid == 0)
+    return sandstep_store_open (dir, NULL);
+  g_assert_cmpint (seteuid (st.st_uid), ==, 0);
+  store = sandstep_store_open (dir, NULL);
+  g_assert_cmpint (seteuid (0), ==, 0);
+  return store;
+}
+
 static GPtrArray *
 destroy_leftovers (SandstepTestFixture *f)
 {
-  g_autoptr(SandstepStore) store = sandstep_store_open (sandboxes_dir (f), NULL);
+  g_autoptr(SandstepStore) store = open_store_as_owner (f);
   g_autoptr(GPtrArray) handles = store != NULL ? sandstep_store_list (store) : g_ptr_array_new_with_free_func (g_free);
 
   for (guint i = 0; i < handles->len; i++)

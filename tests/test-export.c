@@ -645,6 +645,51 @@ test_no_clobber (Fixture *f, gconstpointer data)
   }
 }
 
+/* ---- the mode of a replaced file ---- */
+
+static void
+test_keeps_mode (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = provision (f, "echo new > a.txt");
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *dest = sandstep_test_host_path (f, "secret.txt");
+  g_autofree char *got_dest = sandstep_test_host_path (f, "got.txt");
+  g_autofree char *url = file_url (dest);
+  g_autofree char *pair = g_strconcat ("a.txt=", url, NULL);
+  g_autofree char *to = g_strconcat ("--to=", got_dest, NULL);
+  const char *paths[] = { dest, got_dest };
+  const mode_t modes[] = { 0600, 0640, 0700 };
+
+  g_test_summary ("issue 30 item 10: export to file:// and get --to over an existing file keep its mode "
+                  "(0600 stayed 0600, not 0644) and replace its content");
+  for (gsize m = 0; m < G_N_ELEMENTS (modes); m++)
+    {
+      for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
+        {
+          write_host_file (paths[i], "old\n");
+          g_assert_cmpint (chmod (paths[i], modes[m]), ==, 0);
+        }
+      {
+        g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, pair, NULL);
+        sandstep_test_assert_status (r, 0);
+      }
+      {
+        g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "get", h, to, "a.txt", NULL);
+        sandstep_test_assert_status (r, 0);
+      }
+      for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
+        {
+          g_autofree char *got = read_host_file (paths[i]);
+          struct stat st;
+
+          g_assert_cmpstr (got, ==, "new\n");
+          g_assert_cmpint (stat (paths[i], &st), ==, 0);
+          g_test_message ("%s: %04o, was %04o", paths[i], (guint) (st.st_mode & 07777), (guint) modes[m]);
+          g_assert_cmpint (st.st_mode & 07777, ==, modes[m]);
+        }
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -660,6 +705,7 @@ main (int argc, char **argv)
   ADD ("/export/file/removes-stale-staging", test_removes_stale_staging);
   ADD ("/export/file/sparse", test_sparse);
   ADD ("/export/file/no-clobber", test_no_clobber);
+  ADD ("/export/file/keeps-mode", test_keeps_mode);
 #undef ADD
 
   return g_test_run ();

@@ -135,7 +135,7 @@ test_never_blocks (void)
   const char *kinds[] = { "a FIFO", "a device", NULL, "a directory", "over 4096 bytes" };
 
   g_test_summary ("a handle file that is a FIFO, a device or a directory is refused at once by both readers, "
-                  "and one that is too large after at most 4 KiB; the error quotes a short escaped prefix");
+                  "and one that is too large after at most 4 KiB; the error names the path, never the content");
   g_assert_nonnull (dir);
   g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
   junk = g_strnfill (1024 * 1024, 'x');
@@ -167,6 +167,54 @@ test_never_blocks (void)
   alarm (0);
   g_unlink (fifo);
   g_unlink (huge);
+  g_rmdir (dir);
+}
+
+/* A handle file that is a link to a secret (as /etc/shadow would be, for a root caller): the error names
+ * the path and what is wrong, never a byte of what it read. */
+static void
+test_never_shows_content (void)
+{
+  static const char secret[] = "root:$y$j9T$SECRETSALT$SECRETHASHSECRETHASH:19000:0:99999:7:::\n"
+                               "daemon:*:19000:0:99999:7:::\n";
+  g_autofree char *dir = g_dir_make_tmp ("sandstep-test-handle-XXXXXX", NULL);
+  g_autofree char *shadow = g_build_filename (dir, "shadow", NULL);
+  g_autofree char *one_line = g_build_filename (dir, "one-line", NULL);
+  g_autofree char *with_nul = g_build_filename (dir, "nul", NULL);
+  g_autofree char *huge = g_build_filename (dir, "huge", NULL);
+  g_autofree char *huge_text = g_strnfill (SANDSTEP_HANDLE_FILE_MAX + 10, 'x');
+  g_autofree char *link = g_build_filename (dir, "box.sbx", NULL);
+  const char *targets[] = { shadow, one_line, with_nul, huge };
+
+  g_test_summary ("issue 30 item 11: a handle file linked to a file that is no handle (/etc/shadow) puts none "
+                  "of its content into the error");
+  g_assert_nonnull (dir);
+  g_assert_true (g_file_set_contents (shadow, secret, -1, NULL));
+  g_assert_true (g_file_set_contents (one_line, "SECRETHASH-one-line-token", -1, NULL));
+  g_assert_true (g_file_set_contents (with_nul, "SECRETHASH\0rest", 15, NULL));
+  memcpy (huge_text, "SECRETHASH", 10);
+  g_assert_true (g_file_set_contents (huge, huge_text, -1, NULL));
+  for (gsize i = 0; i < G_N_ELEMENTS (targets); i++)
+    {
+      g_autofree char *arg = g_strconcat ("@", link, NULL);
+      g_autoptr(GError) error = NULL;
+      g_autofree char *helper = NULL;
+      char front[SANDSTEP_HANDLE_LOCAL_LEN + 1] = "";
+
+      g_assert_cmpint (symlink (targets[i], link), ==, 0);
+      g_assert_cmpint (sandstep_handle_libc_resolve (arg, front), ==, 0);
+      helper = sandstep_resolve_handle (arg, &error);
+      g_assert_null (helper);
+      g_assert_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BAD_HANDLE);
+      g_test_message ("%s: %s", targets[i], error->message);
+      g_assert_null (strstr (error->message, "SECRET"));
+      g_assert_null (strstr (error->message, "root:"));
+      g_assert_nonnull (strstr (error->message, link));
+      g_assert_nonnull (strstr (error->message, "not shown"));
+      g_unlink (link);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (targets); i++)
+    g_unlink (targets[i]);
   g_rmdir (dir);
 }
 
@@ -202,6 +250,7 @@ main (int argc, char **argv)
   g_test_add_func ("/handle/twins/text", test_twins_text);
   g_test_add_func ("/handle/twins/file", test_twins_file);
   g_test_add_func ("/handle/twins/never-block", test_never_blocks);
+  g_test_add_func ("/handle/never-shows-content", test_never_shows_content);
   g_test_add_func ("/handle/split", test_split);
   g_test_add_func ("/handle/backend-name", test_backend_name);
   return g_test_run ();

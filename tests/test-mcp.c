@@ -17,7 +17,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -1252,6 +1256,90 @@ test_tools_interrupted_stubborn_agent (Fixture *fx, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (sleep_argv, FALSE, 5));
 }
 
+/* A connection to @url's port on 127.0.0.1 that sends nothing; its fd. */
+static int
+idle_connection (const char *url)
+{
+  g_autoptr(GUri) uri = g_uri_parse (url, G_URI_FLAGS_NONE, NULL);
+  struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  address.sin_port = htons (g_uri_get_port (uri));
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+  return fd;
+}
+
+static void
+test_http_idle_connections (Fixture *fx, gconstpointer data)
+{
+  enum { IDLE = 200, FD_LIMIT = 128 };
+  HttpServer server;
+  struct rlimit saved, low;
+  int idle[IDLE];
+  g_autoptr(SandstepTestResult) result = NULL;
+
+  g_test_summary ("issue 30 item 7: idle loopback connections (more than the server has descriptors for: its "
+                  "limit is lowered to 128) neither stop `sandstep mcp --http` from answering while they stay "
+                  "open nor after they close; half of them send a partial request line");
+  /* The server inherits a low descriptor limit, so that a bounded number of connections reaches it. */
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &saved), ==, 0);
+  low = saved;
+  low.rlim_cur = FD_LIMIT;
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &low), ==, 0);
+  start_http_server (fx, "127.0.0.1:0", &server);
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &saved), ==, 0);
+  {
+    g_autoptr(HttpReply) reply = http_post (server.url, NULL, PING);
+    g_assert_cmpuint (reply->status, ==, 200);
+  }
+  for (int i = 0; i < IDLE; i++)
+    {
+      idle[i] = idle_connection (server.url);
+      if (i % 2 == 1)
+        g_assert_cmpint (write (idle[i], "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", 38), ==, 38);
+    }
+  /* The server keeps at most 32 of them that sent no request (per address) and closes the rest, oldest
+   * first: wait for that. */
+  {
+    gint64 end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+    int closed = 0;
+
+    while (g_get_monotonic_time () < end)
+      {
+        closed = 0;
+        for (int i = 0; i < IDLE; i++)
+          {
+            struct pollfd pfd = { .fd = idle[i], .events = POLLIN | POLLRDHUP };
+            if (poll (&pfd, 1, 0) == 1 && (pfd.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)))
+              closed++;
+          }
+        if (closed >= IDLE - 32)
+          break;
+        g_usleep (50 * 1000);
+      }
+    g_test_message ("%d of %d idle connections closed by the server", closed, IDLE);
+    g_assert_cmpint (closed, >=, IDLE - 32);
+  }
+  /* While the rest are open, and once they are closed, requests are answered. */
+  for (int round = 0; round < 2; round++)
+    {
+      for (int k = 0; k < 3; k++)
+        {
+          g_autoptr(HttpReply) reply = http_post (server.url, NULL, PING);
+          g_assert_cmpuint (reply->status, ==, 200);
+        }
+      if (round == 0)
+        for (int i = 0; i < IDLE; i++)
+          close (idle[i]);
+    }
+  close (server.stdin_fd);
+  server.stdin_fd = -1;
+  result = sandstep_test_proc_wait (server.proc, 15);
+  g_assert_false (result->timed_out);
+  http_server_clear (&server);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1271,6 +1359,7 @@ main (int argc, char **argv)
   ADD ("/mcp/http/unauthorized", test_http_unauthorized);
   ADD ("/mcp/http/token-file", test_http_token_file);
   ADD ("/mcp/http/chunked-limit", test_http_chunked_limit);
+  ADD ("/mcp/http/idle-connections", test_http_idle_connections);
   ADD ("/mcp/tools/node-agent", test_tools_node_agent);
   ADD ("/mcp/tools/curl-agent", test_tools_curl_agent);
   ADD ("/mcp/tools/exit-and-environment", test_tools_exit_and_environment);

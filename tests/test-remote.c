@@ -35,6 +35,8 @@
 #include "sandstep-error.h"
 #include "sandstep-remote.h"
 #include "sandstep-store.h"
+#include "sandstep-token.h"
+#include "sandstep-token-libc.h"
 
 #define HELPER_TIMEOUT_S 60.0
 
@@ -2327,6 +2329,10 @@ test_token_file_errors (Fixture *f, gconstpointer data)
     "secret-three superuser\n",
     "secret-four owner=a/ extra\n",
     "# only a comment\n\n",
+    "owner=nightly/\n",                     /* a scope alone once became an admin token of that text */
+    "admin\n",
+    "   owner=weekly/   # no token\n",
+    "secret-five owner=a/ trailing words\n",
   };
   g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
   g_autofree char *option = g_strconcat ("--token-file=", f->server.token_file, NULL);
@@ -2338,13 +2344,147 @@ test_token_file_errors (Fixture *f, gconstpointer data)
       const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", state, option, NULL };
       g_autoptr(Result) r = NULL;
 
+      /* Written afresh: in place, a shorter row would keep the end of the one before. */
+      g_unlink (f->server.token_file);
       g_assert_true (g_file_set_contents_full (f->server.token_file, bad[i], -1, G_FILE_SET_CONTENTS_NONE, 0600,
                                                NULL));
       r = run_argv (argv, NULL, 10);
+      g_test_message ("row %zu: status %d: %s", i, r->status, r->err);
       assert_status (r, SANDSTEP_EXIT_USAGE);
       assert_contains (r->err, f->server.token_file);
       g_assert_null (strstr (r->err, "secret-"));
     }
+}
+
+/* The README's token file, comments and all, read by the one grammar (hooks/sandstep-token-libc.h). */
+static void
+test_token_file_lines (void)
+{
+  static const char readme[] = "# /etc/sandstep/tokens (0600)\n"
+                               "3f9ce1              # a token alone: an admin token (every owner; gc reclaims all)\n"
+                               "a77d02 admin        # the same, said\n"
+                               "91be4c owner=nightly/   # only owners that start with \"nightly/\" (the DAG \"nightly\")\n";
+  static const struct { const char *line; SandstepTokenLineKind kind; const char *token; const char *prefix; } rows[] = {
+    { "",                                   SANDSTEP_TOKEN_LINE_EMPTY, NULL, NULL },
+    { "   # note",                          SANDSTEP_TOKEN_LINE_EMPTY, NULL, NULL },
+    { "abc",                                SANDSTEP_TOKEN_LINE_ENTRY, "abc", NULL },
+    { "  abc\t admin  ",                    SANDSTEP_TOKEN_LINE_ENTRY, "abc", NULL },
+    { "abc owner=n/ # c",                   SANDSTEP_TOKEN_LINE_ENTRY, "abc", "n/" },
+    { "ab#c#",                              SANDSTEP_TOKEN_LINE_ENTRY, "ab#c#", NULL },
+    { "x+/y= # base64 with padding",        SANDSTEP_TOKEN_LINE_ENTRY, "x+/y=", NULL },
+    { "owner=nightly/",                     SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "admin",                              SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "admin owner=a/",                     SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "abc owner=nightly",                  SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "abc owner=",                         SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "abc superuser",                      SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "abc admin extra",                    SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+    { "t\xc3\xa9st",                        SANDSTEP_TOKEN_LINE_BAD, NULL, NULL },
+  };
+  g_autofree char *dir = g_dir_make_tmp ("sandstep-test-tokens-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "tokens", NULL);
+  g_autofree char *client = g_build_filename (dir, "client", NULL);
+  g_autoptr(SandstepTokenSet) set = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *token = NULL;
+  const SandstepTokenEntry *e;
+
+  g_test_summary ("issue 30 item 14: token-file lines parse strictly (a scope alone is refused, never an admin "
+                  "token whose secret is its text) and the README's example with '#' comments works");
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      SandstepTokenLine line;
+      SandstepTokenLineKind kind = sandstep_token_line_parse (rows[i].line, strlen (rows[i].line), &line);
+
+      g_test_message ("row %zu: '%s'", i, rows[i].line);
+      g_assert_cmpint (kind, ==, rows[i].kind);
+      if (kind != SANDSTEP_TOKEN_LINE_ENTRY)
+        continue;
+      g_assert_cmpmem (line.token, line.token_len, rows[i].token, strlen (rows[i].token));
+      if (rows[i].prefix == NULL)
+        g_assert_null (line.prefix);
+      else
+        g_assert_cmpmem (line.prefix, line.prefix_len, rows[i].prefix, strlen (rows[i].prefix));
+    }
+
+  g_assert_true (g_file_set_contents (path, readme, -1, NULL));
+  set = sandstep_token_set_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (sandstep_token_set_size (set), ==, 3);
+  e = sandstep_token_set_match (set, "Bearer 3f9ce1");
+  g_assert_nonnull (e);
+  g_assert_null (e->owner_prefix);
+  e = sandstep_token_set_match (set, "Bearer a77d02");
+  g_assert_nonnull (e);
+  g_assert_null (e->owner_prefix);
+  e = sandstep_token_set_match (set, "Bearer 91be4c");
+  g_assert_nonnull (e);
+  g_assert_cmpstr (e->owner_prefix, ==, "nightly/");
+  g_assert_null (sandstep_token_set_match (set, "Bearer #"));
+  g_assert_null (sandstep_token_set_match (set, "Bearer 3f9ce1              # a token alone: an admin token "
+                                                "(every owner; gc reclaims all)"));
+
+  /* A client's file: the same lines. */
+  g_assert_true (g_file_set_contents (client, "# mine\n\n  91be4c owner=nightly/  # comment\n", -1, NULL));
+  token = sandstep_token_read_file (client, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (token, ==, "91be4c");
+  g_clear_pointer (&token, g_free);
+  g_assert_true (g_file_set_contents (client, "owner=zq9secret/\n", -1, NULL));
+  token = sandstep_token_read_file (client, &error);
+  g_assert_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE);
+  g_assert_null (strstr (error->message, "zq9secret"));
+  g_assert_null (token);
+
+  g_unlink (path);
+  g_unlink (client);
+  g_rmdir (dir);
+}
+
+/* ---- gc ---- */
+
+static void
+test_gc_spares_live (Fixture *f, gconstpointer data)
+{
+  g_autoptr(SoupSession) session = plain_session ();
+  Server *s = &f->server;
+  g_autofree char *gc_url = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  const char *bodies[] = { "{\"expired_only\":false}", "{\"run\":null,\"expired_only\":false}",
+                           "{\"expired_only\":false,\"broken\":true}" };
+
+  g_test_summary ("issue 30 item 8: POST /v1/gc {\"expired_only\":false} without a run is refused (400) and ends no "
+                  "live sandbox (it destroyed every one the token reached); with the run named it still does");
+  fixture_start (f);
+  gc_url = api (s, "/v1/gc");
+  {
+    g_autoptr(Result) r = helper (f, "provision", "--lifetime=10m", NULL);
+    assert_status (r, 0);
+    handle = g_strstrip (g_strdup (r->out));
+    h = g_strconcat ("--handle=", handle, NULL);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS (bodies); i++)
+    {
+      g_autoptr(GBytes) body = text_bytes (bodies[i]);
+      Answer a = { 0 };
+
+      request (session, "POST", gc_url, s->token, NULL, body, NULL, &a);
+      g_test_message ("%s: %u %s", bodies[i], a.status, a.body);
+      assert_error (&a, 400, "bad-request");
+      g_assert_nonnull (strstr (a.body, "expired_only"));
+      g_free (a.body);
+      {
+        g_autoptr(Result) r = helper (f, "describe", h, NULL);
+        assert_status (r, 0);
+      }
+    }
+  /* The run named: its live sandbox goes, as `sandstep gc --run=RUN` does. */
+  {
+    g_autoptr(Result) r = helper (f, "gc", "--run", f->run, NULL);
+    assert_status (r, 0);
+    assert_contains (r->out, handle);
+  }
 }
 
 /* ---- slow and hostile clients ---- */
@@ -2641,7 +2781,9 @@ main (int argc, char **argv)
   ADD ("/remote/auth/own-token", test_own_token);
   ADD ("/remote/auth/web-pages-refused", test_web_pages_refused);
   ADD ("/remote/auth/owner-tokens", test_owner_tokens);
+  ADD ("/remote/gc/spares-live", test_gc_spares_live);
   ADD ("/remote/auth/token-file-errors", test_token_file_errors);
+  g_test_add_func ("/remote/auth/token-file-lines", test_token_file_lines);
   ADD ("/remote/auth/token-only-to-its-server", test_token_only_to_its_server);
   ADD ("/remote/slow/deadlines", test_slow_deadlines);
   ADD ("/remote/slow/half-open-evicted", test_slow_half_open_evicted);

@@ -349,10 +349,12 @@ test_other_user (void)
     g_assert_cmpint (stat (sandboxes, &st), ==, 0);
     g_assert_cmpuint (st.st_uid, ==, user->uid);
   }
-  /* Ended with the job, as the user. */
+  /* Ended with the job, as the user; listed as the user, whose state directory root does not trust. */
   wait_job_gone (words[0]);
   {
-    g_autoptr(Run) r = run_env (envp, node.helper, "list", "--json");
+    g_auto(GStrv) as_user = sandstep_test_user_wrap_argv (user, (const char *const[]) { node.helper, "list", "--json",
+                                                                                        NULL });
+    g_autoptr(Run) r = run_in (dir, envp, (const char *const *) as_user);
     assert_status (r, 0);
     g_assert_null (strstr (r->out, words[1]));
   }

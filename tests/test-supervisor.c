@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
@@ -773,6 +775,139 @@ test_other_user_refused (Fixture *f, gconstpointer data)
   g_assert_true (process_alive (supervisor));
 }
 
+/* A listening unix socket at @path made with @user's effective uid (the file, and SO_PEERCRED, are
+ * @user's), as another user's planted supervisor would be. */
+static int
+listen_as (SandstepTestUser *user, const char *path)
+{
+  struct sockaddr_un address = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpuint (strlen (path), <, sizeof address.sun_path);
+  strcpy (address.sun_path, path);
+  g_assert_cmpint (setegid (user->gid), ==, 0);
+  g_assert_cmpint (seteuid (user->uid), ==, 0);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+  g_assert_cmpint (listen (fd, 16), ==, 0);
+  g_assert_cmpint (seteuid (0), ==, 0);
+  g_assert_cmpint (setegid (0), ==, 0);
+  return fd;
+}
+
+/* The bytes every connection made to @listener so far sent it. */
+static gsize
+bytes_sent_to (int listener, guint *out_connections)
+{
+  gsize total = 0;
+  int conn;
+
+  *out_connections = 0;
+  while ((conn = accept4 (listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+    {
+      char buf[65536];
+      ssize_t n;
+
+      (*out_connections)++;
+      while ((n = recv (conn, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+        total += n;
+      close (conn);
+    }
+  return total;
+}
+
+static void
+test_foreign_state_dir (Fixture *f, gconstpointer data)
+{
+  const char *handle = "sandstep-00000000deadbeef";
+  g_autofree char *evil = g_build_filename (f->host_dir, "evil-state", NULL);
+  g_autofree char *evil_boxes = g_build_filename (evil, "sandboxes", NULL);
+  g_autofree char *evil_box = g_build_filename (evil_boxes, handle, NULL);
+  g_autofree char *evil_sock = g_build_filename (evil_box, SANDSTEP_RUN_SOCKET, NULL);
+  g_autofree char *own = NULL;
+  g_autofree char *own_box = NULL;
+  g_autofree char *own_sock = NULL;
+  g_autofree char *own_boxes = g_build_filename (f->state_dir, "sandboxes", NULL);
+  g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *reason = NULL;
+  g_autoptr(SandstepTestUser) user = NULL;
+  const char *opened[] = { f->base_dir, f->host_dir, f->state_dir, own_boxes };
+  struct stat st_opened[G_N_ELEMENTS (opened)];
+  guint connections = 0;
+  int listener;
+
+  g_test_summary ("issue 30 item 3: a state directory another user made (with a supervisor.sock planted in it) is "
+                  "refused with one line, and nothing is sent to the planted socket; in the caller's own state "
+                  "directory, a supervisor.sock another user serves (SO_PEERCRED) gets nothing either");
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      g_test_skip (reason);
+      return;
+    }
+  own = sandstep_test_provision (f, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    {
+      g_assert_cmpint (stat (opened[i], &st_opened[i]), ==, 0);
+      g_assert_cmpint (chmod (opened[i], 0711), ==, 0);
+    }
+
+  /* 1. The whole state directory is the other user's, as one made in /tmp before root's first run. */
+  g_assert_cmpint (mkdir (evil, 0755), ==, 0);
+  g_assert_cmpint (mkdir (evil_boxes, 0755), ==, 0);
+  g_assert_cmpint (mkdir (evil_box, 0755), ==, 0);
+  g_assert_cmpint (chown (evil, user->uid, user->gid), ==, 0);
+  g_assert_cmpint (chown (evil_boxes, user->uid, user->gid), ==, 0);
+  g_assert_cmpint (chown (evil_box, user->uid, user->gid), ==, 0);
+  listener = listen_as (user, evil_sock);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", evil);
+  {
+    const char *args[] = { "run", h, "--", "echo secret-stdout", NULL };
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, args, 15);
+    gsize sent = bytes_sent_to (listener, &connections);
+
+    g_test_message ("foreign state dir: status %d, %u connections, %zu bytes; stderr: %s", r->status, connections,
+                    sent, r->err);
+    g_assert_false (r->timed_out);
+    g_assert_cmpint (r->status, !=, 0);
+    g_assert_cmpuint (connections, ==, 0);
+    g_assert_cmpuint (sent, ==, 0);
+    sandstep_test_assert_contains (r->err, evil);
+    sandstep_test_assert_contains (r->err, "belongs to another user");
+    sandstep_test_assert_contains (r->err, "SANDSTEP_STATE_DIR");
+    /* One line. */
+    g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
+  }
+  close (listener);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", f->state_dir);
+
+  /* 2. The caller's own state directory, a socket in a sandbox's directory served by another user. */
+  own_box = g_build_filename (own_boxes, own, NULL);
+  own_sock = g_build_filename (own_box, SANDSTEP_RUN_SOCKET, NULL);
+  unlink (own_sock);
+  g_assert_cmpint (chown (own_box, user->uid, user->gid), ==, 0);
+  listener = listen_as (user, own_sock);
+  g_assert_cmpint (chown (own_box, 0, 0), ==, 0);
+  {
+    g_autofree char *own_h = g_strconcat ("--handle=", own, NULL);
+    const char *args[] = { "run", own_h, "--", "echo secret-stdout", NULL };
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, args, 15);
+    gsize sent = bytes_sent_to (listener, &connections);
+
+    g_test_message ("planted socket: status %d, %u connections, %zu bytes; stderr: %s", r->status, connections, sent,
+                    r->err);
+    g_assert_false (r->timed_out);
+    g_assert_cmpint (r->status, !=, 0);
+    g_assert_cmpuint (sent, ==, 0);
+    sandstep_test_assert_contains (r->err, "served by another user");
+    sandstep_test_assert_not_contains (r->out, "secret-stdout");
+  }
+  close (listener);
+  unlink (own_sock);
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    g_assert_cmpint (chmod (opened[i], st_opened[i].st_mode & 07777), ==, 0);
+}
+
 /* Runs @script with /bin/sh -c in the fixture's environment; returns its stdout, asserting exit 0. */
 static char *
 shell_ok (Fixture *f, const char *script)
@@ -1119,6 +1254,340 @@ test_terminal_modes_restored (Fixture *f, gconstpointer data)
   close (master);
 }
 
+/* Starts the helper with @in, @out and @err as its stdin, stdout and stderr (as make would); its pid. */
+static pid_t
+spawn_with_stdio (Fixture *f, const char *const *args, int in, int out, int err)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  pid_t pid;
+
+  g_ptr_array_add (argv, f->helper);
+  for (const char *const *a = args; *a != NULL; a++)
+    g_ptr_array_add (argv, (char *) *a);
+  g_ptr_array_add (argv, NULL);
+  pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      dup2 (in, 0);
+      dup2 (out, 1);
+      dup2 (err, 2);
+      execve (f->helper, (char **) argv->pdata, f->envp);
+      _exit (127);
+    }
+  return pid;
+}
+
+/* Reads @fd (nonblocking) until @needle shows up in what was read, for up to @timeout_s; what was read. */
+static char *
+read_until (int fd, const char *needle, double timeout_s)
+{
+  GString *got = g_string_new ("");
+  gint64 end = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+
+  while (strstr (got->str, needle) == NULL && g_get_monotonic_time () < end)
+    {
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = read (fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      g_string_append_len (got, buf, n);
+    }
+  return g_string_free (got, FALSE);
+}
+
+/* How a command ends while it has changed the caller's stdio. */
+typedef enum { END_EXIT, END_KILLED, END_TIMEOUT, END_SUPERVISOR_DIES } Ending;
+
+/* Sets O_NONBLOCK on the command's stdin, stdout and stderr, says so, then ends by @how. */
+#define SET_NONBLOCK \
+  "python3 -c 'import fcntl, os\nfor fd in (0, 1, 2): fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)'; "
+
+static void
+test_stdio_flags_restored (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  static const struct { Ending how; const char *name; const char *tail; } endings[] = {
+    { END_EXIT, "exit", "echo nonblocking; exit 3" },
+    { END_KILLED, "killed", "echo nonblocking; kill -9 $$" },
+    { END_TIMEOUT, "timeout", "echo nonblocking; sleep 60" },
+    { END_SUPERVISOR_DIES, "supervisor-dies", "echo nonblocking; sleep 60" },
+  };
+
+  g_test_summary ("issue 30 item 6: a command that sets O_NONBLOCK on its stdin, stdout and stderr (make's pipes) "
+                  "leaves the caller's descriptors as they were, whether it exits, is killed, runs past its "
+                  "timeout or its supervisor dies");
+  for (gsize e = 0; e < G_N_ELEMENTS (endings); e++)
+    {
+      g_autofree char *command = g_strconcat (SET_NONBLOCK, endings[e].tail, NULL);
+      const char *args[] = { "run", h, endings[e].how == END_TIMEOUT ? "--timeout=2" : "--timeout=60", "--",
+                             command, NULL };
+      int in[2], out[2], err[2];
+      int supervisor = start_supervisor (f, handle);
+      g_autofree char *seen = NULL;
+      pid_t pid;
+      int status;
+
+      g_test_message ("ending: %s", endings[e].name);
+      g_assert_cmpint (pipe2 (in, O_CLOEXEC), ==, 0);
+      g_assert_cmpint (pipe2 (out, O_CLOEXEC), ==, 0);
+      g_assert_cmpint (pipe2 (err, O_CLOEXEC), ==, 0);
+      pid = spawn_with_stdio (f, args, in[0], out[1], err[1]);
+      seen = read_until (out[0], "nonblocking\n", 30);
+      g_assert_nonnull (strstr (seen, "nonblocking\n"));
+      if (endings[e].how == END_SUPERVISOR_DIES)
+        g_assert_cmpint (kill (supervisor, SIGKILL), ==, 0);
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_test_message ("status %d", status);
+      /* The descriptors the caller holds, as make holds its pipes: each as it was, blocking. */
+      g_assert_cmpint (fcntl (in[0], F_GETFL) & O_NONBLOCK, ==, 0);
+      g_assert_cmpint (fcntl (out[1], F_GETFL) & O_NONBLOCK, ==, 0);
+      g_assert_cmpint (fcntl (err[1], F_GETFL) & O_NONBLOCK, ==, 0);
+      for (int i = 0; i < 2; i++)
+        {
+          close (in[i]);
+          close (out[i]);
+          close (err[i]);
+        }
+      if (endings[e].how == END_SUPERVISOR_DIES)
+        for (int i = 0; i < 500 && process_alive (supervisor); i++)
+          g_usleep (10 * 1000);
+    }
+}
+
+static void
+test_terminal_flow_restored (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  static const Ending endings[] = { END_EXIT, END_TIMEOUT, END_SUPERVISOR_DIES };
+
+  g_test_summary ("issue 30 item 6: a command that stops its terminal's output (tcflow TCOOFF) and makes it "
+                  "O_NONBLOCK leaves the caller's terminal flowing and blocking, whether it exits, runs past its "
+                  "timeout or its supervisor dies");
+  for (gsize e = 0; e < G_N_ELEMENTS (endings); e++)
+    {
+      /* It says it runs, makes the terminal nonblocking, stops its output, and notes that it did. */
+      const char *freeze = "python3 -c 'import fcntl, os, termios\n"
+                           "print(\"frozen\", flush=True)\n"
+                           "fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_NONBLOCK)\n"
+                           "termios.tcflow(1, termios.TCOOFF)\n"
+                           "open(\"/workspace/tcflow\", \"w\").write(\"stopped\")'";
+      g_autofree char *cmd = g_strconcat (freeze, endings[e] == END_EXIT ? "" : "; sleep 60", NULL);
+      const char *args[] = { "run", h, endings[e] == END_TIMEOUT ? "--timeout=2" : "--timeout=60", "--", cmd, NULL };
+      g_autofree char *noted_path = g_build_filename (f->state_dir, "sandboxes", handle, "tree", "workspace", "tcflow",
+                                                      NULL);
+      g_autofree char *noted = NULL;
+      int supervisor = start_supervisor (f, handle);
+      g_autofree char *seen = NULL;
+      g_autofree char *after = NULL;
+      int master, slave;
+      char *slave_name;
+      pid_t pid;
+      int status;
+
+      g_test_message ("ending %d", (int) endings[e]);
+      unlink (noted_path);
+      master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+      g_assert_cmpint (master, >=, 0);
+      g_assert_cmpint (grantpt (master), ==, 0);
+      g_assert_cmpint (unlockpt (master), ==, 0);
+      slave_name = ptsname (master);
+      g_assert_nonnull (slave_name);
+      slave = open (slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+      g_assert_cmpint (slave, >=, 0);
+      pid = spawn_with_stdio (f, args, slave, slave, slave);
+      seen = read_until (master, "frozen", 30);
+      g_assert_nonnull (strstr (seen, "frozen"));
+      for (int i = 0; i < 500 && !g_file_test (noted_path, G_FILE_TEST_EXISTS); i++)
+        g_usleep (10 * 1000);
+      if (endings[e] == END_SUPERVISOR_DIES)
+        g_assert_cmpint (kill (supervisor, SIGKILL), ==, 0);
+      /* Drain while it ends, so that nothing it writes waits on the terminal. */
+      while (waitpid (pid, &status, WNOHANG) == 0)
+        g_free (read_until (master, "\001", 0.05));
+      g_test_message ("status %d", status);
+      /* The command's tcflow worked (it ran), and the caller's terminal flows again, blocking. */
+      g_assert_true (g_file_get_contents (noted_path, &noted, NULL, NULL));
+      g_assert_cmpstr (noted, ==, "stopped");
+      g_assert_cmpint (fcntl (slave, F_GETFL) & O_NONBLOCK, ==, 0);
+      g_assert_cmpint (write (slave, "after-the-command\n", 18), ==, 18);
+      after = read_until (master, "after-the-command", 3);
+      g_assert_nonnull (strstr (after, "after-the-command"));
+      close (slave);
+      close (master);
+      if (endings[e] == END_SUPERVISOR_DIES)
+        for (int i = 0; i < 500 && process_alive (supervisor); i++)
+          g_usleep (10 * 1000);
+    }
+}
+
+static void
+test_stdout_not_read_back (Fixture *f, gconstpointer data)
+{
+  g_autofree char *reason = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *script = NULL;
+  g_autofree char *stolen_path = NULL;
+  g_autofree char *stolen = NULL;
+  g_autofree char *logged = NULL;
+  g_auto(GStrv) argv = NULL;
+  g_autoptr(GError) error = NULL;
+  int status = -1;
+
+  g_test_summary ("issue 30 item 4: as a non-root caller (the jail's uid can reopen the caller's pipe), a command "
+                  "that reads its stdout back through /proc/self/fd/1 while a parallel host step writes to the "
+                  "same pipe (make -j | cat) gets none of those lines, and every host line arrives");
+  if (getuid () == 0)
+    {
+      SandstepTestUser *user = sandstep_test_user_new (&reason);
+      if (user == NULL)
+        {
+          g_test_skip (reason);
+          return;
+        }
+      if (!sandstep_test_user_can_unshare (user, &reason))
+        {
+          sandstep_test_user_free (user);
+          g_test_skip (reason);
+          return;
+        }
+      sandstep_test_fixture_set_user (f, user);
+    }
+  handle = sandstep_test_provision (f, NULL);
+  log = sandstep_test_host_path (f, "make.log");
+  stolen_path = g_build_filename (f->state_dir, "sandboxes", handle, "tree", "workspace", "stolen", NULL);
+  /* The host step writes 40 key lines while the command tries to read the pipe they go to; the log's
+   * reader starts late, so that only the command could take them meanwhile. */
+  script = g_strdup_printf ("{ (i=0; while [ $i -lt 40 ]; do echo deploy-key-$i; i=$((i+1)); sleep 0.1; done) & "
+                            "'%s' run --handle=%s -- 'exec 3</proc/self/fd/1 && timeout 5 cat <&3 > /workspace/stolen "
+                            "2>/workspace/stolen.err; echo command-done'; wait; } | { sleep 7; cat; } > '%s'",
+                            f->helper, handle, log);
+  {
+    const char *sh[] = { "/bin/sh", "-c", script, NULL };
+    argv = f->user != NULL ? sandstep_test_user_wrap_argv (f->user, sh) : g_strdupv ((char **) sh);
+  }
+  g_assert_true (g_spawn_sync (f->host_dir, argv, f->envp, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_assert_true (g_file_get_contents (log, &logged, NULL, NULL));
+  g_assert_true (g_file_get_contents (stolen_path, &stolen, NULL, NULL));
+  {
+    g_autofree char *err_path = g_strconcat (stolen_path, ".err", NULL);
+    g_autofree char *err = NULL;
+    g_file_get_contents (err_path, &err, NULL, NULL);
+    g_test_message ("stolen: '%s'; cat said: '%s'", stolen, err);
+  }
+  g_assert_null (strstr (stolen, "deploy-key"));
+  for (int i = 0; i < 40; i++)
+    {
+      g_autofree char *line = g_strdup_printf ("deploy-key-%d\n", i);
+      sandstep_test_assert_contains (logged, line);
+    }
+  sandstep_test_assert_contains (logged, "command-done\n");
+}
+
+/* A UDP socket on 127.0.0.1 (bound to a free port when @port is 0, else connected to @port); its port. */
+static int
+udp_socket (int port, int *out_fd)
+{
+  struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t len = sizeof address;
+  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  g_assert_cmpint (fd, >=, 0);
+  if (port == 0)
+    {
+      g_assert_cmpint (bind (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+      g_assert_cmpint (getsockname (fd, (struct sockaddr *) &address, &len), ==, 0);
+    }
+  else
+    {
+      address.sin_port = htons (port);
+      g_assert_cmpint (connect (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+    }
+  *out_fd = fd;
+  return ntohs (address.sin_port);
+}
+
+static void
+test_datagram_stdio_relayed (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, "--network=none", NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *command = NULL;
+  g_autofree char *got = NULL;
+  g_autofree char *noted_path = g_build_filename (f->state_dir, "sandboxes", handle, "tree", "workspace", "sent", NULL);
+  g_autofree char *noted = NULL;
+  int wanted, target, given;
+  int wanted_port = udp_socket (0, &wanted);
+  int target_port = udp_socket (0, &target);
+  pid_t pid;
+  int status;
+  char buf[256];
+
+  g_test_summary ("issue 30 item 9: a UDP socket given as a network=none command's stdin and stdout is relayed: "
+                  "the command cannot send a datagram through it to the host's loopback, and its output still "
+                  "reaches the socket's peer");
+  udp_socket (wanted_port, &given);
+  command = g_strdup_printf ("python3 -c 'import socket\n"
+                             "for fd in (0, 1):\n"
+                             "  try:\n"
+                             "    socket.socket(fileno=fd).sendto(b\"exfiltrated\", (\"127.0.0.1\", %d)); r = \"sent\"\n"
+                             "  except OSError as e:\n"
+                             "    r = e.strerror\n"
+                             "  open(\"/workspace/sent\", \"a\").write(\"%%d: %%s\\n\" %% (fd, r))'; "
+                             "echo output-line",
+                             target_port);
+  {
+    const char *args[] = { "run", h, "--", command, NULL };
+    pid = spawn_with_stdio (f, args, given, given, 2);
+  }
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  g_assert_true (g_file_get_contents (noted_path, &noted, NULL, NULL));
+  g_test_message ("status %d; inside: %s", status, noted);
+  g_assert_null (strstr (noted, "sent"));
+  /* Nothing at the target; the output at the peer. */
+  g_assert_cmpint (recv (target, buf, sizeof buf, MSG_DONTWAIT), ==, -1);
+  g_assert_cmpint (errno, ==, EAGAIN);
+  {
+    struct pollfd pfd = { .fd = wanted, .events = POLLIN };
+    ssize_t n;
+    g_assert_cmpint (poll (&pfd, 1, 5000), ==, 1);
+    n = recv (wanted, buf, sizeof buf - 1, 0);
+    g_assert_cmpint (n, >, 0);
+    buf[n] = '\0';
+    got = g_strdup (buf);
+  }
+  g_assert_cmpstr (got, ==, "output-line\n");
+  close (wanted);
+  close (target);
+  close (given);
+}
+
+static void
+test_merged_streams_keep_order (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *script = g_strdup_printf ("'%s' run --handle=%s -- 'for i in 1 2 3 4 5 6 7 8; do echo out$i; "
+                                             "echo err$i >&2; done' 2>&1 | cat",
+                                             f->helper, handle);
+  g_autofree char *out = NULL;
+
+  g_test_summary ("stdout and stderr that are one pipe (2>&1 | cat) are relayed as one, so the command's lines "
+                  "keep their order");
+  out = shell_ok (f, script);
+  g_assert_cmpstr (out, ==, "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\nout6\nerr6\nout7\nerr7\n"
+                            "out8\nerr8\n");
+}
+
 static void
 test_host_inodes_untouchable (Fixture *f, gconstpointer data)
 {
@@ -1433,6 +1902,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/supervisor/serves-runs", test_serves_runs);
+  ADD ("/supervisor/foreign-state-dir", test_foreign_state_dir);
   ADD ("/supervisor/first-from-kept-plan", test_first_from_kept_plan);
   ADD ("/supervisor/kept-plan-live-binds", test_kept_plan_live_binds);
   ADD ("/supervisor/first-refusals", test_first_refusals);
@@ -1455,6 +1925,11 @@ main (int argc, char **argv)
   ADD ("/supervisor/caller-credentials-not-kept", test_caller_credentials_not_kept);
   ADD ("/supervisor/plain-words-path", test_plain_words_path);
   ADD ("/supervisor/stdio-not-reopenable", test_stdio_not_reopenable);
+  ADD ("/supervisor/stdio-flags-restored", test_stdio_flags_restored);
+  ADD ("/supervisor/stdout-not-read-back", test_stdout_not_read_back);
+  ADD ("/supervisor/merged-streams-keep-order", test_merged_streams_keep_order);
+  ADD ("/supervisor/datagram-stdio-relayed", test_datagram_stdio_relayed);
+  ADD ("/supervisor/terminal-flow-restored", test_terminal_flow_restored);
   ADD ("/supervisor/terminal-modes-restored", test_terminal_modes_restored);
   ADD ("/supervisor/host-inodes-untouchable", test_host_inodes_untouchable);
   ADD ("/supervisor/submounts-read-only", test_submounts_read_only);

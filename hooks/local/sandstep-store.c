@@ -16,6 +16,7 @@
 #include "sandstep-host-files.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
+#include "sandstep-trust-libc.h"
 #include "sandstep-units.h"
 
 #define RECORD_VERSION 1
@@ -64,6 +65,15 @@ sandstep_store_open (const char *dir, GError **error)
                             dir);
       return NULL;
     }
+  {
+    char why[1024];
+
+    if (!sandstep_state_dir_trusted (dir, why, sizeof why))
+      {
+        sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "%s", why);
+        return NULL;
+      }
+  }
   store->dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (store->dir_fd < 0)
     {

@@ -269,8 +269,18 @@ sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record,
     }
   while ((sock = sandstep_run_connect (dir_fd)) < 0)
     {
-      int lock = open_lock (store, record->handle, O_CREAT);
+      int lock;
       gboolean started;
+
+      if (sock == SANDSTEP_RUN_CONNECT_NOT_OURS)
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                          "The supervisor socket of sandbox '%s' in '%s' is served by another user; nothing was "
+                          "sent to it.  Check who can write that state directory, then destroy the sandbox",
+                          record->handle, store->dir);
+          break;
+        }
+      lock = open_lock (store, record->handle, O_CREAT);
 
       if (lock < 0)
         {

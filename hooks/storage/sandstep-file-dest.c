@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 
 #define MAX_LINKS 40        /* as the kernel's ELOOP limit */
 #define STAGING_HEX 12
@@ -243,6 +244,7 @@ file_stage (SandstepDestination *parent, SandstepAttachment *attachment, gint64 
   FileDestination *d = (FileDestination *) parent;
   g_auto(FileFd) fd = -1;
   struct stat st;
+  mode_t kept;
   gint64 n;
 
   d->dir_fd = open_directory (d->dir, 0755, error);
@@ -264,6 +266,11 @@ file_stage (SandstepDestination *parent, SandstepAttachment *attachment, gint64 
   if (fd < 0)
     return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errno,
                                  "Cannot create a staging file in '%s'", d->dir);
+  /* The file it replaces keeps its mode (0600 stays 0600); a new one gets 0644 less the umask. */
+  kept = sandstep_replaced_mode (d->dir_fd, d->base, (mode_t) -1);
+  if (kept != (mode_t) -1 && fchmod (fd, kept) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_EXPORT_ERROR, SANDSTEP_EXPORT_ERROR_WRITE, errno,
+                                 "Cannot give the staging file in '%s' the mode of '%s'", d->dir, d->dest);
 
   n = sandstep_attachment_export_file (attachment, parent->path, fd, parent->context->max_bytes, error);
   if (n < 0)

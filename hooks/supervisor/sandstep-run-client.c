@@ -15,6 +15,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandstep-trust-libc.h"
+
 #define RELAY_CHUNK 65536
 
 /* One stream the client carries between the caller and the command. */
@@ -29,6 +31,7 @@ typedef struct {
   int from;          /* -1 once done */
   int to;
   int stream;        /* RELAY_CAPTURE: 1 or 2 */
+  int stalled;       /* where it goes was full: wait for room, not for more to read */
 } Relay;
 
 typedef struct {
@@ -40,6 +43,9 @@ typedef struct {
   int ttys[3];
   struct termios modes[3];
   int n_ttys;
+  int kept[3];       /* the caller's descriptors the command gets as they are */
+  int kept_flags[3]; /* and their file status flags (O_NONBLOCK...), given back after the command */
+  int n_kept;
 } Streams;
 
 int
@@ -56,15 +62,42 @@ sandstep_run_connect (int sandbox_dir_fd)
       close (fd);
       fd = -1;
     }
+  /* Nothing goes to a socket another user serves: it would take the command's stdio and answer for it. */
+  if (fd >= 0 && !sandstep_socket_peer_trusted (fd))
+    {
+      close (fd);
+      errno = EPERM;
+      fd = SANDSTEP_RUN_CONNECT_NOT_OURS;
+    }
   return fd;
 }
 
-/* Passed as it is: nothing can be reopened through it with more rights. */
+/* A connected stream socket: what the command writes goes to its one peer, and no further. */
 static int
-passes_as_is (int fd, const struct stat *st)
+connected_stream (int fd)
 {
-  if (S_ISFIFO (st->st_mode) || S_ISSOCK (st->st_mode))
-    return 1;
+  struct sockaddr_storage peer;
+  socklen_t peer_len = sizeof peer;
+  int type = 0;
+  socklen_t type_len = sizeof type;
+
+  return getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM &&
+         getpeername (fd, (struct sockaddr *) &peer, &peer_len) == 0;
+}
+
+/* Passed as it is as stream @i: nothing can be reopened through it with more rights, and nothing written
+ * through it goes anywhere but where the caller's own writes go.  Else relayed through a pipe:
+ *  - a pipe as stdout or stderr, which /proc/self/fd/1 reopens for reading where the jail's uid may (a
+ *    non-root caller's): the command would read back, and take, what parallel host steps write to it;
+ *  - a socket that is not a connected stream (a UDP socket sends wherever the command says, the host's
+ *    loopback included, out of a network=none sandbox). */
+static int
+passes_as_is (int fd, const struct stat *st, int i)
+{
+  if (S_ISFIFO (st->st_mode))
+    return i == 0;
+  if (S_ISSOCK (st->st_mode))
+    return connected_stream (fd);
   return S_ISCHR (st->st_mode) && (st->st_rdev == makedev (1, 3) || isatty (fd));
 }
 
@@ -77,6 +110,9 @@ add_relay (Streams *streams, RelayKind kind, int from, int to, int stream)
 static int
 set_up_streams (Streams *streams, const SandstepRunCall *call)
 {
+  struct stat out_st = { 0 };
+  int out_relayed = 0;
+
   memset (streams, 0, sizeof *streams);
   streams->call = call;
   for (int i = 0; i < 3; i++)
@@ -107,11 +143,23 @@ set_up_streams (Streams *streams, const SandstepRunCall *call)
         }
       if (fstat (fd, &st) < 0)
         return -1;
-      if (passes_as_is (fd, &st))
+      if (passes_as_is (fd, &st, i))
         {
+          int flags = fcntl (fd, F_GETFL);
           streams->passed[i] = fd;
+          if (flags >= 0)
+            {
+              streams->kept[streams->n_kept] = fd;
+              streams->kept_flags[streams->n_kept++] = flags;
+            }
           if (isatty (fd) && tcgetattr (fd, &streams->modes[streams->n_ttys]) == 0)
             streams->ttys[streams->n_ttys++] = fd;
+          continue;
+        }
+      if (i == 2 && out_relayed && st.st_dev == out_st.st_dev && st.st_ino == out_st.st_ino)
+        {
+          /* stderr where stdout goes (2>&1): one relay for both, so their lines keep their order. */
+          streams->passed[2] = streams->passed[1];
           continue;
         }
       if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
@@ -126,6 +174,11 @@ set_up_streams (Streams *streams, const SandstepRunCall *call)
         {
           add_relay (streams, RELAY_OUT, pipe_fds[0], fd, i);
           streams->passed[i] = pipe_fds[1];
+          if (i == 1)
+            {
+              out_st = st;
+              out_relayed = 1;
+            }
         }
       streams->close_passed[i] = 1;
     }
@@ -186,11 +239,18 @@ pump (Streams *streams, Relay *relay)
 
   if (relay->from < 0)
     return 0;
+  relay->stalled = 0;
   if (relay->kind != RELAY_CAPTURE)
     {
       n = splice (relay->from, NULL, relay->to, NULL, RELAY_CHUNK, SPLICE_F_NONBLOCK);
-      if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
+      if (n > 0 || (n < 0 && errno == EINTR))
         return 1;
+      if (n < 0 && errno == EAGAIN)
+        {
+          /* Something to move (poll said so), and no room where it goes: wait for room. */
+          relay->stalled = 1;
+          return 1;
+        }
       if (n == 0 || (errno != EINVAL && errno != ESPIPE))
         {
           close_relay (relay);
@@ -224,11 +284,19 @@ on_stop_signal (int sig)
   stop_signal = sig;
 }
 
+/* What a command may change in the caller's stdio and outlive it, given back on every path: file status
+ * flags (O_NONBLOCK left on make's stdout fails the next recipe's writes with EAGAIN), a terminal's modes
+ * and its flow (tcflow (TCOOFF) froze the user's terminal). */
 static void
-restore_ttys (Streams *streams)
+restore_stdio (Streams *streams)
 {
+  for (int i = 0; i < streams->n_kept; i++)
+    fcntl (streams->kept[i], F_SETFL, streams->kept_flags[i]);
   for (int i = 0; i < streams->n_ttys; i++)
-    tcsetattr (streams->ttys[i], TCSANOW, &streams->modes[i]);
+    {
+      tcsetattr (streams->ttys[i], TCSANOW, &streams->modes[i]);
+      tcflow (streams->ttys[i], TCOON);
+    }
 }
 
 static int
@@ -350,6 +418,7 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
 {
   static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
   struct sigaction stop = { .sa_handler = on_stop_signal }, old[3];
+  struct sigaction ignore = { .sa_handler = SIG_IGN }, old_pipe;
   Streams streams;
   int start_mark[2];
 
@@ -368,8 +437,11 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
     }
   close (start_mark[1]);
   close_passed (&streams);
-  /* The terminal's modes come back even when this process is told to stop. */
-  if (streams.n_ttys > 0)
+  /* A caller's pipe whose reader left ends its relay (EPIPE), and the command sees its own pipe close, as it
+   * would have seen the caller's; this process goes on to give the caller's stdio back. */
+  sigaction (SIGPIPE, &ignore, &old_pipe);
+  /* The caller's stdio comes back as it was even when this process is told to stop. */
+  if (streams.n_kept > 0)
     for (int i = 0; i < 3; i++)
       sigaction (stop_signals[i], &stop, &old[i]);
 
@@ -381,9 +453,10 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
       for (int i = 0; i < streams.n_relays; i++)
         {
           const Relay *relay = &streams.relays[i];
-          /* stdin moves when the command's pipe has room; output when there is some. */
-          fds[n++] = relay->kind == RELAY_IN ? (struct pollfd) { .fd = relay->to, .events = POLLOUT }
-                                             : (struct pollfd) { .fd = relay->from, .events = POLLIN };
+          /* Each moves when there is something to read (never a blocking read: stdin may be a socket
+           * that stays silent), and, once where it goes was full, when there is room again. */
+          fds[n++] = relay->stalled ? (struct pollfd) { .fd = relay->to, .events = POLLOUT }
+                                    : (struct pollfd) { .fd = relay->from, .events = POLLIN };
         }
       fds[n] = (struct pollfd) { .fd = call->cancel_fd, .events = POLLIN };
       if (poll (fds, n + 1, -1) < 0)
@@ -401,7 +474,8 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
           break;
         }
       for (int i = 0; i < streams.n_relays; i++)
-        if (fds[1 + i].fd >= 0 && (fds[1 + i].revents & POLLERR) && streams.relays[i].kind == RELAY_IN)
+        if (fds[1 + i].fd >= 0 && (fds[1 + i].revents & POLLERR) && streams.relays[i].kind == RELAY_IN &&
+            streams.relays[i].stalled)
           close_relay (&streams.relays[i]);   /* the command closed its stdin */
         else if (fds[1 + i].fd >= 0 && fds[1 + i].revents)
           pump (&streams, &streams.relays[i]);
@@ -422,8 +496,9 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
       close_relay (relay);
     }
   close (start_mark[0]);
-  restore_ttys (&streams);
-  if (streams.n_ttys > 0)
+  restore_stdio (&streams);
+  sigaction (SIGPIPE, &old_pipe, NULL);
+  if (streams.n_kept > 0)
     for (int i = 0; i < 3; i++)
       sigaction (stop_signals[i], &old[i], NULL);
   if (stop_signal != 0)

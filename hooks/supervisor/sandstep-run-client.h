@@ -4,12 +4,15 @@
  * local backend both call it.  It sends the request of sandstep-run-wire.h
  * and waits for the command's end, while it
  *   - passes the command's stdin, stdout and stderr on as they are when
- *     they are pipes, sockets, terminals or /dev/null, and relays anything
- *     else (a regular file, a directory, another device) through a pipe, so
- *     that no command receives a descriptor it could reopen with more
- *     rights than it was given;
+ *     they are terminals, /dev/null, connected stream sockets or (stdin
+ *     only) a pipe, and relays anything else (a regular file, a directory,
+ *     another device, a pipe as stdout or stderr, a datagram socket) through
+ *     a pipe, so that no command receives a descriptor it could reopen with
+ *     more rights than it was given, read back what the caller's other
+ *     writers write, or send anywhere but where the caller's writes go;
  *   - or, with an output callback, hands it what the command writes;
- *   - gives the caller's terminal back in the modes it had.
+ *   - gives the caller's stdio back as it was (file status flags, a
+ *     terminal's modes and flow), whatever way the command ended.
  */
 #pragma once
 
@@ -44,7 +47,12 @@ typedef struct {
   char text[2048];
 } SandstepRunCallResult;
 
-/* The supervisor of the sandbox whose directory is @sandbox_dir_fd; -1 if none listens. */
+/* What sandstep_run_connect() returns when the one that listens is not this user's
+ * (sandstep_socket_peer_trusted()): nothing was sent to it. */
+#define SANDSTEP_RUN_CONNECT_NOT_OURS (-2)
+
+/* The supervisor of the sandbox whose directory is @sandbox_dir_fd; -1 if none listens, or
+ * SANDSTEP_RUN_CONNECT_NOT_OURS. */
 int sandstep_run_connect (int sandbox_dir_fd);
 
 void sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult *result);
