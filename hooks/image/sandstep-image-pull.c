@@ -261,11 +261,15 @@ pull_layer (SandstepImageStore *store, SandstepImageSource *source, const Descri
       g_autofree char *tmp = NULL;
       int dir_fd = -1, blob_fd = -1;
       guint64 size = 0;
+      gboolean unpacked = FALSE;
 
       ok = ensure_blob (store, source, d, on_layer_bytes, progress, &fetched, error) &&
            (dir_fd = sandstep_image_store_begin_layer (store, d->digest, &tmp, error)) >= 0 &&
            (blob_fd = sandstep_image_store_open_blob (store, d->digest, error)) >= 0 &&
-           sandstep_image_unpack_layer (blob_fd, d->media_type, dir_fd, budget, &size, error);
+           (unpacked = sandstep_image_unpack_layer (blob_fd, d->media_type, dir_fd, budget, &size, error));
+      /* A layer refused as hostile or too large: its blob goes too, so the store keeps nothing of it. */
+      if (blob_fd >= 0 && !unpacked)
+        sandstep_image_store_remove_blob (store, d->digest);
       if (blob_fd >= 0)
         close (blob_fd);
       if (dir_fd >= 0)

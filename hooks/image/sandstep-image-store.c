@@ -127,6 +127,14 @@ sandstep_image_store_has_blob (SandstepImageStore *store, const char *digest)
   return fstatat (store->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode);
 }
 
+void
+sandstep_image_store_remove_blob (SandstepImageStore *store, const char *digest)
+{
+  g_autofree char *name = blob_name (digest);
+
+  unlinkat (store->dir_fd, name, 0);
+}
+
 int
 sandstep_image_store_open_blob (SandstepImageStore *store, const char *digest, GError **error)
 {

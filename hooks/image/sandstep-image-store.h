@@ -40,6 +40,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepImageStore, sandstep_image_store_free)
 int sandstep_image_store_lock_digest (SandstepImageStore *store, const char *digest, GError **error);
 
 gboolean sandstep_image_store_has_blob (SandstepImageStore *store, const char *digest);
+/* With @digest's lock held: forgets the blob (a layer that cannot be unpacked is of no use to anyone). */
+void sandstep_image_store_remove_blob (SandstepImageStore *store, const char *digest);
 /* The verified blob @digest, open for reading, or -1 with SANDSTEP_IMAGE_ERROR_NOT_FOUND. */
 int sandstep_image_store_open_blob (SandstepImageStore *store, const char *digest, GError **error);
 /* The blob @digest read whole, at most @max bytes. */
