@@ -6,12 +6,14 @@
  * hostile layers crafted here with a small tar writer.  Every pull runs the
  * real helper (`sandstep pull`), which hands docker:// to sandstep-net.
  */
+#include <crypt.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gio.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -74,6 +76,7 @@ free_port (void)
 static gboolean
 registry_answers (void)
 {
+  /* A TCP connect: the TLS registry answers it too. */
   g_autoptr(GSocketClient) client = g_socket_client_new ();
   g_autoptr(GSocketConnection) conn = NULL;
 
@@ -112,12 +115,58 @@ layout_digest (const char *layout)
 }
 
 static void
+die_with_test (gpointer data)
+{
+  /* A test that aborts takes its registry with it. */
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Starts docker-registry serve with @config_text (written to DIR/@name.yml), its output to DIR/@name.log;
+ * waits until @port answers.  Returns its pid, or 0 with *@problem set. */
+static GPid
+start_registry (const char *dir, const char *name, const char *config_text, guint16 port, char **problem)
+{
+  g_autofree char *file = g_strdup_printf ("%s.yml", name);
+  g_autofree char *config = g_build_filename (dir, file, NULL);
+  g_autofree char *log_name = g_strdup_printf ("%s.log", name);
+  g_autofree char *log = g_build_filename (dir, log_name, NULL);
+  const char *argv[] = { "docker-registry", "serve", config, NULL };
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_INHERIT);
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  guint16 saved = reg.port;
+  gboolean up = FALSE;
+  int log_fd;
+  GPid pid;
+
+  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
+  log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  g_assert_cmpint (log_fd, >=, 0);
+  g_subprocess_launcher_take_stdout_fd (launcher, dup (log_fd));
+  g_subprocess_launcher_take_stderr_fd (launcher, log_fd);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_test, NULL, NULL);
+  proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  pid = atoi (g_subprocess_get_identifier (proc));
+  reg.port = port;
+  for (int i = 0; i < 200 && !(up = registry_answers ()); i++)
+    g_usleep (50000);
+  reg.port = saved;
+  if (!up)
+    {
+      *problem = g_strdup_printf ("docker-registry did not answer on 127.0.0.1:%u; see %s", port, log);
+      kill (pid, SIGKILL);
+      return 0;
+    }
+  return pid;
+}
+
+static void
 registry_start (void)
 {
-  g_autofree char *config = NULL, *config_text = NULL, *rootfs = NULL, *bundle = NULL, *image = NULL;
+  g_autofree char *config_text = NULL, *rootfs = NULL, *bundle = NULL, *image = NULL;
   g_autoptr(GError) error = NULL;
-  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
-  int log_fd;
+  const char *tools[] = { "docker-registry", "umoci", "skopeo", "openssl" };
 
   for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
     {
@@ -137,31 +186,12 @@ registry_start (void)
   reg.dir = g_dir_make_tmp ("sandstep-test-image-XXXXXX", &error);
   g_assert_no_error (error);
   reg.port = free_port ();
-  config = g_build_filename (reg.dir, "registry.yml", NULL);
   config_text = g_strdup_printf ("version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\n"
-                                 "  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:%u\n", reg.dir, reg.port);
-  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
+                                 "http:\n  addr: 127.0.0.1:%u\n", reg.dir, reg.port);
   reg.log = g_build_filename (reg.dir, "registry.log", NULL);
-  log_fd = open (reg.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  g_assert_cmpint (log_fd, >=, 0);
-  {
-    const char *argv[] = { "docker-registry", "serve", config, NULL };
-    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_INHERIT);
-    g_autoptr(GSubprocess) proc = NULL;
-
-    g_subprocess_launcher_take_stdout_fd (launcher, dup (log_fd));
-    g_subprocess_launcher_take_stderr_fd (launcher, log_fd);
-    proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
-    g_assert_no_error (error);
-    reg.pid = atoi (g_subprocess_get_identifier (proc));
-  }
-  for (int i = 0; i < 200 && !registry_answers (); i++)
-    g_usleep (50000);
-  if (!registry_answers ())
-    {
-      reg.problem = g_strdup_printf ("docker-registry did not answer on 127.0.0.1:%u; see %s", reg.port, reg.log);
-      return;
-    }
+  reg.pid = start_registry (reg.dir, "registry", config_text, reg.port, &reg.problem);
+  if (reg.pid == 0)
+    return;
 
   /* busybox-static as a one-layer image, the way the reference notes do it. */
   reg.busybox_layout = g_build_filename (reg.dir, "busybox", NULL);
@@ -1011,6 +1041,130 @@ test_gc (SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpstr (g_strstrip (list->out), ==, "[]");
 }
 
+/* ---- credentials: Basic over TLS ---- */
+
+static void
+write_auth_file (const char *path, const char *registry, const char *user_password)
+{
+  g_autofree char *b64 = g_base64_encode ((const guchar *) user_password, strlen (user_password));
+  g_autofree char *json = g_strdup_printf ("{\"auths\": {\"%s\": {\"auth\": \"%s\"}}}", registry, b64);
+
+  g_assert_true (g_file_set_contents (path, json, -1, NULL));
+}
+
+static void
+test_basic_tls (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *dir = NULL, *ca_key = NULL, *ca = NULL, *key = NULL, *csr = NULL, *cert = NULL, *ext = NULL;
+  g_autofree char *htpasswd = NULL, *line = NULL, *config = NULL, *problem = NULL, *registry = NULL, *ref = NULL;
+  g_autofree char *home = NULL, *certs = NULL, *ca_copy = NULL, *auth = NULL, *bad = NULL, *expected = NULL;
+  g_autofree char *cert_dir = NULL, *cert_dir_ca = NULL, *src = NULL, *dst = NULL;
+  g_autoptr(SandstepTestResult) anonymous = NULL, untrusted = NULL, wrong = NULL, good = NULL;
+  struct crypt_data cd = { 0 };
+  const char *hash;
+  guint16 port;
+  GPid pid;
+
+  if (!need_registry ())
+    return;
+  dir = sandstep_test_host_path (f, "tls");
+  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
+  ca_key = g_build_filename (dir, "ca.key", NULL);
+  ca = g_build_filename (dir, "ca.crt", NULL);
+  key = g_build_filename (dir, "server.key", NULL);
+  csr = g_build_filename (dir, "server.csr", NULL);
+  cert = g_build_filename (dir, "server.crt", NULL);
+  ext = g_build_filename (dir, "ext.cnf", NULL);
+  g_assert_true (g_file_set_contents (ext, "subjectAltName=IP:127.0.0.1\n", -1, NULL));
+  {
+    const char *mk_ca[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                            "-days", "2", "-subj", "/CN=sandstep test CA", NULL };
+    const char *mk_csr[] = { "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
+                             "/CN=127.0.0.1", NULL };
+    const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                           "-out", cert, "-days", "2", "-extfile", ext, NULL };
+    g_assert_true (run_tool (mk_ca, NULL) && run_tool (mk_csr, NULL) && run_tool (sign, NULL));
+  }
+  /* docker-registry reads bcrypt only. */
+  hash = crypt_r ("secret", "$2b$05$abcdefghijklmnopqrstuv", &cd);
+  g_assert_nonnull (hash);
+  g_assert_true (g_str_has_prefix (hash, "$2b$"));
+  htpasswd = g_build_filename (dir, "htpasswd", NULL);
+  line = g_strdup_printf ("user:%s\n", hash);
+  g_assert_true (g_file_set_contents (htpasswd, line, -1, NULL));
+  port = free_port ();
+  config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
+                            "127.0.0.1:%u\n  tls:\n    certificate: %s\n    key: %s\nauth:\n  htpasswd:\n    realm: "
+                            "sandstep-test\n    path: %s\n", dir, port, cert, key, htpasswd);
+  pid = start_registry (dir, "registry", config, port, &problem);
+  if (pid == 0)
+    {
+      g_test_fail_printf ("%s", problem);
+      return;
+    }
+  registry = g_strdup_printf ("127.0.0.1:%u", port);
+  cert_dir = g_build_filename (dir, "skopeo-certs", NULL);
+  g_assert_cmpint (mkdir (cert_dir, 0700), ==, 0);
+  cert_dir_ca = g_build_filename (cert_dir, "ca.crt", NULL);
+  {
+    g_autofree char *pem = NULL;
+    g_assert_true (g_file_get_contents (ca, &pem, NULL, NULL));
+    g_assert_true (g_file_set_contents (cert_dir_ca, pem, -1, NULL));
+  }
+  src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  dst = g_strdup_printf ("docker://%s/test/secret:1", registry);
+  {
+    const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-creds", "user:secret", "--dest-cert-dir", cert_dir,
+                           src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ref = g_strdup_printf ("docker://%s/test/secret:1", registry);
+  home = sandstep_test_host_path (f, "home");
+  g_assert_cmpint (mkdir (home, 0700), ==, 0);
+  sandstep_test_fixture_setenv (f, "HOME", home);
+  sandstep_test_fixture_setenv (f, "XDG_RUNTIME_DIR", NULL);
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", NULL);
+
+  /* Its CA is not the host's: refused, and the message says where a registry's CA goes. */
+  untrusted = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (untrusted->status, !=, 0);
+  sandstep_test_assert_contains (untrusted->err, "not trusted");
+  sandstep_test_assert_contains (untrusted->err, "certs.d");
+
+  certs = g_build_filename (home, ".config", "containers", "certs.d", registry, NULL);
+  g_assert_cmpint (g_mkdir_with_parents (certs, 0700), ==, 0);
+  ca_copy = g_build_filename (certs, "ca.crt", NULL);
+  {
+    g_autofree char *pem = NULL;
+    g_assert_true (g_file_get_contents (ca, &pem, NULL, NULL));
+    g_assert_true (g_file_set_contents (ca_copy, pem, -1, NULL));
+  }
+  /* Trusted, but no credentials. */
+  anonymous = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (anonymous->status, !=, 0);
+  sandstep_test_assert_contains (anonymous->err, "needs credentials");
+
+  bad = sandstep_test_host_path (f, "bad-auth.json");
+  write_auth_file (bad, registry, "user:wrong");
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", bad);
+  wrong = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (wrong->status, !=, 0);
+  sandstep_test_assert_contains (wrong->err, "refused access");
+  assert_store_empty (f);
+
+  auth = sandstep_test_host_path (f, "auth.json");
+  write_auth_file (auth, registry, "user:secret");
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", auth);
+  good = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (good, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (good->out, ==, expected);
+  assert_busybox_unpacked (f);
+
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1032,6 +1186,7 @@ main (int argc, char **argv)
   ADD ("/image/pull/parallel", test_parallel);
   ADD ("/image/pull/killed", test_killed);
   ADD ("/image/gc", test_gc);
+  ADD ("/image/auth/basic-tls", test_basic_tls);
 #undef ADD
   registry_start ();
   status = g_test_run ();

@@ -8,7 +8,12 @@
  * those credentials.  Redirects (a blob in object storage) are followed by
  * hand, without the Authorization header.  HTTPS always, except a registry
  * on loopback or listed in $SANDSTEP_INSECURE_REGISTRIES (HOST[:PORT], comma
- * separated); credentials never travel over plain HTTP to anything else.
+ * separated): those are tried over HTTPS first and over plain HTTP when they
+ * do not speak TLS, as docker and skopeo do; credentials never travel over
+ * plain HTTP to anything else.  Certificates: the host's CA bundle, and the
+ * CAs (*.crt) of the registry's directory in the certs.d trees the container
+ * tools read ($HOME/.config/containers/certs.d/HOST:PORT,
+ * /etc/containers/certs.d/HOST:PORT, /etc/docker/certs.d/HOST:PORT).
  */
 #include "sandstep-image-source.h"
 
@@ -33,7 +38,9 @@ typedef struct {
   char *base;           /* SCHEME://API-HOST/v2/REPOSITORY */
   char *basic;          /* base64 user:password from an auth file, or NULL */
   char *authorization;  /* the header value that worked, or NULL: anonymous */
-  gboolean authenticated;
+  gboolean plain_allowed; /* loopback or listed: plain HTTP when the registry does not speak TLS */
+  GPtrArray *cas;       /* GTlsCertificate: the registry's CAs from certs.d */
+  char *cas_for;        /* the HOST:PORT they are for */
 } RegistrySource;
 
 /* TRUE when plain HTTP is allowed to @host_port: loopback, or listed in $SANDSTEP_INSECURE_REGISTRIES. */
@@ -169,6 +176,68 @@ url_allowed (const char *url, gboolean *out_plain)
   return plain_http_allowed (host_port);
 }
 
+/* The CAs (*.crt) that the certs.d trees hold for @host_port. */
+static GPtrArray *
+load_cas (const char *host_port)
+{
+  g_autofree char *user = g_build_filename (g_get_home_dir (), ".config", "containers", "certs.d", host_port, NULL);
+  g_autofree char *etc = g_build_filename ("/etc/containers/certs.d", host_port, NULL);
+  g_autofree char *docker = g_build_filename ("/etc/docker/certs.d", host_port, NULL);
+  const char *dirs[] = { user, etc, docker };
+  GPtrArray *cas = g_ptr_array_new_with_free_func (g_object_unref);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      g_autoptr(GDir) dir = g_dir_open (dirs[i], 0, NULL);
+      const char *name;
+
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *path = NULL;
+          g_autoptr(GError) local = NULL;
+          GTlsCertificate *ca;
+
+          if (!g_str_has_suffix (name, ".crt"))
+            continue;
+          path = g_build_filename (dirs[i], name, NULL);
+          ca = g_tls_certificate_new_from_file (path, &local);
+          if (ca != NULL)
+            g_ptr_array_add (cas, ca);
+          else
+            g_debug ("registry CA '%s' cannot be read: %s", path, local->message);
+        }
+    }
+  return cas;
+}
+
+/* A certificate the host's CAs do not vouch for: accepted when one of the
+ * registry's own CAs (certs.d) does, for the host the message went to. */
+static gboolean
+on_accept_certificate (SoupMessage *msg, GTlsCertificate *cert, GTlsCertificateFlags errors, gpointer data)
+{
+  RegistrySource *self = data;
+  GUri *uri = soup_message_get_uri (msg);
+  g_autofree char *host_port = g_strdup_printf ("%s:%d", g_uri_get_host (uri), g_uri_get_port (uri));
+  g_autoptr(GSocketConnectable) identity = g_network_address_new (g_uri_get_host (uri), g_uri_get_port (uri));
+
+  if (g_strcmp0 (host_port, self->cas_for) != 0 && g_strcmp0 (g_uri_get_host (uri), self->cas_for) != 0)
+    return FALSE;
+  for (guint i = 0; i < self->cas->len; i++)
+    if (g_tls_certificate_verify (cert, identity, self->cas->pdata[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static SoupMessage *
+new_message (RegistrySource *self, const char *url)
+{
+  SoupMessage *msg = soup_message_new ("GET", url);
+
+  if (msg != NULL && self->cas->len > 0)
+    g_signal_connect (msg, "accept-certificate", G_CALLBACK (on_accept_certificate), self);
+  return msg;
+}
+
 /* Fetches a token (Bearer) or picks the credentials (Basic) that the challenge of @msg asks for. */
 static gboolean
 authenticate (RegistrySource *self, SoupMessage *msg, GError **error)
@@ -221,7 +290,7 @@ authenticate (RegistrySource *self, SoupMessage *msg, GError **error)
         g_autofree char *escaped = g_uri_escape_string (scope != NULL ? scope : default_scope, NULL, FALSE);
         g_string_append_printf (url, "scope=%s", escaped);
       }
-      token_msg = soup_message_new ("GET", url->str);
+      token_msg = new_message (self, url->str);
       if (token_msg == NULL)
         return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_AUTH,
                                "image '%s': the token URL '%s' is malformed", self->text, url->str);
@@ -270,7 +339,7 @@ get (RegistrySource *self, const char *url, const char *accept, SoupMessage **ou
 
   for (guint hop = 0; hop <= MAX_HOPS;)
     {
-      g_autoptr(SoupMessage) msg = soup_message_new ("GET", current);
+      g_autoptr(SoupMessage) msg = new_message (self, current);
       g_autoptr(GInputStream) stream = NULL;
       g_autoptr(GError) local = NULL;
       guint status;
@@ -287,6 +356,28 @@ get (RegistrySource *self, const char *url, const char *accept, SoupMessage **ou
       if (ours && self->authorization != NULL)
         soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", self->authorization);
       stream = soup_session_send (self->session, msg, NULL, &local);
+      if (stream == NULL && ours && self->plain_allowed && local->domain == G_TLS_ERROR &&
+          local->code != G_TLS_ERROR_BAD_CERTIFICATE && local->code != G_TLS_ERROR_CERTIFICATE_REQUIRED &&
+          g_str_has_prefix (self->base, "https://"))
+        {
+          /* A loopback or listed registry without TLS: plain HTTP from now on, for this URL and the rest. */
+          char *base = g_strconcat ("http://", self->base + strlen ("https://"), NULL);
+          char *next = g_strconcat ("http://", current + strlen ("https://"), NULL);
+
+          g_free (self->base);
+          self->base = base;
+          g_free (current);
+          current = next;
+          continue;
+        }
+      if (stream == NULL && g_error_matches (local, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE))
+        {
+          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_NETWORK,
+                          "image '%s': the TLS certificate of '%s' is not trusted (%s); if the registry has a CA of "
+                          "its own, put it in ~/.config/containers/certs.d/%s/ca.crt or /etc/containers/certs.d/%s/",
+                          self->text, current, local->message, self->registry, self->registry);
+          return NULL;
+        }
       if (stream == NULL)
         {
           sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_NETWORK,
@@ -423,6 +514,8 @@ registry_free (SandstepImageSource *source)
   g_free (self->base);
   g_free (self->basic);
   g_free (self->authorization);
+  g_ptr_array_unref (self->cas);
+  g_free (self->cas_for);
   g_free (self);
 }
 
@@ -439,9 +532,11 @@ sandstep_registry_source_new (const SandstepImageRef *ref, GError **error)
   self->text = g_strdup (ref->text);
   self->registry = g_strdup (ref->registry);
   self->repository = g_strdup (ref->repository);
-  self->base = g_strdup_printf ("%s://%s/v2/%s", plain_http_allowed (ref->registry) ? "http" : "https", api_host,
-                                ref->repository);
+  self->plain_allowed = plain_http_allowed (ref->registry);
+  self->base = g_strdup_printf ("https://%s/v2/%s", api_host, ref->repository);
   self->basic = credentials_for (ref->registry);
+  self->cas = load_cas (ref->registry);
+  self->cas_for = g_strdup (ref->registry);
   self->session = soup_session_new_with_options ("user-agent", "sandstep", "timeout", 120, "idle-timeout", 60, NULL);
   return g_steal_pointer (&source);
 }
