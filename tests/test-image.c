@@ -20,6 +20,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <libsoup/soup.h>
+
 #include "sandstep-image-error.h"
 #include "sandstep-image-pull.h"
 #include "sandstep-image-ref.h"
@@ -1165,6 +1167,213 @@ test_basic_tls (SandstepTestFixture *f, gconstpointer data)
   waitpid (pid, NULL, 0);
 }
 
+/* ---- credentials: the Bearer token flow ---- */
+
+/* A token server on loopback, in a thread of its own: it hands @token to a
+ * request with the Basic credentials user:secret, and 401 to any other. */
+typedef struct {
+  char *token;
+  guint16 port;
+  gint with_credentials;      /* requests that carried the right credentials */
+  gint without;               /* requests that did not */
+  GMainContext *context;
+  GMainLoop *loop;
+  GThread *thread;
+  GMutex lock;
+  GCond ready;
+  gboolean listening;
+} TokenServer;
+
+static void
+on_token (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
+{
+  TokenServer *ts = data;
+  const char *auth = soup_message_headers_get_one (soup_server_message_get_request_headers (msg), "Authorization");
+  g_autofree char *b64 = g_base64_encode ((const guchar *) "user:secret", strlen ("user:secret"));
+  g_autofree char *want = g_strconcat ("Basic ", b64, NULL);
+
+  if (g_strcmp0 (auth, want) != 0)
+    {
+      g_atomic_int_inc (&ts->without);
+      soup_server_message_set_status (msg, SOUP_STATUS_UNAUTHORIZED, NULL);
+      return;
+    }
+  g_atomic_int_inc (&ts->with_credentials);
+  {
+    g_autofree char *body = g_strdup_printf ("{\"token\": \"%s\", \"expires_in\": 3600}", ts->token);
+    soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_COPY, body, strlen (body));
+  }
+}
+
+static gpointer
+token_server_main (gpointer data)
+{
+  TokenServer *ts = data;
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  g_main_context_push_thread_default (ts->context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, "/token", on_token, ts, NULL);
+  soup_server_listen_local (server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  ts->port = g_uri_get_port (uris->data);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  g_mutex_lock (&ts->lock);
+  ts->listening = TRUE;
+  g_cond_signal (&ts->ready);
+  g_mutex_unlock (&ts->lock);
+  g_main_loop_run (ts->loop);
+  g_main_context_pop_thread_default (ts->context);
+  return NULL;
+}
+
+static gboolean
+quit_loop (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static char *
+base64url (const guchar *data, gsize len)
+{
+  char *s = g_base64_encode (data, len);
+
+  g_strdelimit (s, "+", '-');
+  g_strdelimit (s, "/", '_');
+  *strchrnul (s, '=') = '\0';
+  return s;
+}
+
+/* A JWT that docker-registry's token auth accepts: RS256 by the key of @cert (in "x5c", trusted through the
+ * registry's rootcertbundle), for @service, allowing pull and push on @repository. */
+static char *
+make_token (const char *dir, const char *key, const char *cert, const char *issuer, const char *service,
+            const char *repository)
+{
+  g_autofree char *der_path = g_build_filename (dir, "token.der", NULL);
+  g_autofree char *input_path = g_build_filename (dir, "token.input", NULL);
+  g_autofree char *sig_path = g_build_filename (dir, "token.sig", NULL);
+  g_autofree char *der = NULL, *sig = NULL, *x5c = NULL, *header = NULL, *claims = NULL, *h64 = NULL, *c64 = NULL;
+  g_autofree char *input = NULL, *s64 = NULL;
+  gsize der_len = 0, sig_len = 0;
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+
+  {
+    const char *argv[] = { "openssl", "x509", "-in", cert, "-outform", "DER", "-out", der_path, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  g_assert_true (g_file_get_contents (der_path, &der, &der_len, NULL));
+  x5c = g_base64_encode ((const guchar *) der, der_len);
+  header = g_strdup_printf ("{\"typ\":\"JWT\",\"alg\":\"RS256\",\"x5c\":[\"%s\"]}", x5c);
+  claims = g_strdup_printf ("{\"iss\":\"%s\",\"sub\":\"user\",\"aud\":\"%s\",\"exp\":%" G_GINT64_FORMAT ","
+                            "\"nbf\":%" G_GINT64_FORMAT ",\"iat\":%" G_GINT64_FORMAT ",\"jti\":\"%08x\","
+                            "\"access\":[{\"type\":\"repository\",\"name\":\"%s\",\"actions\":[\"pull\",\"push\"]}]}",
+                            issuer, service, now + 3600, now - 60, now, g_random_int (), repository);
+  h64 = base64url ((const guchar *) header, strlen (header));
+  c64 = base64url ((const guchar *) claims, strlen (claims));
+  input = g_strdup_printf ("%s.%s", h64, c64);
+  g_assert_true (g_file_set_contents (input_path, input, -1, NULL));
+  {
+    const char *argv[] = { "openssl", "dgst", "-sha256", "-sign", key, "-out", sig_path, input_path, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  g_assert_true (g_file_get_contents (sig_path, &sig, &sig_len, NULL));
+  s64 = base64url ((const guchar *) sig, sig_len);
+  return g_strdup_printf ("%s.%s", input, s64);
+}
+
+static void
+test_bearer (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *dir = NULL, *key = NULL, *cert = NULL, *config = NULL, *problem = NULL, *ref = NULL;
+  g_autofree char *src = NULL, *dst = NULL, *auth = NULL, *expected = NULL, *home = NULL;
+  g_autoptr(SandstepTestResult) anonymous = NULL, good = NULL;
+  TokenServer ts = { 0 };
+  guint16 port;
+  GPid pid;
+
+  if (!need_registry ())
+    return;
+  dir = sandstep_test_host_path (f, "bearer");
+  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
+  key = g_build_filename (dir, "token.key", NULL);
+  cert = g_build_filename (dir, "token.crt", NULL);
+  {
+    const char *argv[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                           "-days", "2", "-subj", "/CN=sandstep test token issuer", NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ts.token = make_token (dir, key, cert, "sandstep-test-issuer", "sandstep-test", "test/bearer");
+  ts.context = g_main_context_new ();
+  ts.loop = g_main_loop_new (ts.context, FALSE);
+  g_mutex_init (&ts.lock);
+  g_cond_init (&ts.ready);
+  ts.thread = g_thread_new ("token-server", token_server_main, &ts);
+  g_mutex_lock (&ts.lock);
+  while (!ts.listening)
+    g_cond_wait (&ts.ready, &ts.lock);
+  g_mutex_unlock (&ts.lock);
+
+  port = free_port ();
+  config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
+                            "127.0.0.1:%u\nauth:\n  token:\n    realm: http://127.0.0.1:%u/token\n    service: "
+                            "sandstep-test\n    issuer: sandstep-test-issuer\n    rootcertbundle: %s\n",
+                            dir, port, ts.port, cert);
+  pid = start_registry (dir, "registry", config, port, &problem);
+  g_assert_cmpint (pid, !=, 0);
+  src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  dst = g_strdup_printf ("docker://127.0.0.1:%u/test/bearer:1", port);
+  {
+    const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", "user:secret",
+                           src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ref = g_strdup_printf ("docker://127.0.0.1:%u/test/bearer:1", port);
+  home = sandstep_test_host_path (f, "home");
+  g_assert_cmpint (mkdir (home, 0700), ==, 0);
+  sandstep_test_fixture_setenv (f, "HOME", home);
+  sandstep_test_fixture_setenv (f, "XDG_RUNTIME_DIR", NULL);
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", NULL);
+
+  /* No credentials: the token server refuses, and so does the pull. */
+  g_atomic_int_set (&ts.without, 0);
+  g_atomic_int_set (&ts.with_credentials, 0);
+  anonymous = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (anonymous->status, !=, 0);
+  sandstep_test_assert_contains (anonymous->err, "token server");
+  g_assert_cmpint (g_atomic_int_get (&ts.without), ==, 1);
+  assert_store_empty (f);
+
+  /* The credentials go to the token server, the token to the registry. */
+  auth = sandstep_test_host_path (f, "auth.json");
+  {
+    g_autofree char *registry = g_strdup_printf ("127.0.0.1:%u", port);
+    write_auth_file (auth, registry, "user:secret");
+  }
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", auth);
+  good = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (good, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (good->out, ==, expected);
+  g_assert_cmpint (g_atomic_int_get (&ts.with_credentials), ==, 1);
+  assert_busybox_unpacked (f);
+
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+  g_main_context_invoke (ts.context, quit_loop, ts.loop);
+  g_thread_join (ts.thread);
+  g_main_loop_unref (ts.loop);
+  g_main_context_unref (ts.context);
+  g_mutex_clear (&ts.lock);
+  g_cond_clear (&ts.ready);
+  g_free (ts.token);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1187,6 +1396,7 @@ main (int argc, char **argv)
   ADD ("/image/pull/killed", test_killed);
   ADD ("/image/gc", test_gc);
   ADD ("/image/auth/basic-tls", test_basic_tls);
+  ADD ("/image/auth/bearer", test_bearer);
 #undef ADD
   registry_start ();
   status = g_test_run ();
