@@ -1170,9 +1170,15 @@ test_basic_tls (SandstepTestFixture *f, gconstpointer data)
 /* ---- credentials: the Bearer token flow ---- */
 
 /* A token server on loopback, in a thread of its own: it hands @token to a
- * request with the Basic credentials user:secret, and 401 to any other. */
+ * request with the Basic credentials user:secret, and 401 to any other.  It
+ * also stands in for the object storage a registry redirects blob requests
+ * to: /docker/... is served from @storage, counting the requests that came
+ * with an Authorization header (none should). */
 typedef struct {
   char *token;
+  char *storage;
+  gint mirror_requests;
+  gint mirror_with_auth;
   guint16 port;
   gint with_credentials;      /* requests that carried the right credentials */
   gint without;               /* requests that did not */
@@ -1206,6 +1212,26 @@ on_token (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTab
   }
 }
 
+static void
+on_mirror (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
+{
+  TokenServer *ts = data;
+  g_autofree char *file = g_build_filename (ts->storage, path, NULL);
+  char *contents = NULL;
+  gsize len = 0;
+
+  g_atomic_int_inc (&ts->mirror_requests);
+  if (soup_message_headers_get_one (soup_server_message_get_request_headers (msg), "Authorization") != NULL)
+    g_atomic_int_inc (&ts->mirror_with_auth);
+  if (strstr (path, "..") != NULL || !g_file_get_contents (file, &contents, &len, NULL))
+    {
+      soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
+      return;
+    }
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (msg, "application/octet-stream", SOUP_MEMORY_TAKE, contents, len);
+}
+
 static gpointer
 token_server_main (gpointer data)
 {
@@ -1217,6 +1243,7 @@ token_server_main (gpointer data)
   g_main_context_push_thread_default (ts->context);
   server = soup_server_new (NULL, NULL);
   soup_server_add_handler (server, "/token", on_token, ts, NULL);
+  soup_server_add_handler (server, "/docker", on_mirror, ts, NULL);
   soup_server_listen_local (server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
   g_assert_no_error (error);
   uris = soup_server_get_uris (server);
@@ -1287,6 +1314,7 @@ make_token (const char *dir, const char *key, const char *cert, const char *issu
   return g_strdup_printf ("%s.%s", input, s64);
 }
 
+/* The token flow, and blobs redirected to storage that never sees the registry's credentials. */
 static void
 test_bearer (SandstepTestFixture *f, gconstpointer data)
 {
@@ -1309,6 +1337,7 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
     g_assert_true (run_tool (argv, NULL));
   }
   ts.token = make_token (dir, key, cert, "sandstep-test-issuer", "sandstep-test", "test/bearer");
+  ts.storage = g_build_filename (dir, "storage", NULL);
   ts.context = g_main_context_new ();
   ts.loop = g_main_loop_new (ts.context, FALSE);
   g_mutex_init (&ts.lock);
@@ -1320,10 +1349,12 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
   g_mutex_unlock (&ts.lock);
 
   port = free_port ();
+  /* Blobs are answered with a redirect to the token server's /docker/..., as object storage would serve them. */
   config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
                             "127.0.0.1:%u\nauth:\n  token:\n    realm: http://127.0.0.1:%u/token\n    service: "
-                            "sandstep-test\n    issuer: sandstep-test-issuer\n    rootcertbundle: %s\n",
-                            dir, port, ts.port, cert);
+                            "sandstep-test\n    issuer: sandstep-test-issuer\n    rootcertbundle: %s\n"
+                            "middleware:\n  storage:\n    - name: redirect\n      options:\n        baseurl: "
+                            "http://127.0.0.1:%u\n", dir, port, ts.port, cert, ts.port);
   pid = start_registry (dir, "registry", config, port, &problem);
   g_assert_cmpint (pid, !=, 0);
   src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
@@ -1362,6 +1393,9 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpstr (good->out, ==, expected);
   g_assert_cmpint (g_atomic_int_get (&ts.with_credentials), ==, 1);
   assert_busybox_unpacked (f);
+  /* The config and the layer came through the redirect, which got no credentials. */
+  g_assert_cmpint (g_atomic_int_get (&ts.mirror_requests), >=, 2);
+  g_assert_cmpint (g_atomic_int_get (&ts.mirror_with_auth), ==, 0);
 
   kill (pid, SIGTERM);
   waitpid (pid, NULL, 0);
@@ -1372,6 +1406,7 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
   g_mutex_clear (&ts.lock);
   g_cond_clear (&ts.ready);
   g_free (ts.token);
+  g_free (ts.storage);
 }
 
 int
