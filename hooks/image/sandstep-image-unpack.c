@@ -29,7 +29,31 @@ typedef struct {
   guint64 size;         /* bytes of file data written */
   guint64 entries;
   guint64 kill_after;   /* test hook: SIGKILL ourselves after this many entries */
+  /* The directory of the last entry, kept open: most entries share it, and
+   * walking every name afresh costs an openat per component.  Dropped
+   * whenever anything is removed, which could take it away. */
+  char *cached_path;
+  int cached_fd;
+  gboolean cache_stale;
 } Unpack;
+
+static void
+forget_parent (Unpack *u)
+{
+  if (u->cached_fd >= 0)
+    close (u->cached_fd);
+  u->cached_fd = -1;
+  g_clear_pointer (&u->cached_path, g_free);
+}
+
+/* Removes @leaf under @parent; the cached directory is dropped before the next entry (it may be inside
+ * what went), while @parent itself stays open for this one. */
+static void
+remove_at (Unpack *u, int parent, const char *leaf)
+{
+  u->cache_stale = TRUE;
+  sandstep_remove_tree_at (parent, leaf);
+}
 
 static gboolean
 hostile (GError **error, const char *name, const char *why)
@@ -289,9 +313,23 @@ unpack_entry (Unpack *u, char type, const char *name, const char *link, guint64 
   if (parts->len == 0)
     return skip_bytes (u, size + padding (size), error);  /* "./": the layer's root itself */
   leaf = parts->pdata[parts->len - 1];
-  parent = walk (u, parts, parts->len - 1, TRUE, name, error);
-  if (parent < 0)
-    return FALSE;
+  {
+    g_autoptr(GString) path = g_string_new (NULL);
+
+    for (guint i = 0; i + 1 < parts->len; i++)
+      g_string_append_printf (path, "%s/", (char *) parts->pdata[i]);
+    if (u->cache_stale || u->cached_path == NULL || strcmp (u->cached_path, path->str) != 0)
+      {
+        forget_parent (u);
+        u->cache_stale = FALSE;
+        u->cached_fd = walk (u, parts, parts->len - 1, TRUE, name, error);
+        if (u->cached_fd < 0)
+          return FALSE;
+        u->cached_path = g_string_free (g_steal_pointer (&path), FALSE);
+      }
+    /* Borrowed: the cache owns it. */
+    parent = u->cached_fd;
+  }
 
   if (g_str_has_prefix (leaf, WHITEOUT))
     {
@@ -307,13 +345,12 @@ unpack_entry (Unpack *u, char type, const char *name, const char *link, guint64 
         ok = hostile (error, name, "a whiteout must name one file");
       else
         {
-          sandstep_remove_tree_at (parent, leaf + strlen (WHITEOUT));
+          remove_at (u, parent, leaf + strlen (WHITEOUT));
           if (mknodat (parent, leaf + strlen (WHITEOUT), S_IFCHR | 0, makedev (0, 0)) < 0)
             ok = sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_STORE, errno,
                                        "unpacking a layer: cannot make the whiteout for '%s' (a 0/0 character "
                                        "device, which kernels since 5.8 let anyone make)", name);
         }
-      close (parent);
       return ok && skip_bytes (u, size + padding (size), error);
     }
 
@@ -323,10 +360,9 @@ unpack_entry (Unpack *u, char type, const char *name, const char *link, guint64 
       if (type == '5' && S_ISDIR (st.st_mode))
         {
           fchmodat (parent, leaf, (mode & 01777) | S_IRWXU, 0);
-          close (parent);
           return skip_bytes (u, size + padding (size), error);
         }
-      sandstep_remove_tree_at (parent, leaf);
+      remove_at (u, parent, leaf);
     }
 
   switch (type)
@@ -397,7 +433,6 @@ unpack_entry (Unpack *u, char type, const char *name, const char *link, guint64 
       g_debug ("unpacking a layer: entry '%s' of tar type '%c' skipped", name, type);
       break;
     }
-  close (parent);
   if (!ok)
     return FALSE;
   return skip_bytes (u, (data_read ? 0 : size) + padding (size), error);
@@ -465,17 +500,17 @@ read_meta (Unpack *u, guint64 size, GError **error)
   return g_steal_pointer (&data);
 }
 
-gboolean
-sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, guint64 *out_size, GError **error)
+/* Every entry of the tar, as unpack_entry() makes it. */
+static gboolean
+unpack_entries (Unpack *u, GError **error)
 {
-  Unpack u = { input, dir_fd, geteuid () == 0, budget, 0, 0, 0 };
   g_autofree char *long_name = NULL, *long_link = NULL, *pax_path = NULL, *pax_link = NULL;
   guint64 pax_size = 0, pax_uid = G_MAXUINT64, pax_gid = G_MAXUINT64;
   gboolean has_pax_size = FALSE;
   const char *kill_after = sandstep_test_hook ("SANDSTEP_TEST_IMAGE_KILL_UNPACK");
 
   if (kill_after != NULL)
-    u.kill_after = g_ascii_strtoull (kill_after, NULL, 10);
+    u->kill_after = g_ascii_strtoull (kill_after, NULL, 10);
   for (;;)
     {
       guchar h[BLOCK];
@@ -485,7 +520,7 @@ sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, gui
       g_autofree char *name = NULL, *link = NULL;
       gboolean zero = TRUE;
 
-      if (!g_input_stream_read_all (input, h, BLOCK, &got, NULL, error))
+      if (!g_input_stream_read_all (u->input, h, BLOCK, &got, NULL, error))
         return FALSE;
       if (got == 0)
         break;                  /* no end blocks: some writers stop here */
@@ -499,17 +534,17 @@ sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, gui
       if (!checksum_ok (h))
         return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_HOSTILE,
                                "a header of the layer's tar has a wrong checksum (entry %" G_GUINT64_FORMAT "): not "
-                               "a tar, or corrupt; the image is refused", u.entries + 1);
+                               "a tar, or corrupt; the image is refused", u->entries + 1);
       type = h[156];
       if (!parse_number ((char *) h + 124, 12, &size) || !parse_number ((char *) h + 100, 8, &mode) ||
           !parse_number ((char *) h + 108, 8, &uid) || !parse_number ((char *) h + 116, 8, &gid) ||
           !parse_number ((char *) h + 136, 12, &mtime) || size > G_MAXUINT64 / 2)
         return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_HOSTILE,
                                "a header of the layer's tar has a malformed number (entry %" G_GUINT64_FORMAT "); "
-                               "the image is refused", u.entries + 1);
+                               "the image is refused", u->entries + 1);
       if (type == 'x' || type == 'g' || type == 'L' || type == 'K')
         {
-          g_autofree char *meta = read_meta (&u, size, error);
+          g_autofree char *meta = read_meta (u, size, error);
           if (meta == NULL)
             return FALSE;
           if (type == 'x' && !parse_pax (meta, size, &pax_path, &pax_link, &pax_size, &has_pax_size, &pax_uid,
@@ -547,15 +582,25 @@ sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, gui
       g_clear_pointer (&long_name, g_free);
       g_clear_pointer (&long_link, g_free);
 
-      if (!unpack_entry (&u, type, name, link, size, mode, uid, gid, mtime, error))
+      if (!unpack_entry (u, type, name, link, size, mode, uid, gid, mtime, error))
         return FALSE;
-      u.entries++;
-      if (u.kill_after > 0 && u.entries >= u.kill_after)
+      u->entries++;
+      if (u->kill_after > 0 && u->entries >= u->kill_after)
         raise (SIGKILL);
     }
-  if (out_size != NULL)
-    *out_size = u.size;
   return TRUE;
+}
+
+gboolean
+sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, guint64 *out_size, GError **error)
+{
+  Unpack u = { input, dir_fd, geteuid () == 0, budget, 0, 0, 0, NULL, -1, FALSE };
+  gboolean ok = unpack_entries (&u, error);
+
+  forget_parent (&u);
+  if (ok && out_size != NULL)
+    *out_size = u.size;
+  return ok;
 }
 
 gboolean
