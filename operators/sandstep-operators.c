@@ -153,7 +153,7 @@ static const SandstepOperator operators[] = {
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },
-  { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG]) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
+  { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
     sandstep_op_pull_needs_net },
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },

@@ -595,20 +595,28 @@ test_reference (void)
 
 /* ---- pulls ---- */
 
+/* Asserts that the store holds the image @digest (NULL: its most recently used one) and that its first
+ * layer holds /bin/busybox whole. */
 static void
-assert_busybox_unpacked (SandstepTestFixture *f)
+assert_busybox_image (SandstepTestFixture *f, const char *digest)
 {
-  g_autofree char *images = NULL;
   g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "images", "--json", NULL);
   g_autoptr(JsonNode) root = NULL;
   JsonObject *first;
+  JsonArray *all;
   struct stat host, got;
   g_autofree char *path = NULL;
 
   sandstep_test_assert_status (r, 0);
   root = sandstep_test_parse_json (r->out);
-  first = json_array_get_object_element (json_node_get_array (root), 0);
-  g_assert_cmpstr (json_object_get_string_member (first, "digest"), ==, reg.busybox_digest);
+  all = json_node_get_array (root);
+  g_assert_cmpuint (json_array_get_length (all), >, 0);
+  first = json_array_get_object_element (all, json_array_get_length (all) - 1);
+  for (guint i = 0; digest != NULL && i < json_array_get_length (all); i++)
+    if (g_strcmp0 (json_object_get_string_member (json_array_get_object_element (all, i), "digest"), digest) == 0)
+      first = json_array_get_object_element (all, i);
+  if (digest != NULL)
+    g_assert_cmpstr (json_object_get_string_member (first, "digest"), ==, digest);
   path = g_build_filename (layer_dir (f, json_array_get_string_element (json_object_get_array_member (first, "layers"),
                                                                         0)), "bin", "busybox", NULL);
   g_assert_cmpint (stat ("/bin/busybox", &host), ==, 0);
@@ -616,6 +624,12 @@ assert_busybox_unpacked (SandstepTestFixture *f)
   g_assert_true (S_ISREG (got.st_mode));
   g_assert_cmpint (got.st_size, ==, host.st_size);
   g_assert_cmpint (got.st_mode & 0111, !=, 0);
+}
+
+static void
+assert_busybox_unpacked (SandstepTestFixture *f)
+{
+  assert_busybox_image (f, reg.busybox_digest);
 }
 
 static void
@@ -653,8 +667,9 @@ test_pull_tag_and_digest (SandstepTestFixture *f, gconstpointer data)
 static void
 test_pull_layout (SandstepTestFixture *f, gconstpointer data)
 {
-  g_autofree char *ref = NULL, *expected = NULL, *archive = NULL, *archive_ref = NULL;
-  g_autoptr(SandstepTestResult) r = NULL, ar = NULL;
+  g_autofree char *ref = NULL, *expected = NULL, *archive = NULL, *archive_ref = NULL, *docker = NULL;
+  g_autofree char *docker_ref = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, ar = NULL, dr = NULL;
 
   if (!need_registry ())
     return;
@@ -675,6 +690,28 @@ test_pull_layout (SandstepTestFixture *f, gconstpointer data)
   ar = sandstep_test_helper (f, "pull", archive_ref, NULL);
   sandstep_test_assert_status (ar, 0);
   g_assert_cmpstr (ar->out, ==, expected);
+
+  /* docker-archive: what `docker save` writes (here skopeo): uncompressed layers, a manifest made from it. */
+  docker = sandstep_test_host_path (f, "busybox-docker.tar");
+  {
+    g_autofree char *src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+    g_autofree char *dst = g_strdup_printf ("docker-archive:%s:test/busybox:1", docker);
+    const char *argv[] = { "skopeo", "copy", "--quiet", src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  docker_ref = g_strdup_printf ("docker-archive:%s", docker);
+  dr = sandstep_test_helper (f, "pull", docker_ref, NULL);
+  sandstep_test_assert_status (dr, 0);
+  g_assert_cmpuint (strlen (dr->out), ==, strlen ("sha256:") + 64 + 1);
+  g_assert_true (g_str_has_prefix (dr->out, "sha256:"));
+  {
+    g_autofree char *digest = g_strndup (dr->out, strlen (dr->out) - 1);
+    g_autoptr(SandstepTestResult) again = sandstep_test_helper (f, "pull", docker_ref, NULL);
+    assert_busybox_image (f, digest);
+    /* The same archive is the same image. */
+    sandstep_test_assert_status (again, 0);
+    g_assert_cmpstr (again->out, ==, dr->out);
+  }
 }
 
 static void

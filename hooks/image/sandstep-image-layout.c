@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-host-files.h"
 #include "sandstep-image-error.h"
 #include "sandstep-image-unpack.h"
 
@@ -185,49 +184,11 @@ layout_free (SandstepImageSource *source)
   if (self->dir_fd >= 0)
     close (self->dir_fd);
   if (self->tmp_dir != NULL)
-    {
-      g_autofree char *base = g_path_get_basename (self->tmp_dir);
-      g_autofree char *parent = g_path_get_dirname (self->tmp_dir);
-      int parent_fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (parent_fd >= 0)
-        {
-          sandstep_remove_tree_at (parent_fd, base);
-          close (parent_fd);
-        }
-    }
+    sandstep_image_archive_remove (self->tmp_dir);
   g_free (self->text);
   g_free (self->dir);
   g_free (self->tmp_dir);
   g_free (self);
-}
-
-/* An oci-archive is a tar of a layout: unpacked with the layer unpacker, as hostile as a layer. */
-static gboolean
-unpack_archive (LayoutSource *self, const char *file, GError **error)
-{
-  g_autoptr(GFile) f = g_file_new_for_path (file);
-  g_autoptr(GFileInputStream) in = NULL;
-  guint64 budget = G_MAXUINT64 / 4;
-  int fd;
-
-  in = g_file_read (f, NULL, error);
-  if (in == NULL)
-    return FALSE;
-  self->tmp_dir = g_dir_make_tmp ("sandstep-oci-archive-XXXXXX", error);
-  if (self->tmp_dir == NULL)
-    return FALSE;
-  fd = open (self->tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_FAILED, errno,
-                                 "cannot open '%s'", self->tmp_dir);
-  if (!sandstep_image_unpack_tar (G_INPUT_STREAM (in), fd, &budget, NULL, error))
-    {
-      close (fd);
-      return FALSE;
-    }
-  close (fd);
-  self->dir = g_strdup (self->tmp_dir);
-  return TRUE;
 }
 
 SandstepImageSource *
@@ -243,11 +204,13 @@ sandstep_layout_source_new (const SandstepImageRef *ref, GError **error)
   self->dir_fd = -1;
   if (ref->transport == SANDSTEP_IMAGE_TRANSPORT_OCI_ARCHIVE)
     {
-      if (!unpack_archive (self, ref->path, error))
+      self->tmp_dir = sandstep_image_archive_unpack (ref->path, error);
+      if (self->tmp_dir == NULL)
         {
           g_prefix_error (error, "image '%s': ", ref->text);
           return NULL;
         }
+      self->dir = g_strdup (self->tmp_dir);
     }
   else
     self->dir = g_strdup (ref->path);

@@ -39,12 +39,9 @@ sandstep_image_source_new (const SandstepImageRef *ref, GError **error)
     case SANDSTEP_IMAGE_TRANSPORT_OCI_ARCHIVE:
       return sandstep_layout_source_new (ref, error);
     case SANDSTEP_IMAGE_TRANSPORT_DOCKER_ARCHIVE:
-    default:
-      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                      "image '%s': docker-archive: is not read yet; convert it with 'skopeo copy "
-                      "docker-archive:FILE oci:DIR:TAG' and pull oci:DIR:TAG", ref->text);
-      return NULL;
+      return sandstep_docker_archive_source_new (ref, error);
     }
+  g_return_val_if_reached (NULL);
 }
 
 const char *

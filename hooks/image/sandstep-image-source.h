@@ -49,6 +49,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepImageSource, sandstep_image_source_free)
 /* oci:DIR[:TAG] and oci-archive:FILE[:TAG] (unpacked to a temporary layout first). */
 SandstepImageSource *sandstep_layout_source_new (const SandstepImageRef *ref, GError **error);
 
+/* docker-archive:FILE, what `docker save` writes (sandstep-image-archive.c). */
+SandstepImageSource *sandstep_docker_archive_source_new (const SandstepImageRef *ref, GError **error);
+
+/* The tar @file (an oci-archive or a docker-archive) unpacked into a new
+ * temporary directory, as hostile as a layer; returns the directory. */
+char *sandstep_image_archive_unpack (const char *file, GError **error);
+/* Removes what sandstep_image_archive_unpack() made. */
+void sandstep_image_archive_remove (const char *dir);
+
 /* docker://: the OCI distribution API over libsoup (sandstep-image-registry.c). */
 SandstepImageSource *sandstep_registry_source_new (const SandstepImageRef *ref, GError **error);
 
