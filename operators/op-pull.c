@@ -59,11 +59,12 @@ reference_of (SandstepInvocation *invocation, GError **error)
   return invocation->operands->pdata[0];
 }
 
+/* Every pull runs in sandstep-net: the registry client (libsoup) and zstd (libzstd) are linked there, and
+ * the lean helper that every step starts loads neither. */
 gboolean
 sandstep_op_pull_needs_net (SandstepInvocation *invocation)
 {
-  return invocation->operands->len == 1 && g_str_has_prefix (invocation->operands->pdata[0], "docker://") &&
-         !sandstep_image_has_registry_client ();
+  return !sandstep_image_has_registry_client ();
 }
 
 gboolean

@@ -6,7 +6,7 @@
 G_BEGIN_DECLS
 
 gboolean sandstep_op_pull (SandstepInvocation *invocation, int *out_exit, GError **error);
-/* TRUE for a docker:// reference: the registry client is in sandstep-net. */
+/* TRUE in the lean helper: pulls run in sandstep-net, with the registry client and zstd. */
 gboolean sandstep_op_pull_needs_net (SandstepInvocation *invocation);
 gboolean sandstep_op_images (SandstepInvocation *invocation, int *out_exit, GError **error);
 /* `sandstep gc`: --images reclaims images no sandbox uses, else sandstep_op_gc(). */

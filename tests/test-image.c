@@ -380,9 +380,21 @@ put_json (const char *layout, const char *json, gsize *out_size)
  * gzipped here); @arch non-NULL: tag an index whose only manifest is for
  * linux/@arch instead.  Returns the image manifest's digest; the layer
  * digests go to @out_layers (may be NULL). */
+static char *make_layout_compressed (const char *layout, const char *tag, GBytes *const *layers, guint n,
+                                     const char *arch, GPtrArray *out_layers, GBytes *(*compress) (GBytes *),
+                                     const char *media_type);
+
 static char *
 make_layout (const char *layout, const char *tag, GBytes *const *layers, guint n, const char *arch,
              GPtrArray *out_layers)
+{
+  return make_layout_compressed (layout, tag, layers, n, arch, out_layers, gzip_bytes, LAYER_GZIP);
+}
+
+/* make_layout() with the layers compressed by @compress, of @media_type. */
+static char *
+make_layout_compressed (const char *layout, const char *tag, GBytes *const *layers, guint n, const char *arch,
+                        GPtrArray *out_layers, GBytes *(*compress) (GBytes *), const char *media_type)
 {
   g_autoptr(GString) layer_json = g_string_new (NULL), diff_ids = g_string_new (NULL);
   g_autofree char *config = NULL, *config_digest = NULL, *manifest = NULL, *manifest_digest = NULL;
@@ -392,12 +404,12 @@ make_layout (const char *layout, const char *tag, GBytes *const *layers, guint n
   g_assert_cmpint (g_mkdir_with_parents (layout, 0755), ==, 0);
   for (guint i = 0; i < n; i++)
     {
-      g_autoptr(GBytes) gz = gzip_bytes (layers[i]);
+      g_autoptr(GBytes) gz = compress (layers[i]);
       g_autofree char *digest = put_blob (layout, gz);
       g_autofree char *diff = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, layers[i]);
 
-      g_string_append_printf (layer_json, "%s{\"mediaType\":\"" LAYER_GZIP "\",\"digest\":\"%s\",\"size\":%" G_GSIZE_FORMAT "}",
-                              i > 0 ? "," : "", digest, g_bytes_get_size (gz));
+      g_string_append_printf (layer_json, "%s{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%" G_GSIZE_FORMAT "}",
+                              i > 0 ? "," : "", media_type, digest, g_bytes_get_size (gz));
       g_string_append_printf (diff_ids, "%s\"sha256:%s\"", i > 0 ? "," : "", diff);
       if (out_layers != NULL)
         g_ptr_array_add (out_layers, g_steal_pointer (&digest));
@@ -959,6 +971,64 @@ test_too_large (SandstepTestFixture *f, gconstpointer data)
   sandstep_test_assert_status (r3, 0);
 }
 
+/* ---- zstd layers ---- */
+
+#if __has_include(<zstd.h>)
+#include <zstd.h>
+
+static GBytes *
+zstd_bytes (GBytes *in)
+{
+  gsize bound = ZSTD_compressBound (g_bytes_get_size (in));
+  char *out = g_malloc (bound);
+  size_t n = ZSTD_compress (out, bound, g_bytes_get_data (in, NULL), g_bytes_get_size (in), 3);
+
+  g_assert_false (ZSTD_isError (n));
+  return g_bytes_new_take (out, n);
+}
+
+/* The same, the last 16 bytes cut off. */
+static GBytes *
+zstd_truncated (GBytes *in)
+{
+  g_autoptr(GBytes) whole = zstd_bytes (in);
+
+  return g_bytes_new_from_bytes (whole, 0, g_bytes_get_size (whole) - 16);
+}
+
+static void
+test_zstd (SandstepTestFixture *f, gconstpointer data)
+{
+  const Entry entries[] = { { '5', "etc/" }, { '0', "etc/zstd", NULL, "read through zstd" },
+                            { '0', "padding", NULL, NULL, 0644, 300000 } };
+  g_autoptr(GBytes) tar = tar_build (entries, G_N_ELEMENTS (entries));
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) cut = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *layout = sandstep_test_host_path (f, "zstd");
+  g_autofree char *cut_layout = sandstep_test_host_path (f, "zstd-cut");
+  g_autofree char *d1 = make_layout_compressed (layout, "t", &tar, 1, NULL, layers, zstd_bytes,
+                                                "application/vnd.oci.image.layer.v1.tar+zstd");
+  g_autofree char *d2 = make_layout_compressed (cut_layout, "t", &tar, 1, NULL, cut, zstd_truncated,
+                                                "application/vnd.oci.image.layer.v1.tar+zstd");
+  g_autofree char *ref = g_strdup_printf ("oci:%s:t", layout);
+  g_autofree char *cut_ref = g_strdup_printf ("oci:%s:t", cut_layout);
+  g_autofree char *file = NULL, *text = NULL;
+  g_autoptr(SandstepTestResult) bad = sandstep_test_helper (f, "pull", cut_ref, NULL);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  /* A zstd stream that stops in a frame: refused, nothing kept. */
+  g_assert_cmpint (bad->status, !=, 0);
+  sandstep_test_assert_contains (bad->err, "zstd");
+  assert_no_image (f, cut->pdata[0]);
+
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  file = g_build_filename (layer_dir (f, layers->pdata[0]), "etc", "zstd", NULL);
+  g_assert_true (g_file_get_contents (file, &text, NULL, NULL));
+  g_assert_cmpstr (text, ==, "read through zstd");
+}
+#endif
+
 /* ---- concurrency and kills ---- */
 
 static void
@@ -1464,6 +1534,9 @@ main (int argc, char **argv)
   ADD ("/image/layer/hostile", test_hostile);
   ADD ("/image/layer/harmless", test_harmless);
   ADD ("/image/layer/too-large", test_too_large);
+#if __has_include(<zstd.h>)
+  ADD ("/image/layer/zstd", test_zstd);
+#endif
   ADD ("/image/pull/parallel", test_parallel);
   ADD ("/image/pull/killed", test_killed);
   ADD ("/image/gc", test_gc);

@@ -408,8 +408,8 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
       if (!sandstep_image_layer_type_is_known (d.media_type))
         {
           sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                          "image '%s': layer '%s' has the media type '%s', which sandstep does not read (tar or "
-                          "tar+gzip); rebuild the image with gzip layers", ref->text, d.digest, d.media_type);
+                          "image '%s': layer '%s' has the media type '%s', which sandstep does not read (tar, "
+                          "tar+gzip, or tar+zstd where built with libzstd); rebuild the image with gzip layers", ref->text, d.digest, d.media_type);
           descriptor_clear (&config);
           return NULL;
         }

@@ -1,4 +1,4 @@
-/* sandstep-image-unpack.h: a layer (a tar, plain or gzip) unpacked into a directory, as hostile input.
+/* sandstep-image-unpack.h: a layer (a tar: plain, gzip or zstd) unpacked into a directory, as hostile input.
  *
  * Every entry is created by a walk from the layer's directory fd, one
  * component at a time with O_NOFOLLOW, so nothing is written outside it:
@@ -39,7 +39,7 @@ G_BEGIN_DECLS
 gboolean sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, guint64 *out_size,
                                     GError **error);
 
-/* The same from the layer blob open on @blob_fd, of @media_type (plain or gzip tar). */
+/* The same from the layer blob open on @blob_fd, of @media_type (plain, gzip or zstd tar). */
 gboolean sandstep_image_unpack_layer (int blob_fd, const char *media_type, int dir_fd, guint64 *budget,
                                       guint64 *out_size, GError **error);
 
