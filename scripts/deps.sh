@@ -8,6 +8,7 @@ SANDSTEP_PACKAGES=(
   iproute2 util-linux passwd procps
   passt  # pasta: the user-mode network stack of a network=open sandbox
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
+  libzstd-dev  # zstd image layers (hooks/image/sandstep-image-zstd.c; without it they are refused)
   docker-registry skopeo umoci busybox-static  # test-image: a loopback registry, images built and pushed by the test
 )
 # Not a Debian package, so not installed here: moto_server (pip install
