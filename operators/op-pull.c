@@ -77,14 +77,19 @@ sandstep_op_pull (SandstepInvocation *invocation, int *out_exit, GError **error)
   g_autofree char *dir = NULL, *digest = NULL;
   PullProgress progress = { isatty (STDERR_FILENO), 0, 0 };
   SandstepPullOptions options = { 0, on_progress, &progress };
+  g_autoptr(GError) local = NULL;
 
   if (text == NULL)
     return FALSE;
   if (max_text != NULL && !sandstep_parse_size (max_text, &options.max_size, error))
     return FALSE;
-  ref = sandstep_image_ref_parse (text, error);
+  ref = sandstep_image_ref_parse (text, &local);
   if (ref == NULL)
-    return FALSE;
+    {
+      /* A reference that does not parse is bad input on the command line: the usage exit status. */
+      g_set_error_literal (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, local->message);
+      return FALSE;
+    }
   dir = sandstep_image_store_default_dir ();
   store = sandstep_image_store_open (dir, FALSE, error);
   if (store == NULL)

@@ -748,6 +748,12 @@ test_unknown (SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpint (r3->status, !=, 0);
   sandstep_test_assert_contains (r3->err, "no image tagged 'nope'");
   assert_store_empty (f);
+  /* A reference that does not parse is a usage error (exit 64), before anything is fetched. */
+  {
+    g_autoptr(SandstepTestResult) bad = sandstep_test_helper (f, "pull", "busybox", NULL);
+    g_assert_cmpint (bad->status, ==, 64);
+    sandstep_test_assert_contains (bad->err, "names no transport");
+  }
 }
 
 /* The registry's stored copy of @digest (it serves what it has, unchecked). */

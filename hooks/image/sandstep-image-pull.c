@@ -106,7 +106,8 @@ pick_platform (JsonObject *index, const char *text, GError **error)
 
       if (platform == NULL)
         continue;
-      if (strcmp (platform, host) == 0 || (strcmp (host, "linux/arm64") == 0 && strcmp (platform, "linux/arm64/v8") == 0))
+      if (strcmp (platform, host) == 0 ||
+          (strcmp (host, "linux/arm64") == 0 && strcmp (platform, "linux/arm64/v8") == 0))
         return d;
       g_string_append_printf (seen, "%s%s", seen->len > 0 ? ", " : "", platform);
     }
@@ -409,7 +410,8 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
         {
           sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                           "image '%s': layer '%s' has the media type '%s', which sandstep does not read (tar, "
-                          "tar+gzip, or tar+zstd where built with libzstd); rebuild the image with gzip layers", ref->text, d.digest, d.media_type);
+                          "tar+gzip, or tar+zstd where built with libzstd); rebuild the image with gzip layers",
+                          ref->text, d.digest, d.media_type);
           descriptor_clear (&config);
           return NULL;
         }

@@ -7,7 +7,8 @@
 #include "sandstep-image-error.h"
 
 #define DOCKER_HUB "docker.io"
-#define HINT "write docker://[HOST[:PORT]/]REPO[:TAG|@sha256:DIGEST], oci:DIR[:TAG], oci-archive:FILE[:TAG] or docker-archive:FILE"
+#define HINT "write docker://[HOST[:PORT]/]REPO[:TAG|@sha256:DIGEST], oci:DIR[:TAG], oci-archive:FILE[:TAG] or " \
+             "docker-archive:FILE"
 
 void
 sandstep_image_ref_free (SandstepImageRef *ref)
