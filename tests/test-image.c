@@ -771,6 +771,10 @@ test_tampered (SandstepTestFixture *f, gconstpointer data)
 {
   const Entry tampered[] = { { '0', "tamper", NULL, "a layer that will be tampered with, unique to this test" } };
   const Entry truncated[] = { { '0', "truncate", NULL, NULL, 0644, 200000 }, { '0', "t2", NULL, "unique too" } };
+  const Entry oversized[] = { { '0', "oversize", NULL, "a blob the registry will serve too long" } };
+  g_autoptr(GPtrArray) layers3 = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *layout3 = NULL, *ref3 = NULL, *file3 = NULL;
+  g_autoptr(SandstepTestResult) r3 = NULL;
   g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) layers2 = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *layout = NULL, *ref = NULL, *file = NULL, *layout2 = NULL, *ref2 = NULL, *file2 = NULL;
@@ -807,6 +811,24 @@ test_tampered (SandstepTestFixture *f, gconstpointer data)
   sandstep_test_assert_contains (r2->err, layers2->pdata[0]);
   sandstep_test_assert_contains (r2->err, "truncated");
   assert_no_image (f, layers2->pdata[0]);
+
+  /* A blob longer than its manifest says: refused as the bytes come. */
+  g_free (one_layer_layout (f, "oversize", oversized, G_N_ELEMENTS (oversized), layers3, &layout3));
+  g_assert_true (push (layout3, "t", "test/oversize:1", FALSE));
+  file3 = registry_blob_file (layers3->pdata[0]);
+  g_clear_pointer (&contents, g_free);
+  g_assert_true (g_file_get_contents (file3, &contents, &len, NULL));
+  {
+    g_autofree char *longer = g_malloc0 (len + 4096);
+    memcpy (longer, contents, len);
+    g_assert_true (g_file_set_contents (file3, longer, len + 4096, NULL));
+  }
+  ref3 = registry_ref ("test/oversize:1");
+  r3 = sandstep_test_helper (f, "pull", ref3, NULL);
+  g_assert_cmpint (r3->status, !=, 0);
+  sandstep_test_assert_contains (r3->err, layers3->pdata[0]);
+  sandstep_test_assert_contains (r3->err, "longer than");
+  assert_no_image (f, layers3->pdata[0]);
 }
 
 static void
