@@ -83,7 +83,7 @@ static int
 open_member (ArchiveSource *self, const char *path, GError **error)
 {
   g_auto(GStrv) parts = g_strsplit (path, "/", -1);
-  int fd = dup (self->dir_fd);
+  int fd = fcntl (self->dir_fd, F_DUPFD_CLOEXEC, 0);
 
   if (path[0] == '/' || fd < 0)
     {

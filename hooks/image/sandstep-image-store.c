@@ -562,8 +562,8 @@ tree_size_at (int dir_fd, const char *name)
   return total;
 }
 
-/* Removes the entries of @sub (a directory of the store) whose digest @keep lacks; @suffix: a file
- * beside each (HEX.size) that goes with it. */
+/* Removes the entries of @sub (a directory of the store) whose digest @keep lacks, with the HEX.size
+ * beside a layer; adds the bytes they took to *@bytes. */
 static void
 sweep (SandstepImageStore *store, const char *sub, GHashTable *keep, guint64 *bytes)
 {
