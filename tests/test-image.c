@@ -340,6 +340,19 @@ tar_build (const Entry *entries, gsize n)
   return g_byte_array_free_to_bytes (out);
 }
 
+/* One pax extended header record: "LEN key=value\n", LEN counting itself. */
+static char *
+pax_record (const char *key, const char *value)
+{
+  gsize body = strlen (key) + strlen (value) + 3;   /* ' ', '=', '\n' */
+  gsize digits = 1;
+
+  /* The length's own digits count: grow them until the total has that many. */
+  for (gsize limit = 10; body + digits >= limit; limit *= 10)
+    digits++;
+  return g_strdup_printf ("%" G_GSIZE_FORMAT " %s=%s\n", body + digits, key, value);
+}
+
 static GBytes *
 gzip_bytes (GBytes *in)
 {
@@ -873,7 +886,15 @@ test_hostile (SandstepTestFixture *f, gconstpointer data)
   g_autofree char *abs_target = g_build_filename (outside, "absolute", NULL);
   g_autofree char *escape = store_path (f, "layers/escape");
   struct stat passwd_before, passwd_after;
+  g_autofree char *pax_dotdot = pax_record ("path", "../pax-escape");
+  g_autofree char *pax_link = pax_record ("linkpath", "/etc/passwd");
   const HostileCase cases[] = {
+    /* The same rules for names that come in a pax header or a GNU long name. */
+    { "pax-dot-dot", { { 'x', "PaxHeaders/x", NULL, pax_dotdot }, { '0', "innocent", NULL, "out" } }, 2, "'..'" },
+    { "gnu-long-dot-dot", { { 'L', "././@LongLink", NULL, "../gnu-escape" }, { '0', "innocent", NULL, "out" } }, 2,
+      "'..'" },
+    { "pax-linkpath-absolute", { { 'x', "PaxHeaders/y", NULL, pax_link }, { '1', "hl", "innocent" } }, 2,
+      "hard link" },
     { "dot-dot", { { '0', "../escape", NULL, "out" } }, 1, "'..'" },
     { "dot-dot-deep", { { '5', "a/" }, { '0', "a/../../escape", NULL, "out" } }, 2, "'..'" },
     { "absolute", { { '0', abs_target + 0, NULL, "out" } }, 1, "absolute" },
@@ -913,8 +934,18 @@ test_hostile (SandstepTestFixture *f, gconstpointer data)
 static void
 test_harmless (SandstepTestFixture *f, gconstpointer data)
 {
+  g_autofree char *long_name = g_strnfill (150, 'p');
+  g_autofree char *long_gnu = g_strnfill (150, 'g');
+  g_autofree char *long_pax_path = g_strconcat ("long/", long_name, NULL);
+  g_autofree char *pax_path = pax_record ("path", long_pax_path);
+  g_autofree char *gnu_path = g_strconcat ("long/", long_gnu, NULL);
   const Entry lower[] = {
     { '5', "etc/" }, { '0', "etc/gone", NULL, "deleted above" }, { '5', "opaque/" }, { '0', "opaque/old", NULL, "o" },
+    /* Names longer than ustar's 100 bytes: a pax header's path, a GNU long name. */
+    { 'x', "PaxHeaders/long", NULL, pax_path },
+    { '0', "pax-short-name", NULL, "from pax" },
+    { 'L', "././@LongLink", NULL, gnu_path },
+    { '0', "gnu-short-name", NULL, "from gnu" },
     { '3', "null", NULL, NULL, 0666 }, { '4', "sda", NULL, NULL, 0660 },
     { '0', "su", NULL, "setuid", 04755 }, { '0', "sg", NULL, "setgid", 02755 },
   };
@@ -938,7 +969,16 @@ test_harmless (SandstepTestFixture *f, gconstpointer data)
   up = layer_dir (f, layers->pdata[1]);
   /* No device nodes. */
   names = dir_names (low);
-  g_assert_cmpstr (names, ==, "etc opaque sg su");
+  g_assert_cmpstr (names, ==, "etc long opaque sg su");
+  {
+    g_autofree char *a = g_build_filename (low, "long", long_name, NULL);
+    g_autofree char *b = g_build_filename (low, "long", long_gnu, NULL);
+    g_autofree char *ta = NULL, *tb = NULL;
+    g_assert_true (g_file_get_contents (a, &ta, NULL, NULL));
+    g_assert_cmpstr (ta, ==, "from pax");
+    g_assert_true (g_file_get_contents (b, &tb, NULL, NULL));
+    g_assert_cmpstr (tb, ==, "from gnu");
+  }
   /* No setuid or setgid bit. */
   path = g_build_filename (low, "su", NULL);
   g_assert_cmpint (lstat (path, &st), ==, 0);
