@@ -218,7 +218,7 @@ sandstep_layout_source_new (const SandstepImageRef *ref, GError **error)
   if (self->dir_fd < 0)
     {
       sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_NOT_FOUND, errno,
-                            "image '%s': cannot open the layout directory '%s'", ref->text, self->dir);
+                            "image '%s': cannot open the layout directory '%s'; check the path", ref->text, self->dir);
       return NULL;
     }
   return g_steal_pointer (&source);
