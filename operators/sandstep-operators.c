@@ -1,5 +1,6 @@
 /* sandstep-operators.c: THE operator table and the options of each operator. */
 #include "sandstep-operator.h"
+#include "sandstep-image-operators.h"
 #include "sandstep-tool-options.h"
 
 #include <string.h>
@@ -47,6 +48,17 @@ static const SandstepOption gc_options[] = {
   { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "reclaim every sandbox of this run, expired or not", "RUN" },
   { "expired",   SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "reclaim only sandboxes whose lifetime is over (the default without --run)" },
   { "broken",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also reclaim every damaged sandbox (one whose record cannot be read), whatever its age" },
+  { "images",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "instead: remove every pulled image no sandbox uses, its blobs and layers, and what killed pulls left" },
+  { NULL }
+};
+
+static const SandstepOption pull_options[] = {
+  { "max-image-size", SANDSTEP_OPTION_SIZE, FALSE, NULL,         "refuse an image whose layers take more than this, compressed or unpacked (each file counts at least 4K; default 16G)" },
+  { NULL }
+};
+
+static const SandstepOption images_options[] = {
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: reference, digest, size_bytes, last_used, layers" },
   { NULL }
 };
 
@@ -134,12 +146,15 @@ static const SandstepOperator operators[] = {
   { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
     sandstep_op_export_needs_net },
-  { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run",      sandstep_op_gc },
+  { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run, or (--images) unused images", sandstep_op_gc_images },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
+  { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used", sandstep_op_images },
   { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size", sandstep_op_list },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },
+  { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
+    sandstep_op_pull_needs_net },
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
   { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },

@@ -1,0 +1,471 @@
+/* sandstep-image-pull.c: from a reference to verified, unpacked layers (sandstep-image-pull.h). */
+#include "sandstep-image-pull.h"
+
+#include <errno.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-image-error.h"
+#include "sandstep-image-unpack.h"
+#include "sandstep-test-hooks.h"
+
+/* In sandstep-net only (sandstep-image-source.h). */
+#pragma weak sandstep_registry_source_new
+
+gboolean
+sandstep_image_has_registry_client (void)
+{
+  return sandstep_registry_source_new != NULL;
+}
+
+SandstepImageSource *
+sandstep_image_source_new (const SandstepImageRef *ref, GError **error)
+{
+  switch (ref->transport)
+    {
+    case SANDSTEP_IMAGE_TRANSPORT_REGISTRY:
+      if (sandstep_registry_source_new == NULL)
+        {
+          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                          "image '%s': this program has no registry client; run it through 'sandstep', which "
+                          "hands registry pulls to sandstep-net", ref->text);
+          return NULL;
+        }
+      return sandstep_registry_source_new (ref, error);
+    case SANDSTEP_IMAGE_TRANSPORT_OCI:
+    case SANDSTEP_IMAGE_TRANSPORT_OCI_ARCHIVE:
+      return sandstep_layout_source_new (ref, error);
+    case SANDSTEP_IMAGE_TRANSPORT_DOCKER_ARCHIVE:
+      return sandstep_docker_archive_source_new (ref, error);
+    }
+  g_return_val_if_reached (NULL);
+}
+
+const char *
+sandstep_image_host_platform (void)
+{
+  static const char *platform;
+
+  if (g_once_init_enter (&platform))
+    {
+      struct utsname u;
+      const char *arch = "unknown";
+
+      if (uname (&u) == 0)
+        {
+          if (strcmp (u.machine, "x86_64") == 0)
+            arch = "amd64";
+          else if (strcmp (u.machine, "aarch64") == 0)
+            arch = "arm64";
+          else if (g_str_has_prefix (u.machine, "armv7"))
+            arch = "arm/v7";
+          else if (g_str_has_prefix (u.machine, "armv6"))
+            arch = "arm/v6";
+          else if (strcmp (u.machine, "i686") == 0 || strcmp (u.machine, "i386") == 0)
+            arch = "386";
+          else
+            arch = u.machine;   /* ppc64le, s390x, riscv64: the same words */
+        }
+      g_once_init_leave (&platform, g_strconcat ("linux/", arch, NULL));
+    }
+  return platform;
+}
+
+static char *
+platform_of (JsonObject *descriptor)
+{
+  JsonObject *p = json_object_has_member (descriptor, "platform")
+                    ? json_object_get_object_member (descriptor, "platform") : NULL;
+  const char *variant;
+
+  if (p == NULL)
+    return g_strdup ("unknown");
+  variant = json_object_get_string_member_with_default (p, "variant", NULL);
+  return g_strdup_printf ("%s/%s%s%s", json_object_get_string_member_with_default (p, "os", "?"),
+                          json_object_get_string_member_with_default (p, "architecture", "?"),
+                          variant != NULL ? "/" : "", variant != NULL ? variant : "");
+}
+
+/* An index's manifest for this host: os and architecture equal, and the
+ * variant when the host has one (arm64's "v8" is what arm64 means). */
+static JsonObject *
+pick_platform (JsonObject *index, const char *text, GError **error)
+{
+  JsonArray *manifests = json_object_get_array_member (index, "manifests");
+  const char *host = sandstep_image_host_platform ();
+  g_autoptr(GString) seen = g_string_new (NULL);
+
+  for (guint i = 0; manifests != NULL && i < json_array_get_length (manifests); i++)
+    {
+      JsonNode *node = json_array_get_element (manifests, i);
+      JsonObject *d = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+      g_autofree char *platform = d != NULL ? platform_of (d) : NULL;
+
+      if (platform == NULL)
+        continue;
+      if (strcmp (platform, host) == 0 ||
+          (strcmp (host, "linux/arm64") == 0 && strcmp (platform, "linux/arm64/v8") == 0))
+        return d;
+      g_string_append_printf (seen, "%s%s", seen->len > 0 ? ", " : "", platform);
+    }
+  sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_PLATFORM,
+                  "image '%s' has no manifest for this host's platform '%s' (it has: %s); pull an image built for "
+                  "%s", text, host, seen->len > 0 ? seen->str : "none", host);
+  return NULL;
+}
+
+static JsonObject *
+parse_object (GBytes *bytes, const char *text, JsonParser *parser, GError **error)
+{
+  if (!json_parser_load_from_data (parser, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), NULL) ||
+      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                      "image '%s': its manifest is not a JSON object", text);
+      return NULL;
+    }
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+static char *
+digest_of (GBytes *bytes)
+{
+  g_autofree char *hex = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, bytes);
+
+  return g_strconcat ("sha256:", hex, NULL);
+}
+
+static gboolean
+is_index (const char *media_type, JsonObject *o)
+{
+  if (media_type != NULL && (strcmp (media_type, SANDSTEP_MEDIA_OCI_INDEX) == 0 ||
+                             strcmp (media_type, SANDSTEP_MEDIA_DOCKER_LIST) == 0))
+    return TRUE;
+  return media_type == NULL && json_object_has_member (o, "manifests");
+}
+
+typedef struct {
+  char *media_type;
+  char *digest;
+  guint64 size;
+} Descriptor;
+
+static void
+descriptor_clear (Descriptor *d)
+{
+  g_free (d->media_type);
+  g_free (d->digest);
+}
+
+static gboolean
+read_descriptor (JsonNode *node, Descriptor *d, const char *text, GError **error)
+{
+  JsonObject *o = node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+  gint64 size;
+
+  if (o == NULL)
+    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                           "image '%s': its manifest has a malformed descriptor", text);
+  d->media_type = g_strdup (json_object_get_string_member_with_default (o, "mediaType", ""));
+  d->digest = g_strdup (json_object_get_string_member_with_default (o, "digest", ""));
+  size = json_object_get_int_member_with_default (o, "size", -1);
+  if (!sandstep_image_digest_is_valid (d->digest) || size < 0)
+    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                           "image '%s': its manifest names the blob '%s' (size %" G_GINT64_FORMAT "): only sha256 "
+                           "digests and known sizes are accepted", text, d->digest, size);
+  d->size = size;
+  return TRUE;
+}
+
+/* With @digest's lock held: the blob is in the store, fetched and verified if it was not. */
+static gboolean
+ensure_blob (SandstepImageStore *store, SandstepImageSource *source, const Descriptor *d,
+             SandstepImageBytesFunc on_bytes, gpointer data, gboolean *out_fetched, GError **error)
+{
+  g_autoptr(SandstepImageBlobWriter) writer = NULL;
+
+  *out_fetched = FALSE;
+  if (sandstep_image_store_has_blob (store, d->digest))
+    return TRUE;
+  writer = sandstep_image_blob_writer_new (store, d->digest, d->size, error);
+  if (writer == NULL || !source->get_blob (source, d->digest, writer, on_bytes, data, error) ||
+      !sandstep_image_blob_writer_commit (writer, error))
+    return FALSE;
+  *out_fetched = TRUE;
+  return TRUE;
+}
+
+static gboolean
+store_bytes (SandstepImageStore *store, const char *digest, GBytes *bytes, GError **error)
+{
+  g_autoptr(SandstepImageBlobWriter) writer = NULL;
+  int lock;
+  gboolean ok;
+
+  if (sandstep_image_store_has_blob (store, digest))
+    return TRUE;
+  lock = sandstep_image_store_lock_digest (store, digest, error);
+  if (lock < 0)
+    return FALSE;
+  writer = sandstep_image_blob_writer_new (store, digest, g_bytes_get_size (bytes), error);
+  ok = writer != NULL &&
+       sandstep_image_blob_writer_write (writer, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), error) &&
+       sandstep_image_blob_writer_commit (writer, error);
+  close (lock);
+  return ok;
+}
+
+typedef struct {
+  const SandstepPullOptions *options;
+  SandstepPullEvent event;
+} Progress;
+
+static void
+on_layer_bytes (guint64 done, gpointer data)
+{
+  Progress *p = data;
+
+  p->event.kind = SANDSTEP_PULL_LAYER_BYTES;
+  p->event.done = done;
+  if (p->options->progress != NULL)
+    p->options->progress (&p->event, p->options->data);
+}
+
+static void
+test_delay (void)
+{
+  const char *ms = sandstep_test_hook ("SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS");
+
+  if (ms != NULL)
+    g_usleep (g_ascii_strtoull (ms, NULL, 10) * 1000);
+}
+
+/* One layer: fetched and unpacked under its digest's lock.  *@budget: unpacked bytes left. */
+static gboolean
+pull_layer (SandstepImageStore *store, SandstepImageSource *source, const Descriptor *d, Progress *progress,
+            guint64 *budget, guint64 *out_unpacked, GError **error)
+{
+  int lock = sandstep_image_store_lock_digest (store, d->digest, error);
+  gboolean fetched = FALSE, ok = TRUE;
+
+  if (lock < 0)
+    return FALSE;
+  test_delay ();
+  if (!sandstep_image_store_has_layer (store, d->digest))
+    {
+      g_autofree char *tmp = NULL;
+      int dir_fd = -1, blob_fd = -1;
+      guint64 size = 0;
+      gboolean unpacked = FALSE;
+
+      ok = ensure_blob (store, source, d, on_layer_bytes, progress, &fetched, error) &&
+           (dir_fd = sandstep_image_store_begin_layer (store, d->digest, &tmp, error)) >= 0 &&
+           (blob_fd = sandstep_image_store_open_blob (store, d->digest, error)) >= 0 &&
+           (unpacked = sandstep_image_unpack_layer (blob_fd, d->media_type, dir_fd, budget, &size, error));
+      /* A layer refused as hostile or too large: its blob goes too, so the store keeps nothing of it. */
+      if (blob_fd >= 0 && !unpacked)
+        sandstep_image_store_remove_blob (store, d->digest);
+      if (blob_fd >= 0)
+        close (blob_fd);
+      if (dir_fd >= 0)
+        close (dir_fd);
+      if (ok)
+        ok = sandstep_image_store_commit_layer (store, d->digest, tmp, size, error);
+      if (!ok && tmp != NULL)
+        sandstep_image_store_abort_layer (store, tmp);
+      if (!ok)
+        g_prefix_error (error, "layer '%s': ", d->digest);
+      *out_unpacked = size;
+    }
+  else
+    {
+      guint64 size = sandstep_image_store_layer_size (store, d->digest);
+      *out_unpacked = size;
+      if (size > *budget)
+        ok = sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_TOO_LARGE,
+                             "layer '%s' takes the image over --max-image-size", d->digest);
+      else
+        *budget -= size;
+    }
+  close (lock);
+  if (ok)
+    {
+      progress->event.kind = fetched ? SANDSTEP_PULL_LAYER_DONE : SANDSTEP_PULL_LAYER_PRESENT;
+      progress->event.done = fetched ? d->size : 0;
+      if (progress->options->progress != NULL)
+        progress->options->progress (&progress->event, progress->options->data);
+    }
+  return ok;
+}
+
+char *
+sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, const SandstepPullOptions *options,
+                     GError **error)
+{
+  g_autoptr(SandstepImageSource) source = sandstep_image_source_new (ref, error);
+  g_autoptr(GBytes) manifest = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *media_type = NULL, *digest = NULL;
+  g_autoptr(SandstepImageRecord) record = NULL;
+  guint64 max = options->max_size > 0 ? options->max_size : SANDSTEP_IMAGE_DEFAULT_MAX_SIZE;
+  guint64 budget = max, compressed = 0;
+  Descriptor config = { 0 };
+  g_autoptr(GArray) layers = g_array_new (FALSE, TRUE, sizeof (Descriptor));
+  JsonObject *o;
+  JsonArray *array;
+  gboolean fetched = FALSE;
+  int lock;
+
+  g_array_set_clear_func (layers, (GDestroyNotify) descriptor_clear);
+  if (source == NULL)
+    return NULL;
+  manifest = source->get_manifest (source, ref->digest != NULL ? ref->digest : ref->tag, &media_type, error);
+  if (manifest == NULL)
+    return NULL;
+  digest = digest_of (manifest);
+  if (ref->digest != NULL && strcmp (digest, ref->digest) != 0)
+    {
+      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_DIGEST,
+                      "image '%s': the manifest served for '%s' hashes to '%s'; the source is corrupt or tampered "
+                      "with", ref->text, ref->digest, digest);
+      return NULL;
+    }
+  o = parse_object (manifest, ref->text, parser, error);
+  if (o == NULL)
+    return NULL;
+  if (media_type == NULL)
+    media_type = g_strdup (json_object_get_string_member_with_default (o, "mediaType", NULL));
+  if (is_index (media_type, o))
+    {
+      JsonObject *chosen = pick_platform (o, ref->text, error);
+      const char *child;
+
+      if (chosen == NULL)
+        return NULL;
+      child = json_object_get_string_member_with_default (chosen, "digest", "");
+      if (!sandstep_image_digest_is_valid (child))
+        {
+          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                          "image '%s': its index names the manifest '%s', not a sha256 digest", ref->text, child);
+          return NULL;
+        }
+      g_free (media_type);
+      media_type = g_strdup (json_object_get_string_member_with_default (chosen, "mediaType", NULL));
+      g_clear_pointer (&manifest, g_bytes_unref);
+      {
+        g_autofree char *served_type = NULL;
+        manifest = source->get_manifest (source, child, &served_type, error);
+      }
+      if (manifest == NULL)
+        return NULL;
+      g_free (digest);
+      digest = digest_of (manifest);
+      if (strcmp (digest, child) != 0)
+        {
+          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_DIGEST,
+                          "image '%s': the manifest '%s' does not match its digest (its bytes hash to '%s'); the "
+                          "source is corrupt or tampered with", ref->text, child, digest);
+          return NULL;
+        }
+      g_object_unref (parser);
+      parser = json_parser_new ();
+      o = parse_object (manifest, ref->text, parser, error);
+      if (o == NULL)
+        return NULL;
+      if (is_index (json_object_get_string_member_with_default (o, "mediaType", NULL), o))
+        {
+          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                          "image '%s': its index names another index; only one level is followed", ref->text);
+          return NULL;
+        }
+    }
+  if (json_object_get_int_member_with_default (o, "schemaVersion", 0) != 2 ||
+      !json_object_has_member (o, "config") || (array = json_object_get_array_member (o, "layers")) == NULL)
+    {
+      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                      "image '%s': its manifest (media type '%s') is neither an OCI manifest nor a Docker schema 2 "
+                      "one; push it again with a current tool (skopeo copy)", ref->text,
+                      media_type != NULL ? media_type : "none");
+      return NULL;
+    }
+  if (!read_descriptor (json_object_get_member (o, "config"), &config, ref->text, error))
+    {
+      descriptor_clear (&config);
+      return NULL;
+    }
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      Descriptor d = { 0 };
+      if (!read_descriptor (json_array_get_element (array, i), &d, ref->text, error))
+        {
+          descriptor_clear (&d);
+          descriptor_clear (&config);
+          return NULL;
+        }
+      g_array_append_val (layers, d);
+      if (!sandstep_image_layer_type_is_known (d.media_type))
+        {
+          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                          "image '%s': layer '%s' has the media type '%s', which sandstep does not read (tar, "
+                          "tar+gzip, or tar+zstd where built with libzstd); rebuild the image with gzip layers",
+                          ref->text, d.digest, d.media_type);
+          descriptor_clear (&config);
+          return NULL;
+        }
+      compressed += d.size;
+    }
+  if (compressed > max || config.size > SANDSTEP_IMAGE_MAX_MANIFEST)
+    {
+      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_TOO_LARGE,
+                      "image '%s': its layers are %" G_GUINT64_FORMAT " bytes compressed, over --max-image-size "
+                      "(%" G_GUINT64_FORMAT "); raise it if the image is meant to be this large",
+                      ref->text, compressed, max);
+      descriptor_clear (&config);
+      return NULL;
+    }
+
+  lock = sandstep_image_store_lock_digest (store, config.digest, error);
+  if (lock < 0 || !ensure_blob (store, source, &config, NULL, NULL, &fetched, error))
+    {
+      if (lock >= 0)
+        close (lock);
+      descriptor_clear (&config);
+      return NULL;
+    }
+  close (lock);
+
+  record = sandstep_image_record_new ();
+  record->size = g_bytes_get_size (manifest) + config.size;
+  for (guint i = 0; i < layers->len; i++)
+    {
+      const Descriptor *d = &g_array_index (layers, Descriptor, i);
+      Progress progress = { options, { 0, d->digest, i, layers->len, 0, d->size } };
+      guint64 unpacked = 0;
+
+      if (!pull_layer (store, source, d, &progress, &budget, &unpacked, error))
+        {
+          g_prefix_error (error, "image '%s': ", ref->text);
+          descriptor_clear (&config);
+          return NULL;
+        }
+      record->size += d->size + unpacked;
+      g_ptr_array_add (record->layers, g_strdup (d->digest));
+    }
+  /* Last: the record, so a killed pull leaves no image that names missing parts. */
+  if (!store_bytes (store, digest, manifest, error))
+    {
+      descriptor_clear (&config);
+      return NULL;
+    }
+  record->digest = g_strdup (digest);
+  record->config = g_strdup (config.digest);
+  descriptor_clear (&config);
+  g_ptr_array_add (record->references, g_strdup (ref->text));
+  record->pulled = record->last_used = g_get_real_time () / G_USEC_PER_SEC;
+  if (!sandstep_image_store_save_record (store, record, error))
+    return NULL;
+  return g_steal_pointer (&digest);
+}

@@ -1,0 +1,1619 @@
+/* test-image.c: images, up to a verified, unpacked layer store.
+ *
+ * A real registry (Debian's docker-registry, the CNCF distribution server)
+ * started here on loopback by pid and stopped by pid; a busybox image built
+ * here with umoci from busybox-static and pushed with skopeo; layouts and
+ * hostile layers crafted here with a small tar writer.  Every pull runs the
+ * real helper (`sandstep pull`), which hands docker:// to sandstep-net.
+ */
+#include <crypt.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <libsoup/soup.h>
+
+#include "sandstep-image-error.h"
+#include "sandstep-image-pull.h"
+#include "sandstep-image-ref.h"
+#include "sandstep-test-utils.h"
+
+#define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define OCI_INDEX "application/vnd.oci.image.index.v1+json"
+#define LAYER_GZIP "application/vnd.oci.image.layer.v1.tar+gzip"
+
+/* ---- the registry and the busybox image, made once ---- */
+
+static struct {
+  char *dir;            /* scratch: config, storage, log, layouts */
+  char *problem;        /* why the registry could not start, or NULL */
+  GPid pid;
+  guint16 port;
+  char *log;            /* the registry's log file */
+  char *busybox_layout; /* oci layout with tag t1 */
+  char *busybox_digest; /* its manifest digest */
+} reg;
+
+static gboolean
+run_tool (const char *const *argv, char **out_stdout)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = NULL, *err = NULL;
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error) ||
+      !g_spawn_check_wait_status (status, NULL))
+    {
+      g_autofree char *joined = g_strjoinv (" ", (char **) argv);
+      g_test_message ("'%s' failed: %s%s", joined, error != NULL ? error->message : "", err != NULL ? err : "");
+      return FALSE;
+    }
+  if (out_stdout != NULL)
+    *out_stdout = g_steal_pointer (&out);
+  return TRUE;
+}
+
+static guint16
+free_port (void)
+{
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+
+  g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
+  bound = g_socket_get_local_address (socket, NULL);
+  return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+}
+
+static gboolean
+registry_answers (void)
+{
+  /* A TCP connect: the TLS registry answers it too. */
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) conn = NULL;
+
+  conn = g_socket_client_connect_to_host (client, "127.0.0.1", reg.port, NULL, NULL);
+  return conn != NULL;
+}
+
+static char *
+registry_ref (const char *repo_tag)
+{
+  return g_strdup_printf ("docker://127.0.0.1:%u/%s", reg.port, repo_tag);
+}
+
+/* skopeo copy of the layout @layout:@tag to test/@repo_tag in the registry; @all: every platform of an index. */
+static gboolean
+push (const char *layout, const char *tag, const char *repo_tag, gboolean all)
+{
+  g_autofree char *src = g_strdup_printf ("oci:%s:%s", layout, tag);
+  g_autofree char *dst = g_strdup_printf ("docker://127.0.0.1:%u/%s", reg.port, repo_tag);
+  const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", all ? "--all" : "--quiet", src, dst,
+                         NULL };
+
+  return run_tool (argv, NULL);
+}
+
+static char *
+layout_digest (const char *layout)
+{
+  g_autofree char *path = g_build_filename (layout, "index.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonArray *manifests;
+
+  g_assert_true (json_parser_load_from_file (parser, path, NULL));
+  manifests = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "manifests");
+  return g_strdup (json_object_get_string_member (json_array_get_object_element (manifests, 0), "digest"));
+}
+
+static void
+die_with_test (gpointer data)
+{
+  /* A test that aborts takes its registry with it. */
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Starts docker-registry serve with @config_text (written to DIR/@name.yml), its output to DIR/@name.log;
+ * waits until @port answers.  Returns its pid, or 0 with *@problem set. */
+static GPid
+start_registry (const char *dir, const char *name, const char *config_text, guint16 port, char **problem)
+{
+  g_autofree char *file = g_strdup_printf ("%s.yml", name);
+  g_autofree char *config = g_build_filename (dir, file, NULL);
+  g_autofree char *log_name = g_strdup_printf ("%s.log", name);
+  g_autofree char *log = g_build_filename (dir, log_name, NULL);
+  const char *argv[] = { "docker-registry", "serve", config, NULL };
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_INHERIT);
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  guint16 saved = reg.port;
+  gboolean up = FALSE;
+  int log_fd;
+  GPid pid;
+
+  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
+  log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  g_assert_cmpint (log_fd, >=, 0);
+  g_subprocess_launcher_take_stdout_fd (launcher, dup (log_fd));
+  g_subprocess_launcher_take_stderr_fd (launcher, log_fd);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_test, NULL, NULL);
+  proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  pid = atoi (g_subprocess_get_identifier (proc));
+  reg.port = port;
+  for (int i = 0; i < 200 && !(up = registry_answers ()); i++)
+    g_usleep (50000);
+  reg.port = saved;
+  if (!up)
+    {
+      *problem = g_strdup_printf ("docker-registry did not answer on 127.0.0.1:%u; see %s", port, log);
+      kill (pid, SIGKILL);
+      return 0;
+    }
+  return pid;
+}
+
+static void
+registry_start (void)
+{
+  g_autofree char *config_text = NULL, *rootfs = NULL, *bundle = NULL, *image = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *tools[] = { "docker-registry", "umoci", "skopeo", "openssl" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    {
+      g_autofree char *found = g_find_program_in_path (tools[i]);
+      if (found == NULL)
+        {
+          reg.problem = g_strdup_printf ("'%s' is not installed; scripts/deps.sh installs it (apt-get install "
+                                         "docker-registry skopeo umoci busybox-static)", tools[i]);
+          return;
+        }
+    }
+  if (!g_file_test ("/bin/busybox", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      reg.problem = g_strdup ("/bin/busybox is missing; apt-get install busybox-static");
+      return;
+    }
+  reg.dir = g_dir_make_tmp ("sandstep-test-image-XXXXXX", &error);
+  g_assert_no_error (error);
+  reg.port = free_port ();
+  config_text = g_strdup_printf ("version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\n"
+                                 "http:\n  addr: 127.0.0.1:%u\n", reg.dir, reg.port);
+  reg.log = g_build_filename (reg.dir, "registry.log", NULL);
+  reg.pid = start_registry (reg.dir, "registry", config_text, reg.port, &reg.problem);
+  if (reg.pid == 0)
+    return;
+
+  /* busybox-static as a one-layer image, the way the reference notes do it. */
+  reg.busybox_layout = g_build_filename (reg.dir, "busybox", NULL);
+  rootfs = g_build_filename (reg.dir, "rootfs", NULL);
+  bundle = g_build_filename (reg.dir, "bundle", NULL);
+  image = g_strdup_printf ("%s:t1", reg.busybox_layout);
+  {
+    g_autofree char *bin = g_build_filename (rootfs, "bin", NULL);
+    g_autofree char *copy = g_build_filename (bin, "busybox", NULL);
+    g_autofree char *copy_to = g_build_filename (bundle, "rootfs", NULL);
+    const char *init[] = { "umoci", "init", "--layout", reg.busybox_layout, NULL };
+    const char *new_[] = { "umoci", "new", "--image", image, NULL };
+    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
+    const char *cp[] = { "cp", "-a", "/bin/busybox", bin, NULL };
+    const char *cp_in[] = { "cp", "-a", bin, copy_to, NULL };
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    if (!run_tool (init, NULL) || !run_tool (new_, NULL) || !run_tool (unpack, NULL) || !run_tool (cp, NULL) ||
+        !run_tool (cp_in, NULL) || !run_tool (repack, NULL) || !push (reg.busybox_layout, "t1", "test/busybox:1", FALSE))
+      {
+        reg.problem = g_strdup ("building or pushing the busybox image failed (see the messages above)");
+        return;
+      }
+  }
+  reg.busybox_digest = layout_digest (reg.busybox_layout);
+}
+
+static void
+registry_stop (void)
+{
+  if (reg.pid > 0)
+    {
+      kill (reg.pid, SIGTERM);
+      waitpid (reg.pid, NULL, 0);
+    }
+  if (reg.dir != NULL)
+    {
+      const char *argv[] = { "rm", "-rf", reg.dir, NULL };
+      run_tool (argv, NULL);
+    }
+}
+
+static gboolean
+need_registry (void)
+{
+  if (reg.problem == NULL)
+    return TRUE;
+  g_test_fail_printf ("%s", reg.problem);
+  return FALSE;
+}
+
+/* GETs of @repo's blob @digest the registry logged since @offset. */
+static guint
+blob_gets (const char *repo, const char *digest, gsize offset)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *needle = g_strdup_printf ("\"GET /v2/%s/blobs/%s ", repo, digest);
+  gsize len = 0;
+  guint n = 0;
+
+  g_assert_true (g_file_get_contents (reg.log, &text, &len, NULL));
+  for (const char *p = text + MIN (offset, len); (p = strstr (p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+static gsize
+log_size (void)
+{
+  struct stat st;
+
+  return stat (reg.log, &st) == 0 ? (gsize) st.st_size : 0;
+}
+
+/* ---- crafted layers and layouts ---- */
+
+typedef struct {
+  char type;            /* tar type: '0' file, '1' hard link, '2' symlink, '3' char, '4' block, '5' dir */
+  const char *name;
+  const char *link;
+  const char *data;
+  guint mode;
+  gsize size;           /* when data is NULL: this many 'x' bytes */
+} Entry;
+
+/* @value in octal, zero-padded to @width - 1 digits and a NUL, as ustar numbers are. */
+static void
+octal (guchar *field, gsize width, guint64 value)
+{
+  for (gsize i = width - 1; i-- > 0; value >>= 3)
+    field[i] = '0' + (value & 7);
+  field[width - 1] = '\0';
+}
+
+static void
+tar_entry (GByteArray *out, const Entry *e)
+{
+  guchar h[512] = { 0 };
+  gsize size = e->data != NULL ? strlen (e->data) : e->size;
+  guint sum = 0;
+  static const guchar zeros[512] = { 0 };
+
+  g_assert_cmpuint (strlen (e->name), <, 100);
+  memcpy (h, e->name, strlen (e->name));
+  octal (h + 100, 8, e->mode != 0 ? e->mode : (e->type == '5' ? 0755 : 0644));
+  octal (h + 108, 8, 0);
+  octal (h + 116, 8, 0);
+  octal (h + 124, 12, size);
+  octal (h + 136, 12, 0);
+  memset (h + 148, ' ', 8);
+  h[156] = e->type;
+  if (e->link != NULL)
+    memcpy (h + 157, e->link, strlen (e->link));
+  memcpy (h + 257, "ustar", 6);
+  memcpy (h + 263, "00", 2);
+  if (e->type == '3')
+    {
+      octal (h + 329, 8, 1);
+      octal (h + 337, 8, 3);
+    }
+  for (gsize i = 0; i < 512; i++)
+    sum += h[i];
+  octal (h + 148, 7, sum);
+  h[155] = ' ';
+  g_byte_array_append (out, h, 512);
+  if (e->data != NULL)
+    g_byte_array_append (out, (const guchar *) e->data, size);
+  else
+    for (gsize i = 0; i < size; i++)
+      g_byte_array_append (out, (const guchar *) "x", 1);
+  g_byte_array_append (out, zeros, (512 - size % 512) % 512);
+}
+
+static GBytes *
+tar_build (const Entry *entries, gsize n)
+{
+  GByteArray *out = g_byte_array_new ();
+  static const guchar zeros[1024] = { 0 };
+
+  for (gsize i = 0; i < n; i++)
+    tar_entry (out, &entries[i]);
+  g_byte_array_append (out, zeros, sizeof zeros);
+  return g_byte_array_free_to_bytes (out);
+}
+
+/* One pax extended header record: "LEN key=value\n", LEN counting itself. */
+static char *
+pax_record (const char *key, const char *value)
+{
+  gsize body = strlen (key) + strlen (value) + 3;   /* ' ', '=', '\n' */
+  gsize digits = 1;
+
+  /* The length's own digits count: grow them until the total has that many. */
+  for (gsize limit = 10; body + digits >= limit; limit *= 10)
+    digits++;
+  return g_strdup_printf ("%" G_GSIZE_FORMAT " %s=%s\n", body + digits, key, value);
+}
+
+static GBytes *
+gzip_bytes (GBytes *in)
+{
+  g_autoptr(GZlibCompressor) gz = g_zlib_compressor_new (G_ZLIB_COMPRESSOR_FORMAT_GZIP, -1);
+  g_autoptr(GOutputStream) mem = g_memory_output_stream_new_resizable ();
+  g_autoptr(GOutputStream) conv = g_converter_output_stream_new (mem, G_CONVERTER (gz));
+  g_autoptr(GError) error = NULL;
+
+  g_output_stream_write_all (conv, g_bytes_get_data (in, NULL), g_bytes_get_size (in), NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_output_stream_close (conv, NULL, &error);
+  g_assert_no_error (error);
+  return g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (mem));
+}
+
+static char *
+put_blob (const char *layout, GBytes *bytes)
+{
+  g_autofree char *hex = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, bytes);
+  g_autofree char *dir = g_build_filename (layout, "blobs", "sha256", NULL);
+  g_autofree char *path = g_build_filename (dir, hex, NULL);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (path, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), NULL));
+  return g_strconcat ("sha256:", hex, NULL);
+}
+
+static char *
+put_json (const char *layout, const char *json, gsize *out_size)
+{
+  g_autoptr(GBytes) bytes = g_bytes_new (json, strlen (json));
+
+  *out_size = strlen (json);
+  return put_blob (layout, bytes);
+}
+
+/* An OCI layout at @layout whose image @tag has the layers @layers (tars,
+ * gzipped here); @arch non-NULL: tag an index whose only manifest is for
+ * linux/@arch instead.  Returns the image manifest's digest; the layer
+ * digests go to @out_layers (may be NULL). */
+static char *make_layout_compressed (const char *layout, const char *tag, GBytes *const *layers, guint n,
+                                     const char *arch, GPtrArray *out_layers, GBytes *(*compress) (GBytes *),
+                                     const char *media_type);
+
+static char *
+make_layout (const char *layout, const char *tag, GBytes *const *layers, guint n, const char *arch,
+             GPtrArray *out_layers)
+{
+  return make_layout_compressed (layout, tag, layers, n, arch, out_layers, gzip_bytes, LAYER_GZIP);
+}
+
+/* make_layout() with the layers compressed by @compress, of @media_type. */
+static char *
+make_layout_compressed (const char *layout, const char *tag, GBytes *const *layers, guint n, const char *arch,
+                        GPtrArray *out_layers, GBytes *(*compress) (GBytes *), const char *media_type)
+{
+  g_autoptr(GString) layer_json = g_string_new (NULL), diff_ids = g_string_new (NULL);
+  g_autofree char *config = NULL, *config_digest = NULL, *manifest = NULL, *manifest_digest = NULL;
+  g_autofree char *index = NULL, *index_path = NULL, *top = NULL, *marker = NULL;
+  gsize config_size = 0, manifest_size = 0;
+
+  g_assert_cmpint (g_mkdir_with_parents (layout, 0755), ==, 0);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GBytes) gz = compress (layers[i]);
+      g_autofree char *digest = put_blob (layout, gz);
+      g_autofree char *diff = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, layers[i]);
+
+      g_string_append_printf (layer_json, "%s{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%" G_GSIZE_FORMAT "}",
+                              i > 0 ? "," : "", media_type, digest, g_bytes_get_size (gz));
+      g_string_append_printf (diff_ids, "%s\"sha256:%s\"", i > 0 ? "," : "", diff);
+      if (out_layers != NULL)
+        g_ptr_array_add (out_layers, g_steal_pointer (&digest));
+    }
+  config = g_strdup_printf ("{\"architecture\":\"%s\",\"os\":\"linux\",\"config\":{\"Env\":[\"PATH=/bin\"]},"
+                            "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[%s]}}", arch != NULL ? arch : "amd64",
+                            diff_ids->str);
+  config_digest = put_json (layout, config, &config_size);
+  manifest = g_strdup_printf ("{\"schemaVersion\":2,\"mediaType\":\"" OCI_MANIFEST "\",\"config\":{\"mediaType\":"
+                              "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"%s\",\"size\":%" G_GSIZE_FORMAT
+                              "},\"layers\":[%s]}", config_digest, config_size, layer_json->str);
+  manifest_digest = put_json (layout, manifest, &manifest_size);
+  if (arch != NULL)
+    {
+      g_autofree char *nested = g_strdup_printf ("{\"schemaVersion\":2,\"mediaType\":\"" OCI_INDEX "\",\"manifests\":"
+                                                 "[{\"mediaType\":\"" OCI_MANIFEST "\",\"digest\":\"%s\",\"size\":%"
+                                                 G_GSIZE_FORMAT ",\"platform\":{\"architecture\":\"%s\",\"os\":"
+                                                 "\"linux\"}}]}", manifest_digest, manifest_size, arch);
+      gsize nested_size = 0;
+      g_autofree char *nested_digest = put_json (layout, nested, &nested_size);
+      top = g_strdup_printf ("{\"mediaType\":\"" OCI_INDEX "\",\"digest\":\"%s\",\"size\":%" G_GSIZE_FORMAT,
+                             nested_digest, nested_size);
+    }
+  else
+    top = g_strdup_printf ("{\"mediaType\":\"" OCI_MANIFEST "\",\"digest\":\"%s\",\"size\":%" G_GSIZE_FORMAT,
+                           manifest_digest, manifest_size);
+  index = g_strdup_printf ("{\"schemaVersion\":2,\"manifests\":[%s,\"annotations\":{\"org.opencontainers.image.ref."
+                           "name\":\"%s\"}}]}", top, tag);
+  index_path = g_build_filename (layout, "index.json", NULL);
+  g_assert_true (g_file_set_contents (index_path, index, -1, NULL));
+  marker = g_build_filename (layout, "oci-layout", NULL);
+  g_assert_true (g_file_set_contents (marker, "{\"imageLayoutVersion\":\"1.0.0\"}", -1, NULL));
+  return g_steal_pointer (&manifest_digest);
+}
+
+/* A one-layer layout of @entries under the fixture's host dir, tagged "t"; returns "oci:DIR:t" and, in
+ * @out_dir (may be NULL), DIR. */
+static char *
+one_layer_layout (SandstepTestFixture *f, const char *name, const Entry *entries, gsize n, GPtrArray *out_layers,
+                  char **out_dir)
+{
+  g_autofree char *layout = sandstep_test_host_path (f, name);
+  g_autoptr(GBytes) tar = tar_build (entries, n);
+  g_autofree char *digest = make_layout (layout, "t", &tar, 1, NULL, out_layers);
+  char *ref = g_strdup_printf ("oci:%s:t", layout);
+
+  if (out_dir != NULL)
+    *out_dir = g_steal_pointer (&layout);
+  return ref;
+}
+
+/* ---- what the store holds ---- */
+
+static gint
+by_name (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* The names in @dir, sorted and joined by spaces ("" when none).  (sandstep_test_dir_names() sorts
+ * with g_strcmp0 on the array's slots, not on the names, so its order is not the names'.) */
+static char *
+dir_names (const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new ();
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    g_ptr_array_add (names, (gpointer) name);
+  g_ptr_array_sort (names, by_name);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (" ", (char **) names->pdata);
+}
+
+static char *
+store_path (SandstepTestFixture *f, const char *rel)
+{
+  return g_build_filename (f->state_dir, "images", rel, NULL);
+}
+
+static char *
+layer_dir (SandstepTestFixture *f, const char *digest)
+{
+  g_autofree char *rel = g_strdup_printf ("layers/sha256/%s", digest + strlen ("sha256:"));
+  return store_path (f, rel);
+}
+
+/* Asserts that the store holds no image, no named blob or layer, and no unpack leftovers. */
+static void
+assert_store_empty (SandstepTestFixture *f)
+{
+  static const char *const subdirs[] = { "images", "blobs/sha256", "layers/sha256", "layers" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (subdirs); i++)
+    {
+      g_autofree char *dir = store_path (f, subdirs[i]);
+      g_autofree char *names = dir_names (dir);
+      /* layers/ itself holds sha256/ and nothing else */
+      g_assert_cmpstr (names, ==, strcmp (subdirs[i], "layers") == 0 ? "sha256" : "");
+    }
+}
+
+/* Asserts that a failed pull left no image, no layer, no unpack leftovers, and not the blob @refused
+ * (NULL: no blob but verified configs, which only gc removes). */
+static void
+assert_no_image (SandstepTestFixture *f, const char *refused)
+{
+  g_autofree char *images = store_path (f, "images");
+  g_autofree char *layers = store_path (f, "layers");
+  g_autofree char *named = store_path (f, "layers/sha256");
+  g_autofree char *a = dir_names (images);
+  g_autofree char *b = dir_names (layers);
+  g_autofree char *c = dir_names (named);
+
+  g_assert_cmpstr (a, ==, "");
+  g_assert_cmpstr (b, ==, "sha256");
+  g_assert_cmpstr (c, ==, "");
+  if (refused != NULL)
+    {
+      g_autofree char *rel = g_strdup_printf ("blobs/sha256/%s", refused + strlen ("sha256:"));
+      g_autofree char *path = store_path (f, rel);
+      g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+    }
+}
+
+static void
+setup (SandstepTestFixture *f, gconstpointer data)
+{
+  sandstep_test_setup (f, data);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_IMAGE_DIR", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_INSECURE_REGISTRIES", NULL);
+}
+
+/* ---- the reference grammar ---- */
+
+static void
+test_reference (void)
+{
+  static const struct {
+    const char *text;
+    SandstepImageTransport transport;
+    const char *registry, *repository, *tag, *digest, *path, *shown;
+  } good[] = {
+    { "docker://busybox", SANDSTEP_IMAGE_TRANSPORT_REGISTRY, "docker.io", "library/busybox", "latest", NULL, NULL,
+      "docker://docker.io/library/busybox:latest" },
+    { "docker://user/repo:v1.2", SANDSTEP_IMAGE_TRANSPORT_REGISTRY, "docker.io", "user/repo", "v1.2", NULL, NULL,
+      "docker://docker.io/user/repo:v1.2" },
+    { "docker://127.0.0.1:5000/a/b:1", SANDSTEP_IMAGE_TRANSPORT_REGISTRY, "127.0.0.1:5000", "a/b", "1", NULL, NULL,
+      "docker://127.0.0.1:5000/a/b:1" },
+    { "docker://localhost/x@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      SANDSTEP_IMAGE_TRANSPORT_REGISTRY, "localhost", "x", NULL,
+      "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL,
+      "docker://localhost/x@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
+    { "docker://ghcr.io/o/r_x.y__z:t@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+      SANDSTEP_IMAGE_TRANSPORT_REGISTRY, "ghcr.io", "o/r_x.y__z", "t",
+      "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", NULL, NULL },
+    { "oci:/tmp/l:t1", SANDSTEP_IMAGE_TRANSPORT_OCI, NULL, NULL, "t1", NULL, "/tmp/l", "oci:/tmp/l:t1" },
+    { "oci:/tmp/l", SANDSTEP_IMAGE_TRANSPORT_OCI, NULL, NULL, NULL, NULL, "/tmp/l", "oci:/tmp/l" },
+    { "oci-archive:/x/a.tar:v", SANDSTEP_IMAGE_TRANSPORT_OCI_ARCHIVE, NULL, NULL, "v", NULL, "/x/a.tar", NULL },
+    { "docker-archive:/x/a:b.tar", SANDSTEP_IMAGE_TRANSPORT_DOCKER_ARCHIVE, NULL, NULL, NULL, NULL, "/x/a:b.tar", NULL },
+  };
+  static const char *const bad[] = {
+    "busybox", "", "docker://", "docker://Busybox", "docker://a/b:bad tag", "docker://a@sha256:xyz",
+    "docker://a:-x", "docker://a//b", "docker://a/-b", "docker://host:99999/a", "oci:", "docker://a@md5:00",
+    "docker://a/b\n:1",
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (good); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (good[i].text, &error);
+
+      g_test_message ("%s", good[i].text);
+      g_assert_no_error (error);
+      g_assert_cmpint (ref->transport, ==, good[i].transport);
+      g_assert_cmpstr (ref->registry, ==, good[i].registry);
+      g_assert_cmpstr (ref->repository, ==, good[i].repository);
+      g_assert_cmpstr (ref->tag, ==, good[i].tag);
+      g_assert_cmpstr (ref->digest, ==, good[i].digest);
+      g_assert_cmpstr (ref->path, ==, good[i].path);
+      if (good[i].shown != NULL)
+        g_assert_cmpstr (ref->text, ==, good[i].shown);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (bad[i], &error);
+
+      g_test_message ("refused: %s", bad[i]);
+      g_assert_null (ref);
+      g_assert_error (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE);
+    }
+}
+
+/* ---- pulls ---- */
+
+/* Asserts that the store holds the image @digest (NULL: its most recently used one) and that its first
+ * layer holds /bin/busybox whole. */
+static void
+assert_busybox_image (SandstepTestFixture *f, const char *digest)
+{
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "images", "--json", NULL);
+  g_autoptr(JsonNode) root = NULL;
+  JsonObject *first;
+  JsonArray *all;
+  struct stat host, got;
+  g_autofree char *path = NULL;
+
+  sandstep_test_assert_status (r, 0);
+  root = sandstep_test_parse_json (r->out);
+  all = json_node_get_array (root);
+  g_assert_cmpuint (json_array_get_length (all), >, 0);
+  first = json_array_get_object_element (all, json_array_get_length (all) - 1);
+  for (guint i = 0; digest != NULL && i < json_array_get_length (all); i++)
+    if (g_strcmp0 (json_object_get_string_member (json_array_get_object_element (all, i), "digest"), digest) == 0)
+      first = json_array_get_object_element (all, i);
+  if (digest != NULL)
+    g_assert_cmpstr (json_object_get_string_member (first, "digest"), ==, digest);
+  path = g_build_filename (layer_dir (f, json_array_get_string_element (json_object_get_array_member (first, "layers"),
+                                                                        0)), "bin", "busybox", NULL);
+  g_assert_cmpint (stat ("/bin/busybox", &host), ==, 0);
+  g_assert_cmpint (lstat (path, &got), ==, 0);
+  g_assert_true (S_ISREG (got.st_mode));
+  g_assert_cmpint (got.st_size, ==, host.st_size);
+  g_assert_cmpint (got.st_mode & 0111, !=, 0);
+}
+
+static void
+assert_busybox_unpacked (SandstepTestFixture *f)
+{
+  assert_busybox_image (f, reg.busybox_digest);
+}
+
+static void
+test_pull_tag_and_digest (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *by_digest = NULL, *expected = NULL, *short_digest = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, again = NULL, list = NULL;
+
+  if (!need_registry ())
+    return;
+  ref = registry_ref ("test/busybox:1");
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (r->out, ==, expected);
+  /* Not a terminal: one line per layer. */
+  sandstep_test_assert_contains (r->err, "layer 1/1");
+  sandstep_test_assert_contains (r->err, "fetched and unpacked");
+  assert_busybox_unpacked (f);
+
+  by_digest = g_strdup_printf ("docker://127.0.0.1:%u/test/busybox@%s", reg.port, reg.busybox_digest);
+  again = sandstep_test_helper (f, "pull", by_digest, NULL);
+  sandstep_test_assert_status (again, 0);
+  g_assert_cmpstr (again->out, ==, expected);
+  sandstep_test_assert_contains (again->err, "already here");
+
+  list = sandstep_test_helper (f, "images", NULL);
+  sandstep_test_assert_status (list, 0);
+  short_digest = g_strndup (reg.busybox_digest, 19);
+  sandstep_test_assert_contains (list->out, ref);
+  sandstep_test_assert_contains (list->out, by_digest);
+  sandstep_test_assert_contains (list->out, short_digest);
+}
+
+static void
+test_pull_layout (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *expected = NULL, *archive = NULL, *archive_ref = NULL, *docker = NULL;
+  g_autofree char *docker_ref = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, ar = NULL, dr = NULL;
+
+  if (!need_registry ())
+    return;
+  ref = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (r->out, ==, expected);
+  assert_busybox_unpacked (f);
+
+  /* oci-archive: the same layout as a tar. */
+  archive = sandstep_test_host_path (f, "busybox.tar");
+  {
+    const char *argv[] = { "tar", "-C", reg.busybox_layout, "-cf", archive, ".", NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  archive_ref = g_strdup_printf ("oci-archive:%s:t1", archive);
+  ar = sandstep_test_helper (f, "pull", archive_ref, NULL);
+  sandstep_test_assert_status (ar, 0);
+  g_assert_cmpstr (ar->out, ==, expected);
+
+  /* docker-archive: what `docker save` writes (here skopeo): uncompressed layers, a manifest made from it. */
+  docker = sandstep_test_host_path (f, "busybox-docker.tar");
+  {
+    g_autofree char *src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+    g_autofree char *dst = g_strdup_printf ("docker-archive:%s:test/busybox:1", docker);
+    const char *argv[] = { "skopeo", "copy", "--quiet", src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  docker_ref = g_strdup_printf ("docker-archive:%s", docker);
+  dr = sandstep_test_helper (f, "pull", docker_ref, NULL);
+  sandstep_test_assert_status (dr, 0);
+  g_assert_cmpuint (strlen (dr->out), ==, strlen ("sha256:") + 64 + 1);
+  g_assert_true (g_str_has_prefix (dr->out, "sha256:"));
+  {
+    g_autofree char *digest = g_strndup (dr->out, strlen (dr->out) - 1);
+    g_autoptr(SandstepTestResult) again = sandstep_test_helper (f, "pull", docker_ref, NULL);
+    assert_busybox_image (f, digest);
+    /* The same archive is the same image. */
+    sandstep_test_assert_status (again, 0);
+    g_assert_cmpstr (again->out, ==, dr->out);
+  }
+}
+
+static void
+test_unknown (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *tag = NULL, *repo = NULL, *layout = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, r2 = NULL, r3 = NULL;
+
+  if (!need_registry ())
+    return;
+  tag = registry_ref ("test/busybox:nope");
+  r = sandstep_test_helper (f, "pull", tag, NULL);
+  g_assert_cmpint (r->status, !=, 0);
+  sandstep_test_assert_contains (r->err, "has no manifest 'nope'");
+  g_assert_cmpstr (r->out, ==, "");
+  repo = registry_ref ("test/nothing:1");
+  r2 = sandstep_test_helper (f, "pull", repo, NULL);
+  g_assert_cmpint (r2->status, !=, 0);
+  sandstep_test_assert_contains (r2->err, "test/nothing:1");
+  layout = g_strdup_printf ("oci:%s:nope", reg.busybox_layout);
+  r3 = sandstep_test_helper (f, "pull", layout, NULL);
+  g_assert_cmpint (r3->status, !=, 0);
+  sandstep_test_assert_contains (r3->err, "no image tagged 'nope'");
+  assert_store_empty (f);
+  /* A reference that does not parse is a usage error (exit 64), before anything is fetched. */
+  {
+    g_autoptr(SandstepTestResult) bad = sandstep_test_helper (f, "pull", "busybox", NULL);
+    g_assert_cmpint (bad->status, ==, 64);
+    sandstep_test_assert_contains (bad->err, "names no transport");
+  }
+}
+
+/* The registry's stored copy of @digest (it serves what it has, unchecked). */
+static char *
+registry_blob_file (const char *digest)
+{
+  const char *hex = digest + strlen ("sha256:");
+  g_autofree char *two = g_strndup (hex, 2);
+
+  return g_build_filename (reg.dir, "storage", "docker", "registry", "v2", "blobs", "sha256", two, hex, "data", NULL);
+}
+
+static void
+test_tampered (SandstepTestFixture *f, gconstpointer data)
+{
+  const Entry tampered[] = { { '0', "tamper", NULL, "a layer that will be tampered with, unique to this test" } };
+  const Entry truncated[] = { { '0', "truncate", NULL, NULL, 0644, 200000 }, { '0', "t2", NULL, "unique too" } };
+  const Entry oversized[] = { { '0', "oversize", NULL, "a blob the registry will serve too long" } };
+  g_autoptr(GPtrArray) layers3 = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *layout3 = NULL, *ref3 = NULL, *file3 = NULL;
+  g_autoptr(SandstepTestResult) r3 = NULL;
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) layers2 = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *layout = NULL, *ref = NULL, *file = NULL, *layout2 = NULL, *ref2 = NULL, *file2 = NULL;
+  g_autofree char *contents = NULL;
+  gsize len = 0;
+  g_autoptr(SandstepTestResult) r = NULL, r2 = NULL;
+
+  if (!need_registry ())
+    return;
+  g_free (one_layer_layout (f, "tamper", tampered, G_N_ELEMENTS (tampered), layers, &layout));
+  g_assert_true (push (layout, "t", "test/tamper:1", FALSE));
+  /* The same bytes, one changed: the registry serves them as the blob. */
+  file = registry_blob_file (layers->pdata[0]);
+  g_assert_true (g_file_get_contents (file, &contents, &len, NULL));
+  contents[len / 2] ^= 0x55;
+  g_assert_true (g_file_set_contents (file, contents, len, NULL));
+  ref = registry_ref ("test/tamper:1");
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (r->status, !=, 0);
+  sandstep_test_assert_contains (r->err, layers->pdata[0]);
+  sandstep_test_assert_contains (r->err, "does not match its digest");
+  assert_no_image (f, layers->pdata[0]);
+
+  /* A blob shorter than its manifest says. */
+  g_free (one_layer_layout (f, "truncate", truncated, G_N_ELEMENTS (truncated), layers2, &layout2));
+  g_assert_true (push (layout2, "t", "test/truncate:1", FALSE));
+  file2 = registry_blob_file (layers2->pdata[0]);
+  g_clear_pointer (&contents, g_free);
+  g_assert_true (g_file_get_contents (file2, &contents, &len, NULL));
+  g_assert_true (g_file_set_contents (file2, contents, len - 10, NULL));
+  ref2 = registry_ref ("test/truncate:1");
+  r2 = sandstep_test_helper (f, "pull", ref2, NULL);
+  g_assert_cmpint (r2->status, !=, 0);
+  sandstep_test_assert_contains (r2->err, layers2->pdata[0]);
+  sandstep_test_assert_contains (r2->err, "truncated");
+  assert_no_image (f, layers2->pdata[0]);
+
+  /* A blob longer than its manifest says: refused as the bytes come. */
+  g_free (one_layer_layout (f, "oversize", oversized, G_N_ELEMENTS (oversized), layers3, &layout3));
+  g_assert_true (push (layout3, "t", "test/oversize:1", FALSE));
+  file3 = registry_blob_file (layers3->pdata[0]);
+  g_clear_pointer (&contents, g_free);
+  g_assert_true (g_file_get_contents (file3, &contents, &len, NULL));
+  {
+    g_autofree char *longer = g_malloc0 (len + 4096);
+    memcpy (longer, contents, len);
+    g_assert_true (g_file_set_contents (file3, longer, len + 4096, NULL));
+  }
+  ref3 = registry_ref ("test/oversize:1");
+  r3 = sandstep_test_helper (f, "pull", ref3, NULL);
+  g_assert_cmpint (r3->status, !=, 0);
+  sandstep_test_assert_contains (r3->err, layers3->pdata[0]);
+  sandstep_test_assert_contains (r3->err, "longer than");
+  assert_no_image (f, layers3->pdata[0]);
+}
+
+static void
+test_platform (SandstepTestFixture *f, gconstpointer data)
+{
+  const Entry entries[] = { { '0', "hello", NULL, "s390x only" } };
+  g_autoptr(GBytes) tar = tar_build (entries, G_N_ELEMENTS (entries));
+  g_autofree char *layout = sandstep_test_host_path (f, "s390x");
+  g_autofree char *digest = make_layout (layout, "t", &tar, 1, "s390x", NULL);
+  g_autofree char *ref = g_strdup_printf ("oci:%s:t", layout);
+  g_autofree char *remote = NULL;
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "pull", ref, NULL);
+  g_autoptr(SandstepTestResult) r2 = NULL;
+
+  g_assert_cmpint (r->status, !=, 0);
+  sandstep_test_assert_contains (r->err, "linux/s390x");
+  sandstep_test_assert_contains (r->err, sandstep_image_host_platform ());
+  assert_store_empty (f);
+  if (!need_registry ())
+    return;
+  g_assert_true (push (layout, "t", "test/s390x:1", TRUE));
+  remote = registry_ref ("test/s390x:1");
+  r2 = sandstep_test_helper (f, "pull", remote, NULL);
+  g_assert_cmpint (r2->status, !=, 0);
+  sandstep_test_assert_contains (r2->err, "linux/s390x");
+  assert_store_empty (f);
+}
+
+/* ---- hostile layers ---- */
+
+typedef struct {
+  const char *what;
+  Entry entries[4];
+  gsize n;
+  const char *message;  /* in stderr */
+} HostileCase;
+
+static void
+test_hostile (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *outside = sandstep_test_host_path (f, "outside");
+  g_autofree char *abs_target = g_build_filename (outside, "absolute", NULL);
+  g_autofree char *escape = store_path (f, "layers/escape");
+  struct stat passwd_before, passwd_after;
+  g_autofree char *pax_dotdot = pax_record ("path", "../pax-escape");
+  g_autofree char *pax_link = pax_record ("linkpath", "/etc/passwd");
+  const HostileCase cases[] = {
+    /* The same rules for names that come in a pax header or a GNU long name. */
+    { "pax-dot-dot", { { 'x', "PaxHeaders/x", NULL, pax_dotdot }, { '0', "innocent", NULL, "out" } }, 2, "'..'" },
+    { "gnu-long-dot-dot", { { 'L', "././@LongLink", NULL, "../gnu-escape" }, { '0', "innocent", NULL, "out" } }, 2,
+      "'..'" },
+    { "pax-linkpath-absolute", { { 'x', "PaxHeaders/y", NULL, pax_link }, { '1', "hl", "innocent" } }, 2,
+      "hard link" },
+    { "dot-dot", { { '0', "../escape", NULL, "out" } }, 1, "'..'" },
+    { "dot-dot-deep", { { '5', "a/" }, { '0', "a/../../escape", NULL, "out" } }, 2, "'..'" },
+    { "absolute", { { '0', abs_target + 0, NULL, "out" } }, 1, "absolute" },
+    { "symlink-then-write", { { '2', "lnk", outside }, { '0', "lnk/through", NULL, "out" } }, 2, "symlink" },
+    { "symlink-dir-then-write", { { '2', "etc", "/etc" }, { '0', "etc/sandstep-image-test", NULL, "x" } }, 2,
+      "symlink" },
+    { "hardlink-dot-dot", { { '1', "hl", "../../../../../../etc/passwd" } }, 1, "hard link" },
+    { "hardlink-absolute", { { '1', "hl", "/etc/passwd" } }, 1, "hard link" },
+    { "hardlink-through-symlink", { { '2', "l2", "/etc" }, { '1', "hl", "l2/passwd" } }, 2, "symlink" },
+    { "hardlink-missing", { { '1', "hl", "nothing-here" } }, 1, "hard link" },
+  };
+
+  g_assert_cmpint (mkdir (outside, 0700), ==, 0);
+  g_assert_cmpint (stat ("/etc/passwd", &passwd_before), ==, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *name = g_strdup_printf ("hostile-%s", cases[i].what);
+      g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+      g_autofree char *ref = one_layer_layout (f, name, cases[i].entries, cases[i].n, layers, NULL);
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "pull", ref, NULL);
+      g_autofree char *names = dir_names (outside);
+
+      g_test_message ("case %s", cases[i].what);
+      g_assert_cmpint (r->status, !=, 0);
+      sandstep_test_assert_contains (r->err, cases[i].message);
+      sandstep_test_assert_contains (r->err, "refused");
+      g_assert_cmpstr (names, ==, "");
+      g_assert_false (g_file_test (escape, G_FILE_TEST_EXISTS));
+      g_assert_false (g_file_test ("/etc/sandstep-image-test", G_FILE_TEST_EXISTS));
+      assert_no_image (f, layers->pdata[0]);
+    }
+  g_assert_cmpint (stat ("/etc/passwd", &passwd_after), ==, 0);
+  g_assert_cmpint (passwd_after.st_nlink, ==, passwd_before.st_nlink);
+}
+
+/* What is not refused is made harmless: no device nodes, no setuid bits; whiteouts as overlayfs reads them. */
+static void
+test_harmless (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *long_name = g_strnfill (150, 'p');
+  g_autofree char *long_gnu = g_strnfill (150, 'g');
+  g_autofree char *long_pax_path = g_strconcat ("long/", long_name, NULL);
+  g_autofree char *pax_path = pax_record ("path", long_pax_path);
+  g_autofree char *gnu_path = g_strconcat ("long/", long_gnu, NULL);
+  const Entry lower[] = {
+    { '5', "etc/" }, { '0', "etc/gone", NULL, "deleted above" }, { '5', "opaque/" }, { '0', "opaque/old", NULL, "o" },
+    /* Names longer than ustar's 100 bytes: a pax header's path, a GNU long name. */
+    { 'x', "PaxHeaders/long", NULL, pax_path },
+    { '0', "pax-short-name", NULL, "from pax" },
+    { 'L', "././@LongLink", NULL, gnu_path },
+    { '0', "gnu-short-name", NULL, "from gnu" },
+    { '3', "null", NULL, NULL, 0666 }, { '4', "sda", NULL, NULL, 0660 },
+    { '0', "su", NULL, "setuid", 04755 }, { '0', "sg", NULL, "setgid", 02755 },
+  };
+  const Entry upper[] = {
+    { '0', "etc/.wh.gone", NULL, "" }, { '0', "opaque/.wh..wh..opq", NULL, "" }, { '0', "opaque/new", NULL, "n" },
+  };
+  GBytes *tars[2] = { tar_build (lower, G_N_ELEMENTS (lower)), tar_build (upper, G_N_ELEMENTS (upper)) };
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *layout = sandstep_test_host_path (f, "harmless");
+  g_autofree char *digest = make_layout (layout, "t", tars, 2, NULL, layers);
+  g_autofree char *ref = g_strdup_printf ("oci:%s:t", layout);
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "pull", ref, NULL);
+  g_autofree char *low = NULL, *up = NULL, *path = NULL, *names = NULL;
+  struct stat st;
+  char value[8] = { 0 };
+
+  g_bytes_unref (tars[0]);
+  g_bytes_unref (tars[1]);
+  sandstep_test_assert_status (r, 0);
+  low = layer_dir (f, layers->pdata[0]);
+  up = layer_dir (f, layers->pdata[1]);
+  /* No device nodes. */
+  names = dir_names (low);
+  g_assert_cmpstr (names, ==, "etc long opaque sg su");
+  {
+    g_autofree char *a = g_build_filename (low, "long", long_name, NULL);
+    g_autofree char *b = g_build_filename (low, "long", long_gnu, NULL);
+    g_autofree char *ta = NULL, *tb = NULL;
+    g_assert_true (g_file_get_contents (a, &ta, NULL, NULL));
+    g_assert_cmpstr (ta, ==, "from pax");
+    g_assert_true (g_file_get_contents (b, &tb, NULL, NULL));
+    g_assert_cmpstr (tb, ==, "from gnu");
+  }
+  /* No setuid or setgid bit. */
+  path = g_build_filename (low, "su", NULL);
+  g_assert_cmpint (lstat (path, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 07777, ==, 0755);
+  g_free (path);
+  path = g_build_filename (low, "sg", NULL);
+  g_assert_cmpint (lstat (path, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 07777, ==, 0755);
+  g_free (path);
+  /* .wh.gone: a 0/0 character device named gone. */
+  path = g_build_filename (up, "etc", "gone", NULL);
+  g_assert_cmpint (lstat (path, &st), ==, 0);
+  g_assert_true (S_ISCHR (st.st_mode));
+  g_assert_cmpint (major (st.st_rdev), ==, 0);
+  g_assert_cmpint (minor (st.st_rdev), ==, 0);
+  g_free (path);
+  g_free (names);
+  path = g_build_filename (up, "etc", NULL);
+  names = dir_names (path);
+  g_assert_cmpstr (names, ==, "gone");
+  g_free (path);
+  /* .wh..wh..opq: the directory is opaque for overlayfs in a user namespace. */
+  path = g_build_filename (up, "opaque", NULL);
+  g_assert_cmpint (lgetxattr (path, "user.overlay.opaque", value, sizeof value - 1), ==, 1);
+  g_assert_cmpstr (value, ==, "y");
+  g_free (names);
+  names = dir_names (path);
+  g_assert_cmpstr (names, ==, "new");
+}
+
+static void
+test_too_large (SandstepTestFixture *f, gconstpointer data)
+{
+  const Entry big[] = { { '0', "big", NULL, NULL, 0644, 100 * 1024 } };
+  Entry many[40];
+  char names[40][16];
+  g_autofree char *big_ref = one_layer_layout (f, "big", big, G_N_ELEMENTS (big), NULL, NULL);
+  g_autofree char *many_ref = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, r2 = NULL, r3 = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (many); i++)
+    {
+      snprintf (names[i], sizeof names[i], "f%02u", (unsigned) i);
+      many[i] = (Entry) { '0', names[i], NULL, "" };
+    }
+  many_ref = one_layer_layout (f, "many", many, G_N_ELEMENTS (many), NULL, NULL);
+  r = sandstep_test_helper (f, "pull", "--max-image-size=64K", big_ref, NULL);
+  g_assert_cmpint (r->status, !=, 0);
+  sandstep_test_assert_contains (r->err, "max-image-size");
+  assert_no_image (f, NULL);
+  /* 40 empty files: each counts 4K, 160K in all. */
+  r2 = sandstep_test_helper (f, "pull", "--max-image-size=64K", many_ref, NULL);
+  g_assert_cmpint (r2->status, !=, 0);
+  sandstep_test_assert_contains (r2->err, "max-image-size");
+  assert_no_image (f, NULL);
+  /* The same within the bound. */
+  r3 = sandstep_test_helper (f, "pull", "--max-image-size=1M", many_ref, NULL);
+  sandstep_test_assert_status (r3, 0);
+}
+
+/* ---- zstd layers ---- */
+
+#if __has_include(<zstd.h>)
+#include <zstd.h>
+
+static GBytes *
+zstd_bytes (GBytes *in)
+{
+  gsize bound = ZSTD_compressBound (g_bytes_get_size (in));
+  char *out = g_malloc (bound);
+  size_t n = ZSTD_compress (out, bound, g_bytes_get_data (in, NULL), g_bytes_get_size (in), 3);
+
+  g_assert_false (ZSTD_isError (n));
+  return g_bytes_new_take (out, n);
+}
+
+/* The same, the last 16 bytes cut off. */
+static GBytes *
+zstd_truncated (GBytes *in)
+{
+  g_autoptr(GBytes) whole = zstd_bytes (in);
+
+  return g_bytes_new_from_bytes (whole, 0, g_bytes_get_size (whole) - 16);
+}
+
+static void
+test_zstd (SandstepTestFixture *f, gconstpointer data)
+{
+  const Entry entries[] = { { '5', "etc/" }, { '0', "etc/zstd", NULL, "read through zstd" },
+                            { '0', "padding", NULL, NULL, 0644, 300000 } };
+  g_autoptr(GBytes) tar = tar_build (entries, G_N_ELEMENTS (entries));
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) cut = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *layout = sandstep_test_host_path (f, "zstd");
+  g_autofree char *cut_layout = sandstep_test_host_path (f, "zstd-cut");
+  g_autofree char *d1 = make_layout_compressed (layout, "t", &tar, 1, NULL, layers, zstd_bytes,
+                                                "application/vnd.oci.image.layer.v1.tar+zstd");
+  g_autofree char *d2 = make_layout_compressed (cut_layout, "t", &tar, 1, NULL, cut, zstd_truncated,
+                                                "application/vnd.oci.image.layer.v1.tar+zstd");
+  g_autofree char *ref = g_strdup_printf ("oci:%s:t", layout);
+  g_autofree char *cut_ref = g_strdup_printf ("oci:%s:t", cut_layout);
+  g_autofree char *file = NULL, *text = NULL;
+  g_autoptr(SandstepTestResult) bad = sandstep_test_helper (f, "pull", cut_ref, NULL);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  /* A zstd stream that stops in a frame: refused, nothing kept. */
+  g_test_message ("%s", bad->err);
+  g_assert_cmpint (bad->status, !=, 0);
+  sandstep_test_assert_contains (bad->err, "the zstd data ends in a frame");
+  assert_no_image (f, cut->pdata[0]);
+
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  file = g_build_filename (layer_dir (f, layers->pdata[0]), "etc", "zstd", NULL);
+  g_assert_true (g_file_get_contents (file, &text, NULL, NULL));
+  g_assert_cmpstr (text, ==, "read through zstd");
+}
+#endif
+
+/* ---- concurrency and kills ---- */
+
+static void
+test_parallel (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *config = NULL;
+  g_autoptr(GPtrArray) procs = g_ptr_array_new ();
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *manifest_path = NULL;
+  JsonObject *manifest;
+  gsize offset;
+
+  if (!need_registry ())
+    return;
+  g_assert_true (push (reg.busybox_layout, "t1", "test/parallel:1", FALSE));
+  manifest_path = g_build_filename (reg.busybox_layout, "blobs", "sha256", reg.busybox_digest + 7, NULL);
+  g_assert_true (json_parser_load_from_file (parser, manifest_path, NULL));
+  manifest = json_node_get_object (json_parser_get_root (parser));
+  ref = registry_ref ("test/parallel:1");
+  offset = log_size ();
+  /* Each pull waits a while after taking a layer's lock: without the lock both would fetch it. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", "1000");
+  for (int i = 0; i < 2; i++)
+    g_ptr_array_add (procs, sandstep_test_spawn (f, "pull", ref, NULL));
+  for (guint i = 0; i < procs->len; i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_proc_wait (procs->pdata[i], 60);
+      g_autofree char *expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+      sandstep_test_assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, expected);
+    }
+  {
+    JsonArray *layers = json_object_get_array_member (manifest, "layers");
+    const char *layer = json_object_get_string_member (json_array_get_object_element (layers, 0), "digest");
+    config = g_strdup (json_object_get_string_member (json_object_get_object_member (manifest, "config"), "digest"));
+    g_assert_cmpuint (blob_gets ("test/parallel", layer, offset), ==, 1);
+    g_assert_cmpuint (blob_gets ("test/parallel", config, offset), ==, 1);
+  }
+  assert_busybox_unpacked (f);
+}
+
+static void
+test_killed (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *blobs = NULL, *layers = NULL, *names = NULL, *images = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, r2 = NULL, r3 = NULL;
+
+  if (!need_registry ())
+    return;
+  g_assert_true (push (reg.busybox_layout, "t1", "test/killed:1", FALSE));
+  ref = registry_ref ("test/killed:1");
+  blobs = store_path (f, "blobs/sha256");
+  layers = store_path (f, "layers");
+  images = store_path (f, "images");
+
+  /* Killed in the middle of the layer's download: no named blob but the (small, whole) config. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_KILL_AFTER", "100000");
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (r->status, ==, 128 + SIGKILL);
+  names = dir_names (blobs);
+  g_assert_cmpuint (strlen (names), ==, 64);    /* the config alone */
+  g_free (names);
+  names = dir_names (layers);
+  g_assert_cmpstr (names, ==, "sha256");
+  g_free (names);
+  names = dir_names (images);
+  g_assert_cmpstr (names, ==, "");
+  g_free (names);
+
+  /* Killed in the middle of unpacking: a leftover directory, never named as the layer. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_KILL_AFTER", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_KILL_UNPACK", "1");
+  r2 = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (r2->status, ==, 128 + SIGKILL);
+  names = dir_names (layers);
+  g_assert_true (g_str_has_prefix (names, ".tmp-"));
+  g_assert_true (g_str_has_suffix (names, " sha256"));
+  g_free (names);
+  {
+    g_autofree char *sha = store_path (f, "layers/sha256");
+    names = dir_names (sha);
+    g_assert_cmpstr (names, ==, "");
+    g_free (names);
+  }
+  names = dir_names (images);
+  g_assert_cmpstr (names, ==, "");
+  g_free (names);
+
+  /* The next pull finishes the job and clears what the killed ones left. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_KILL_UNPACK", NULL);
+  r3 = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r3, 0);
+  names = dir_names (layers);
+  g_assert_cmpstr (names, ==, "sha256");
+  assert_busybox_unpacked (f);
+}
+
+static void
+test_gc (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, gc = NULL, list = NULL, plain = NULL;
+
+  if (!need_registry ())
+    return;
+  ref = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  /* gc without --images leaves images alone. */
+  plain = sandstep_test_helper (f, "gc", NULL);
+  sandstep_test_assert_status (plain, 0);
+  assert_busybox_unpacked (f);
+  gc = sandstep_test_helper (f, "gc", "--images", NULL);
+  sandstep_test_assert_status (gc, 0);
+  sandstep_test_assert_contains (gc->err, "removed 1 image");
+  assert_store_empty (f);
+  list = sandstep_test_helper (f, "images", "--json", NULL);
+  sandstep_test_assert_status (list, 0);
+  g_assert_cmpstr (g_strstrip (list->out), ==, "[]");
+}
+
+/* ---- credentials: Basic over TLS ---- */
+
+static void
+write_auth_file (const char *path, const char *registry, const char *user_password)
+{
+  g_autofree char *b64 = g_base64_encode ((const guchar *) user_password, strlen (user_password));
+  g_autofree char *json = g_strdup_printf ("{\"auths\": {\"%s\": {\"auth\": \"%s\"}}}", registry, b64);
+
+  g_assert_true (g_file_set_contents (path, json, -1, NULL));
+}
+
+static void
+test_basic_tls (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *dir = NULL, *ca_key = NULL, *ca = NULL, *key = NULL, *csr = NULL, *cert = NULL, *ext = NULL;
+  g_autofree char *htpasswd = NULL, *line = NULL, *config = NULL, *problem = NULL, *registry = NULL, *ref = NULL;
+  g_autofree char *home = NULL, *certs = NULL, *ca_copy = NULL, *auth = NULL, *bad = NULL, *expected = NULL;
+  g_autofree char *cert_dir = NULL, *cert_dir_ca = NULL, *src = NULL, *dst = NULL;
+  g_autoptr(SandstepTestResult) anonymous = NULL, untrusted = NULL, wrong = NULL, good = NULL;
+  struct crypt_data cd = { 0 };
+  const char *hash;
+  guint16 port;
+  GPid pid;
+
+  if (!need_registry ())
+    return;
+  dir = sandstep_test_host_path (f, "tls");
+  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
+  ca_key = g_build_filename (dir, "ca.key", NULL);
+  ca = g_build_filename (dir, "ca.crt", NULL);
+  key = g_build_filename (dir, "server.key", NULL);
+  csr = g_build_filename (dir, "server.csr", NULL);
+  cert = g_build_filename (dir, "server.crt", NULL);
+  ext = g_build_filename (dir, "ext.cnf", NULL);
+  g_assert_true (g_file_set_contents (ext, "subjectAltName=IP:127.0.0.1\n", -1, NULL));
+  {
+    const char *mk_ca[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                            "-days", "2", "-subj", "/CN=sandstep test CA", NULL };
+    const char *mk_csr[] = { "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
+                             "/CN=127.0.0.1", NULL };
+    const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                           "-out", cert, "-days", "2", "-extfile", ext, NULL };
+    g_assert_true (run_tool (mk_ca, NULL) && run_tool (mk_csr, NULL) && run_tool (sign, NULL));
+  }
+  /* docker-registry reads bcrypt only. */
+  hash = crypt_r ("secret", "$2b$05$abcdefghijklmnopqrstuv", &cd);
+  g_assert_nonnull (hash);
+  g_assert_true (g_str_has_prefix (hash, "$2b$"));
+  htpasswd = g_build_filename (dir, "htpasswd", NULL);
+  line = g_strdup_printf ("user:%s\n", hash);
+  g_assert_true (g_file_set_contents (htpasswd, line, -1, NULL));
+  port = free_port ();
+  config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
+                            "127.0.0.1:%u\n  tls:\n    certificate: %s\n    key: %s\nauth:\n  htpasswd:\n    realm: "
+                            "sandstep-test\n    path: %s\n", dir, port, cert, key, htpasswd);
+  pid = start_registry (dir, "registry", config, port, &problem);
+  if (pid == 0)
+    {
+      g_test_fail_printf ("%s", problem);
+      return;
+    }
+  registry = g_strdup_printf ("127.0.0.1:%u", port);
+  cert_dir = g_build_filename (dir, "skopeo-certs", NULL);
+  g_assert_cmpint (mkdir (cert_dir, 0700), ==, 0);
+  cert_dir_ca = g_build_filename (cert_dir, "ca.crt", NULL);
+  {
+    g_autofree char *pem = NULL;
+    g_assert_true (g_file_get_contents (ca, &pem, NULL, NULL));
+    g_assert_true (g_file_set_contents (cert_dir_ca, pem, -1, NULL));
+  }
+  src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  dst = g_strdup_printf ("docker://%s/test/secret:1", registry);
+  {
+    const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-creds", "user:secret", "--dest-cert-dir", cert_dir,
+                           src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ref = g_strdup_printf ("docker://%s/test/secret:1", registry);
+  home = sandstep_test_host_path (f, "home");
+  g_assert_cmpint (mkdir (home, 0700), ==, 0);
+  sandstep_test_fixture_setenv (f, "HOME", home);
+  sandstep_test_fixture_setenv (f, "XDG_RUNTIME_DIR", NULL);
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", NULL);
+
+  /* Its CA is not the host's: refused, and the message says where a registry's CA goes. */
+  untrusted = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (untrusted->status, !=, 0);
+  sandstep_test_assert_contains (untrusted->err, "not trusted");
+  sandstep_test_assert_contains (untrusted->err, "certs.d");
+
+  certs = g_build_filename (home, ".config", "containers", "certs.d", registry, NULL);
+  g_assert_cmpint (g_mkdir_with_parents (certs, 0700), ==, 0);
+  ca_copy = g_build_filename (certs, "ca.crt", NULL);
+  {
+    g_autofree char *pem = NULL;
+    g_assert_true (g_file_get_contents (ca, &pem, NULL, NULL));
+    g_assert_true (g_file_set_contents (ca_copy, pem, -1, NULL));
+  }
+  /* Trusted, but no credentials. */
+  anonymous = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (anonymous->status, !=, 0);
+  sandstep_test_assert_contains (anonymous->err, "needs credentials");
+
+  bad = sandstep_test_host_path (f, "bad-auth.json");
+  write_auth_file (bad, registry, "user:wrong");
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", bad);
+  wrong = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (wrong->status, !=, 0);
+  sandstep_test_assert_contains (wrong->err, "refused access");
+  assert_store_empty (f);
+
+  auth = sandstep_test_host_path (f, "auth.json");
+  write_auth_file (auth, registry, "user:secret");
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", auth);
+  good = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (good, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (good->out, ==, expected);
+  assert_busybox_unpacked (f);
+
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+}
+
+/* ---- credentials: the Bearer token flow ---- */
+
+/* A token server on loopback, in a thread of its own: it hands @token to a
+ * request with the Basic credentials user:secret, and 401 to any other.  It
+ * also stands in for the object storage a registry redirects blob requests
+ * to: /docker/... is served from @storage, counting the requests that came
+ * with an Authorization header (none should). */
+typedef struct {
+  char *token;
+  char *storage;
+  gint mirror_requests;
+  gint mirror_with_auth;
+  guint16 port;
+  gint with_credentials;      /* requests that carried the right credentials */
+  gint without;               /* requests that did not */
+  GMainContext *context;
+  GMainLoop *loop;
+  GThread *thread;
+  GMutex lock;
+  GCond ready;
+  gboolean listening;
+} TokenServer;
+
+static void
+on_token (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
+{
+  TokenServer *ts = data;
+  const char *auth = soup_message_headers_get_one (soup_server_message_get_request_headers (msg), "Authorization");
+  g_autofree char *b64 = g_base64_encode ((const guchar *) "user:secret", strlen ("user:secret"));
+  g_autofree char *want = g_strconcat ("Basic ", b64, NULL);
+
+  if (g_strcmp0 (auth, want) != 0)
+    {
+      g_atomic_int_inc (&ts->without);
+      soup_server_message_set_status (msg, SOUP_STATUS_UNAUTHORIZED, NULL);
+      return;
+    }
+  g_atomic_int_inc (&ts->with_credentials);
+  {
+    g_autofree char *body = g_strdup_printf ("{\"token\": \"%s\", \"expires_in\": 3600}", ts->token);
+    soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_COPY, body, strlen (body));
+  }
+}
+
+static void
+on_mirror (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
+{
+  TokenServer *ts = data;
+  g_autofree char *file = g_build_filename (ts->storage, path, NULL);
+  char *contents = NULL;
+  gsize len = 0;
+
+  g_atomic_int_inc (&ts->mirror_requests);
+  if (soup_message_headers_get_one (soup_server_message_get_request_headers (msg), "Authorization") != NULL)
+    g_atomic_int_inc (&ts->mirror_with_auth);
+  if (strstr (path, "..") != NULL || !g_file_get_contents (file, &contents, &len, NULL))
+    {
+      soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
+      return;
+    }
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (msg, "application/octet-stream", SOUP_MEMORY_TAKE, contents, len);
+}
+
+static gpointer
+token_server_main (gpointer data)
+{
+  TokenServer *ts = data;
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  g_main_context_push_thread_default (ts->context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, "/token", on_token, ts, NULL);
+  soup_server_add_handler (server, "/docker", on_mirror, ts, NULL);
+  soup_server_listen_local (server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  ts->port = g_uri_get_port (uris->data);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  g_mutex_lock (&ts->lock);
+  ts->listening = TRUE;
+  g_cond_signal (&ts->ready);
+  g_mutex_unlock (&ts->lock);
+  g_main_loop_run (ts->loop);
+  g_main_context_pop_thread_default (ts->context);
+  return NULL;
+}
+
+static gboolean
+quit_loop (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static char *
+base64url (const guchar *data, gsize len)
+{
+  char *s = g_base64_encode (data, len);
+
+  g_strdelimit (s, "+", '-');
+  g_strdelimit (s, "/", '_');
+  *strchrnul (s, '=') = '\0';
+  return s;
+}
+
+/* A JWT that docker-registry's token auth accepts: RS256 by the key of @cert (in "x5c", trusted through the
+ * registry's rootcertbundle), for @service, allowing pull and push on @repository. */
+static char *
+make_token (const char *dir, const char *key, const char *cert, const char *issuer, const char *service,
+            const char *repository)
+{
+  g_autofree char *der_path = g_build_filename (dir, "token.der", NULL);
+  g_autofree char *input_path = g_build_filename (dir, "token.input", NULL);
+  g_autofree char *sig_path = g_build_filename (dir, "token.sig", NULL);
+  g_autofree char *der = NULL, *sig = NULL, *x5c = NULL, *header = NULL, *claims = NULL, *h64 = NULL, *c64 = NULL;
+  g_autofree char *input = NULL, *s64 = NULL;
+  gsize der_len = 0, sig_len = 0;
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+
+  {
+    const char *argv[] = { "openssl", "x509", "-in", cert, "-outform", "DER", "-out", der_path, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  g_assert_true (g_file_get_contents (der_path, &der, &der_len, NULL));
+  x5c = g_base64_encode ((const guchar *) der, der_len);
+  header = g_strdup_printf ("{\"typ\":\"JWT\",\"alg\":\"RS256\",\"x5c\":[\"%s\"]}", x5c);
+  claims = g_strdup_printf ("{\"iss\":\"%s\",\"sub\":\"user\",\"aud\":\"%s\",\"exp\":%" G_GINT64_FORMAT ","
+                            "\"nbf\":%" G_GINT64_FORMAT ",\"iat\":%" G_GINT64_FORMAT ",\"jti\":\"%08x\","
+                            "\"access\":[{\"type\":\"repository\",\"name\":\"%s\",\"actions\":[\"pull\",\"push\"]}]}",
+                            issuer, service, now + 3600, now - 60, now, g_random_int (), repository);
+  h64 = base64url ((const guchar *) header, strlen (header));
+  c64 = base64url ((const guchar *) claims, strlen (claims));
+  input = g_strdup_printf ("%s.%s", h64, c64);
+  g_assert_true (g_file_set_contents (input_path, input, -1, NULL));
+  {
+    const char *argv[] = { "openssl", "dgst", "-sha256", "-sign", key, "-out", sig_path, input_path, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  g_assert_true (g_file_get_contents (sig_path, &sig, &sig_len, NULL));
+  s64 = base64url ((const guchar *) sig, sig_len);
+  return g_strdup_printf ("%s.%s", input, s64);
+}
+
+/* The token flow, and blobs redirected to storage that never sees the registry's credentials. */
+static void
+test_bearer (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *dir = NULL, *key = NULL, *cert = NULL, *config = NULL, *problem = NULL, *ref = NULL;
+  g_autofree char *src = NULL, *dst = NULL, *auth = NULL, *expected = NULL, *home = NULL;
+  g_autoptr(SandstepTestResult) anonymous = NULL, good = NULL;
+  TokenServer ts = { 0 };
+  guint16 port;
+  GPid pid;
+
+  if (!need_registry ())
+    return;
+  dir = sandstep_test_host_path (f, "bearer");
+  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
+  key = g_build_filename (dir, "token.key", NULL);
+  cert = g_build_filename (dir, "token.crt", NULL);
+  {
+    const char *argv[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                           "-days", "2", "-subj", "/CN=sandstep test token issuer", NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ts.token = make_token (dir, key, cert, "sandstep-test-issuer", "sandstep-test", "test/bearer");
+  ts.storage = g_build_filename (dir, "storage", NULL);
+  ts.context = g_main_context_new ();
+  ts.loop = g_main_loop_new (ts.context, FALSE);
+  g_mutex_init (&ts.lock);
+  g_cond_init (&ts.ready);
+  ts.thread = g_thread_new ("token-server", token_server_main, &ts);
+  g_mutex_lock (&ts.lock);
+  while (!ts.listening)
+    g_cond_wait (&ts.ready, &ts.lock);
+  g_mutex_unlock (&ts.lock);
+
+  port = free_port ();
+  /* Blobs are answered with a redirect to the token server's /docker/..., as object storage would serve them. */
+  config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
+                            "127.0.0.1:%u\nauth:\n  token:\n    realm: http://127.0.0.1:%u/token\n    service: "
+                            "sandstep-test\n    issuer: sandstep-test-issuer\n    rootcertbundle: %s\n"
+                            "middleware:\n  storage:\n    - name: redirect\n      options:\n        baseurl: "
+                            "http://127.0.0.1:%u\n", dir, port, ts.port, cert, ts.port);
+  pid = start_registry (dir, "registry", config, port, &problem);
+  g_assert_cmpint (pid, !=, 0);
+  src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  dst = g_strdup_printf ("docker://127.0.0.1:%u/test/bearer:1", port);
+  {
+    const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", "user:secret",
+                           src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ref = g_strdup_printf ("docker://127.0.0.1:%u/test/bearer:1", port);
+  home = sandstep_test_host_path (f, "home");
+  g_assert_cmpint (mkdir (home, 0700), ==, 0);
+  sandstep_test_fixture_setenv (f, "HOME", home);
+  sandstep_test_fixture_setenv (f, "XDG_RUNTIME_DIR", NULL);
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", NULL);
+
+  /* No credentials: the token server refuses, and so does the pull. */
+  g_atomic_int_set (&ts.without, 0);
+  g_atomic_int_set (&ts.with_credentials, 0);
+  anonymous = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (anonymous->status, !=, 0);
+  sandstep_test_assert_contains (anonymous->err, "token server");
+  g_assert_cmpint (g_atomic_int_get (&ts.without), ==, 1);
+  assert_store_empty (f);
+
+  /* The credentials go to the token server, the token to the registry. */
+  auth = sandstep_test_host_path (f, "auth.json");
+  {
+    g_autofree char *registry = g_strdup_printf ("127.0.0.1:%u", port);
+    write_auth_file (auth, registry, "user:secret");
+  }
+  sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", auth);
+  good = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (good, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (good->out, ==, expected);
+  g_assert_cmpint (g_atomic_int_get (&ts.with_credentials), ==, 1);
+  assert_busybox_unpacked (f);
+  /* The config and the layer came through the redirect, which got no credentials. */
+  g_assert_cmpint (g_atomic_int_get (&ts.mirror_requests), >=, 2);
+  g_assert_cmpint (g_atomic_int_get (&ts.mirror_with_auth), ==, 0);
+
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+  g_main_context_invoke (ts.context, quit_loop, ts.loop);
+  g_thread_join (ts.thread);
+  g_main_loop_unref (ts.loop);
+  g_main_context_unref (ts.context);
+  g_mutex_clear (&ts.lock);
+  g_cond_clear (&ts.ready);
+  g_free (ts.token);
+  g_free (ts.storage);
+}
+
+int
+main (int argc, char **argv)
+{
+  int status;
+
+  g_test_init (&argc, &argv, NULL);
+  g_test_summary ("Images up to a verified, unpacked layer store: references, a real loopback registry, layouts, "
+                  "tampered and truncated blobs, platforms, hostile layers, bounds, parallel and killed pulls, gc.");
+  g_test_add_func ("/image/reference", test_reference);
+#define ADD(path, fn) g_test_add (path, SandstepTestFixture, NULL, setup, fn, sandstep_test_teardown)
+  ADD ("/image/pull/tag-and-digest", test_pull_tag_and_digest);
+  ADD ("/image/pull/layout", test_pull_layout);
+  ADD ("/image/pull/unknown", test_unknown);
+  ADD ("/image/pull/tampered", test_tampered);
+  ADD ("/image/pull/platform", test_platform);
+  ADD ("/image/layer/hostile", test_hostile);
+  ADD ("/image/layer/harmless", test_harmless);
+  ADD ("/image/layer/too-large", test_too_large);
+#if __has_include(<zstd.h>)
+  ADD ("/image/layer/zstd", test_zstd);
+#endif
+  ADD ("/image/pull/parallel", test_parallel);
+  ADD ("/image/pull/killed", test_killed);
+  ADD ("/image/gc", test_gc);
+  ADD ("/image/auth/basic-tls", test_basic_tls);
+  ADD ("/image/auth/bearer", test_bearer);
+#undef ADD
+  registry_start ();
+  status = g_test_run ();
+  registry_stop ();
+  return status;
+}
