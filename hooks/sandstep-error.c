@@ -58,6 +58,7 @@ G_DEFINE_EXTENDED_ERROR (SandstepPathError, sandstep_path_error)
 G_DEFINE_QUARK (sandstep-usage-error-quark, sandstep_usage_error)
 G_DEFINE_QUARK (sandstep-jail-error-quark, sandstep_jail_error)
 G_DEFINE_QUARK (sandstep-export-error-quark, sandstep_export_error)
+G_DEFINE_QUARK (sandstep-image-error-quark, sandstep_image_error)
 
 #define HINT_LOG "see the sandbox server's log"
 
@@ -96,6 +97,18 @@ static const SandstepErrorKind kinds[] = {
   { sandstep_export_error_quark,    SANDSTEP_EXPORT_ERROR_BAD_URL,       SANDSTEP_EXIT_USAGE,       400, "bad-url",        "give a file:// URL" },
   { sandstep_export_error_quark,    SANDSTEP_EXPORT_ERROR_WRITE,         SANDSTEP_EXIT_EXPORT,      500, "export",         "see the message" },
   { sandstep_export_error_quark,    SANDSTEP_EXPORT_ERROR_FAILED,        SANDSTEP_EXIT_EXPORT,      500, "export",         "see the message" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_BAD_REFERENCE, SANDSTEP_EXIT_USAGE,     400, "bad-image-ref",  "write the image as docker://HOST/REPO:TAG, oci:DIR[:TAG], oci-archive:FILE or docker-archive:FILE" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_NOT_FOUND,     SANDSTEP_EXIT_IMAGE,     404, "image-not-found", "check the image's name and tag, and that the registry has it" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_AUTH,          SANDSTEP_EXIT_IMAGE,     401, "image-auth",     "log in to the registry (podman login, skopeo login or docker login write the credentials sandstep reads)" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_DIGEST,        SANDSTEP_EXIT_IMAGE,     502, "image-digest",   "the registry sent other bytes than the image names: pull again, or ask who runs the registry" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_PLATFORM,      SANDSTEP_EXIT_IMAGE,     422, "image-platform", "use an image built for this host's platform" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_TOO_LARGE,     SANDSTEP_EXIT_IMAGE,     413, "image-too-large", "use a smaller image, or raise --max-image-size" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_HOSTILE,       SANDSTEP_EXIT_IMAGE,     422, "image-hostile",  "the image's layer is refused as it is: use another image" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_INSECURE,      SANDSTEP_EXIT_IMAGE,     400, "image-insecure", "serve the registry over HTTPS, or list it in SANDSTEP_INSECURE_REGISTRIES" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_UNSUPPORTED,   SANDSTEP_EXIT_IMAGE,     415, "image-unsupported", "use an image in the OCI or Docker schema 2 format" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_STORE,         SANDSTEP_EXIT_INTERNAL,  500, "image-store",    HINT_LOG "; the image store (SANDSTEP_IMAGE_DIR) may be unwritable" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_NETWORK,       SANDSTEP_EXIT_IMAGE,     502, "image-network",  "check that the registry can be reached from here, then pull again" },
+  { sandstep_image_error_quark,     SANDSTEP_IMAGE_ERROR_FAILED,        SANDSTEP_EXIT_IMAGE,     500, "image",          "see the message" },
 };
 
 /* Another domain's error (GIO's, a plugin's). */
@@ -112,6 +125,7 @@ static const struct {
   { sandstep_jail_error_quark,    "sandstep-jail-error-quark",    SANDSTEP_JAIL_ERROR_FAILED },
   { sandstep_path_error_quark,    "sandstep-path-error-quark",    SANDSTEP_PATH_ERROR_FAILED },
   { sandstep_export_error_quark,  "sandstep-export-error-quark",  SANDSTEP_EXPORT_ERROR_FAILED },
+  { sandstep_image_error_quark,   "sandstep-image-error-quark",   SANDSTEP_IMAGE_ERROR_FAILED },
 };
 
 gboolean

@@ -77,7 +77,25 @@ typedef enum {
   SANDSTEP_EXPORT_ERROR_FAILED,
 } SandstepExportError;
 
+/* Images (hooks/image/): references, registries, blobs, layers. */
+#define SANDSTEP_IMAGE_ERROR (sandstep_image_error_quark ())
+typedef enum {
+  SANDSTEP_IMAGE_ERROR_BAD_REFERENCE, /* the REF text does not parse */
+  SANDSTEP_IMAGE_ERROR_NOT_FOUND,     /* no such image, tag or blob */
+  SANDSTEP_IMAGE_ERROR_AUTH,          /* the registry refused our credentials (or their absence) */
+  SANDSTEP_IMAGE_ERROR_DIGEST,        /* content does not match its digest */
+  SANDSTEP_IMAGE_ERROR_PLATFORM,      /* the image has no manifest for this host's platform */
+  SANDSTEP_IMAGE_ERROR_TOO_LARGE,     /* over --max-image-size (bytes or entries), or longer than declared */
+  SANDSTEP_IMAGE_ERROR_HOSTILE,       /* a layer tries to write outside itself, or is not a well-formed tar */
+  SANDSTEP_IMAGE_ERROR_INSECURE,      /* plain HTTP to a registry that is neither loopback nor listed */
+  SANDSTEP_IMAGE_ERROR_UNSUPPORTED,   /* a media type or manifest schema we do not read */
+  SANDSTEP_IMAGE_ERROR_STORE,         /* the layer store on disk */
+  SANDSTEP_IMAGE_ERROR_NETWORK,       /* the registry could not be reached or answered oddly */
+  SANDSTEP_IMAGE_ERROR_FAILED,
+} SandstepImageError;
+
 GQuark sandstep_usage_error_quark (void);
+GQuark sandstep_image_error_quark (void);
 GQuark sandstep_sandbox_error_quark (void);
 GQuark sandstep_jail_error_quark (void);
 GQuark sandstep_path_error_quark (void);

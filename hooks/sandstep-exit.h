@@ -16,6 +16,7 @@ typedef enum {
   SANDSTEP_EXIT_EXPIRED = 68,      /* the sandbox's lifetime is over */
   SANDSTEP_EXIT_PATH = 69,         /* a path refused: escapes, wrong type, missing, too large */
   SANDSTEP_EXIT_EXPORT = 73,       /* an export destination could not be written */
+  SANDSTEP_EXIT_IMAGE = 76,        /* an image could not be pulled or used (unknown, refused, tampered, hostile) */
   SANDSTEP_EXIT_BUSY = 75,         /* held by another holder and the wait ran out */
   SANDSTEP_EXIT_TIMEOUT = 124,     /* the command ran out of its budget */
   SANDSTEP_EXIT_INTERNAL = 125,    /* sandstep itself failed: jail, state directory */

@@ -91,6 +91,8 @@ static const struct {
   { SANDSTEP_EXIT_PATH, "a path refused: outside /workspace and /tmp, escaping, missing, of the wrong type, too large" },
   { SANDSTEP_EXIT_EXPORT, "an export destination could not be written" },
   { SANDSTEP_EXIT_BUSY, "held by another holder, and the wait ran out" },
+  { SANDSTEP_EXIT_IMAGE, "an image could not be pulled or used: unknown, refused by the registry, tampered with, for "
+                         "another platform, too large, or a layer refused as hostile" },
   { SANDSTEP_EXIT_TIMEOUT, "the command ran out of its budget and was killed" },
   { SANDSTEP_EXIT_INTERNAL, "sandstep itself failed: the jail could not be built (the message says which host "
                             "restriction it met and how to lift it), the state directory is unusable" },

@@ -51,6 +51,18 @@ static const Code codes[] = {
   { sandstep_export_error_quark,  SANDSTEP_EXPORT_ERROR_BAD_URL,       SANDSTEP_EXIT_USAGE },
   { sandstep_export_error_quark,  SANDSTEP_EXPORT_ERROR_WRITE,         SANDSTEP_EXIT_EXPORT },
   { sandstep_export_error_quark,  SANDSTEP_EXPORT_ERROR_FAILED,        SANDSTEP_EXIT_EXPORT },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_BAD_REFERENCE,  SANDSTEP_EXIT_USAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_NOT_FOUND,      SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_AUTH,           SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_DIGEST,         SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_PLATFORM,       SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_TOO_LARGE,      SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_HOSTILE,        SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_INSECURE,       SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_UNSUPPORTED,    SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_STORE,          SANDSTEP_EXIT_INTERNAL },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_NETWORK,        SANDSTEP_EXIT_IMAGE },
+  { sandstep_image_error_quark,   SANDSTEP_IMAGE_ERROR_FAILED,         SANDSTEP_EXIT_IMAGE },
 };
 
 /* The code an unknown code of each domain becomes. */

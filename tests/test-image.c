@@ -22,7 +22,7 @@
 
 #include <libsoup/soup.h>
 
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 #include "sandstep-image-pull.h"
 #include "sandstep-image-ref.h"
 #include "sandstep-test-utils.h"

@@ -19,7 +19,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 #include "sandstep-image-unpack.h"
 
 char *

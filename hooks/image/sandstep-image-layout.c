@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 #include "sandstep-image-unpack.h"
 
 typedef struct {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 #include "sandstep-image-unpack.h"
 #include "sandstep-test-hooks.h"
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 
 #define DOCKER_HUB "docker.io"
 #define HINT "write docker://[HOST[:PORT]/]REPO[:TAG|@sha256:DIGEST], oci:DIR[:TAG], oci-archive:FILE[:TAG] or " \

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 
 #define MANIFEST_ACCEPT SANDSTEP_MEDIA_OCI_MANIFEST ", " SANDSTEP_MEDIA_OCI_INDEX ", " \
                         SANDSTEP_MEDIA_DOCKER_MANIFEST ", " SANDSTEP_MEDIA_DOCKER_LIST

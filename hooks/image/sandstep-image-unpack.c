@@ -13,7 +13,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
-#include "sandstep-image-error.h"
+#include "sandstep-error.h"
 #include "sandstep-image-zstd.h"
 #include "sandstep-test-hooks.h"
 
