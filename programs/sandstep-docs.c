@@ -230,8 +230,8 @@ page_make (GString *out)
   g_string_append (out, ".SH A STEP HOLDS ITS SANDBOX\n");
   put_line (out, "A target's recipe holds each sandbox it uses from its first sandbox line to its last: its own "
                  "lines go straight in, another target waits (wait=SECONDS) or is refused (exit 75) naming the "
-                 "holder. A recipe that fails half-way keeps the sandbox while that make process lives; the next "
-                 "make continues. $(shell ...) calls and the targets of a recursive make are other holders.");
+                 "holder; so does the same target in another make. A recipe that fails half-way gives the sandbox "
+                 "up at once, and the next make continues. $(shell ...) calls and the targets of a recursive make are other holders.");
   g_string_append (out, ".SH SEE ALSO\nsandstep(1), sandstepd(8); plugin/README.md in the sources\n");
 }
 

@@ -842,6 +842,7 @@ test_list_mixed (Fixture *f, gconstpointer data)
   g_autoptr(SandstepTestResult) table = NULL;
   g_autoptr(SandstepTestResult) gc = NULL;
   SandstepTestProc *holding;
+  GPid recipe = 0;
 
   g_test_summary ("list shows every sandbox with its state (idle, running, held, expired, broken), owner, "
                   "holder, age, time left and size, as a table and as JSON, filtered by run and owner; gc "
@@ -856,7 +857,15 @@ test_list_mixed (Fixture *f, gconstpointer data)
       g_autofree char *record = g_build_filename (f->state_dir, "sandboxes", broken, "record.json", NULL);
       g_autoptr(SandstepTestResult) r = NULL;
 
-      /* A make recipe's first line (this test is its "make") leaves the sandbox held. */
+      /* A make recipe's first line (this test is its "make") leaves the sandbox held while the recipe
+       * runs: a child of its make carries the recipe's SANDSTEP_STEP_ENDS. */
+      {
+        const char *sleeper[] = { "/bin/sleep", "120", NULL };
+        g_autoptr(GError) error = NULL;
+        g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STEP_ENDS", ends, TRUE);
+        g_spawn_async (NULL, (char **) sleeper, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &recipe, &error);
+        g_assert_no_error (error);
+      }
       sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
       r = sandstep_test_helper (f, "run", held_arg, "--holder=dag/run/recipe", step, "--", "true", NULL);
       sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
@@ -938,6 +947,11 @@ test_list_mixed (Fixture *f, gconstpointer data)
   sandstep_test_proc_kill (holding, SIGTERM);
   g_clear_pointer (&gc, sandstep_test_result_free);
   gc = sandstep_test_proc_wait (holding, 10);
+  if (recipe != 0)
+    {
+      kill (recipe, SIGKILL);
+      waitpid (recipe, NULL, 0);
+    }
 }
 
 /* `sandstep ARGS` with its stderr on a terminal (a pty of the test's); what

@@ -1395,15 +1395,14 @@ test_helper_recipe_claim (void)
   }
 }
 
-/* A recipe that fails half-way keeps its sandbox while its make lives
- * (make -k goes on to other targets, which are refused, naming the holder);
- * once that make is gone, the next one goes in. */
+/* A recipe that fails half-way gives its sandbox up when it fails (issue
+ * 34, 1): make -k goes on to other targets, which go straight in and see
+ * what the failed recipe left. */
 static void
 test_helper_recipe_claim_failed (void)
 {
   g_autoptr(Tree) tree = NULL;
   g_autofree char *other = NULL;
-  g_autofree char *holder = NULL;
 
   REQUIRE_HELPER ();
   tree = tree_new ();
@@ -1411,17 +1410,10 @@ test_helper_recipe_claim_failed (void)
   other = tree_path (tree, "other.out");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-k", "half.out", "other.out", NULL);
-    g_autofree char *run = stored_run (tree);
-    g_assert_cmpint (r->status, ==, 2);
-    holder = g_strdup_printf ("is held by '%s/%s/half.out'", tree->dag, run);
-    g_assert_nonnull (strstr (r->err, holder));
-    g_assert_nonnull (strstr (r->err, "other.out] Error 75"));
-    g_assert_false (g_file_test (other, G_FILE_TEST_EXISTS));
-  }
-  {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.out", NULL);
     g_autofree char *text = NULL;
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "half.out] Error 1"));
+    g_assert_null (strstr (r->err, "other.out] Error"));
     text = read_file (other);
     g_assert_cmpstr (text, ==, "half\n");
   }
@@ -1431,7 +1423,47 @@ test_helper_recipe_claim_failed (void)
   }
 }
 
-/* `sandstep ARGS` with SANDSTEP_STEP_ENDS set to @ends (NULL: unset); its exit status, stderr in @out_err. */
+/* make -k -j4 over one shared sandbox, one step failing half-way (issue 34,
+ * 1): the others wait while it holds the sandbox, go in once it has failed,
+ * and succeed; make ends well within their wait= budget instead of after it. */
+static void
+test_helper_keep_going (void)
+{
+  const int wait_s = 40;
+  const char *const outs[] = { "a.out", "b.out", "c.out" };
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *wait_arg = g_strdup_printf ("WAIT=%d", wait_s);
+  gint64 began;
+  double took;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "kfail.mk", "Makefile");
+  began = g_get_monotonic_time ();
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-k", "-j4", wait_arg, "all", NULL);
+    took = (g_get_monotonic_time () - began) / (double) G_USEC_PER_SEC;
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "fail.out] Error 1"));
+    g_assert_null (strstr (r->err, "Error 75"));
+  }
+  g_test_message ("make -k -j4 took %.1f s, wait=%d", took, wait_s);
+  g_assert_cmpfloat (took, <, wait_s);
+  for (gsize i = 0; i < G_N_ELEMENTS (outs); i++)
+    {
+      g_autofree char *path = tree_path (tree, outs[i]);
+      g_autofree char *text = read_file (path);
+      g_autofree char *expected = g_strconcat (outs[i], "\n", NULL);
+      g_assert_cmpstr (text, ==, expected);
+    }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* `sandstep ARGS` (or ARGS, when its first is an absolute path) with SANDSTEP_STEP_ENDS set to @ends (NULL:
+ * unset); its exit status, stderr in @out_err. */
 static int
 helper_status (Tree *tree, const char *ends, const char *const *args, char **out_err)
 {
@@ -1443,7 +1475,8 @@ helper_status (Tree *tree, const char *ends, const char *const *args, char **out
 
   envp = ends != NULL ? g_environ_setenv (envp, "SANDSTEP_STEP_ENDS", ends, TRUE)
                       : g_environ_unsetenv (envp, "SANDSTEP_STEP_ENDS");
-  g_ptr_array_add (argv, (char *) helper_path ());
+  if (args[0][0] != '/')
+    g_ptr_array_add (argv, (char *) helper_path ());
   for (; *args != NULL; args++)
     g_ptr_array_add (argv, (char *) *args);
   g_ptr_array_add (argv, NULL);
@@ -1455,11 +1488,36 @@ helper_status (Tree *tree, const char *ends, const char *const *args, char **out
   return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : -1;
 }
 
+/* A stand-in for a recipe of the make that is this test: a child of ours
+ * whose environment carries SANDSTEP_STEP_ENDS=@ends, as make's child
+ * running a recipe's line does. */
+static GPid
+start_recipe (const char *ends)
+{
+  const char *sleeper[] = { "/bin/sleep", "60", NULL };
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STEP_ENDS", ends, TRUE);
+  GPid pid = 0;
+
+  g_spawn_async (NULL, (char **) sleeper, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error);
+  g_assert_no_error (error);
+  return pid;
+}
+
+static void
+stop_recipe (GPid pid)
+{
+  kill (pid, SIGKILL);
+  waitpid (pid, NULL, 0);
+}
+
 /* The helper's side of a recipe's hold: a line that is not its recipe's last
- * leaves the sandbox held for its holder while the make (here: this test,
- * an ancestor of the helper) lives; the last line ends the hold; a --step of
- * a process that is not an ancestor, or without SANDSTEP_STEP_ENDS (a line
- * run by hand), leaves none. */
+ * leaves the sandbox held for its holder while the recipe runs in its make
+ * (here: this test, an ancestor of the helper, and a child of it carrying
+ * the recipe's SANDSTEP_STEP_ENDS); the last line ends the hold, and so does
+ * the recipe's stopping (issue 34, 1); the same holder in another make is
+ * another recipe (issue 30, 26); a --step of a process that is not an
+ * ancestor, or without SANDSTEP_STEP_ENDS (a line run by hand), leaves none. */
 static void
 test_helper_step_by_hand (void)
 {
@@ -1472,15 +1530,22 @@ test_helper_step_by_hand (void)
   g_autofree char *held = g_strdup_printf ("(make pid %d)", (int) getpid ());
   const char *provision[] = { "provision", "--owner=d/r", "--holder=d/r/box.sbx", NULL };
   GPid stranger = 0;
+  GPid recipe = 0;
 
   REQUIRE_HELPER ();
   tree = tree_new ();
   g_assert_true (run_helper (tree->state, provision, &handle, &(char *) { NULL }));
   handle_arg = g_strconcat ("--handle=", handle, NULL);
+  recipe = start_recipe (ends);
   {
     const char *a1[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", line1, "--", "echo a > f", NULL };
     const char *b[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/b", "--wait=0", "--", "cat f", NULL };
     const char *a2[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", line2, "--", "cat f", NULL };
+    /* The same holder's line in another make: a shell, the helper's parent, is that make. */
+    const char *other_make[] = { "/bin/sh", "-c",
+                                 "SANDSTEP_STEP_ENDS=$$:2 \"$0\" run \"$1\" --owner=d/r --holder=d/r/a --wait=0 "
+                                 "--step=$$:1 -- 'echo other > f'; exit $?",
+                                 helper_path (), handle_arg, NULL };
     g_autofree char *err = NULL;
 
     g_assert_cmpint (helper_status (tree, ends, a1, &err), ==, 0);
@@ -1492,7 +1557,11 @@ test_helper_step_by_hand (void)
         g_assert_nonnull (strstr (err, "is held by 'd/r/a'"));
         g_assert_nonnull (strstr (err, held));
       }
-    /* The same holder goes straight in; its last line ends the hold. */
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, other_make, &err), ==, 75);
+    g_assert_nonnull (strstr (err, "is held by 'd/r/a'"));
+    g_assert_nonnull (strstr (err, held));
+    /* The same holder in the same make goes straight in; its last line ends the hold. */
     g_clear_pointer (&err, g_free);
     g_assert_cmpint (helper_status (tree, ends, a2, &err), ==, 0);
     g_clear_pointer (&err, g_free);
@@ -1500,6 +1569,14 @@ test_helper_step_by_hand (void)
     /* Without SANDSTEP_STEP_ENDS, a line never leaves a hold. */
     g_clear_pointer (&err, g_free);
     g_assert_cmpint (helper_status (tree, NULL, a1, &err), ==, 0);
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
+    /* A recipe that stops half-way (make stopped it at a failing line) holds nothing. */
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, ends, a1, &err), ==, 0);
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 75);
+    stop_recipe (recipe);
     g_clear_pointer (&err, g_free);
     g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
   }
@@ -1663,6 +1740,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/helper/commas", test_helper_commas);
   g_test_add_func ("/plugin/helper/recipe-claim", test_helper_recipe_claim);
   g_test_add_func ("/plugin/helper/recipe-claim-failed", test_helper_recipe_claim_failed);
+  g_test_add_func ("/plugin/helper/keep-going", test_helper_keep_going);
   g_test_add_func ("/plugin/helper/step-by-hand", test_helper_step_by_hand);
 
   g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);

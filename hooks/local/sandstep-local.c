@@ -188,9 +188,10 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 
 static void local_detach (SandstepAttachment *attachment);
 
-/* Under the claim: refuses while another holder's make recipe holds the
- * sandbox between its lines, and leaves a hold for this one's recipe when
- * this line is not its last (sandstep-step.h). */
+/* Under the claim: refuses while another recipe (another holder's, or the
+ * same holder's in another make) holds the sandbox between its lines, and
+ * leaves a hold for this one's recipe when this line is not its last
+ * (sandstep-step.h). */
 static gboolean
 judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepStep *out_step,
             GError **error)
@@ -202,18 +203,19 @@ judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who
   memset (out_step, 0, sizeof *out_step);
   if (dir < 0)
     return TRUE;
-  if (sandstep_step_held (dir, holder, sizeof holder, &make_pid) && g_strcmp0 (holder, who->holder) != 0)
+  if (who->step != NULL && !sandstep_step_scan (who->step, out_step))
+    memset (out_step, 0, sizeof *out_step);
+  if (sandstep_step_bars (dir, who->holder, out_step, holder, sizeof holder, &make_pid))
     {
       close (dir);
+      memset (out_step, 0, sizeof *out_step);
       return sandstep_throw_busy (error, holder,
                                   "Sandbox '%s' is held by '%s', whose make recipe (make pid %d) holds it from its "
                                   "first sandbox line to its last, and one step uses a sandbox at a time; wait for it "
-                                  "(--wait=SECONDS), or provision one sandbox per step; a recipe that failed half-way "
-                                  "holds it until that make exits",
+                                  "(--wait=SECONDS), or provision one sandbox per step",
                                   handle, holder, (int) make_pid);
     }
-  if (who->step != NULL && sandstep_step_scan (who->step, out_step) && out_step->pid > 0 &&
-      !sandstep_step_update (dir, who->holder, out_step))
+  if (out_step->pid > 0 && !sandstep_step_update (dir, who->holder, out_step))
     g_debug ("Could not leave the recipe's hold on '%s': %s", handle, g_strerror (errno));
   close (dir);
   return TRUE;
