@@ -1462,6 +1462,54 @@ test_helper_keep_going (void)
   }
 }
 
+/* Two makes of one run build the same target at once, on one sandbox (issue
+ * 30, 26): the same holder, but a hold belongs to one make process, so the
+ * second waits for the first's recipe and each reads back its own name. */
+static void
+test_helper_two_makes (void)
+{
+  const char *env[] = { "SANDSTEP_DAG=d", "SANDSTEP_RUN=r", NULL };
+  const char *provision[] = { "provision", "--owner=d/r", "--holder=d/r/box.sbx", NULL };
+  const char *script =
+    "make -s -C one HANDLE=\"$0\" ME=one PEER=two > one.log 2>&1 & p1=$!; "
+    "make -s -C two HANDLE=\"$0\" ME=two PEER=one > two.log 2>&1 & p2=$!; "
+    "wait $p1; s1=$?; wait $p2; echo $s1 $?";
+  g_autoptr(Tree) tree = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) envp = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+  int status = 0;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "race.mk", "one/Makefile");
+  tree_add_makefile (tree, "race.mk", "two/Makefile");
+  g_assert_true (run_helper (tree->state, provision, &handle, &(char *) { NULL }));
+  envp = make_environment (tree, env);
+  {
+    const char *argv[] = { "/bin/sh", "-c", script, handle, NULL };
+    g_spawn_sync (tree->dir, (char **) argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+    g_assert_no_error (error);
+  }
+  for (int i = 0; i < 2; i++)
+    {
+      const char *name = i == 0 ? "one" : "two";
+      g_autofree char *log_name = g_strconcat (name, ".log", NULL);
+      g_autofree char *log_path = tree_path (tree, log_name);
+      g_autofree char *log = read_file (log_path);
+      g_autofree char *out_name = g_build_filename (name, "out.txt", NULL);
+      g_autofree char *out_path = tree_path (tree, out_name);
+      g_autofree char *text = NULL;
+      g_autofree char *expected = g_strconcat (name, "\n", NULL);
+
+      g_test_message ("make in %s:\n%s", name, log);
+      text = read_file (out_path);
+      g_assert_cmpstr (text, ==, expected);
+    }
+  g_assert_cmpstr (out, ==, "0 0\n");
+}
+
 /* `sandstep ARGS` (or ARGS, when its first is an absolute path) with SANDSTEP_STEP_ENDS set to @ends (NULL:
  * unset); its exit status, stderr in @out_err. */
 static int
@@ -1741,6 +1789,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/helper/recipe-claim", test_helper_recipe_claim);
   g_test_add_func ("/plugin/helper/recipe-claim-failed", test_helper_recipe_claim_failed);
   g_test_add_func ("/plugin/helper/keep-going", test_helper_keep_going);
+  g_test_add_func ("/plugin/helper/two-makes", test_helper_two_makes);
   g_test_add_func ("/plugin/helper/step-by-hand", test_helper_step_by_hand);
 
   g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);
