@@ -397,6 +397,28 @@ call_holder (const char *name, unsigned int argc, char **argv)
   return to_make (holder);
 }
 
+/* make reads $(NAME) with no space after the name as a variable reference, not
+ * a call, and an undefined variable expands to nothing (a recipe would write
+ * an empty handle).  A variable may share a function's name, so each
+ * function gets a variable of its name whose expansion stops make, naming
+ * the fix.  It is never exported (a '-' in its name), and one the makefile
+ * defines itself wins. */
+static void
+define_no_space_trap (const char *function, gboolean takes_arguments)
+{
+  g_autofree char *buffer = NULL;
+
+  buffer = g_strdup_printf ("ifeq ($(origin %s),undefined)\n"
+                            "define %s\n"
+                            "$(error %s: '$$(%s)', with no space after the name, is a make variable reference, "
+                            "not a call, and expands to nothing; write '$$(%s )'%s)\n"
+                            "endef\n"
+                            "endif\n",
+                            function, function, function, function, function,
+                            takes_arguments ? " or give it its arguments after a space" : " with the space");
+  gmk_eval (buffer, NULL);
+}
+
 static void
 register_functions (void)
 {
@@ -405,10 +427,15 @@ register_functions (void)
 
   /* make keeps the name pointers: they live as long as the process. */
   for (gsize i = 0; i < n_operators; i++)
-    gmk_add_function (g_strconcat (FUNCTION_PREFIX, operators[i].name, NULL), call_operator, 0, 2,
-                      GMK_FUNC_DEFAULT);
+    {
+      char *function = g_strconcat (FUNCTION_PREFIX, operators[i].name, NULL);
+      gmk_add_function (function, call_operator, 0, 2, GMK_FUNC_DEFAULT);
+      define_no_space_trap (function, TRUE);
+    }
   gmk_add_function (FUNCTION_PREFIX "run-id", call_run_id, 0, 1, GMK_FUNC_DEFAULT);
   gmk_add_function (FUNCTION_PREFIX "holder", call_holder, 0, 1, GMK_FUNC_DEFAULT);
+  define_no_space_trap (FUNCTION_PREFIX "run-id", FALSE);
+  define_no_space_trap (FUNCTION_PREFIX "holder", FALSE);
 }
 
 static int

@@ -226,7 +226,8 @@ page_make (GString *out)
     }
   g_string_append (out, ".SS $(sandbox\\-run\\-id )\nThe run id.\n"
                         ".SS $(sandbox\\-holder )\nThe holder of the current target. Write the space: "
-                        "$(sandbox\\-holder) is a variable and expands to nothing.\n");
+                        "make reads $(sandbox\\-holder) as a variable, and the plugin stops make there naming the fix; "
+                        "so for every function without arguments.\n");
   g_string_append (out, ".SH A STEP HOLDS ITS SANDBOX\n");
   put_line (out, "A target's recipe holds each sandbox it uses from its first sandbox line to its last: its own "
                  "lines go straight in, another target waits (wait=SECONDS) or is refused (exit 75) naming the "

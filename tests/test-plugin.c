@@ -1106,6 +1106,65 @@ test_errors (void)
     }
 }
 
+/* $(sandbox-NAME) with no space after the name is a make variable, empty
+ * were it undefined (issue 34, 2): for every function, make stops at the
+ * line, naming the fix, and the recipe never runs (no empty handle file);
+ * a makefile's own variable of that name stays its own. */
+static void
+test_error_no_space (void)
+{
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GString) makefile = g_string_new (NULL);
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *printer = NULL;
+  g_autofree char *env_helper = NULL;
+  g_autofree char *path = NULL;
+
+  REQUIRE_PLUGIN ();
+  for (gsize i = 0; i < n; i++)
+    g_ptr_array_add (names, g_strconcat ("sandbox-", ops[i].name, NULL));
+  g_ptr_array_add (names, g_strdup ("sandbox-run-id"));
+  g_ptr_array_add (names, g_strdup ("sandbox-holder"));
+  g_string_append_printf (makefile, "load %s\n", plugin_path ());
+  for (guint i = 0; i < names->len; i++)
+    g_string_append_printf (makefile, "t-%s: ; $(%s) > $@\n", (char *) names->pdata[i], (char *) names->pdata[i]);
+
+  tree = tree_new ();
+  path = tree_path (tree, "Makefile");
+  write_file (path, makefile->str);
+  printer = tree_add_argv_printer (tree);
+  env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+  for (guint i = 0; i < names->len; i++)
+    {
+      const char *name = names->pdata[i];
+      const char *env[] = { env_helper, NULL };
+      g_autofree char *target = g_strconcat ("t-", name, NULL);
+      g_autofree char *written = tree_path (tree, target);
+      g_autofree char *expected = g_strdup_printf ("Makefile:%u: *** %s: '$(%s)', with no space after the name, "
+                                                   "is a make variable reference, not a call, and expands to "
+                                                   "nothing; write '$(%s )'",
+                                                   i + 2, name, name, name);
+      g_autoptr(MakeResult) r = tree_make (tree, env, "-k", target, NULL);
+
+      g_assert_cmpint (r->status, ==, 2);
+      g_assert_cmpstr (r->out, ==, "");
+      if (strstr (r->err, expected) == NULL)
+        g_error ("%s: '%s' not in: %s", name, expected, r->err);
+      g_assert_false (g_file_test (written, G_FILE_TEST_EXISTS));
+    }
+  {
+    g_autofree char *own = g_strdup_printf ("sandbox-gc := kept\nload %s\nown: ; @echo '$(sandbox-gc)'\n",
+                                            plugin_path ());
+    g_autoptr(MakeResult) r = NULL;
+    write_file (path, own);
+    r = tree_make (tree, NULL, "-s", "own", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpstr (r->out, ==, "kept\n");
+  }
+}
+
 /* A "$(...)" in a message is printed, never expanded. */
 static void
 test_error_literal (void)
@@ -1779,6 +1838,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/identity/odd-directory", test_odd_directory);
   g_test_add_func ("/plugin/errors", test_errors);
   g_test_add_func ("/plugin/errors/literal", test_error_literal);
+  g_test_add_func ("/plugin/errors/no-space", test_error_no_space);
   g_test_add_func ("/plugin/errors/newline", test_error_newline);
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
