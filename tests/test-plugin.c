@@ -34,6 +34,7 @@ typedef struct {
   char *dir;    /* canonical: make's CURDIR, and so SANDSTEP_TOP */
   char *state;  /* SANDSTEP_STATE_DIR */
   char *dag;    /* the default DAG name: the directory's base name */
+  const char *run;  /* SANDSTEP_RUN for every make, for cases whose makes share a run; NULL: the tree's own */
 } Tree;
 
 typedef struct {
@@ -224,6 +225,9 @@ make_environment (Tree *tree, const char *const *env)
     envp = g_environ_unsetenv (envp, unset[i]);
   envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", tree->state, TRUE);
   envp = g_environ_setenv (envp, "LC_ALL", "C", TRUE);
+  /* A make that succeeds ends the tree's run: cases whose later makes use what an earlier one made pin it. */
+  if (tree->run != NULL)
+    envp = g_environ_setenv (envp, "SANDSTEP_RUN", tree->run, TRUE);
   for (; env != NULL && *env != NULL; env++)
     {
       const char *eq = strchr (*env, '=');
@@ -609,6 +613,7 @@ test_load (void)
   g_autoptr(Tree) tree = NULL;
   g_autofree char *literal = NULL;
   g_autofree char *makefile = NULL;
+  g_autofree char *first = NULL;
 
   REQUIRE_PLUGIN ();
   tree = tree_new ();
@@ -618,21 +623,21 @@ test_load (void)
   write_file (makefile, literal);
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-f", "literal.mk", NULL);
-    g_autofree char *run = NULL;
     g_assert_cmpint (r->status, ==, 0);
-    run = field (r->out, "run");
-    g_assert_true (sandstep_run_id_check (run, "test", NULL));
+    first = field (r->out, "run");
+    g_assert_true (sandstep_run_id_check (first, "test", NULL));
   }
 
   makefile = (g_free (makefile), tree_path (tree, "variable.mk"));
-  write_file (makefile, "load $(SANDSTEP_PLUGIN)\nall: ; @echo run=$(sandbox-run-id )\n");
+  write_file (makefile, "load $(SANDSTEP_PLUGIN)\nall: ; @echo run=$(sandbox-run-id ); exit 1\n");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-f", "variable.mk", NULL);
     g_autofree char *run = NULL;
     g_autofree char *stored = stored_run (tree);
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
     run = field (r->out, "run");
-    /* The second make continues the run the first one stored. */
+    /* The first make succeeded, so its run ended; this one failed, so its run stays stored. */
+    g_assert_cmpstr (run, !=, first);
     g_assert_cmpstr (run, ==, stored);
   }
 }
@@ -864,13 +869,13 @@ test_dry_run (void)
   g_assert_false (g_file_test (box, G_FILE_TEST_EXISTS));
   g_assert_true (dir_is_empty_or_absent (tree->state));
 
-  /* Once a run is stored, -n shows it. */
+  /* Once a run is stored (a make failed in it), -n shows it. */
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
     g_autoptr(MakeResult) dry = NULL;
     g_autofree char *run = stored_run (tree);
     g_autofree char *owner = g_strdup_printf ("'--owner=%s/%s'", tree->dag, run);
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
     dry = tree_make (tree, NULL, "-n", "step.log", NULL);
     g_assert_cmpint (dry->status, ==, 0);
     g_assert_nonnull (strstr (dry->out, owner));
@@ -878,40 +883,79 @@ test_dry_run (void)
   }
 }
 
-/* The run id: stored at the top by the first make, kept by the next ones,
- * overridden by SANDSTEP_RUN, checked. */
+/* The run id: stored at the top by the first make, continued by the next
+ * ones while they fail (a retry), ended by a make that exits 0, so the next
+ * one starts a new run (issue 34, 3); SANDSTEP_RUN overrides it and leaves
+ * the stored run alone; checked. */
 static void
 test_run_id (void)
 {
   g_autoptr(Tree) tree = NULL;
   g_autofree char *first = NULL;
+  g_autofree char *run_file = NULL;
 
   REQUIRE_PLUGIN ();
   tree = tree_new ();
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  run_file = tree_path (tree, SANDSTEP_RUN_FILE);
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
     g_autofree char *stored = NULL;
     g_autofree char *holder = NULL;
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
     first = field (r->out, "run");
     stored = stored_run (tree);
     g_assert_cmpstr (first, ==, stored);
-    holder = g_strdup_printf ("%s/%s/id", tree->dag, first);
+    holder = g_strdup_printf ("%s/%s/fails", tree->dag, first);
     assert_field (r->out, "holder", holder);
   }
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    /* A failed make's retry continues its run, and fails again: still the run. */
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
     g_autofree char *again = field (r->out, "run");
+    g_autofree char *stored = stored_run (tree);
+    g_assert_cmpint (r->status, ==, 2);
     g_assert_cmpstr (again, ==, first);
+    g_assert_cmpstr (stored, ==, first);
   }
   {
+    /* SANDSTEP_RUN wins, and its success leaves the stored run alone. */
     const char *env[] = { "SANDSTEP_RUN=from-env", "SANDSTEP_DAG=named", NULL };
     g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "id", NULL);
     g_autoptr(MakeResult) cli = tree_make (tree, env, "-s", "SANDSTEP_RUN=from-cli", "id", NULL);
+    g_autofree char *stored = stored_run (tree);
     g_assert_cmpint (r->status, ==, 0);
     g_assert_cmpstr (r->out, ==, "run=from-env holder=named/from-env/id\n");
     g_assert_cmpstr (cli->out, ==, "run=from-cli holder=named/from-cli/id\n");
+    g_assert_cmpstr (stored, ==, first);
+  }
+  {
+    /* The retry that succeeds is still the run, and ends it. */
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autofree char *again = field (r->out, "run");
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpstr (again, ==, first);
+    g_assert_false (g_file_test (run_file, G_FILE_TEST_EXISTS));
+  }
+  {
+    /* The next make (say, the next night's) starts a new run. */
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
+    g_autofree char *next = field (r->out, "run");
+    g_autofree char *stored = stored_run (tree);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_cmpstr (next, !=, first);
+    g_assert_cmpstr (stored, ==, next);
+  }
+  {
+    /* make re-executing itself (it remade an included makefile) is the same make: its success ends the run. */
+    g_autofree char *path = tree_path (tree, "reexec.mk");
+    g_autoptr(MakeResult) r = NULL;
+    write_file (path, "load $(SANDSTEP_PLUGIN)\ninclude gen.mk\ngen.mk: ; @echo 'X := 1' > $@\n"
+                      "all: ; @echo run=$(sandbox-run-id ) restarts=$(MAKE_RESTARTS)\n");
+    r = tree_make (tree, NULL, "-s", "-f", "reexec.mk", "all", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    assert_field (r->out, "restarts", "1");
+    g_assert_false (g_file_test (run_file, G_FILE_TEST_EXISTS));
   }
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "SANDSTEP_RUN=bad id/x", "id", NULL);
@@ -970,8 +1014,11 @@ test_recursive (void)
       assert_field (sub_line, "holder", sub_holder);
       if (!dry)
         {
-          g_autofree char *stored = stored_run (tree);
-          g_assert_cmpstr (stored, ==, top_run);
+          g_autofree char *run_file = tree_path (tree, SANDSTEP_RUN_FILE);
+          /* The sub-make's success does not end the run; the top make's does. */
+          g_assert_nonnull (strstr (r->out, "after-sub stored="));
+          assert_field (strstr (r->out, "after-sub stored="), "stored", top_run);
+          g_assert_false (g_file_test (run_file, G_FILE_TEST_EXISTS));
           assert_field (sub_line, "env-run", top_run);
           assert_field (sub_line, "env-top", tree->dir);
           assert_field (strstr (r->out, "top run="), "env-top", tree->dir);
@@ -1286,17 +1333,19 @@ test_helper_retry (void)
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "step.log", NULL);
     g_autofree char *again = NULL;
-    g_autofree char *run_again = stored_run (tree);
+    g_autofree char *owner = g_strdup_printf ("'--owner=%s/%s'", tree->dag, run);
     g_autofree char *log = NULL;
     g_assert_cmpint (r->status, ==, 0);
+    /* The retry ran in the same run. */
+    g_assert_nonnull (strstr (r->out, owner));
     again = g_strstrip (read_file (box));
     g_assert_cmpstr (again, ==, handle);
-    g_assert_cmpstr (run_again, ==, run);
     log = read_file (step);
     g_assert_cmpstr (log, ==, "second attempt ok\n");
   }
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_autofree char *pin = g_strconcat ("SANDSTEP_RUN=", run, NULL);
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, pin, "release", NULL);
     g_assert_cmpint (r->status, ==, 0);
   }
 }
@@ -1309,6 +1358,7 @@ test_helper_owner_mismatch (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "box.sbx", NULL);
@@ -1337,6 +1387,7 @@ test_helper_after_release (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
@@ -1361,6 +1412,7 @@ test_helper_touched_handle (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   box = tree_path (tree, "box.sbx");
   {
@@ -1388,6 +1440,7 @@ test_helper_parallel (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "parallel.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-j4", NULL);
@@ -1413,6 +1466,7 @@ test_helper_commas (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "commas.log", NULL);
@@ -1434,6 +1488,7 @@ test_helper_recipe_claim (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "claim.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-j2", "all", NULL);

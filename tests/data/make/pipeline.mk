@@ -23,5 +23,9 @@ commas.log: box.sbx
 id:
 	@echo run=$(sandbox-run-id ) holder=$(sandbox-holder )
 
+# Fails, so the run it started or continued stays stored for the next make.
+fails:
+	@echo run=$(sandbox-run-id ) holder=$(sandbox-holder ); exit 1
+
 release: box.sbx
 	$(sandbox-release @box.sbx)
