@@ -190,7 +190,7 @@ page_make (GString *out)
   put_header (out, "sandstep-make", "7", "sandboxes as GNU make steps: the sandstep.so plugin");
   g_string_append (out, ".SH SYNOPSIS\n.nf\n");
   put_line (out, "load $(shell pkg-config --variable=plugin sandstep)");
-  put_line (out, ".PRECIOUS: %.sbx");
+  put_line (out, ".PRECIOUS: box.sbx");
   put_line (out, "box.sbx: ; $(sandbox-provision network=none lifetime=30m) > $@");
   put_line (out, "test.log: box.sbx ; $(sandbox-run @box.sbx timeout=120,cd src && make check) > $@");
   g_string_append (out, ".fi\n.SH DESCRIPTION\n");

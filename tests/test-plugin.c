@@ -1299,6 +1299,73 @@ test_error_newline (void)
   }
 }
 
+/* In the child: its own process group (as a terminal's foreground job is) with SIGINT as make expects it. */
+static void
+new_group_default_sigint (gpointer data)
+{
+  setpgid (0, 0);
+  signal (SIGINT, SIG_DFL);
+}
+
+/* ^C (SIGINT to make's process group) while a handle file's recipe runs:
+ * `.PRECIOUS: box.sbx`, the form the examples use, keeps the handle of the
+ * sandbox in GNU make 4.3; `.PRECIOUS: %.sbx` lets make delete it (issue 34,
+ * 4), shown here so that the examples' form stays the one that works. */
+static void
+test_interrupt_precious (void)
+{
+  const char *const forms[] = { "box.sbx", "%.sbx" };
+
+  REQUIRE_PLUGIN ();
+  for (gsize i = 0; i < G_N_ELEMENTS (forms); i++)
+    {
+      g_autoptr(Tree) tree = tree_new ();
+      g_autofree char *printer = tree_add_argv_printer (tree);
+      g_autofree char *env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+      g_autofree char *form = g_strconcat ("PRECIOUS=", forms[i], NULL);
+      g_autofree char *box = tree_path (tree, "box.sbx");
+      g_autofree char *provisioned = tree_path (tree, "provisioned");
+      const char *env[] = { env_helper, NULL };
+      const char *argv[] = { make_program (), "-s", form, "box.sbx", NULL };
+      g_auto(GStrv) envp = make_environment (tree, env);
+      g_autoptr(GError) error = NULL;
+      GPid pid = 0;
+      int status = 0;
+
+      tree_add_makefile (tree, "interrupt.mk", "Makefile");
+      g_spawn_async (tree->dir, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, new_group_default_sigint, NULL,
+                     &pid, &error);
+      g_assert_no_error (error);
+      for (int tries = 0; tries < 300 && !g_file_test (provisioned, G_FILE_TEST_EXISTS); tries++)
+        g_usleep (G_USEC_PER_SEC / 20);
+      g_assert_true (g_file_test (provisioned, G_FILE_TEST_EXISTS));
+      g_assert_cmpint (kill (-pid, SIGINT), ==, 0);
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_spawn_close_pid (pid);
+      g_assert_true (WIFSIGNALED (status) && WTERMSIG (status) == SIGINT);
+      g_test_message (".PRECIOUS: %s: box.sbx %s", forms[i],
+                      g_file_test (box, G_FILE_TEST_EXISTS) ? "kept" : "deleted");
+      if (i == 0)
+        {
+          g_autofree char *text = read_file (box);
+          g_assert_nonnull (strstr (text, "[provision]\n"));
+        }
+      else
+        g_assert_false (g_file_test (box, G_FILE_TEST_EXISTS));
+    }
+  /* And the examples name their handle files. */
+  {
+    const char *const examples[] = { "quickstart", "fanout", "agent" };
+    for (gsize i = 0; i < G_N_ELEMENTS (examples); i++)
+      {
+        g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "examples", examples[i], "Makefile", NULL);
+        g_autofree char *text = read_file (path);
+        g_assert_nonnull (strstr (text, "\n.PRECIOUS: "));
+        g_assert_null (strstr (text, ".PRECIOUS: %.sbx"));
+      }
+  }
+}
+
 /* ---- with the real helper ------------------------------------------------- */
 
 /* A failed step re-run continues the same run; a lost handle file is
@@ -1895,6 +1962,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/errors/literal", test_error_literal);
   g_test_add_func ("/plugin/errors/no-space", test_error_no_space);
   g_test_add_func ("/plugin/errors/newline", test_error_newline);
+  g_test_add_func ("/plugin/interrupt/precious", test_interrupt_precious);
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
   g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);

@@ -7,7 +7,7 @@ endif
 load $(SANDSTEP_PLUGIN)
 
 .DELETE_ON_ERROR:
-.PRECIOUS: %.sbx
+.PRECIOUS: box.sbx
 
 all: x.out y.out
 

@@ -8,7 +8,7 @@ endif
 load $(SANDSTEP_PLUGIN)
 
 .DELETE_ON_ERROR:
-.PRECIOUS: %.sbx
+.PRECIOUS: box.sbx
 WAIT ?= 600
 OUTS := a.out b.out c.out
 

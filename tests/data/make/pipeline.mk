@@ -6,7 +6,7 @@ endif
 load $(SANDSTEP_PLUGIN)
 
 .DELETE_ON_ERROR:
-.PRECIOUS: %.sbx
+.PRECIOUS: box.sbx
 
 box.sbx:
 	$(sandbox-provision lifetime=10m) > $@
