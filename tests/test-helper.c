@@ -954,6 +954,38 @@ test_list_mixed (Fixture *f, gconstpointer data)
     }
 }
 
+/* A sandbox released while a command runs is destroyed when that command
+ * ends: until then list calls it running, by that command's holder, and gc
+ * --expired leaves it alone (issue 34, 4: it said expired). */
+static void
+test_release_while_running (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *seconds = sandstep_test_unique_seconds (20);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(SandstepTestResult) gc = NULL;
+  g_autoptr(JsonArray) all = NULL;
+  SandstepTestProc *holding;
+  JsonObject *e;
+
+  g_test_summary ("a sandbox released while a command runs is listed as running, not expired, until it ends");
+  holding = start_holding (f, h, "dag/run/orphan", seconds);
+  r = sandstep_test_helper (f, "release", h, NULL);
+  sandstep_test_assert_status (r, 0);
+  all = list_json (f, NULL);
+  e = list_entry (all, handle);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "running");
+  g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/orphan");
+  gc = sandstep_test_helper (f, "gc", "--expired", NULL);
+  sandstep_test_assert_status (gc, 0);
+  g_assert_cmpstr (gc->out, ==, "");
+  sandstep_test_proc_kill (holding, SIGTERM);
+  g_clear_pointer (&gc, sandstep_test_result_free);
+  gc = sandstep_test_proc_wait (holding, 10);
+}
+
 /* `sandstep ARGS` with its stderr on a terminal (a pty of the test's); what
  * the terminal showed.  Its exit status must be 0. */
 static char *
@@ -1787,6 +1819,7 @@ main (int argc, char **argv)
   ADD ("/helper/export/all-or-none", test_export_all_or_none);
   ADD ("/helper/release/destroys-when-idle", test_release_destroys_when_idle);
   ADD ("/helper/release/keep", test_release_keep);
+  ADD ("/helper/release/while-running", test_release_while_running);
   ADD ("/helper/destroy/kills-running", test_destroy_kills_running);
   ADD ("/helper/gc/run", test_gc_run);
   ADD ("/helper/gc/expired", test_gc_expired);
