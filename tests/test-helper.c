@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-limit-defaults.h"
 #include "sandstep-test-utils.h"
 
 typedef SandstepTestFixture Fixture;
@@ -704,13 +705,19 @@ test_destroy_kills_running (Fixture *f, gconstpointer data)
   g_autoptr(SandstepTestResult) run = NULL;
   SandstepTestProc *proc;
 
-  g_test_summary ("destroy ends a sandbox at once, killing its running command; the run ends promptly");
+  g_test_summary ("destroy ends a sandbox at once, killing its running command, and says so; the run ends "
+                  "promptly");
   proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
 
   destroy = sandstep_test_helper (f, "destroy", h, NULL);
   sandstep_test_assert_status (destroy, 0);
   g_assert_cmpfloat (destroy->elapsed_s, <, 3.0);
+  /* It says so, as release does (issue 34, 4). */
+  {
+    g_autofree char *said = g_strdup_printf ("sandstep destroy: sandbox '%s' is destroyed\n", handle);
+    g_assert_cmpstr (destroy->err, ==, said);
+  }
   run = sandstep_test_proc_wait (proc, 2);
   g_assert_false (run->timed_out);
   g_assert_cmpint (run->status, !=, 0);
@@ -1079,6 +1086,22 @@ test_progress (Fixture *f, gconstpointer data)
   sandstep_test_assert_status (quiet, 0);
   g_assert_true (g_regex_match_simple ("\\Asandstep put: moved 48\\.0MB in [0-9.]+s \\([0-9.]+[KM]?B/s\\)\\n\\z",
                                        quiet->err, 0, 0));
+}
+
+/* describe shows the limits in force: a given one as given, the others at
+ * their defaults, never the record's 0 for "the default" (issue 34, 4). */
+static void
+test_describe_effective_limits (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, "--memory=64M", NULL);
+  g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
+  JsonObject *limits = json_object_get_object_member (json_object_get_object_member (d, "spec"), "limits");
+
+  g_test_summary ("describe shows the effective limits: the given memory, the default pids, cpu_time and disk");
+  g_assert_cmpint (json_object_get_int_member (limits, "memory"), ==, 64 << 20);
+  g_assert_cmpint (json_object_get_int_member (limits, "pids"), ==, SANDSTEP_DEFAULT_PIDS);
+  g_assert_cmpint (json_object_get_int_member (limits, "cpu_time"), ==, SANDSTEP_DEFAULT_CPU_TIME_S);
+  g_assert_cmpint (json_object_get_int_member (limits, "disk"), ==, (gint64) SANDSTEP_DEFAULT_DISK);
 }
 
 static void
@@ -1824,6 +1847,7 @@ main (int argc, char **argv)
   ADD ("/helper/gc/run", test_gc_run);
   ADD ("/helper/gc/expired", test_gc_expired);
   ADD ("/helper/describe/hides-secret-values", test_describe_hides_secret_values);
+  ADD ("/helper/describe/effective-limits", test_describe_effective_limits);
   for (gsize i = 0; i < G_N_ELEMENTS (duration_cases); i++)
     g_test_add (duration_cases[i].path, Fixture, &duration_cases[i], sandstep_test_setup, test_duration,
                 sandstep_test_teardown);

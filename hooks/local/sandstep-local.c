@@ -15,6 +15,7 @@
 #include "sandstep-error.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-json.h"
+#include "sandstep-limits.h"
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
@@ -543,6 +544,8 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   /* The host uid the sandbox's uid 0 is (sandstep-uids.h). */
   json_builder_set_member_name (builder, "uid");
   json_builder_add_int_value (builder, geteuid () == 0 ? record->uid : getuid ());
+  /* The limits in force, not the record's 0 for "the default" (this record is our copy, never stored). */
+  record->spec->limits = sandstep_limits_resolve (&record->spec->limits);
   json_builder_set_member_name (builder, "spec");
   json_builder_add_value (builder, sandstep_spec_to_json (record->spec, FALSE));
   json_builder_end_object (builder);
