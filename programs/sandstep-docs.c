@@ -276,6 +276,29 @@ page_sandstepd (GString *out, const char *help_path)
   return TRUE;
 }
 
+/* The completion of one option's value, as a case arm "OP/--NAME) ... ;;"; FALSE when its values are not known. */
+static gboolean
+complete_value (GString *out, const SandstepOperator *op, const SandstepOption *o)
+{
+  if (o->kind == SANDSTEP_OPTION_CHOICE && o->choices != NULL)
+    {
+      g_autofree char *words = g_strdelimit (g_strdup (o->choices), "|", ' ');
+      g_string_append_printf (out, "      %s/--%s) cand=$(compgen -W '%s' -- \"$val\") ;;\n", op->name, o->name, words);
+    }
+  else if (strcmp (o->name, "handle") == 0)
+    /* A handle file: @FILE, for the files named *.sbx (a plain handle is not completed). */
+    g_string_append_printf (out, "      %s/--handle) case $val in ''|@*) cand=$(compgen -f -X '!*.sbx' -- \"${val#@}\" "
+                                 "| sed 's/^/@/') ;; esac ;;\n", op->name);
+  else if (strcmp (o->name, "backend") == 0)
+    g_string_append_printf (out, "      %s/--backend) cand=$(compgen -W 'local http:// https://' -- \"$val\") ;;\n",
+                            op->name);
+  else if (o->metavar != NULL && strcmp (o->metavar, "FILE") == 0)
+    g_string_append_printf (out, "      %s/--%s) cand=$(compgen -f -- \"$val\") ;;\n", op->name, o->name);
+  else
+    return FALSE;
+  return TRUE;
+}
+
 static void
 completion (GString *out)
 {
@@ -284,6 +307,31 @@ completion (GString *out)
 
   g_string_append (out, "# bash completion for sandstep, written from its operator table.\n"
                         "_sandstep ()\n{\n  local cur=${COMP_WORDS[COMP_CWORD]} op=${COMP_WORDS[1]} words\n"
+                        "  local tok=${COMP_LINE:0:COMP_POINT} opt val cand brk= b tail IFS\n"
+                        "  tok=${tok##*[[:space:]]}\n"
+                        "  # An option's value: readline completes only what follows the last word-break\n"
+                        "  # character of the word (=, @ and : by default), so the replies are cut to match.\n"
+                        "  if [ \"$COMP_CWORD\" -ge 2 ] && [[ $tok == --*=* ]]; then\n"
+                        "    opt=${tok%%=*} val=${tok#*=} cand=\n"
+                        "    case $op/$opt in\n");
+  for (gsize i = 0; i < n; i++)
+    {
+      gsize n_groups = 0;
+      const SandstepOption *const *groups = sandstep_operator_option_groups (&ops[i], &n_groups);
+
+      for (gsize g = 0; g < n_groups; g++)
+        for (const SandstepOption *o = groups[g]; o->name != NULL; o++)
+          if (strcmp (o->name, "step") != 0)
+            complete_value (out, &ops[i], o);
+    }
+  g_string_append (out, "    esac\n"
+                        "    for b in = @ :; do [[ $COMP_WORDBREAKS == *\"$b\"* ]] && brk+=$b; done\n"
+                        "    tail=$tok\n"
+                        "    [ -n \"$brk\" ] && tail=${tok##*[$brk]}\n"
+                        "    COMPREPLY=() IFS=$'\\n'\n"
+                        "    for b in $cand; do b=$opt=$b; COMPREPLY+=(\"${b:${#tok}-${#tail}}\"); done\n"
+                        "    return\n"
+                        "  fi\n"
                         "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n    words='help");
   for (gsize i = 0; i < n; i++)
     g_string_append_printf (out, " %s", ops[i].name);
