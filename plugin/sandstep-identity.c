@@ -163,6 +163,19 @@ sandstep_run_id_load_or_create (const char *top, gboolean dry, GError **error)
   return g_steal_pointer (&run);
 }
 
+void
+sandstep_run_id_finish (const char *top, const char *run)
+{
+  g_autofree char *path = g_build_filename (top, SANDSTEP_RUN_FILE, NULL);
+  g_autofree char *stored = NULL;
+
+  /* Another make may have started a new run since: that one is not ours to end. */
+  if (!read_run_file (path, &stored, NULL) || g_strcmp0 (stored, run) != 0)
+    return;
+  if (unlink (path) != 0)
+    g_debug ("Could not end the run '%s' at '%s': %s", run, path, g_strerror (errno));
+}
+
 char *
 sandstep_dag_name (const char *dag, const char *top, GError **error)
 {

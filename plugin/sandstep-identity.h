@@ -1,7 +1,8 @@
 /* sandstep-identity.h: the run id, the owner and the holder of a make run.
  *
  * run    SANDSTEP_RUN (command line or environment), else TOP/.sandstep/run,
- *        else a new id stored there (not under -n or -q).
+ *        else a new id stored there (not under -n or -q); a stored run ends
+ *        when the top make exits 0, so the next make starts a new one.
  * owner  DAG/RUN, DAG = SANDSTEP_DAG, else the top directory's name.
  * holder OWNER/PATH, PATH = the target relative to the top directory.
  *
@@ -29,6 +30,11 @@ char *sandstep_run_id_new (void);
  * when another make stored one first, that one wins) unless @dry, in which case
  * it carries SANDSTEP_DRY_RUN_PREFIX and nothing is written. */
 char *sandstep_run_id_load_or_create (const char *top, gboolean dry, GError **error);
+
+/* Ends the run @run stored under @top (a make of it succeeded): removes
+ * TOP/.sandstep/run if it still holds @run, so the next make starts a new
+ * run.  Quiet: it runs as make exits. */
+void sandstep_run_id_finish (const char *top, const char *run);
 
 /* The DAG name: @dag if non-empty, else the base name of @top. */
 char *sandstep_dag_name (const char *dag, const char *top, GError **error);

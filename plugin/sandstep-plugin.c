@@ -11,7 +11,7 @@
  * does the work in the recipe's own process.  Nothing here sleeps, spawns,
  * starts a thread or a main-loop source, or defines a GType.  The only file
  * the plugin ever writes is TOP/.sandstep/run, once, when a run starts (never
- * under -n or -q).
+ * under -n or -q), and removes it when the top make of that run exits 0.
  *
  * One function per row of the operator table, "sandbox-" + its name, so new
  * operators need no change here; plus $(sandbox-run-id ) and $(sandbox-holder ).
@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gnumake.h>
 
@@ -170,6 +171,25 @@ publish_identity (void)
   g_setenv ("SANDSTEP_TOP", plugin.top, TRUE);
 }
 
+/* Set in make's own environment when its run came from the tree's file, so
+ * that make re-executing itself (remade makefiles: the same pid) knows its
+ * SANDSTEP_RUN is still the file's, not one the user gave. */
+#define RUN_FROM_FILE_ENV "SANDSTEP_RUN_FROM_FILE"
+
+/* on_exit(3): make's exit status reaches a loaded object only this way (4.3
+ * has no unload hook, and that would not get the status).  The top make's
+ * success ends the run stored in the tree; a failure keeps it, so the next
+ * make retries in the same run. */
+static void
+end_run_on_success (int status, void *data)
+{
+  pid_t *setup_pid = data;
+
+  /* A child make forked that exits (a failed exec) is not make. */
+  if (status == 0 && getpid () == *setup_pid)
+    sandstep_run_id_finish (plugin.top, plugin.run);
+}
+
 static gboolean
 init_identity (GError **error)
 {
@@ -180,9 +200,12 @@ init_identity (GError **error)
   g_autofree char *given_run = expand ("$(SANDSTEP_RUN)");
   g_autofree char *top = NULL;
   g_autofree char *run = NULL;
+  g_autofree char *own_pid = g_strdup_printf ("%d", (int) getpid ());
+  gboolean top_make = (level[0] == '\0' || strcmp (level, "0") == 0) || inherited_top[0] == '\0';
+  gboolean from_file = FALSE;
 
   /* The top make's directory is the top; a sub-make inherits it (and the run). */
-  if ((level[0] == '\0' || strcmp (level, "0") == 0) || inherited_top[0] == '\0')
+  if (top_make)
     top = g_steal_pointer (&curdir);
   else
     top = g_steal_pointer (&inherited_top);
@@ -200,17 +223,27 @@ init_identity (GError **error)
       if (!sandstep_run_id_check (given_run, "SANDSTEP_RUN", error))
         return FALSE;
       run = g_steal_pointer (&given_run);
+      from_file = g_strcmp0 (g_getenv (RUN_FROM_FILE_ENV), own_pid) == 0;
     }
   else
     {
-      run = sandstep_run_id_load_or_create (top, is_dry_run (), error);
+      gboolean dry = is_dry_run ();
+      run = sandstep_run_id_load_or_create (top, dry, error);
       if (run == NULL)
         return FALSE;
+      from_file = !dry;
     }
 
   plugin.top = g_steal_pointer (&top);
   plugin.run = g_steal_pointer (&run);
   publish_identity ();
+  if (from_file && top_make)
+    {
+      static pid_t setup_pid;
+      setup_pid = getpid ();
+      g_setenv (RUN_FROM_FILE_ENV, own_pid, TRUE);
+      on_exit (end_run_on_success, &setup_pid);
+    }
   return TRUE;
 }
 
@@ -397,6 +430,28 @@ call_holder (const char *name, unsigned int argc, char **argv)
   return to_make (holder);
 }
 
+/* make reads $(NAME) with no space after the name as a variable reference, not
+ * a call, and an undefined variable expands to nothing (a recipe would write
+ * an empty handle).  A variable may share a function's name, so each
+ * function gets a variable of its name whose expansion stops make, naming
+ * the fix.  It is never exported (a '-' in its name), and one the makefile
+ * defines itself wins. */
+static void
+define_no_space_trap (const char *function, gboolean takes_arguments)
+{
+  g_autofree char *buffer = NULL;
+
+  buffer = g_strdup_printf ("ifeq ($(origin %s),undefined)\n"
+                            "define %s\n"
+                            "$(error %s: '$$(%s)', with no space after the name, is a make variable reference, "
+                            "not a call, and expands to nothing; write '$$(%s )'%s)\n"
+                            "endef\n"
+                            "endif\n",
+                            function, function, function, function, function,
+                            takes_arguments ? " or give it its arguments after a space" : " with the space");
+  gmk_eval (buffer, NULL);
+}
+
 static void
 register_functions (void)
 {
@@ -405,10 +460,15 @@ register_functions (void)
 
   /* make keeps the name pointers: they live as long as the process. */
   for (gsize i = 0; i < n_operators; i++)
-    gmk_add_function (g_strconcat (FUNCTION_PREFIX, operators[i].name, NULL), call_operator, 0, 2,
-                      GMK_FUNC_DEFAULT);
+    {
+      char *function = g_strconcat (FUNCTION_PREFIX, operators[i].name, NULL);
+      gmk_add_function (function, call_operator, 0, 2, GMK_FUNC_DEFAULT);
+      define_no_space_trap (function, TRUE);
+    }
   gmk_add_function (FUNCTION_PREFIX "run-id", call_run_id, 0, 1, GMK_FUNC_DEFAULT);
   gmk_add_function (FUNCTION_PREFIX "holder", call_holder, 0, 1, GMK_FUNC_DEFAULT);
+  define_no_space_trap (FUNCTION_PREFIX "run-id", FALSE);
+  define_no_space_trap (FUNCTION_PREFIX "holder", FALSE);
 }
 
 static int

@@ -207,7 +207,7 @@ page_make (GString *out)
   put_header (out, "sandstep-make", "7", "sandboxes as GNU make steps: the sandstep.so plugin");
   g_string_append (out, ".SH SYNOPSIS\n.nf\n");
   put_line (out, "load $(shell pkg-config --variable=plugin sandstep)");
-  put_line (out, ".PRECIOUS: %.sbx");
+  put_line (out, ".PRECIOUS: box.sbx");
   put_line (out, "box.sbx: ; $(sandbox-provision network=none lifetime=30m) > $@");
   put_line (out, "test.log: box.sbx ; $(sandbox-run @box.sbx timeout=120,cd src && make check) > $@");
   g_string_append (out, ".fi\n.SH DESCRIPTION\n");
@@ -243,17 +243,18 @@ page_make (GString *out)
     }
   g_string_append (out, ".SS $(sandbox\\-run\\-id )\nThe run id.\n"
                         ".SS $(sandbox\\-holder )\nThe holder of the current target. Write the space: "
-                        "$(sandbox\\-holder) is a variable and expands to nothing.\n");
+                        "make reads $(sandbox\\-holder) as a variable, and the plugin stops make there naming the fix; "
+                        "so for every function without arguments.\n");
   g_string_append (out, ".SH A STEP HOLDS ITS SANDBOX\n");
   put_line (out, "A target's recipe holds each sandbox it uses from its first sandbox line to its last: its own "
                  "lines go straight in, another target waits (wait=SECONDS) or is refused (exit 75) naming the "
-                 "holder. A recipe that fails half-way keeps the sandbox while that make process lives; the next "
-                 "make continues. $(shell ...) calls and the targets of a recursive make are other holders.");
+                 "holder; so does the same target in another make. A recipe that fails half-way gives the sandbox "
+                 "up at once, and the next make continues. $(shell ...) calls and the targets of a recursive make are other holders.");
   g_string_append (out, ".SH EXAMPLES\n");
   put_line (out, "A sandbox provisioned once, a test run and an agent in it, and its release at the end:");
   g_string_append (out, ".PP\n.nf\n");
   put_line (out, "load $(shell pkg-config --variable=plugin sandstep)");
-  put_line (out, ".PRECIOUS: %.sbx");
+  put_line (out, ".PRECIOUS: box.sbx");
   put_line (out, "box.sbx:");
   put_line (out, "\t$(sandbox-provision network=none lifetime=30m env=LANG) > $@");
   put_line (out, "test.log: box.sbx");
@@ -308,6 +309,29 @@ page_sandstepd (GString *out, const char *help_path)
   return TRUE;
 }
 
+/* The completion of one option's value, as a case arm "OP/--NAME) ... ;;"; FALSE when its values are not known. */
+static gboolean
+complete_value (GString *out, const SandstepOperator *op, const SandstepOption *o)
+{
+  if (o->kind == SANDSTEP_OPTION_CHOICE && o->choices != NULL)
+    {
+      g_autofree char *words = g_strdelimit (g_strdup (o->choices), "|", ' ');
+      g_string_append_printf (out, "      %s/--%s) cand=$(compgen -W '%s' -- \"$val\") ;;\n", op->name, o->name, words);
+    }
+  else if (strcmp (o->name, "handle") == 0)
+    /* A handle file: @FILE, for the files named *.sbx (a plain handle is not completed). */
+    g_string_append_printf (out, "      %s/--handle) case $val in ''|@*) cand=$(compgen -f -X '!*.sbx' -- \"${val#@}\" "
+                                 "| sed 's/^/@/') ;; esac ;;\n", op->name);
+  else if (strcmp (o->name, "backend") == 0)
+    g_string_append_printf (out, "      %s/--backend) cand=$(compgen -W 'local http:// https://' -- \"$val\") ;;\n",
+                            op->name);
+  else if (o->metavar != NULL && strcmp (o->metavar, "FILE") == 0)
+    g_string_append_printf (out, "      %s/--%s) cand=$(compgen -f -- \"$val\") ;;\n", op->name, o->name);
+  else
+    return FALSE;
+  return TRUE;
+}
+
 static void
 completion (GString *out)
 {
@@ -316,6 +340,31 @@ completion (GString *out)
 
   g_string_append (out, "# bash completion for sandstep, written from its operator table.\n"
                         "_sandstep ()\n{\n  local cur=${COMP_WORDS[COMP_CWORD]} op=${COMP_WORDS[1]} words\n"
+                        "  local tok=${COMP_LINE:0:COMP_POINT} opt val cand brk= b tail IFS\n"
+                        "  tok=${tok##*[[:space:]]}\n"
+                        "  # An option's value: readline completes only what follows the last word-break\n"
+                        "  # character of the word (=, @ and : by default), so the replies are cut to match.\n"
+                        "  if [ \"$COMP_CWORD\" -ge 2 ] && [[ $tok == --*=* ]]; then\n"
+                        "    opt=${tok%%=*} val=${tok#*=} cand=\n"
+                        "    case $op/$opt in\n");
+  for (gsize i = 0; i < n; i++)
+    {
+      gsize n_groups = 0;
+      const SandstepOption *const *groups = sandstep_operator_option_groups (&ops[i], &n_groups);
+
+      for (gsize g = 0; g < n_groups; g++)
+        for (const SandstepOption *o = groups[g]; o->name != NULL; o++)
+          if (strcmp (o->name, "step") != 0)
+            complete_value (out, &ops[i], o);
+    }
+  g_string_append (out, "    esac\n"
+                        "    for b in = @ :; do [[ $COMP_WORDBREAKS == *\"$b\"* ]] && brk+=$b; done\n"
+                        "    tail=$tok\n"
+                        "    [ -n \"$brk\" ] && tail=${tok##*[$brk]}\n"
+                        "    COMPREPLY=() IFS=$'\\n'\n"
+                        "    for b in $cand; do b=$opt=$b; COMPREPLY+=(\"${b:${#tok}-${#tail}}\"); done\n"
+                        "    return\n"
+                        "  fi\n"
                         "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n    words='help");
   for (gsize i = 0; i < n; i++)
     g_string_append_printf (out, " %s", ops[i].name);

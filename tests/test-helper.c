@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-limit-defaults.h"
 #include "sandstep-test-utils.h"
 
 typedef SandstepTestFixture Fixture;
@@ -704,13 +705,19 @@ test_destroy_kills_running (Fixture *f, gconstpointer data)
   g_autoptr(SandstepTestResult) run = NULL;
   SandstepTestProc *proc;
 
-  g_test_summary ("destroy ends a sandbox at once, killing its running command; the run ends promptly");
+  g_test_summary ("destroy ends a sandbox at once, killing its running command, and says so; the run ends "
+                  "promptly");
   proc = sandstep_test_spawn (f, "run", h, "--", command, NULL);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 5));
 
   destroy = sandstep_test_helper (f, "destroy", h, NULL);
   sandstep_test_assert_status (destroy, 0);
   g_assert_cmpfloat (destroy->elapsed_s, <, 3.0);
+  /* It says so, as release does (issue 34, 4). */
+  {
+    g_autofree char *said = g_strdup_printf ("sandstep destroy: sandbox '%s' is destroyed\n", handle);
+    g_assert_cmpstr (destroy->err, ==, said);
+  }
   run = sandstep_test_proc_wait (proc, 2);
   g_assert_false (run->timed_out);
   g_assert_cmpint (run->status, !=, 0);
@@ -842,6 +849,7 @@ test_list_mixed (Fixture *f, gconstpointer data)
   g_autoptr(SandstepTestResult) table = NULL;
   g_autoptr(SandstepTestResult) gc = NULL;
   SandstepTestProc *holding;
+  GPid recipe = 0;
 
   g_test_summary ("list shows every sandbox with its state (idle, running, held, expired, broken), owner, "
                   "holder, age, time left and size, as a table and as JSON, filtered by run and owner; gc "
@@ -856,7 +864,15 @@ test_list_mixed (Fixture *f, gconstpointer data)
       g_autofree char *record = g_build_filename (f->state_dir, "sandboxes", broken, "record.json", NULL);
       g_autoptr(SandstepTestResult) r = NULL;
 
-      /* A make recipe's first line (this test is its "make") leaves the sandbox held. */
+      /* A make recipe's first line (this test is its "make") leaves the sandbox held while the recipe
+       * runs: a child of its make carries the recipe's SANDSTEP_STEP_ENDS. */
+      {
+        const char *sleeper[] = { "/bin/sleep", "120", NULL };
+        g_autoptr(GError) error = NULL;
+        g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STEP_ENDS", ends, TRUE);
+        g_spawn_async (NULL, (char **) sleeper, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &recipe, &error);
+        g_assert_no_error (error);
+      }
       sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
       r = sandstep_test_helper (f, "run", held_arg, "--holder=dag/run/recipe", step, "--", "true", NULL);
       sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
@@ -935,6 +951,43 @@ test_list_mixed (Fixture *f, gconstpointer data)
     g_autofree char *expected = g_strconcat (expired, "\n", NULL);
     g_assert_cmpstr (gc->out, ==, expected);
   }
+  sandstep_test_proc_kill (holding, SIGTERM);
+  g_clear_pointer (&gc, sandstep_test_result_free);
+  gc = sandstep_test_proc_wait (holding, 10);
+  if (recipe != 0)
+    {
+      kill (recipe, SIGKILL);
+      waitpid (recipe, NULL, 0);
+    }
+}
+
+/* A sandbox released while a command runs is destroyed when that command
+ * ends: until then list calls it running, by that command's holder, and gc
+ * --expired leaves it alone (issue 34, 4: it said expired). */
+static void
+test_release_while_running (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *seconds = sandstep_test_unique_seconds (20);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(SandstepTestResult) gc = NULL;
+  g_autoptr(JsonArray) all = NULL;
+  SandstepTestProc *holding;
+  JsonObject *e;
+
+  g_test_summary ("a sandbox released while a command runs is listed as running, not expired, until it ends");
+  holding = start_holding (f, h, "dag/run/orphan", seconds);
+  r = sandstep_test_helper (f, "release", h, NULL);
+  sandstep_test_assert_status (r, 0);
+  all = list_json (f, NULL);
+  e = list_entry (all, handle);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "running");
+  g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/orphan");
+  gc = sandstep_test_helper (f, "gc", "--expired", NULL);
+  sandstep_test_assert_status (gc, 0);
+  g_assert_cmpstr (gc->out, ==, "");
   sandstep_test_proc_kill (holding, SIGTERM);
   g_clear_pointer (&gc, sandstep_test_result_free);
   gc = sandstep_test_proc_wait (holding, 10);
@@ -1033,6 +1086,22 @@ test_progress (Fixture *f, gconstpointer data)
   sandstep_test_assert_status (quiet, 0);
   g_assert_true (g_regex_match_simple ("\\Asandstep put: moved 48\\.0MB in [0-9.]+s \\([0-9.]+[KM]?B/s\\)\\n\\z",
                                        quiet->err, 0, 0));
+}
+
+/* describe shows the limits in force: a given one as given, the others at
+ * their defaults, never the record's 0 for "the default" (issue 34, 4). */
+static void
+test_describe_effective_limits (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, "--memory=64M", NULL);
+  g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
+  JsonObject *limits = json_object_get_object_member (json_object_get_object_member (d, "spec"), "limits");
+
+  g_test_summary ("describe shows the effective limits: the given memory, the default pids, cpu_time and disk");
+  g_assert_cmpint (json_object_get_int_member (limits, "memory"), ==, 64 << 20);
+  g_assert_cmpint (json_object_get_int_member (limits, "pids"), ==, SANDSTEP_DEFAULT_PIDS);
+  g_assert_cmpint (json_object_get_int_member (limits, "cpu_time"), ==, SANDSTEP_DEFAULT_CPU_TIME_S);
+  g_assert_cmpint (json_object_get_int_member (limits, "disk"), ==, (gint64) SANDSTEP_DEFAULT_DISK);
 }
 
 static void
@@ -1782,10 +1851,12 @@ main (int argc, char **argv)
   ADD ("/helper/export/all-or-none", test_export_all_or_none);
   ADD ("/helper/release/destroys-when-idle", test_release_destroys_when_idle);
   ADD ("/helper/release/keep", test_release_keep);
+  ADD ("/helper/release/while-running", test_release_while_running);
   ADD ("/helper/destroy/kills-running", test_destroy_kills_running);
   ADD ("/helper/gc/run", test_gc_run);
   ADD ("/helper/gc/expired", test_gc_expired);
   ADD ("/helper/describe/hides-secret-values", test_describe_hides_secret_values);
+  ADD ("/helper/describe/effective-limits", test_describe_effective_limits);
   for (gsize i = 0; i < G_N_ELEMENTS (duration_cases); i++)
     g_test_add (duration_cases[i].path, Fixture, &duration_cases[i], sandstep_test_setup, test_duration,
                 sandstep_test_teardown);

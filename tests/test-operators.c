@@ -6,6 +6,7 @@
  * A new operator or option needs nothing here unless it brings a new kind.
  */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "sandstep-error.h"
@@ -167,6 +168,114 @@ test_front_run_options (void)
     }
 }
 
+/* What the bash completion replies for @line (COMP_LINE, the cursor at its
+ * end), split into COMP_WORDS as bash does by default (@words, the last one
+ * being completed), in @dir; one reply a line. */
+static char *
+complete (const char *dir, const char *script, const char *line, const char *words)
+{
+  const char *driver = "source \"$1\"; COMP_LINE=$2; COMP_POINT=${#2}; read -ra COMP_WORDS <<< \"$3\"; "
+                       "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _sandstep; printf '%s\\n' \"${COMPREPLY[@]}\"";
+  const char *argv[] = { "/bin/bash", "--norc", "-c", driver, "bash", script, line, words, NULL };
+  g_autoptr(GError) error = NULL;
+  char *out = NULL;
+  int status = 0;
+
+  g_spawn_sync (dir, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  return out;
+}
+
+/* The bash completion completes option names, and values too (issue 34,
+ * 4): every choice option's words, @FILE for a handle from the *.sbx files
+ * here, and file names for a FILE. */
+static void
+test_completion (void)
+{
+  const char *docs = g_getenv ("SANDSTEP_DOCS");
+  const char *argv[] = { docs, "completion", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *top = NULL;
+  g_autofree char *dir = NULL;
+  g_autofree char *script = NULL;
+  int status = 0;
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+
+  if (docs == NULL || !g_file_test ("/bin/bash", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip ("needs SANDSTEP_DOCS (the built sandstep-docs) and /bin/bash");
+      return;
+    }
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &text, NULL, &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  top = g_dir_make_tmp ("sandstep-completion-XXXXXX", &error);
+  g_assert_no_error (error);
+  /* The script beside the directory where files are completed, not in it. */
+  script = g_build_filename (top, "sandstep.bash", NULL);
+  dir = g_build_filename (top, "here", NULL);
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_file_set_contents (script, text, -1, &error);
+  g_assert_no_error (error);
+  for (const char *const *f = (const char *const[]) { "box.sbx", "notes.txt", NULL }; *f != NULL; f++)
+    {
+      g_autofree char *path = g_build_filename (dir, *f, NULL);
+      g_file_set_contents (path, "", 0, &error);
+      g_assert_no_error (error);
+    }
+
+  {
+    g_autofree char *got = complete (dir, script, "sandstep run --ti", "sandstep run --ti");
+    g_assert_cmpstr (got, ==, "--timeout=\n");
+  }
+  for (gsize i = 0; i < n; i++)
+    {
+      gsize n_groups = 0;
+      const SandstepOption *const *groups = sandstep_operator_option_groups (&ops[i], &n_groups);
+
+      for (gsize g = 0; g < n_groups; g++)
+        for (const SandstepOption *o = groups[g]; o->name != NULL; o++)
+          {
+            g_autofree char *line = g_strdup_printf ("sandstep %s --%s=", ops[i].name, o->name);
+            g_autofree char *words = g_strdup_printf ("sandstep %s --%s =", ops[i].name, o->name);
+            g_autofree char *expected = NULL;
+            g_autofree char *got = NULL;
+
+            if (o->kind == SANDSTEP_OPTION_CHOICE)
+              {
+                g_auto(GStrv) choices = g_strsplit (o->choices, "|", -1);
+                g_autofree char *joined = g_strjoinv ("\n", choices);
+                expected = g_strconcat (joined, "\n", NULL);
+              }
+            else if (strcmp (o->name, "handle") == 0)
+              expected = g_strdup ("@box.sbx\n");
+            else if (g_strcmp0 (o->metavar, "FILE") == 0)
+              expected = g_strdup ("box.sbx\nnotes.txt\n");
+            else
+              continue;
+            got = complete (dir, script, line, words);
+            if (g_strcmp0 (got, expected) != 0)
+              g_error ("'%s': completed '%s', expected '%s'", line, got, expected);
+          }
+    }
+  {
+    /* After '@' (a word break, as '=' is), readline completes what follows it. */
+    g_autofree char *got = complete (dir, script, "sandstep run --handle=@b", "sandstep run --handle =@ b");
+    g_assert_cmpstr (got, ==, "box.sbx\n");
+  }
+  for (const char *const *f = (const char *const[]) { "box.sbx", "notes.txt", NULL }; *f != NULL; f++)
+    {
+      g_autofree char *path = g_build_filename (dir, *f, NULL);
+      g_unlink (path);
+    }
+  g_rmdir (dir);
+  g_unlink (script);
+  g_rmdir (top);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -176,5 +285,6 @@ main (int argc, char **argv)
   g_test_add_func ("/operators/usage", test_usage);
   g_test_add_func ("/operators/option-kinds", test_option_kinds);
   g_test_add_func ("/operators/front-run-options", test_front_run_options);
+  g_test_add_func ("/operators/completion", test_completion);
   return g_test_run ();
 }

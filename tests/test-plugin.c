@@ -34,6 +34,7 @@ typedef struct {
   char *dir;    /* canonical: make's CURDIR, and so SANDSTEP_TOP */
   char *state;  /* SANDSTEP_STATE_DIR */
   char *dag;    /* the default DAG name: the directory's base name */
+  const char *run;  /* SANDSTEP_RUN for every make, for cases whose makes share a run; NULL: the tree's own */
 } Tree;
 
 typedef struct {
@@ -224,6 +225,9 @@ make_environment (Tree *tree, const char *const *env)
     envp = g_environ_unsetenv (envp, unset[i]);
   envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", tree->state, TRUE);
   envp = g_environ_setenv (envp, "LC_ALL", "C", TRUE);
+  /* A make that succeeds ends the tree's run: cases whose later makes use what an earlier one made pin it. */
+  if (tree->run != NULL)
+    envp = g_environ_setenv (envp, "SANDSTEP_RUN", tree->run, TRUE);
   for (; env != NULL && *env != NULL; env++)
     {
       const char *eq = strchr (*env, '=');
@@ -609,6 +613,7 @@ test_load (void)
   g_autoptr(Tree) tree = NULL;
   g_autofree char *literal = NULL;
   g_autofree char *makefile = NULL;
+  g_autofree char *first = NULL;
 
   REQUIRE_PLUGIN ();
   tree = tree_new ();
@@ -618,21 +623,21 @@ test_load (void)
   write_file (makefile, literal);
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-f", "literal.mk", NULL);
-    g_autofree char *run = NULL;
     g_assert_cmpint (r->status, ==, 0);
-    run = field (r->out, "run");
-    g_assert_true (sandstep_run_id_check (run, "test", NULL));
+    first = field (r->out, "run");
+    g_assert_true (sandstep_run_id_check (first, "test", NULL));
   }
 
   makefile = (g_free (makefile), tree_path (tree, "variable.mk"));
-  write_file (makefile, "load $(SANDSTEP_PLUGIN)\nall: ; @echo run=$(sandbox-run-id )\n");
+  write_file (makefile, "load $(SANDSTEP_PLUGIN)\nall: ; @echo run=$(sandbox-run-id ); exit 1\n");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-f", "variable.mk", NULL);
     g_autofree char *run = NULL;
     g_autofree char *stored = stored_run (tree);
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
     run = field (r->out, "run");
-    /* The second make continues the run the first one stored. */
+    /* The first make succeeded, so its run ended; this one failed, so its run stays stored. */
+    g_assert_cmpstr (run, !=, first);
     g_assert_cmpstr (run, ==, stored);
   }
 }
@@ -864,13 +869,13 @@ test_dry_run (void)
   g_assert_false (g_file_test (box, G_FILE_TEST_EXISTS));
   g_assert_true (dir_is_empty_or_absent (tree->state));
 
-  /* Once a run is stored, -n shows it. */
+  /* Once a run is stored (a make failed in it), -n shows it. */
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
     g_autoptr(MakeResult) dry = NULL;
     g_autofree char *run = stored_run (tree);
     g_autofree char *owner = g_strdup_printf ("'--owner=%s/%s'", tree->dag, run);
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
     dry = tree_make (tree, NULL, "-n", "step.log", NULL);
     g_assert_cmpint (dry->status, ==, 0);
     g_assert_nonnull (strstr (dry->out, owner));
@@ -878,40 +883,79 @@ test_dry_run (void)
   }
 }
 
-/* The run id: stored at the top by the first make, kept by the next ones,
- * overridden by SANDSTEP_RUN, checked. */
+/* The run id: stored at the top by the first make, continued by the next
+ * ones while they fail (a retry), ended by a make that exits 0, so the next
+ * one starts a new run (issue 34, 3); SANDSTEP_RUN overrides it and leaves
+ * the stored run alone; checked. */
 static void
 test_run_id (void)
 {
   g_autoptr(Tree) tree = NULL;
   g_autofree char *first = NULL;
+  g_autofree char *run_file = NULL;
 
   REQUIRE_PLUGIN ();
   tree = tree_new ();
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
+  run_file = tree_path (tree, SANDSTEP_RUN_FILE);
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
     g_autofree char *stored = NULL;
     g_autofree char *holder = NULL;
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
     first = field (r->out, "run");
     stored = stored_run (tree);
     g_assert_cmpstr (first, ==, stored);
-    holder = g_strdup_printf ("%s/%s/id", tree->dag, first);
+    holder = g_strdup_printf ("%s/%s/fails", tree->dag, first);
     assert_field (r->out, "holder", holder);
   }
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    /* A failed make's retry continues its run, and fails again: still the run. */
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
     g_autofree char *again = field (r->out, "run");
+    g_autofree char *stored = stored_run (tree);
+    g_assert_cmpint (r->status, ==, 2);
     g_assert_cmpstr (again, ==, first);
+    g_assert_cmpstr (stored, ==, first);
   }
   {
+    /* SANDSTEP_RUN wins, and its success leaves the stored run alone. */
     const char *env[] = { "SANDSTEP_RUN=from-env", "SANDSTEP_DAG=named", NULL };
     g_autoptr(MakeResult) r = tree_make (tree, env, "-s", "id", NULL);
     g_autoptr(MakeResult) cli = tree_make (tree, env, "-s", "SANDSTEP_RUN=from-cli", "id", NULL);
+    g_autofree char *stored = stored_run (tree);
     g_assert_cmpint (r->status, ==, 0);
     g_assert_cmpstr (r->out, ==, "run=from-env holder=named/from-env/id\n");
     g_assert_cmpstr (cli->out, ==, "run=from-cli holder=named/from-cli/id\n");
+    g_assert_cmpstr (stored, ==, first);
+  }
+  {
+    /* The retry that succeeds is still the run, and ends it. */
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "id", NULL);
+    g_autofree char *again = field (r->out, "run");
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpstr (again, ==, first);
+    g_assert_false (g_file_test (run_file, G_FILE_TEST_EXISTS));
+  }
+  {
+    /* The next make (say, the next night's) starts a new run. */
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "fails", NULL);
+    g_autofree char *next = field (r->out, "run");
+    g_autofree char *stored = stored_run (tree);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_cmpstr (next, !=, first);
+    g_assert_cmpstr (stored, ==, next);
+  }
+  {
+    /* make re-executing itself (it remade an included makefile) is the same make: its success ends the run. */
+    g_autofree char *path = tree_path (tree, "reexec.mk");
+    g_autoptr(MakeResult) r = NULL;
+    write_file (path, "load $(SANDSTEP_PLUGIN)\ninclude gen.mk\ngen.mk: ; @echo 'X := 1' > $@\n"
+                      "all: ; @echo run=$(sandbox-run-id ) restarts=$(MAKE_RESTARTS)\n");
+    r = tree_make (tree, NULL, "-s", "-f", "reexec.mk", "all", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    assert_field (r->out, "restarts", "1");
+    g_assert_false (g_file_test (run_file, G_FILE_TEST_EXISTS));
   }
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-s", "SANDSTEP_RUN=bad id/x", "id", NULL);
@@ -970,8 +1014,11 @@ test_recursive (void)
       assert_field (sub_line, "holder", sub_holder);
       if (!dry)
         {
-          g_autofree char *stored = stored_run (tree);
-          g_assert_cmpstr (stored, ==, top_run);
+          g_autofree char *run_file = tree_path (tree, SANDSTEP_RUN_FILE);
+          /* The sub-make's success does not end the run; the top make's does. */
+          g_assert_nonnull (strstr (r->out, "after-sub stored="));
+          assert_field (strstr (r->out, "after-sub stored="), "stored", top_run);
+          g_assert_false (g_file_test (run_file, G_FILE_TEST_EXISTS));
           assert_field (sub_line, "env-run", top_run);
           assert_field (sub_line, "env-top", tree->dir);
           assert_field (strstr (r->out, "top run="), "env-top", tree->dir);
@@ -1106,6 +1153,65 @@ test_errors (void)
     }
 }
 
+/* $(sandbox-NAME) with no space after the name is a make variable, empty
+ * were it undefined (issue 34, 2): for every function, make stops at the
+ * line, naming the fix, and the recipe never runs (no empty handle file);
+ * a makefile's own variable of that name stays its own. */
+static void
+test_error_no_space (void)
+{
+  gsize n = 0;
+  const SandstepOperator *ops = sandstep_operators (&n);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GString) makefile = g_string_new (NULL);
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *printer = NULL;
+  g_autofree char *env_helper = NULL;
+  g_autofree char *path = NULL;
+
+  REQUIRE_PLUGIN ();
+  for (gsize i = 0; i < n; i++)
+    g_ptr_array_add (names, g_strconcat ("sandbox-", ops[i].name, NULL));
+  g_ptr_array_add (names, g_strdup ("sandbox-run-id"));
+  g_ptr_array_add (names, g_strdup ("sandbox-holder"));
+  g_string_append_printf (makefile, "load %s\n", plugin_path ());
+  for (guint i = 0; i < names->len; i++)
+    g_string_append_printf (makefile, "t-%s: ; $(%s) > $@\n", (char *) names->pdata[i], (char *) names->pdata[i]);
+
+  tree = tree_new ();
+  path = tree_path (tree, "Makefile");
+  write_file (path, makefile->str);
+  printer = tree_add_argv_printer (tree);
+  env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+  for (guint i = 0; i < names->len; i++)
+    {
+      const char *name = names->pdata[i];
+      const char *env[] = { env_helper, NULL };
+      g_autofree char *target = g_strconcat ("t-", name, NULL);
+      g_autofree char *written = tree_path (tree, target);
+      g_autofree char *expected = g_strdup_printf ("Makefile:%u: *** %s: '$(%s)', with no space after the name, "
+                                                   "is a make variable reference, not a call, and expands to "
+                                                   "nothing; write '$(%s )'",
+                                                   i + 2, name, name, name);
+      g_autoptr(MakeResult) r = tree_make (tree, env, "-k", target, NULL);
+
+      g_assert_cmpint (r->status, ==, 2);
+      g_assert_cmpstr (r->out, ==, "");
+      if (strstr (r->err, expected) == NULL)
+        g_error ("%s: '%s' not in: %s", name, expected, r->err);
+      g_assert_false (g_file_test (written, G_FILE_TEST_EXISTS));
+    }
+  {
+    g_autofree char *own = g_strdup_printf ("sandbox-gc := kept\nload %s\nown: ; @echo '$(sandbox-gc)'\n",
+                                            plugin_path ());
+    g_autoptr(MakeResult) r = NULL;
+    write_file (path, own);
+    r = tree_make (tree, NULL, "-s", "own", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpstr (r->out, ==, "kept\n");
+  }
+}
+
 /* A "$(...)" in a message is printed, never expanded. */
 static void
 test_error_literal (void)
@@ -1193,6 +1299,77 @@ test_error_newline (void)
   }
 }
 
+/* In the child: its own process group (as a terminal's foreground job is) with SIGINT as make expects it. */
+static void
+new_group_default_sigint (gpointer data)
+{
+  setpgid (0, 0);
+  signal (SIGINT, SIG_DFL);
+}
+
+/* ^C (SIGINT to make's process group) while a handle file's recipe runs:
+ * `.PRECIOUS: box.sbx`, the form the examples use, keeps the handle of the
+ * sandbox in GNU make 4.3; `.PRECIOUS: %.sbx` lets make delete it (issue 34,
+ * 4), shown here so that the examples' form stays the one that works. */
+static void
+test_interrupt_precious (void)
+{
+  const char *const forms[] = { "box.sbx", "%.sbx" };
+
+  REQUIRE_PLUGIN ();
+  for (gsize i = 0; i < G_N_ELEMENTS (forms); i++)
+    {
+      g_autoptr(Tree) tree = tree_new ();
+      g_autofree char *printer = tree_add_argv_printer (tree);
+      g_autofree char *env_helper = g_strconcat ("SANDSTEP=", printer, NULL);
+      g_autofree char *form = g_strconcat ("PRECIOUS=", forms[i], NULL);
+      g_autofree char *box = tree_path (tree, "box.sbx");
+      g_autofree char *provisioned = tree_path (tree, "provisioned");
+      const char *env[] = { env_helper, NULL };
+      const char *argv[] = { make_program (), "-s", form, "box.sbx", NULL };
+      g_auto(GStrv) envp = make_environment (tree, env);
+      g_autoptr(GError) error = NULL;
+      GPid pid = 0;
+      int status = 0;
+
+      tree_add_makefile (tree, "interrupt.mk", "Makefile");
+      g_spawn_async (tree->dir, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, new_group_default_sigint, NULL,
+                     &pid, &error);
+      g_assert_no_error (error);
+      for (int tries = 0; tries < 300 && !g_file_test (provisioned, G_FILE_TEST_EXISTS); tries++)
+        g_usleep (G_USEC_PER_SEC / 20);
+      g_assert_true (g_file_test (provisioned, G_FILE_TEST_EXISTS));
+      /* Let the shell get to its sleep, as a user's ^C lands in a running step. */
+      g_usleep (G_USEC_PER_SEC / 5);
+      g_assert_cmpint (kill (-pid, SIGINT), ==, 0);
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_spawn_close_pid (pid);
+      g_test_message ("make: wait status %d", status);
+      /* Interrupted: dead of SIGINT, or failed with its step (never done: the step sleeps 30 s). */
+      g_assert_false (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+      g_test_message (".PRECIOUS: %s: box.sbx %s", forms[i],
+                      g_file_test (box, G_FILE_TEST_EXISTS) ? "kept" : "deleted");
+      if (i == 0)
+        {
+          g_autofree char *text = read_file (box);
+          g_assert_nonnull (strstr (text, "[provision]\n"));
+        }
+      else
+        g_assert_false (g_file_test (box, G_FILE_TEST_EXISTS));
+    }
+  /* And the examples name their handle files. */
+  {
+    const char *const examples[] = { "quickstart", "fanout", "agent" };
+    for (gsize i = 0; i < G_N_ELEMENTS (examples); i++)
+      {
+        g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "examples", examples[i], "Makefile", NULL);
+        g_autofree char *text = read_file (path);
+        g_assert_nonnull (strstr (text, "\n.PRECIOUS: "));
+        g_assert_null (strstr (text, ".PRECIOUS: %.sbx"));
+      }
+  }
+}
+
 /* ---- with the real helper ------------------------------------------------- */
 
 /* A failed step re-run continues the same run; a lost handle file is
@@ -1227,17 +1404,19 @@ test_helper_retry (void)
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "step.log", NULL);
     g_autofree char *again = NULL;
-    g_autofree char *run_again = stored_run (tree);
+    g_autofree char *owner = g_strdup_printf ("'--owner=%s/%s'", tree->dag, run);
     g_autofree char *log = NULL;
     g_assert_cmpint (r->status, ==, 0);
+    /* The retry ran in the same run. */
+    g_assert_nonnull (strstr (r->out, owner));
     again = g_strstrip (read_file (box));
     g_assert_cmpstr (again, ==, handle);
-    g_assert_cmpstr (run_again, ==, run);
     log = read_file (step);
     g_assert_cmpstr (log, ==, "second attempt ok\n");
   }
   {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_autofree char *pin = g_strconcat ("SANDSTEP_RUN=", run, NULL);
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, pin, "release", NULL);
     g_assert_cmpint (r->status, ==, 0);
   }
 }
@@ -1250,6 +1429,7 @@ test_helper_owner_mismatch (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "box.sbx", NULL);
@@ -1278,6 +1458,7 @@ test_helper_after_release (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
@@ -1302,6 +1483,7 @@ test_helper_touched_handle (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   box = tree_path (tree, "box.sbx");
   {
@@ -1329,6 +1511,7 @@ test_helper_parallel (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "parallel.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-j4", NULL);
@@ -1354,6 +1537,7 @@ test_helper_commas (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "pipeline.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "commas.log", NULL);
@@ -1375,6 +1559,7 @@ test_helper_recipe_claim (void)
 
   REQUIRE_HELPER ();
   tree = tree_new ();
+  tree->run = "pinned";
   tree_add_makefile (tree, "claim.mk", "Makefile");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-j2", "all", NULL);
@@ -1395,15 +1580,14 @@ test_helper_recipe_claim (void)
   }
 }
 
-/* A recipe that fails half-way keeps its sandbox while its make lives
- * (make -k goes on to other targets, which are refused, naming the holder);
- * once that make is gone, the next one goes in. */
+/* A recipe that fails half-way gives its sandbox up when it fails (issue
+ * 34, 1): make -k goes on to other targets, which go straight in and see
+ * what the failed recipe left. */
 static void
 test_helper_recipe_claim_failed (void)
 {
   g_autoptr(Tree) tree = NULL;
   g_autofree char *other = NULL;
-  g_autofree char *holder = NULL;
 
   REQUIRE_HELPER ();
   tree = tree_new ();
@@ -1411,17 +1595,10 @@ test_helper_recipe_claim_failed (void)
   other = tree_path (tree, "other.out");
   {
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-k", "half.out", "other.out", NULL);
-    g_autofree char *run = stored_run (tree);
-    g_assert_cmpint (r->status, ==, 2);
-    holder = g_strdup_printf ("is held by '%s/%s/half.out'", tree->dag, run);
-    g_assert_nonnull (strstr (r->err, holder));
-    g_assert_nonnull (strstr (r->err, "other.out] Error 75"));
-    g_assert_false (g_file_test (other, G_FILE_TEST_EXISTS));
-  }
-  {
-    g_autoptr(MakeResult) r = tree_make (tree, NULL, "other.out", NULL);
     g_autofree char *text = NULL;
-    g_assert_cmpint (r->status, ==, 0);
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "half.out] Error 1"));
+    g_assert_null (strstr (r->err, "other.out] Error"));
     text = read_file (other);
     g_assert_cmpstr (text, ==, "half\n");
   }
@@ -1431,7 +1608,95 @@ test_helper_recipe_claim_failed (void)
   }
 }
 
-/* `sandstep ARGS` with SANDSTEP_STEP_ENDS set to @ends (NULL: unset); its exit status, stderr in @out_err. */
+/* make -k -j4 over one shared sandbox, one step failing half-way (issue 34,
+ * 1): the others wait while it holds the sandbox, go in once it has failed,
+ * and succeed; make ends well within their wait= budget instead of after it. */
+static void
+test_helper_keep_going (void)
+{
+  const int wait_s = 40;
+  const char *const outs[] = { "a.out", "b.out", "c.out" };
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *wait_arg = g_strdup_printf ("WAIT=%d", wait_s);
+  gint64 began;
+  double took;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "kfail.mk", "Makefile");
+  began = g_get_monotonic_time ();
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "-k", "-j4", wait_arg, "all", NULL);
+    took = (g_get_monotonic_time () - began) / (double) G_USEC_PER_SEC;
+    g_assert_cmpint (r->status, ==, 2);
+    g_assert_nonnull (strstr (r->err, "fail.out] Error 1"));
+    g_assert_null (strstr (r->err, "Error 75"));
+  }
+  g_test_message ("make -k -j4 took %.1f s, wait=%d", took, wait_s);
+  g_assert_cmpfloat (took, <, wait_s);
+  for (gsize i = 0; i < G_N_ELEMENTS (outs); i++)
+    {
+      g_autofree char *path = tree_path (tree, outs[i]);
+      g_autofree char *text = read_file (path);
+      g_autofree char *expected = g_strconcat (outs[i], "\n", NULL);
+      g_assert_cmpstr (text, ==, expected);
+    }
+  {
+    g_autoptr(MakeResult) r = tree_make (tree, NULL, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
+/* Two makes of one run build the same target at once, on one sandbox (issue
+ * 30, 26): the same holder, but a hold belongs to one make process, so the
+ * second waits for the first's recipe and each reads back its own name. */
+static void
+test_helper_two_makes (void)
+{
+  const char *env[] = { "SANDSTEP_DAG=d", "SANDSTEP_RUN=r", NULL };
+  const char *provision[] = { "provision", "--owner=d/r", "--holder=d/r/box.sbx", NULL };
+  const char *script =
+    "make -s -C one HANDLE=\"$0\" ME=one PEER=two > one.log 2>&1 & p1=$!; "
+    "make -s -C two HANDLE=\"$0\" ME=two PEER=one > two.log 2>&1 & p2=$!; "
+    "wait $p1; s1=$?; wait $p2; echo $s1 $?";
+  g_autoptr(Tree) tree = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) envp = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+  int status = 0;
+
+  REQUIRE_HELPER ();
+  tree = tree_new ();
+  tree_add_makefile (tree, "race.mk", "one/Makefile");
+  tree_add_makefile (tree, "race.mk", "two/Makefile");
+  g_assert_true (run_helper (tree->state, provision, &handle, &(char *) { NULL }));
+  envp = make_environment (tree, env);
+  {
+    const char *argv[] = { "/bin/sh", "-c", script, handle, NULL };
+    g_spawn_sync (tree->dir, (char **) argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+    g_assert_no_error (error);
+  }
+  for (int i = 0; i < 2; i++)
+    {
+      const char *name = i == 0 ? "one" : "two";
+      g_autofree char *log_name = g_strconcat (name, ".log", NULL);
+      g_autofree char *log_path = tree_path (tree, log_name);
+      g_autofree char *log = read_file (log_path);
+      g_autofree char *out_name = g_build_filename (name, "out.txt", NULL);
+      g_autofree char *out_path = tree_path (tree, out_name);
+      g_autofree char *text = NULL;
+      g_autofree char *expected = g_strconcat (name, "\n", NULL);
+
+      g_test_message ("make in %s:\n%s", name, log);
+      text = read_file (out_path);
+      g_assert_cmpstr (text, ==, expected);
+    }
+  g_assert_cmpstr (out, ==, "0 0\n");
+}
+
+/* `sandstep ARGS` (or ARGS, when its first is an absolute path) with SANDSTEP_STEP_ENDS set to @ends (NULL:
+ * unset); its exit status, stderr in @out_err. */
 static int
 helper_status (Tree *tree, const char *ends, const char *const *args, char **out_err)
 {
@@ -1443,7 +1708,8 @@ helper_status (Tree *tree, const char *ends, const char *const *args, char **out
 
   envp = ends != NULL ? g_environ_setenv (envp, "SANDSTEP_STEP_ENDS", ends, TRUE)
                       : g_environ_unsetenv (envp, "SANDSTEP_STEP_ENDS");
-  g_ptr_array_add (argv, (char *) helper_path ());
+  if (args[0][0] != '/')
+    g_ptr_array_add (argv, (char *) helper_path ());
   for (; *args != NULL; args++)
     g_ptr_array_add (argv, (char *) *args);
   g_ptr_array_add (argv, NULL);
@@ -1455,11 +1721,36 @@ helper_status (Tree *tree, const char *ends, const char *const *args, char **out
   return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : -1;
 }
 
+/* A stand-in for a recipe of the make that is this test: a child of ours
+ * whose environment carries SANDSTEP_STEP_ENDS=@ends, as make's child
+ * running a recipe's line does. */
+static GPid
+start_recipe (const char *ends)
+{
+  const char *sleeper[] = { "/bin/sleep", "60", NULL };
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STEP_ENDS", ends, TRUE);
+  GPid pid = 0;
+
+  g_spawn_async (NULL, (char **) sleeper, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error);
+  g_assert_no_error (error);
+  return pid;
+}
+
+static void
+stop_recipe (GPid pid)
+{
+  kill (pid, SIGKILL);
+  waitpid (pid, NULL, 0);
+}
+
 /* The helper's side of a recipe's hold: a line that is not its recipe's last
- * leaves the sandbox held for its holder while the make (here: this test,
- * an ancestor of the helper) lives; the last line ends the hold; a --step of
- * a process that is not an ancestor, or without SANDSTEP_STEP_ENDS (a line
- * run by hand), leaves none. */
+ * leaves the sandbox held for its holder while the recipe runs in its make
+ * (here: this test, an ancestor of the helper, and a child of it carrying
+ * the recipe's SANDSTEP_STEP_ENDS); the last line ends the hold, and so does
+ * the recipe's stopping (issue 34, 1); the same holder in another make is
+ * another recipe (issue 30, 26); a --step of a process that is not an
+ * ancestor, or without SANDSTEP_STEP_ENDS (a line run by hand), leaves none. */
 static void
 test_helper_step_by_hand (void)
 {
@@ -1472,15 +1763,22 @@ test_helper_step_by_hand (void)
   g_autofree char *held = g_strdup_printf ("(make pid %d)", (int) getpid ());
   const char *provision[] = { "provision", "--owner=d/r", "--holder=d/r/box.sbx", NULL };
   GPid stranger = 0;
+  GPid recipe = 0;
 
   REQUIRE_HELPER ();
   tree = tree_new ();
   g_assert_true (run_helper (tree->state, provision, &handle, &(char *) { NULL }));
   handle_arg = g_strconcat ("--handle=", handle, NULL);
+  recipe = start_recipe (ends);
   {
     const char *a1[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", line1, "--", "echo a > f", NULL };
     const char *b[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/b", "--wait=0", "--", "cat f", NULL };
     const char *a2[] = { "run", handle_arg, "--owner=d/r", "--holder=d/r/a", line2, "--", "cat f", NULL };
+    /* The same holder's line in another make: a shell, the helper's parent, is that make. */
+    const char *other_make[] = { "/bin/sh", "-c",
+                                 "SANDSTEP_STEP_ENDS=$$:2 \"$0\" run \"$1\" --owner=d/r --holder=d/r/a --wait=0 "
+                                 "--step=$$:1 -- 'echo other > f'; exit $?",
+                                 helper_path (), handle_arg, NULL };
     g_autofree char *err = NULL;
 
     g_assert_cmpint (helper_status (tree, ends, a1, &err), ==, 0);
@@ -1492,7 +1790,11 @@ test_helper_step_by_hand (void)
         g_assert_nonnull (strstr (err, "is held by 'd/r/a'"));
         g_assert_nonnull (strstr (err, held));
       }
-    /* The same holder goes straight in; its last line ends the hold. */
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, other_make, &err), ==, 75);
+    g_assert_nonnull (strstr (err, "is held by 'd/r/a'"));
+    g_assert_nonnull (strstr (err, held));
+    /* The same holder in the same make goes straight in; its last line ends the hold. */
     g_clear_pointer (&err, g_free);
     g_assert_cmpint (helper_status (tree, ends, a2, &err), ==, 0);
     g_clear_pointer (&err, g_free);
@@ -1500,6 +1802,14 @@ test_helper_step_by_hand (void)
     /* Without SANDSTEP_STEP_ENDS, a line never leaves a hold. */
     g_clear_pointer (&err, g_free);
     g_assert_cmpint (helper_status (tree, NULL, a1, &err), ==, 0);
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
+    /* A recipe that stops half-way (make stopped it at a failing line) holds nothing. */
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, ends, a1, &err), ==, 0);
+    g_clear_pointer (&err, g_free);
+    g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 75);
+    stop_recipe (recipe);
     g_clear_pointer (&err, g_free);
     g_assert_cmpint (helper_status (tree, NULL, b, &err), ==, 0);
   }
@@ -1654,7 +1964,9 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/identity/odd-directory", test_odd_directory);
   g_test_add_func ("/plugin/errors", test_errors);
   g_test_add_func ("/plugin/errors/literal", test_error_literal);
+  g_test_add_func ("/plugin/errors/no-space", test_error_no_space);
   g_test_add_func ("/plugin/errors/newline", test_error_newline);
+  g_test_add_func ("/plugin/interrupt/precious", test_interrupt_precious);
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
   g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);
@@ -1663,6 +1975,8 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/helper/commas", test_helper_commas);
   g_test_add_func ("/plugin/helper/recipe-claim", test_helper_recipe_claim);
   g_test_add_func ("/plugin/helper/recipe-claim-failed", test_helper_recipe_claim_failed);
+  g_test_add_func ("/plugin/helper/keep-going", test_helper_keep_going);
+  g_test_add_func ("/plugin/helper/two-makes", test_helper_two_makes);
   g_test_add_func ("/plugin/helper/step-by-hand", test_helper_step_by_hand);
 
   g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);

@@ -52,6 +52,14 @@ sandstep_local_judge (SandstepStore *store, const char *handle, SandstepConditio
     }
   *out_over = sandstep_store_is_over (store, handle, record);
   *out_condition = *out_over ? SANDSTEP_CONDITION_EXPIRED : SANDSTEP_CONDITION_IDLE;
+  /* Released while a command ran (an orphaned one, say): it is destroyed when that command ends, so it is
+   * running, not expired, and gc --expired leaves it to its command. */
+  if (*out_over && record->released)
+    {
+      g_autofree char *claimed = sandstep_store_peek_holder (store, handle);
+      if (claimed != NULL)
+        *out_condition = SANDSTEP_CONDITION_RUNNING;
+    }
   *out_record = g_steal_pointer (&record);
   return TRUE;
 }

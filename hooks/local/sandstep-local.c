@@ -15,6 +15,7 @@
 #include "sandstep-error.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-json.h"
+#include "sandstep-limits.h"
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
@@ -188,9 +189,10 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 
 static void local_detach (SandstepAttachment *attachment);
 
-/* Under the claim: refuses while another holder's make recipe holds the
- * sandbox between its lines, and leaves a hold for this one's recipe when
- * this line is not its last (sandstep-step.h). */
+/* Under the claim: refuses while another recipe (another holder's, or the
+ * same holder's in another make) holds the sandbox between its lines, and
+ * leaves a hold for this one's recipe when this line is not its last
+ * (sandstep-step.h). */
 static gboolean
 judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepStep *out_step,
             GError **error)
@@ -202,18 +204,19 @@ judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who
   memset (out_step, 0, sizeof *out_step);
   if (dir < 0)
     return TRUE;
-  if (sandstep_step_held (dir, holder, sizeof holder, &make_pid) && g_strcmp0 (holder, who->holder) != 0)
+  if (who->step != NULL && !sandstep_step_scan (who->step, out_step))
+    memset (out_step, 0, sizeof *out_step);
+  if (sandstep_step_bars (dir, who->holder, out_step, holder, sizeof holder, &make_pid))
     {
       close (dir);
+      memset (out_step, 0, sizeof *out_step);
       return sandstep_throw_busy (error, holder,
                                   "Sandbox '%s' is held by '%s', whose make recipe (make pid %d) holds it from its "
                                   "first sandbox line to its last, and one step uses a sandbox at a time; wait for it "
-                                  "(--wait=SECONDS), or provision one sandbox per step; a recipe that failed half-way "
-                                  "holds it until that make exits",
+                                  "(--wait=SECONDS), or provision one sandbox per step",
                                   handle, holder, (int) make_pid);
     }
-  if (who->step != NULL && sandstep_step_scan (who->step, out_step) && out_step->pid > 0 &&
-      !sandstep_step_update (dir, who->holder, out_step))
+  if (out_step->pid > 0 && !sandstep_step_update (dir, who->holder, out_step))
     g_debug ("Could not leave the recipe's hold on '%s': %s", handle, g_strerror (errno));
   close (dir);
   return TRUE;
@@ -541,6 +544,8 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   /* The host uid the sandbox's uid 0 is (sandstep-uids.h). */
   json_builder_set_member_name (builder, "uid");
   json_builder_add_int_value (builder, geteuid () == 0 ? record->uid : getuid ());
+  /* The limits in force, not the record's 0 for "the default" (this record is our copy, never stored). */
+  record->spec->limits = sandstep_limits_resolve (&record->spec->limits);
   json_builder_set_member_name (builder, "spec");
   json_builder_add_value (builder, sandstep_spec_to_json (record->spec, FALSE));
   json_builder_end_object (builder);

@@ -7,13 +7,15 @@
  * their sandbox (SANDSTEP_STEP_ENDS, "PID:LINE ..."), see plugin/README.md.
  * A line that is not the last leaves a hold behind it, in
  *
- *   STATE/sandboxes/<handle>/step     "PID START-TIME\nHOLDER"
+ *   STATE/sandboxes/<handle>/step     "PID START-TIME RECIPE\nHOLDER"
  *
- * which bars every other holder until the recipe's last sandbox line ends
- * it, or until that make exits: a recipe that failed half-way keeps the
- * sandbox while its make lives, and the next make (the same holder) goes
- * straight in.  The hold is read and written only under the sandbox's
- * claim, so the judgement is as atomic as the claim.
+ * which bars every other line (another holder's, or the same holder's in
+ * another make) until the recipe's last sandbox line ends it, or the recipe
+ * stops: a hold lives while a child of that make carries the recipe's
+ * SANDSTEP_STEP_ENDS (RECIPE names it), so a recipe that failed half-way
+ * gives its sandbox up at once (make -k never waits on it), and its retry
+ * (the same holder) goes straight in.  The hold is read and written only
+ * under the sandbox's claim, so the judgement is as atomic as the claim.
  *
  * Plain C: the static front, the static supervisor and the helper share it.
  */
@@ -32,6 +34,7 @@ typedef struct {
   pid_t pid;            /* the make that runs the recipe; 0: none (the claim lasts one command) */
   uint64_t start;       /* its start time, so that a recycled pid is never taken for it */
   int ends;             /* this line is the recipe's last for its sandbox */
+  unsigned int recipe;  /* the recipe: the LINE of the first PID:LINE of its SANDSTEP_STEP_ENDS; 0: unknown */
 } SandstepStep;
 
 /* The start time of @pid in clock ticks since boot; 0: no such process. */
@@ -44,14 +47,28 @@ uint64_t sandstep_step_process_start (pid_t pid);
  * valid step of no ancestor leaves @out->pid 0. */
 int sandstep_step_parse (const char *text, SandstepStep *out);
 
-/* "PID START ENDS", the form the supervisor's wire carries; and back. */
+/* "PID START ENDS RECIPE", the form the supervisor's wire carries; and back. */
 void sandstep_step_format (const SandstepStep *step, char *out, size_t size);
 int sandstep_step_scan (const char *text, SandstepStep *out);
 
 /* The holder of a live hold on the sandbox whose directory is @dir_fd, in
  * @holder (NUL-terminated, at most @size - 1 bytes) and its make's pid;
- * 0 when none is held or its make is gone. */
+ * 0 when none is held, its make is gone, or its recipe has stopped. */
 int sandstep_step_held (int dir_fd, char *holder, size_t size, pid_t *out_pid);
+
+/* Does a live hold bar a line of @holder whose step is @step (pid 0: not a
+ * recipe's line)?  Only the lines of the recipe that left it go in: the same
+ * holder in the same make.  The hold's holder and make pid go to @out_holder
+ * and @out_pid when it bars. */
+int sandstep_step_bars (int dir_fd, const char *holder, const SandstepStep *step, char *out_holder, size_t size,
+                        pid_t *out_pid);
+
+/* Is the recipe @recipe of the make @pid still running: does a child of
+ * that make carry "PID:RECIPE" in its SANDSTEP_STEP_ENDS?  make runs a
+ * recipe's lines one child at a time, so a miss is looked again a few times
+ * within a fraction of a second (between two lines, or before the shell's
+ * exec); a child whose environment cannot be read counts as running. */
+int sandstep_step_recipe_running (pid_t pid, unsigned int recipe);
 
 /* Leaves a hold for @holder (when @step is a recipe's line that does not end
  * it), or ends one @holder left (when it ends it).  Returns 0 on a failed

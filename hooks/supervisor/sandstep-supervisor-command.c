@@ -212,13 +212,13 @@ take_claim (Supervisor *s, const char *holder)
   return TRUE;
 }
 
-/* Under our claim: does another holder's make recipe hold the sandbox between its lines? */
+/* Under our claim: does another make recipe hold the sandbox between its lines? */
 static gboolean
-held_by_other_step (Supervisor *s, const char *holder)
+held_by_other_step (Supervisor *s, const char *holder, const SandstepStep *step)
 {
   char current[SANDSTEP_STEP_HOLDER_MAX];
 
-  return sandstep_step_held (s->dir_fd, current, sizeof current, NULL) && strcmp (current, holder) != 0;
+  return sandstep_step_bars (s->dir_fd, holder, step, current, sizeof current, NULL);
 }
 
 static void
@@ -366,8 +366,8 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
     {
       command->own_claim = TRUE;
       /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
-      if (held_by_other_step (s, holder) ||
-          !sandstep_step_scan (request.text.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
+      if (!sandstep_step_scan (request.text.field[SANDSTEP_RUN_FIELD_STEP], &command->step) ||
+          held_by_other_step (s, holder, &command->step))
         {
           command->step.pid = 0;
           goto drop;

@@ -6,7 +6,7 @@ endif
 load $(SANDSTEP_PLUGIN)
 
 .DELETE_ON_ERROR:
-.PRECIOUS: %.sbx
+.PRECIOUS: box.sbx
 
 box.sbx:
 	$(sandbox-provision lifetime=10m) > $@
@@ -22,6 +22,10 @@ commas.log: box.sbx
 
 id:
 	@echo run=$(sandbox-run-id ) holder=$(sandbox-holder )
+
+# Fails, so the run it started or continued stays stored for the next make.
+fails:
+	@echo run=$(sandbox-run-id ) holder=$(sandbox-holder ); exit 1
 
 release: box.sbx
 	$(sandbox-release @box.sbx)

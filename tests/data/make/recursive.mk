@@ -7,3 +7,4 @@ load $(SANDSTEP_PLUGIN)
 all:
 	@echo "top run=$(sandbox-run-id ) holder=$(sandbox-holder ) env-run=$$SANDSTEP_RUN env-top=$$SANDSTEP_TOP"
 	+@$(MAKE) --no-print-directory -C sub
+	@echo "after-sub stored=$$(cat .sandstep/run)"
