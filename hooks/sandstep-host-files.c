@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-remove-libc.h"
 
 const char *
 sandstep_file_type_words (mode_t mode)
@@ -173,32 +174,7 @@ sandstep_host_walk (const char *path, const struct stat *st, const char *rel, co
 void
 sandstep_remove_tree_at (int dir_fd, const char *name)
 {
-  int fd;
-  DIR *dir;
-  struct dirent *entry;
-  struct stat st;
-
-  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
-    return;
-  /* Only a directory is made writable to empty it: fchmodat follows links,
-   * and a link whose unlink failed must not hand its target a new mode. */
-  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
-    return;
-  fchmodat (dir_fd, name, 0700, 0);
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  dir = fdopendir (fd);
-  if (dir == NULL)
-    {
-      close (fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstep_remove_tree_at (dirfd (dir), entry->d_name);
-  closedir (dir);
-  unlinkat (dir_fd, name, AT_REMOVEDIR);
+  sandstep_remove_at (dir_fd, name);
 }
 
 GPtrArray *
@@ -226,8 +202,5 @@ sandstep_list_entries_at (int dir_fd, const char *rel)
 void
 sandstep_remove_entries_at (int dir_fd)
 {
-  g_autoptr(GPtrArray) names = sandstep_list_entries_at (dir_fd, ".");
-
-  for (guint i = 0; names != NULL && i < names->len; i++)
-    sandstep_remove_tree_at (dir_fd, names->pdata[i]);
+  sandstep_empty_directory (dir_fd);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -615,6 +616,119 @@ test_gc_broken (Fixture *f, gconstpointer data)
   g_assert_cmpstr (left, ==, healthy);
 }
 
+/* ---- a deep tree ---- */
+
+/* A chain of 50,000 directories made as a command can, through directory fds (mkdirat, openat), so no path
+ * grows long; a file of 3000 bytes at the bottom. */
+static const char deep_chain_py[] =
+  "import os\n"
+  "fd = os.open('.', os.O_RDONLY)\n"
+  "for i in range(50000):\n"
+  "    os.mkdir('d', dir_fd=fd)\n"
+  "    down = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+  "    os.close(fd)\n"
+  "    fd = down\n"
+  "f = os.open('bottom', os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)\n"
+  "os.write(f, b'x' * 3000)\n";
+
+/* Every helper this process starts from now gets a stack of @bytes (RLIMIT_STACK is inherited); the old
+ * limit in @old. */
+static void
+limit_stack (rlim_t bytes, struct rlimit *old)
+{
+  struct rlimit small;
+
+  g_assert_cmpint (getrlimit (RLIMIT_STACK, old), ==, 0);
+  small = *old;
+  small.rlim_cur = MIN (bytes, old->rlim_max);
+  g_assert_cmpint (setrlimit (RLIMIT_STACK, &small), ==, 0);
+}
+
+static gint64
+listed_size (Fixture *f, const char *handle)
+{
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "list", "--json", NULL }, 120);
+  g_autoptr(JsonNode) node = NULL;
+  JsonArray *all;
+
+  sandstep_test_assert_status (r, 0);
+  node = sandstep_test_parse_json (r->out);
+  all = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (all); i++)
+    {
+      JsonObject *e = json_array_get_object_element (all, i);
+      if (g_strcmp0 (json_object_get_string_member (e, "handle"), handle) == 0)
+        return json_object_get_int_member (e, "size_bytes");
+    }
+  g_assert_not_reached ();
+}
+
+static void
+test_deep_tree (Fixture *f, gconstpointer data)
+{
+  g_autofree char *script = sandstep_test_host_path (f, "deep.py");
+  g_autofree char *run_arg = g_strconcat ("--run=", f->run, NULL);
+  g_autofree char *left = NULL;
+  g_autofree char *trash = NULL;
+  const char *const holders[] = { "--holder=deep-destroy", "--holder=deep-gc" };
+  char *handles[G_N_ELEMENTS (holders)];
+  struct rlimit old;
+
+  g_test_summary ("a command builds a chain of 50,000 nested directories (through directory fds) with a file at "
+                  "the bottom; under a 1 MiB stack, list shows the file's 3000 bytes (once 0B), destroy removes "
+                  "one such sandbox and gc --run the other, and provision's sweep empties such a tree in the "
+                  "trash: the removal recursed once per level, and the helper died of SIGSEGV every time");
+  write_file (script, deep_chain_py, -1);
+  sandstep_test_fixture_chown (f, script);
+  for (gsize i = 0; i < G_N_ELEMENTS (holders); i++)
+    {
+      g_autofree char *h = NULL;
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      handles[i] = sandstep_test_provision (f, holders[i], NULL);
+      h = handle_arg (handles[i]);
+      r = sandstep_test_helper_argv (f, (const char *[]) { "put", h, script, "/tmp/deep.py", NULL }, 30);
+      sandstep_test_assert_status (r, 0);
+      g_clear_pointer (&r, sandstep_test_result_free);
+      r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--", "python3 /tmp/deep.py && rm /tmp/deep.py",
+                                                          NULL }, 240);
+      sandstep_test_assert_status (r, 0);
+    }
+
+  limit_stack (1024 * 1024, &old);
+  g_assert_cmpint (listed_size (f, handles[0]), ==, 3000);
+  {
+    g_autofree char *h = handle_arg (handles[0]);
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "destroy", h, NULL }, 240);
+    sandstep_test_assert_status (r, 0);
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "gc", run_arg, NULL }, 240);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_contains (r->out, handles[1]);
+  }
+  left = state_names (f, "sandboxes");
+  g_assert_cmpstr (left, ==, "");
+  trash = state_names (f, "trash");
+  g_assert_cmpstr (trash, ==, "");
+
+  /* A removal cut short leaves such a tree in the trash: the next provision empties it. */
+  {
+    g_autofree char *planted = g_build_filename (f->state_dir, "trash", "sandstep-0123456789abcdef.0badf00d", NULL);
+    g_autofree char *command = g_strdup_printf ("python3 -c \"$(cat '%s')\"", script);
+    g_autofree char *handle = NULL;
+    g_assert_cmpint (g_mkdir_with_parents (planted, 0755), ==, 0);
+    g_free (host_sh (planted, command));
+    handle = sandstep_test_provision (f, "--holder=deep-after", NULL);
+    g_free (trash);
+    trash = state_names (f, "trash");
+    g_assert_cmpstr (trash, ==, "");
+  }
+  g_assert_cmpint (setrlimit (RLIMIT_STACK, &old), ==, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS (holders); i++)
+    g_free (handles[i]);
+}
+
 /* ---- values ---- */
 
 typedef struct {
@@ -713,6 +827,7 @@ main (int argc, char **argv)
       ADD (path, test_damaged, &damages[i]);
     }
   ADD ("/recovery/gc-broken", test_gc_broken, NULL);
+  ADD ("/recovery/deep-tree", test_deep_tree, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++)
     {
       g_autofree char *path = g_strdup_printf ("/recovery/values/%s", value_cases[i].name);
