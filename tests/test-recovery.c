@@ -565,6 +565,48 @@ test_damaged (Fixture *f, gconstpointer data)
   sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
 }
 
+/* A sandbox's lifetime file ("EXPIRES RELEASED", beside its record, what its supervisor reads) damaged. */
+static const Damage lifetime_damages[] = {
+  { "empty", "lifetime", "text:" },
+  { "garbled", "lifetime", "text:\x01\xff\xfe garbage" },
+  { "a-directory", "lifetime", "dir" },
+  { "a-fifo", "lifetime", "fifo" },
+  { "missing", "lifetime", "remove" },
+};
+
+static void
+test_damaged_lifetime (Fixture *f, gconstpointer data)
+{
+  const Damage *d = data;
+  g_autofree char *handle = sandstep_test_provision (f, "--holder=lifetime", NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_test_summary ("a damaged lifetime file (empty, garbled, a directory, a FIFO, missing): run exits 125 in one "
+                  "line saying the sandbox is damaged and how to destroy it, and destroy removes it; run aborted "
+                  "with free(): invalid pointer (status 134) in all five");
+  g_free (sandstep_test_run_ok (f, handle, "true"));
+  apply_damage (f, handle, d);
+  r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--", "echo ran", NULL }, 15);
+  g_assert_false (r->timed_out);
+  sandstep_test_assert_status (r, 125);
+  g_assert_cmpstr (r->out, ==, "");
+  sandstep_test_assert_contains (r->err, "is damaged: its lifetime file");
+  sandstep_test_assert_contains (r->err, handle);
+  sandstep_test_assert_contains (r->err, "sandstep destroy");
+  sandstep_test_assert_not_contains (r->err, "CRITICAL");
+  lines = g_strsplit (g_strchomp (r->err), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 1);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  r = sandstep_test_helper (f, "destroy", h, NULL);
+  sandstep_test_assert_status (r, 0);
+  {
+    g_autofree char *dir = sandbox_path (f, handle, NULL);
+    g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  }
+}
+
 static void
 test_gc_broken (Fixture *f, gconstpointer data)
 {
@@ -825,6 +867,11 @@ main (int argc, char **argv)
     {
       g_autofree char *path = g_strdup_printf ("/recovery/damaged/%s", damages[i].name);
       ADD (path, test_damaged, &damages[i]);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (lifetime_damages); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/recovery/damaged-lifetime/%s", lifetime_damages[i].name);
+      ADD (path, test_damaged_lifetime, &lifetime_damages[i]);
     }
   ADD ("/recovery/gc-broken", test_gc_broken, NULL);
   ADD ("/recovery/deep-tree", test_deep_tree, NULL);

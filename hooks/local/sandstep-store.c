@@ -177,10 +177,7 @@ sandstep_store_broken (GError **error, const char *handle, const char *format, .
   va_start (args, format);
   what = g_strdup_vprintf (format, args);
   va_end (args);
-  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
-                         "Sandbox '%s' is damaged: %s; destroy it with 'sandstep destroy --handle=%s', or reclaim "
-                         "every damaged sandbox with 'sandstep gc --broken'",
-                         handle, what, handle);
+  return sandstep_throw_broken (error, handle, "%s", what);
 }
 
 typedef enum {

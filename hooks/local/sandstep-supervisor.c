@@ -273,17 +273,20 @@ start (Supervisor *s, GError **error)
                                  "Could not set up the supervisor of sandbox '%s'", s->handle);
   /* A claim that is no file is damage, which the helper explains (started by the front, nobody checked). */
   if (fstat (s->claim_fd, &st) < 0 || !S_ISREG (st.st_mode))
-    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
-                           "Sandbox '%s' is damaged: its claim is not a regular file", s->handle);
+    return sandstep_throw_broken (error, s->handle, "its claim is not a regular file");
   watched = g_strdup_printf ("/proc/self/fd/%d", s->dir_fd);
   if (inotify_add_watch (s->watch, watched, IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
                                             IN_DELETE | IN_CREATE) < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not watch the directory of sandbox '%s'", s->handle);
   if (!read_lifetime (s))
-    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
-                           "Sandbox '%s' has no readable lifetime beside its record; it is being destroyed, "
-                           "or its state is damaged", s->handle);
+    {
+      /* Gone with its record: a destroy under way.  Beside a record: damage, said as every damage is. */
+      if (fstatat (s->dir_fd, "record.json", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+        return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
+                               "Sandbox '%s' is being destroyed", s->handle);
+      return sandstep_throw_broken (error, s->handle, "its lifetime file is missing, or not two numbers");
+    }
   if (!sandstep_supervisor_alive (s))
     return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
                            "Sandbox '%s' expired", s->handle);
