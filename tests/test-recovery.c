@@ -450,6 +450,8 @@ typedef struct {
 
 static const Damage damages[] = {
   { "record-truncated", "record.json", "truncate" },
+  { "record-empty", "record.json", "text:" },
+  { "record-blank", "record.json", "text: \n\t\n" },
   { "record-garbled", "record.json", "text:\x01\xff\xfe garbage" },
   { "record-not-an-object", "record.json", "text:[1, 2, 3]" },
   { "record-wrong-types", "record.json", "replace:\"released\" : false=>\"released\" : \"no\"" },
@@ -605,6 +607,45 @@ test_damaged_lifetime (Fixture *f, gconstpointer data)
     g_autofree char *dir = sandbox_path (f, handle, NULL);
     g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
   }
+}
+
+static void
+test_damaged_neighbour (Fixture *f, gconstpointer data)
+{
+  g_autofree char *healthy = sandstep_test_provision (f, "--holder=healthy", NULL);
+  g_autofree char *empty = sandstep_test_provision (f, "--holder=empty", NULL);
+  g_autofree char *blank_claim = sandstep_test_provision (f, "--holder=blank-claim", NULL);
+  g_autofree char *h = handle_arg (healthy);
+  g_autofree char *record = sandbox_path (f, empty, "record.json");
+  g_autofree char *claim = sandbox_path (f, blank_claim, "claim");
+  const char *const ops[][5] = {
+    { "run", h, "--", "true", NULL },
+    { "describe", h, NULL },
+    { "list", NULL },
+    { "list", "--json", NULL },
+    { "gc", NULL },
+  };
+
+  g_test_summary ("an empty record.json and a claim of blanks beside a healthy sandbox: no operator on the "
+                  "healthy one, nor list or gc, prints a json-glib warning (each printed Json-CRITICAL)");
+  write_file (record, "", 0);
+  write_file (claim, " \n", -1);
+  for (gsize i = 0; i < G_N_ELEMENTS (ops); i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, ops[i], 15);
+      g_assert_false (r->timed_out);
+      sandstep_test_assert_not_contains (r->err, "CRITICAL");
+      sandstep_test_assert_not_contains (r->err, "WARNING");
+      if (strcmp (ops[i][0], "list") != 0)
+        sandstep_test_assert_status (r, 0);
+    }
+  {
+    g_autofree char *e = handle_arg (empty);
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", e, NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+  /* The damaged sandbox could not say whose holder entry it had: gc sweeps it. */
+  sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
 }
 
 static void
@@ -873,6 +914,7 @@ main (int argc, char **argv)
       g_autofree char *path = g_strdup_printf ("/recovery/damaged-lifetime/%s", lifetime_damages[i].name);
       ADD (path, test_damaged_lifetime, &lifetime_damages[i]);
     }
+  ADD ("/recovery/damaged-neighbour", test_damaged_neighbour, NULL);
   ADD ("/recovery/gc-broken", test_gc_broken, NULL);
   ADD ("/recovery/deep-tree", test_deep_tree, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++)
