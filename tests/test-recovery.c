@@ -14,7 +14,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "sandstep-test-utils.h"
@@ -648,6 +650,82 @@ test_damaged_neighbour (Fixture *f, gconstpointer data)
   sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
 }
 
+/* ---- a damaged supervisor socket ---- */
+
+static const char *const socket_damages[] = { "a-file", "a-directory", "a-fifo", "a-dead-socket" };
+
+/* Puts @how in place of the sandbox's supervisor.sock. */
+static void
+damage_socket (Fixture *f, const char *handle, const char *how)
+{
+  g_autofree char *path = sandbox_path (f, handle, "supervisor.sock");
+
+  /* The socket a live supervisor listens on, or the one a killed supervisor left. */
+  g_assert_cmpint (unlink (path), ==, 0);
+  if (strcmp (how, "a-file") == 0)
+    write_file (path, "x\n", -1);
+  else if (strcmp (how, "a-directory") == 0)
+    g_assert_cmpint (mkdir (path, 0700), ==, 0);
+  else if (strcmp (how, "a-fifo") == 0)
+    g_assert_cmpint (mkfifo (path, 0600), ==, 0);
+  else
+    {
+      /* Bound, never listened on, closed: connect() is refused. */
+      struct sockaddr_un address = { .sun_family = AF_UNIX };
+      int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      g_assert_cmpint (fd, >=, 0);
+      g_assert_cmpuint (strlen (path), <, sizeof address.sun_path);
+      strcpy (address.sun_path, path);
+      g_assert_cmpint (bind (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+      close (fd);
+    }
+}
+
+/* Kills the sandbox's supervisor (its pid is in STATE/sandboxes/HANDLE/supervisor) and waits until it is gone. */
+static void
+kill_supervisor (Fixture *f, const char *handle)
+{
+  g_autofree char *path = sandbox_path (f, handle, "supervisor");
+  g_autofree char *text = NULL;
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  pid_t pid;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  pid = (pid_t) g_ascii_strtoll (g_strchug (text), NULL, 10);
+  g_assert_cmpint (pid, >, 1);
+  g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
+  while (kill (pid, 0) == 0 && g_get_monotonic_time () < deadline)
+    g_usleep (10 * 1000);
+  g_assert_cmpint (kill (pid, 0) < 0 ? errno : 0, ==, ESRCH);
+}
+
+static void
+test_damaged_socket (Fixture *f, gconstpointer data)
+{
+  const char *how = data;
+  g_autofree char *handle = sandstep_test_provision (f, "--holder=socket", NULL);
+  g_autofree char *h = handle_arg (handle);
+
+  g_test_summary ("supervisor.sock replaced by a file, a directory, a FIFO or a socket nobody listens on, under a "
+                  "live supervisor and under a killed one: the next run --wait=1 runs its command at once (it "
+                  "waited 20 s, whatever --wait said, and failed)");
+  for (int killed = 0; killed < 2; killed++)
+    {
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      g_free (sandstep_test_run_ok (f, handle, "true"));
+      if (killed)
+        kill_supervisor (f, handle);
+      damage_socket (f, handle, how);
+      r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--wait=1", "--", "echo ran", NULL }, 15);
+      g_assert_false (r->timed_out);
+      sandstep_test_assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, "ran\n");
+      g_test_message ("%s, supervisor %s: %.3f s", how, killed ? "killed" : "live", r->elapsed_s);
+      g_assert_cmpfloat (r->elapsed_s, <, 10.0);
+    }
+}
+
 static void
 test_gc_broken (Fixture *f, gconstpointer data)
 {
@@ -915,6 +993,11 @@ main (int argc, char **argv)
       ADD (path, test_damaged_lifetime, &lifetime_damages[i]);
     }
   ADD ("/recovery/damaged-neighbour", test_damaged_neighbour, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (socket_damages); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/recovery/damaged-socket/%s", socket_damages[i]);
+      ADD (path, test_damaged_socket, socket_damages[i]);
+    }
   ADD ("/recovery/gc-broken", test_gc_broken, NULL);
   ADD ("/recovery/deep-tree", test_deep_tree, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++)
