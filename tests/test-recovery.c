@@ -530,7 +530,8 @@ test_damaged (Fixture *f, gconstpointer data)
 
   g_test_summary ("a sandbox with a damaged record, claim or directory: every operator answers in one line "
                   "saying it is damaged, with status 125 (never 64), within seconds, without a json-glib "
-                  "warning; the holder's next provision gets a new sandbox; destroy removes the damaged one");
+                  "warning; the holder's next provision is refused naming it and how to destroy it (it quietly "
+                  "made a second); destroy removes the damaged one, and the holder's provision then gets a new one");
   write_file (host_file, "in\n", -1);
   handle = sandstep_test_provision (f, "--holder=damaged", NULL);
   h = handle_arg (handle);
@@ -555,9 +556,17 @@ test_damaged (Fixture *f, gconstpointer data)
       g_assert_cmpuint (g_strv_length (lines), ==, 1);
     }
   {
+    /* Refused, naming the damaged sandbox and how to remove it: it made a second one quietly. */
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--holder=damaged", NULL);
-    sandstep_test_assert_status (r, 0);
-    sandstep_test_assert_not_contains (r->out, handle);
+    g_autofree char *sandboxes = NULL;
+    sandstep_test_assert_status (r, 125);
+    g_assert_cmpstr (r->out, ==, "");
+    sandstep_test_assert_contains (r->err, "'damaged' already provisioned a sandbox: Sandbox '");
+    sandstep_test_assert_contains (r->err, handle);
+    sandstep_test_assert_contains (r->err, "is damaged");
+    sandstep_test_assert_contains (r->err, "sandstep destroy --handle=");
+    sandboxes = state_names (f, "sandboxes");
+    g_assert_cmpstr (sandboxes, ==, handle);
   }
   {
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", h, NULL);
@@ -565,6 +574,13 @@ test_damaged (Fixture *f, gconstpointer data)
   }
   dir = sandbox_path (f, handle, NULL);
   g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  {
+    /* Once it is destroyed, the holder gets a new one. */
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--holder=damaged", NULL);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_not_contains (r->out, handle);
+    g_ptr_array_add (f->handles, g_strdup (g_strchomp (r->out)));
+  }
   /* The damaged sandbox could not say whose holder entry it had: gc sweeps it. */
   sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
 }

@@ -158,8 +158,16 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
           *out_existing = TRUE;
           return g_steal_pointer (&existing);
         }
-      /* Over or released: this holder gets a new one.  A damaged one stays for its owner to look
-       * into until gc reclaims it; this holder gets a new one too. */
+      /* A damaged one is refused, named, with what to do: a second sandbox for the holder would leave the first
+       * to leak unnoticed (and the step's handle file would name another sandbox than before). */
+      if (old == NULL && g_error_matches (load_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN))
+        {
+          sandstep_store_unlock_provision (store);
+          g_propagate_prefixed_error (error, g_steal_pointer (&load_error), "'%s' already provisioned a sandbox: ",
+                                      who->holder);
+          return NULL;
+        }
+      /* Over or released (or gone): this holder gets a new one. */
       if (old != NULL)
         sandstep_sandbox_destroy (store, existing, -1, NULL);
     }
