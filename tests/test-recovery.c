@@ -743,6 +743,36 @@ test_damaged_socket (Fixture *f, gconstpointer data)
 }
 
 static void
+test_holder_a_directory (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = sandstep_test_provision (f, "--holder=entry", NULL);
+  g_autofree char *holders = g_build_filename (f->state_dir, "holders", NULL);
+  g_autofree char *names = sandstep_test_dir_names (holders);
+  g_autofree char *entry = NULL;
+  g_autofree char *inside = NULL;
+  g_autofree char *second = NULL;
+  g_autofree char *again = NULL;
+
+  g_test_summary ("a holder entry turned into a directory (with a file in it): the holder's next provision "
+                  "succeeds and puts the entry back, so the one after finds the same sandbox; it failed for "
+                  "that holder until someone removed the directory by hand");
+  g_assert_cmpstr (names, !=, "");
+  g_assert_null (strchr (names, ' '));
+  entry = g_build_filename (holders, names, NULL);
+  g_assert_cmpint (unlink (entry), ==, 0);
+  g_assert_cmpint (mkdir (entry, 0700), ==, 0);
+  inside = g_build_filename (entry, "x", NULL);
+  write_file (inside, "x\n", -1);
+
+  second = sandstep_test_provision (f, "--holder=entry", NULL);
+  again = sandstep_test_provision (f, "--holder=entry", NULL);
+  g_assert_cmpstr (again, ==, second);
+  g_assert_true (g_file_test (entry, G_FILE_TEST_IS_REGULAR));
+  /* The first lost its entry with the damage (its lifetime or gc --run reclaims it; here the teardown). */
+  g_assert_cmpstr (second, !=, first);
+}
+
+static void
 test_gc_broken (Fixture *f, gconstpointer data)
 {
   g_autofree char *healthy = sandstep_test_provision (f, "--holder=healthy", NULL);
@@ -1009,6 +1039,7 @@ main (int argc, char **argv)
       ADD (path, test_damaged_lifetime, &lifetime_damages[i]);
     }
   ADD ("/recovery/damaged-neighbour", test_damaged_neighbour, NULL);
+  ADD ("/recovery/holder-a-directory", test_holder_a_directory, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (socket_damages); i++)
     {
       g_autofree char *path = g_strdup_printf ("/recovery/damaged-socket/%s", socket_damages[i]);

@@ -535,6 +535,13 @@ sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *
   if (fd < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not open '%s/holders'", store->dir);
+  {
+    /* Damage in the entry's place that a rename cannot replace (a directory) would block the holder for good:
+     * the name is ours, and we hold the provision lock. */
+    struct stat st;
+    if (fstatat (fd, key + strlen ("holders/"), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+      sandstep_remove_tree_at (fd, key + strlen ("holders/"));
+  }
   ok = replace_file_at (fd, store->dir, key + strlen ("holders/"), text, strlen (text), 0600, error);
   close (fd);
   return ok;
