@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -772,6 +773,92 @@ test_holder_a_directory (Fixture *f, gconstpointer data)
   g_assert_cmpstr (second, !=, first);
 }
 
+/* ---- cgroups whose sandbox is gone ---- */
+
+/* The directories under which sandstep makes the cgroup of a sandbox (v1: one per hierarchy; v2: one). */
+static const char *const cgroup_parents[] = {
+  "/sys/fs/cgroup/memory/sandstep", "/sys/fs/cgroup/pids/sandstep", "/sys/fs/cgroup/sandstep",
+};
+
+static void
+make_orphan_cgroups (GPtrArray *parents, const char *name, gboolean old)
+{
+  for (guint i = 0; i < parents->len; i++)
+    {
+      g_autofree char *path = g_build_filename (parents->pdata[i], name, NULL);
+      g_assert_cmpint (mkdir (path, 0755), ==, 0);
+      if (old)
+        {
+          /* Made two hours ago, as far as its age goes. */
+          struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = time (NULL) - 7200 } };
+          g_assert_cmpint (utimensat (AT_FDCWD, path, times, 0), ==, 0);
+        }
+    }
+}
+
+static gboolean
+cgroups_exist (GPtrArray *parents, const char *name)
+{
+  for (guint i = 0; i < parents->len; i++)
+    {
+      g_autofree char *path = g_build_filename (parents->pdata[i], name, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static void
+test_orphan_cgroups (Fixture *f, gconstpointer data)
+{
+  g_autofree char *live = sandstep_test_provision (f, "--holder=live", NULL);
+  g_autofree char *h = handle_arg (live);
+  g_autofree char *marker = sandstep_test_unique_seconds (60);
+  g_autofree char *sleeper = g_strconcat ("exec sleep ", marker, NULL);
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  g_autoptr(GPtrArray) parents = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *old_orphan = g_strdup_printf ("sandstep-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *young_orphan = g_strdup_printf ("sandstep-%08x%08x", g_random_int (), g_random_int ());
+  SandstepTestProc *running;
+
+  g_test_summary ("cgroups of sandboxes whose state directory was removed by hand (empty, two hours old) are "
+                  "removed by gc run from any state directory; a live sandbox's cgroup and an empty one made "
+                  "just now (a sandbox about to start) stay: 30 such cgroups once piled up in a day");
+  running = sandstep_test_spawn (f, "run", h, "--", sleeper, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
+  for (gsize i = 0; i < G_N_ELEMENTS (cgroup_parents); i++)
+    {
+      g_autofree char *path = g_build_filename (cgroup_parents[i], live, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        g_ptr_array_add (parents, g_strdup (cgroup_parents[i]));
+    }
+  if (parents->len == 0)
+    {
+      sandstep_test_proc_kill (running, SIGKILL);
+      sandstep_test_result_free (sandstep_test_proc_wait (running, 10));
+      g_test_skip ("sandstep makes no cgroup here (it needs root, and a memory and pids hierarchy)");
+      return;
+    }
+  make_orphan_cgroups (parents, old_orphan, TRUE);
+  make_orphan_cgroups (parents, young_orphan, FALSE);
+
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "gc", NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+  g_assert_false (cgroups_exist (parents, old_orphan));
+  g_assert_true (cgroups_exist (parents, young_orphan));
+  g_assert_true (cgroups_exist (parents, live));
+
+  sandstep_test_proc_kill (running, SIGKILL);
+  sandstep_test_result_free (sandstep_test_proc_wait (running, 10));
+  for (guint i = 0; i < parents->len; i++)
+    {
+      g_autofree char *path = g_build_filename (parents->pdata[i], young_orphan, NULL);
+      g_assert_cmpint (rmdir (path), ==, 0);
+    }
+}
+
 static void
 test_gc_broken (Fixture *f, gconstpointer data)
 {
@@ -1046,6 +1133,7 @@ main (int argc, char **argv)
       ADD (path, test_damaged_socket, socket_damages[i]);
     }
   ADD ("/recovery/gc-broken", test_gc_broken, NULL);
+  ADD ("/recovery/orphan-cgroups", test_orphan_cgroups, NULL);
   ADD ("/recovery/deep-tree", test_deep_tree, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++)
     {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-error.h"
 #include "sandstep-local.h"
 #include "sandstep-local-private.h"
@@ -56,6 +57,19 @@ sandstep_local_judge (SandstepStore *store, const char *handle, SandstepConditio
   return TRUE;
 }
 
+/* A cgroup this young may be about to take a process (sandstep_cgroup_sweep). */
+#define ORPHAN_CGROUP_AGE_S 60
+
+static gboolean
+in_store (const char *name, gpointer data)
+{
+  SandstepStore *store = data;
+  g_autofree char *rel = g_build_filename ("sandboxes", name, NULL);
+  struct stat st;
+
+  return fstatat (store->dir_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
 gboolean
 sandstep_local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
           gboolean broken, GPtrArray *destroyed, GError **error)
@@ -100,6 +114,10 @@ sandstep_local_gc (SandstepBackend *backend, const char *run, const char *owner_
         }
     }
   sandstep_store_sweep (local->store, TRUE);
+  /* Cgroups left by sandboxes that are gone, also those of state directories removed by hand; not on a gc for
+   * some owners only (a tenant's, through sandstepd), which reaches no one else's. */
+  if (owner_prefix == NULL)
+    sandstep_cgroup_sweep (in_store, local->store, ORPHAN_CGROUP_AGE_S);
   return ok;
 }
 
