@@ -1084,6 +1084,55 @@ test_value (Fixture *f, gconstpointer data)
 }
 
 static void
+test_identity_lengths (Fixture *f, gconstpointer data)
+{
+  g_autofree char *long_text = g_strnfill (1025, 'a');
+  g_autofree char *long_holder = g_strconcat ("--holder=", long_text, NULL);
+  g_autofree char *long_owner = g_strconcat ("--owner=", long_text, NULL);
+  g_autofree char *escaped = g_strnfill (1024, '\033');
+  g_autofree char *edge_holder = g_strconcat ("--holder=", escaped, NULL);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *sandboxes = NULL;
+
+  g_test_summary ("an owner or holder of 1025 bytes is refused (64, naming the limit) by provision and run, "
+                  "from an option or the environment; one of 1024 bytes that JSON escapes six times over "
+                  "provisions, runs and releases: no length was checked");
+  for (int i = 0; i < 2; i++)
+    {
+      g_autoptr(SandstepTestResult) r =
+        sandstep_test_helper (f, "provision", i == 0 ? long_holder : long_owner, NULL);
+      sandstep_test_assert_status (r, 64);
+      sandstep_test_assert_contains (r->err, i == 0 ? "the holder 'aaaa" : "the owner 'aaaa");
+      sandstep_test_assert_contains (r->err, "is 1025 bytes; give one of 1 to 1024 bytes");
+    }
+  sandboxes = state_names (f, "sandboxes");
+  g_assert_cmpstr (sandboxes, ==, "");
+
+  handle = sandstep_test_provision (f, edge_holder, NULL);
+  h = handle_arg (handle);
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, edge_holder, "--", "echo ran", NULL);
+    sandstep_test_assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "ran\n");
+  }
+  {
+    /* Through the environment, and through the static front that a plain run goes to first. */
+    g_autoptr(SandstepTestResult) r = NULL;
+    sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", long_text);
+    r = sandstep_test_helper (f, "run", h, "--", "echo ran", NULL);
+    sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", f->holder);
+    sandstep_test_assert_status (r, 64);
+    g_assert_cmpstr (r->out, ==, "");
+    sandstep_test_assert_contains (r->err, "give one of 1 to 1024 bytes (--holder or SANDSTEP_HOLDER)");
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "release", h, edge_holder, NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+}
+
+static void
 test_values_at_the_edge_work (Fixture *f, gconstpointer data)
 {
   g_autofree char *most = sandstep_test_provision (f, "--holder=most", "--pids=4194303", NULL);
@@ -1141,5 +1190,6 @@ main (int argc, char **argv)
       ADD (path, test_value, &value_cases[i]);
     }
   ADD ("/recovery/values/at-the-edge-work", test_values_at_the_edge_work, NULL);
+  ADD ("/recovery/values/identity-lengths", test_identity_lengths, NULL);
   return g_test_run ();
 }

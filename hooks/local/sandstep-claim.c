@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-who.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
 
@@ -73,7 +74,8 @@ flock_holder (int fd)
 static void
 parse_claim (int fd, ClaimInfo *info)
 {
-  char buf[4096];
+  /* Room for a holder of SANDSTEP_IDENTITY_MAX bytes with every one escaped (\u001b is six). */
+  char buf[8 * SANDSTEP_IDENTITY_MAX];
   ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
   g_autoptr(JsonNode) root = NULL;
 
