@@ -88,6 +88,7 @@ assign_uid (LocalBackend *local, SandstepRecord *record)
 {
   g_autoptr(GPtrArray) handles = NULL;
   g_autoptr(GHashTable) used = NULL;
+  g_autofree char *state_dir = NULL;
   SandstepUidRange range;
   guint32 slot;
 
@@ -102,11 +103,10 @@ assign_uid (LocalBackend *local, SandstepRecord *record)
       if (other != NULL && other->uid >= range.uid_base && other->uid - range.uid_base < range.count)
         g_hash_table_add (used, GUINT_TO_POINTER (other->uid - range.uid_base));
     }
-  /* Start where the handle points, so that sandboxes rarely probe; the first free slot after it. */
-  slot = g_str_hash (record->handle) % range.count;
-  for (guint32 tries = 0; tries < range.count && g_hash_table_contains (used, GUINT_TO_POINTER (slot)); tries++)
-    slot = (slot + 1) % range.count;
-  if (g_hash_table_contains (used, GUINT_TO_POINTER (slot)))
+  /* Start where the handle points, so that sandboxes rarely probe; the first slot after it that no sandbox of
+   * this store has, nor any of another state directory (leased host-wide). */
+  state_dir = g_canonicalize_filename (local->store->dir, NULL);
+  if (!sandstep_uids_lease (g_str_hash (record->handle) % range.count, used, state_dir, record->handle, &slot))
     return;
   record->uid = range.uid_base + slot;
   record->gid = range.gid_base + slot;
