@@ -1161,18 +1161,24 @@ remove_job (void *data)
   return NULL;
 }
 
-/* Runs @job on a thread with a 128 KiB stack: far less than a recursion per level of the chain needs. */
+/* Runs @func on a thread with a 128 KiB stack: far less than a recursion per level of a deep chain needs. */
 static void
-remove_on_small_stack (RemoveJob *job)
+run_on_small_stack (void *(*func) (void *), void *data)
 {
   pthread_attr_t attr;
   pthread_t thread;
 
   g_assert_cmpint (pthread_attr_init (&attr), ==, 0);
   g_assert_cmpint (pthread_attr_setstacksize (&attr, 128 * 1024), ==, 0);
-  g_assert_cmpint (pthread_create (&thread, &attr, remove_job, job), ==, 0);
+  g_assert_cmpint (pthread_create (&thread, &attr, func, data), ==, 0);
   g_assert_cmpint (pthread_join (thread, NULL), ==, 0);
   pthread_attr_destroy (&attr);
+}
+
+static void
+remove_on_small_stack (RemoveJob *job)
+{
+  run_on_small_stack (remove_job, job);
 }
 
 static void
@@ -1214,6 +1220,56 @@ test_remove_deep_chain (void)
   g_assert_cmpstr (after, ==, before);
 }
 
+typedef struct {
+  int tree_fd;
+  const char *src;
+  gboolean ok;
+  GError *error;
+} PutJob;
+
+static void *
+put_job (void *data)
+{
+  PutJob *job = data;
+
+  job->ok = sandstep_tree_put (job->tree_fd, job->src, "deep-copy", &job->error);
+  return NULL;
+}
+
+/* Levels of a put's source: deep enough for a recursion per level to overflow 128 KiB; each level costs the
+ * tree sink a lookup of the whole path so far, so not much deeper. */
+#define PUT_LEVELS 600
+
+static void
+test_put_deep_source (void)
+{
+  g_autoptr(Tree) t = tree_new ();
+  g_autofree char *src = g_build_filename (t->base, "deep-src", NULL);
+  g_autoptr(GString) bottom = g_string_new ("/workspace/deep-copy/");
+  g_autoptr(GBytes) read_back = NULL;
+  g_autoptr(GError) error = NULL;
+  PutJob job = { .tree_fd = t->fd, .src = src };
+
+  g_test_summary ("put of a host tree 600 directories deep on a 128 KiB stack copies it to the bottom file: "
+                  "the walk of a put's source recursed per level");
+  host_mkdir (src);
+  {
+    int fd = open (src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_assert_cmpint (fd, >=, 0);
+    make_deep_chain (fd, PUT_LEVELS, t->outside);
+    close (fd);
+  }
+  run_on_small_stack (put_job, &job);
+  g_assert_no_error (job.error);
+  g_assert_true (job.ok);
+  for (guint i = 0; i < PUT_LEVELS; i++)
+    g_string_append (bottom, "d/");
+  g_string_append (bottom, "bottom");
+  read_back = sandstep_tree_read_file (t->fd, bottom->str, 1024, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (g_bytes_get_data (read_back, NULL), g_bytes_get_size (read_back), "bottom\n", 7);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1245,6 +1301,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tree/symlink/write", test_symlink_write);
   g_test_add_func ("/tree/symlink/swapped-directory", test_swapped_directory);
   g_test_add_func ("/tree/remove/deep-chain", test_remove_deep_chain);
+  g_test_add_func ("/tree/put/deep-source", test_put_deep_source);
 
   return g_test_run ();
 }
