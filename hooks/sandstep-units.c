@@ -105,10 +105,14 @@ sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero,
   if (leading_zero (text))
     return refuse_leading_zero (error, name, text, "a number of seconds");
   value = g_ascii_strtod (text, &end);
-  if (!plain_decimal (text) || *end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero))
+  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || g_ascii_isspace (text[0]))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "%s must be a %s finite number of seconds in decimal (30, 2.5), got '%s'", name,
+                           "%s must be a %s finite number of seconds, got '%s'", name,
                            allow_zero ? "non-negative" : "positive", text);
+  if (!plain_decimal (text))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "%s '%s' is not a decimal number of seconds (30, 2.5): numbers are decimal only, with no "
+                           "sign (sandstep reads no hex)", name, text);
   if (value > SANDSTEP_MAX_DURATION_S)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "%s '%s' is more than ten years (%" G_GINT64_FORMAT " seconds); give fewer seconds",

@@ -1047,7 +1047,7 @@ static const ValueCase value_cases[] = {
   { "timeout-beyond-ten-years", { "run", "HANDLE", "--timeout=1e13", "true" }, 64, "timeout '1e13' is more than ten years" },
   { "get-to-name-too-long", { "get", "HANDLE", "x.txt", "TO" }, 73, "Could not write --to" },
   /* Decimal only, whichever way a run goes (the sandbox's supervisor is live here: the static front first). */
-  { "timeout-hex", { "run", "HANDLE", "--timeout=0x10", "true" }, 64, "seconds in decimal (30, 2.5), got '0x10'" },
+  { "timeout-hex", { "run", "HANDLE", "--timeout=0x10", "true" }, 64, "timeout '0x10' is not a decimal number of seconds (30, 2.5)" },
   { "wait-leading-zero", { "run", "HANDLE", "--wait=010", "true" }, 64, "wait '010' is not a number of seconds: numbers are decimal" },
   { "lifetime-leading-zero", { "provision", "--lifetime=010m" }, 64, "duration '010m' is not a duration" },
   { "pids-hex", { "provision", "--pids=0x10" }, 64, "got '0x10'" },
