@@ -36,11 +36,12 @@ remove_leaf (int dir_fd, const char *name)
     return errno == ENOENT;
   if (!S_ISDIR (st.st_mode))
     return 0;
-  /* Only a directory is made writable: fchmodat follows links, and a link must not hand its target a new mode.
-   * Writable also for a move (which rewrites its ".."); searchable and readable to be emptied.  Only when it is
-   * not already: a change of mode is an inode written per directory. */
+  /* Only a directory is made writable, and never through a link (one swapped in since the fstatat must not hand
+   * its target a new mode: AT_SYMLINK_NOFOLLOW refuses a link).  Writable also for a move (which rewrites its
+   * ".."); searchable and readable to be emptied.  Only when it is not already: a change of mode is an inode
+   * written per directory. */
   if ((st.st_mode & 0700) != 0700)
-    fchmodat (dir_fd, name, 0700, 0);
+    fchmodat (dir_fd, name, 0700, AT_SYMLINK_NOFOLLOW);
   return unlinkat (dir_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
 }
 
