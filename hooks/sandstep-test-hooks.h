@@ -5,6 +5,8 @@
  *   SANDSTEP_TEST_REMOTE_MODULE=PATH          the remote backend module to load
  *   SANDSTEP_TEST_FRONT_INIT=PATH             the init the front starts a first command's jail with
  *                                             (sandstep-front.c: a broken one makes the supervisor build)
+ *   SANDSTEP_TEST_UIDS_DIR=PATH               the host-wide uid leases, instead of /var/lib/sandstep-uids
+ *   SANDSTEP_TEST_UID_SLOT=N                  the slot a sandbox's uid probe starts at (sandstep-uids.h)
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a
