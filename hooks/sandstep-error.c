@@ -183,6 +183,21 @@ sandstep_throw_busy (GError **error, const char *holder, const char *format, ...
 }
 
 gboolean
+sandstep_throw_broken (GError **error, const char *handle, const char *format, ...)
+{
+  va_list args;
+  g_autofree char *what = NULL;
+
+  va_start (args, format);
+  what = g_strdup_vprintf (format, args);
+  va_end (args);
+  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
+                         "Sandbox '%s' is damaged: %s; destroy it with 'sandstep destroy --handle=%s', or reclaim "
+                         "every damaged sandbox with 'sandstep gc --broken'",
+                         handle, what, handle);
+}
+
+gboolean
 sandstep_throw_too_large (GError **error, guint64 size, guint64 limit, const char *format, ...)
 {
   va_list args;

@@ -115,6 +115,10 @@ gboolean sandstep_throw_write_errno (GError **error, GQuark domain, int code, in
 /* SANDSTEP_SANDBOX_ERROR_BUSY naming @holder, the one who has the sandbox now. */
 gboolean sandstep_throw_busy (GError **error, const char *holder, const char *format, ...) G_GNUC_PRINTF (3, 4);
 
+/* SANDSTEP_SANDBOX_ERROR_BROKEN: "Sandbox 'HANDLE' is damaged: WHAT; destroy it ...", the one wording of a
+ * damaged sandbox, whoever finds the damage (the store, the claim, the supervisor). */
+gboolean sandstep_throw_broken (GError **error, const char *handle, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
 /* SANDSTEP_PATH_ERROR_TOO_LARGE for a file of @size bytes (0: not known) over @limit. */
 gboolean sandstep_throw_too_large (GError **error, guint64 size, guint64 limit, const char *format, ...)
   G_GNUC_PRINTF (4, 5);

@@ -10,6 +10,7 @@
 
 #include "sandstep-error.h"
 #include "sandstep-write-libc.h"
+#include "sandstep-remove-libc.h"
 
 const char *
 sandstep_file_type_words (mode_t mode)
@@ -116,52 +117,29 @@ sandstep_host_source (const char *host_src, char **out_path, char **out_base, st
   return TRUE;
 }
 
-static gboolean walk_entry (int dir_fd, const char *name, const char *shown, const struct stat *st, gboolean follow,
-                            const char *rel, const SandstepHostSink *sink, gpointer data, GError **error);
+/* A directory the walk is inside of: its open stream, and the names its entries get. */
+typedef struct {
+  DIR *dir;
+  char *shown;
+  char *rel;
+} WalkLevel;
 
-/* The entries of the open directory @fd (taken over), each as @rel/NAME. */
-static gboolean
-walk_directory (int fd, const char *shown, const char *rel, const SandstepHostSink *sink, gpointer data,
-                GError **error)
+static void
+walk_level_clear (gpointer data)
 {
-  DIR *dir = fdopendir (fd);
-  struct dirent *entry;
-  gboolean ok = TRUE;
+  WalkLevel *level = data;
 
-  if (dir == NULL)
-    {
-      close (fd);
-      return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                   "Cannot read the directory '%s' on the host", shown);
-    }
-  for (errno = 0; ok && (entry = readdir (dir)) != NULL; errno = 0)
-    {
-      g_autofree char *child_shown = NULL;
-      g_autofree char *child_rel = NULL;
-      struct stat child_st;
-
-      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
-        continue;
-      child_shown = g_build_filename (shown, entry->d_name, NULL);
-      child_rel = rel[0] ? g_strconcat (rel, "/", entry->d_name, NULL) : g_strdup (entry->d_name);
-      if (fstatat (dirfd (dir), entry->d_name, &child_st, AT_SYMLINK_NOFOLLOW) < 0)
-        ok = sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                   "Cannot stat '%s' on the host", child_shown);
-      else
-        ok = walk_entry (dirfd (dir), entry->d_name, child_shown, &child_st, FALSE, child_rel, sink, data, error);
-    }
-  if (ok && errno != 0)
-    ok = sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                               "Cannot read the directory '%s' on the host", shown);
-  closedir (dir);
-  return ok;
+  if (level->dir != NULL)
+    closedir (level->dir);
+  g_free (level->shown);
+  g_free (level->rel);
 }
 
-/* The host entry @name in @dir_fd (its lstat in @st).  @follow: the entry was
- * named by the caller, so a link there is followed. */
+/* The host entry @name in @dir_fd (its lstat in @st), handed to @sink; a directory is opened and pushed onto
+ * @levels, for the walk to read next.  @follow: the entry was named by the caller, so a link there is followed. */
 static gboolean
 walk_entry (int dir_fd, const char *name, const char *shown, const struct stat *st, gboolean follow, const char *rel,
-            const SandstepHostSink *sink, gpointer data, GError **error)
+            const SandstepHostSink *sink, gpointer data, GArray *levels, GError **error)
 {
   int nofollow = follow ? 0 : O_NOFOLLOW;
   int fd;
@@ -195,6 +173,8 @@ walk_entry (int dir_fd, const char *name, const char *shown, const struct stat *
     }
   if (S_ISDIR (st->st_mode))
     {
+      WalkLevel level = { NULL, NULL, NULL };
+
       fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
       if (fd < 0)
         return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
@@ -204,7 +184,17 @@ walk_entry (int dir_fd, const char *name, const char *shown, const struct stat *
           close (fd);
           return FALSE;
         }
-      return walk_directory (fd, shown, rel, sink, data, error);
+      level.dir = fdopendir (fd);
+      if (level.dir == NULL)
+        {
+          close (fd);
+          return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                       "Cannot read the directory '%s' on the host", shown);
+        }
+      level.shown = g_strdup (shown);
+      level.rel = g_strdup (rel);
+      g_array_append_val (levels, level);
+      return TRUE;
     }
   return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_REGULAR,
                          "'%s' on the host is %s; put copies only regular files, directories and symbolic "
@@ -216,38 +206,50 @@ gboolean
 sandstep_host_walk (const char *path, const struct stat *st, const char *rel, const SandstepHostSink *sink,
                     gpointer data, GError **error)
 {
-  return walk_entry (AT_FDCWD, path, path, st, TRUE, rel, sink, data, error);
+  /* Iterative, with the directories it is inside of on the heap: a deep tree never overflows the stack (one
+   * deeper than the descriptor limit fails with EMFILE). */
+  g_autoptr(GArray) levels = g_array_new (FALSE, FALSE, sizeof (WalkLevel));
+
+  g_array_set_clear_func (levels, walk_level_clear);
+  if (!walk_entry (AT_FDCWD, path, path, st, TRUE, rel, sink, data, levels, error))
+    return FALSE;
+  while (levels->len > 0)
+    {
+      WalkLevel *level = &g_array_index (levels, WalkLevel, levels->len - 1);
+      g_autofree char *child_shown = NULL;
+      g_autofree char *child_rel = NULL;
+      struct dirent *entry;
+      struct stat child_st;
+
+      errno = 0;
+      entry = readdir (level->dir);
+      if (entry == NULL)
+        {
+          if (errno != 0)
+            return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                         "Cannot read the directory '%s' on the host", level->shown);
+          g_array_set_size (levels, levels->len - 1);
+          continue;
+        }
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
+        continue;
+      child_shown = g_build_filename (level->shown, entry->d_name, NULL);
+      child_rel = level->rel[0] ? g_strconcat (level->rel, "/", entry->d_name, NULL) : g_strdup (entry->d_name);
+      if (fstatat (dirfd (level->dir), entry->d_name, &child_st, AT_SYMLINK_NOFOLLOW) < 0)
+        return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                     "Cannot stat '%s' on the host", child_shown);
+      /* @level may move when a level is pushed: nothing of it is used after. */
+      if (!walk_entry (dirfd (level->dir), entry->d_name, child_shown, &child_st, FALSE, child_rel, sink, data,
+                       levels, error))
+        return FALSE;
+    }
+  return TRUE;
 }
 
 void
 sandstep_remove_tree_at (int dir_fd, const char *name)
 {
-  int fd;
-  DIR *dir;
-  struct dirent *entry;
-  struct stat st;
-
-  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
-    return;
-  /* Only a directory is made writable to empty it: fchmodat follows links,
-   * and a link whose unlink failed must not hand its target a new mode. */
-  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
-    return;
-  fchmodat (dir_fd, name, 0700, 0);
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  dir = fdopendir (fd);
-  if (dir == NULL)
-    {
-      close (fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
-      sandstep_remove_tree_at (dirfd (dir), entry->d_name);
-  closedir (dir);
-  unlinkat (dir_fd, name, AT_REMOVEDIR);
+  sandstep_remove_at (dir_fd, name);
 }
 
 GPtrArray *
@@ -275,8 +277,5 @@ sandstep_list_entries_at (int dir_fd, const char *rel)
 void
 sandstep_remove_entries_at (int dir_fd)
 {
-  g_autoptr(GPtrArray) names = sandstep_list_entries_at (dir_fd, ".");
-
-  for (guint i = 0; names != NULL && i < names->len; i++)
-    sandstep_remove_tree_at (dir_fd, names->pdata[i]);
+  sandstep_empty_directory (dir_fd);
 }

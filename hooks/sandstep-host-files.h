@@ -52,7 +52,8 @@ gboolean sandstep_host_walk (const char *path, const struct stat *st, const char
                              gpointer data, GError **error);
 
 /* Deletes @name under @dir_fd (rm -rf) without following any link, making
- * directories writable on the way (a command may leave a read-only one). */
+ * directories writable on the way (a command may leave a read-only one),
+ * at any depth without recursion (sandstep-remove-libc.h). */
 void sandstep_remove_tree_at (int dir_fd, const char *name);
 
 /* The names in the directory @rel of @dir_fd (not "." or ".."), read whole

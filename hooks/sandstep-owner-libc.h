@@ -15,6 +15,10 @@
 
 #include <stddef.h>
 
+/* Bytes, for an owner and for a holder (sandstep-who.h has the rule).  A holder is OWNER/TARGET: room for a
+ * long make target path, and still within the claim's and the step file's buffers with every byte escaped. */
+#define SANDSTEP_IDENTITY_MAX 1024
+
 typedef enum {
   SANDSTEP_RUN_OWNER_NONE,      /* no SANDSTEP_RUN: the caller's own default applies */
   SANDSTEP_RUN_OWNER_OK,        /* DAG/RUN in the buffer */

@@ -7,6 +7,8 @@
  *                                             (sandstep-front.c: a broken one makes the supervisor build)
  *   SANDSTEP_TEST_PYTHON_DRIVER=PATH          the Python source run_python's session runs instead of its
  *                                             driver (sandstep-python.c: one that sends bad frames)
+ *   SANDSTEP_TEST_UIDS_DIR=PATH               the host-wide uid leases, instead of /var/lib/sandstep-uids
+ *   SANDSTEP_TEST_UID_SLOT=N                  the slot a sandbox's uid probe starts at (sandstep-uids.h)
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a

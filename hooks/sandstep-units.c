@@ -14,6 +14,52 @@ bad_value (GError **error, const char *name, const char *value, const char *expe
                          value, expected);
 }
 
+/* Numbers are decimal only, read one way: "010" is 8 to some readers (C, shells) and 10 to others, so a zero
+ * before another digit is refused rather than read either way.  (Hex, "0x10", has no digit after its zero and
+ * is refused by each parser as a stray "x".) */
+static gboolean
+leading_zero (const char *text)
+{
+  return text[0] == '0' && g_ascii_isdigit (text[1]);
+}
+
+static gboolean
+refuse_leading_zero (GError **error, const char *name, const char *value, const char *expected)
+{
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "%s '%s' is not %s: numbers are decimal, written without a leading zero (sandstep reads "
+                         "no octal or hex)", name, value, expected);
+}
+
+/* A decimal number as strtod would take it, but only in plain decimal: digits, then optionally a fraction and
+ * an exponent ("2.5", "30", "1e3"); no sign, blank, hex, "inf" or "nan", which strtod also takes. */
+static gboolean
+plain_decimal (const char *p)
+{
+  if (!g_ascii_isdigit (*p))
+    return FALSE;
+  while (g_ascii_isdigit (*p))
+    p++;
+  if (*p == '.')
+    {
+      if (!g_ascii_isdigit (*++p))
+        return FALSE;
+      while (g_ascii_isdigit (*p))
+        p++;
+    }
+  if (*p == 'e' || *p == 'E')
+    {
+      p++;
+      if (*p == '+' || *p == '-')
+        p++;
+      if (!g_ascii_isdigit (*p))
+        return FALSE;
+      while (g_ascii_isdigit (*p))
+        p++;
+    }
+  return *p == '\0';
+}
+
 gboolean
 sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seconds, GError **error)
 {
@@ -26,6 +72,8 @@ sandstep_parse_duration (const char *text, gboolean allow_zero, gint64 *out_seco
 
   if (text == NULL || !g_ascii_isdigit (text[0]))
     return bad_value (error, "duration", text ? text : "", expected);
+  if (leading_zero (text))
+    return refuse_leading_zero (error, "duration", text, expected);
   errno = 0;
   value = g_ascii_strtoull (text, &end, 10);
   if (errno != 0)
@@ -54,11 +102,17 @@ sandstep_parse_seconds (const char *name, const char *text, gboolean allow_zero,
 
   if (text == NULL || text[0] == '\0')
     return bad_value (error, name, "", allow_zero ? "a number of seconds, 0 or more" : "a number of seconds above 0");
+  if (leading_zero (text))
+    return refuse_leading_zero (error, name, text, "a number of seconds");
   value = g_ascii_strtod (text, &end);
   if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || g_ascii_isspace (text[0]))
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "%s must be a %s finite number of seconds, got '%s'", name,
                            allow_zero ? "non-negative" : "positive", text);
+  if (!plain_decimal (text))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "%s '%s' is not a decimal number of seconds (30, 2.5): numbers are decimal only, with no "
+                           "sign (sandstep reads no hex)", name, text);
   if (value > SANDSTEP_MAX_DURATION_S)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "%s '%s' is more than ten years (%" G_GINT64_FORMAT " seconds); give fewer seconds",
@@ -76,6 +130,8 @@ sandstep_parse_size (const char *text, guint64 *out, GError **error)
 
   if (text == NULL || !g_ascii_isdigit (text[0]))
     return bad_value (error, "size", text ? text : "", expected);
+  if (leading_zero (text))
+    return refuse_leading_zero (error, "size", text, expected);
   errno = 0;
   value = g_ascii_strtoull (text, &end, 10);
   if (errno != 0)
@@ -105,7 +161,7 @@ sandstep_parse_count (const char *text, guint64 max, guint64 *out)
   char *end = NULL;
   guint64 n;
 
-  if (text == NULL || !g_ascii_isdigit (text[0]))
+  if (text == NULL || !g_ascii_isdigit (text[0]) || leading_zero (text))
     return FALSE;
   errno = 0;
   n = g_ascii_strtoull (text, &end, 10);

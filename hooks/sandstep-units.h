@@ -24,8 +24,10 @@ gboolean sandstep_parse_seconds (const char *name, const char *text, gboolean al
  * B or iB ("5M", "5MB", "5MiB"); above 0. */
 gboolean sandstep_parse_size (const char *text, guint64 *out, GError **error);
 
-/* A whole number from 1 to @max, digits only; FALSE for anything else (the
- * caller words the message: it knows the option). */
+/* A whole number from 1 to @max, digits only, no leading zero; FALSE for
+ * anything else (the caller words the message: it knows the option).
+ * Every number here is decimal only: a zero before another digit ("010") is
+ * refused, as are hex, signs and blanks. */
 gboolean sandstep_parse_count (const char *text, guint64 max, guint64 *out);
 
 /* Splits "ADDR:PORT" or "[ADDR]:PORT" (and "PORT" alone with @port_alone,

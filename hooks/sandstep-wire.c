@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-who.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
 
@@ -231,7 +232,8 @@ gboolean
 sandstep_wire_read_identity (JsonObject *object, SandstepIdentity *out, GError **error)
 {
   return sandstep_wire_get_string (object, "owner", &out->owner, error) &&
-         sandstep_wire_get_string (object, "holder", &out->holder, error);
+         sandstep_wire_get_string (object, "holder", &out->holder, error) &&
+         sandstep_identity_check ("owner", out->owner, error) && sandstep_identity_check ("holder", out->holder, error);
 }
 
 JsonObject *

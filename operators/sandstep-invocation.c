@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-who.h"
 #include "sandstep-owner-libc.h"
 #include "sandstep-step.h"
 
@@ -244,17 +245,9 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
   invocation->who.holder = sandstep_invocation_has (invocation, "holder")
                              ? g_strdup (sandstep_invocation_get (invocation, "holder"))
                              : default_identity ("SANDSTEP_HOLDER", "/cli");
-  /* Both are recorded with the sandbox, in JSON, which holds only UTF-8. */
-  if (!g_utf8_validate (invocation->who.owner, -1, NULL) || !g_utf8_validate (invocation->who.holder, -1, NULL))
-    {
-      gboolean owner_bad = !g_utf8_validate (invocation->who.owner, -1, NULL);
-      g_autofree char *shown = g_utf8_make_valid (owner_bad ? invocation->who.owner : invocation->who.holder, -1);
-      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                      "the %s '%s' is not valid UTF-8 (shown with U+FFFD where it is not); give it in UTF-8 "
-                      "(--%s or SANDSTEP_%s)", owner_bad ? "owner" : "holder", shown,
-                      owner_bad ? "owner" : "holder", owner_bad ? "OWNER" : "HOLDER");
-      return NULL;
-    }
+  if (!sandstep_identity_check ("owner", invocation->who.owner, error) ||
+      !sandstep_identity_check ("holder", invocation->who.holder, error))
+    return NULL;
 
   if (sandstep_invocation_has (invocation, "step"))
     {

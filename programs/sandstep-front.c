@@ -246,6 +246,12 @@ parse_run (int argc, char **argv, Request *request)
     }
   if (request->value[SANDSTEP_RUN_FIELD_HOLDER] == NULL)
     request->value[SANDSTEP_RUN_FIELD_HOLDER] = getenv ("SANDSTEP_HOLDER");
+  /* Too long: the core says so (sandstep_identity_check). */
+  if ((request->value[SANDSTEP_RUN_FIELD_OWNER] != NULL &&
+       strlen (request->value[SANDSTEP_RUN_FIELD_OWNER]) > SANDSTEP_IDENTITY_MAX) ||
+      (request->value[SANDSTEP_RUN_FIELD_HOLDER] != NULL &&
+       strlen (request->value[SANDSTEP_RUN_FIELD_HOLDER]) > SANDSTEP_IDENTITY_MAX))
+    return 0;
   for (int i = 0; i < SANDSTEP_RUN_FIELDS; i++)
     if (request->value[i] == NULL)
       request->value[i] = "";

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-host-files.h"
 #include "sandstep-test-utils.h"
 
 typedef struct {
@@ -738,6 +739,75 @@ test_no_survivors (JailFixture *jf, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (daemon_argv, FALSE, 2));
 }
 
+static gint64
+sandbox_uid (SandstepTestFixture *f, const char *handle)
+{
+  g_autoptr(JsonObject) described = sandstep_test_describe (f, handle);
+
+  return json_object_get_int_member (described, "uid");
+}
+
+static void
+destroy_ok (SandstepTestFixture *f, const char *handle)
+{
+  g_autofree char *h = handle_arg (handle);
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", h, NULL);
+
+  sandstep_test_assert_status (r, 0);
+}
+
+static void
+test_uids_host_wide (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autofree char *leases = NULL;
+  g_autofree char *other_state = NULL;
+  g_autofree char *here = NULL;
+  g_autofree char *there = NULL;
+  g_autofree char *again = NULL;
+  gint64 uid_here, uid_there, uid_again;
+
+  g_test_summary ("two sandboxes of two state directories whose uid probes start at the same slot get two "
+                  "uids (each state directory knew only its own sandboxes' uids, so both got one uid); the slot "
+                  "of a destroyed sandbox is taken again");
+  if (f == NULL)
+    return;
+  if (f->user != NULL || getuid () != 0)
+    {
+      g_test_skip ("a sandbox's uid is a host uid of its own only when sandstep runs as root");
+      return;
+    }
+  leases = g_build_filename (f->base_dir, "uid-leases", NULL);
+  other_state = g_build_filename (f->base_dir, "other-state", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (other_state, 0700), ==, 0);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_UIDS_DIR", leases);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_UID_SLOT", "4242");
+
+  here = sandstep_test_provision (f, "--holder=here", NULL);
+  uid_here = sandbox_uid (f, here);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", other_state);
+  there = sandstep_test_provision (f, "--holder=there", NULL);
+  uid_there = sandbox_uid (f, there);
+  g_assert_cmpint (uid_here, !=, 0);
+  g_assert_cmpint (uid_there, !=, 0);
+  g_assert_cmpint (uid_there, !=, uid_here);
+  g_assert_cmpint (uid_there, ==, uid_here + 1);
+
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", f->state_dir);
+  destroy_ok (f, here);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", other_state);
+  again = sandstep_test_provision (f, "--holder=again", NULL);
+  uid_again = sandbox_uid (f, again);
+  g_assert_cmpint (uid_again, ==, uid_here);
+  destroy_ok (f, there);
+  destroy_ok (f, again);
+  sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STATE_DIR", f->state_dir);
+  sandstep_remove_tree_at (AT_FDCWD, other_state);
+  sandstep_remove_tree_at (AT_FDCWD, leases);
+}
+
+
 typedef struct {
   const char *name;
   void (*func) (JailFixture *, gconstpointer);
@@ -757,6 +827,7 @@ static const JailCase cases[] = {
   { "data-mount-read-only", test_data_mount_read_only },
   { "own-session", test_own_session },
   { "no-survivors", test_no_survivors },
+  { "uids-host-wide", test_uids_host_wide },
 };
 
 int

@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "sandstep-test-utils.h"
@@ -449,6 +453,8 @@ typedef struct {
 
 static const Damage damages[] = {
   { "record-truncated", "record.json", "truncate" },
+  { "record-empty", "record.json", "text:" },
+  { "record-blank", "record.json", "text: \n\t\n" },
   { "record-garbled", "record.json", "text:\x01\xff\xfe garbage" },
   { "record-not-an-object", "record.json", "text:[1, 2, 3]" },
   { "record-wrong-types", "record.json", "replace:\"released\" : false=>\"released\" : \"no\"" },
@@ -525,7 +531,8 @@ test_damaged (Fixture *f, gconstpointer data)
 
   g_test_summary ("a sandbox with a damaged record, claim or directory: every operator answers in one line "
                   "saying it is damaged, with status 125 (never 64), within seconds, without a json-glib "
-                  "warning; the holder's next provision gets a new sandbox; destroy removes the damaged one");
+                  "warning; the holder's next provision is refused naming it and how to destroy it (it quietly "
+                  "made a second); destroy removes the damaged one, and the holder's provision then gets a new one");
   write_file (host_file, "in\n", -1);
   handle = sandstep_test_provision (f, "--holder=damaged", NULL);
   h = handle_arg (handle);
@@ -550,9 +557,17 @@ test_damaged (Fixture *f, gconstpointer data)
       g_assert_cmpuint (g_strv_length (lines), ==, 1);
     }
   {
+    /* Refused, naming the damaged sandbox and how to remove it: it made a second one quietly. */
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--holder=damaged", NULL);
-    sandstep_test_assert_status (r, 0);
-    sandstep_test_assert_not_contains (r->out, handle);
+    g_autofree char *sandboxes = NULL;
+    sandstep_test_assert_status (r, 125);
+    g_assert_cmpstr (r->out, ==, "");
+    sandstep_test_assert_contains (r->err, "'damaged' already provisioned a sandbox: Sandbox '");
+    sandstep_test_assert_contains (r->err, handle);
+    sandstep_test_assert_contains (r->err, "is damaged");
+    sandstep_test_assert_contains (r->err, "sandstep destroy --handle=");
+    sandboxes = state_names (f, "sandboxes");
+    g_assert_cmpstr (sandboxes, ==, handle);
   }
   {
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", h, NULL);
@@ -560,8 +575,288 @@ test_damaged (Fixture *f, gconstpointer data)
   }
   dir = sandbox_path (f, handle, NULL);
   g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  {
+    /* Once it is destroyed, the holder gets a new one. */
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--holder=damaged", NULL);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_not_contains (r->out, handle);
+    g_ptr_array_add (f->handles, g_strdup (g_strchomp (r->out)));
+  }
   /* The damaged sandbox could not say whose holder entry it had: gc sweeps it. */
   sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
+}
+
+/* A sandbox's lifetime file ("EXPIRES RELEASED", beside its record, what its supervisor reads) damaged. */
+static const Damage lifetime_damages[] = {
+  { "empty", "lifetime", "text:" },
+  { "garbled", "lifetime", "text:\x01\xff\xfe garbage" },
+  { "a-directory", "lifetime", "dir" },
+  { "a-fifo", "lifetime", "fifo" },
+  { "missing", "lifetime", "remove" },
+};
+
+static void
+test_damaged_lifetime (Fixture *f, gconstpointer data)
+{
+  const Damage *d = data;
+  g_autofree char *handle = sandstep_test_provision (f, "--holder=lifetime", NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_test_summary ("a damaged lifetime file (empty, garbled, a directory, a FIFO, missing): run exits 125 in one "
+                  "line saying the sandbox is damaged and how to destroy it, and destroy removes it; run aborted "
+                  "with free(): invalid pointer (status 134) in all five");
+  g_free (sandstep_test_run_ok (f, handle, "true"));
+  apply_damage (f, handle, d);
+  r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--", "echo ran", NULL }, 15);
+  g_assert_false (r->timed_out);
+  sandstep_test_assert_status (r, 125);
+  g_assert_cmpstr (r->out, ==, "");
+  sandstep_test_assert_contains (r->err, "is damaged: its lifetime file");
+  sandstep_test_assert_contains (r->err, handle);
+  sandstep_test_assert_contains (r->err, "sandstep destroy");
+  sandstep_test_assert_not_contains (r->err, "CRITICAL");
+  lines = g_strsplit (g_strchomp (r->err), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 1);
+  g_clear_pointer (&r, sandstep_test_result_free);
+  r = sandstep_test_helper (f, "destroy", h, NULL);
+  sandstep_test_assert_status (r, 0);
+  {
+    g_autofree char *dir = sandbox_path (f, handle, NULL);
+    g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  }
+}
+
+static void
+test_damaged_neighbour (Fixture *f, gconstpointer data)
+{
+  g_autofree char *healthy = sandstep_test_provision (f, "--holder=healthy", NULL);
+  g_autofree char *empty = sandstep_test_provision (f, "--holder=empty", NULL);
+  g_autofree char *blank_claim = sandstep_test_provision (f, "--holder=blank-claim", NULL);
+  g_autofree char *h = handle_arg (healthy);
+  g_autofree char *record = sandbox_path (f, empty, "record.json");
+  g_autofree char *claim = sandbox_path (f, blank_claim, "claim");
+  const char *const ops[][5] = {
+    { "run", h, "--", "true", NULL },
+    { "describe", h, NULL },
+    { "list", NULL },
+    { "list", "--json", NULL },
+    { "gc", NULL },
+  };
+
+  g_test_summary ("an empty record.json and a claim of blanks beside a healthy sandbox: no operator on the "
+                  "healthy one, nor list or gc, prints a json-glib warning (each printed Json-CRITICAL)");
+  write_file (record, "", 0);
+  write_file (claim, " \n", -1);
+  for (gsize i = 0; i < G_N_ELEMENTS (ops); i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, ops[i], 15);
+      g_assert_false (r->timed_out);
+      sandstep_test_assert_not_contains (r->err, "CRITICAL");
+      sandstep_test_assert_not_contains (r->err, "WARNING");
+      if (strcmp (ops[i][0], "list") != 0)
+        sandstep_test_assert_status (r, 0);
+    }
+  {
+    g_autofree char *e = handle_arg (empty);
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "destroy", e, NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+  /* The damaged sandbox could not say whose holder entry it had: gc sweeps it. */
+  sandstep_test_result_free (sandstep_test_helper (f, "gc", NULL));
+}
+
+/* ---- a damaged supervisor socket ---- */
+
+static const char *const socket_damages[] = { "a-file", "a-directory", "a-fifo", "a-dead-socket" };
+
+/* Puts @how in place of the sandbox's supervisor.sock. */
+static void
+damage_socket (Fixture *f, const char *handle, const char *how)
+{
+  g_autofree char *path = sandbox_path (f, handle, "supervisor.sock");
+
+  /* The socket a live supervisor listens on, or the one a killed supervisor left. */
+  g_assert_cmpint (unlink (path), ==, 0);
+  if (strcmp (how, "a-file") == 0)
+    write_file (path, "x\n", -1);
+  else if (strcmp (how, "a-directory") == 0)
+    g_assert_cmpint (mkdir (path, 0700), ==, 0);
+  else if (strcmp (how, "a-fifo") == 0)
+    g_assert_cmpint (mkfifo (path, 0600), ==, 0);
+  else
+    {
+      /* Bound, never listened on, closed: connect() is refused. */
+      struct sockaddr_un address = { .sun_family = AF_UNIX };
+      int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      g_assert_cmpint (fd, >=, 0);
+      g_assert_cmpuint (strlen (path), <, sizeof address.sun_path);
+      strcpy (address.sun_path, path);
+      g_assert_cmpint (bind (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+      close (fd);
+    }
+}
+
+/* Kills the sandbox's supervisor (its pid is in STATE/sandboxes/HANDLE/supervisor) and waits until it is gone. */
+static void
+kill_supervisor (Fixture *f, const char *handle)
+{
+  g_autofree char *path = sandbox_path (f, handle, "supervisor");
+  g_autofree char *text = NULL;
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  pid_t pid;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  pid = (pid_t) g_ascii_strtoll (g_strchug (text), NULL, 10);
+  g_assert_cmpint (pid, >, 1);
+  g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
+  while (kill (pid, 0) == 0 && g_get_monotonic_time () < deadline)
+    g_usleep (10 * 1000);
+  g_assert_cmpint (kill (pid, 0) < 0 ? errno : 0, ==, ESRCH);
+}
+
+static void
+test_damaged_socket (Fixture *f, gconstpointer data)
+{
+  const char *how = data;
+  g_autofree char *handle = sandstep_test_provision (f, "--holder=socket", NULL);
+  g_autofree char *h = handle_arg (handle);
+
+  g_test_summary ("supervisor.sock replaced by a file, a directory, a FIFO or a socket nobody listens on, under a "
+                  "live supervisor and under a killed one: the next run --wait=1 runs its command at once (it "
+                  "waited 20 s, whatever --wait said, and failed)");
+  for (int killed = 0; killed < 2; killed++)
+    {
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      g_free (sandstep_test_run_ok (f, handle, "true"));
+      if (killed)
+        kill_supervisor (f, handle);
+      damage_socket (f, handle, how);
+      r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--wait=1", "--", "echo ran", NULL }, 15);
+      g_assert_false (r->timed_out);
+      sandstep_test_assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, "ran\n");
+      g_test_message ("%s, supervisor %s: %.3f s", how, killed ? "killed" : "live", r->elapsed_s);
+      g_assert_cmpfloat (r->elapsed_s, <, 10.0);
+    }
+}
+
+static void
+test_holder_a_directory (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = sandstep_test_provision (f, "--holder=entry", NULL);
+  g_autofree char *holders = g_build_filename (f->state_dir, "holders", NULL);
+  g_autofree char *names = sandstep_test_dir_names (holders);
+  g_autofree char *entry = NULL;
+  g_autofree char *inside = NULL;
+  g_autofree char *second = NULL;
+  g_autofree char *again = NULL;
+
+  g_test_summary ("a holder entry turned into a directory (with a file in it): the holder's next provision "
+                  "succeeds and puts the entry back, so the one after finds the same sandbox; it failed for "
+                  "that holder until someone removed the directory by hand");
+  g_assert_cmpstr (names, !=, "");
+  g_assert_null (strchr (names, ' '));
+  entry = g_build_filename (holders, names, NULL);
+  g_assert_cmpint (unlink (entry), ==, 0);
+  g_assert_cmpint (mkdir (entry, 0700), ==, 0);
+  inside = g_build_filename (entry, "x", NULL);
+  write_file (inside, "x\n", -1);
+
+  second = sandstep_test_provision (f, "--holder=entry", NULL);
+  again = sandstep_test_provision (f, "--holder=entry", NULL);
+  g_assert_cmpstr (again, ==, second);
+  g_assert_true (g_file_test (entry, G_FILE_TEST_IS_REGULAR));
+  /* The first lost its entry with the damage (its lifetime or gc --run reclaims it; here the teardown). */
+  g_assert_cmpstr (second, !=, first);
+}
+
+/* ---- cgroups whose sandbox is gone ---- */
+
+/* The directories under which sandstep makes the cgroup of a sandbox (v1: one per hierarchy; v2: one). */
+static const char *const cgroup_parents[] = {
+  "/sys/fs/cgroup/memory/sandstep", "/sys/fs/cgroup/pids/sandstep", "/sys/fs/cgroup/sandstep",
+};
+
+static void
+make_orphan_cgroups (GPtrArray *parents, const char *name, gboolean old)
+{
+  for (guint i = 0; i < parents->len; i++)
+    {
+      g_autofree char *path = g_build_filename (parents->pdata[i], name, NULL);
+      g_assert_cmpint (mkdir (path, 0755), ==, 0);
+      if (old)
+        {
+          /* Made two hours ago, as far as its age goes. */
+          struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = time (NULL) - 7200 } };
+          g_assert_cmpint (utimensat (AT_FDCWD, path, times, 0), ==, 0);
+        }
+    }
+}
+
+static gboolean
+cgroups_exist (GPtrArray *parents, const char *name)
+{
+  for (guint i = 0; i < parents->len; i++)
+    {
+      g_autofree char *path = g_build_filename (parents->pdata[i], name, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static void
+test_orphan_cgroups (Fixture *f, gconstpointer data)
+{
+  g_autofree char *live = sandstep_test_provision (f, "--holder=live", NULL);
+  g_autofree char *h = handle_arg (live);
+  g_autofree char *marker = sandstep_test_unique_seconds (60);
+  g_autofree char *sleeper = g_strconcat ("exec sleep ", marker, NULL);
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  g_autoptr(GPtrArray) parents = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *old_orphan = g_strdup_printf ("sandstep-%08x%08x", g_random_int (), g_random_int ());
+  g_autofree char *young_orphan = g_strdup_printf ("sandstep-%08x%08x", g_random_int (), g_random_int ());
+  SandstepTestProc *running;
+
+  g_test_summary ("cgroups of sandboxes whose state directory was removed by hand (empty, two hours old) are "
+                  "removed by gc run from any state directory; a live sandbox's cgroup and an empty one made "
+                  "just now (a sandbox about to start) stay: 30 such cgroups once piled up in a day");
+  running = sandstep_test_spawn (f, "run", h, "--", sleeper, NULL);
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
+  for (gsize i = 0; i < G_N_ELEMENTS (cgroup_parents); i++)
+    {
+      g_autofree char *path = g_build_filename (cgroup_parents[i], live, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        g_ptr_array_add (parents, g_strdup (cgroup_parents[i]));
+    }
+  if (parents->len == 0)
+    {
+      sandstep_test_proc_kill (running, SIGKILL);
+      sandstep_test_result_free (sandstep_test_proc_wait (running, 10));
+      g_test_skip ("sandstep makes no cgroup here (it needs root, and a memory and pids hierarchy)");
+      return;
+    }
+  make_orphan_cgroups (parents, old_orphan, TRUE);
+  make_orphan_cgroups (parents, young_orphan, FALSE);
+
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "gc", NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+  g_assert_false (cgroups_exist (parents, old_orphan));
+  g_assert_true (cgroups_exist (parents, young_orphan));
+  g_assert_true (cgroups_exist (parents, live));
+
+  sandstep_test_proc_kill (running, SIGKILL);
+  sandstep_test_result_free (sandstep_test_proc_wait (running, 10));
+  for (guint i = 0; i < parents->len; i++)
+    {
+      g_autofree char *path = g_build_filename (parents->pdata[i], young_orphan, NULL);
+      g_assert_cmpint (rmdir (path), ==, 0);
+    }
 }
 
 static void
@@ -615,6 +910,119 @@ test_gc_broken (Fixture *f, gconstpointer data)
   g_assert_cmpstr (left, ==, healthy);
 }
 
+/* ---- a deep tree ---- */
+
+/* A chain of 50,000 directories made as a command can, through directory fds (mkdirat, openat), so no path
+ * grows long; a file of 3000 bytes at the bottom. */
+static const char deep_chain_py[] =
+  "import os\n"
+  "fd = os.open('.', os.O_RDONLY)\n"
+  "for i in range(50000):\n"
+  "    os.mkdir('d', dir_fd=fd)\n"
+  "    down = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+  "    os.close(fd)\n"
+  "    fd = down\n"
+  "f = os.open('bottom', os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)\n"
+  "os.write(f, b'x' * 3000)\n";
+
+/* Every helper this process starts from now gets a stack of @bytes (RLIMIT_STACK is inherited); the old
+ * limit in @old. */
+static void
+limit_stack (rlim_t bytes, struct rlimit *old)
+{
+  struct rlimit small;
+
+  g_assert_cmpint (getrlimit (RLIMIT_STACK, old), ==, 0);
+  small = *old;
+  small.rlim_cur = MIN (bytes, old->rlim_max);
+  g_assert_cmpint (setrlimit (RLIMIT_STACK, &small), ==, 0);
+}
+
+static gint64
+listed_size (Fixture *f, const char *handle)
+{
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "list", "--json", NULL }, 120);
+  g_autoptr(JsonNode) node = NULL;
+  JsonArray *all;
+
+  sandstep_test_assert_status (r, 0);
+  node = sandstep_test_parse_json (r->out);
+  all = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (all); i++)
+    {
+      JsonObject *e = json_array_get_object_element (all, i);
+      if (g_strcmp0 (json_object_get_string_member (e, "handle"), handle) == 0)
+        return json_object_get_int_member (e, "size_bytes");
+    }
+  g_assert_not_reached ();
+}
+
+static void
+test_deep_tree (Fixture *f, gconstpointer data)
+{
+  g_autofree char *script = sandstep_test_host_path (f, "deep.py");
+  g_autofree char *run_arg = g_strconcat ("--run=", f->run, NULL);
+  g_autofree char *left = NULL;
+  g_autofree char *trash = NULL;
+  const char *const holders[] = { "--holder=deep-destroy", "--holder=deep-gc" };
+  char *handles[G_N_ELEMENTS (holders)];
+  struct rlimit old;
+
+  g_test_summary ("a command builds a chain of 50,000 nested directories (through directory fds) with a file at "
+                  "the bottom; under a 1 MiB stack, list shows the file's 3000 bytes (once 0B), destroy removes "
+                  "one such sandbox and gc --run the other, and provision's sweep empties such a tree in the "
+                  "trash: the removal recursed once per level, and the helper died of SIGSEGV every time");
+  write_file (script, deep_chain_py, -1);
+  sandstep_test_fixture_chown (f, script);
+  for (gsize i = 0; i < G_N_ELEMENTS (holders); i++)
+    {
+      g_autofree char *h = NULL;
+      g_autoptr(SandstepTestResult) r = NULL;
+
+      handles[i] = sandstep_test_provision (f, holders[i], NULL);
+      h = handle_arg (handles[i]);
+      r = sandstep_test_helper_argv (f, (const char *[]) { "put", h, script, "/tmp/deep.py", NULL }, 30);
+      sandstep_test_assert_status (r, 0);
+      g_clear_pointer (&r, sandstep_test_result_free);
+      r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--", "python3 /tmp/deep.py && rm /tmp/deep.py",
+                                                          NULL }, 240);
+      sandstep_test_assert_status (r, 0);
+    }
+
+  limit_stack (1024 * 1024, &old);
+  g_assert_cmpint (listed_size (f, handles[0]), ==, 3000);
+  {
+    g_autofree char *h = handle_arg (handles[0]);
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "destroy", h, NULL }, 240);
+    sandstep_test_assert_status (r, 0);
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "gc", run_arg, NULL }, 240);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_contains (r->out, handles[1]);
+  }
+  left = state_names (f, "sandboxes");
+  g_assert_cmpstr (left, ==, "");
+  trash = state_names (f, "trash");
+  g_assert_cmpstr (trash, ==, "");
+
+  /* A removal cut short leaves such a tree in the trash: the next provision empties it. */
+  {
+    g_autofree char *planted = g_build_filename (f->state_dir, "trash", "sandstep-0123456789abcdef.0badf00d", NULL);
+    g_autofree char *command = g_strdup_printf ("python3 -c \"$(cat '%s')\"", script);
+    g_autofree char *handle = NULL;
+    g_assert_cmpint (g_mkdir_with_parents (planted, 0755), ==, 0);
+    g_free (host_sh (planted, command));
+    handle = sandstep_test_provision (f, "--holder=deep-after", NULL);
+    g_free (trash);
+    trash = state_names (f, "trash");
+    g_assert_cmpstr (trash, ==, "");
+  }
+  g_assert_cmpint (setrlimit (RLIMIT_STACK, &old), ==, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS (holders); i++)
+    g_free (handles[i]);
+}
+
 /* ---- values ---- */
 
 typedef struct {
@@ -638,6 +1046,11 @@ static const ValueCase value_cases[] = {
   { "wait-beyond-ten-years", { "run", "HANDLE", "--wait=9300000000000", "true" }, 64, "wait '9300000000000' is more than ten years" },
   { "timeout-beyond-ten-years", { "run", "HANDLE", "--timeout=1e13", "true" }, 64, "timeout '1e13' is more than ten years" },
   { "get-to-name-too-long", { "get", "HANDLE", "x.txt", "TO" }, 73, "Could not write --to" },
+  /* Decimal only, whichever way a run goes (the sandbox's supervisor is live here: the static front first). */
+  { "timeout-hex", { "run", "HANDLE", "--timeout=0x10", "true" }, 64, "timeout '0x10' is not a decimal number of seconds (30, 2.5)" },
+  { "wait-leading-zero", { "run", "HANDLE", "--wait=010", "true" }, 64, "wait '010' is not a number of seconds: numbers are decimal" },
+  { "lifetime-leading-zero", { "provision", "--lifetime=010m" }, 64, "duration '010m' is not a duration" },
+  { "pids-hex", { "provision", "--pids=0x10" }, 64, "got '0x10'" },
 };
 
 static void
@@ -673,6 +1086,55 @@ test_value (Fixture *f, gconstpointer data)
   sandstep_test_assert_contains (r->err, c->message);
   sandboxes = state_names (f, "sandboxes");
   g_assert_cmpstr (sandboxes, ==, handle);
+}
+
+static void
+test_identity_lengths (Fixture *f, gconstpointer data)
+{
+  g_autofree char *long_text = g_strnfill (1025, 'a');
+  g_autofree char *long_holder = g_strconcat ("--holder=", long_text, NULL);
+  g_autofree char *long_owner = g_strconcat ("--owner=", long_text, NULL);
+  g_autofree char *escaped = g_strnfill (1024, '\033');
+  g_autofree char *edge_holder = g_strconcat ("--holder=", escaped, NULL);
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *sandboxes = NULL;
+
+  g_test_summary ("an owner or holder of 1025 bytes is refused (64, naming the limit) by provision and run, "
+                  "from an option or the environment; one of 1024 bytes that JSON escapes six times over "
+                  "provisions, runs and releases: no length was checked");
+  for (int i = 0; i < 2; i++)
+    {
+      g_autoptr(SandstepTestResult) r =
+        sandstep_test_helper (f, "provision", i == 0 ? long_holder : long_owner, NULL);
+      sandstep_test_assert_status (r, 64);
+      sandstep_test_assert_contains (r->err, i == 0 ? "the holder 'aaaa" : "the owner 'aaaa");
+      sandstep_test_assert_contains (r->err, "is 1025 bytes; give one of 1 to 1024 bytes");
+    }
+  sandboxes = state_names (f, "sandboxes");
+  g_assert_cmpstr (sandboxes, ==, "");
+
+  handle = sandstep_test_provision (f, edge_holder, NULL);
+  h = handle_arg (handle);
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, edge_holder, "--", "echo ran", NULL);
+    sandstep_test_assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "ran\n");
+  }
+  {
+    /* Through the environment, and through the static front that a plain run goes to first. */
+    g_autoptr(SandstepTestResult) r = NULL;
+    sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", long_text);
+    r = sandstep_test_helper (f, "run", h, "--", "echo ran", NULL);
+    sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", f->holder);
+    sandstep_test_assert_status (r, 64);
+    g_assert_cmpstr (r->out, ==, "");
+    sandstep_test_assert_contains (r->err, "give one of 1 to 1024 bytes (--holder or SANDSTEP_HOLDER)");
+  }
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "release", h, edge_holder, NULL);
+    sandstep_test_assert_status (r, 0);
+  }
 }
 
 static void
@@ -712,12 +1174,27 @@ main (int argc, char **argv)
       g_autofree char *path = g_strdup_printf ("/recovery/damaged/%s", damages[i].name);
       ADD (path, test_damaged, &damages[i]);
     }
+  for (gsize i = 0; i < G_N_ELEMENTS (lifetime_damages); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/recovery/damaged-lifetime/%s", lifetime_damages[i].name);
+      ADD (path, test_damaged_lifetime, &lifetime_damages[i]);
+    }
+  ADD ("/recovery/damaged-neighbour", test_damaged_neighbour, NULL);
+  ADD ("/recovery/holder-a-directory", test_holder_a_directory, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (socket_damages); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/recovery/damaged-socket/%s", socket_damages[i]);
+      ADD (path, test_damaged_socket, socket_damages[i]);
+    }
   ADD ("/recovery/gc-broken", test_gc_broken, NULL);
+  ADD ("/recovery/orphan-cgroups", test_orphan_cgroups, NULL);
+  ADD ("/recovery/deep-tree", test_deep_tree, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (value_cases); i++)
     {
       g_autofree char *path = g_strdup_printf ("/recovery/values/%s", value_cases[i].name);
       ADD (path, test_value, &value_cases[i]);
     }
   ADD ("/recovery/values/at-the-edge-work", test_values_at_the_edge_work, NULL);
+  ADD ("/recovery/values/identity-lengths", test_identity_lengths, NULL);
   return g_test_run ();
 }

@@ -2755,6 +2755,59 @@ test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
   }
 }
 
+static void
+test_deep_tree_destroy (Fixture *f, gconstpointer data)
+{
+  /* sandstepd's threads get the stack its rlimit says when it starts: 1 MiB here. */
+  static const char *const prefix[] = { "prlimit", "--stack=1048576", NULL };
+  static const char command[] =
+    "python3 -c \"import os\n"
+    "fd = os.open('.', os.O_RDONLY)\n"
+    "for i in range(20000):\n"
+    "    os.mkdir('d', dir_fd=fd)\n"
+    "    down = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+    "    os.close(fd)\n"
+    "    fd = down\n\"";
+  g_autofree char *prlimit = g_find_program_in_path ("prlimit");
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autoptr(Result) made = NULL;
+  g_autoptr(Result) destroyed = NULL;
+
+  /* 20,000 levels, not the 50,000 of test-recovery: far beyond a 1 MiB stack, and removed within the client's
+   * 60 s reply deadline on a loaded disk too (the removal runs before sandstepd answers). */
+  g_test_summary ("a command builds a chain of 20,000 nested directories (through directory fds); sandstepd, "
+                  "on a 1 MiB stack, destroys that sandbox and stays up: its removal recursed once per level and "
+                  "sandstepd died of SIGSEGV on that destroy, and again on every provision after a restart");
+  SKIP_IF_NO_JAIL (f);
+  if (prlimit == NULL)
+    {
+      g_test_skip ("prlimit (util-linux) is not installed");
+      return;
+    }
+  f->server.prefix = g_strdupv ((char **) prefix);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  made = proc_wait (helper_spawn (f, "run", h, "--", command, NULL), 300);
+  assert_status (made, 0);
+  destroyed = proc_wait (helper_spawn (f, "destroy", h, NULL), 300);
+  assert_status (destroyed, 0);
+  g_assert_cmpint (kill (f->server.pid, 0), ==, 0);
+  assert_health (f);
+  for (gsize i = 0; i < 2; i++)
+    {
+      g_autofree char *dir = g_build_filename (f->server.state_dir, i == 0 ? "sandboxes" : "trash", NULL);
+      g_autoptr(GDir) listing = g_dir_open (dir, 0, NULL);
+      /* Nothing left of it, nor of anything else: the case made only this sandbox. */
+      g_assert_null (listing != NULL ? g_dir_read_name (listing) : NULL);
+    }
+  {
+    g_autofree char *again = provision (f, "dag/run/after");
+    g_assert_nonnull (again);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -2772,6 +2825,7 @@ main (int argc, char **argv)
   ADD ("/remote/run/one-request", test_run_one_request);
   ADD ("/remote/run/front-and-core-agree", test_run_front_and_core_agree);
   ADD ("/remote/crash/sigkill-and-restart", test_crash_and_restart);
+  ADD ("/remote/destroy/deep-tree", test_deep_tree_destroy);
   ADD ("/remote/many-clients", test_many_clients);
   ADD ("/remote/bad-input/every-class", test_bad_requests);
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-tree.h"
 
 #define SECRET "TOP-SECRET-HOST-CONTENT"
@@ -1106,6 +1108,174 @@ test_swapped_directory (void)
   g_assert_cmpstr (after, ==, before);
 }
 
+/* ---- removal at any depth ---- */
+
+/* Far more levels than a 128 KiB stack holds frames of a recursion (the sandbox case, 50,000, is in
+ * test-recovery). */
+#define DEEP_LEVELS 10000
+
+/* A chain of @levels directories "d" under @dir_fd, made as a command in a sandbox can (mkdirat and openat on
+ * directory fds, so no path grows long), one directory half way made read-only, a link out to @outside in every
+ * thousandth, and a file at the bottom. */
+static void
+make_deep_chain (int dir_fd, guint levels, const char *outside)
+{
+  int fd = fcntl (dir_fd, F_DUPFD_CLOEXEC, 3);
+  int file;
+
+  for (guint i = 0; i < levels; i++)
+    {
+      int next;
+
+      g_assert_cmpint (mkdirat (fd, "d", 0755), ==, 0);
+      if (i % 1000 == 0)
+        g_assert_cmpint (symlinkat (outside, fd, "out"), ==, 0);
+      next = openat (fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      g_assert_cmpint (next, >=, 0);
+      if (i == levels / 2)
+        g_assert_cmpint (fchmod (fd, 0500), ==, 0);
+      close (fd);
+      fd = next;
+    }
+  file = openat (fd, "bottom", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  g_assert_cmpint (file, >=, 0);
+  g_assert_cmpint (write (file, "bottom\n", 7), ==, 7);
+  close (file);
+  close (fd);
+}
+
+typedef struct {
+  int dir_fd;
+  const char *name;  /* NULL: empty @dir_fd */
+} RemoveJob;
+
+static void *
+remove_job (void *data)
+{
+  RemoveJob *job = data;
+
+  if (job->name != NULL)
+    sandstep_remove_tree_at (job->dir_fd, job->name);
+  else
+    sandstep_remove_entries_at (job->dir_fd);
+  return NULL;
+}
+
+/* Runs @func on a thread with a 128 KiB stack: far less than a recursion per level of a deep chain needs. */
+static void
+run_on_small_stack (void *(*func) (void *), void *data)
+{
+  pthread_attr_t attr;
+  pthread_t thread;
+
+  g_assert_cmpint (pthread_attr_init (&attr), ==, 0);
+  g_assert_cmpint (pthread_attr_setstacksize (&attr, 128 * 1024), ==, 0);
+  g_assert_cmpint (pthread_create (&thread, &attr, func, data), ==, 0);
+  g_assert_cmpint (pthread_join (thread, NULL), ==, 0);
+  pthread_attr_destroy (&attr);
+}
+
+static void
+remove_on_small_stack (RemoveJob *job)
+{
+  run_on_small_stack (remove_job, job);
+}
+
+static void
+test_remove_deep_chain (void)
+{
+  g_autoptr(Tree) t = tree_new ();
+  g_autofree char *victim = tree_host_path (t, "workspace/victim");
+  g_autofree char *workspace = tree_host_path (t, "workspace");
+  g_autoptr(GPtrArray) names = NULL;
+  g_autofree char *before = outside_snapshot (t);
+  g_autofree char *after = NULL;
+  int workspace_fd;
+
+  g_test_summary ("rm -rf of a chain of 10,000 nested directories (made through directory fds, one of them "
+                  "read-only, links out of the tree all along) on a 128 KiB stack removes all of it and "
+                  "nothing its links point to; emptying a directory that holds one leaves it empty: the "
+                  "removal recursed once per level and crashed destroy, gc and provision's sweep");
+  workspace_fd = open (workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  g_assert_cmpint (workspace_fd, >=, 0);
+  host_mkdir (victim);
+  {
+    int fd = openat (workspace_fd, "victim", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_assert_cmpint (fd, >=, 0);
+    make_deep_chain (fd, DEEP_LEVELS, t->outside);
+    close (fd);
+  }
+  remove_on_small_stack (&(RemoveJob) { .dir_fd = workspace_fd, .name = "victim" });
+  g_assert_false (g_file_test (victim, G_FILE_TEST_EXISTS));
+
+  make_deep_chain (workspace_fd, DEEP_LEVELS, t->outside);
+  remove_on_small_stack (&(RemoveJob) { .dir_fd = workspace_fd, .name = NULL });
+  names = sandstep_list_entries_at (workspace_fd, ".");
+  g_assert_nonnull (names);
+  g_assert_cmpuint (names->len, ==, 0);
+  g_assert_true (g_file_test (workspace, G_FILE_TEST_IS_DIR));
+  close (workspace_fd);
+
+  after = outside_snapshot (t);
+  g_assert_cmpstr (after, ==, before);
+}
+
+typedef struct {
+  int tree_fd;
+  const char *src;
+  gboolean ok;
+  GError *error;
+} PutJob;
+
+static void *
+put_job (void *data)
+{
+  PutJob *job = data;
+
+  job->ok = sandstep_tree_put (job->tree_fd, job->src, "deep-copy", &job->error);
+  return NULL;
+}
+
+/* Levels of a put's source: deep enough for a recursion per level to overflow 128 KiB; each level costs the
+ * tree sink a lookup of the whole path so far, so not much deeper. */
+#define PUT_LEVELS 600
+
+static void
+test_put_deep_source (void)
+{
+  g_autoptr(Tree) t = tree_new ();
+  g_autofree char *src = g_build_filename (t->base, "deep-src", NULL);
+  g_autoptr(GString) bottom = g_string_new ("/workspace/deep-copy/");
+  g_autoptr(GBytes) read_back = NULL;
+  g_autoptr(GError) error = NULL;
+  PutJob job = { .tree_fd = t->fd, .src = src };
+
+  g_test_summary ("put of a host tree 600 directories deep on a 128 KiB stack copies it to the bottom file: "
+                  "the walk of a put's source recursed per level");
+  host_mkdir (src);
+  {
+    int fd = open (src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_assert_cmpint (fd, >=, 0);
+    make_deep_chain (fd, PUT_LEVELS, t->outside);
+    close (fd);
+  }
+  run_on_small_stack (put_job, &job);
+  g_assert_no_error (job.error);
+  g_assert_true (job.ok);
+  for (guint i = 0; i < PUT_LEVELS; i++)
+    g_string_append (bottom, "d/");
+  g_string_append (bottom, "bottom");
+  read_back = sandstep_tree_read_file (t->fd, bottom->str, 1024, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (g_bytes_get_data (read_back, NULL), g_bytes_get_size (read_back), "bottom\n", 7);
+  /* Both have a read-only directory half way, which the teardown's nftw cannot empty as another user than root. */
+  {
+    g_autofree char *copy = tree_host_path (t, "workspace/deep-copy");
+    sandstep_remove_tree_at (AT_FDCWD, src);
+    sandstep_remove_tree_at (AT_FDCWD, copy);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1136,6 +1306,8 @@ main (int argc, char **argv)
   g_test_add_func ("/tree/symlink/relative", test_symlink_relative);
   g_test_add_func ("/tree/symlink/write", test_symlink_write);
   g_test_add_func ("/tree/symlink/swapped-directory", test_swapped_directory);
+  g_test_add_func ("/tree/remove/deep-chain", test_remove_deep_chain);
+  g_test_add_func ("/tree/put/deep-source", test_put_deep_source);
 
   return g_test_run ();
 }

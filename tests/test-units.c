@@ -36,6 +36,10 @@ static const DurationRow duration_rows[] = {
   { "3651d",   FALSE, FALSE, 0 },
   { "3650d",   FALSE, TRUE,  3650LL * 86400 },
   { "99999999999999999999", FALSE, FALSE, 0 },
+  /* Decimal only, read one way: a leading zero (octal to some readers) and hex are refused. */
+  { "010",     FALSE, FALSE, 0 },
+  { "010m",    FALSE, FALSE, 0 },
+  { "0x10",    FALSE, FALSE, 0 },
 };
 
 static void
@@ -79,6 +83,16 @@ static const SecondsRow seconds_rows[] = {
   { "1e400", FALSE, FALSE, 0 },
   { "10s",   FALSE, FALSE, 0 },
   { " 10",   FALSE, FALSE, 0 },
+  /* Decimal only: strtod alone takes hex (0x10 is 16) and a sign; a leading zero is refused too. */
+  { "0x10",  FALSE, FALSE, 0 },
+  { "0x1p4", FALSE, FALSE, 0 },
+  { "010",   FALSE, FALSE, 0 },
+  { "00.5",  FALSE, FALSE, 0 },
+  { "+10",   FALSE, FALSE, 0 },
+  { "10.",   FALSE, FALSE, 0 },
+  { ".5",    FALSE, FALSE, 0 },
+  { "1e3",   FALSE, TRUE,  1000 },
+  { "2.5",   FALSE, TRUE,  2.5 },
 };
 
 static void
@@ -130,6 +144,8 @@ static const SizeRow size_rows[] = {
   { "1.5M",  FALSE, 0 },
   { "99999999999999999999", FALSE, 0 },
   { "9999999999999G", FALSE, 0 },
+  { "010M",  FALSE, 0 },
+  { "0x10",  FALSE, 0 },
 };
 
 static void
@@ -168,6 +184,8 @@ static const CountRow count_rows[] = {
   { "3 ",         10,         FALSE, 0 },
   { "2147483647", G_MAXINT,   TRUE,  G_MAXINT },
   { "2147483648", G_MAXINT,   FALSE, 0 },
+  { "010",        100,        FALSE, 0 },
+  { "0x10",       100,        FALSE, 0 },
   { "99999999999999999999", G_MAXUINT64, FALSE, 0 },
 };
 

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "sandstep-jail-init.h"
+#include "sandstep-remove-libc.h"
 
 #ifndef SHM_STAT_ANY
 #define SHM_STAT_ANY 15
@@ -122,35 +123,6 @@ remove_ipc (void)
     }
 }
 
-/* Everything under @dir_fd, depth first; @dir_fd is closed. */
-static void
-empty_directory (int dir_fd)
-{
-  DIR *dir = fdopendir (dir_fd);
-  struct dirent *entry;
-
-  if (dir == NULL)
-    {
-      close (dir_fd);
-      return;
-    }
-  while ((entry = readdir (dir)) != NULL)
-    {
-      int child;
-      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
-        continue;
-      if (unlinkat (dirfd (dir), entry->d_name, 0) == 0)
-        continue;
-      child = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (child >= 0)
-        {
-          empty_directory (child);
-          unlinkat (dirfd (dir), entry->d_name, AT_REMOVEDIR);
-        }
-    }
-  closedir (dir);
-}
-
 /* POSIX shared memory and semaphores are files in /dev/shm: like SysV IPC,
  * nothing of a command's outlives it (and its memory stays charged). */
 static void
@@ -159,7 +131,11 @@ remove_shm (void)
   int fd = open ("/dev/shm", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
   if (fd >= 0)
-    empty_directory (fd);
+    {
+      /* Without recursion: a command may leave a chain of directories deeper than init's stack. */
+      sandstep_empty_directory (fd);
+      close (fd);
+    }
 }
 
 /* Kills every process of the sandbox but init, and reaps them all; returns

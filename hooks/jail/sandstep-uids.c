@@ -1,5 +1,6 @@
 /* sandstep-uids.c: the host uids a sandbox's uid 0 is. */
 #include "sandstep-uids.h"
+#include "sandstep-test-hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +11,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The first range "sandstep:START:COUNT" of @path, if it holds one. */
@@ -123,4 +126,84 @@ sandstep_uids_idmap_works (const char *dir)
       waitpid (pid, NULL, 0);
     }
   return ok;
+}
+
+/* Whether the lease @name in @dir_fd names a sandbox that still exists. */
+static gboolean
+lease_held (int dir_fd, const char *name)
+{
+  char buf[4200];
+  int fd = openat (dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  ssize_t n = fd >= 0 ? read (fd, buf, sizeof buf - 1) : -1;
+  g_auto(GStrv) lines = NULL;
+  g_autofree char *sandbox = NULL;
+  struct stat st;
+
+  if (fd >= 0)
+    close (fd);
+  if (n <= 0)
+    return FALSE;
+  buf[n] = '\0';
+  lines = g_strsplit (buf, "\n", 3);
+  if (g_strv_length (lines) < 2 || lines[0][0] != '/' || !g_str_has_prefix (lines[1], "sandstep-") ||
+      strchr (lines[1], '/') != NULL)
+    return FALSE;
+  sandbox = g_build_filename (lines[0], "sandboxes", lines[1], NULL);
+  /* Gone, or not knowable (unreadable): only a sandbox seen to exist holds its slot. */
+  return lstat (sandbox, &st) == 0 || errno != ENOENT;
+}
+
+gboolean
+sandstep_uids_lease (guint32 start, GHashTable *used, const char *state_dir, const char *handle, guint32 *out_slot)
+{
+  SandstepUidRange range = sandstep_uids_range ();
+  const char *hook_dir = sandstep_test_hook ("SANDSTEP_TEST_UIDS_DIR");
+  const char *hook_slot = sandstep_test_hook ("SANDSTEP_TEST_UID_SLOT");
+  const char *path = hook_dir != NULL ? hook_dir : SANDSTEP_UIDS_LEASES_DIR;
+  g_autofree char *text = g_strdup_printf ("%s\n%s\n", state_dir, handle);
+  int dir_fd, lock = -1;
+  guint32 slot;
+  gboolean found = FALSE;
+
+  if (hook_slot != NULL)
+    start = (guint32) g_ascii_strtoull (hook_slot, NULL, 10);
+  if (mkdir (path, 0700) < 0 && errno != EEXIST)
+    g_debug ("No uid leases in '%s': %s", path, g_strerror (errno));
+  dir_fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd >= 0 && ((lock = openat (dir_fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 ||
+                      flock (lock, LOCK_EX) < 0))
+    {
+      close (dir_fd);
+      dir_fd = -1;
+    }
+  slot = start % range.count;
+  for (guint32 tries = 0; tries < range.count && !found; tries++, slot = (slot + 1) % range.count)
+    {
+      char name[16];
+
+      g_snprintf (name, sizeof name, "%u", slot);
+      if (g_hash_table_contains (used, GUINT_TO_POINTER (slot)) || (dir_fd >= 0 && lease_held (dir_fd, name)))
+        continue;
+      found = TRUE;
+      *out_slot = slot;
+      if (dir_fd >= 0)
+        {
+          /* Written whole, then renamed over the last lease of the slot. */
+          g_autofree char *tmp = g_strdup_printf (".%s.%d", name, (int) getpid ());
+          int fd = openat (dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+          gboolean ok = fd >= 0 && write (fd, text, strlen (text)) == (ssize_t) strlen (text);
+          if (fd >= 0 && close (fd) < 0)
+            ok = FALSE;
+          if (!ok || renameat (dir_fd, tmp, dir_fd, name) < 0)
+            {
+              g_debug ("Could not lease uid slot %u in '%s': %s", slot, path, g_strerror (errno));
+              unlinkat (dir_fd, tmp, 0);
+            }
+        }
+    }
+  if (lock >= 0)
+    close (lock);
+  if (dir_fd >= 0)
+    close (dir_fd);
+  return found;
 }

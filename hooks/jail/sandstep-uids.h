@@ -28,6 +28,18 @@ typedef struct {
 
 SandstepUidRange sandstep_uids_range (void);
 
+/* Where slots of the range are leased host-wide (root only): a sandbox's uid is its own among every state
+ * directory's, not only its own directory's.  One file per slot, "STATE-DIR\nHANDLE\n"; a lease whose sandbox
+ * no longer exists (destroyed, or its state directory removed by hand) is free again.  The test hook
+ * SANDSTEP_TEST_UIDS_DIR names another directory, SANDSTEP_TEST_UID_SLOT the slot a probe starts at. */
+#define SANDSTEP_UIDS_LEASES_DIR "/var/lib/sandstep-uids"
+
+/* The first free slot from @start on (wrapping), free meaning neither in @used (slots of the caller's state
+ * directory) nor leased to a sandbox that exists, and leases it to @handle of @state_dir (absolute).  FALSE when
+ * every slot is taken.  Without a leases directory (it cannot be made) only @used counts, as before. */
+gboolean sandstep_uids_lease (guint32 start, GHashTable *used, const char *state_dir, const char *handle,
+                              guint32 *out_slot);
+
 /* Whether @dir's file system can be shown through an idmapped mount here. */
 gboolean sandstep_uids_idmap_works (const char *dir);
 

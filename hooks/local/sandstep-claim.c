@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-who.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
 
@@ -73,18 +74,20 @@ flock_holder (int fd)
 static void
 parse_claim (int fd, ClaimInfo *info)
 {
-  char buf[4096];
+  /* Room for a holder of SANDSTEP_IDENTITY_MAX bytes with every one escaped (\u001b is six). */
+  char buf[8 * SANDSTEP_IDENTITY_MAX];
   ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr(JsonNode) root = NULL;
 
   memset (info, 0, sizeof *info);
   if (n > 0)
     {
       buf[n] = '\0';
-      if (sandstep_json_check (buf, n, sizeof buf, NULL) && json_parser_load_from_data (parser, buf, n, NULL) &&
-          JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+      /* sandstep_json_parse: blanks alone are no node, which JSON_NODE_HOLDS_OBJECT would be CRITICAL about. */
+      root = sandstep_json_parse (buf, n, sizeof buf, NULL);
+      if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
         {
-          JsonObject *o = json_node_get_object (json_parser_get_root (parser));
+          JsonObject *o = json_node_get_object (root);
           const char *holder = NULL;
           gint64 pid = 0, start = 0;
           /* Written by sandstep, but anyone who can write the state directory may have changed it. */

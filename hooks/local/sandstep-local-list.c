@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-error.h"
 #include "sandstep-local.h"
 #include "sandstep-local-private.h"
@@ -64,6 +65,19 @@ sandstep_local_judge (SandstepStore *store, const char *handle, SandstepConditio
   return TRUE;
 }
 
+/* A cgroup this young may be about to take a process (sandstep_cgroup_sweep). */
+#define ORPHAN_CGROUP_AGE_S 60
+
+static gboolean
+in_store (const char *name, gpointer data)
+{
+  SandstepStore *store = data;
+  g_autofree char *rel = g_build_filename ("sandboxes", name, NULL);
+  struct stat st;
+
+  return fstatat (store->dir_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
 gboolean
 sandstep_local_gc (SandstepBackend *backend, const char *run, const char *owner_prefix, gboolean expired_only,
           gboolean broken, GPtrArray *destroyed, GError **error)
@@ -108,6 +122,10 @@ sandstep_local_gc (SandstepBackend *backend, const char *run, const char *owner_
         }
     }
   sandstep_store_sweep (local->store, TRUE);
+  /* Cgroups left by sandboxes that are gone, also those of state directories removed by hand; not on a gc for
+   * some owners only (a tenant's, through sandstepd), which reaches no one else's. */
+  if (owner_prefix == NULL)
+    sandstep_cgroup_sweep (in_store, local->store, ORPHAN_CGROUP_AGE_S);
   return ok;
 }
 
@@ -134,12 +152,23 @@ sandstep_local_current_user (LocalBackend *local, const char *handle, gboolean *
   return NULL;
 }
 
-/* Bytes of the regular files under @dir_fd (taken), never following a link. */
+/* A directory the walk of tree_size() is inside of: who it is, and where to read on in it. */
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+  long next;  /* telldir() after the entry the walk went down into */
+} SizeLevel;
+
+/* Bytes of the regular files under @dir_fd (taken), at any depth, never following a link.  Iterative, with one
+ * directory open at a time: a command may leave a chain of directories far deeper than the stack or the
+ * descriptor limit.  The walk keeps 24 bytes per level it is below the top (each level costs the command an inode),
+ * and goes back up through ".." only to the directory it came from (device and inode checked): a tree changed
+ * under it ends the count there rather than lead it anywhere else. */
 static guint64
-tree_size (int dir_fd, int depth)
+tree_size (int dir_fd)
 {
+  g_autoptr(GArray) levels = g_array_new (FALSE, FALSE, sizeof (SizeLevel));
   DIR *dir = fdopendir (dir_fd);
-  struct dirent *entry;
   guint64 total = 0;
 
   if (dir == NULL)
@@ -147,20 +176,52 @@ tree_size (int dir_fd, int depth)
       close (dir_fd);
       return 0;
     }
-  while ((entry = readdir (dir)) != NULL)
+  for (;;)
     {
+      struct dirent *entry = readdir (dir);
       struct stat st;
+      int fd;
 
+      if (entry == NULL)
+        {
+          SizeLevel *up;
+
+          if (levels->len == 0)
+            break;
+          up = &g_array_index (levels, SizeLevel, levels->len - 1);
+          fd = openat (dirfd (dir), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+          closedir (dir);
+          dir = NULL;
+          if (fd < 0 || fstat (fd, &st) < 0 || st.st_dev != up->dev || st.st_ino != up->ino ||
+              (dir = fdopendir (fd)) == NULL)
+            {
+              if (fd >= 0)
+                close (fd);
+              return total;
+            }
+          seekdir (dir, up->next);
+          g_array_set_size (levels, levels->len - 1);
+          continue;
+        }
       if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0 ||
           fstatat (dirfd (dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         continue;
       if (S_ISREG (st.st_mode))
         total += st.st_size;
-      else if (S_ISDIR (st.st_mode) && depth < 256)
+      else if (S_ISDIR (st.st_mode) &&
+               (fd = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
         {
-          int fd = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-          if (fd >= 0)
-            total += tree_size (fd, depth + 1);
+          struct stat here;
+          DIR *down;
+
+          if (fstat (dirfd (dir), &here) < 0 || (down = fdopendir (fd)) == NULL)
+            {
+              close (fd);
+              continue;
+            }
+          g_array_append_val (levels, ((SizeLevel) { .dev = here.st_dev, .ino = here.st_ino, .next = telldir (dir) }));
+          closedir (dir);
+          dir = down;
         }
     }
   closedir (dir);
@@ -202,7 +263,7 @@ sandstep_local_list (SandstepBackend *backend, const char *run, const char *owne
         entry->condition = running ? SANDSTEP_CONDITION_RUNNING : SANDSTEP_CONDITION_HELD;
       fd = openat (local->store->dir_fd, tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd >= 0)
-        entry->size = tree_size (fd, 0);
+        entry->size = tree_size (fd);
       g_ptr_array_add (entries, g_steal_pointer (&entry));
     }
   return entries;

@@ -90,6 +90,7 @@ assign_uid (LocalBackend *local, SandstepRecord *record)
 {
   g_autoptr(GPtrArray) handles = NULL;
   g_autoptr(GHashTable) used = NULL;
+  g_autofree char *state_dir = NULL;
   SandstepUidRange range;
   guint32 slot;
 
@@ -104,11 +105,10 @@ assign_uid (LocalBackend *local, SandstepRecord *record)
       if (other != NULL && other->uid >= range.uid_base && other->uid - range.uid_base < range.count)
         g_hash_table_add (used, GUINT_TO_POINTER (other->uid - range.uid_base));
     }
-  /* Start where the handle points, so that sandboxes rarely probe; the first free slot after it. */
-  slot = g_str_hash (record->handle) % range.count;
-  for (guint32 tries = 0; tries < range.count && g_hash_table_contains (used, GUINT_TO_POINTER (slot)); tries++)
-    slot = (slot + 1) % range.count;
-  if (g_hash_table_contains (used, GUINT_TO_POINTER (slot)))
+  /* Start where the handle points, so that sandboxes rarely probe; the first slot after it that no sandbox of
+   * this store has, nor any of another state directory (leased host-wide). */
+  state_dir = g_canonicalize_filename (local->store->dir, NULL);
+  if (!sandstep_uids_lease (g_str_hash (record->handle) % range.count, used, state_dir, record->handle, &slot))
     return;
   record->uid = range.uid_base + slot;
   record->gid = range.gid_base + slot;
@@ -160,8 +160,16 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
           *out_existing = TRUE;
           return g_steal_pointer (&existing);
         }
-      /* Over or released: this holder gets a new one.  A damaged one stays for its owner to look
-       * into until gc reclaims it; this holder gets a new one too. */
+      /* A damaged one is refused, named, with what to do: a second sandbox for the holder would leave the first
+       * to leak unnoticed (and the step's handle file would name another sandbox than before). */
+      if (old == NULL && g_error_matches (load_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN))
+        {
+          sandstep_store_unlock_provision (store);
+          g_propagate_prefixed_error (error, g_steal_pointer (&load_error), "'%s' already provisioned a sandbox: ",
+                                      who->holder);
+          return NULL;
+        }
+      /* Over or released (or gone): this holder gets a new one. */
       if (old != NULL)
         sandstep_sandbox_destroy (store, existing, -1, NULL);
     }

@@ -187,10 +187,7 @@ sandstep_store_broken (GError **error, const char *handle, const char *format, .
   va_start (args, format);
   what = g_strdup_vprintf (format, args);
   va_end (args);
-  return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
-                         "Sandbox '%s' is damaged: %s; destroy it with 'sandstep destroy --handle=%s', or reclaim "
-                         "every damaged sandbox with 'sandstep gc --broken'",
-                         handle, what, handle);
+  return sandstep_throw_broken (error, handle, "%s", what);
 }
 
 typedef enum {
@@ -275,7 +272,7 @@ record_from_json (JsonObject *object, SandstepRecord *record, const char **out_b
 SandstepRecord *
 sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr(JsonNode) root = NULL;
   g_autoptr(SandstepRecord) record = g_new0 (SandstepRecord, 1);
   g_autoptr(GError) local_error = NULL;
   g_autofree char *text = NULL;
@@ -321,26 +318,26 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
     if (claim_errno == 0 && !S_ISREG (st.st_mode))
       return sandstep_store_broken (error, handle, "its claim file is not a regular file"), NULL;
   }
-  /* Depth checked first: json-glib would recurse through a deep one until it crashed. */
-  if (!sandstep_json_check (text, len, RECORD_MAX, &local_error) ||
-      !json_parser_load_from_data (parser, text, len, &local_error))
+  /* Depth checked first (json-glib would recurse through a deep one until it crashed), and an empty one is
+   * refused rather than handed on as no node at all (a Json-CRITICAL in every operator). */
+  root = sandstep_json_parse (text, len, RECORD_MAX, &local_error);
+  if (root == NULL)
     {
       sandstep_store_broken (error, handle, "its record (record.json) is not valid JSON (%s)", local_error->message);
       return NULL;
     }
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       sandstep_store_broken (error, handle, "its record (record.json) is not a JSON object");
       return NULL;
     }
   record->handle = g_strdup (handle);
-  if (!record_from_json (json_node_get_object (json_parser_get_root (parser)), record, &bad))
+  if (!record_from_json (json_node_get_object (root), record, &bad))
     {
       sandstep_store_broken (error, handle, "its record's member '%s' is missing or wrong", bad);
       return NULL;
     }
-  record->spec = sandstep_spec_from_json (json_object_get_member (json_node_get_object (json_parser_get_root (parser)),
-                                                                 "spec"), &local_error);
+  record->spec = sandstep_spec_from_json (json_object_get_member (json_node_get_object (root), "spec"), &local_error);
   if (record->spec == NULL)
     {
       sandstep_store_broken (error, handle, "its record's spec is wrong (%s)", local_error->message);
@@ -548,6 +545,13 @@ sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *
   if (fd < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not open '%s/holders'", store->dir);
+  {
+    /* Damage in the entry's place that a rename cannot replace (a directory) would block the holder for good:
+     * the name is ours, and we hold the provision lock. */
+    struct stat st;
+    if (fstatat (fd, key + strlen ("holders/"), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+      sandstep_remove_tree_at (fd, key + strlen ("holders/"));
+  }
   ok = replace_file_at (fd, store->dir, key + strlen ("holders/"), text, strlen (text), 0600, error);
   close (fd);
   return ok;

@@ -295,3 +295,38 @@ sandstep_cgroup_remove (const char *name)
   remove_dir (cgroup->memory_dir);
   remove_dir (cgroup->pids_dir);
 }
+
+guint
+sandstep_cgroup_sweep (gboolean (*keep) (const char *name, gpointer data), gpointer data, gint64 min_age_s)
+{
+  SandstepCgroupKind kind = sandstep_cgroup_kind ();
+  g_autofree char *first = kind == SANDSTEP_CGROUP_V1 ? v1_parent ("memory", FALSE)
+                           : kind == SANDSTEP_CGROUP_V2 ? v2_parent (FALSE) : NULL;
+  g_autofree char *second = kind == SANDSTEP_CGROUP_V1 ? v1_parent ("pids", FALSE) : NULL;
+  const char *parents[] = { first, second };
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+  guint removed = 0;
+
+  for (gsize p = 0; p < G_N_ELEMENTS (parents); p++)
+    {
+      g_autoptr(GDir) dir = parents[p] != NULL ? g_dir_open (parents[p], 0, NULL) : NULL;
+      const char *name;
+
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *path = NULL;
+          struct stat st;
+
+          if (!g_str_has_prefix (name, "sandstep-") || keep (name, data))
+            continue;
+          path = g_build_filename (parents[p], name, NULL);
+          /* A young one may be about to take its sandbox's first process (made at provision, or by a supervisor
+           * just now); the kernel refuses to remove one that holds a process (EBUSY). */
+          if (lstat (path, &st) < 0 || !S_ISDIR (st.st_mode) || now - st.st_mtime < min_age_s)
+            continue;
+          if (rmdir (path) == 0)
+            removed++;
+        }
+    }
+  return removed;
+}

@@ -46,4 +46,10 @@ void sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, g
 /* Removes the sandbox's cgroup once its last process is gone; absent is fine. */
 void sandstep_cgroup_remove (const char *name);
 
+/* Removes every sandbox cgroup under sandstep's parent that holds no process, is at least @min_age_s old, and
+ * that @keep does not claim: cgroups are named by handle alone, so one whose state directory was removed by hand
+ * is found only this way, from any state directory.  One of a live sandbox of another state directory, made at its
+ * provision and not used yet, may go too: its supervisor makes it again.  Returns how many went. */
+guint sandstep_cgroup_sweep (gboolean (*keep) (const char *name, gpointer data), gpointer data, gint64 min_age_s);
+
 G_END_DECLS

@@ -31,21 +31,12 @@ append_json_string (GString *out, const char *text)
   g_string_append_c (out, '"');
 }
 
-/* Seconds as `sandstep run` reads them (sandstep_parse_seconds()): the whole text a finite number, above 0
- * unless @allow_zero, at most ten years; anything else goes to the core, which says what is wrong. */
+/* Seconds as `sandstep run` reads them, by the same rule (decimal only: a strtod of its own here took the front's
+ * --timeout=0x10 as 16); anything else goes to the core, which says what is wrong. */
 static gboolean
 parse_seconds (const char *text, gboolean allow_zero, double *out)
 {
-  char *end = NULL;
-  double value;
-
-  if (text[0] == '\0' || g_ascii_isspace (text[0]))
-    return FALSE;
-  value = g_ascii_strtod (text, &end);
-  if (*end != '\0' || !isfinite (value) || value < 0 || (value == 0 && !allow_zero) || value > SANDSTEP_MAX_DURATION_S)
-    return FALSE;
-  *out = value;
-  return TRUE;
+  return sandstep_parse_seconds ("seconds", text, allow_zero, out, NULL);
 }
 
 /* ---- one command ---- */

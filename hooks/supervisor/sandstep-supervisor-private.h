@@ -72,6 +72,7 @@ typedef struct {
   gboolean jail_is_peer;   /* the sandbox's uid is ours: its processes could reach us but for the namespace */
   char *own_userns;        /* then: our user namespace, as /proc/self/ns/user names it */
   int listener;
+  ino_t listener_ino;  /* the socket it bound: anything else under its name is damage */
   int watch;
   int signals;
   gint64 expires;

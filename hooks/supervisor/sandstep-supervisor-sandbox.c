@@ -517,7 +517,13 @@ attach_to_cgroup (int pid, gpointer user_data, GError **error)
   if (s->cgroup == NULL && sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
       (s->cgroup = sandstep_cgroup_make (s->handle, s->memory, s->pids, error)) == NULL)
     return FALSE;
-  return s->cgroup == NULL || sandstep_cgroup_attach (s->cgroup, pid, error);
+  if (s->cgroup == NULL || sandstep_cgroup_attach (s->cgroup, pid, NULL))
+    return TRUE;
+  /* Removed between its making and this move (a gc's sweep of empty cgroups, sandstep_cgroup_sweep): once more. */
+  g_clear_pointer (&s->cgroup, sandstep_cgroup_free);
+  if ((s->cgroup = sandstep_cgroup_make (s->handle, s->memory, s->pids, error)) == NULL)
+    return FALSE;
+  return sandstep_cgroup_attach (s->cgroup, pid, error);
 }
 
 void

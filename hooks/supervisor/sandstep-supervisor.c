@@ -7,6 +7,7 @@
  */
 #include "sandstep-supervisor.h"
 #include "sandstep-supervisor-private.h"
+#include "sandstep-remove-libc.h"
 #include "sandstep-units.h"
 
 #include <errno.h>
@@ -73,6 +74,15 @@ read_lifetime (Supervisor *s)
 
 /* ---- the loop ---- */
 
+static gboolean
+socket_is_ours (Supervisor *s)
+{
+  struct stat st;
+
+  return s->listener >= 0 && fstatat (s->dir_fd, SANDSTEP_RUN_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISSOCK (st.st_mode) && st.st_ino == s->listener_ino;
+}
+
 static void
 on_watch (Supervisor *s)
 {
@@ -88,6 +98,10 @@ on_watch (Supervisor *s)
           s->done = TRUE;
         else if (event->len > 0 && strcmp (event->name, "lifetime") == 0)
           reload = TRUE;
+        /* Our socket removed or replaced (a file, a FIFO, a directory, another socket): nobody can reach us, and
+         * callers would wait for us in vain.  Ending lets the next caller start a supervisor that listens. */
+        else if (event->len > 0 && strcmp (event->name, SANDSTEP_RUN_SOCKET) == 0 && !socket_is_ours (s))
+          s->done = TRUE;
         /* The record changed (or was damaged) or the claim file was replaced: what this supervisor
          * was started from no longer holds, so it ends, and the next command starts from the record. */
         else if (event->len > 0 && (strcmp (event->name, "record.json") == 0 ||
@@ -226,13 +240,18 @@ listen_socket (Supervisor *s, GError **error)
   struct sockaddr_un address = { .sun_family = AF_UNIX };
 
   /* Through the directory's fd: any state path fits sun_path. */
+  struct stat st;
+
   g_snprintf (address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/" SANDSTEP_RUN_SOCKET, s->dir_fd);
-  unlinkat (s->dir_fd, SANDSTEP_RUN_SOCKET, 0);
+  /* Whatever is there (a socket left by a killed supervisor, or damage: a file, a directory) goes: the name is
+   * ours, and we hold the lock that says so. */
+  sandstep_remove_at (s->dir_fd, SANDSTEP_RUN_SOCKET);
   s->listener = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s->listener < 0 || bind (s->listener, (struct sockaddr *) &address, sizeof address) < 0 ||
-      listen (s->listener, 128) < 0)
+      listen (s->listener, 128) < 0 || fstatat (s->dir_fd, SANDSTEP_RUN_SOCKET, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not listen on the supervisor socket of sandbox '%s'", s->handle);
+  s->listener_ino = st.st_ino;
   return TRUE;
 }
 
@@ -273,17 +292,20 @@ start (Supervisor *s, GError **error)
                                  "Could not set up the supervisor of sandbox '%s'", s->handle);
   /* A claim that is no file is damage, which the helper explains (started by the front, nobody checked). */
   if (fstat (s->claim_fd, &st) < 0 || !S_ISREG (st.st_mode))
-    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN,
-                           "Sandbox '%s' is damaged: its claim is not a regular file", s->handle);
+    return sandstep_throw_broken (error, s->handle, "its claim is not a regular file");
   watched = g_strdup_printf ("/proc/self/fd/%d", s->dir_fd);
   if (inotify_add_watch (s->watch, watched, IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
                                             IN_DELETE | IN_CREATE) < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not watch the directory of sandbox '%s'", s->handle);
   if (!read_lifetime (s))
-    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
-                           "Sandbox '%s' has no readable lifetime beside its record; it is being destroyed, "
-                           "or its state is damaged", s->handle);
+    {
+      /* Gone with its record: a destroy under way.  Beside a record: damage, said as every damage is. */
+      if (fstatat (s->dir_fd, "record.json", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+        return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
+                               "Sandbox '%s' is being destroyed", s->handle);
+      return sandstep_throw_broken (error, s->handle, "its lifetime file is missing, or not two numbers");
+    }
   if (!sandstep_supervisor_alive (s))
     return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
                            "Sandbox '%s' expired", s->handle);
