@@ -211,8 +211,10 @@ await_ready (int fd, const char *handle, gboolean *out_vanished, GError **error)
     g_auto(GStrv) parts = g_strsplit (g_strchomp (text->str), "\t", 3);
     if (g_strv_length (parts) == 3)
       {
-        g_set_error_literal (error, g_quark_from_string (parts[0]), (int) g_ascii_strtoll (parts[1], NULL, 10),
-                             parts[2]);
+        /* Through the table of our domains: a GError made with a bare quark of an extended domain (sandbox,
+         * path) that this process had not registered yet lacks the private part its free then clears. */
+        g_propagate_error (error, sandstep_error_new_from_name (parts[0], g_ascii_strtoll (parts[1], NULL, 10),
+                                                                parts[2]));
         return FALSE;
       }
   }
