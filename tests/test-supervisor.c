@@ -25,6 +25,7 @@
 
 #include "sandstep-exit.h"
 #include "sandstep-host-files.h"
+#include "sandstep-limit-defaults.h"
 #include "sandstep-run-wire.h"
 #include "sandstep-supervisor-start.h"
 #include "sandstep-store.h"
@@ -1312,6 +1313,27 @@ test_no_host_wide_per_sandbox (Fixture *f, gconstpointer data)
   close (probe);
 }
 
+static void
+test_inotify_share (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *limits = NULL;
+  g_autofree char *made = NULL;
+
+  g_test_summary ("a sandbox makes at most its share of its caller's inotify instances, which the kernel counts per "
+                  "user host-wide: its user namespace's limits say so (issue 30 item 13)");
+  limits = sandstep_test_run_ok (f, handle, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches");
+  g_assert_cmpstr (limits, ==, G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) "\n"
+                               G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_WATCHES) "\n");
+  made = sandstep_test_run_ok (f, handle,
+                               "python3 -c 'import ctypes, os\n"
+                               "libc = ctypes.CDLL(None, use_errno=True)\n"
+                               "n = 0\n"
+                               "while n < 1000 and libc.inotify_init1(0) >= 0: n += 1\n"
+                               "print(n, os.strerror(ctypes.get_errno()))'");
+  g_assert_cmpstr (made, ==, G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) " Too many open files\n");
+}
+
 /* A child of ours, as @uid, that holds every inotify instance the kernel lets that user have (as a busy host's
  * services may); its pid, once it holds them. */
 static GPid
@@ -1607,6 +1629,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/mountinfo-names-little", test_mountinfo_names_little);
   ADD ("/supervisor/stable-over-1000-commands", test_stable_over_many);
   ADD ("/supervisor/no-host-wide-per-sandbox", test_no_host_wide_per_sandbox);
+  ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);
   ADD ("/supervisor/killed-supervisor-says-so", test_killed_supervisor_says_so);
