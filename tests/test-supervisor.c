@@ -1319,6 +1319,7 @@ test_inotify_share (Fixture *f, gconstpointer data)
   g_autofree char *handle = sandstep_test_provision (f, NULL);
   g_autofree char *limits = NULL;
   g_autofree char *made = NULL;
+  g_autofree char *raised = NULL;
 
   g_test_summary ("a sandbox makes at most its share of its caller's inotify instances, which the kernel counts per "
                   "user host-wide: its user namespace's limits say so (issue 30 item 13)");
@@ -1332,6 +1333,11 @@ test_inotify_share (Fixture *f, gconstpointer data)
                                "while n < 1000 and libc.inotify_init1(0) >= 0: n += 1\n"
                                "print(n, os.strerror(ctypes.get_errno()))'");
   g_assert_cmpstr (made, ==, G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) " Too many open files\n");
+  /* Nor can a command raise its share: the capabilities that could are gone. */
+  raised = sandstep_test_run_ok (f, handle, "echo 100000 2>/dev/null > /proc/sys/user/max_inotify_instances; "
+                                            "echo $?; cat /proc/sys/user/max_inotify_instances");
+  g_assert_cmpstr (raised, !=, "0\n100000\n");
+  g_assert_true (g_str_has_suffix (raised, "\n" G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) "\n"));
 }
 
 /* A child of ours, as @uid, that holds every inotify instance the kernel lets that user have (as a busy host's
