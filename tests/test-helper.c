@@ -18,6 +18,7 @@
 #include "sandstep-error.h"
 #include "sandstep-limit-defaults.h"
 #include "sandstep-test-utils.h"
+#include "sandstep-uids.h"
 
 typedef SandstepTestFixture Fixture;
 
@@ -1825,6 +1826,86 @@ test_export_not_a_url (Fixture *f, gconstpointer data)
   prepared_clear (&p);
 }
 
+/* The host uid `describe` gives @handle. */
+static guint32
+described_uid (Fixture *f, const char *handle)
+{
+  g_autofree char *h = g_strdup_printf ("--handle=%s", handle);
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "describe", h, NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+
+  sandstep_test_assert_status (r, 0);
+  g_assert_true (json_parser_load_from_data (parser, r->out, -1, NULL));
+  return (guint32) json_object_get_int_member (json_node_get_object (json_parser_get_root (parser)), "uid");
+}
+
+/* The handle "uids/SLOT" of the state directory names, or NULL. */
+static char *
+uid_slot_holder (Fixture *f, guint32 uid)
+{
+  SandstepUidRange range = sandstep_uids_range ();
+  g_autofree char *name = g_strdup_printf ("%u", uid - range.uid_base);
+  g_autofree char *path = g_build_filename (f->state_dir, "uids", name, NULL);
+
+  return g_file_read_link (path, NULL);
+}
+
+static void
+test_provision_uid_slots (Fixture *f, gconstpointer data)
+{
+  g_autofree char *a = NULL, *b = NULL, *c = NULL;
+  g_autofree char *holder_a = NULL, *holder_b = NULL, *after_destroy = NULL, *migrated = NULL;
+  g_autofree char *uids = g_build_filename (f->state_dir, "uids", NULL);
+  g_autofree char *ha = NULL;
+  g_autoptr(SandstepTestResult) destroy = NULL;
+  guint32 uid_a, uid_b;
+
+  g_test_summary ("as root, which sandbox holds which host uid is one link per slot, taken at provision and freed "
+                  "at destroy: a provision reads no other sandbox's record (issue 33: it read all of them)");
+  if (geteuid () != 0)
+    {
+      g_test_skip ("sandboxes have uids of their own only when sandstep runs as root");
+      return;
+    }
+  a = sandstep_test_provision (f, "--holder=uids-a", NULL);
+  uid_a = described_uid (f, a);
+  if (uid_a == 0 || !sandstep_uids_idmap_works (f->state_dir))
+    {
+      g_test_skip ("this state directory's file system cannot be idmapped here: sandboxes run as root");
+      return;
+    }
+  holder_a = uid_slot_holder (f, uid_a);
+  g_assert_cmpstr (holder_a, ==, a);
+  b = sandstep_test_provision (f, "--holder=uids-b", NULL);
+  uid_b = described_uid (f, b);
+  g_assert_cmpuint (uid_b, !=, uid_a);
+  holder_b = uid_slot_holder (f, uid_b);
+  g_assert_cmpstr (holder_b, ==, b);
+
+  ha = g_strdup_printf ("--handle=%s", a);
+  destroy = sandstep_test_helper (f, "destroy", ha, NULL);
+  sandstep_test_assert_status (destroy, 0);
+  after_destroy = uid_slot_holder (f, uid_a);
+  g_assert_null (after_destroy);
+
+  /* A state directory of an older build has no links: the next provision makes them, once, from the records. */
+  {
+    g_autoptr(GDir) dir = g_dir_open (uids, 0, NULL);
+    const char *name;
+    g_assert_nonnull (dir);
+    while ((name = g_dir_read_name (dir)) != NULL)
+      {
+        g_autofree char *link = g_build_filename (uids, name, NULL);
+        g_assert_cmpint (unlink (link), ==, 0);
+      }
+    g_assert_cmpint (rmdir (uids), ==, 0);
+  }
+  c = sandstep_test_provision (f, "--holder=uids-c", NULL);
+  g_assert_cmpuint (described_uid (f, c), !=, uid_b);
+  migrated = uid_slot_holder (f, uid_b);
+  g_assert_cmpstr (migrated, ==, b);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1834,6 +1915,7 @@ main (int argc, char **argv)
   ADD ("/helper/provision/prints-handle", test_provision_prints_handle);
   ADD ("/helper/provision/get-or-create", test_provision_get_or_create);
   ADD ("/helper/provision/spec-conflict", test_provision_spec_conflict);
+  ADD ("/helper/provision/uid-slots", test_provision_uid_slots);
   ADD ("/helper/list/mixed", test_list_mixed);
   ADD ("/helper/progress", test_progress);
   ADD ("/helper/run/shell-and-cwd", test_run_shell_and_cwd);

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,7 +25,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandstep-exit.h"
 #include "sandstep-host-files.h"
+#include "sandstep-limit-defaults.h"
 #include "sandstep-run-wire.h"
 #include "sandstep-supervisor-start.h"
 #include "sandstep-store.h"
@@ -1730,6 +1733,178 @@ test_stable_over_many (Fixture *f, gconstpointer data)
   g_assert_cmpstr (rss_after, ==, rss_before);
 }
 
+/* How many of @pid's fds are inotify instances. */
+static guint
+count_inotify_fds (int pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", pid);
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *fd_path = g_build_filename (path, name, NULL);
+      g_autofree char *target = g_file_read_link (fd_path, NULL);
+      n += target != NULL && strcmp (target, "anon_inode:inotify") == 0;
+    }
+  return n;
+}
+
+#define MANY_LIVE 20
+
+static void
+test_no_host_wide_per_sandbox (Fixture *f, gconstpointer data)
+{
+  guint caller_fds = count_fds_now (getpid ());
+  guint first_fds = 0;
+  int probe;
+
+  g_test_summary ("20 live sandboxes hold no inotify instance (counted per user, host-wide: 128 by default), "
+                  "each supervisor as many fds as the first, and their caller no fd at all (issue 33)");
+  for (int i = 0; i < MANY_LIVE; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=many-%d", i);
+      g_autofree char *handle = sandstep_test_provision (f, holder, NULL);
+      int supervisor = start_supervisor (f, handle);
+      guint fds = count_fds (supervisor);
+
+      g_assert_cmpuint (count_inotify_fds (supervisor), ==, 0);
+      if (i == 0)
+        first_fds = fds;
+      g_assert_cmpuint (fds, ==, first_fds);
+    }
+  g_assert_cmpuint (count_fds_now (getpid ()), ==, caller_fds);
+  /* And the calling user can still make one. */
+  probe = inotify_init1 (IN_CLOEXEC);
+  g_assert_cmpint (probe, >=, 0);
+  close (probe);
+}
+
+static void
+test_inotify_share (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *limits = NULL;
+  g_autofree char *made = NULL;
+  g_autofree char *raised = NULL;
+
+  g_test_summary ("a sandbox makes at most its share of its caller's inotify instances, which the kernel counts per "
+                  "user host-wide: its user namespace's limits say so (issue 30 item 13)");
+  limits = sandstep_test_run_ok (f, handle, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches");
+  g_assert_cmpstr (limits, ==, G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) "\n"
+                               G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_WATCHES) "\n");
+  made = sandstep_test_run_ok (f, handle,
+                               "python3 -c 'import ctypes, os\n"
+                               "libc = ctypes.CDLL(None, use_errno=True)\n"
+                               "n = 0\n"
+                               "while n < 1000 and libc.inotify_init1(0) >= 0: n += 1\n"
+                               "print(n, os.strerror(ctypes.get_errno()))'");
+  g_assert_cmpstr (made, ==, G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) " Too many open files\n");
+  /* Nor can a command raise its share: the capabilities that could are gone. */
+  raised = sandstep_test_run_ok (f, handle, "echo 100000 2>/dev/null > /proc/sys/user/max_inotify_instances; "
+                                            "echo $?; cat /proc/sys/user/max_inotify_instances");
+  g_assert_cmpstr (raised, !=, "0\n100000\n");
+  g_assert_true (g_str_has_suffix (raised, "\n" G_STRINGIFY (SANDSTEP_DEFAULT_INOTIFY_INSTANCES) "\n"));
+}
+
+/* A child of ours, as @uid, that holds every inotify instance the kernel lets that user have (as a busy host's
+ * services may); its pid, once it holds them. */
+static GPid
+hold_inotify_instances (uid_t uid, gid_t gid)
+{
+  int ready[2];
+  char byte;
+  GPid pid;
+
+  g_assert_cmpint (pipe2 (ready, O_CLOEXEC), ==, 0);
+  pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      if (setgroups (0, NULL) < 0 || setresgid (gid, gid, gid) < 0 || setresuid (uid, uid, uid) < 0)
+        _exit (1);
+      while (inotify_init1 (IN_CLOEXEC) >= 0)
+        ;
+      if (write (ready[1], errno == EMFILE ? "y" : "n", 1) != 1)
+        _exit (1);
+      pause ();
+      _exit (0);
+    }
+  close (ready[1]);
+  g_assert_cmpint (read (ready[0], &byte, 1), ==, 1);
+  close (ready[0]);
+  g_assert_cmpint (byte, ==, 'y');
+  return pid;
+}
+
+static void
+test_user_out_of_inotify (Fixture *f, gconstpointer data)
+{
+  g_autofree char *reason = NULL;
+  SandstepTestUser *user = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+  GPid holder;
+
+  g_test_summary ("a user who has every inotify instance the host allows it in use still runs its sandboxes' "
+                  "first commands: a supervisor holds none (it aborted with 'free(): invalid pointer', issue 33)");
+  user = sandstep_test_user_new (&reason);
+  if (user == NULL)
+    {
+      g_test_skip (reason);
+      return;
+    }
+  if (!sandstep_test_user_can_unshare (user, &reason))
+    {
+      sandstep_test_user_free (user);
+      g_test_skip (reason);
+      return;
+    }
+  holder = hold_inotify_instances (user->uid, user->gid);
+  sandstep_test_fixture_set_user (f, user);
+  handle = sandstep_test_provision (f, NULL);
+  out = sandstep_test_run_ok (f, handle, "echo served");
+  kill (holder, SIGKILL);
+  waitpid (holder, NULL, 0);
+  g_assert_cmpstr (out, ==, "served\n");
+}
+
+static const char *const damaged_lifetimes[] = { "missing", "empty", "garbage" };
+
+static void
+test_start_failure_clean (Fixture *f, gconstpointer data)
+{
+  g_test_summary ("a supervisor that cannot start (its sandbox's lifetime file missing or damaged) is one clear "
+                  "line from run, never an abort (it was 'free(): invalid pointer', rc 134: issue 30 item 20, "
+                  "issue 33)");
+  for (gsize i = 0; i < G_N_ELEMENTS (damaged_lifetimes); i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=damaged-%s", damaged_lifetimes[i]);
+      g_autofree char *handle = sandstep_test_provision (f, holder, NULL);
+      g_autofree char *lifetime = sandbox_file (f, handle, "lifetime");
+      g_autofree char *h = handle_arg (handle);
+      g_autoptr(SandstepTestResult) r = NULL;
+      g_auto(GStrv) lines = NULL;
+
+      if (i == 0)
+        g_assert_cmpint (unlink (lifetime), ==, 0);
+      else
+        g_assert_true (g_file_set_contents (lifetime, i == 1 ? "" : "soon", -1, NULL));
+      r = sandstep_test_helper (f, "run", h, "--", "echo ran", NULL);
+      /* A damaged sandbox, said as every damage is (test-recovery's /recovery/damaged-lifetime/). */
+      sandstep_test_assert_status (r, SANDSTEP_EXIT_INTERNAL);
+      sandstep_test_assert_contains (r->err, "is damaged: its lifetime file");
+      sandstep_test_assert_not_contains (r->err, "free()");
+      g_assert_cmpstr (r->out, ==, "");
+      lines = g_strsplit (g_strchomp (r->err), "\n", -1);
+      g_assert_cmpuint (g_strv_length (lines), ==, 1);
+      /* Mended, for the teardown's destroy. */
+      g_assert_true (g_file_set_contents (lifetime, "9999999999 0\n", -1, NULL));
+    }
+}
+
 static void
 test_killed_supervisor_says_so (Fixture *f, gconstpointer data)
 {
@@ -1935,6 +2110,10 @@ main (int argc, char **argv)
   ADD ("/supervisor/submounts-read-only", test_submounts_read_only);
   ADD ("/supervisor/mountinfo-names-little", test_mountinfo_names_little);
   ADD ("/supervisor/stable-over-1000-commands", test_stable_over_many);
+  ADD ("/supervisor/no-host-wide-per-sandbox", test_no_host_wide_per_sandbox);
+  ADD ("/supervisor/inotify-share", test_inotify_share);
+  ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
+  ADD ("/supervisor/start-failure-clean", test_start_failure_clean);
   ADD ("/supervisor/killed-supervisor-says-so", test_killed_supervisor_says_so);
   ADD ("/supervisor/at-most-once-under-kills", test_at_most_once_under_kills);
 #undef ADD

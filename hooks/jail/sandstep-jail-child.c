@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "sandstep-jail-init.h"
+#include "sandstep-limit-defaults.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -59,6 +60,17 @@ sandstep_jail_write_file (const char *path, const void *data, size_t len, int op
     return -1;
   errno = errsv;
   return ok ? 0 : -1;
+}
+
+/* /proc/sys/user/@name of the user namespace we are in. */
+static void
+set_user_limit (const char *name, int value)
+{
+  char path[64], text[16];
+  int len = snprintf (text, sizeof text, "%d", value);
+
+  snprintf (path, sizeof path, "/proc/sys/user/%s", name);
+  sandstep_jail_write_file (path, text, (size_t) len, O_WRONLY, 0);
 }
 
 static int
@@ -231,6 +243,10 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
     child_fail (report, SANDSTEP_JAIL_STEP_SETUID, errno);
   /* If a memory limit is hit, the kernel picks a command's process before init. */
   sandstep_jail_write_file ("/proc/self/oom_score_adj", "1000", 4, O_WRONLY, 0);
+  /* Our share of the caller's inotify instances and watches: /proc/sys/user is this user namespace's, ours to
+   * set while we hold its capabilities.  Best effort: a host whose /proc/sys is read-only keeps its own limit. */
+  set_user_limit ("max_inotify_instances", SANDSTEP_DEFAULT_INOTIFY_INSTANCES);
+  set_user_limit ("max_inotify_watches", SANDSTEP_DEFAULT_INOTIFY_WATCHES);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_PRIVATE, errno);
 

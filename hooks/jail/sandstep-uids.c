@@ -153,57 +153,89 @@ lease_held (int dir_fd, const char *name)
   return lstat (sandbox, &st) == 0 || errno != ENOENT;
 }
 
-gboolean
-sandstep_uids_lease (guint32 start, GHashTable *used, const char *state_dir, const char *handle, guint32 *out_slot)
-{
-  SandstepUidRange range = sandstep_uids_range ();
-  const char *hook_dir = sandstep_test_hook ("SANDSTEP_TEST_UIDS_DIR");
-  const char *hook_slot = sandstep_test_hook ("SANDSTEP_TEST_UID_SLOT");
-  const char *path = hook_dir != NULL ? hook_dir : SANDSTEP_UIDS_LEASES_DIR;
-  g_autofree char *text = g_strdup_printf ("%s\n%s\n", state_dir, handle);
-  int dir_fd, lock = -1;
-  guint32 slot;
-  gboolean found = FALSE;
+struct _SandstepUidLeases {
+  int dir_fd;
+  int lock;
+  char *path;
+};
 
-  if (hook_slot != NULL)
-    start = (guint32) g_ascii_strtoull (hook_slot, NULL, 10);
+SandstepUidLeases *
+sandstep_uids_leases_lock (void)
+{
+  const char *hook_dir = sandstep_test_hook ("SANDSTEP_TEST_UIDS_DIR");
+  const char *path = hook_dir != NULL ? hook_dir : SANDSTEP_UIDS_LEASES_DIR;
+  SandstepUidLeases *leases;
+  int dir_fd, lock;
+
   if (mkdir (path, 0700) < 0 && errno != EEXIST)
     g_debug ("No uid leases in '%s': %s", path, g_strerror (errno));
   dir_fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dir_fd >= 0 && ((lock = openat (dir_fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 ||
-                      flock (lock, LOCK_EX) < 0))
+  if (dir_fd < 0)
+    return NULL;
+  if ((lock = openat (dir_fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 ||
+      flock (lock, LOCK_EX) < 0)
     {
+      if (lock >= 0)
+        close (lock);
       close (dir_fd);
-      dir_fd = -1;
+      return NULL;
     }
-  slot = start % range.count;
-  for (guint32 tries = 0; tries < range.count && !found; tries++, slot = (slot + 1) % range.count)
-    {
-      char name[16];
+  leases = g_new0 (SandstepUidLeases, 1);
+  leases->dir_fd = dir_fd;
+  leases->lock = lock;
+  leases->path = g_strdup (path);
+  return leases;
+}
 
-      g_snprintf (name, sizeof name, "%u", slot);
-      if (g_hash_table_contains (used, GUINT_TO_POINTER (slot)) || (dir_fd >= 0 && lease_held (dir_fd, name)))
-        continue;
-      found = TRUE;
-      *out_slot = slot;
-      if (dir_fd >= 0)
-        {
-          /* Written whole, then renamed over the last lease of the slot. */
-          g_autofree char *tmp = g_strdup_printf (".%s.%d", name, (int) getpid ());
-          int fd = openat (dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-          gboolean ok = fd >= 0 && write (fd, text, strlen (text)) == (ssize_t) strlen (text);
-          if (fd >= 0 && close (fd) < 0)
-            ok = FALSE;
-          if (!ok || renameat (dir_fd, tmp, dir_fd, name) < 0)
-            {
-              g_debug ("Could not lease uid slot %u in '%s': %s", slot, path, g_strerror (errno));
-              unlinkat (dir_fd, tmp, 0);
-            }
-        }
+void
+sandstep_uids_leases_unlock (SandstepUidLeases *leases)
+{
+  if (leases == NULL)
+    return;
+  close (leases->lock);
+  close (leases->dir_fd);
+  g_free (leases->path);
+  g_free (leases);
+}
+
+gboolean
+sandstep_uids_leases_held (SandstepUidLeases *leases, guint32 slot)
+{
+  char name[16];
+
+  g_snprintf (name, sizeof name, "%u", slot);
+  return leases != NULL && lease_held (leases->dir_fd, name);
+}
+
+void
+sandstep_uids_leases_write (SandstepUidLeases *leases, guint32 slot, const char *state_dir, const char *handle)
+{
+  g_autofree char *text = g_strdup_printf ("%s\n%s\n", state_dir, handle);
+  g_autofree char *tmp = NULL;
+  char name[16];
+  gboolean ok;
+  int fd;
+
+  if (leases == NULL)
+    return;
+  g_snprintf (name, sizeof name, "%u", slot);
+  /* Written whole, then renamed over the last lease of the slot. */
+  tmp = g_strdup_printf (".%s.%d", name, (int) getpid ());
+  fd = openat (leases->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  ok = fd >= 0 && write (fd, text, strlen (text)) == (ssize_t) strlen (text);
+  if (fd >= 0 && close (fd) < 0)
+    ok = FALSE;
+  if (!ok || renameat (leases->dir_fd, tmp, leases->dir_fd, name) < 0)
+    {
+      g_debug ("Could not lease uid slot %u in '%s': %s", slot, leases->path, g_strerror (errno));
+      unlinkat (leases->dir_fd, tmp, 0);
     }
-  if (lock >= 0)
-    close (lock);
-  if (dir_fd >= 0)
-    close (dir_fd);
-  return found;
+}
+
+guint32
+sandstep_uids_first_slot (guint32 preferred)
+{
+  const char *hook_slot = sandstep_test_hook ("SANDSTEP_TEST_UID_SLOT");
+
+  return hook_slot != NULL ? (guint32) g_ascii_strtoull (hook_slot, NULL, 10) : preferred;
 }

@@ -34,11 +34,18 @@ SandstepUidRange sandstep_uids_range (void);
  * SANDSTEP_TEST_UIDS_DIR names another directory, SANDSTEP_TEST_UID_SLOT the slot a probe starts at. */
 #define SANDSTEP_UIDS_LEASES_DIR "/var/lib/sandstep-uids"
 
-/* The first free slot from @start on (wrapping), free meaning neither in @used (slots of the caller's state
- * directory) nor leased to a sandbox that exists, and leases it to @handle of @state_dir (absolute).  FALSE when
- * every slot is taken.  Without a leases directory (it cannot be made) only @used counts, as before. */
-gboolean sandstep_uids_lease (guint32 start, GHashTable *used, const char *state_dir, const char *handle,
-                              guint32 *out_slot);
+/* The host-wide leases, locked for one provision; NULL where they cannot be kept (only the caller's own state
+ * directory then counts). */
+typedef struct _SandstepUidLeases SandstepUidLeases;
+SandstepUidLeases *sandstep_uids_leases_lock (void);
+void sandstep_uids_leases_unlock (SandstepUidLeases *leases);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepUidLeases, sandstep_uids_leases_unlock)
+/* Whether @slot is leased to a sandbox that exists (in any state directory). */
+gboolean sandstep_uids_leases_held (SandstepUidLeases *leases, guint32 slot);
+/* Leases @slot to @handle of @state_dir (absolute). */
+void sandstep_uids_leases_write (SandstepUidLeases *leases, guint32 slot, const char *state_dir, const char *handle);
+/* Where a provision's probe starts: @preferred, unless the test hook SANDSTEP_TEST_UID_SLOT says otherwise. */
+guint32 sandstep_uids_first_slot (guint32 preferred);
 
 /* Whether @dir's file system can be shown through an idmapped mount here. */
 gboolean sandstep_uids_idmap_works (const char *dir);

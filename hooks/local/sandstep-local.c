@@ -24,6 +24,7 @@
 #include "sandstep-supervision.h"
 #include "sandstep-teardown.h"
 #include "sandstep-tree.h"
+#include "sandstep-uid-slots.h"
 #include "sandstep-uids.h"
 
 #include "sandstep-local-private.h"
@@ -82,36 +83,6 @@ check_alive (const SandstepRecord *record, GError **error)
                          "Sandbox '%s' expired at %s, at the end of its %" G_GINT64_FORMAT "s lifetime; provision a "
                          "new one (--lifetime=DURATION), and reclaim this one with 'sandstep gc --expired'",
                          record->handle, when, record->spec->lifetime_s);
-}
-
-/* As root, a host uid of its own for the new sandbox's uid 0 (sandstep-uids.h). */
-static void
-assign_uid (LocalBackend *local, SandstepRecord *record)
-{
-  g_autoptr(GPtrArray) handles = NULL;
-  g_autoptr(GHashTable) used = NULL;
-  g_autofree char *state_dir = NULL;
-  SandstepUidRange range;
-  guint32 slot;
-
-  if (geteuid () != 0 || !sandstep_uids_idmap_works (local->store->dir))
-    return;
-  range = sandstep_uids_range ();
-  used = g_hash_table_new (NULL, NULL);
-  handles = sandstep_store_list (local->store);
-  for (guint i = 0; i < handles->len; i++)
-    {
-      g_autoptr(SandstepRecord) other = sandstep_store_load (local->store, handles->pdata[i], NULL);
-      if (other != NULL && other->uid >= range.uid_base && other->uid - range.uid_base < range.count)
-        g_hash_table_add (used, GUINT_TO_POINTER (other->uid - range.uid_base));
-    }
-  /* Start where the handle points, so that sandboxes rarely probe; the first slot after it that no sandbox of
-   * this store has, nor any of another state directory (leased host-wide). */
-  state_dir = g_canonicalize_filename (local->store->dir, NULL);
-  if (!sandstep_uids_lease (g_str_hash (record->handle) % range.count, used, state_dir, record->handle, &slot))
-    return;
-  record->uid = range.uid_base + slot;
-  record->gid = range.gid_base + slot;
 }
 
 static SandstepSpec *
@@ -181,7 +152,7 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   record->created = now_unix ();
   record->expires = record->created + spec->lifetime_s;
   record->spec = copy_spec (spec);
-  assign_uid (local, record);
+  sandstep_uid_slot_take (local->store, record);
   /* The holder first: a kill after the sandbox appears must leave it findable, or a retry makes a second. */
   if (!sandstep_store_set_holder (store, who->owner, who->holder, record->handle, error) ||
       !sandstep_store_create (store, record, error))

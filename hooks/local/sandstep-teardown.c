@@ -3,6 +3,7 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-supervision.h"
+#include "sandstep-uid-slots.h"
 
 gboolean
 sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
@@ -20,6 +21,9 @@ sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd
     return FALSE;
   sandstep_cgroup_remove (handle);
   if (record != NULL)
-    sandstep_store_forget_holder (store, record->owner, record->holder, handle);
+    {
+      sandstep_store_forget_holder (store, record->owner, record->holder, handle);
+      sandstep_uid_slot_forget (store, record);
+    }
   return TRUE;
 }

@@ -28,6 +28,9 @@
 #define NETWORK_TIMEOUT_MS 10000
 /* After KILL, how long init may take to report before it is killed itself. */
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
+/* How often a supervisor looks whether its sandbox's directory changed under it (destroyed by hand, released,
+ * its record or claim replaced); a command always looks first. */
+#define CHECK_INTERVAL_US (1 * G_USEC_PER_SEC)
 
 typedef struct {
   int pid;
@@ -73,7 +76,10 @@ typedef struct {
   char *own_userns;        /* then: our user namespace, as /proc/self/ns/user names it */
   int listener;
   ino_t listener_ino;  /* the socket it bound: anything else under its name is damage */
-  int watch;
+  /* What the directory held when we started, checked every CHECK_INTERVAL_US and before each command (no inotify
+   * instance: those are counted per user, host-wide, and 128 by default). */
+  struct stat dir_stat, record_stat, lifetime_stat;
+  gint64 next_check;       /* monotonic µs */
   int signals;
   gint64 expires;
   gboolean released;

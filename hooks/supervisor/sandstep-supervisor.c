@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -83,35 +82,73 @@ socket_is_ours (Supervisor *s)
          S_ISSOCK (st.st_mode) && st.st_ino == s->listener_ino;
 }
 
+/* A file's version as far as we care: replaced (a new inode), written or truncated.  A missing file is all zeros. */
 static void
-on_watch (Supervisor *s)
+file_version (int dir_fd, const char *name, struct stat *st)
 {
-  char buf[4096] __attribute__ ((aligned (__alignof__ (struct inotify_event))));
-  gboolean reload = FALSE;
-  ssize_t n;
+  if (fstatat (dir_fd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+    memset (st, 0, sizeof *st);
+}
 
-  while ((n = read (s->watch, buf, sizeof buf)) > 0)
-    for (char *p = buf; p < buf + n;)
-      {
-        const struct inotify_event *event = (const struct inotify_event *) p;
-        if (event->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
-          s->done = TRUE;
-        else if (event->len > 0 && strcmp (event->name, "lifetime") == 0)
-          reload = TRUE;
-        /* Our socket removed or replaced (a file, a FIFO, a directory, another socket): nobody can reach us, and
-         * callers would wait for us in vain.  Ending lets the next caller start a supervisor that listens. */
-        else if (event->len > 0 && strcmp (event->name, SANDSTEP_RUN_SOCKET) == 0 && !socket_is_ours (s))
-          s->done = TRUE;
-        /* The record changed (or was damaged) or the claim file was replaced: what this supervisor
-         * was started from no longer holds, so it ends, and the next command starts from the record. */
-        else if (event->len > 0 && (strcmp (event->name, "record.json") == 0 ||
-                                    (strcmp (event->name, "claim") == 0 &&
-                                     (event->mask & (IN_DELETE | IN_CREATE | IN_MOVED_TO)))))
-          s->done = TRUE;
-        p += sizeof *event + event->len;
-      }
-  if (reload && !s->done && !read_lifetime (s))
-    s->done = TRUE;
+static gboolean
+same_version (const struct stat *a, const struct stat *b)
+{
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+         a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void
+note_state (Supervisor *s)
+{
+  if (fstat (s->dir_fd, &s->dir_stat) < 0)
+    memset (&s->dir_stat, 0, sizeof s->dir_stat);
+  file_version (s->dir_fd, "record.json", &s->record_stat);
+  file_version (s->dir_fd, "lifetime", &s->lifetime_stat);
+  s->next_check = g_get_monotonic_time () + CHECK_INTERVAL_US;
+}
+
+/* Is what this supervisor was started from still there?  Asked on a timer and before each command: a few stat
+ * calls, where an inotify watch would hold one of the user's host-wide inotify instances per live sandbox. */
+static void
+check_state (Supervisor *s)
+{
+  g_autofree char *dir = g_build_filename ("sandboxes", s->handle, NULL);
+  struct stat now, claim;
+
+  s->next_check = g_get_monotonic_time () + CHECK_INTERVAL_US;
+  /* Removed (no link left), or moved away from its name (destroy renames it first). */
+  if (fstat (s->dir_fd, &now) < 0 || now.st_nlink == 0 ||
+      fstatat (s->store_fd, dir, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != s->dir_stat.st_dev ||
+      now.st_ino != s->dir_stat.st_ino)
+    {
+      s->done = TRUE;
+      return;
+    }
+  /* The record changed (or was damaged) or the claim file was replaced: what this supervisor was started from
+   * no longer holds, so it ends, and the next command starts from the record. */
+  file_version (s->dir_fd, "record.json", &now);
+  if (!same_version (&now, &s->record_stat) || fstat (s->claim_fd, &claim) < 0 ||
+      fstatat (s->dir_fd, "claim", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != claim.st_ino ||
+      now.st_dev != claim.st_dev)
+    {
+      s->done = TRUE;
+      return;
+    }
+  /* Our socket removed or replaced (a file, a FIFO, a directory, another socket): nobody can reach us, and
+   * callers would wait for us in vain.  Ending lets the next caller start a supervisor that listens. */
+  if (!socket_is_ours (s))
+    {
+      s->done = TRUE;
+      return;
+    }
+  file_version (s->dir_fd, "lifetime", &now);
+  if (!same_version (&now, &s->lifetime_stat))
+    {
+      s->lifetime_stat = now;
+      if (!read_lifetime (s))
+        s->done = TRUE;
+    }
 }
 
 static void
@@ -121,9 +158,8 @@ loop (Supervisor *s)
   while (!s->done || s->current != NULL)
     {
       Command *command = s->current;
-      struct pollfd fds[7] = {
+      struct pollfd fds[6] = {
         { .fd = s->signals, .events = POLLIN },
-        { .fd = s->watch, .events = POLLIN },
         { .fd = s->done ? -1 : s->listener, .events = POLLIN },
         { .fd = s->init.control, .events = POLLIN },
         { .fd = command != NULL && !command->caller_gone ? command->conn : -1, .events = POLLIN },
@@ -138,6 +174,7 @@ loop (Supervisor *s)
         until = command->killed ? command->kill_deadline : command->deadline;
       else
         until = MIN (s->idle_deadline, now + (s->expires - now_unix ()) * G_USEC_PER_SEC);
+      until = MIN (until, s->next_check);
       r = poll (fds, G_N_ELEMENTS (fds), (int) CLAMP ((until - now + 999) / 1000, 0, G_MAXINT));
       if (r < 0 && errno != EINTR)
         break;
@@ -159,13 +196,15 @@ loop (Supervisor *s)
               sandstep_supervisor_kill_command (s, s->current);
             }
         }
-      if (fds[1].revents & POLLIN)
-        on_watch (s);
-      if (fds[5].revents & (POLLIN | POLLHUP))
+      /* Before a command is taken, and before an idle sandbox ends as expired (its lifetime may have grown). */
+      if (!s->done && (now >= s->next_check || (fds[1].revents & POLLIN) ||
+                       (s->current == NULL && !sandstep_supervisor_alive (s))))
+        check_state (s);
+      if (fds[4].revents & (POLLIN | POLLHUP))
         sandstep_supervisor_on_notices (s);
-      if (fds[3].revents & (POLLIN | POLLHUP | POLLERR))
+      if (fds[2].revents & (POLLIN | POLLHUP | POLLERR))
         sandstep_supervisor_on_init_message (s);
-      else if (fds[6].revents & POLLIN)
+      else if (fds[5].revents & POLLIN)
         {
           /* init died without a word (the kernel's OOM killer, or someone with the rights). */
           s->stale = TRUE;
@@ -180,7 +219,7 @@ loop (Supervisor *s)
       command = s->current;
       if (command != NULL)
         {
-          if (fds[4].revents & (POLLIN | POLLHUP | POLLERR))
+          if (fds[3].revents & (POLLIN | POLLHUP | POLLERR))
             {
               /* The caller went away (killed with make): so does its command. */
               command->caller_gone = TRUE;
@@ -203,13 +242,13 @@ loop (Supervisor *s)
       else if (now >= s->idle_deadline || !sandstep_supervisor_alive (s))
         s->done = TRUE;
 
-      if (!s->done && s->current == NULL && (fds[2].revents & POLLIN))
+      if (!s->done && s->current == NULL && (fds[1].revents & POLLIN))
         {
           int conn = accept4 (s->listener, NULL, NULL, SOCK_CLOEXEC);
           if (conn >= 0)
             sandstep_supervisor_begin (s, conn);
         }
-      else if (!s->done && s->current != NULL && (fds[2].revents & POLLIN))
+      else if (!s->done && s->current != NULL && (fds[1].revents & POLLIN))
         {
           /* Busy: the ordinary path waits for the claim, or says who holds it. */
           int conn = accept4 (s->listener, NULL, NULL, SOCK_CLOEXEC);
@@ -224,10 +263,12 @@ loop (Supervisor *s)
 static void
 say_ready (const GError *error)
 {
+  /* The domain by its wire name (an extended domain's quark is its type's name, which no table knows). */
+  const char *domain = error == NULL ? NULL : sandstep_error_domain_name (error->domain);
   g_autofree char *text = error == NULL
                             ? g_strdup ("ok\n")
-                            : g_strdup_printf ("%s\t%d\t%s\n", g_quark_to_string (error->domain), error->code,
-                                               error->message);
+                            : g_strdup_printf ("%s\t%d\t%s\n", domain != NULL ? domain : g_quark_to_string (error->domain),
+                                               error->code, error->message);
 
   if (write (SANDSTEP_SUPERVISOR_READY_FD, text, strlen (text)) < 0)
     g_debug ("Nobody waits for the supervisor's start");
@@ -272,7 +313,6 @@ static gboolean
 start (Supervisor *s, GError **error)
 {
   g_autofree char *dir = g_build_filename ("sandboxes", s->handle, NULL);
-  g_autofree char *watched = NULL;
   sigset_t handled;
   struct stat st;
 
@@ -286,18 +326,13 @@ start (Supervisor *s, GError **error)
   if (sigprocmask (SIG_BLOCK, &handled, NULL) < 0 ||
       (s->signals = signalfd (-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
       (s->dir_fd = openat (s->store_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
-      (s->claim_fd = openat (s->dir_fd, "claim", O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0 ||
-      (s->watch = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK)) < 0)
+      (s->claim_fd = openat (s->dir_fd, "claim", O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
     return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                  "Could not set up the supervisor of sandbox '%s'", s->handle);
   /* A claim that is no file is damage, which the helper explains (started by the front, nobody checked). */
   if (fstat (s->claim_fd, &st) < 0 || !S_ISREG (st.st_mode))
     return sandstep_throw_broken (error, s->handle, "its claim is not a regular file");
-  watched = g_strdup_printf ("/proc/self/fd/%d", s->dir_fd);
-  if (inotify_add_watch (s->watch, watched, IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
-                                            IN_DELETE | IN_CREATE) < 0)
-    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                                 "Could not watch the directory of sandbox '%s'", s->handle);
+  note_state (s);
   if (!read_lifetime (s))
     {
       /* Gone with its record: a destroy under way.  Beside a record: damage, said as every damage is. */
@@ -355,7 +390,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   g_autoptr(GError) error = NULL;
   Supervisor s = {
     .handle = g_strdup (handle), .store_fd = SANDSTEP_SUPERVISOR_STORE_FD, .dir_fd = -1, .claim_fd = -1,
-    .listener = -1, .watch = -1, .signals = -1, .init = { .pidfd = -1, .control = -1 },
+    .listener = -1, .signals = -1, .init = { .pidfd = -1, .control = -1 },
     .pasta = { .pidfd = -1 }, .proxy = { .pidfd = -1 }, .notices = -1, .notice_text = g_string_new (NULL),
     .adopt = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 },
   };
