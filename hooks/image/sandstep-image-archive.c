@@ -180,7 +180,7 @@ archive_get_blob (SandstepImageSource *source, const char *digest, SandstepImage
 {
   ArchiveSource *self = (ArchiveSource *) source;
   const char *path = g_hash_table_lookup (self->paths, digest);
-  char buf[65536];
+  g_autofree char *what = NULL;
   int fd;
 
   if (path == NULL)
@@ -189,30 +189,8 @@ archive_get_blob (SandstepImageSource *source, const char *digest, SandstepImage
   fd = open_member (self, path, error);
   if (fd < 0)
     return FALSE;
-  for (;;)
-    {
-      ssize_t n = read (fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        {
-          int errsv = errno;
-          close (fd);
-          return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_FAILED, errsv,
-                                       "image '%s': cannot read '%s' in the archive", self->text, path);
-        }
-      if (n == 0)
-        break;
-      if (!sandstep_image_blob_writer_write (writer, buf, n, error))
-        {
-          close (fd);
-          return FALSE;
-        }
-      if (on_bytes != NULL)
-        on_bytes (sandstep_image_blob_writer_get_written (writer), data);
-    }
-  close (fd);
-  return TRUE;
+  what = g_strdup_printf ("'%s' in the archive", path);
+  return sandstep_image_source_copy_fd (fd, writer, on_bytes, data, self->text, what, error);
 }
 
 static void

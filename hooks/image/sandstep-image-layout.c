@@ -137,19 +137,12 @@ layout_get_manifest (SandstepImageSource *source, const char *reference, char **
   }
 }
 
-static gboolean
-layout_get_blob (SandstepImageSource *source, const char *digest, SandstepImageBlobWriter *writer,
-                 SandstepImageBytesFunc on_bytes, gpointer data, GError **error)
+gboolean
+sandstep_image_source_copy_fd (int fd, SandstepImageBlobWriter *writer, SandstepImageBytesFunc on_bytes,
+                               gpointer data, const char *text, const char *what, GError **error)
 {
-  LayoutSource *self = (LayoutSource *) source;
-  g_autofree char *name = g_strdup_printf ("blobs/sha256/%s", digest + strlen ("sha256:"));
-  int fd = openat (self->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   char buf[65536];
 
-  if (fd < 0)
-    return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, errno == ENOENT ? SANDSTEP_IMAGE_ERROR_NOT_FOUND
-                                                                               : SANDSTEP_IMAGE_ERROR_FAILED, errno,
-                                 "image '%s': cannot open the blob '%s' in the layout", self->text, digest);
   for (;;)
     {
       ssize_t n = read (fd, buf, sizeof buf);
@@ -160,7 +153,7 @@ layout_get_blob (SandstepImageSource *source, const char *digest, SandstepImageB
           int errsv = errno;
           close (fd);
           return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_FAILED, errsv,
-                                       "image '%s': cannot read the blob '%s'", self->text, digest);
+                                       "image '%s': cannot read %s", text, what);
         }
       if (n == 0)
         break;
@@ -174,6 +167,23 @@ layout_get_blob (SandstepImageSource *source, const char *digest, SandstepImageB
     }
   close (fd);
   return TRUE;
+}
+
+static gboolean
+layout_get_blob (SandstepImageSource *source, const char *digest, SandstepImageBlobWriter *writer,
+                 SandstepImageBytesFunc on_bytes, gpointer data, GError **error)
+{
+  LayoutSource *self = (LayoutSource *) source;
+  g_autofree char *name = g_strdup_printf ("blobs/sha256/%s", digest + strlen ("sha256:"));
+  int fd = openat (self->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  g_autofree char *what = NULL;
+
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, errno == ENOENT ? SANDSTEP_IMAGE_ERROR_NOT_FOUND
+                                                                               : SANDSTEP_IMAGE_ERROR_FAILED, errno,
+                                 "image '%s': cannot open the blob '%s' in the layout", self->text, digest);
+  what = g_strdup_printf ("the blob '%s'", digest);
+  return sandstep_image_source_copy_fd (fd, writer, on_bytes, data, self->text, what, error);
 }
 
 static void

@@ -26,6 +26,11 @@ G_BEGIN_DECLS
 /* Called as a blob's bytes arrive. */
 typedef void (*SandstepImageBytesFunc) (guint64 done, gpointer data);
 
+/* Streams the local file @fd (closed here) into @writer for the sources that read files (a layout, an archive);
+ * a read error names @what of the image @text. */
+gboolean sandstep_image_source_copy_fd (int fd, SandstepImageBlobWriter *writer, SandstepImageBytesFunc on_bytes,
+                                        gpointer data, const char *text, const char *what, GError **error);
+
 typedef struct _SandstepImageSource SandstepImageSource;
 struct _SandstepImageSource {
   /* The manifest or index named by @reference (a tag, a digest, or NULL:
