@@ -13,7 +13,7 @@ sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **err
   if (!sandstep_backend_destroy (invocation->backend, invocation->handle, &invocation->who, error))
     return FALSE;
   /* As release says what became of the sandbox, so does destroy. */
-  g_printerr ("sandstep destroy: sandbox '%s' is destroyed\n", invocation->handle);
+  g_printerr ("sandstep destroy: destroyed sandbox '%s'\n", invocation->handle);
   *out_exit = 0;
   return TRUE;
 }

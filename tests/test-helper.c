@@ -716,7 +716,7 @@ test_destroy_kills_running (Fixture *f, gconstpointer data)
   g_assert_cmpfloat (destroy->elapsed_s, <, 3.0);
   /* It says so, as release does (issue 34, 4). */
   {
-    g_autofree char *said = g_strdup_printf ("sandstep destroy: sandbox '%s' is destroyed\n", handle);
+    g_autofree char *said = g_strdup_printf ("sandstep destroy: destroyed sandbox '%s'\n", handle);
     g_assert_cmpstr (destroy->err, ==, said);
   }
   run = sandstep_test_proc_wait (proc, 2);

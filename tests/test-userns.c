@@ -138,7 +138,7 @@ test_max_user_namespaces (SandstepTestFixture *f, gconstpointer data)
   /* Everything inside the namespace: the state, the supervisor, its jail's clone. */
   script = g_strdup_printf ("echo 0 > /proc/sys/user/max_user_namespaces || exit 99; "
                             "h=$('%s' provision) || exit 98; '%s' run --handle=\"$h\" -- true; s=$?; "
-                            "'%s' destroy --handle=\"$h\" >/dev/null; exit $s",
+                            "'%s' destroy --handle=\"$h\" >/dev/null 2>&1; exit $s",
                             f->helper, f->helper, f->helper);
   {
     const char *argv[] = { "unshare", "-U", "-r", "/bin/sh", "-c", script, NULL };
