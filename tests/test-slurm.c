@@ -65,11 +65,13 @@ test_example (void)
     assert_status (cp, 0);
   }
   {
-    g_autoptr(Run) make = run_in (dir, NULL, (const char *const[]) { "make", "-j2", plugin_arg, NULL });
+    /* The run is named: a make that succeeds ends its run, and .sandstep/run with it. */
+    g_auto(GStrv) envp = env_with ("SANDSTEP_RUN", "example-run", NULL);
+    g_autoptr(Run) make = run_in (dir, envp, (const char *const[]) { "make", "-j2", plugin_arg, NULL });
     assert_status (make, 0);
   }
-  g_assert_true (g_file_get_contents (run_path, &run_id, NULL, NULL));
-  g_strstrip (run_id);
+  g_assert_false (g_file_test (run_path, G_FILE_TEST_EXISTS));
+  run_id = g_strdup ("example-run");
   owner = g_strconcat ("example/", run_id, NULL);
   g_assert_true (g_file_get_contents (handle_path, &handle, NULL, NULL));
   g_strstrip (handle);
@@ -107,7 +109,9 @@ test_example (void)
   }
 
   {
-    g_autoptr(Run) clean = run_in (dir, NULL, (const char *const[]) { "make", "clean", plugin_arg, NULL });
+    /* In the same run: the sandbox is that run's. */
+    g_auto(GStrv) envp = env_with ("SANDSTEP_RUN", "example-run", NULL);
+    g_autoptr(Run) clean = run_in (dir, envp, (const char *const[]) { "make", "clean", plugin_arg, NULL });
     assert_status (clean, 0);
   }
   g_assert_false (sandbox_exists (handle));
