@@ -745,22 +745,6 @@ test_gc_run (Fixture *f, gconstpointer data)
   sandstep_test_assert_status (still, 0);
 }
 
-/* Polls describe until the sandbox's lifetime is over. */
-static void
-wait_until_expired (Fixture *f, const char *handle)
-{
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-
-  for (;;)
-    {
-      g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
-      if (json_object_get_int_member (d, "remaining_seconds") == 0)
-        return;
-      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-      g_usleep (100 * 1000);
-    }
-}
-
 static void
 test_gc_expired (Fixture *f, gconstpointer data)
 {
@@ -771,7 +755,7 @@ test_gc_expired (Fixture *f, gconstpointer data)
   g_autoptr(JsonObject) d = NULL;
 
   g_test_summary ("gc --expired reclaims the sandboxes whose lifetime is over, and only those");
-  wait_until_expired (f, short_lived);
+  sandstep_test_wait_until_expired (f, short_lived, 60);
   r = sandstep_test_helper (f, "gc", "--expired", NULL);
   sandstep_test_assert_status (r, 0);
   g_assert_cmpstr (r->out, ==, expected);
@@ -863,7 +847,7 @@ test_list_mixed (Fixture *f, gconstpointer data)
       sandstep_test_assert_status (r, 0);
       write_host_file (record, "{ not json", -1);
     }
-  wait_until_expired (f, expired);
+  sandstep_test_wait_until_expired (f, expired, 60);
 
   all = list_json (f, NULL);
   {
@@ -1355,7 +1339,7 @@ test_lifetime_expired (Fixture *f, gconstpointer data)
   g_test_summary ("an expired sandbox is refused (68) with a message saying it expired and when; "
                   "gc --expired reclaims it");
   d = sandstep_test_describe (f, handle);
-  wait_until_expired (f, handle);
+  sandstep_test_wait_until_expired (f, handle, 60);
   r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
   sandstep_test_assert_status (r, SANDSTEP_EXIT_EXPIRED);
   sandstep_test_assert_contains (r->err, "expired");
