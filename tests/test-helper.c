@@ -321,9 +321,11 @@ test_run_timeout_kills_everything (Fixture *f, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (child_argv, TRUE, 5));
   g_assert_true (sandstep_test_wait_for_process (daemon_argv, TRUE, 5));
 
-  r = sandstep_test_proc_wait (proc, 10);
+  r = sandstep_test_proc_wait (proc, 60);
   sandstep_test_assert_status (r, SANDSTEP_EXIT_TIMEOUT);
-  g_assert_cmpfloat (r->elapsed_s, <, 4.0);
+  /* It waited for none of what it started (the shortest, the command itself, sleeps 50 s); how soon after
+   * the 1.5 s budget it ended is the host's speed. */
+  g_assert_cmpfloat (r->elapsed_s, <, 50.0);
   sandstep_test_assert_contains (r->err, "1.5s");
   sandstep_test_assert_contains (r->err, "--timeout=1.5");
   g_assert_true (sandstep_test_wait_for_process (child_argv, FALSE, 2));
@@ -1393,11 +1395,11 @@ test_tools_never_follow_links_or_hang (Fixture *f, gconstpointer data)
                                            "ln -s ../../../../../etc/shadow /workspace/q; mkfifo /workspace/f"));
   for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
     {
+      /* A get that blocked on the FIFO would run into the generous deadline (timed_out). */
       g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "get", h, paths[i], NULL },
-                                                                   10);
+                                                                   60);
       g_assert_false (r->timed_out);
       sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
-      g_assert_cmpfloat (r->elapsed_s, <, 3.0);
       g_assert_cmpuint (r->out_len, ==, 0);
       sandstep_test_assert_not_contains (r->err, first_line);
       sandstep_test_assert_not_contains (r->err, "root:");
@@ -1553,10 +1555,11 @@ test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
     {
       const char *arg = i == 0 ? fifo_arg : i == 1 ? zero_arg : huge_arg;
       const char *kind = i == 0 ? "is a FIFO" : i == 1 ? "is a device" : "over 4096 bytes";
+      /* A helper that blocked on the FIFO or read on and on would run into the generous deadline (timed_out). */
       g_autoptr(SandstepTestResult) run = sandstep_test_helper_argv (
-        f, (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL }, 10);
+        f, (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL }, 60);
       g_autoptr(SandstepTestResult) get = sandstep_test_helper_argv (
-        f, (const char *[]) { "get", arg, "one.txt", NULL }, 10);
+        f, (const char *[]) { "get", arg, "one.txt", NULL }, 60);
 
       for (int j = 0; j < 2; j++)
         {
@@ -1565,7 +1568,6 @@ test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
           g_assert_false (r->timed_out);
           sandstep_test_assert_status (r, SANDSTEP_EXIT_BAD_HANDLE);
           sandstep_test_assert_contains (r->err, kind);
-          g_assert_cmpfloat (r->elapsed_s, <, 5.0);
           g_assert_cmpuint (strlen (r->err), <, 1024);
           g_assert_null (strchr (r->err, '\033'));
           g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);
