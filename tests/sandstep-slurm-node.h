@@ -62,7 +62,8 @@ char *node_state (void);
 /* The node's state once it is idle, or after 10s (a drained node stays "drain"). */
 char *wait_node_idle (void);
 
-/* Why the suite cannot run here (no plugin, not root, Slurm missing); NULL when it can. */
+/* Why the suite cannot run here as root (no plugin, Slurm missing); NULL when it can.  Another user's run
+ * skips before asking (test-slurm.c). */
 char *missing_prerequisite (void);
 /* Starts the node (node.* set up first), and the guardian that stops it when this process ends. */
 gboolean start_node (char **out_reason);

@@ -1121,6 +1121,23 @@ sandstep_test_describe (SandstepTestFixture *f, const char *handle)
   return json_object_ref (json_node_get_object (json_parser_get_root (parser)));
 }
 
+void
+sandstep_test_wait_until_expired (SandstepTestFixture *f, const char *handle, double timeout_s)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+
+  for (;;)
+    {
+      g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
+      if (json_object_get_int_member (d, "remaining_seconds") == 0)
+        return;
+      if (g_get_monotonic_time () >= deadline)
+        g_error ("sandbox '%s' had %" G_GINT64_FORMAT " s of its lifetime left after %.0f s of waiting", handle,
+                 json_object_get_int_member (d, "remaining_seconds"), timeout_s);
+      g_usleep (100 * 1000);
+    }
+}
+
 char *
 sandstep_test_snapshot (SandstepTestFixture *f, const char *handle)
 {

@@ -144,6 +144,9 @@ JsonObject *sandstep_test_mcp_call (JsonObject *report, guint i, const char *nam
 /* `sandstep describe --handle=HANDLE` as parsed JSON, asserting exit 0. */
 JsonObject *sandstep_test_describe (SandstepTestFixture *f, const char *handle);
 
+/* Polls describe until the sandbox's lifetime is over (remaining_seconds 0); fails after @timeout_s. */
+void sandstep_test_wait_until_expired (SandstepTestFixture *f, const char *handle, double timeout_s);
+
 /* Every path under /workspace and /tmp of the sandbox with its type, mode,
  * size and (for files) checksum, sorted: equal snapshots mean unchanged files. */
 char *sandstep_test_snapshot (SandstepTestFixture *f, const char *handle);

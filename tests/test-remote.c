@@ -2129,6 +2129,27 @@ test_web_pages_refused (Fixture *f, gconstpointer data)
   assert_contains (log, "Host 'rebind.evil.example");
 }
 
+/* Polls `describe` of @h under @token and @owner until its lifetime is over; fails after @timeout_s. */
+static void
+wait_expired_as (Fixture *f, const char *token, const char *owner, const char *h, double timeout_s)
+{
+  const char *describe[] = { "describe", h, NULL };
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+
+  for (;;)
+    {
+      g_autoptr(Result) r = helper_as (f, token, owner, describe);
+      g_autoptr(JsonParser) parser = json_parser_new ();
+
+      assert_status (r, 0);
+      g_assert_true (json_parser_load_from_data (parser, r->out, -1, NULL));
+      if (json_object_get_int_member (json_node_get_object (json_parser_get_root (parser)), "remaining_seconds") == 0)
+        return;
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (100 * 1000);
+    }
+}
+
 static void
 test_owner_tokens (Fixture *f, gconstpointer data)
 {
@@ -2142,6 +2163,7 @@ test_owner_tokens (Fixture *f, gconstpointer data)
   g_autofree char *w_handle = NULL;
   g_autofree char *n_h = NULL;
   g_autofree char *w_h = NULL;
+  g_autofree char *lifetime_arg = NULL;
   g_autoptr(SoupSession) session = plain_session ();
 
   g_test_summary ("tokens bound to owner prefixes: a token touches only sandboxes of the owners it covers, is "
@@ -2152,7 +2174,21 @@ test_owner_tokens (Fixture *f, gconstpointer data)
   g_assert_true (g_file_set_contents_full (f->server.token_file, file, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
   fixture_start (f);
   {
-    const char *args[] = { "provision", "--lifetime=3s", NULL };
+    /* What comes before the gc below must happen within the lifetime on however slow a host: it is ten
+     * times what two provisions took here (about a dozen calls come before the gc), and at least 3 s. */
+    g_autofree char *n_probe = g_strdup_printf ("--holder=%s/probe", n_owner);
+    g_autofree char *w_probe = g_strdup_printf ("--holder=%s/probe", w_owner);
+    gint64 started = g_get_monotonic_time ();
+    g_autoptr(Result) a = helper_as (f, nightly, n_owner, (const char *[]) { "provision", n_probe, NULL });
+    g_autoptr(Result) b = helper_as (f, weekly, w_owner, (const char *[]) { "provision", w_probe, NULL });
+
+    assert_status (a, 0);
+    assert_status (b, 0);
+    lifetime_arg = g_strdup_printf ("--lifetime=%" G_GINT64_FORMAT "s",
+                                    MAX (3, 10 * (g_get_monotonic_time () - started) / G_USEC_PER_SEC + 1));
+  }
+  {
+    const char *args[] = { "provision", lifetime_arg, NULL };
     g_autoptr(Result) n = helper_as (f, nightly, n_owner, args);
     g_autoptr(Result) w = helper_as (f, weekly, w_owner, args);
     assert_status (n, 0);
@@ -2251,7 +2287,8 @@ test_owner_tokens (Fixture *f, gconstpointer data)
     g_input_stream_close (stream, NULL, NULL);
   }
   /* Past both lifetimes: the nightly token's gc reclaims the nightly sandbox only. */
-  g_usleep (4 * G_USEC_PER_SEC);
+  wait_expired_as (f, nightly, n_owner, n_h, 120);
+  wait_expired_as (f, weekly, w_owner, w_h, 120);
   {
     const char *gc[] = { "gc", NULL };
     const char *describe_w[] = { "describe", w_h, NULL };
