@@ -623,6 +623,49 @@ test_help_shown (void)
   g_string_free (s.shown, TRUE);
 }
 
+/* docs/security.md says what each attack test shows: every case of the security battery and the network
+ * modes, and every case of test-supervisor and test-recovery, has its row there. */
+static void
+test_security_cases (void)
+{
+  const struct { const char *source; const char *pattern; } suites[] = {
+    { "security/test-security.c", "\\{\\s*\"([A-I][0-9]+-[a-z0-9-]+)\"," },
+    { "security/test-network.c", "\\{ \"([a-z0-9-]+)\", test_[a-z0-9_]+, (?:TRUE|FALSE)," },
+    { "test-supervisor.c", "ADD \\(\"(/supervisor/[a-z0-9/-]+)\"" },
+    { "test-recovery.c", "ADD \\(\"(/recovery/[a-z0-9/-]+)\"" },
+  };
+  g_autofree char *security = read_page ("docs/security.md");
+
+  g_test_summary ("Every attack case (tests/security) and every case of test-supervisor and test-recovery has its "
+                  "row in docs/security.md, saying what it shows");
+  for (gsize i = 0; i < G_N_ELEMENTS (suites); i++)
+    {
+      g_autofree char *path = g_test_build_filename (G_TEST_DIST, suites[i].source, NULL);
+      g_autofree char *source = NULL;
+      g_autoptr(GRegex) regex = g_regex_new (suites[i].pattern, G_REGEX_DEFAULT, G_REGEX_MATCH_DEFAULT, NULL);
+      g_autoptr(GMatchInfo) match = NULL;
+      g_autoptr(GError) error = NULL;
+      guint cases = 0;
+
+      g_assert_nonnull (regex);
+      g_assert_true (g_file_get_contents (path, &source, NULL, &error));
+      g_assert_no_error (error);
+      for (g_regex_match (regex, source, G_REGEX_MATCH_DEFAULT, &match); g_match_info_matches (match);
+           g_match_info_next (match, NULL))
+        {
+          g_autofree char *name = g_match_info_fetch (match, 1);
+          g_autofree char *row = g_strdup_printf ("| `%s`", name);
+
+          if (strstr (security, row) == NULL)
+            g_test_message ("docs/security.md has no row for %s's case '%s'", suites[i].source, name);
+          g_assert_nonnull (strstr (security, row));
+          cases++;
+        }
+      g_test_message ("%s: %u cases", suites[i].source, cases);
+      g_assert_cmpuint (cases, >, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -634,5 +677,6 @@ main (int argc, char **argv)
   g_test_add_func ("/docs/make-calls", test_make_calls);
   g_test_add_func ("/docs/links", test_links);
   g_test_add_func ("/docs/help-shown", test_help_shown);
+  g_test_add_func ("/docs/security-cases", test_security_cases);
   return g_test_run ();
 }
