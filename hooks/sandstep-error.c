@@ -62,7 +62,7 @@ G_DEFINE_QUARK (sandstep-image-error-quark, sandstep_image_error)
 
 #define HINT_LOG "see the sandbox server's log"
 
-/* Every code of every domain, once.  The exit statuses are the README's;
+/* Every code of every domain, once.  The exit statuses are those docs/reference.md lists;
  * the HTTP statuses and wire codes are what sandstepd answers with. */
 static const SandstepErrorKind kinds[] = {
   /* domain                         code                                exit                        HTTP  wire code        hint */

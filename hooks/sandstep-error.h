@@ -2,7 +2,7 @@
  *
  * Library code returns these through GError; executables decide what to
  * print.  One table (sandstep-error.c) gives every domain and code its exit
- * status (README, "Exit statuses"), its HTTP status and short code on
+ * status (docs/reference.md, "Exit statuses"), its HTTP status and short code on
  * sandstepd's wire, and the hint a person reads there.  Codes are stable:
  * tests, scripts and the wire match on them, so a new code goes at the end
  * of its enum.  Each domain has a _FAILED code: what an unknown code of that

@@ -2,7 +2,7 @@
  *
  * Plain C so that the static front (programs/sandstep-front.c), which links
  * no GLib, exits with the same numbers as the helper; sandstep-error.h maps
- * every error to one of them.  README, "Exit statuses", says what each means.
+ * every error to one of them.  docs/reference.md, "Exit statuses", says what each means.
  */
 #pragma once
 

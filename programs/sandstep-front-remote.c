@@ -1,7 +1,7 @@
 /* sandstep-front-remote.c: the static front's `run` on a sandstepd (see the header).
  *
  * Loading GLib, json-glib and libsoup costs a step several milliseconds
- * before it sends a byte (README, "Performance"), more than the request
+ * before it sends a byte (docs/performance.md), more than the request
  * itself on loopback.  So the plainest remote run, the one make renders
  * (http://, an address, the server it was told to use, an owner and a
  * holder given, no stdin to send), is sent from here: one request, its

@@ -1,7 +1,7 @@
 /* sandstep-main.c: the `sandstep` helper that every operator runs as.
  *
  * It decides what to print: library code returns GErrors, and this maps
- * each to one line on stderr and the exit status documented in the README.
+ * each to one line on stderr and the exit status documented in docs/reference.md.
  */
 #include <errno.h>
 #include <locale.h>

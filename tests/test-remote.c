@@ -2393,7 +2393,7 @@ test_token_file_errors (Fixture *f, gconstpointer data)
     }
 }
 
-/* The README's token file, comments and all, read by the one grammar (hooks/sandstep-token-libc.h). */
+/* docs/remote.md's token file, comments and all, read by the one grammar (hooks/sandstep-token-libc.h). */
 static void
 test_token_file_lines (void)
 {
@@ -2427,7 +2427,7 @@ test_token_file_lines (void)
   const SandstepTokenEntry *e;
 
   g_test_summary ("issue 30 item 14: token-file lines parse strictly (a scope alone is refused, never an admin "
-                  "token whose secret is its text) and the README's example with '#' comments works");
+                  "token whose secret is its text) and docs/remote.md's example with '#' comments works");
   for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
     {
       SandstepTokenLine line;

@@ -43,7 +43,7 @@
 #define SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD 11
 
 /* What the supervisor and its helpers (pasta, the egress proxy) run with: this PATH, SANDSTEP_STATE_DIR, and
- * the starter's SANDSTEP_TEST_* hooks (README, "Test hooks"); nothing else of the caller's environment. */
+ * the starter's SANDSTEP_TEST_* hooks (docs/hacking.md, "Test hooks"); nothing else of the caller's environment. */
 #define SANDSTEP_HELPER_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* The helper environment for @state_dir (absolute) from @caller_env, in malloc()ed memory; NULL when out of
