@@ -23,6 +23,27 @@ refuse (char *why, size_t why_size, const char *dir, const char *at, const char 
 }
 
 int
+sandstep_state_dir_default (char *out, size_t size)
+{
+  const char *state = getenv ("SANDSTEP_STATE_DIR");
+  const char *xdg = getenv ("XDG_STATE_HOME");
+  const char *home = getenv ("HOME");
+  int n;
+
+  if (state != NULL && state[0] != '\0')
+    n = snprintf (out, size, "%s", state);
+  else if (getuid () == 0)
+    n = snprintf (out, size, "/var/lib/sandstep");
+  else if (xdg != NULL && xdg[0] == '/')
+    n = snprintf (out, size, "%s/sandstep", xdg);
+  else if (home != NULL && home[0] == '/')
+    n = snprintf (out, size, "%s/.local/state/sandstep", home);
+  else
+    return 0;
+  return n > 0 && (size_t) n < size;
+}
+
+int
 sandstep_state_dir_trusted (const char *dir, char *why, size_t why_size)
 {
   char real[PATH_MAX];

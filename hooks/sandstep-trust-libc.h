@@ -16,6 +16,11 @@
 
 #include <stddef.h>
 
+/* Where the state directory is: $SANDSTEP_STATE_DIR, else /var/lib/sandstep for root, else
+ * $XDG_STATE_HOME/sandstep, else ~/.local/state/sandstep (as written, not resolved).  1 with it in @out, or 0
+ * when no place is known (no HOME) or it does not fit. */
+int sandstep_state_dir_default (char *out, size_t size);
+
 /* 1 when the state directory @dir (existing; links resolved here) is
  * trusted by the rule above, else 0 with one line in @why (@why_size
  * bytes) naming the directory at fault, its owner or mode, and what to do. */

@@ -262,26 +262,12 @@ parse_run (int argc, char **argv, Request *request)
 static int
 state_dir (char *out, size_t size)
 {
-  const char *state = getenv ("SANDSTEP_STATE_DIR");
-  const char *xdg = getenv ("XDG_STATE_HOME");
-  const char *home = getenv ("HOME");
   char given[PATH_MAX];
   char why[1024];
-  int n;
 
-  if (state != NULL && state[0] != '\0')
-    n = snprintf (given, sizeof given, "%s", state);
-  else if (getuid () == 0)
-    n = snprintf (given, sizeof given, "/var/lib/sandstep");
-  else if (xdg != NULL && xdg[0] != '\0')
-    n = snprintf (given, sizeof given, "%s/sandstep", xdg);
-  else if (home != NULL && home[0] == '/')
-    n = snprintf (given, sizeof given, "%s/.local/state/sandstep", home);
-  else
-    return 0;
   /* The supervisor lives in /: a relative path would name another directory there.  Another user's
    * directory (or one under a directory others can write) is the core's to refuse, with its reason. */
-  return n > 0 && (size_t) n < sizeof given && size >= PATH_MAX && realpath (given, out) != NULL &&
+  return sandstep_state_dir_default (given, sizeof given) && size >= PATH_MAX && realpath (given, out) != NULL &&
          sandstep_state_dir_trusted (out, why, sizeof why);
 }
 
