@@ -54,7 +54,8 @@ lease_release_worker (Lease *lease, gboolean clean)
   lease->detached = TRUE;
   if (w != NULL)
     {
-      w->lease = NULL;
+      w->died = NULL;
+      w->holder = NULL;
       if (!clean || ++w->claims >= SANDSTEPD_MAX_CLAIMS_PER_WORKER)
         w->retiring = TRUE;
       sandstepd_worker_return (lease->d, w);
@@ -136,9 +137,12 @@ sandstepd_lease_end (Lease *lease, const char *why, gboolean abrupt)
   sandstepd_lease_unref (lease);
 }
 
-void
-sandstepd_lease_worker_died (Lease *lease)
+/* The lease's worker died (sandstepd-workers.c tells its holder). */
+static void
+lease_worker_died (gpointer data)
 {
+  Lease *lease = data;
+
   lease->refs++;
   if (!lease->ended)
     sandstepd_lease_end (lease, "the sandbox's claim ended on the server (the sandbox was destroyed, or its worker died)", TRUE);
@@ -246,7 +250,8 @@ sandstepd_lease_new (Request *req, const SandstepIdentity *who, Worker *w)
   lease->owner = g_strdup (who->owner);
   lease->worker = w;
   lease->end_waiters = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstepd_request_unref);
-  w->lease = lease;
+  w->died = lease_worker_died;
+  w->holder = lease;
   return lease;
 }
 
@@ -268,7 +273,8 @@ sandstepd_lease_abandon (Lease *lease)
   lease->ended = TRUE;
   if (w != NULL)
     {
-      w->lease = NULL;
+      w->died = NULL;
+      w->holder = NULL;
       sandstepd_worker_return (lease->d, w);
     }
 }

@@ -117,7 +117,9 @@ struct _Worker {
   gboolean dead;
   gboolean retiring;        /* never reused: it misbehaved, or served enough claims */
   guint claims;
-  Lease *lease;             /* not a ref: the lease owns the worker */
+  /* Who holds it, told when it dies (a lease: sandstepd-leases.c); not a ref: the holder owns the worker. */
+  void (*died) (gpointer holder);
+  gpointer holder;
   GQueue queue;             /* Calls not yet sent */
   Call *inflight;
   gint next_id;
@@ -246,7 +248,6 @@ void sandstepd_worker_return (Daemon *d, Worker *w);
 
 void sandstepd_lease_unref (Lease *lease);
 /* The worker of @lease died: the claim is over. */
-void sandstepd_lease_worker_died (Lease *lease);
 /* The lease named by @claim on @req's handle, or NULL after answering the request. */
 Lease *sandstepd_find_lease (Request *req, const char *claim);
 /* The JSON body of a claimed call (in @out_body, NULL after answering 400) and its lease,

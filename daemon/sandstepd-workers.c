@@ -187,8 +187,8 @@ worker_died (Worker *w)
   error = g_error_new_literal (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                "The claim's worker process ended while the operation ran");
   sandstepd_worker_fail_all (w, error);
-  if (w->lease != NULL)
-    sandstepd_lease_worker_died (w->lease);
+  if (w->died != NULL)
+    w->died (w->holder);
   sandstepd_worker_unref (w);
 }
 
