@@ -190,7 +190,7 @@ archive_get_blob (SandstepImageSource *source, const char *digest, SandstepImage
   if (fd < 0)
     return FALSE;
   what = g_strdup_printf ("'%s' in the archive", path);
-  return sandstep_image_source_copy_fd (fd, writer, on_bytes, data, self->text, what, error);
+  return sandstep_image_blob_writer_write_fd (writer, fd, on_bytes, data, self->text, what, error);
 }
 
 static void

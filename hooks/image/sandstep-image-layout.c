@@ -137,38 +137,6 @@ layout_get_manifest (SandstepImageSource *source, const char *reference, char **
   }
 }
 
-gboolean
-sandstep_image_source_copy_fd (int fd, SandstepImageBlobWriter *writer, SandstepImageBytesFunc on_bytes,
-                               gpointer data, const char *text, const char *what, GError **error)
-{
-  char buf[65536];
-
-  for (;;)
-    {
-      ssize_t n = read (fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        {
-          int errsv = errno;
-          close (fd);
-          return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_FAILED, errsv,
-                                       "image '%s': cannot read %s", text, what);
-        }
-      if (n == 0)
-        break;
-      if (!sandstep_image_blob_writer_write (writer, buf, n, error))
-        {
-          close (fd);
-          return FALSE;
-        }
-      if (on_bytes != NULL)
-        on_bytes (sandstep_image_blob_writer_get_written (writer), data);
-    }
-  close (fd);
-  return TRUE;
-}
-
 static gboolean
 layout_get_blob (SandstepImageSource *source, const char *digest, SandstepImageBlobWriter *writer,
                  SandstepImageBytesFunc on_bytes, gpointer data, GError **error)
@@ -183,7 +151,7 @@ layout_get_blob (SandstepImageSource *source, const char *digest, SandstepImageB
                                                                                : SANDSTEP_IMAGE_ERROR_FAILED, errno,
                                  "image '%s': cannot open the blob '%s' in the layout", self->text, digest);
   what = g_strdup_printf ("the blob '%s'", digest);
-  return sandstep_image_source_copy_fd (fd, writer, on_bytes, data, self->text, what, error);
+  return sandstep_image_blob_writer_write_fd (writer, fd, on_bytes, data, self->text, what, error);
 }
 
 static void

@@ -23,14 +23,6 @@ G_BEGIN_DECLS
 /* The most a manifest, an index or a config may be. */
 #define SANDSTEP_IMAGE_MAX_MANIFEST (4 * 1024 * 1024)
 
-/* Called as a blob's bytes arrive. */
-typedef void (*SandstepImageBytesFunc) (guint64 done, gpointer data);
-
-/* Streams the local file @fd (closed here) into @writer for the sources that read files (a layout, an archive);
- * a read error names @what of the image @text. */
-gboolean sandstep_image_source_copy_fd (int fd, SandstepImageBlobWriter *writer, SandstepImageBytesFunc on_bytes,
-                                        gpointer data, const char *text, const char *what, GError **error);
-
 typedef struct _SandstepImageSource SandstepImageSource;
 struct _SandstepImageSource {
   /* The manifest or index named by @reference (a tag, a digest, or NULL:

@@ -239,6 +239,38 @@ sandstep_image_blob_writer_get_written (SandstepImageBlobWriter *writer)
 }
 
 gboolean
+sandstep_image_blob_writer_write_fd (SandstepImageBlobWriter *writer, int fd, SandstepImageBytesFunc on_bytes,
+                                     gpointer data, const char *text, const char *what, GError **error)
+{
+  char buf[65536];
+
+  for (;;)
+    {
+      ssize_t n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int errsv = errno;
+          close (fd);
+          return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_FAILED, errsv,
+                                       "image '%s': cannot read %s", text, what);
+        }
+      if (n == 0)
+        break;
+      if (!sandstep_image_blob_writer_write (writer, buf, n, error))
+        {
+          close (fd);
+          return FALSE;
+        }
+      if (on_bytes != NULL)
+        on_bytes (sandstep_image_blob_writer_get_written (writer), data);
+    }
+  close (fd);
+  return TRUE;
+}
+
+gboolean
 sandstep_image_blob_writer_write (SandstepImageBlobWriter *writer, const void *data, gsize len, GError **error)
 {
   const char *p = data;

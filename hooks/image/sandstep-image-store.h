@@ -56,6 +56,12 @@ SandstepImageBlobWriter *sandstep_image_blob_writer_new (SandstepImageStore *sto
 gboolean sandstep_image_blob_writer_write (SandstepImageBlobWriter *writer, const void *data, gsize len,
                                            GError **error);
 guint64 sandstep_image_blob_writer_get_written (SandstepImageBlobWriter *writer);
+/* Called as a blob's bytes arrive. */
+typedef void (*SandstepImageBytesFunc) (guint64 done, gpointer data);
+/* Streams the local file @fd (closed here) into @writer, for the sources that read files (a layout, an archive);
+ * a read error names @what of the image @text. */
+gboolean sandstep_image_blob_writer_write_fd (SandstepImageBlobWriter *writer, int fd, SandstepImageBytesFunc on_bytes,
+                                              gpointer data, const char *text, const char *what, GError **error);
 gboolean sandstep_image_blob_writer_commit (SandstepImageBlobWriter *writer, GError **error);
 void sandstep_image_blob_writer_free (SandstepImageBlobWriter *writer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepImageBlobWriter, sandstep_image_blob_writer_free)
