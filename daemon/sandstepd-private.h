@@ -67,6 +67,7 @@ typedef enum {
   ROUTE_LIST,
   ROUTE_PUT,
   ROUTE_EXPORT,
+  ROUTE_E2B,                /* E2B's platform API and envd, beside /v1 (sandstepd-e2b.c) */
 } Route;
 
 struct _Daemon {
@@ -286,6 +287,23 @@ void sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonO
 void sandstepd_handle_read_list (Request *req);
 void sandstepd_handle_write (Request *req);
 void sandstepd_handle_put (Request *req);
+
+/* ---- sandstepd-e2b.c, sandstepd-envd.c: E2B's API (docs/e2b.md) ---- */
+
+/* TRUE when @path is one of E2B's (the platform API's or envd's), whose requests sandstepd-e2b.c reads. */
+gboolean sandstepd_e2b_is_path (const char *path);
+gboolean sandstepd_envd_is_path (const char *path);
+/* The token entry an E2B request carries (X-API-KEY, or envd's X-Access-Token), or NULL with why not. */
+const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why);
+void sandstepd_handle_e2b (Request *req);
+void sandstepd_handle_envd (Request *req);
+/* The answer @data (taken; NULL: none) of type @content_type. */
+void sandstepd_e2b_answer (Request *req, guint status, const char *content_type, char *data, gsize len);
+/* An error in E2B's shape, {"code": STATUS, "message": ...}. */
+void sandstepd_e2b_error (Request *req, guint status, const char *format, ...) G_GNUC_PRINTF (3, 4);
+void sandstepd_e2b_backend_error (Request *req, const GError *error);
+/* The owner of the sandboxes an E2B key of @scope creates. */
+char *sandstepd_e2b_owner (const SandstepTokenEntry *scope);
 
 /* ---- sandstepd-routes.c: what a request is, who may send it, its body ---- */
 

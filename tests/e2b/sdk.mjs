@@ -1,0 +1,90 @@
+// tests/e2b/sdk.mjs: the official E2B SDK (npm "e2b", unmodified) against sandstepd's E2B API.
+//
+// tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
+// started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
+// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands.
+import { Sandbox } from 'e2b';
+
+const report = {};
+
+// What a call gave, or the error it threw, by name: the test checks both.
+async function take(name, fn) {
+  try {
+    report[name] = await fn();
+  } catch (e) {
+    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
+  }
+}
+
+async function lifecycle() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'e2b' } });
+  report.sandboxId = sbx.sandboxId;
+  await take('info', async () => {
+    const info = await sbx.getInfo();
+    return { sandboxId: info.sandboxId, templateId: info.templateId, state: info.state,
+             lifetimeS: Math.round((info.endAt - info.startedAt) / 1000) };
+  });
+  await take('listed', async () => {
+    const items = await Sandbox.list().nextItems();
+    return items.map((s) => s.sandboxId);
+  });
+  await take('connected', async () => (await Sandbox.connect(sbx.sandboxId)).sandboxId);
+  await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
+  await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
+  await take('killed', async () => { await sbx.kill(); return true; });
+  await take('killedAgain', async () => await Sandbox.kill(sbx.sandboxId));
+  await take('listedAfter', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  await take('infoAfter', async () => (await Sandbox.getInfo(sbx.sandboxId)).sandboxId);
+}
+
+async function commands() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  const streamed = [];
+  await take('run', async () => {
+    const r = await sbx.commands.run('echo hi; echo oops >&2; exit 3', { onStdout: (d) => streamed.push(d) });
+    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+  });
+  // A command that exits non-zero throws CommandExitError carrying its result.
+  if (report.run?.error === 'CommandExitError')
+    await take('run', async () => {
+      try {
+        await sbx.commands.run('echo hi; echo oops >&2; exit 3');
+      } catch (e) {
+        return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr };
+      }
+      return { exitCode: 0 };
+    });
+  report.streamed = streamed.join('');
+  await take('cwdEnvs', async () => {
+    const r = await sbx.commands.run('pwd; echo "$GREETING"', { cwd: '/tmp', envs: { GREETING: 'hello e2b' } });
+    return { exitCode: r.exitCode, stdout: r.stdout };
+  });
+  await take('timeout', async () => {
+    const r = await sbx.commands.run('sleep 30', { timeoutMs: 1000 });
+    return { exitCode: r.exitCode };
+  });
+  await take('killed', async () => { await sbx.kill(); return true; });
+}
+
+// A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
+async function scoped() {
+  const other = { apiKey: process.env.E2B_OTHER_KEY };
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('otherList', async () => (await Sandbox.list(other).nextItems()).map((s) => s.sandboxId));
+  await take('otherInfo', async () => (await Sandbox.getInfo(sbx.sandboxId, other)).sandboxId);
+  await take('otherConnect', async () => (await Sandbox.connect(sbx.sandboxId, other)).sandboxId);
+  await take('otherKill', async () => await Sandbox.kill(sbx.sandboxId, other));
+  await take('ownList', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  await take('killed', async () => await Sandbox.kill(sbx.sandboxId));
+}
+
+const areas = { lifecycle, scoped, commands };
+const area = areas[process.argv[2]];
+if (area === undefined) {
+  console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
+  process.exit(2);
+}
+await area();
+console.log(JSON.stringify(report));
