@@ -136,6 +136,22 @@ covered (Request *req, const char *handle, GError **error)
   return g_steal_pointer (&entries);
 }
 
+char *
+sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error)
+{
+  g_autoptr(GPtrArray) entries = covered (req, handle, error);
+
+  if (entries == NULL)
+    return NULL;
+  if (entries->len == 0)
+    {
+      g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
+                   "Sandbox '%s' not found: it is gone, or another owner's", handle);
+      return NULL;
+    }
+  return g_strdup (((const SandstepListEntry *) entries->pdata[0])->owner);
+}
+
 /* A sandbox as GET /sandboxes/{id} and GET /v2/sandboxes show it. */
 static JsonObject *
 sandbox_object (Request *req, const SandstepListEntry *entry, gboolean with_token)

@@ -172,6 +172,10 @@ struct _Request {
   void (*on_gone) (Request *req);
   void (*on_drained) (Request *req);
   gpointer owner;
+  /* What a streamed answer sends to keep its connection alive: NULL, a newline (JSON lines); else a frame of
+   * its protocol (E2B's envd). */
+  char *keepalive_frame;
+  gsize keepalive_len;
 };
 
 /* ---- sandstepd-http.c: logging, answers, streamed answers, connections ---- */
@@ -282,6 +286,22 @@ void sandstepd_handle_export (Request *req);
  * abruptly when the caller goes away. */
 void sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject *message, int stdin_fd);
 
+/* How a streamed command's answer is framed when not in sandstep's JSON lines (E2B's envd: Connect's envelopes).
+ * Each function returns newly allocated bytes. */
+typedef struct {
+  const char *content_type;
+  char *(*first) (gsize *out_len);
+  /* Output @data of stream 1 (stdout) or 2 (stderr). */
+  char *(*data) (int stream, const char *data, gsize len, gsize *out_len);
+  /* The end: from the worker's run @reply, or @error (then @reply is NULL). */
+  char *(*last) (JsonObject *reply, const GError *error, gsize *out_len);
+  char *(*keepalive) (gsize *out_len);
+} SandstepdFraming;
+
+/* sandstepd_stream_step() framed by @framing, with no stdin: the stream holds @lease and ends it before the
+ * last bytes go, or abruptly when the caller goes away. */
+void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing);
+
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 
 void sandstepd_handle_read_list (Request *req);
@@ -302,6 +322,9 @@ void sandstepd_e2b_answer (Request *req, guint status, const char *content_type,
 /* An error in E2B's shape, {"code": STATUS, "message": ...}. */
 void sandstepd_e2b_error (Request *req, guint status, const char *format, ...) G_GNUC_PRINTF (3, 4);
 void sandstepd_e2b_backend_error (Request *req, const GError *error);
+/* The owner of sandbox @handle when @req's key covers it, else NOT_FOUND (another owner's is not found either);
+ * reads the state directory: not on the main loop. */
+char *sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error);
 /* The owner of the sandboxes an E2B key of @scope creates. */
 char *sandstepd_e2b_owner (const SandstepTokenEntry *scope);
 

@@ -274,6 +274,35 @@ test_scoped (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
 
+static void
+test_commands (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *run, *cwd_envs;
+
+  g_test_summary ("commands.run through sandstepd's envd (Connect's JSON streams): `echo hi; exit 3` gives "
+                  "stdout 'hi', stderr apart and exit code 3 (CommandExitError); cwd and envs apply; output "
+                  "streams as it comes (it arrives before a command's timeout kills it); a killed command "
+                  "frees the sandbox for the next");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "commands", fx->key);
+  run = member_object (report, "run");
+  g_assert_cmpstr (json_object_get_string_member (run, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (run, "exitCode"), ==, 3);
+  g_assert_cmpstr (json_object_get_string_member (run, "stdout"), ==, "hi\n");
+  g_assert_cmpstr (json_object_get_string_member (run, "stderr"), ==, "oops\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "streamed"), ==, "hi\n");
+  cwd_envs = member_object (report, "cwdEnvs");
+  g_assert_cmpint (json_object_get_int_member (cwd_envs, "exitCode"), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member (cwd_envs, "stdout"), ==, "/tmp\nhello e2b\n");
+  assert_threw (report, "timeout", "TimeoutError", "deadline_exceeded");
+  g_assert_cmpstr (json_object_get_string_member (report, "early"), ==, "ready\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -281,5 +310,6 @@ main (int argc, char **argv)
 #define ADD(path, fn) g_test_add (path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
   ADD ("/e2b/sdk/lifecycle", test_lifecycle);
   ADD ("/e2b/sdk/scoped", test_scoped);
+  ADD ("/e2b/sdk/commands", test_commands);
   return g_test_run ();
 }

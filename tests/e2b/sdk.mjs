@@ -41,29 +41,31 @@ async function commands() {
   const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
   report.sandboxId = sbx.sandboxId;
   const streamed = [];
+  // A command that exits non-zero throws CommandExitError, which carries its result.
   await take('run', async () => {
-    const r = await sbx.commands.run('echo hi; echo oops >&2; exit 3', { onStdout: (d) => streamed.push(d) });
-    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+    try {
+      const r = await sbx.commands.run('echo hi; echo oops >&2; exit 3', { onStdout: (d) => streamed.push(d) });
+      return { threw: false, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+    } catch (e) {
+      if (e?.constructor?.name !== 'CommandExitError')
+        throw e;
+      return { threw: e.constructor.name, exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr };
+    }
   });
-  // A command that exits non-zero throws CommandExitError carrying its result.
-  if (report.run?.error === 'CommandExitError')
-    await take('run', async () => {
-      try {
-        await sbx.commands.run('echo hi; echo oops >&2; exit 3');
-      } catch (e) {
-        return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr };
-      }
-      return { exitCode: 0 };
-    });
   report.streamed = streamed.join('');
   await take('cwdEnvs', async () => {
     const r = await sbx.commands.run('pwd; echo "$GREETING"', { cwd: '/tmp', envs: { GREETING: 'hello e2b' } });
     return { exitCode: r.exitCode, stdout: r.stdout };
   });
+  // Output streams as it comes: 'ready' arrives although the command never ends (its timeout kills it).
+  const early = [];
   await take('timeout', async () => {
-    const r = await sbx.commands.run('sleep 30', { timeoutMs: 1000 });
+    const r = await sbx.commands.run('echo ready; sleep 30', { timeoutMs: 2000, onStdout: (d) => early.push(d) });
     return { exitCode: r.exitCode };
   });
+  report.early = early.join('');
+  // The killed command let the sandbox go: the next one runs.
+  await take('after', async () => (await sbx.commands.run('echo free')).stdout);
   await take('killed', async () => { await sbx.kill(); return true; });
 }
 
