@@ -6,11 +6,15 @@
  * the JSON message); its answer envelopes of events, then one flagged end-of-stream that carries {} or
  * {"error": {code, message}}.  A command runs as a sandstep command does: a worker claims the sandbox
  * for it (so a sandbox runs one command at a time, as a make step's does) and it streams out as it comes.
- * What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
+ * Files (GET and POST /files, ListDir, Stat) go through the same claim, one operation each, answered once
+ * the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
  */
 #include "sandstepd-private.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
@@ -308,97 +312,352 @@ shell_command (JsonObject *request, GError **error)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
+/* ---- a call that claims its sandbox: a command, or a file operation ---- */
+
+typedef enum {
+  ENVD_START,               /* process.Process/Start */
+  ENVD_READ,                /* GET /files */
+  ENVD_WRITE,               /* POST /files */
+  ENVD_LIST,                /* filesystem.Filesystem/ListDir */
+  ENVD_STAT,                /* filesystem.Filesystem/Stat */
+} EnvdOp;
+
 typedef struct {
+  int refs;
   Request *req;             /* ref */
+  EnvdOp op;
   Lease *lease;             /* ref, once a worker is taken */
-  char *command;
+  char *command;            /* start */
   double timeout_s;
+  char *path;               /* the files' */
+  int fd;                   /* write: the bytes to write; -1 */
   char *owner;
   char *holder;
   GError *error;
-} Start;
+  /* A file operation's answer, given once its claim is gone (the next call must find the sandbox free). */
+  guint status;
+  const char *content_type;
+  GBytes *answer;
+} Envd;
 
-static void
-start_free (Start *start)
+static Envd *
+envd_ref (Envd *job)
 {
-  sandstepd_request_unref (start->req);
-  if (start->lease != NULL)
-    sandstepd_lease_unref (start->lease);
-  g_free (start->command);
-  g_free (start->owner);
-  g_free (start->holder);
-  g_clear_error (&start->error);
-  g_free (start);
+  job->refs++;
+  return job;
 }
 
 static void
-on_start_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+envd_unref (Envd *job)
 {
-  Start *start = call->data;
-  Lease *lease = start->lease;
-  Request *req = start->req;
+  if (--job->refs > 0)
+    return;
+  sandstepd_request_unref (job->req);
+  if (job->lease != NULL)
+    sandstepd_lease_unref (job->lease);
+  g_free (job->command);
+  g_free (job->path);
+  if (job->fd >= 0)
+    close (job->fd);
+  g_free (job->owner);
+  g_free (job->holder);
+  g_clear_error (&job->error);
+  if (job->answer != NULL)
+    g_bytes_unref (job->answer);
+  g_free (job);
+}
+
+static Envd *
+envd_new (Request *req, EnvdOp op)
+{
+  Envd *job = g_new0 (Envd, 1);
+
+  job->refs = 1;
+  job->req = sandstepd_request_ref (req);
+  job->op = op;
+  job->fd = -1;
+  return job;
+}
+
+/* A unary call's error: Connect's HTTP status for @code and {"code", "message"}. */
+static void
+answer_unary_error (Request *req, const char *code, const char *message)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+  guint status = strcmp (code, "not_found") == 0          ? SOUP_STATUS_NOT_FOUND
+                 : strcmp (code, "invalid_argument") == 0 ? SOUP_STATUS_BAD_REQUEST
+                 : strcmp (code, "aborted") == 0          ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "unimplemented") == 0    ? SOUP_STATUS_NOT_FOUND
+                 : strcmp (code, "resource_exhausted") == 0 ? 429
+                                                          : SOUP_STATUS_INTERNAL_SERVER_ERROR;
+
+  json_object_set_string_member (object, "code", code);
+  json_object_set_string_member (object, "message", message);
+  sandstepd_answer_json (req, status, object);
+}
+
+static void
+envd_fail (Envd *job, const char *code, const char *message)
+{
+  if (job->op == ENVD_START)
+    answer_stream_error (job->req, code, message);
+  else
+    answer_unary_error (job->req, code, message);
+}
+
+/* Connect's code for a file operation's error: a path that is not there is not_found. */
+static const char *
+files_code (const GError *error)
+{
+  if (error->domain == SANDSTEP_PATH_ERROR && error->code == SANDSTEP_PATH_ERROR_NOT_FOUND)
+    return "not_found";
+  if (error->domain == SANDSTEP_PATH_ERROR)
+    return "invalid_argument";
+  return connect_code (error);
+}
+
+static void
+on_released (gpointer data)
+{
+  Envd *job = data;
+
+  if (job->error != NULL)
+    envd_fail (job, files_code (job->error), job->error->message);
+  else
+    {
+      gsize len = 0;
+      gconstpointer bytes = g_bytes_get_data (job->answer, &len);
+      sandstepd_e2b_answer (job->req, job->status, job->content_type, g_memdup2 (bytes, len), len);
+    }
+  envd_unref (job);
+}
+
+/* The file operation is done (@error, or its answer set): the claim goes, then the answer. */
+static void
+files_finish (Envd *job, const GError *error)
+{
+  Lease *lease = job->lease;
+
+  if (error != NULL && job->error == NULL)
+    job->error = g_error_copy (error);
+  if (lease->ended)
+    {
+      on_released (envd_ref (job));
+      return;
+    }
+  lease->on_released = on_released;
+  lease->on_released_data = envd_ref (job);
+  sandstepd_lease_end (lease, "the E2B file operation ended", FALSE);
+}
+
+static void
+answer_json_node (Envd *job, JsonNode *node)
+{
+  g_autoptr(JsonGenerator) gen = json_generator_new ();
+  gsize len = 0;
+  char *text;
+
+  json_generator_set_root (gen, node);
+  text = json_generator_to_data (gen, &len);
+  job->status = SOUP_STATUS_OK;
+  job->content_type = "application/json";
+  job->answer = g_bytes_new_take (text, len);
+}
+
+/* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
+static JsonObject *
+entry_info (const char *dir, const char *name, gboolean is_dir)
+{
+  JsonObject *o = json_object_new ();
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+
+  json_object_set_string_member (o, "name", name);
+  json_object_set_string_member (o, "type", is_dir ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE");
+  json_object_set_string_member (o, "path", path);
+  return o;
+}
+
+static void
+on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+
+  if (error != NULL)
+    {
+      files_finish (job, error);
+      return;
+    }
+  if (job->op == ENVD_READ)
+    {
+      g_autoptr(GMappedFile) mapped = NULL;
+      g_autoptr(GError) map_error = NULL;
+
+      if (reply_fd < 0)
+        map_error = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                 "The worker read '%s' but passed nothing back", job->path);
+      else if (lseek (reply_fd, 0, SEEK_END) == 0)
+        job->answer = g_bytes_new_static ("", 0);
+      else if ((mapped = g_mapped_file_new_from_fd (reply_fd, FALSE, &map_error)) != NULL)
+        job->answer = g_mapped_file_get_bytes (mapped);
+      job->status = SOUP_STATUS_OK;
+      job->content_type = "application/octet-stream";
+      files_finish (job, map_error);
+      return;
+    }
+  if (job->op == ENVD_WRITE)
+    {
+      g_autofree char *dir = g_path_get_dirname (job->path);
+      g_autofree char *name = g_path_get_basename (job->path);
+      g_autoptr(JsonArray) array = json_array_new ();
+      g_autoptr(JsonNode) node = json_node_new (JSON_NODE_ARRAY);
+      JsonObject *o = json_object_new ();
+
+      /* The HTTP /files API says "file", not the protobuf enum. */
+      json_object_set_string_member (o, "name", name);
+      json_object_set_string_member (o, "type", "file");
+      json_object_set_string_member (o, "path", job->path);
+      json_array_add_object_element (array, o);
+      json_node_set_array (node, array);
+      answer_json_node (job, node);
+      files_finish (job, NULL);
+      return;
+    }
+  /* list and stat: the entries of a directory (of the path's parent, for stat). */
+  {
+    g_autoptr(GPtrArray) entries = sandstep_wire_read_entries (reply);
+    g_autoptr(JsonObject) answer = json_object_new ();
+    g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+    if (job->op == ENVD_LIST)
+      {
+        JsonArray *array = json_array_new ();
+        for (guint i = 0; i < entries->len; i++)
+          {
+            const SandstepDirEntry *e = entries->pdata[i];
+            json_array_add_object_element (array, entry_info (job->path, e->name, e->is_dir));
+          }
+        json_object_set_array_member (answer, "entries", array);
+      }
+    else
+      {
+        g_autofree char *dir = g_path_get_dirname (job->path);
+        g_autofree char *name = g_path_get_basename (job->path);
+        const SandstepDirEntry *found = NULL;
+
+        for (guint i = 0; i < entries->len && found == NULL; i++)
+          if (strcmp (((const SandstepDirEntry *) entries->pdata[i])->name, name) == 0)
+            found = entries->pdata[i];
+        if (found == NULL)
+          {
+            g_autoptr(GError) missing = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                                                     "'%s' does not exist in the sandbox", job->path);
+            files_finish (job, missing);
+            return;
+          }
+        json_object_set_object_member (answer, "entry", entry_info (dir, name, found->is_dir));
+      }
+    json_node_set_object (node, answer);
+    answer_json_node (job, node);
+    files_finish (job, NULL);
+  }
+}
+
+static void
+on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+  Lease *lease = job->lease;
+  Request *req = job->req;
+  g_autofree char *dir = NULL;
+  int fd;
 
   if (error != NULL)
     {
       sandstepd_lease_abandon (lease);
-      answer_stream_error (req, connect_code (error), error->message);
+      envd_fail (job, connect_code (error), error->message);
       return;
     }
   sandstepd_lease_activate (lease);
   if (req->finished)
     {
-      sandstepd_lease_end (lease, "the E2B command's connection closed while attaching", TRUE);
+      sandstepd_lease_end (lease, "the E2B call's connection closed while attaching", TRUE);
       return;
     }
-  sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, start->command, start->timeout_s),
-                                &start_framing);
+  switch (job->op)
+    {
+    case ENVD_START:
+      sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
+                                    &start_framing);
+      return;
+    case ENVD_READ:
+      sandstepd_worker_call (lease->worker, "read",
+                             sandstep_wire_path_request (NULL, job->path, SANDSTEP_DEFAULT_READ_MAX), NULL, 0,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_WRITE:
+      fd = g_steal_fd (&job->fd);
+      sandstepd_worker_call (lease->worker, "write", sandstep_wire_path_request (NULL, job->path, -1), &fd, 1,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_LIST:
+      sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_STAT:
+      dir = g_path_get_dirname (job->path);
+      sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, dir, -1), NULL, 0,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    }
 }
 
 static void
-start_owner_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+owner_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
 {
-  Start *start = data;
+  Envd *job = data;
 
-  start->owner = sandstepd_e2b_owner_of (start->req, start->req->handle, &start->error);
+  job->owner = sandstepd_e2b_owner_of (job->req, job->req->handle, &job->error);
   g_task_return_boolean (task, TRUE);
 }
 
 static void
-start_owner_done (GObject *source, GAsyncResult *result, gpointer data)
+owner_done (GObject *source, GAsyncResult *result, gpointer data)
 {
-  Start *start = g_task_get_task_data (G_TASK (result));
-  Request *req = start->req;
+  Envd *job = g_task_get_task_data (G_TASK (result));
+  Request *req = job->req;
   SandstepIdentity who = { NULL, NULL, NULL };
   g_autoptr(GError) error = NULL;
-  Start *attaching;
   Worker *w;
 
-  if (start->error != NULL)
+  if (job->error != NULL)
     {
-      answer_stream_error (req, connect_code (start->error), start->error->message);
+      envd_fail (job, connect_code (job->error), job->error->message);
       return;
     }
   w = sandstepd_worker_take (req->d, &error);
   if (w == NULL)
     {
-      answer_stream_error (req, "resource_exhausted", error->message);
+      envd_fail (job, "resource_exhausted", error->message);
       return;
     }
-  /* The worker's call owns what it needs from here: a Start of its own. */
-  attaching = g_new0 (Start, 1);
-  attaching->req = sandstepd_request_ref (req);
-  attaching->command = g_steal_pointer (&start->command);
-  attaching->timeout_s = start->timeout_s;
-  attaching->owner = g_steal_pointer (&start->owner);
-  attaching->holder = g_strconcat (attaching->owner, "/e2b-envd", NULL);
-  who.owner = attaching->owner;
-  who.holder = attaching->holder;
-  attaching->lease = sandstepd_lease_new (req, &who, w);
-  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_start_attached,
-                         attaching, (GDestroyNotify) start_free);
+  job->holder = g_strconcat (job->owner, "/e2b-envd", NULL);
+  who.owner = job->owner;
+  who.holder = job->holder;
+  job->lease = sandstepd_lease_new (req, &who, w);
+  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_attached,
+                         envd_ref (job), (GDestroyNotify) envd_unref);
 }
 
-/* The command's budget: Connect-Timeout-Ms (the SDK's timeoutMs), else none but the sandbox's lifetime. */
+/* Finds the sandbox's owner off the main loop, claims the sandbox, then does @job. */
+static void
+envd_go (Envd *job)
+{
+  g_autoptr(GTask) task = g_task_new (NULL, NULL, owner_done, NULL);
+
+  g_task_set_task_data (task, job, (GDestroyNotify) envd_unref);
+  g_task_run_in_thread (task, owner_thread);
+}
+
 static double
 connect_timeout_s (Request *req)
 {
@@ -411,6 +670,7 @@ connect_timeout_s (Request *req)
   return g_ascii_strtod (value, NULL) / 1000.0;
 }
 
+
 static void
 handle_start (Request *req)
 {
@@ -418,9 +678,8 @@ handle_start (Request *req)
     soup_server_message_get_request_headers (req->msg), NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) request = NULL;
-  g_autoptr(GTask) task = NULL;
-  Start *start;
   JsonNode *stdin_node;
+  Envd *job;
 
   if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
     {
@@ -444,19 +703,175 @@ handle_start (Request *req)
                            "A command's stdin is not served by sandstepd's E2B envd yet; run it without stdin");
       return;
     }
-  start = g_new0 (Start, 1);
-  start->req = sandstepd_request_ref (req);
-  start->command = shell_command (request, &error);
-  if (start->command == NULL)
+  job = envd_new (req, ENVD_START);
+  job->command = shell_command (request, &error);
+  if (job->command == NULL)
     {
       answer_stream_error (req, "invalid_argument", error->message);
-      start_free (start);
+      envd_unref (job);
       return;
     }
-  start->timeout_s = connect_timeout_s (req);
-  task = g_task_new (NULL, NULL, start_owner_done, NULL);
-  g_task_set_task_data (task, start, (GDestroyNotify) start_free);
-  g_task_run_in_thread (task, start_owner_thread);
+  job->timeout_s = connect_timeout_s (req);
+  envd_go (job);
+}
+
+/* The query's "path" of GET and POST /files, or NULL. */
+static char *
+query_path (Request *req)
+{
+  GUri *uri = soup_server_message_get_uri (req->msg);
+  g_autoptr(GHashTable) query = NULL;
+  const char *path;
+
+  if (uri == NULL || g_uri_get_query (uri) == NULL)
+    return NULL;
+  query = soup_form_decode (g_uri_get_query (uri));
+  path = g_hash_table_lookup (query, "path");
+  return path != NULL && path[0] != '\0' ? g_strdup (path) : NULL;
+}
+
+/* A memfd holding @data, at offset 0, or -1 with errno. */
+static int
+memfd_of (const guint8 *data, gsize len)
+{
+  int fd = memfd_create ("sandstepd-e2b-write", MFD_CLOEXEC);
+
+  for (gsize done = 0; fd >= 0 && done < len;)
+    {
+      ssize_t n = write (fd, data + done, len - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int errsv = errno;
+          close (fd);
+          errno = errsv;
+          return -1;
+        }
+      done += n;
+    }
+  if (fd >= 0)
+    lseek (fd, 0, SEEK_SET);
+  return fd;
+}
+
+static void
+handle_files (Request *req)
+{
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (req->msg);
+  const char *content_type = soup_message_headers_get_content_type (headers, NULL);
+  g_autoptr(GBytes) body = g_bytes_new (req->body->data, req->body->len);
+  g_autoptr(GBytes) data = NULL;
+  g_autofree char *path = query_path (req);
+  Envd *job;
+
+  if (strcmp (req->method, "GET") == 0)
+    {
+      if (path == NULL)
+        {
+          sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "GET /files: no path; add ?path=PATH");
+          return;
+        }
+      job = envd_new (req, ENVD_READ);
+      job->path = g_steal_pointer (&path);
+      envd_go (job);
+      return;
+    }
+  if (strcmp (req->method, "POST") != 0)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "%s /files is not served; use GET or POST",
+                           req->method);
+      return;
+    }
+  if (g_strcmp0 (content_type, "multipart/form-data") == 0)
+    {
+      g_autoptr(SoupMultipart) multipart = soup_multipart_new_from_message (headers, body);
+      SoupMessageHeaders *part_headers = NULL;
+      GBytes *part = NULL;
+
+      if (multipart == NULL || soup_multipart_get_length (multipart) != 1 ||
+          !soup_multipart_get_part (multipart, 0, &part_headers, &part))
+        {
+          sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
+                               "POST /files takes one file a request here (a multipart body of one part, or "
+                               "application/octet-stream); write several files one at a time");
+          return;
+        }
+      if (path == NULL)
+        {
+          g_autoptr(GHashTable) params = NULL;
+          const char *filename = NULL;
+
+          if (soup_message_headers_get_content_disposition (part_headers, NULL, &params))
+            filename = g_hash_table_lookup (params, "filename");
+          path = filename != NULL && filename[0] != '\0' ? g_strdup (filename) : NULL;
+        }
+      data = g_bytes_ref (part);
+    }
+  else if (g_strcmp0 (content_type, "application/octet-stream") == 0)
+    data = g_bytes_ref (body);
+  else
+    {
+      g_autofree char *shown = sandstep_escape (content_type != NULL ? content_type : "(none)", -1, 200,
+                                                SANDSTEP_ESCAPE_VALUE);
+      sandstepd_e2b_error (req, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE,
+                           "POST /files takes multipart/form-data or application/octet-stream, not '%s'", shown);
+      return;
+    }
+  if (path == NULL)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "POST /files: no path; add ?path=PATH");
+      return;
+    }
+  job = envd_new (req, ENVD_WRITE);
+  job->path = g_steal_pointer (&path);
+  {
+    gsize len = 0;
+    const guint8 *bytes = g_bytes_get_data (data, &len);
+    job->fd = memfd_of (bytes, len);
+  }
+  if (job->fd < 0)
+    {
+      int errsv = errno;
+      sandstepd_e2b_error (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Cannot hold the file to write: %s",
+                           g_strerror (errsv));
+      envd_unref (job);
+      return;
+    }
+  envd_go (job);
+}
+
+/* filesystem.Filesystem's unary calls (ListDir, Stat): a JSON body with a path. */
+static void
+handle_filesystem (Request *req, EnvdOp op)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  const char *path;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, "application/json") != 0)
+    {
+      answer_unary_error (req, "invalid_argument", "filesystem.Filesystem's calls take application/json");
+      return;
+    }
+  request = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      answer_unary_error (req, "invalid_argument", error->message);
+      return;
+    }
+  path = string_member (request, "path");
+  if (path == NULL || path[0] == '\0')
+    {
+      answer_unary_error (req, "invalid_argument", "The request has no 'path'; name the file or directory");
+      return;
+    }
+  job = envd_new (req, op);
+  job->path = g_strdup (path);
+  envd_go (job);
 }
 
 void
@@ -477,24 +892,25 @@ sandstepd_handle_envd (Request *req)
       if (streaming)
         answer_stream_error (req, "not_found", message);
       else
-        sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "%s", message);
+        answer_unary_error (req, "not_found", message);
       return;
     }
   g_free (req->handle);
   req->handle = g_strdup (id);
   if (strcmp (req->path, "/process.Process/Start") == 0)
-    {
-      handle_start (req);
-      return;
-    }
-  message = g_strdup_printf ("%s is not served by sandstepd's E2B envd yet (docs/e2b.md)", req->path);
-  if (streaming)
-    answer_stream_error (req, "unimplemented", message);
+    handle_start (req);
+  else if (strcmp (req->path, "/files") == 0)
+    handle_files (req);
+  else if (strcmp (req->path, "/filesystem.Filesystem/ListDir") == 0)
+    handle_filesystem (req, ENVD_LIST);
+  else if (strcmp (req->path, "/filesystem.Filesystem/Stat") == 0)
+    handle_filesystem (req, ENVD_STAT);
   else
     {
-      g_autoptr(JsonObject) object = json_object_new ();
-      json_object_set_string_member (object, "code", "unimplemented");
-      json_object_set_string_member (object, "message", message);
-      sandstepd_answer_json (req, SOUP_STATUS_NOT_FOUND, object);
+      message = g_strdup_printf ("%s is not served by sandstepd's E2B envd yet (docs/e2b.md)", req->path);
+      if (streaming)
+        answer_stream_error (req, "unimplemented", message);
+      else
+        answer_unary_error (req, "unimplemented", message);
     }
 }

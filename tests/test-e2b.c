@@ -303,6 +303,47 @@ test_commands (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
 
+static void
+test_files (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *escape = g_strdup_printf ("/tmp/sandstep-e2b-escape-%08x", g_random_int ());
+  JsonObject *written;
+  JsonArray *bytes;
+  JsonArray *listed;
+
+  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list and exists through "
+                  "sandstepd's envd; a command sees what was written; a missing file is FileNotFoundError and "
+                  "does not exist; a call not served says so; a path that climbs out stays in the sandbox");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  sandstep_test_fixture_setenv (&fx->f, "E2B_ESCAPE", escape);
+  report = run_sdk (fx, "files", fx->key);
+  written = member_object (report, "written");
+  g_assert_cmpstr (json_object_get_string_member (written, "name"), ==, "notes.txt");
+  g_assert_cmpstr (json_object_get_string_member (written, "path"), ==, "/workspace/notes.txt");
+  g_assert_cmpstr (json_object_get_string_member (report, "read"), ==, "hello from e2b\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "readByCommand"), ==, "hello from e2b\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "writtenOctet"), ==, "/tmp/b.bin");
+  bytes = json_object_get_array_member (report, "readBytes");
+  g_assert_cmpuint (json_array_get_length (bytes), ==, 4);
+  g_assert_cmpint (json_array_get_int_element (bytes, 0), ==, 0);
+  g_assert_cmpint (json_array_get_int_element (bytes, 3), ==, 255);
+  listed = json_object_get_array_member (report, "listed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 2);
+  g_assert_cmpstr (json_array_get_string_element (listed, 0), ==, "notes.txt:file:/workspace/notes.txt");
+  g_assert_cmpstr (json_array_get_string_element (listed, 1), ==, "sub:dir:/workspace/sub");
+  g_assert_true (json_object_get_boolean_member (report, "exists"));
+  g_assert_true (json_object_get_boolean_member (report, "existsDir"));
+  g_assert_false (json_object_get_boolean_member (report, "existsNot"));
+  assert_threw (report, "readMissing", "FileNotFoundError", "/workspace/no-such-file");
+  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/Remove is not served");
+  assert_threw (report, "climbed", "InvalidArgumentError", "goes above '/'");
+  g_assert_false (g_file_test (escape, G_FILE_TEST_EXISTS));
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -311,5 +352,6 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/lifecycle", test_lifecycle);
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
+  ADD ("/e2b/sdk/files", test_files);
   return g_test_run ();
 }

@@ -2,7 +2,7 @@
 //
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
-// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands.
+// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, files.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -82,7 +82,33 @@ async function scoped() {
   await take('killed', async () => await Sandbox.kill(sbx.sandboxId));
 }
 
-const areas = { lifecycle, scoped, commands };
+async function files() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('written', async () => {
+    const w = await sbx.files.write('/workspace/notes.txt', 'hello from e2b\n');
+    return { name: w.name, path: w.path, type: w.type };
+  });
+  await take('read', async () => await sbx.files.read('/workspace/notes.txt'));
+  await take('readByCommand', async () => (await sbx.commands.run('cat /workspace/notes.txt')).stdout);
+  await take('writtenOctet', async () =>
+    (await sbx.files.write('/tmp/b.bin', new Uint8Array([0, 1, 2, 255]), { useOctetStream: true })).path);
+  await take('readBytes', async () => Array.from(await sbx.files.read('/tmp/b.bin', { format: 'bytes' })));
+  await take('listed', async () => {
+    await sbx.commands.run('mkdir -p /workspace/sub');
+    return (await sbx.files.list('/workspace')).map((e) => `${e.name}:${e.type}:${e.path}`).sort();
+  });
+  await take('exists', async () => await sbx.files.exists('/workspace/notes.txt'));
+  await take('existsDir', async () => await sbx.files.exists('/workspace/sub'));
+  await take('existsNot', async () => await sbx.files.exists('/workspace/no-such-file'));
+  await take('readMissing', async () => await sbx.files.read('/workspace/no-such-file'));
+  await take('unserved', async () => await sbx.files.remove('/workspace/notes.txt'));
+  // A path that climbs out stays in the sandbox: the test checks the host has no such file.
+  await take('climbed', async () => (await sbx.files.write(`/../../../..${process.env.E2B_ESCAPE}`, 'out?')).path);
+  await take('killed', async () => { await sbx.kill(); return true; });
+}
+
+const areas = { lifecycle, scoped, commands, files };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
