@@ -148,11 +148,11 @@ server_start (Fixture *fx)
   g_assert_nonnull (fx->url);
 }
 
-/* Runs tests/e2b/sdk.mjs @area with @key, and returns its report. */
+/* Runs tests/e2b/@name @area with @key, and returns its report. */
 static JsonObject *
-run_sdk (Fixture *fx, const char *area, const char *key)
+run_script (Fixture *fx, const char *name, const char *area, const char *key)
 {
-  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "e2b", "sdk.mjs", NULL);
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "e2b", name, NULL);
   g_autofree char *timeout = g_strdup_printf ("%d", CLIENT_TIMEOUT_S);
   const char *argv[] = { "timeout", "-k", "5", timeout, "node", script, area, NULL };
   g_auto(GStrv) envp = g_strdupv (fx->f.envp);
@@ -174,14 +174,20 @@ run_sdk (Fixture *fx, const char *area, const char *key)
     {
       g_autofree char *log = NULL;
       g_file_get_contents (fx->log, &log, NULL, NULL);
-      g_test_message ("sdk.mjs %s failed (wait status %d)\nstdout:\n%s\nstderr:\n%s\nsandstepd's log:\n%s", area,
-                      status, out, err, log != NULL ? log : "");
+      g_test_message ("%s %s failed (wait status %d)\nstdout:\n%s\nstderr:\n%s\nsandstepd's log:\n%s", name,
+                      area, status, out, err, log != NULL ? log : "");
       g_assert_not_reached ();
     }
-  g_test_message ("sdk.mjs %s: %s", area, out);
+  g_test_message ("%s %s: %s", name, area, out);
   report = sandstep_test_parse_json (out);
   g_assert_true (JSON_NODE_HOLDS_OBJECT (report));
   return json_object_ref (json_node_get_object (report));
+}
+
+static JsonObject *
+run_sdk (Fixture *fx, const char *area, const char *key)
+{
+  return run_script (fx, "sdk.mjs", area, key);
 }
 
 /* The member @name of @report, an object (a call that threw: {error, message}). */
@@ -344,6 +350,56 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
 
+/* Asserts that case @name of wire.mjs's report ended its stream (HTTP 200) with Connect's @code and @text. */
+static void
+assert_stream_error (JsonObject *report, const char *name, const char *code, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_test_message ("%s: %s", name, json_object_get_string_member_with_default (o, "message", ""));
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "endFlags", 0), ==, 2);
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "code", ""), ==, code);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "message", ""), text);
+}
+
+static void
+test_wire (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o;
+
+  g_test_summary ("process.Process/Start refuses what the SDK never sends, each with Connect's code and what "
+                  "to do: a body shorter than an envelope, an envelope whose length lies or that is followed by "
+                  "another, compressed, not JSON, no cmd, a bad environment name, stdin, the unary type, no or "
+                  "a bad sandbox, another owner's sandbox (not found), no key (401), a body over 1 MiB (413)");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "wire.mjs", "", fx->key);
+  assert_stream_error (report, "short", "invalid_argument", "shorter than Connect's 5-byte envelope");
+  assert_stream_error (report, "lengthLies", "invalid_argument", "says '100000' bytes");
+  assert_stream_error (report, "compressed", "invalid_argument", "no compressed");
+  assert_stream_error (report, "twoMessages", "invalid_argument", "send one message");
+  assert_stream_error (report, "notJson", "invalid_argument", "JSON");
+  assert_stream_error (report, "noCmd", "invalid_argument", "no 'cmd'");
+  assert_stream_error (report, "badEnvName", "invalid_argument", "'A=B' cannot be set");
+  assert_stream_error (report, "stdin", "unimplemented", "stdin is not served");
+  assert_stream_error (report, "unaryType", "invalid_argument", "application/connect+json, not 'application/json'");
+  assert_stream_error (report, "noSandbox", "not_found", "E2b-Sandbox-Id");
+  assert_stream_error (report, "badSandbox", "not_found", "'../../etc' not found");
+  assert_stream_error (report, "otherOwner", "not_found", "another owner's");
+  o = member_object (report, "noKey");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 401);
+  o = member_object (report, "tooLarge");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 413);
+  /* The same request, well formed, runs: the refusals above are the request's, not the server's. */
+  o = member_object (report, "fine");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpint (json_object_get_int_member (o, "endFlags"), ==, 2);
+  g_assert_false (json_object_has_member (o, "code"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -353,5 +409,6 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
   ADD ("/e2b/sdk/files", test_files);
+  ADD ("/e2b/wire/start", test_wire);
   return g_test_run ();
 }
