@@ -28,6 +28,7 @@ typedef struct {
   char *key;                /* an admin key */
   char *key_a;              /* owner=a/ */
   char *key_b;              /* owner=b/ */
+  char *key_dag;            /* owner=sandstep-test/: the DAG of the fixture's helper runs */
   char *log;
   GPid pid;
   int out_fd;
@@ -52,7 +53,9 @@ fixture_setup (Fixture *fx, gconstpointer data)
   fx->key = new_key ();
   fx->key_a = new_key ();
   fx->key_b = new_key ();
-  tokens = g_strdup_printf ("%s\n%s owner=a/\n%s owner=b/\n", fx->key, fx->key_a, fx->key_b);
+  fx->key_dag = new_key ();
+  tokens = g_strdup_printf ("%s\n%s owner=a/\n%s owner=b/\n%s owner=%s/\n", fx->key, fx->key_a, fx->key_b,
+                            fx->key_dag, fx->f.dag);
   g_assert_true (g_file_set_contents_full (fx->token_file, tokens, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
   fx->out_fd = -1;
 }
@@ -79,6 +82,7 @@ fixture_teardown (Fixture *fx, gconstpointer data)
   g_free (fx->key);
   g_free (fx->key_a);
   g_free (fx->key_b);
+  g_free (fx->key_dag);
   g_free (fx->log);
   g_free (fx->url);
   sandstep_test_teardown (&fx->f, data);
@@ -245,6 +249,7 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_assert_cmpint (json_object_get_int_member (info, "lifetimeS"), ==, 120);
   g_assert_true (array_has (report, "listed", id));
   g_assert_cmpstr (json_object_get_string_member (report, "connected"), ==, id);
+  assert_threw (report, "setTimeout", "SandboxError", "/timeout is not served by sandstepd's E2B API");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
@@ -350,6 +355,32 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
 
+static void
+test_handed (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+
+  g_test_summary ("a make step provisions a sandbox (the helper, owner DAG/RUN) and hands its handle to agent "
+                  "code: with a key scoped to owner=DAG/ the SDK connects by the handle, reads the step's file "
+                  "and runs in it; a key of another owner cannot connect");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  handle = sandstep_test_provision (&fx->f, NULL);
+  g_free (sandstep_test_run_ok (&fx->f, handle, "echo from make > /workspace/from-make.txt"));
+  sandstep_test_fixture_setenv (&fx->f, "E2B_HANDLE", handle);
+  report = run_sdk (fx, "handed", fx->key_dag);
+  assert_threw (report, "otherConnect", "SandboxNotFoundError", handle);
+  g_assert_cmpstr (json_object_get_string_member (report, "sandboxId"), ==, handle);
+  g_assert_cmpstr (json_object_get_string_member (report, "read"), ==, "from make\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "run"), ==, "from make\n");
+  /* What the agent did is there for the DAG's next step. */
+  out = sandstep_test_run_ok (&fx->f, handle, "cat /workspace/agent.txt");
+  g_assert_cmpstr (out, ==, "agent\n");
+}
+
 /* Asserts that case @name of wire.mjs's report ended its stream (HTTP 200) with Connect's @code and @text. */
 static void
 assert_stream_error (JsonObject *report, const char *name, const char *code, const char *text)
@@ -409,6 +440,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
   ADD ("/e2b/sdk/files", test_files);
+  ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/wire/start", test_wire);
   return g_test_run ();
 }

@@ -2,7 +2,8 @@
 //
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
-// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, files.
+// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, files,
+// handed.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -29,6 +30,7 @@ async function lifecycle() {
     return items.map((s) => s.sandboxId);
   });
   await take('connected', async () => (await Sandbox.connect(sbx.sandboxId)).sandboxId);
+  await take('setTimeout', async () => { await sbx.setTimeout(60_000); return true; });
   await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
   await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
   await take('killed', async () => { await sbx.kill(); return true; });
@@ -108,7 +110,17 @@ async function files() {
   await take('killed', async () => { await sbx.kill(); return true; });
 }
 
-const areas = { lifecycle, scoped, commands, files };
+// A make step provisioned E2B_HANDLE and wrote a file in it; agent code takes the sandbox over by its handle.
+async function handed() {
+  const id = process.env.E2B_HANDLE;
+  await take('otherConnect', async () => (await Sandbox.connect(id, { apiKey: process.env.E2B_OTHER_KEY })).sandboxId);
+  const sbx = await Sandbox.connect(id);
+  report.sandboxId = sbx.sandboxId;
+  await take('read', async () => await sbx.files.read('/workspace/from-make.txt'));
+  await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
+}
+
+const areas = { lifecycle, scoped, commands, files, handed };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
