@@ -137,6 +137,17 @@ covered (Request *req, const char *handle, GError **error)
 }
 
 char *
+sandstepd_e2b_not_found (const char *id, gboolean malformed)
+{
+  g_autofree char *shown = sandstep_escape (id != NULL ? id : "(none)", -1, 200, SANDSTEP_ESCAPE_VALUE);
+
+  if (malformed)
+    return g_strdup_printf ("Sandbox '%s' not found: sandstep's sandbox IDs look like sandstep-0123456789abcdef "
+                            "(envd's calls name theirs in E2b-Sandbox-Id)", shown);
+  return g_strdup_printf ("Sandbox '%s' not found: it is gone, or another owner's", shown);
+}
+
+char *
 sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error)
 {
   g_autoptr(GPtrArray) entries = covered (req, handle, error);
@@ -145,8 +156,8 @@ sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error)
     return NULL;
   if (entries->len == 0)
     {
-      g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
-                   "Sandbox '%s' not found: it is gone, or another owner's", handle);
+      g_autofree char *message = sandstepd_e2b_not_found (handle, FALSE);
+      g_set_error_literal (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND, message);
       return NULL;
     }
   return g_strdup (((const SandstepListEntry *) entries->pdata[0])->owner);
@@ -306,8 +317,10 @@ e2b_done (GObject *source, GAsyncResult *result, gpointer data)
   if (job->error != NULL)
     sandstepd_e2b_backend_error (req, job->error);
   else if (job->status == SOUP_STATUS_NOT_FOUND)
-    sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "Sandbox '%s' not found: it is gone, or another owner's",
-                         job->handle);
+    {
+      g_autofree char *message = sandstepd_e2b_not_found (job->handle, FALSE);
+      sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "%s", message);
+    }
   else if (job->answer == NULL)
     sandstepd_e2b_answer (req, job->status, NULL, NULL, 0);
   else
@@ -424,9 +437,8 @@ handle_platform (Request *req)
       job->handle = g_strdup (p[1]);
       if (!sandstep_handle_is_local (job->handle))
         {
-          sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND,
-                               "Sandbox '%s' not found: sandstep's sandbox IDs look like sandstep-0123456789abcdef",
-                               job->handle);
+          g_autofree char *message = sandstepd_e2b_not_found (job->handle, TRUE);
+          sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "%s", message);
           e2b_job_free (job);
           return;
         }

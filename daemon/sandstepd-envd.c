@@ -697,7 +697,8 @@ handle_start (Request *req)
       return;
     }
   stdin_node = json_object_get_member (request, "stdin");
-  if (stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) && json_node_get_boolean (stdin_node))
+  if (stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) &&
+      json_node_get_value_type (stdin_node) == G_TYPE_BOOLEAN && json_node_get_boolean (stdin_node))
     {
       answer_stream_error (req, "unimplemented",
                            "A command's stdin is not served by sandstepd's E2B envd yet; run it without stdin");
@@ -886,9 +887,7 @@ sandstepd_handle_envd (Request *req)
 
   if (id == NULL || !sandstep_handle_is_local (id))
     {
-      g_autofree char *shown = sandstep_escape (id != NULL ? id : "(none)", -1, 200, SANDSTEP_ESCAPE_VALUE);
-      message = g_strdup_printf ("Sandbox '%s' not found: name a sandbox in E2b-Sandbox-Id (sandstep's sandbox IDs "
-                                 "look like sandstep-0123456789abcdef)", shown);
+      message = sandstepd_e2b_not_found (id, TRUE);
       if (streaming)
         answer_stream_error (req, "not_found", message);
       else
