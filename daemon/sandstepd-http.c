@@ -60,6 +60,7 @@ sandstepd_request_unref (Request *req)
   g_free (req->caller_owner);
   g_free (req->method);
   g_free (req->path);
+  g_free (req->keepalive_frame);
   g_free (req);
 }
 
@@ -306,8 +307,12 @@ on_keepalive (gpointer user_data)
       req->keepalive = 0;
       return G_SOURCE_REMOVE;
     }
-  soup_message_body_append (soup_server_message_get_response_body (req->msg), SOUP_MEMORY_STATIC, "\n", 1);
-  req->pending += 1;
+  if (req->keepalive_frame != NULL)
+    soup_message_body_append (soup_server_message_get_response_body (req->msg), SOUP_MEMORY_COPY,
+                              req->keepalive_frame, req->keepalive_len);
+  else
+    soup_message_body_append (soup_server_message_get_response_body (req->msg), SOUP_MEMORY_STATIC, "\n", 1);
+  req->pending += req->keepalive_frame != NULL ? req->keepalive_len : 1;
   req->paused = TRUE;
   sandstepd_request_resume (req);
   return G_SOURCE_CONTINUE;

@@ -67,6 +67,7 @@ typedef enum {
   ROUTE_LIST,
   ROUTE_PUT,
   ROUTE_EXPORT,
+  ROUTE_E2B,                /* E2B's platform API and envd, beside /v1 (sandstepd-e2b.c) */
 } Route;
 
 struct _Daemon {
@@ -173,6 +174,10 @@ struct _Request {
   void (*on_gone) (Request *req);
   void (*on_drained) (Request *req);
   gpointer owner;
+  /* What a streamed answer sends to keep its connection alive: NULL, a newline (JSON lines); else a frame of
+   * its protocol (E2B's envd). */
+  char *keepalive_frame;
+  gsize keepalive_len;
 };
 
 /* ---- sandstepd-http.c: logging, answers, streamed answers, connections ---- */
@@ -282,11 +287,49 @@ void sandstepd_handle_export (Request *req);
  * abruptly when the caller goes away. */
 void sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject *message, int stdin_fd);
 
+/* How a streamed command's answer is framed when not in sandstep's JSON lines (E2B's envd: Connect's envelopes).
+ * Each function returns newly allocated bytes. */
+typedef struct {
+  const char *content_type;
+  char *(*first) (gsize *out_len);
+  /* Output @data of stream 1 (stdout) or 2 (stderr). */
+  char *(*data) (int stream, const char *data, gsize len, gsize *out_len);
+  /* The end: from the worker's run @reply, or @error (then @reply is NULL). */
+  char *(*last) (JsonObject *reply, const GError *error, gsize *out_len);
+  char *(*keepalive) (gsize *out_len);
+} SandstepdFraming;
+
+/* sandstepd_stream_step() framed by @framing, with no stdin: the stream holds @lease and ends it before the
+ * last bytes go, or abruptly when the caller goes away. */
+void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing);
+
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 
 void sandstepd_handle_read_list (Request *req);
 void sandstepd_handle_write (Request *req);
 void sandstepd_handle_put (Request *req);
+
+/* ---- sandstepd-e2b.c, sandstepd-envd.c: E2B's API (docs/e2b.md) ---- */
+
+/* TRUE when @path is one of E2B's (the platform API's or envd's), whose requests sandstepd-e2b.c reads. */
+gboolean sandstepd_e2b_is_path (const char *path);
+gboolean sandstepd_envd_is_path (const char *path);
+/* The token entry an E2B request carries (X-API-KEY, or envd's X-Access-Token), or NULL with why not. */
+const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why);
+void sandstepd_handle_e2b (Request *req);
+void sandstepd_handle_envd (Request *req);
+/* The answer @data (taken; NULL: none) of type @content_type. */
+void sandstepd_e2b_answer (Request *req, guint status, const char *content_type, char *data, gsize len);
+/* An error in E2B's shape, {"code": STATUS, "message": ...}. */
+void sandstepd_e2b_error (Request *req, guint status, const char *format, ...) G_GNUC_PRINTF (3, 4);
+void sandstepd_e2b_backend_error (Request *req, const GError *error);
+/* Why @id names no sandbox: @malformed, not a sandstep handle; else gone or another owner's (one text for both). */
+char *sandstepd_e2b_not_found (const char *id, gboolean malformed);
+/* The owner of sandbox @handle when @req's key covers it, else NOT_FOUND (another owner's is not found either);
+ * reads the state directory: not on the main loop. */
+char *sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error);
+/* The owner of the sandboxes an E2B key of @scope creates. */
+char *sandstepd_e2b_owner (const SandstepTokenEntry *scope);
 
 /* ---- sandstepd-routes.c: what a request is, who may send it, its body ---- */
 

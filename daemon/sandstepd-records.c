@@ -112,6 +112,7 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
     case ROUTE_LIST:
     case ROUTE_PUT:
     case ROUTE_EXPORT:
+    case ROUTE_E2B:
       g_assert_not_reached ();
     }
   g_task_return_boolean (task, TRUE);

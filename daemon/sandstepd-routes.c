@@ -77,6 +77,9 @@ static const RouteSpec routes[] = {
     sandstepd_handle_put },
   { ROUTE_EXPORT,         "POST", "export",         TRUE,  "application/json",               BODY_JSON,
     sandstepd_handle_export },
+  /* E2B's routes (sandstepd_e2b_is_path()): their own paths, methods, keys and error shape. */
+  { ROUTE_E2B,            NULL,   NULL,             FALSE, NULL,                             BODY_JSON,
+    sandstepd_handle_e2b },
 };
 
 static const RouteSpec *
@@ -105,6 +108,8 @@ route_for (const char *path, char **out_handle, gboolean *out_bad_handle)
   for (gsize i = 0; i < G_N_ELEMENTS (routes); i++)
     {
       const RouteSpec *spec = &routes[i];
+      if (spec->name == NULL)
+        continue;
       if (!spec->of_sandbox ? g_strv_length (parts) != 1 || strcmp (parts[0], spec->name) != 0
                             : g_strv_length (parts) != 3 || strcmp (parts[0], "sandboxes") != 0 ||
                                 strcmp (parts[2], spec->name) != 0)
@@ -400,6 +405,27 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
                                 "addresses it listens on, localhost, '%s' and the names given with --server-name",
                                 shown,
                                 g_get_host_name ());
+      return;
+    }
+  if (sandstepd_e2b_is_path (req->path))
+    {
+      /* E2B's SDK sends its key as X-API-KEY and wants its errors in its own shape. */
+      req->scope = sandstepd_e2b_authorized (d, msg, &why);
+      if (req->scope == NULL)
+        {
+          req->refused = TRUE;
+          sandstepd_say ("refused %s %s: %s", req->method, req->path, why);
+          sandstepd_e2b_error (req, SOUP_STATUS_UNAUTHORIZED,
+                               "The sandbox server refused the request: it carried %s; set E2B_API_KEY to a token "
+                               "of sandstepd's token file (written e2b_ and hex)", why);
+          return;
+        }
+      req->route = ROUTE_E2B;
+      length = soup_message_headers_get_encoding (headers) == SOUP_ENCODING_CONTENT_LENGTH
+                 ? soup_message_headers_get_content_length (headers)
+                 : -1;
+      if (length > (goffset) req->limit)
+        refuse_large_body (req);
       return;
     }
   req->scope = authorized (d, msg, &why);

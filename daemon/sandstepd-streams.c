@@ -42,6 +42,8 @@ struct _PipeStream {
   gboolean stream_done;     /* the stream's reference is dropped */
   Lease *step;              /* claim-run: the lease this exchange holds (ref), released before the last line */
   gboolean released;
+  const SandstepdFraming *framing;  /* NULL: sandstep's JSON lines */
+  JsonObject *reply;        /* with a framing: the worker's reply, for its last bytes */
 };
 
 static void pipe_stream_try_finish (PipeStream *ps);
@@ -60,6 +62,8 @@ pipe_stream_unref (PipeStream *ps)
     }
   if (ps->last != NULL)
     json_object_unref (ps->last);
+  if (ps->reply != NULL)
+    json_object_unref (ps->reply);
   g_clear_error (&ps->error);
   sandstepd_request_unref (ps->req);
   sandstepd_worker_unref (ps->worker);
@@ -87,7 +91,8 @@ on_pipe_data (int fd, GIOCondition condition, gpointer data)
       pipe_stream_try_finish (ps);
       return G_SOURCE_REMOVE;
     }
-  line = sandstep_wire_data_line (ps->numbers[i], buf, n, &len);
+  line = ps->framing != NULL ? ps->framing->data (ps->numbers[i], buf, n, &len)
+                              : sandstep_wire_data_line (ps->numbers[i], buf, n, &len);
   sandstepd_stream_take (ps->req, line, len);
   if (ps->req->pending > SANDSTEPD_HIGH_WATER)
     {
@@ -157,7 +162,15 @@ pipe_stream_try_finish (PipeStream *ps)
       if (ps->step->on_released != NULL)
         return;
     }
-  if (ps->error != NULL)
+  if (ps->framing != NULL)
+    {
+      gsize len = 0;
+      char *last = ps->framing->last (ps->reply, ps->error, &len);
+
+      sandstepd_stream_take (ps->req, last, len);
+      sandstepd_stream_end (ps->req);
+    }
+  else if (ps->error != NULL)
     sandstepd_stream_error (ps->req, ps->error);
   else
     {
@@ -203,20 +216,22 @@ on_pipe_stream_replied (Call *call, JsonObject *reply, int reply_fd, const GErro
   ps->replied = TRUE;
   if (error != NULL)
     ps->error = g_error_copy (error);
+  else if (ps->framing != NULL)
+    ps->reply = json_object_ref (reply);
   else
     ps->last = ps->last_line (reply);
   pipe_stream_try_finish (ps);
 }
 
 /* Starts the answer of @req, gives @op to @lease's worker with the write ends
- * of @n_pipes new pipes (numbered @numbers in the lines), and streams.  With
- * @first, a claim-run's first line, the stream is a step's: it holds @lease
- * and ends it. */
+ * of @n_pipes new pipes (numbered @numbers in the lines), and streams.  A
+ * @step's stream (claim-run's, with its @first line; or one of @framing) holds
+ * @lease and ends it. */
 static void
 pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
-                        const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd)
+                        const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd, gboolean step,
+                        const SandstepdFraming *framing)
 {
-  gboolean step = first != NULL;
   g_autoptr(JsonObject) owned = message;
   g_autoptr(JsonObject) owned_first = first;
   PipeStream *ps;
@@ -229,6 +244,7 @@ pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *
   ps->worker = sandstepd_worker_ref (lease->worker);
   ps->n_pipes = n_pipes;
   ps->last_line = last_line;
+  ps->framing = framing;
   ps->fds[0] = ps->fds[1] = -1;
   for (guint i = 0; i < n_pipes; i++)
     {
@@ -264,7 +280,18 @@ pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *
       lease->refs++;
     }
   req->owner = ps;
+  if (framing != NULL)
+    req->keepalive_frame = framing->keepalive (&req->keepalive_len);
   sandstepd_stream_begin (req);
+  if (framing != NULL)
+    {
+      gsize len = 0;
+      char *bytes = framing->first (&len);
+
+      soup_message_headers_set_content_type (soup_server_message_get_response_headers (req->msg),
+                                             framing->content_type, NULL);
+      sandstepd_stream_take (req, bytes, len);
+    }
   req->on_gone = on_pipe_stream_gone;
   req->on_drained = on_pipe_stream_drained;
   if (owned_first != NULL)
@@ -279,7 +306,7 @@ static void
 pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
                    const int numbers[2], LastLine last_line)
 {
-  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1);
+  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE, NULL);
 }
 
 /* ---- run: stdout and stderr, then the command's result ---- */
@@ -330,7 +357,15 @@ sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE, NULL);
+}
+
+void
+sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing)
+{
+  static const int numbers[2] = { 1, 2 };
+
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, -1, TRUE, framing);
 }
 
 /* ---- export: the file's bytes, then the end ---- */

@@ -80,6 +80,38 @@ sandstep_ensure_s3rver () {
   sandstep_ensure_npm_packages "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/s3"
 }
 
+# The official E2B SDK (npm "e2b", tests/e2b/package.json) that tests/test-e2b.c
+# drives against sandstepd's E2B API, installed into tests/e2b/node_modules from
+# tests/e2b/package-lock.json.  e2b 2.19.4: the newest whose engines say node >= 20
+# (this SDK reads E2B_API_URL and E2B_SANDBOX_URL only from 2.5; every such
+# release wants node 20 or later, so Debian 12's node 18 is not enough).
+sandstep_ensure_e2b_sdk () {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/e2b"
+  sandstep_ensure_npm_packages "$dir" || return 1
+  # The SDK releases that take a server's URL (2.5 on) need node 20; Debian 12's is 18.  Where the host's node
+  # is older, node 20's binary comes from the npm registry (node-linux-ARCH), into tests/e2b/runtime, which
+  # tests/test-e2b.c runs the SDK with.
+  local major arch
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  [ "$major" -ge 20 ] && return 0
+  case $(uname -m) in
+    x86_64) arch=x64 ;;
+    aarch64) arch=arm64 ;;
+    *) echo "sandstep: no node 20 for $(uname -m) from npm; the e2b SDK needs node 20 or later" >&2; return 1 ;;
+  esac
+  [ -x "$dir/runtime/node_modules/node-linux-$arch/bin/node" ] && return 0
+  local log
+  log=$(mktemp "${TMPDIR:-/tmp}/sandstep-npm.XXXXXX.log")
+  echo "sandstep: installing node 20 for the e2b SDK into $dir/runtime (npm's output: $log)" >&2
+  if ! npm install --no-audit --no-fund --loglevel=error --no-save --prefix "$dir/runtime" \
+       "node-linux-$arch@20.20.2" >"$log" 2>&1; then
+    echo "sandstep: npm could not install node-linux-$arch@20.20.2; its output is in $log:" >&2
+    tail -n 5 "$log" | sed 's/^/  /' >&2
+    return 1
+  fi
+}
+
 # npm ci in DIR when a package of DIR/package.json is missing from DIR/node_modules.
 sandstep_ensure_npm_packages () {
   local dir=$1

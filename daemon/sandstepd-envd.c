@@ -1,0 +1,915 @@
+/* sandstepd-envd.c: E2B's envd (the service inside an E2B sandbox) on sandstepd's sandboxes.
+ *
+ * The SDK calls envd over the Connect protocol with its JSON codec (it never asks for protobuf binary),
+ * naming the sandbox in the E2b-Sandbox-Id header.  A server-streaming call (process.Process/Start) is
+ * POSTed as application/connect+json: its body one envelope (a flags byte, a 4-byte big-endian length,
+ * the JSON message); its answer envelopes of events, then one flagged end-of-stream that carries {} or
+ * {"error": {code, message}}.  A command runs as a sandstep command does: a worker claims the sandbox
+ * for it (so a sandbox runs one command at a time, as a make step's does) and it streams out as it comes.
+ * Files (GET and POST /files, ListDir, Stat) go through the same claim, one operation each, answered once
+ * the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
+ */
+#include "sandstepd-private.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sandstep-error.h"
+#include "sandstep-wire.h"
+
+#define CONNECT_STREAM_TYPE "application/connect+json"
+#define ENVELOPE_HEADER 5
+#define FLAG_COMPRESSED 0x01
+#define FLAG_END_STREAM 0x02
+/* Connect-Timeout-Ms is at most 10 digits (the protocol's rule). */
+#define MAX_TIMEOUT_DIGITS 10
+
+gboolean
+sandstepd_envd_is_path (const char *path)
+{
+  return g_str_has_prefix (path, "/process.Process/") || g_str_has_prefix (path, "/filesystem.Filesystem/") ||
+         strcmp (path, "/files") == 0;
+}
+
+/* ---- Connect's envelopes ---- */
+
+static char *
+envelope (guint8 flags, const char *payload, gsize len, gsize *out_len)
+{
+  char *out = g_malloc (ENVELOPE_HEADER + len);
+
+  out[0] = (char) flags;
+  out[1] = (char) ((len >> 24) & 0xff);
+  out[2] = (char) ((len >> 16) & 0xff);
+  out[3] = (char) ((len >> 8) & 0xff);
+  out[4] = (char) (len & 0xff);
+  memcpy (out + ENVELOPE_HEADER, payload, len);
+  *out_len = ENVELOPE_HEADER + len;
+  return out;
+}
+
+static char *
+envelope_object (guint8 flags, JsonObject *object, gsize *out_len)
+{
+  gsize len = 0;
+  g_autofree char *text = sandstep_wire_to_text (object, &len);
+
+  return envelope (flags, text, len, out_len);
+}
+
+/* The one message of a streaming request's @body: uncompressed, its length what the envelope says, nothing
+ * after it (the body's size is bounded already, SANDSTEPD_MAX_JSON_BODY). */
+static JsonObject *
+read_envelope (const guint8 *body, gsize len, GError **error)
+{
+  guint32 n;
+
+  if (len < ENVELOPE_HEADER)
+    {
+      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                   "The request's body of %" G_GSIZE_FORMAT " bytes is shorter than Connect's 5-byte envelope; "
+                   "send one enveloped JSON message", len);
+      return NULL;
+    }
+  if (body[0] != 0)
+    {
+      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                   "The request's envelope has flags '0x%02x'; send one uncompressed message (flags 0)%s", body[0],
+                   (body[0] & FLAG_COMPRESSED) ? ": sandstepd takes no compressed messages" : "");
+      return NULL;
+    }
+  n = ((guint32) body[1] << 24) | ((guint32) body[2] << 16) | ((guint32) body[3] << 8) | body[4];
+  if ((gsize) n != len - ENVELOPE_HEADER)
+    {
+      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                   "The request's envelope says '%" G_GUINT32_FORMAT "' bytes, and %" G_GSIZE_FORMAT
+                   " follow it; send one message whose length the envelope gives", n, len - ENVELOPE_HEADER);
+      return NULL;
+    }
+  return sandstep_wire_parse_object ((const char *) body + ENVELOPE_HEADER, n, error);
+}
+
+/* Connect's code for a sandbox's or a request's error. */
+static const char *
+connect_code (const GError *error)
+{
+  if (error->domain == SANDSTEP_SANDBOX_ERROR &&
+      (error->code == SANDSTEP_SANDBOX_ERROR_NOT_FOUND || error->code == SANDSTEP_SANDBOX_ERROR_NOT_OWNER ||
+       error->code == SANDSTEP_SANDBOX_ERROR_EXPIRED))
+    return "not_found";
+  if (error->domain == SANDSTEP_SANDBOX_ERROR && error->code == SANDSTEP_SANDBOX_ERROR_BUSY)
+    return "aborted";
+  if (error->domain == SANDSTEP_USAGE_ERROR)
+    return "invalid_argument";
+  return "internal";
+}
+
+static char *
+end_stream (const char *code, const char *message, gsize *out_len)
+{
+  g_autoptr(JsonObject) end = json_object_new ();
+
+  if (code != NULL)
+    {
+      JsonObject *e = json_object_new ();
+      json_object_set_string_member (e, "code", code);
+      json_object_set_string_member (e, "message", message);
+      json_object_set_object_member (end, "error", e);
+    }
+  return envelope_object (FLAG_END_STREAM, end, out_len);
+}
+
+/* A streaming call's error before anything streamed: HTTP 200 and the error in the end of the stream, as
+ * Connect answers it. */
+static void
+answer_stream_error (Request *req, const char *code, const char *message)
+{
+  gsize len = 0;
+  char *bytes = end_stream (code, message, &len);
+
+  sandstepd_e2b_answer (req, SOUP_STATUS_OK, CONNECT_STREAM_TYPE, bytes, len);
+}
+
+/* A process event, {"event": {@kind: @value}}, enveloped. */
+static char *
+event (const char *kind, JsonObject *value, gsize *out_len)
+{
+  g_autoptr(JsonObject) message = json_object_new ();
+  JsonObject *e = json_object_new ();
+
+  json_object_set_object_member (e, kind, value);
+  json_object_set_object_member (message, "event", e);
+  return envelope_object (0, message, out_len);
+}
+
+/* ---- process.Process/Start: a command, its output streamed ---- */
+
+static char *
+start_first (gsize *out_len)
+{
+  JsonObject *start = json_object_new ();
+
+  /* The command's pid in the sandbox is not known here; commands.kill(pid) is not served yet. */
+  json_object_set_int_member (start, "pid", 1);
+  return event ("start", start, out_len);
+}
+
+static char *
+start_data (int stream, const char *data, gsize len, gsize *out_len)
+{
+  JsonObject *d = json_object_new ();
+  g_autofree char *b64 = g_base64_encode ((const guchar *) data, len);
+
+  /* Protobuf's JSON carries bytes as base64. */
+  json_object_set_string_member (d, stream == 2 ? "stderr" : "stdout", b64);
+  return event ("data", d, out_len);
+}
+
+static char *
+start_last (JsonObject *reply, const GError *error, gsize *out_len)
+{
+  SandstepRunResult result = { 0 };
+  JsonObject *end;
+  g_autofree char *end_bytes = NULL;
+  g_autofree char *stream_end = NULL;
+  g_autofree char *status = NULL;
+  gsize end_len = 0, stream_end_len = 0;
+  char *out;
+
+  if (error != NULL)
+    return end_stream (connect_code (error), error->message, out_len);
+  sandstep_wire_read_run_result (reply, &result);
+  if (result.timed_out)
+    {
+      g_autofree char *message = g_strdup_printf ("The command ran past its timeout of %g s and was killed",
+                                                  result.applied_timeout_s);
+      return end_stream ("deadline_exceeded", message, out_len);
+    }
+  end = json_object_new ();
+  status = g_strdup_printf ("exit status %d", result.exit_status);
+  /* sandstep's exit status is the shell's (128+N for signal N), and so is envd's exitCode. */
+  json_object_set_int_member (end, "exitCode", result.exit_status);
+  json_object_set_boolean_member (end, "exited", TRUE);
+  json_object_set_string_member (end, "status", status);
+  end_bytes = event ("end", end, &end_len);
+  stream_end = end_stream (NULL, NULL, &stream_end_len);
+  out = g_malloc (end_len + stream_end_len);
+  memcpy (out, end_bytes, end_len);
+  memcpy (out + end_len, stream_end, stream_end_len);
+  *out_len = end_len + stream_end_len;
+  return out;
+}
+
+static char *
+start_keepalive (gsize *out_len)
+{
+  return event ("keepalive", json_object_new (), out_len);
+}
+
+static const SandstepdFraming start_framing = {
+  CONNECT_STREAM_TYPE, start_first, start_data, start_last, start_keepalive,
+};
+
+static gboolean
+is_env_name (const char *name)
+{
+  if (!g_ascii_isalpha (name[0]) && name[0] != '_')
+    return FALSE;
+  for (const char *p = name; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '_')
+      return FALSE;
+  return TRUE;
+}
+
+static const char *
+string_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (node);
+}
+
+/* The shell command that runs StartRequest.process (cmd, args, envs, cwd) as sandstep runs a command
+ * (/bin/sh -c): every word quoted, the environment exported, the directory entered first. */
+static char *
+shell_command (JsonObject *request, GError **error)
+{
+  JsonNode *node = json_object_get_member (request, "process");
+  JsonObject *process;
+  const char *cmd, *cwd;
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autofree char *quoted_cmd = NULL;
+
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    {
+      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                   "The request has no 'process' object; send StartRequest {process: {cmd, args, envs, cwd}}");
+      return NULL;
+    }
+  process = json_node_get_object (node);
+  cmd = string_member (process, "cmd");
+  if (cmd == NULL || cmd[0] == '\0')
+    {
+      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                   "The process has no 'cmd'; send the program to run as process.cmd");
+      return NULL;
+    }
+  node = json_object_get_member (process, "envs");
+  if (node != NULL && JSON_NODE_HOLDS_OBJECT (node))
+    {
+      JsonObject *envs = json_node_get_object (node);
+      g_autoptr(GList) names = json_object_get_members (envs);
+
+      for (GList *l = names; l != NULL; l = l->next)
+        {
+          const char *value = string_member (envs, l->data);
+          g_autofree char *quoted = NULL;
+
+          if (!is_env_name (l->data) || value == NULL)
+            {
+              g_autofree char *shown = sandstep_escape (l->data, -1, 200, SANDSTEP_ESCAPE_VALUE);
+              g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "The environment variable '%s' cannot be set: a name is letters, digits and '_' "
+                           "(not first a digit) and its value a string", shown);
+              return NULL;
+            }
+          quoted = g_shell_quote (value);
+          g_string_append_printf (out, "export %s=%s; ", (const char *) l->data, quoted);
+        }
+    }
+  cwd = string_member (process, "cwd");
+  if (cwd != NULL && cwd[0] != '\0')
+    {
+      g_autofree char *quoted = g_shell_quote (cwd);
+      g_string_append_printf (out, "cd -- %s || exit 1; ", quoted);
+    }
+  quoted_cmd = g_shell_quote (cmd);
+  g_string_append_printf (out, "exec %s", quoted_cmd);
+  node = json_object_get_member (process, "args");
+  if (node != NULL && JSON_NODE_HOLDS_ARRAY (node))
+    {
+      JsonArray *args = json_node_get_array (node);
+
+      for (guint i = 0; i < json_array_get_length (args); i++)
+        {
+          JsonNode *arg = json_array_get_element (args, i);
+          g_autofree char *quoted = NULL;
+
+          if (!JSON_NODE_HOLDS_VALUE (arg) || json_node_get_value_type (arg) != G_TYPE_STRING)
+            {
+              g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "The process's argument %u is not a string", i);
+              return NULL;
+            }
+          quoted = g_shell_quote (json_node_get_string (arg));
+          g_string_append_printf (out, " %s", quoted);
+        }
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+/* ---- a call that claims its sandbox: a command, or a file operation ---- */
+
+typedef enum {
+  ENVD_START,               /* process.Process/Start */
+  ENVD_READ,                /* GET /files */
+  ENVD_WRITE,               /* POST /files */
+  ENVD_LIST,                /* filesystem.Filesystem/ListDir */
+  ENVD_STAT,                /* filesystem.Filesystem/Stat */
+} EnvdOp;
+
+typedef struct {
+  int refs;
+  Request *req;             /* ref */
+  EnvdOp op;
+  Lease *lease;             /* ref, once a worker is taken */
+  char *command;            /* start */
+  double timeout_s;
+  char *path;               /* the files' */
+  int fd;                   /* write: the bytes to write; -1 */
+  char *owner;
+  char *holder;
+  GError *error;
+  /* A file operation's answer, given once its claim is gone (the next call must find the sandbox free). */
+  guint status;
+  const char *content_type;
+  GBytes *answer;
+} Envd;
+
+static Envd *
+envd_ref (Envd *job)
+{
+  job->refs++;
+  return job;
+}
+
+static void
+envd_unref (Envd *job)
+{
+  if (--job->refs > 0)
+    return;
+  sandstepd_request_unref (job->req);
+  if (job->lease != NULL)
+    sandstepd_lease_unref (job->lease);
+  g_free (job->command);
+  g_free (job->path);
+  if (job->fd >= 0)
+    close (job->fd);
+  g_free (job->owner);
+  g_free (job->holder);
+  g_clear_error (&job->error);
+  if (job->answer != NULL)
+    g_bytes_unref (job->answer);
+  g_free (job);
+}
+
+static Envd *
+envd_new (Request *req, EnvdOp op)
+{
+  Envd *job = g_new0 (Envd, 1);
+
+  job->refs = 1;
+  job->req = sandstepd_request_ref (req);
+  job->op = op;
+  job->fd = -1;
+  return job;
+}
+
+/* A unary call's error: Connect's HTTP status for @code and {"code", "message"}. */
+static void
+answer_unary_error (Request *req, const char *code, const char *message)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+  guint status = strcmp (code, "not_found") == 0          ? SOUP_STATUS_NOT_FOUND
+                 : strcmp (code, "invalid_argument") == 0 ? SOUP_STATUS_BAD_REQUEST
+                 : strcmp (code, "aborted") == 0          ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "unimplemented") == 0    ? SOUP_STATUS_NOT_FOUND
+                 : strcmp (code, "resource_exhausted") == 0 ? 429
+                                                          : SOUP_STATUS_INTERNAL_SERVER_ERROR;
+
+  json_object_set_string_member (object, "code", code);
+  json_object_set_string_member (object, "message", message);
+  sandstepd_answer_json (req, status, object);
+}
+
+static void
+envd_fail (Envd *job, const char *code, const char *message)
+{
+  if (job->op == ENVD_START)
+    answer_stream_error (job->req, code, message);
+  else
+    answer_unary_error (job->req, code, message);
+}
+
+/* Connect's code for a file operation's error: a path that is not there is not_found. */
+static const char *
+files_code (const GError *error)
+{
+  if (error->domain == SANDSTEP_PATH_ERROR && error->code == SANDSTEP_PATH_ERROR_NOT_FOUND)
+    return "not_found";
+  if (error->domain == SANDSTEP_PATH_ERROR)
+    return "invalid_argument";
+  return connect_code (error);
+}
+
+static void
+on_released (gpointer data)
+{
+  Envd *job = data;
+
+  if (job->error != NULL)
+    envd_fail (job, files_code (job->error), job->error->message);
+  else
+    {
+      gsize len = 0;
+      gconstpointer bytes = g_bytes_get_data (job->answer, &len);
+      sandstepd_e2b_answer (job->req, job->status, job->content_type, g_memdup2 (bytes, len), len);
+    }
+  envd_unref (job);
+}
+
+/* The file operation is done (@error, or its answer set): the claim goes, then the answer. */
+static void
+files_finish (Envd *job, const GError *error)
+{
+  Lease *lease = job->lease;
+
+  if (error != NULL && job->error == NULL)
+    job->error = g_error_copy (error);
+  if (lease->ended)
+    {
+      on_released (envd_ref (job));
+      return;
+    }
+  lease->on_released = on_released;
+  lease->on_released_data = envd_ref (job);
+  sandstepd_lease_end (lease, "the E2B file operation ended", FALSE);
+}
+
+static void
+answer_json_node (Envd *job, JsonNode *node)
+{
+  g_autoptr(JsonGenerator) gen = json_generator_new ();
+  gsize len = 0;
+  char *text;
+
+  json_generator_set_root (gen, node);
+  text = json_generator_to_data (gen, &len);
+  job->status = SOUP_STATUS_OK;
+  job->content_type = "application/json";
+  job->answer = g_bytes_new_take (text, len);
+}
+
+/* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
+static JsonObject *
+entry_info (const char *dir, const char *name, gboolean is_dir)
+{
+  JsonObject *o = json_object_new ();
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+
+  json_object_set_string_member (o, "name", name);
+  json_object_set_string_member (o, "type", is_dir ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE");
+  json_object_set_string_member (o, "path", path);
+  return o;
+}
+
+static void
+on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+
+  if (error != NULL)
+    {
+      files_finish (job, error);
+      return;
+    }
+  if (job->op == ENVD_READ)
+    {
+      g_autoptr(GMappedFile) mapped = NULL;
+      g_autoptr(GError) map_error = NULL;
+
+      if (reply_fd < 0)
+        map_error = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                 "The worker read '%s' but passed nothing back", job->path);
+      else if (lseek (reply_fd, 0, SEEK_END) == 0)
+        job->answer = g_bytes_new_static ("", 0);
+      else if ((mapped = g_mapped_file_new_from_fd (reply_fd, FALSE, &map_error)) != NULL)
+        job->answer = g_mapped_file_get_bytes (mapped);
+      job->status = SOUP_STATUS_OK;
+      job->content_type = "application/octet-stream";
+      files_finish (job, map_error);
+      return;
+    }
+  if (job->op == ENVD_WRITE)
+    {
+      g_autofree char *dir = g_path_get_dirname (job->path);
+      g_autofree char *name = g_path_get_basename (job->path);
+      g_autoptr(JsonArray) array = json_array_new ();
+      g_autoptr(JsonNode) node = json_node_new (JSON_NODE_ARRAY);
+      JsonObject *o = json_object_new ();
+
+      /* The HTTP /files API says "file", not the protobuf enum. */
+      json_object_set_string_member (o, "name", name);
+      json_object_set_string_member (o, "type", "file");
+      json_object_set_string_member (o, "path", job->path);
+      json_array_add_object_element (array, o);
+      json_node_set_array (node, array);
+      answer_json_node (job, node);
+      files_finish (job, NULL);
+      return;
+    }
+  /* list and stat: the entries of a directory (of the path's parent, for stat). */
+  {
+    g_autoptr(GPtrArray) entries = sandstep_wire_read_entries (reply);
+    g_autoptr(JsonObject) answer = json_object_new ();
+    g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+    if (job->op == ENVD_LIST)
+      {
+        JsonArray *array = json_array_new ();
+        for (guint i = 0; i < entries->len; i++)
+          {
+            const SandstepDirEntry *e = entries->pdata[i];
+            json_array_add_object_element (array, entry_info (job->path, e->name, e->is_dir));
+          }
+        json_object_set_array_member (answer, "entries", array);
+      }
+    else
+      {
+        g_autofree char *dir = g_path_get_dirname (job->path);
+        g_autofree char *name = g_path_get_basename (job->path);
+        const SandstepDirEntry *found = NULL;
+
+        for (guint i = 0; i < entries->len && found == NULL; i++)
+          if (strcmp (((const SandstepDirEntry *) entries->pdata[i])->name, name) == 0)
+            found = entries->pdata[i];
+        if (found == NULL)
+          {
+            g_autoptr(GError) missing = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                                                     "'%s' does not exist in the sandbox", job->path);
+            files_finish (job, missing);
+            return;
+          }
+        json_object_set_object_member (answer, "entry", entry_info (dir, name, found->is_dir));
+      }
+    json_node_set_object (node, answer);
+    answer_json_node (job, node);
+    files_finish (job, NULL);
+  }
+}
+
+static void
+on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+  Lease *lease = job->lease;
+  Request *req = job->req;
+  g_autofree char *dir = NULL;
+  int fd;
+
+  if (error != NULL)
+    {
+      sandstepd_lease_abandon (lease);
+      envd_fail (job, connect_code (error), error->message);
+      return;
+    }
+  sandstepd_lease_activate (lease);
+  if (req->finished)
+    {
+      sandstepd_lease_end (lease, "the E2B call's connection closed while attaching", TRUE);
+      return;
+    }
+  switch (job->op)
+    {
+    case ENVD_START:
+      sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
+                                    &start_framing);
+      return;
+    case ENVD_READ:
+      sandstepd_worker_call (lease->worker, "read",
+                             sandstep_wire_path_request (NULL, job->path, SANDSTEP_DEFAULT_READ_MAX), NULL, 0,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_WRITE:
+      fd = g_steal_fd (&job->fd);
+      sandstepd_worker_call (lease->worker, "write", sandstep_wire_path_request (NULL, job->path, -1), &fd, 1,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_LIST:
+      sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_STAT:
+      dir = g_path_get_dirname (job->path);
+      sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, dir, -1), NULL, 0,
+                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    }
+}
+
+static void
+owner_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  Envd *job = data;
+
+  job->owner = sandstepd_e2b_owner_of (job->req, job->req->handle, &job->error);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+owner_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  Envd *job = g_task_get_task_data (G_TASK (result));
+  Request *req = job->req;
+  SandstepIdentity who = { NULL, NULL, NULL };
+  g_autoptr(GError) error = NULL;
+  Worker *w;
+
+  if (job->error != NULL)
+    {
+      envd_fail (job, connect_code (job->error), job->error->message);
+      return;
+    }
+  w = sandstepd_worker_take (req->d, &error);
+  if (w == NULL)
+    {
+      envd_fail (job, "resource_exhausted", error->message);
+      return;
+    }
+  job->holder = g_strconcat (job->owner, "/e2b-envd", NULL);
+  who.owner = job->owner;
+  who.holder = job->holder;
+  job->lease = sandstepd_lease_new (req, &who, w);
+  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_attached,
+                         envd_ref (job), (GDestroyNotify) envd_unref);
+}
+
+/* Finds the sandbox's owner off the main loop, claims the sandbox, then does @job. */
+static void
+envd_go (Envd *job)
+{
+  g_autoptr(GTask) task = g_task_new (NULL, NULL, owner_done, NULL);
+
+  g_task_set_task_data (task, job, (GDestroyNotify) envd_unref);
+  g_task_run_in_thread (task, owner_thread);
+}
+
+static double
+connect_timeout_s (Request *req)
+{
+  const char *value = soup_message_headers_get_one (soup_server_message_get_request_headers (req->msg),
+                                                    "Connect-Timeout-Ms");
+  gsize n = value != NULL ? strlen (value) : 0;
+
+  if (n == 0 || n > MAX_TIMEOUT_DIGITS || strspn (value, "0123456789") != n)
+    return 0;
+  return g_ascii_strtod (value, NULL) / 1000.0;
+}
+
+
+static void
+handle_start (Request *req)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  JsonNode *stdin_node;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
+    {
+      g_autofree char *shown = sandstep_escape (content_type != NULL ? content_type : "(none)", -1, 200,
+                                                SANDSTEP_ESCAPE_VALUE);
+      g_autofree char *message = g_strdup_printf ("%s takes a body of type " CONNECT_STREAM_TYPE ", not '%s'",
+                                                  req->path, shown);
+      answer_stream_error (req, "invalid_argument", message);
+      return;
+    }
+  request = read_envelope (req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      answer_stream_error (req, "invalid_argument", error->message);
+      return;
+    }
+  stdin_node = json_object_get_member (request, "stdin");
+  if (stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) &&
+      json_node_get_value_type (stdin_node) == G_TYPE_BOOLEAN && json_node_get_boolean (stdin_node))
+    {
+      answer_stream_error (req, "unimplemented",
+                           "A command's stdin is not served by sandstepd's E2B envd yet; run it without stdin");
+      return;
+    }
+  job = envd_new (req, ENVD_START);
+  job->command = shell_command (request, &error);
+  if (job->command == NULL)
+    {
+      answer_stream_error (req, "invalid_argument", error->message);
+      envd_unref (job);
+      return;
+    }
+  job->timeout_s = connect_timeout_s (req);
+  envd_go (job);
+}
+
+/* The query's "path" of GET and POST /files, or NULL. */
+static char *
+query_path (Request *req)
+{
+  GUri *uri = soup_server_message_get_uri (req->msg);
+  g_autoptr(GHashTable) query = NULL;
+  const char *path;
+
+  if (uri == NULL || g_uri_get_query (uri) == NULL)
+    return NULL;
+  query = soup_form_decode (g_uri_get_query (uri));
+  path = g_hash_table_lookup (query, "path");
+  return path != NULL && path[0] != '\0' ? g_strdup (path) : NULL;
+}
+
+/* A memfd holding @data, at offset 0, or -1 with errno. */
+static int
+memfd_of (const guint8 *data, gsize len)
+{
+  int fd = memfd_create ("sandstepd-e2b-write", MFD_CLOEXEC);
+
+  for (gsize done = 0; fd >= 0 && done < len;)
+    {
+      ssize_t n = write (fd, data + done, len - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int errsv = errno;
+          close (fd);
+          errno = errsv;
+          return -1;
+        }
+      done += n;
+    }
+  if (fd >= 0)
+    lseek (fd, 0, SEEK_SET);
+  return fd;
+}
+
+static void
+handle_files (Request *req)
+{
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (req->msg);
+  const char *content_type = soup_message_headers_get_content_type (headers, NULL);
+  g_autoptr(GBytes) body = g_bytes_new (req->body->data, req->body->len);
+  g_autoptr(GBytes) data = NULL;
+  g_autofree char *path = query_path (req);
+  Envd *job;
+
+  if (strcmp (req->method, "GET") == 0)
+    {
+      if (path == NULL)
+        {
+          sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "GET /files: no path; add ?path=PATH");
+          return;
+        }
+      job = envd_new (req, ENVD_READ);
+      job->path = g_steal_pointer (&path);
+      envd_go (job);
+      return;
+    }
+  if (strcmp (req->method, "POST") != 0)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "%s /files is not served; use GET or POST",
+                           req->method);
+      return;
+    }
+  if (g_strcmp0 (content_type, "multipart/form-data") == 0)
+    {
+      g_autoptr(SoupMultipart) multipart = soup_multipart_new_from_message (headers, body);
+      SoupMessageHeaders *part_headers = NULL;
+      GBytes *part = NULL;
+
+      if (multipart == NULL || soup_multipart_get_length (multipart) != 1 ||
+          !soup_multipart_get_part (multipart, 0, &part_headers, &part))
+        {
+          sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
+                               "POST /files takes one file a request here (a multipart body of one part, or "
+                               "application/octet-stream); write several files one at a time");
+          return;
+        }
+      if (path == NULL)
+        {
+          g_autoptr(GHashTable) params = NULL;
+          const char *filename = NULL;
+
+          if (soup_message_headers_get_content_disposition (part_headers, NULL, &params))
+            filename = g_hash_table_lookup (params, "filename");
+          path = filename != NULL && filename[0] != '\0' ? g_strdup (filename) : NULL;
+        }
+      data = g_bytes_ref (part);
+    }
+  else if (g_strcmp0 (content_type, "application/octet-stream") == 0)
+    data = g_bytes_ref (body);
+  else
+    {
+      g_autofree char *shown = sandstep_escape (content_type != NULL ? content_type : "(none)", -1, 200,
+                                                SANDSTEP_ESCAPE_VALUE);
+      sandstepd_e2b_error (req, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE,
+                           "POST /files takes multipart/form-data or application/octet-stream, not '%s'", shown);
+      return;
+    }
+  if (path == NULL)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "POST /files: no path; add ?path=PATH");
+      return;
+    }
+  job = envd_new (req, ENVD_WRITE);
+  job->path = g_steal_pointer (&path);
+  {
+    gsize len = 0;
+    const guint8 *bytes = g_bytes_get_data (data, &len);
+    job->fd = memfd_of (bytes, len);
+  }
+  if (job->fd < 0)
+    {
+      int errsv = errno;
+      sandstepd_e2b_error (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Cannot hold the file to write: %s",
+                           g_strerror (errsv));
+      envd_unref (job);
+      return;
+    }
+  envd_go (job);
+}
+
+/* filesystem.Filesystem's unary calls (ListDir, Stat): a JSON body with a path. */
+static void
+handle_filesystem (Request *req, EnvdOp op)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  const char *path;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, "application/json") != 0)
+    {
+      answer_unary_error (req, "invalid_argument", "filesystem.Filesystem's calls take application/json");
+      return;
+    }
+  request = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      answer_unary_error (req, "invalid_argument", error->message);
+      return;
+    }
+  path = string_member (request, "path");
+  if (path == NULL || path[0] == '\0')
+    {
+      answer_unary_error (req, "invalid_argument", "The request has no 'path'; name the file or directory");
+      return;
+    }
+  job = envd_new (req, op);
+  job->path = g_strdup (path);
+  envd_go (job);
+}
+
+void
+sandstepd_handle_envd (Request *req)
+{
+  const char *id = soup_message_headers_get_one (soup_server_message_get_request_headers (req->msg),
+                                                 "E2b-Sandbox-Id");
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  gboolean streaming = g_strcmp0 (content_type, CONNECT_STREAM_TYPE) == 0;
+  g_autofree char *message = NULL;
+
+  if (id == NULL || !sandstep_handle_is_local (id))
+    {
+      message = sandstepd_e2b_not_found (id, TRUE);
+      if (streaming)
+        answer_stream_error (req, "not_found", message);
+      else
+        answer_unary_error (req, "not_found", message);
+      return;
+    }
+  g_free (req->handle);
+  req->handle = g_strdup (id);
+  if (strcmp (req->path, "/process.Process/Start") == 0)
+    handle_start (req);
+  else if (strcmp (req->path, "/files") == 0)
+    handle_files (req);
+  else if (strcmp (req->path, "/filesystem.Filesystem/ListDir") == 0)
+    handle_filesystem (req, ENVD_LIST);
+  else if (strcmp (req->path, "/filesystem.Filesystem/Stat") == 0)
+    handle_filesystem (req, ENVD_STAT);
+  else
+    {
+      message = g_strdup_printf ("%s is not served by sandstepd's E2B envd yet (docs/e2b.md)", req->path);
+      if (streaming)
+        answer_stream_error (req, "unimplemented", message);
+      else
+        answer_unary_error (req, "unimplemented", message);
+    }
+}

@@ -1,0 +1,130 @@
+// tests/e2b/sdk.mjs: the official E2B SDK (npm "e2b", unmodified) against sandstepd's E2B API.
+//
+// tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
+// started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
+// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, files,
+// handed.
+import { Sandbox } from 'e2b';
+
+const report = {};
+
+// What a call gave, or the error it threw, by name: the test checks both.
+async function take(name, fn) {
+  try {
+    report[name] = await fn();
+  } catch (e) {
+    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
+  }
+}
+
+async function lifecycle() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'e2b' } });
+  report.sandboxId = sbx.sandboxId;
+  await take('info', async () => {
+    const info = await sbx.getInfo();
+    return { sandboxId: info.sandboxId, templateId: info.templateId, state: info.state,
+             lifetimeS: Math.round((info.endAt - info.startedAt) / 1000) };
+  });
+  await take('listed', async () => {
+    const items = await Sandbox.list().nextItems();
+    return items.map((s) => s.sandboxId);
+  });
+  await take('connected', async () => (await Sandbox.connect(sbx.sandboxId)).sandboxId);
+  await take('setTimeout', async () => { await sbx.setTimeout(60_000); return true; });
+  await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
+  await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
+  await take('killed', async () => { await sbx.kill(); return true; });
+  await take('killedAgain', async () => await Sandbox.kill(sbx.sandboxId));
+  await take('listedAfter', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  await take('infoAfter', async () => (await Sandbox.getInfo(sbx.sandboxId)).sandboxId);
+}
+
+async function commands() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  const streamed = [];
+  // A command that exits non-zero throws CommandExitError, which carries its result.
+  await take('run', async () => {
+    try {
+      const r = await sbx.commands.run('echo hi; echo oops >&2; exit 3', { onStdout: (d) => streamed.push(d) });
+      return { threw: false, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+    } catch (e) {
+      if (e?.constructor?.name !== 'CommandExitError')
+        throw e;
+      return { threw: e.constructor.name, exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr };
+    }
+  });
+  report.streamed = streamed.join('');
+  await take('cwdEnvs', async () => {
+    const r = await sbx.commands.run('pwd; echo "$GREETING"', { cwd: '/tmp', envs: { GREETING: 'hello e2b' } });
+    return { exitCode: r.exitCode, stdout: r.stdout };
+  });
+  // Output streams as it comes: 'ready' arrives although the command never ends (its timeout kills it).
+  const early = [];
+  await take('timeout', async () => {
+    const r = await sbx.commands.run('echo ready; sleep 30', { timeoutMs: 2000, onStdout: (d) => early.push(d) });
+    return { exitCode: r.exitCode };
+  });
+  report.early = early.join('');
+  // The killed command let the sandbox go: the next one runs.
+  await take('after', async () => (await sbx.commands.run('echo free')).stdout);
+  await take('killed', async () => { await sbx.kill(); return true; });
+}
+
+// A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
+async function scoped() {
+  const other = { apiKey: process.env.E2B_OTHER_KEY };
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('otherList', async () => (await Sandbox.list(other).nextItems()).map((s) => s.sandboxId));
+  await take('otherInfo', async () => (await Sandbox.getInfo(sbx.sandboxId, other)).sandboxId);
+  await take('otherConnect', async () => (await Sandbox.connect(sbx.sandboxId, other)).sandboxId);
+  await take('otherKill', async () => await Sandbox.kill(sbx.sandboxId, other));
+  await take('ownList', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  await take('killed', async () => await Sandbox.kill(sbx.sandboxId));
+}
+
+async function files() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('written', async () => {
+    const w = await sbx.files.write('/workspace/notes.txt', 'hello from e2b\n');
+    return { name: w.name, path: w.path, type: w.type };
+  });
+  await take('read', async () => await sbx.files.read('/workspace/notes.txt'));
+  await take('readByCommand', async () => (await sbx.commands.run('cat /workspace/notes.txt')).stdout);
+  await take('writtenOctet', async () =>
+    (await sbx.files.write('/tmp/b.bin', new Uint8Array([0, 1, 2, 255]), { useOctetStream: true })).path);
+  await take('readBytes', async () => Array.from(await sbx.files.read('/tmp/b.bin', { format: 'bytes' })));
+  await take('listed', async () => {
+    await sbx.commands.run('mkdir -p /workspace/sub');
+    return (await sbx.files.list('/workspace')).map((e) => `${e.name}:${e.type}:${e.path}`).sort();
+  });
+  await take('exists', async () => await sbx.files.exists('/workspace/notes.txt'));
+  await take('existsDir', async () => await sbx.files.exists('/workspace/sub'));
+  await take('existsNot', async () => await sbx.files.exists('/workspace/no-such-file'));
+  await take('readMissing', async () => await sbx.files.read('/workspace/no-such-file'));
+  await take('unserved', async () => await sbx.files.remove('/workspace/notes.txt'));
+  // A path that climbs out stays in the sandbox: the test checks the host has no such file.
+  await take('climbed', async () => (await sbx.files.write(`/../../../..${process.env.E2B_ESCAPE}`, 'out?')).path);
+  await take('killed', async () => { await sbx.kill(); return true; });
+}
+
+// A make step provisioned E2B_HANDLE and wrote a file in it; agent code takes the sandbox over by its handle.
+async function handed() {
+  const id = process.env.E2B_HANDLE;
+  await take('otherConnect', async () => (await Sandbox.connect(id, { apiKey: process.env.E2B_OTHER_KEY })).sandboxId);
+  const sbx = await Sandbox.connect(id);
+  report.sandboxId = sbx.sandboxId;
+  await take('read', async () => await sbx.files.read('/workspace/from-make.txt'));
+  await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
+}
+
+const areas = { lifecycle, scoped, commands, files, handed };
+const area = areas[process.argv[2]];
+if (area === undefined) {
+  console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
+  process.exit(2);
+}
+await area();
+console.log(JSON.stringify(report));

@@ -1,0 +1,473 @@
+/* test-e2b.c: E2B's SDK against sandstepd's E2B API (docs/e2b.md).
+ *
+ * Each case starts a sandstepd of its own on loopback, whose token file holds
+ * E2B keys ("e2b_" and hex), and runs tests/e2b/sdk.mjs AREA: the official
+ * `e2b` SDK from npm, unmodified, with E2B_API_URL and E2B_SANDBOX_URL set to
+ * the daemon.  The script prints what each call gave; the checks are here.
+ * Without node or the installed SDK the cases skip, or fail under
+ * SANDSTEP_TESTS_REQUIRE_NODE=1.
+ *
+ * Environment: SANDSTEPD (the daemon), G_TEST_SRCDIR.
+ */
+#include <fcntl.h>
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandstep-test-utils.h"
+
+#define CLIENT_TIMEOUT_S 120
+
+typedef struct {
+  SandstepTestFixture f;
+  char *token_file;
+  char *key;                /* an admin key */
+  char *key_a;              /* owner=a/ */
+  char *key_b;              /* owner=b/ */
+  char *key_dag;            /* owner=sandstep-test/: the DAG of the fixture's helper runs */
+  char *log;
+  GPid pid;
+  int out_fd;
+  char *url;
+} Fixture;
+
+static char *
+new_key (void)
+{
+  return g_strdup_printf ("e2b_%08x%08x%08x%08x%08x", g_random_int (), g_random_int (), g_random_int (),
+                          g_random_int (), g_random_int ());
+}
+
+static void
+fixture_setup (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *tokens = NULL;
+
+  sandstep_test_setup (&fx->f, data);
+  fx->token_file = g_build_filename (fx->f.base_dir, "tokens", NULL);
+  fx->log = g_build_filename (fx->f.base_dir, "sandstepd.log", NULL);
+  fx->key = new_key ();
+  fx->key_a = new_key ();
+  fx->key_b = new_key ();
+  fx->key_dag = new_key ();
+  tokens = g_strdup_printf ("%s\n%s owner=a/\n%s owner=b/\n%s owner=%s/\n", fx->key, fx->key_a, fx->key_b,
+                            fx->key_dag, fx->f.dag);
+  g_assert_true (g_file_set_contents_full (fx->token_file, tokens, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+  fx->out_fd = -1;
+}
+
+static void
+fixture_teardown (Fixture *fx, gconstpointer data)
+{
+  int status;
+
+  if (fx->pid > 0)
+    {
+      kill (fx->pid, SIGTERM);
+      for (int i = 0; i < 100 && waitpid (fx->pid, &status, WNOHANG) == 0; i++)
+        g_usleep (50 * 1000);
+      if (waitpid (fx->pid, &status, WNOHANG) == 0)
+        {
+          kill (fx->pid, SIGKILL);
+          waitpid (fx->pid, &status, 0);
+        }
+    }
+  if (fx->out_fd >= 0)
+    close (fx->out_fd);
+  g_free (fx->token_file);
+  g_free (fx->key);
+  g_free (fx->key_a);
+  g_free (fx->key_b);
+  g_free (fx->key_dag);
+  g_free (fx->log);
+  g_free (fx->url);
+  sandstep_test_teardown (&fx->f, data);
+}
+
+/* The node the SDK runs with: node 20 from tests/e2b/runtime where scripts/deps.sh put one (the host's is
+ * older), else the host's when it is 20 or later; NULL otherwise. */
+static char *
+sdk_node (void)
+{
+  static const char *const arches[] = { "x64", "arm64" };
+  g_autofree char *host = g_find_program_in_path ("node");
+  const char *argv[] = { host, "-p", "process.versions.node.split('.')[0]", NULL };
+  g_autofree char *major = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (arches); i++)
+    {
+      g_autofree char *dir = g_strdup_printf ("node-linux-%s", arches[i]);
+      char *runtime = g_test_build_filename (G_TEST_DIST, "e2b", "runtime", "node_modules", dir, "bin", "node", NULL);
+      if (g_file_test (runtime, G_FILE_TEST_IS_EXECUTABLE))
+        return runtime;
+      g_free (runtime);
+    }
+  if (host != NULL && g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &major,
+                                    NULL, NULL, NULL) &&
+      g_ascii_strtoull (major, NULL, 10) >= 20)
+    return g_steal_pointer (&host);
+  return NULL;
+}
+
+/* TRUE when node and the SDK are here; otherwise skips the case (or fails it
+ * under SANDSTEP_TESTS_REQUIRE_NODE=1) with the reason. */
+static gboolean
+sdk_ready (void)
+{
+  g_autofree char *node = sdk_node ();
+  g_autofree char *sdk = g_test_build_filename (G_TEST_DIST, "e2b", "node_modules", "e2b", "package.json", NULL);
+  const char *reason = NULL;
+
+  if (node == NULL)
+    reason = "no node 20 or later (the e2b SDK needs it; scripts/test installs one from npm into tests/e2b/runtime "
+             "where the host's is older)";
+  else if (!g_file_test (sdk, G_FILE_TEST_EXISTS))
+    reason = "the e2b SDK is not installed in tests/e2b/node_modules (scripts/test runs npm there; or run: "
+             "cd tests/e2b && npm ci)";
+  if (reason == NULL)
+    return TRUE;
+  if (g_strcmp0 (g_getenv ("SANDSTEP_TESTS_REQUIRE_NODE"), "1") == 0)
+    g_test_fail_printf ("SANDSTEP_TESTS_REQUIRE_NODE=1 but %s", reason);
+  else
+    g_test_skip (reason);
+  return FALSE;
+}
+
+static void
+server_start (Fixture *fx)
+{
+  const char *daemon = g_getenv ("SANDSTEPD");
+  g_autofree char *token_opt = g_strconcat ("--token-file=", fx->token_file, NULL);
+  g_autofree char *state_opt = g_strconcat ("--state-dir=", fx->f.state_dir, NULL);
+  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, NULL };
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  int log_fd;
+
+  g_assert_nonnull (daemon);
+  log_fd = open (fx->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  g_assert_cmpint (log_fd, >=, 0);
+  g_spawn_async_with_pipes_and_fds (NULL, argv, (const char *const *) fx->f.envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, NULL, NULL, -1, -1,
+                                    log_fd, NULL, NULL, 0, &fx->pid, NULL, &fx->out_fd, NULL, &error);
+  close (log_fd);
+  g_assert_no_error (error);
+  /* Its first line names the URL, with the port it took. */
+  while (fx->url == NULL && g_get_monotonic_time () < deadline)
+    {
+      struct pollfd pfd = { fx->out_fd, POLLIN, 0 };
+      char buf[512];
+      const char *nl;
+      ssize_t n;
+
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = read (fx->out_fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      g_string_append_len (out, buf, n);
+      if ((nl = strchr (out->str, '\n')) != NULL && g_str_has_prefix (out->str, "sandstepd: listening on "))
+        fx->url = g_strndup (out->str + strlen ("sandstepd: listening on "),
+                             nl - out->str - strlen ("sandstepd: listening on "));
+    }
+  g_assert_nonnull (fx->url);
+}
+
+/* Runs tests/e2b/@name @area with @key, and returns its report. */
+static JsonObject *
+run_script (Fixture *fx, const char *name, const char *area, const char *key)
+{
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "e2b", name, NULL);
+  g_autofree char *timeout = g_strdup_printf ("%d", CLIENT_TIMEOUT_S);
+  g_autofree char *node = sdk_node ();
+  const char *argv[] = { "timeout", "-k", "5", timeout, node, script, area, NULL };
+  g_auto(GStrv) envp = g_strdupv (fx->f.envp);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(JsonNode) report = NULL;
+  int status = -1;
+
+  envp = g_environ_setenv (envp, "E2B_API_URL", fx->url, TRUE);
+  envp = g_environ_setenv (envp, "E2B_SANDBOX_URL", fx->url, TRUE);
+  envp = g_environ_setenv (envp, "E2B_API_KEY", key, TRUE);
+  envp = g_environ_setenv (envp, "E2B_OTHER_KEY", fx->key_b, TRUE);
+  /* Nothing may reach e2b.app: a call that ignored the URLs would fail to resolve. */
+  envp = g_environ_setenv (envp, "E2B_DOMAIN", "e2b.invalid", TRUE);
+  g_spawn_sync (fx->f.host_dir, (char **) argv, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    {
+      g_autofree char *log = NULL;
+      g_file_get_contents (fx->log, &log, NULL, NULL);
+      g_test_message ("%s %s failed (wait status %d)\nstdout:\n%s\nstderr:\n%s\nsandstepd's log:\n%s", name,
+                      area, status, out, err, log != NULL ? log : "");
+      g_assert_not_reached ();
+    }
+  g_test_message ("%s %s: %s", name, area, out);
+  report = sandstep_test_parse_json (out);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (report));
+  return json_object_ref (json_node_get_object (report));
+}
+
+static JsonObject *
+run_sdk (Fixture *fx, const char *area, const char *key)
+{
+  return run_script (fx, "sdk.mjs", area, key);
+}
+
+/* The member @name of @report, an object (a call that threw: {error, message}). */
+static JsonObject *
+member_object (JsonObject *report, const char *name)
+{
+  JsonNode *node = json_object_get_member (report, name);
+
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    g_error ("the report has no object '%s'", name);
+  return json_node_get_object (node);
+}
+
+/* Asserts that call @name threw @error_name with @text in its message. */
+static void
+assert_threw (JsonObject *report, const char *name, const char *error_name, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "error", ""), ==, error_name);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "message", ""), text);
+}
+
+static gboolean
+array_has (JsonObject *report, const char *name, const char *value)
+{
+  JsonArray *array = json_object_get_array_member (report, name);
+
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    if (g_strcmp0 (json_array_get_string_element (array, i), value) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static void
+test_lifecycle (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  const char *id;
+  JsonObject *info;
+
+  g_test_summary ("Sandbox.create/getInfo/list/connect/kill of the e2b SDK against sandstepd: the ID is a "
+                  "handle, timeoutMs its lifetime; another template, a wrong key, a second kill and a killed "
+                  "sandbox's info fail as the SDK expects");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "lifecycle", fx->key);
+  id = json_object_get_string_member (report, "sandboxId");
+  g_assert_true (g_str_has_prefix (id, "sandstep-"));
+  info = member_object (report, "info");
+  g_assert_cmpstr (json_object_get_string_member (info, "sandboxId"), ==, id);
+  g_assert_cmpstr (json_object_get_string_member (info, "templateId"), ==, "base");
+  g_assert_cmpstr (json_object_get_string_member (info, "state"), ==, "running");
+  g_assert_cmpint (json_object_get_int_member (info, "lifetimeS"), ==, 120);
+  g_assert_true (array_has (report, "listed", id));
+  g_assert_cmpstr (json_object_get_string_member (report, "connected"), ==, id);
+  assert_threw (report, "setTimeout", "SandboxError", "/timeout is not served by sandstepd's E2B API");
+  assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
+  assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+  g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
+  g_assert_false (array_has (report, "listedAfter", id));
+  assert_threw (report, "infoAfter", "SandboxNotFoundError", id);
+  /* Killed means gone from the state directory, not merely hidden. */
+  {
+    g_autofree char *sandboxes = g_build_filename (fx->f.state_dir, "sandboxes", NULL);
+    g_autofree char *names = sandstep_test_dir_names (sandboxes);
+    sandstep_test_assert_not_contains (names, id);
+  }
+}
+
+static void
+test_scoped (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  const char *id;
+
+  g_test_summary ("an E2B key scoped to owner=a/ makes sandboxes under a/; a key scoped to b/ neither lists, "
+                  "gets, connects to nor kills them (not found, as for a sandbox that never was)");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "scoped", fx->key_a);
+  id = json_object_get_string_member (report, "sandboxId");
+  g_assert_false (array_has (report, "otherList", id));
+  assert_threw (report, "otherInfo", "SandboxNotFoundError", id);
+  assert_threw (report, "otherConnect", "SandboxNotFoundError", id);
+  g_assert_false (json_object_get_boolean_member (report, "otherKill"));
+  g_assert_true (array_has (report, "ownList", id));
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+}
+
+static void
+test_commands (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *run, *cwd_envs;
+
+  g_test_summary ("commands.run through sandstepd's envd (Connect's JSON streams): `echo hi; exit 3` gives "
+                  "stdout 'hi', stderr apart and exit code 3 (CommandExitError); cwd and envs apply; output "
+                  "streams as it comes (it arrives before a command's timeout kills it); a killed command "
+                  "frees the sandbox for the next");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "commands", fx->key);
+  run = member_object (report, "run");
+  g_assert_cmpstr (json_object_get_string_member (run, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (run, "exitCode"), ==, 3);
+  g_assert_cmpstr (json_object_get_string_member (run, "stdout"), ==, "hi\n");
+  g_assert_cmpstr (json_object_get_string_member (run, "stderr"), ==, "oops\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "streamed"), ==, "hi\n");
+  cwd_envs = member_object (report, "cwdEnvs");
+  g_assert_cmpint (json_object_get_int_member (cwd_envs, "exitCode"), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member (cwd_envs, "stdout"), ==, "/tmp\nhello e2b\n");
+  assert_threw (report, "timeout", "TimeoutError", "deadline_exceeded");
+  g_assert_cmpstr (json_object_get_string_member (report, "early"), ==, "ready\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+}
+
+static void
+test_files (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *escape = g_strdup_printf ("/tmp/sandstep-e2b-escape-%08x", g_random_int ());
+  JsonObject *written;
+  JsonArray *bytes;
+  JsonArray *listed;
+
+  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list and exists through "
+                  "sandstepd's envd; a command sees what was written; a missing file is FileNotFoundError and "
+                  "does not exist; a call not served says so; a path that climbs out stays in the sandbox");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  sandstep_test_fixture_setenv (&fx->f, "E2B_ESCAPE", escape);
+  report = run_sdk (fx, "files", fx->key);
+  written = member_object (report, "written");
+  g_assert_cmpstr (json_object_get_string_member (written, "name"), ==, "notes.txt");
+  g_assert_cmpstr (json_object_get_string_member (written, "path"), ==, "/workspace/notes.txt");
+  g_assert_cmpstr (json_object_get_string_member (report, "read"), ==, "hello from e2b\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "readByCommand"), ==, "hello from e2b\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "writtenOctet"), ==, "/tmp/b.bin");
+  bytes = json_object_get_array_member (report, "readBytes");
+  g_assert_cmpuint (json_array_get_length (bytes), ==, 4);
+  g_assert_cmpint (json_array_get_int_element (bytes, 0), ==, 0);
+  g_assert_cmpint (json_array_get_int_element (bytes, 3), ==, 255);
+  listed = json_object_get_array_member (report, "listed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 2);
+  g_assert_cmpstr (json_array_get_string_element (listed, 0), ==, "notes.txt:file:/workspace/notes.txt");
+  g_assert_cmpstr (json_array_get_string_element (listed, 1), ==, "sub:dir:/workspace/sub");
+  g_assert_true (json_object_get_boolean_member (report, "exists"));
+  g_assert_true (json_object_get_boolean_member (report, "existsDir"));
+  g_assert_false (json_object_get_boolean_member (report, "existsNot"));
+  assert_threw (report, "readMissing", "FileNotFoundError", "/workspace/no-such-file");
+  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/Remove is not served");
+  assert_threw (report, "climbed", "InvalidArgumentError", "goes above '/'");
+  g_assert_false (g_file_test (escape, G_FILE_TEST_EXISTS));
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+}
+
+static void
+test_handed (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+
+  g_test_summary ("a make step provisions a sandbox (the helper, owner DAG/RUN) and hands its handle to agent "
+                  "code: with a key scoped to owner=DAG/ the SDK connects by the handle, reads the step's file "
+                  "and runs in it; a key of another owner cannot connect");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  handle = sandstep_test_provision (&fx->f, NULL);
+  g_free (sandstep_test_run_ok (&fx->f, handle, "echo from make > /workspace/from-make.txt"));
+  sandstep_test_fixture_setenv (&fx->f, "E2B_HANDLE", handle);
+  report = run_sdk (fx, "handed", fx->key_dag);
+  assert_threw (report, "otherConnect", "SandboxNotFoundError", handle);
+  g_assert_cmpstr (json_object_get_string_member (report, "sandboxId"), ==, handle);
+  g_assert_cmpstr (json_object_get_string_member (report, "read"), ==, "from make\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "run"), ==, "from make\n");
+  /* What the agent did is there for the DAG's next step. */
+  out = sandstep_test_run_ok (&fx->f, handle, "cat /workspace/agent.txt");
+  g_assert_cmpstr (out, ==, "agent\n");
+}
+
+/* Asserts that case @name of wire.mjs's report ended its stream (HTTP 200) with Connect's @code and @text. */
+static void
+assert_stream_error (JsonObject *report, const char *name, const char *code, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_test_message ("%s: %s", name, json_object_get_string_member_with_default (o, "message", ""));
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "endFlags", 0), ==, 2);
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "code", ""), ==, code);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "message", ""), text);
+}
+
+static void
+test_wire (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o;
+
+  g_test_summary ("process.Process/Start refuses what the SDK never sends, each with Connect's code and what "
+                  "to do: a body shorter than an envelope, an envelope whose length lies or that is followed by "
+                  "another, compressed, not JSON, no cmd, a bad environment name, stdin, the unary type, no or "
+                  "a bad sandbox, another owner's sandbox (not found), no key (401), a body over 1 MiB (413)");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "wire.mjs", "", fx->key);
+  assert_stream_error (report, "short", "invalid_argument", "shorter than Connect's 5-byte envelope");
+  assert_stream_error (report, "lengthLies", "invalid_argument", "says '100000' bytes");
+  assert_stream_error (report, "compressed", "invalid_argument", "no compressed");
+  assert_stream_error (report, "twoMessages", "invalid_argument", "send one message");
+  assert_stream_error (report, "notJson", "invalid_argument", "JSON");
+  assert_stream_error (report, "noCmd", "invalid_argument", "no 'cmd'");
+  assert_stream_error (report, "badEnvName", "invalid_argument", "'A=B' cannot be set");
+  assert_stream_error (report, "stdin", "unimplemented", "stdin is not served");
+  assert_stream_error (report, "unaryType", "invalid_argument", "application/connect+json, not 'application/json'");
+  assert_stream_error (report, "noSandbox", "not_found", "E2b-Sandbox-Id");
+  assert_stream_error (report, "badSandbox", "not_found", "'../../etc' not found");
+  assert_stream_error (report, "otherOwner", "not_found", "another owner's");
+  o = member_object (report, "noKey");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 401);
+  o = member_object (report, "tooLarge");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 413);
+  /* The same request, well formed, runs: the refusals above are the request's, not the server's. */
+  o = member_object (report, "fine");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpint (json_object_get_int_member (o, "endFlags"), ==, 2);
+  g_assert_false (json_object_has_member (o, "code"));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+#define ADD(path, fn) g_test_add (path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  ADD ("/e2b/sdk/lifecycle", test_lifecycle);
+  ADD ("/e2b/sdk/scoped", test_scoped);
+  ADD ("/e2b/sdk/commands", test_commands);
+  ADD ("/e2b/sdk/files", test_files);
+  ADD ("/e2b/sdk/handed", test_handed);
+  ADD ("/e2b/wire/start", test_wire);
+  return g_test_run ();
+}
