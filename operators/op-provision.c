@@ -1,10 +1,13 @@
 /* op-provision.c: create a sandbox, or find the one this holder made, and print its handle. */
 #include "sandstep-operator.h"
+#include "sandstep-image-operators.h"
 
 #include <string.h>
 
 #include "sandstep-egress.h"
 #include "sandstep-error.h"
+#include "sandstep-image-pull.h"
+#include "sandstep-image-root.h"
 
 static gboolean
 add_env (GHashTable *into, const char *option, const char *given, gboolean allow_value, GError **error)
@@ -38,6 +41,25 @@ add_env (GHashTable *into, const char *option, const char *given, gboolean allow
                            "--%s=%s=VALUE", option, name, option, name);
   g_hash_table_insert (into, g_steal_pointer (&name), g_strdup (value));
   return TRUE;
+}
+
+/* An image is pulled where the pull code runs (sandstep-net), as `sandstep pull` is. */
+gboolean
+sandstep_op_provision_needs_net (SandstepInvocation *invocation)
+{
+  return sandstep_invocation_has (invocation, "image") && !sandstep_image_has_registry_client ();
+}
+
+/* --image: pulled if it is not here yet (one line per layer fetched), and checked whole, so that the sandbox
+ * records the digest its layers are found by. */
+static gboolean
+add_image (SandstepSpec *spec, const char *text, const char *max_text, GError **error)
+{
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
+
+  spec->image_digest = sandstep_op_pull_image (text, max_text, TRUE, &spec->image, error);
+  return spec->image_digest != NULL && sandstep_image_root_resolve (spec->image_digest, layers, env, error);
 }
 
 gboolean
@@ -114,6 +136,16 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
     for (guint i = 0; i < values->len; i++)
       if (!sandstep_spec_add_mount (spec, values->pdata[i], error))
         return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "root")) != NULL)
+    {
+      if (!sandstep_invocation_has (invocation, "image"))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                               "--root=%s needs --image=REF: the host's /usr is always read-only", value);
+      spec->root_readonly = strcmp (value, "readonly") == 0;
+    }
+  if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
+      !add_image (spec, value, sandstep_invocation_get (invocation, "max-image-size"), error))
+    return FALSE;
 
   handle = sandstep_backend_provision (invocation->backend, spec, &invocation->who, &existing, error);
   if (handle == NULL)

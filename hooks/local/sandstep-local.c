@@ -13,6 +13,8 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-image-root.h"
+
 #include "sandstep-jail-init.h"
 #include "sandstep-json.h"
 #include "sandstep-local.h"
@@ -26,6 +28,9 @@
 #include "sandstep-uids.h"
 
 #include "sandstep-local-private.h"
+
+/* In the programs that link the image store (sandstep-image-root.h). */
+#pragma weak sandstep_image_root_set_user
 
 static gint64
 now_unix (void)
@@ -165,6 +170,15 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
         sandstep_sandbox_destroy (store, existing, -1, NULL);
     }
 
+  /* An image's root needs the image store (hooks/image/), linked where pulls run. */
+  if (spec->image_digest != NULL && sandstep_image_root_set_user == NULL)
+    {
+      sandstep_store_unlock_provision (store);
+      sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                      "image '%s': this program has no image store; provision through 'sandstep'", spec->image);
+      return NULL;
+    }
+
   record = g_new0 (SandstepRecord, 1);
   record->handle = new_handle ();
   record->owner = g_strdup (who->owner);
@@ -179,6 +193,13 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
     {
       sandstep_store_forget_holder (store, who->owner, who->holder, record->handle);
       sandstep_store_unlock_provision (store);
+      return NULL;
+    }
+  /* Named among the image's users before anyone can use the sandbox: `gc --images` keeps the image. */
+  if (spec->image_digest != NULL && !sandstep_image_root_set_user (spec->image_digest, record->handle, TRUE, error))
+    {
+      sandstep_store_unlock_provision (store);
+      sandstep_sandbox_destroy (store, record->handle, -1, NULL);
       return NULL;
     }
   sandstep_store_unlock_provision (store);

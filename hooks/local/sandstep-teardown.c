@@ -2,7 +2,11 @@
 #include "sandstep-teardown.h"
 
 #include "sandstep-cgroup.h"
+#include "sandstep-image-root.h"
 #include "sandstep-supervision.h"
+
+/* In the programs that link the image store (sandstep-image-root.h). */
+#pragma weak sandstep_image_root_set_user
 
 gboolean
 sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
@@ -21,5 +25,8 @@ sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd
   sandstep_cgroup_remove (handle);
   if (record != NULL)
     sandstep_store_forget_holder (store, record->owner, record->holder, handle);
+  /* The sandbox no longer keeps its image: `gc --images` may remove it. */
+  if (record != NULL && record->spec->image_digest != NULL && sandstep_image_root_set_user != NULL)
+    sandstep_image_root_set_user (record->spec->image_digest, handle, FALSE, NULL);
   return TRUE;
 }

@@ -1,0 +1,21 @@
+/* sandstep-image-root.h: what the local backend needs of the image store (hooks/image/), for a sandbox whose
+ * root is an image.
+ *
+ * The image store links only where pulls can run (the helper and sandstep-net); the local backend references
+ * these weakly, and a program without them refuses an image sandbox instead of starting it without its root.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* The image @digest of the default store: its unpacked layers' directories (absolute, lowest first) into
+ * @out_layers, and its config's Env ("NAME=VALUE") into @out_env. */
+gboolean sandstep_image_root_resolve (const char *digest, GPtrArray *out_layers, GPtrArray *out_env, GError **error);
+
+/* Names sandbox @handle in images/HEX.users/ of the image @digest (so that `gc --images` keeps it), or, with
+ * !@in_use, takes the name out. */
+gboolean sandstep_image_root_set_user (const char *digest, const char *handle, gboolean in_use, GError **error);
+
+G_END_DECLS
