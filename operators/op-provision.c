@@ -7,6 +7,8 @@
 #include "sandstep-egress.h"
 #include "sandstep-error.h"
 #include "sandstep-image-pull.h"
+#include "sandstep-image-ref.h"
+#include "sandstep-image-store.h"
 #include "sandstep-image-root.h"
 
 static gboolean
@@ -43,22 +45,51 @@ add_env (GHashTable *into, const char *option, const char *given, gboolean allow
   return TRUE;
 }
 
-/* An image is pulled where the pull code runs (sandstep-net), as `sandstep pull` is. */
+/* The digest of @text if the store has it already, pulled under that reference; else NULL. */
+static char *
+pulled_already (const char *text, char **out_reference)
+{
+  g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (text, NULL);
+  g_autofree char *dir = NULL;
+  g_autoptr(SandstepImageStore) store = NULL;
+  char *digest;
+
+  if (ref == NULL)
+    return NULL;
+  dir = sandstep_image_store_default_dir ();
+  store = sandstep_image_store_open (dir, FALSE, NULL);
+  digest = store != NULL ? sandstep_image_store_find_reference (store, ref->text) : NULL;
+  if (digest != NULL && out_reference != NULL)
+    *out_reference = g_strdup (ref->text);
+  return digest;
+}
+
+/* An image that is here already is used by the lean helper; one to pull is pulled where the pull code runs
+ * (sandstep-net), as `sandstep pull` does. */
 gboolean
 sandstep_op_provision_needs_net (SandstepInvocation *invocation)
 {
-  return sandstep_invocation_has (invocation, "image") && !sandstep_image_has_registry_client ();
+  const char *text = sandstep_invocation_get (invocation, "image");
+  g_autofree char *digest = NULL;
+
+  if (text == NULL || sandstep_image_has_registry_client ())
+    return FALSE;
+  digest = pulled_already (text, NULL);
+  return digest == NULL;
 }
 
 /* --image: pulled if it is not here yet (one line per layer fetched), and checked whole, so that the sandbox
- * records the digest its layers are found by. */
+ * records the digest its layers are found by.  A tag is not asked of the registry again once pulled: `sandstep
+ * pull` does that. */
 static gboolean
 add_image (SandstepSpec *spec, const char *text, const char *max_text, GError **error)
 {
   g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
 
-  spec->image_digest = sandstep_op_pull_image (text, max_text, TRUE, &spec->image, error);
+  spec->image_digest = pulled_already (text, &spec->image);
+  if (spec->image_digest == NULL)
+    spec->image_digest = sandstep_op_pull_image (text, max_text, TRUE, &spec->image, error);
   return spec->image_digest != NULL && sandstep_image_root_resolve (spec->image_digest, layers, env, error);
 }
 

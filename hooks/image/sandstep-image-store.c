@@ -528,6 +528,21 @@ sandstep_image_store_list (SandstepImageStore *store, GError **error)
   return g_steal_pointer (&records);
 }
 
+char *
+sandstep_image_store_find_reference (SandstepImageStore *store, const char *reference)
+{
+  g_autoptr(GPtrArray) records = sandstep_image_store_list (store, NULL);
+  const SandstepImageRecord *found = NULL;
+
+  for (guint i = 0; records != NULL && i < records->len; i++)
+    {
+      const SandstepImageRecord *record = records->pdata[i];
+      if (has_string (record->references, reference) && (found == NULL || record->pulled >= found->pulled))
+        found = record;
+    }
+  return found != NULL ? g_strdup (found->digest) : NULL;
+}
+
 /* TRUE when a sandbox has put its name in images/HEX.users/. */
 static gboolean
 record_in_use (SandstepImageStore *store, const SandstepImageRecord *record)
