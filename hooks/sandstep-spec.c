@@ -421,6 +421,9 @@ sandstep_spec_check (const SandstepSpec *spec, GError **error)
                                "mount '%s': '%s' is not a plain name under /data (letters, digits, '.', '-', "
                                "'_', at most %d of them)", mount->host_path, mount->name, NAME_MAX);
     }
+  if (spec->image != NULL && (!check_utf8 (error, "image", NULL, spec->image) ||
+                              !check_utf8 (error, "image digest", NULL, spec->image_digest)))
+    return FALSE;
   for (guint i = 0; i < spec->allow_hosts->len; i++)
     if (!check_utf8 (error, "allow", NULL, spec->allow_hosts->pdata[i]))
       return FALSE;

@@ -1761,17 +1761,29 @@ static void
 test_root_readonly (SandstepTestFixture *f, gconstpointer data)
 {
   g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *handle = NULL, *out = NULL;
-  g_autofree char *rw = NULL;
+  g_autofree char *rw = NULL, *data_dir = NULL, *data_file = NULL, *mount_arg = NULL;
+  g_autoptr(SandstepTestResult) again = NULL;
 
   g_test_summary ("issue 27: --root=readonly: the image's root refuses every write with EROFS, and the sandbox has "
-                  "no writable layer; /workspace and /tmp stay writable");
+                  "no writable layer; /workspace and /tmp stay writable, data mounts are there, and the same holder asking for a "
+                  "writable root is refused as another spec");
   if (!root_begin (f, data))
     return;
   ref = busybox_root_layout (f, &digest);
   image_arg = g_strconcat ("--image=", ref, NULL);
-  handle = sandstep_test_provision (f, image_arg, "--root=readonly", NULL);
+  data_dir = sandstep_test_host_path (f, "data");
+  g_assert_cmpint (g_mkdir_with_parents (data_dir, 0755), ==, 0);
+  data_file = g_build_filename (data_dir, "f", NULL);
+  g_assert_true (g_file_set_contents (data_file, "data mount\n", -1, NULL));
+  sandstep_test_fixture_chown (f, data_dir);
+  mount_arg = g_strdup_printf ("--mount=%s:/data/d", data_dir);
+  handle = sandstep_test_provision (f, image_arg, "--root=readonly", mount_arg, NULL);
+  /* The same holder asking for a writable root asks for another sandbox. */
+  again = sandstep_test_helper (f, "provision", image_arg, mount_arg, NULL);
+  g_assert_cmpint (again->status, !=, 0);
+  sandstep_test_assert_contains (again->err, "root is 'readonly' there, 'writable' asked");
   out = sandstep_test_run_ok (f, handle,
-                              "for p in /usr/lib/x /etc/x /x; do ( echo x > $p ) 2>&1; done; "
+                              "cat /data/d/f; for p in /usr/lib/x /etc/x /x; do ( echo x > $p ) 2>&1; done; "
                               "mkdir /usr/y 2>&1; echo ok > /workspace/w && cat /workspace/w; echo ok > /tmp/t && "
                               "cat /tmp/t; cat /etc/os-release");
   g_test_message ("%s", out);
@@ -1783,6 +1795,7 @@ test_root_readonly (SandstepTestFixture *f, gconstpointer data)
     g_assert_cmpuint (refusals, ==, 4);
   }
   sandstep_test_assert_contains (out, "ok\nok\nID=sandstep-test-image\n");
+  sandstep_test_assert_contains (out, "data mount\n");
   rw = g_build_filename (f->state_dir, "sandboxes", handle, "root", NULL);
   g_assert_false (path_exists (rw));
 }
