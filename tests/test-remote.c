@@ -812,6 +812,23 @@ test_round_trip (Fixture *f, gconstpointer data)
 /* ---- leases: a claim lives as long as its holder's connection ---- */
 
 static void
+test_image_refused (Fixture *f, gconstpointer data)
+{
+  g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
+  g_autofree char *layout = g_build_filename (f->host_dir, "no-such-layout", NULL);
+  g_autofree char *image_arg = g_strconcat ("--image=oci:", layout, ":t", NULL);
+  g_autoptr(Result) r = NULL;
+
+  g_test_summary ("issue 27: provision --image through sandstepd is refused before anything is pulled (the client's "
+                  "store is not the server's), with the image exit status and what to do instead");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  r = helper (f, "provision", holder_arg, image_arg, NULL);
+  assert_status (r, 76);
+  g_assert_nonnull (strstr (r->err, "through sandstepd is not supported yet"));
+}
+
+static void
 test_disconnect_kills_command (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
@@ -2765,6 +2782,7 @@ main (int argc, char **argv)
   g_test_add_func ("/remote/handles", test_handles);
   ADD ("/remote/listen/refuses-open-port-without-token", test_listen_refuses_open_port_without_token);
   ADD ("/remote/round-trip", test_round_trip);
+  ADD ("/remote/image-refused", test_image_refused);
   ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
   ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);
   ADD ("/remote/run/stdin", test_run_stdin);
