@@ -61,7 +61,7 @@ static const SandstepOption pull_options[] = {
 };
 
 static const SandstepOption images_options[] = {
-  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: reference, digest, size_bytes, last_used, layers" },
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: reference, digest, size_bytes, last_used, layers, sandboxes (the handles using it)" },
   { NULL }
 };
 
@@ -151,8 +151,8 @@ static const SandstepOperator operators[] = {
     sandstep_op_export_needs_net },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run, or (--images) unused images", sandstep_op_gc_images },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
-  { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used", sandstep_op_images },
-  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size", sandstep_op_list },
+  { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
+  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size, image", sandstep_op_list },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision,

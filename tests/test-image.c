@@ -1737,7 +1737,18 @@ test_root_image (SandstepTestFixture *f, gconstpointer data)
   sandstep_test_assert_status (gc, 0);
   g_clear_pointer (&gc, sandstep_test_result_free);
   list = sandstep_test_helper (f, "images", "--json", NULL);
-  sandstep_test_assert_contains (list->out, digest);
+  sandstep_test_assert_status (list, 0);
+  {
+    g_autoptr(JsonNode) root = sandstep_test_parse_json (list->out);
+    JsonObject *entry = json_array_get_object_element (json_node_get_array (root), 0);
+    JsonArray *sandboxes = json_object_get_array_member (entry, "sandboxes");
+    g_assert_cmpstr (json_object_get_string_member (entry, "digest"), ==, digest);
+    g_assert_cmpuint (json_array_get_length (sandboxes), ==, 2);
+    g_assert_true (g_strcmp0 (json_array_get_string_element (sandboxes, 0), handle) == 0 ||
+                   g_strcmp0 (json_array_get_string_element (sandboxes, 1), handle) == 0);
+    /* Used at each provision from it, after the pull. */
+    g_assert_cmpint (json_object_get_int_member (entry, "last_used"), >, 0);
+  }
   g_clear_pointer (&list, sandstep_test_result_free);
 
   destroyed = sandstep_test_helper (f, "destroy", handle_arg, NULL);

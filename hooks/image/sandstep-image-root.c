@@ -113,6 +113,15 @@ sandstep_image_root_set_user (const char *digest, const char *handle, gboolean i
                                      store->dir);
       return TRUE;
     }
+  /* A sandbox starting on it is a use: `sandstep images` shows when the last one did. */
+  {
+    g_autoptr(SandstepImageRecord) record = find_record (store, digest, NULL);
+    if (record != NULL)
+      {
+        record->last_used = g_get_real_time () / G_USEC_PER_SEC;
+        sandstep_image_store_save_record (store, record, NULL);
+      }
+  }
   if (mkdirat (store->dir_fd, users, 0755) < 0 && errno != EEXIST)
     return sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_STORE, errno,
                                  "cannot create '%s' in the image store '%s'; check its permissions", users,
