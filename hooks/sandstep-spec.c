@@ -207,8 +207,11 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
       json_builder_begin_object (builder);
       json_builder_set_member_name (builder, "reference");
       json_builder_add_string_value (builder, spec->image);
-      json_builder_set_member_name (builder, "digest");
-      json_builder_add_string_value (builder, spec->image_digest);
+      if (spec->image_digest != NULL)
+        {
+          json_builder_set_member_name (builder, "digest");
+          json_builder_add_string_value (builder, spec->image_digest);
+        }
       json_builder_end_object (builder);
       json_builder_set_member_name (builder, "root");
       json_builder_add_string_value (builder, spec->root_readonly ? "readonly" : "writable");
@@ -350,9 +353,10 @@ sandstep_spec_from_json (JsonNode *node, GError **error)
   if (OPTIONAL (object, "image"))
     {
       JsonObject *image;
-      const char *reference, *digest, *root = "writable";
+      const char *reference, *digest = NULL, *root = "writable";
+      /* Without a digest from a client that leaves the pull to the server (sandstepd). */
       if (!sandstep_member_object (object, "image", &image) || !sandstep_member_string (image, "reference", &reference) ||
-          !sandstep_member_string (image, "digest", &digest))
+          (OPTIONAL (image, "digest") && !sandstep_member_string (image, "digest", &digest)))
         return bad_member (error, "image", "a {\"reference\", \"digest\"} object"), NULL;
       if (OPTIONAL (object, "root") && (!sandstep_member_string (object, "root", &root) ||
                                         (strcmp (root, "writable") != 0 && strcmp (root, "readonly") != 0)))
@@ -422,7 +426,8 @@ sandstep_spec_check (const SandstepSpec *spec, GError **error)
                                "'_', at most %d of them)", mount->host_path, mount->name, NAME_MAX);
     }
   if (spec->image != NULL && (!check_utf8 (error, "image", NULL, spec->image) ||
-                              !check_utf8 (error, "image digest", NULL, spec->image_digest)))
+                              (spec->image_digest != NULL &&
+                               !check_utf8 (error, "image digest", NULL, spec->image_digest))))
     return FALSE;
   for (guint i = 0; i < spec->allow_hosts->len; i++)
     if (!check_utf8 (error, "allow", NULL, spec->allow_hosts->pdata[i]))
@@ -571,7 +576,7 @@ sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked)
     g_autoptr(GPtrArray) b = mount_entries (asked->mounts);
     compare_words (out, "mount", a, b);
   }
-  if (g_strcmp0 (had->image_digest, asked->image_digest) != 0)
+  if (g_strcmp0 (had->image_digest, asked->image_digest) != 0 || (had->image == NULL) != (asked->image == NULL))
     add_difference (out, "image", g_strdup_printf ("'%s'", had->image != NULL ? had->image : "none (the host's /usr)"),
                     g_strdup_printf ("'%s'", asked->image != NULL ? asked->image : "none (the host's /usr)"));
   if (had->root_readonly != asked->root_readonly)

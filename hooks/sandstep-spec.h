@@ -39,7 +39,8 @@ typedef struct {
   GPtrArray *allow_hosts;  /* network=allow: names reached over HTTPS on 443 */
   GPtrArray *allow_cidrs;  /* network=allow: address ranges reached on any port */
   char *image;             /* the root from an image: its reference as pulled (NULL: the host's /usr) */
-  char *image_digest;      /* and its manifest's digest, which the layers are found by */
+  char *image_digest;      /* and its manifest's digest, which the layers are found by; NULL in a spec that
+                            * leaves the pull to the backend (a client of sandstepd) */
   gboolean root_readonly;  /* --root=readonly: the image's layers with no writable layer on top */
 } SandstepSpec;
 

@@ -174,12 +174,20 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
                                "--root=%s needs --image=REF: the host's /usr is always read-only", value);
       spec->root_readonly = strcmp (value, "readonly") == 0;
     }
-  /* The image would be pulled here, and the server's store would not have it. */
+  /* Through sandstepd the server pulls into its own store: the reference travels, checked here. */
   if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
       g_strcmp0 (invocation->backend->klass->name, "local") != 0)
-    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                           "--image '%s' through sandstepd is not supported yet; provision on the server's host, or "
-                           "without --image", value);
+    {
+      g_autoptr(GError) local = NULL;
+      g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (value, &local);
+      if (ref == NULL)
+        {
+          g_set_error_literal (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, local->message);
+          return FALSE;
+        }
+      spec->image = g_strdup (ref->text);
+    }
+  else
   if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
       !add_image (spec, value, sandstep_invocation_get (invocation, "max-image-size"), error))
     return FALSE;

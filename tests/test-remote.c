@@ -811,21 +811,69 @@ test_round_trip (Fixture *f, gconstpointer data)
 
 /* ---- leases: a claim lives as long as its holder's connection ---- */
 
+/* Runs @argv, asserting that it succeeds. */
 static void
-test_image_refused (Fixture *f, gconstpointer data)
+run_tool (const char *const *argv)
+{
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("%s failed: %s", argv[0], err);
+}
+
+static void
+test_image_through_server (Fixture *f, gconstpointer data)
 {
   g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
-  g_autofree char *layout = g_build_filename (f->host_dir, "no-such-layout", NULL);
-  g_autofree char *image_arg = g_strconcat ("--image=oci:", layout, ":t", NULL);
-  g_autoptr(Result) r = NULL;
+  g_autofree char *layout = g_build_filename (f->host_dir, "image", NULL);
+  g_autofree char *image = g_strconcat (layout, ":t", NULL);
+  g_autofree char *bundle = g_build_filename (f->host_dir, "bundle", NULL);
+  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  g_autofree char *image_arg = g_strconcat ("--image=oci:", image, NULL);
+  g_autofree char *h = NULL;
+  g_autoptr(Result) r = NULL, run = NULL, described = NULL;
 
-  g_test_summary ("issue 27: provision --image through sandstepd is refused before anything is pulled (the client's "
-                  "store is not the server's), with the image exit status and what to do instead");
+  g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it into "
+                  "its own store, and the sandbox's root is the image");
   SKIP_IF_NO_JAIL (f);
+  {
+    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
+    const char *make[] = { "umoci", "new", "--image", image, NULL };
+    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
+    const char *copy[] = { "cp", "/bin/busybox", bin, NULL };
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+    g_autofree char *sh = g_build_filename (bin, "sh", NULL);
+
+    run_tool (init);
+    run_tool (make);
+    run_tool (unpack);
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    run_tool (copy);
+    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
+    run_tool (repack);
+  }
   fixture_start (f);
   r = helper (f, "provision", holder_arg, image_arg, NULL);
-  assert_status (r, 76);
-  g_assert_nonnull (strstr (r->err, "through sandstepd is not supported yet"));
+  assert_status (r, 0);
+  g_strchomp (r->out);
+  h = g_strconcat ("--handle=", r->out, NULL);
+  run = helper (f, "run", h, "--", "cat /marker; [ -e /usr/bin/env ] || echo no-host-usr", NULL);
+  assert_status (run, 0);
+  g_assert_cmpstr (run->out, ==, "from the image\nno-host-usr\n");
+  described = helper (f, "describe", h, NULL);
+  assert_status (described, 0);
+  g_assert_nonnull (strstr (described->out, "\"digest\" : \"sha256:"));
+  {
+    g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
+    assert_status (destroyed, 0);
+  }
 }
 
 static void
@@ -2782,7 +2830,7 @@ main (int argc, char **argv)
   g_test_add_func ("/remote/handles", test_handles);
   ADD ("/remote/listen/refuses-open-port-without-token", test_listen_refuses_open_port_without_token);
   ADD ("/remote/round-trip", test_round_trip);
-  ADD ("/remote/image-refused", test_image_refused);
+  ADD ("/remote/image", test_image_through_server);
   ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
   ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);
   ADD ("/remote/run/stdin", test_run_stdin);

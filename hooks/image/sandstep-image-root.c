@@ -10,11 +10,35 @@
 
 #include "sandstep-error.h"
 #include "sandstep-handle.h"
+#include "sandstep-image-pull.h"
 #include "sandstep-image-ref.h"
 #include "sandstep-image-store.h"
 
 /* An image config is small; a larger one is not one. */
 #define CONFIG_MAX (4 * 1024 * 1024)
+
+char *
+sandstep_image_root_pull (const char *reference, char **out_reference, GError **error)
+{
+  g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (reference, error);
+  g_autofree char *dir = NULL;
+  g_autoptr(SandstepImageStore) store = NULL;
+  SandstepPullOptions options = { 0 };
+  char *digest;
+
+  if (ref == NULL)
+    return NULL;
+  dir = sandstep_image_store_default_dir ();
+  store = sandstep_image_store_open (dir, FALSE, error);
+  if (store == NULL)
+    return NULL;
+  digest = sandstep_image_store_find_reference (store, ref->text);
+  if (digest == NULL)
+    digest = sandstep_image_pull (store, ref, &options, error);
+  if (digest != NULL && out_reference != NULL)
+    *out_reference = g_strdup (ref->text);
+  return digest;
+}
 
 static SandstepImageRecord *
 find_record (SandstepImageStore *store, const char *digest, GError **error)

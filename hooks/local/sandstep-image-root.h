@@ -10,6 +10,11 @@
 
 G_BEGIN_DECLS
 
+/* The digest of the image @reference (skopeo's transport names), pulled into the default store unless it is
+ * there already under that reference; @out_reference: the reference as the store names it.  For a provision
+ * that names only the reference (one that came through sandstepd). */
+char *sandstep_image_root_pull (const char *reference, char **out_reference, GError **error);
+
 /* The image @digest of the default store: its unpacked layers' directories (absolute, lowest first) into
  * @out_layers, and its config's Env ("NAME=VALUE") into @out_env. */
 gboolean sandstep_image_root_resolve (const char *digest, GPtrArray *out_layers, GPtrArray *out_env, GError **error);

@@ -31,6 +31,7 @@
 
 /* In the programs that link the image store (sandstep-image-root.h). */
 #pragma weak sandstep_image_root_set_user
+#pragma weak sandstep_image_root_pull
 
 static gint64
 now_unix (void)
@@ -134,8 +135,26 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   SandstepStore *store = local->store;
   g_autoptr(SandstepRecord) record = NULL;
   g_autofree char *existing = NULL;
+  g_autoptr(SandstepSpec) pulled = NULL;
 
   *out_existing = FALSE;
+  /* An image named by its reference only (a provision through sandstepd): pulled here, before the lock, as a
+   * provision on this host pulls before it asks. */
+  if (spec->image != NULL && spec->image_digest == NULL)
+    {
+      if (sandstep_image_root_pull == NULL)
+        {
+          sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                          "image '%s': this program has no image store; provision through 'sandstep'", spec->image);
+          return NULL;
+        }
+      pulled = copy_spec (spec);
+      g_clear_pointer (&pulled->image, g_free);
+      pulled->image_digest = sandstep_image_root_pull (spec->image, &pulled->image, error);
+      if (pulled->image_digest == NULL)
+        return NULL;
+      spec = pulled;
+    }
   if (!sandstep_store_lock_provision (store, error))
     return NULL;
   /* What a provision killed part way left: this one holds the lock, so nothing else is being built. */
