@@ -185,6 +185,10 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
           g_set_error_literal (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, local->message);
           return FALSE;
         }
+      if (ref->transport != SANDSTEP_IMAGE_TRANSPORT_REGISTRY)
+        return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                               "--image '%s' names a file on this machine, which the server cannot read; push the "
+                               "image to a registry and give its docker:// reference", value);
       spec->image = g_strdup (ref->text);
     }
   else

@@ -811,6 +811,49 @@ test_round_trip (Fixture *f, gconstpointer data)
 
 /* ---- leases: a claim lives as long as its holder's connection ---- */
 
+static void
+die_with_test (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* A docker-registry on a free loopback port, its storage under the fixture; its pid (the test kills it). */
+static GPid
+start_registry (Fixture *f, guint16 *out_port)
+{
+  g_autofree char *config = g_build_filename (f->host_dir, "registry.yml", NULL);
+  g_autofree char *storage = g_build_filename (f->host_dir, "registry", NULL);
+  g_autofree char *text = NULL;
+  const char *argv[] = { "docker-registry", "serve", config, NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  GPid pid;
+
+  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
+  bound = g_socket_get_local_address (probe, NULL);
+  *out_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (probe, NULL);
+  text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                          "http:\n  addr: 127.0.0.1:%u\n", storage, *out_port);
+  g_assert_true (g_file_set_contents (config, text, -1, NULL));
+  g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &pid, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200; i++)
+    {
+      g_autoptr(GSocketClient) client = g_socket_client_new ();
+      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", *out_port, NULL,
+                                                                                 NULL);
+      if (connection != NULL)
+        return pid;
+      g_usleep (50000);
+    }
+  g_error ("docker-registry did not answer on 127.0.0.1:%u", *out_port);
+}
+
 /* Runs @argv, asserting that it succeeds. */
 static void
 run_tool (const char *const *argv)
@@ -835,12 +878,15 @@ test_image_through_server (Fixture *f, gconstpointer data)
   g_autofree char *bundle = g_build_filename (f->host_dir, "bundle", NULL);
   g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
   g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
-  g_autofree char *image_arg = g_strconcat ("--image=oci:", image, NULL);
+  g_autofree char *image_arg = NULL;
   g_autofree char *h = NULL;
+  guint16 port = 0;
+  GPid registry_pid;
   g_autoptr(Result) r = NULL, run = NULL, described = NULL;
 
-  g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it into "
-                  "its own store, and the sandbox's root is the image");
+  g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it from a "
+                  "loopback registry into its own store, and the sandbox's root is the image; a file's reference "
+                  "(oci:) is refused, as the server would read its own host's files for the client");
   SKIP_IF_NO_JAIL (f);
   {
     const char *init[] = { "umoci", "init", "--layout", layout, NULL };
@@ -859,7 +905,22 @@ test_image_through_server (Fixture *f, gconstpointer data)
     g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
     run_tool (repack);
   }
-  fixture_start (f);
+  registry_pid = start_registry (f, &port);
+  {
+    g_autofree char *src = g_strconcat ("oci:", image, NULL);
+    g_autofree char *dst = g_strdup_printf ("docker://127.0.0.1:%u/remote/busybox:1", port);
+    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+    run_tool (push);
+    image_arg = g_strdup_printf ("--image=docker://127.0.0.1:%u/remote/busybox:1", port);
+  }
+  {
+    g_autofree char *file_arg = g_strconcat ("--image=oci:", image, NULL);
+    g_autoptr(Result) refused = NULL;
+    fixture_start (f);
+    refused = helper (f, "provision", holder_arg, file_arg, NULL);
+    assert_status (refused, 76);
+    g_assert_nonnull (strstr (refused->err, "names a file on this machine"));
+  }
   r = helper (f, "provision", holder_arg, image_arg, NULL);
   assert_status (r, 0);
   g_strchomp (r->out);
@@ -874,6 +935,8 @@ test_image_through_server (Fixture *f, gconstpointer data)
     g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
     assert_status (destroyed, 0);
   }
+  kill (registry_pid, SIGKILL);
+  waitpid (registry_pid, NULL, 0);
 }
 
 static void

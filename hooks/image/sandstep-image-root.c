@@ -28,6 +28,13 @@ sandstep_image_root_pull (const char *reference, char **out_reference, GError **
 
   if (ref == NULL)
     return NULL;
+  if (ref->transport != SANDSTEP_IMAGE_TRANSPORT_REGISTRY)
+    {
+      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                      "image '%s' names a file, and a server reads none of its host's for a client; push the image "
+                      "to a registry and give its docker:// reference", reference);
+      return NULL;
+    }
   dir = sandstep_image_store_default_dir ();
   store = sandstep_image_store_open (dir, FALSE, error);
   if (store == NULL)

@@ -12,7 +12,8 @@ G_BEGIN_DECLS
 
 /* The digest of the image @reference (skopeo's transport names), pulled into the default store unless it is
  * there already under that reference; @out_reference: the reference as the store names it.  For a provision
- * that names only the reference (one that came through sandstepd). */
+ * that names only the reference (one that came through sandstepd): a registry's only, as oci:, oci-archive:
+ * and docker-archive: name files of the client's machine, and this host's are not the client's to read. */
 char *sandstep_image_root_pull (const char *reference, char **out_reference, GError **error);
 
 /* The image @digest of the default store: its unpacked layers' directories (absolute, lowest first) into
