@@ -1758,8 +1758,21 @@ test_root_image (SandstepTestFixture *f, gconstpointer data)
   g_assert_false (path_exists (rw));
   g_clear_pointer (&handle_arg, g_free);
   handle_arg = g_strconcat ("--handle=", other, NULL);
-  destroyed = sandstep_test_helper (f, "destroy", handle_arg, NULL);
-  sandstep_test_assert_status (destroyed, 0);
+  /* A sandbox whose record cannot be read says not which image it used: destroyed, every image forgets it. */
+  {
+    g_autofree char *record = g_build_filename (f->state_dir, "sandboxes", other, "record.json", NULL);
+    g_autofree char *other_entry = g_build_filename (users, other, NULL);
+    g_assert_true (path_exists (other_entry));
+    g_assert_true (g_file_set_contents (record, "{ damaged", -1, NULL));
+    sandstep_test_fixture_chown (f, record);
+    destroyed = sandstep_test_helper (f, "destroy", handle_arg, NULL);
+    sandstep_test_assert_status (destroyed, 0);
+    g_assert_false (path_exists (other_entry));
+    /* Its holder's entry, which the record named, is gc's to sweep. */
+    g_clear_pointer (&destroyed, sandstep_test_result_free);
+    destroyed = sandstep_test_helper (f, "gc", NULL);
+    sandstep_test_assert_status (destroyed, 0);
+  }
   gc = sandstep_test_helper (f, "gc", "--images", NULL);
   sandstep_test_assert_status (gc, 0);
   sandstep_test_assert_contains (gc->err, "removed 1 image");

@@ -126,6 +126,20 @@ sandstep_image_root_set_user (const char *digest, const char *handle, gboolean i
   g_autofree char *users = NULL, *name = NULL;
   int fd;
 
+  if (digest == NULL && !in_use && sandstep_handle_is_valid (handle))
+    {
+      g_autoptr(GPtrArray) records = NULL;
+      store = sandstep_image_store_open (dir, FALSE, error);
+      if (store == NULL || (records = sandstep_image_store_list (store, error)) == NULL)
+        return FALSE;
+      for (guint i = 0; i < records->len; i++)
+        {
+          const SandstepImageRecord *record = records->pdata[i];
+          g_autofree char *name = g_strdup_printf ("images/%s.users/%s", record->digest + strlen ("sha256:"), handle);
+          unlinkat (store->dir_fd, name, 0);
+        }
+      return TRUE;
+    }
   if (!sandstep_image_digest_is_valid (digest) || !sandstep_handle_is_valid (handle))
     return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE,
                            "image '%s' of sandbox '%s': not a digest and a handle; destroy the sandbox", digest,

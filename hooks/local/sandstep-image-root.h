@@ -21,7 +21,8 @@ char *sandstep_image_root_pull (const char *reference, char **out_reference, GEr
 gboolean sandstep_image_root_resolve (const char *digest, GPtrArray *out_layers, GPtrArray *out_env, GError **error);
 
 /* Names sandbox @handle in images/HEX.users/ of the image @digest (so that `gc --images` keeps it), or, with
- * !@in_use, takes the name out. */
+ * !@in_use, takes the name out: of every image's users when @digest is NULL (a sandbox whose record cannot be
+ * read, destroyed). */
 gboolean sandstep_image_root_set_user (const char *digest, const char *handle, gboolean in_use, GError **error);
 
 G_END_DECLS

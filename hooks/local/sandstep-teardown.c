@@ -25,8 +25,9 @@ sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd
   sandstep_cgroup_remove (handle);
   if (record != NULL)
     sandstep_store_forget_holder (store, record->owner, record->holder, handle);
-  /* The sandbox no longer keeps its image: `gc --images` may remove it. */
-  if (record != NULL && record->spec->image_digest != NULL && sandstep_image_root_set_user != NULL)
-    sandstep_image_root_set_user (record->spec->image_digest, handle, FALSE, NULL);
+  /* The sandbox no longer keeps its image: `gc --images` may remove it.  A record that cannot be read does not
+   * say which image: every image forgets the handle. */
+  if (sandstep_image_root_set_user != NULL && (record == NULL || record->spec->image_digest != NULL))
+    sandstep_image_root_set_user (record != NULL ? record->spec->image_digest : NULL, handle, FALSE, NULL);
   return TRUE;
 }
