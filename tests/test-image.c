@@ -1638,6 +1638,7 @@ busybox_root_layout (SandstepTestFixture *f, char **out_digest)
     const Entry entries[] = {
       { '5', "bin" }, { '0', "bin/busybox", NULL, NULL, 0755, 0, content },
       { '2', "bin/sh", "busybox" }, { '5', "etc" }, { '0', "etc/os-release", NULL, "ID=sandstep-test-image\n" },
+      { '0', "etc/hosts", NULL, "10.9.8.7 image-hosts\n" }, { '0', "etc/hostname", NULL, "image-name\n" },
       { '5', "usr" }, { '5', "usr/lib" }, { '0', "usr/lib/gone", NULL, "whited out above\n" },
       { '5', "usr/share" }, { '5', "usr/share/keep" }, { '0', "usr/share/keep/old", NULL, "hidden by opaque\n" },
     };
@@ -1691,12 +1692,15 @@ test_root_image (SandstepTestFixture *f, gconstpointer data)
                               "ls /usr/lib /usr/share/keep; ls /usr; "
                               "for p in /usr/bin/env /etc/debian_version /usr/lib/gone /usr/share/keep/old; do "
                               "[ -e $p ] && echo host-or-hidden-visible:$p; done; "
-                              "/bin/busybox | head -1 | cut -d' ' -f1; echo end");
+                              "/bin/busybox | head -1 | cut -d' ' -f1; cat /etc/hostname /etc/hosts; echo end");
   g_test_message ("%s", out);
   sandstep_test_assert_contains (out, "ID=sandstep-test-image\n");
   sandstep_test_assert_contains (out, "PATH=/bin HOME=/workspace\n/workspace\n");
   sandstep_test_assert_contains (out, "new\nlib\nshare\n");
-  sandstep_test_assert_contains (out, "BusyBox\nend\n");
+  /* sandstep's /etc/hostname and /etc/hosts over the image's own. */
+  sandstep_test_assert_contains (out, "BusyBox\nsandstep\n127.0.0.1\tlocalhost sandstep\n");
+  sandstep_test_assert_contains (out, "ip6-loopback\nend\n");
+  g_assert_null (strstr (out, "image-"));
   g_assert_null (strstr (out, "host-or-hidden-visible"));
   g_assert_null (strstr (out, "old"));
   g_clear_pointer (&out, g_free);

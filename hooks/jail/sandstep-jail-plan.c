@@ -278,8 +278,6 @@ static gboolean
 add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **error)
 {
   static const char *const mount_points[] = { "/workspace", "/tmp", "/dev", "/proc", "/etc" };
-  static const char hosts[] = "127.0.0.1\tlocalhost " SANDSTEP_JAIL_HOSTNAME "\n"
-                              "::1\tlocalhost ip6-localhost ip6-loopback\n";
   g_autoptr(GString) options = g_string_new ("lowerdir=" NEWROOT IMAGE_STAGE "/top");
   const SandstepSpec *spec = config->spec;
   guint n = 0;
@@ -327,7 +325,7 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **e
               0755, NULL, "create a data mount's mount point");
     }
   top_file (jail, "hostname", SANDSTEP_JAIL_HOSTNAME "\n");
-  top_file (jail, "hosts", hosts);
+  top_file (jail, "hosts", SANDSTEP_ETC_HOSTS);
   /* Where DNS is meant to work, the host's resolver; elsewhere an empty one, so that it fails. */
   if (jail->open_net)
     {
