@@ -1590,6 +1590,9 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
 
 /* ---- an image as a sandbox's root ---- */
 
+/* More layers than a sandbox's 64 slots hold with its two trees. */
+#define SANDSTEP_TEST_TALL_LAYERS 62
+
 typedef enum {
   ROOT_AS_CALLER,
   ROOT_AS_USER,
@@ -1829,6 +1832,33 @@ test_root_readonly (SandstepTestFixture *f, gconstpointer data)
 }
 
 static void
+test_root_many_layers (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *layout = sandstep_test_host_path (f, "tall-image");
+  g_autofree char *image_arg = NULL, *handle = NULL, *handle_arg = NULL;
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("issue 27: an image of more layers than a sandbox can stack is refused at its first command, "
+                  "naming the count and what to do (squash it)");
+  for (guint i = 0; i < SANDSTEP_TEST_TALL_LAYERS; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("f%u", i);
+      const Entry entries[] = { { '0', name, NULL, "x" } };
+      g_ptr_array_add (layers, tar_build (entries, 1));
+    }
+  g_free (make_layout (layout, "t", (GBytes *const *) layers->pdata, layers->len, NULL, NULL));
+  sandstep_test_fixture_chown (f, layout);
+  image_arg = g_strdup_printf ("--image=oci:%s:t", layout);
+  handle = sandstep_test_provision (f, image_arg, NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  r = sandstep_test_helper (f, "run", handle_arg, "--", "true", NULL);
+  g_assert_cmpint (r->status, !=, 0);
+  sandstep_test_assert_contains (r->err, "has 62 layers, more than a sandbox stacks");
+  sandstep_test_assert_contains (r->err, "squash");
+}
+
+static void
 test_root_usage (SandstepTestFixture *f, gconstpointer data)
 {
   g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--root=readonly", NULL);
@@ -1873,6 +1903,7 @@ main (int argc, char **argv)
   g_test_add ("/image/root/readonly-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
               test_root_readonly, sandstep_test_teardown);
   ADD ("/image/root/usage", test_root_usage);
+  ADD ("/image/root/many-layers", test_root_many_layers);
 #undef ADD
   registry_start ();
   status = g_test_run ();

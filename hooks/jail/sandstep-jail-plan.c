@@ -289,6 +289,12 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **e
   if (n == 0)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                            "image '%s' has no layers; provision from another image", spec->image);
+  /* Each layer takes a slot, as a mount does; the trees and the data mounts need theirs too. */
+  if (n + 3 + spec->mounts->len > SANDSTEP_JAIL_MAX_SLOTS)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "image '%s' has %u layers, more than a sandbox stacks with %u data mounts (at most %u "
+                           "layers and mounts together); flatten the image (squash its layers) or use fewer mounts",
+                           spec->image, n, spec->mounts->len, SANDSTEP_JAIL_MAX_SLOTS - 3);
   /* overlayfs takes the top layer first. */
   for (guint i = n; i-- > 0;)
     {
