@@ -277,6 +277,8 @@ sandstep_list_entry_free (SandstepListEntry *entry)
   g_free (entry->provisioned_by);
   g_free (entry->held_by);
   g_free (entry->problem);
+  g_free (entry->image);
+  g_free (entry->image_digest);
   g_free (entry);
 }
 

@@ -89,6 +89,8 @@ typedef struct {
   gint64 expires;
   guint64 size;           /* bytes of its files */
   char *problem;          /* broken: why its record cannot be read */
+  char *image;            /* its root's image: the reference, and the digest; NULL: the host's /usr */
+  char *image_digest;
 } SandstepListEntry;
 
 void sandstep_list_entry_free (SandstepListEntry *entry);

@@ -43,6 +43,8 @@ sandstep_spec_free (SandstepSpec *spec)
   g_ptr_array_unref (spec->mounts);
   g_ptr_array_unref (spec->allow_hosts);
   g_ptr_array_unref (spec->allow_cidrs);
+  g_free (spec->image);
+  g_free (spec->image_digest);
   g_free (spec);
 }
 
@@ -199,6 +201,21 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
       json_builder_end_object (builder);
     }
   json_builder_end_array (builder);
+  if (spec->image != NULL)
+    {
+      json_builder_set_member_name (builder, "image");
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "reference");
+      json_builder_add_string_value (builder, spec->image);
+      if (spec->image_digest != NULL)
+        {
+          json_builder_set_member_name (builder, "digest");
+          json_builder_add_string_value (builder, spec->image_digest);
+        }
+      json_builder_end_object (builder);
+      json_builder_set_member_name (builder, "root");
+      json_builder_add_string_value (builder, spec->root_readonly ? "readonly" : "writable");
+    }
   json_builder_end_object (builder);
   return json_builder_get_root (builder);
 }
@@ -333,6 +350,21 @@ sandstep_spec_from_json (JsonNode *node, GError **error)
           !sandstep_member_strings (array, k == 0 ? spec->allow_hosts : spec->allow_cidrs))
         return bad_member (error, member, "an array of strings"), NULL;
     }
+  if (OPTIONAL (object, "image"))
+    {
+      JsonObject *image;
+      const char *reference, *digest = NULL, *root = "writable";
+      /* Without a digest from a client that leaves the pull to the server (sandstepd). */
+      if (!sandstep_member_object (object, "image", &image) || !sandstep_member_string (image, "reference", &reference) ||
+          (OPTIONAL (image, "digest") && !sandstep_member_string (image, "digest", &digest)))
+        return bad_member (error, "image", "a {\"reference\", \"digest\"} object"), NULL;
+      if (OPTIONAL (object, "root") && (!sandstep_member_string (object, "root", &root) ||
+                                        (strcmp (root, "writable") != 0 && strcmp (root, "readonly") != 0)))
+        return bad_member (error, "root", "'writable' or 'readonly'"), NULL;
+      spec->image = g_strdup (reference);
+      spec->image_digest = g_strdup (digest);
+      spec->root_readonly = strcmp (root, "readonly") == 0;
+    }
   return g_steal_pointer (&spec);
 }
 
@@ -393,6 +425,10 @@ sandstep_spec_check (const SandstepSpec *spec, GError **error)
                                "mount '%s': '%s' is not a plain name under /data (letters, digits, '.', '-', "
                                "'_', at most %d of them)", mount->host_path, mount->name, NAME_MAX);
     }
+  if (spec->image != NULL && (!check_utf8 (error, "image", NULL, spec->image) ||
+                              (spec->image_digest != NULL &&
+                               !check_utf8 (error, "image digest", NULL, spec->image_digest))))
+    return FALSE;
   for (guint i = 0; i < spec->allow_hosts->len; i++)
     if (!check_utf8 (error, "allow", NULL, spec->allow_hosts->pdata[i]))
       return FALSE;
@@ -540,6 +576,12 @@ sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked)
     g_autoptr(GPtrArray) b = mount_entries (asked->mounts);
     compare_words (out, "mount", a, b);
   }
+  if (g_strcmp0 (had->image_digest, asked->image_digest) != 0 || (had->image == NULL) != (asked->image == NULL))
+    add_difference (out, "image", g_strdup_printf ("'%s'", had->image != NULL ? had->image : "none (the host's /usr)"),
+                    g_strdup_printf ("'%s'", asked->image != NULL ? asked->image : "none (the host's /usr)"));
+  if (had->root_readonly != asked->root_readonly)
+    add_difference (out, "root", g_strdup (had->root_readonly ? "'readonly'" : "'writable'"),
+                    g_strdup (asked->root_readonly ? "'readonly'" : "'writable'"));
   if (out->len == 0)
     {
       g_string_free (out, TRUE);

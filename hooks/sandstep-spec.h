@@ -38,6 +38,10 @@ typedef struct {
   GPtrArray *mounts;       /* of SandstepMount */
   GPtrArray *allow_hosts;  /* network=allow: names reached over HTTPS on 443 */
   GPtrArray *allow_cidrs;  /* network=allow: address ranges reached on any port */
+  char *image;             /* the root from an image: its reference as pulled (NULL: the host's /usr) */
+  char *image_digest;      /* and its manifest's digest, which the layers are found by; NULL in a spec that
+                            * leaves the pull to the backend (a client of sandstepd) */
+  gboolean root_readonly;  /* --root=readonly: the image's layers with no writable layer on top */
 } SandstepSpec;
 
 #define SANDSTEP_DEFAULT_LIFETIME_S (60 * 60)

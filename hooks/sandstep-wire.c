@@ -371,6 +371,8 @@ sandstep_wire_list_entry_to_json (const SandstepListEntry *entry, gint64 now)
     }
   json_object_set_int_member (object, "size_bytes", (gint64) entry->size);
   set_string_or_null (object, "problem", entry->problem);
+  set_string_or_null (object, "image", entry->image);
+  set_string_or_null (object, "image_digest", entry->image_digest);
   json_node_take_object (node, object);
   return node;
 }
@@ -421,6 +423,8 @@ sandstep_wire_read_list_reply (JsonObject *object, const char *server)
       entry->provisioned_by = dup_member (o, "provisioned_by");
       entry->held_by = dup_member (o, "held_by");
       entry->problem = dup_member (o, "problem");
+      entry->image = dup_member (o, "image");
+      entry->image_digest = dup_member (o, "image_digest");
       entry->created = int_or (o, "created", 0);
       entry->expires = int_or (o, "expires", 0);
       entry->size = (guint64) MAX (int_or (o, "size_bytes", 0), 0);

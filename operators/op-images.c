@@ -33,13 +33,14 @@ sandstep_op_images (SandstepInvocation *invocation, int *out_exit, GError **erro
   if (records == NULL)
     return FALSE;
   if (!json)
-    g_print ("%-50s  %-19s  %9s  %s\n", "REFERENCE", "DIGEST", "SIZE", "LAST USED");
+    g_print ("%-50s  %-19s  %9s  %-19s  %s\n", "REFERENCE", "DIGEST", "SIZE", "LAST USED", "SANDBOXES");
   json_builder_begin_array (b);
   for (guint i = 0; i < records->len; i++)
     {
       SandstepImageRecord *r = records->pdata[i];
       g_autofree char *size = sandstep_format_size (r->size);
       g_autofree char *used = format_time (r->last_used);
+      g_autoptr(GPtrArray) users = sandstep_image_store_users (store, r->digest);
 
       for (guint n = 0; n < r->references->len; n++)
         {
@@ -47,7 +48,7 @@ sandstep_op_images (SandstepInvocation *invocation, int *out_exit, GError **erro
           if (!json)
             {
               g_autofree char *short_digest = g_strndup (r->digest, 7 + 12);
-              g_print ("%-50s  %-19s  %9s  %s\n", shown, short_digest, size, used);
+              g_print ("%-50s  %-19s  %9s  %-19s  %u\n", shown, short_digest, size, used, users->len);
               continue;
             }
           json_builder_begin_object (b);
@@ -63,6 +64,11 @@ sandstep_op_images (SandstepInvocation *invocation, int *out_exit, GError **erro
           json_builder_begin_array (b);
           for (guint l = 0; l < r->layers->len; l++)
             json_builder_add_string_value (b, r->layers->pdata[l]);
+          json_builder_end_array (b);
+          json_builder_set_member_name (b, "sandboxes");
+          json_builder_begin_array (b);
+          for (guint u = 0; u < users->len; u++)
+            json_builder_add_string_value (b, users->pdata[u]);
           json_builder_end_array (b);
           json_builder_end_object (b);
         }

@@ -2,6 +2,7 @@
 #include "sandstep-operator.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
@@ -24,8 +25,8 @@ static void
 print_table (GPtrArray *entries, gint64 now)
 {
   g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
-  guint widths[7] = { 0 };
-  static const char *const header[] = { "HANDLE", "OWNER", "HOLDER", "STATE", "AGE", "LEFT", "SIZE", NULL };
+  guint widths[8] = { 0 };
+  static const char *const header[] = { "HANDLE", "OWNER", "HOLDER", "STATE", "AGE", "LEFT", "SIZE", "IMAGE", NULL };
   guint broken = 0;
 
   g_ptr_array_add (rows, g_strdupv ((char **) header));
@@ -33,7 +34,7 @@ print_table (GPtrArray *entries, gint64 now)
     {
       const SandstepListEntry *e = entries->pdata[i];
       gboolean is_broken = e->condition == SANDSTEP_CONDITION_BROKEN;
-      char **row = g_new0 (char *, 8);
+      char **row = g_new0 (char *, 9);
 
       broken += is_broken;
       /* Names are the callers' (and a daemon's): shown escaped, so none can move the cursor or fake a row. */
@@ -46,20 +47,24 @@ print_table (GPtrArray *entries, gint64 now)
       row[4] = is_broken ? g_strdup ("-") : format_age (now - e->created);
       row[5] = is_broken ? g_strdup ("-") : format_age (e->expires - now);
       row[6] = sandstep_format_size (e->size);
+      /* The digest, as `sandstep images` shortens it; --json has the reference too. */
+      row[7] = e->image_digest != NULL ? sandstep_escape (e->image_digest, MIN (strlen (e->image_digest), 19), 0,
+                                                          SANDSTEP_ESCAPE_LINE)
+                                       : g_strdup ("-");
       g_ptr_array_add (rows, row);
     }
   for (guint i = 0; i < rows->len; i++)
-    for (guint c = 0; c < 7; c++)
+    for (guint c = 0; c < 8; c++)
       widths[c] = MAX (widths[c], g_utf8_strlen (((char **) rows->pdata[i])[c], -1));
   for (guint i = 0; i < rows->len; i++)
     {
       char **row = rows->pdata[i];
       g_autoptr(GString) line = g_string_new (NULL);
 
-      for (guint c = 0; c < 7; c++)
+      for (guint c = 0; c < 8; c++)
         {
           g_string_append (line, row[c]);
-          if (c < 6)
+          if (c < 7)
             for (guint pad = g_utf8_strlen (row[c], -1); pad < widths[c] + 2; pad++)
               g_string_append_c (line, ' ');
         }

@@ -1,10 +1,15 @@
 /* op-provision.c: create a sandbox, or find the one this holder made, and print its handle. */
 #include "sandstep-operator.h"
+#include "sandstep-image-operators.h"
 
 #include <string.h>
 
 #include "sandstep-egress.h"
 #include "sandstep-error.h"
+#include "sandstep-image-pull.h"
+#include "sandstep-image-ref.h"
+#include "sandstep-image-store.h"
+#include "sandstep-image-root.h"
 
 static gboolean
 add_env (GHashTable *into, const char *option, const char *given, gboolean allow_value, GError **error)
@@ -38,6 +43,54 @@ add_env (GHashTable *into, const char *option, const char *given, gboolean allow
                            "--%s=%s=VALUE", option, name, option, name);
   g_hash_table_insert (into, g_steal_pointer (&name), g_strdup (value));
   return TRUE;
+}
+
+/* The digest of @text if the store has it already, pulled under that reference; else NULL. */
+static char *
+pulled_already (const char *text, char **out_reference)
+{
+  g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (text, NULL);
+  g_autofree char *dir = NULL;
+  g_autoptr(SandstepImageStore) store = NULL;
+  char *digest;
+
+  if (ref == NULL)
+    return NULL;
+  dir = sandstep_image_store_default_dir ();
+  store = sandstep_image_store_open (dir, FALSE, NULL);
+  digest = store != NULL ? sandstep_image_store_find_reference (store, ref->text) : NULL;
+  if (digest != NULL && out_reference != NULL)
+    *out_reference = g_strdup (ref->text);
+  return digest;
+}
+
+/* An image that is here already is used by the lean helper; one to pull is pulled where the pull code runs
+ * (sandstep-net), as `sandstep pull` does. */
+gboolean
+sandstep_op_provision_needs_net (SandstepInvocation *invocation)
+{
+  const char *text = sandstep_invocation_get (invocation, "image");
+  g_autofree char *digest = NULL;
+
+  if (text == NULL || sandstep_image_has_registry_client ())
+    return FALSE;
+  digest = pulled_already (text, NULL);
+  return digest == NULL;
+}
+
+/* --image: pulled if it is not here yet (one line per layer fetched), and checked whole, so that the sandbox
+ * records the digest its layers are found by.  A tag is not asked of the registry again once pulled: `sandstep
+ * pull` does that. */
+static gboolean
+add_image (SandstepSpec *spec, const char *text, const char *max_text, GError **error)
+{
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
+
+  spec->image_digest = pulled_already (text, &spec->image);
+  if (spec->image_digest == NULL)
+    spec->image_digest = sandstep_op_pull_image (text, max_text, TRUE, &spec->image, error);
+  return spec->image_digest != NULL && sandstep_image_root_resolve (spec->image_digest, layers, env, error);
 }
 
 gboolean
@@ -114,6 +167,34 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
     for (guint i = 0; i < values->len; i++)
       if (!sandstep_spec_add_mount (spec, values->pdata[i], error))
         return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "root")) != NULL)
+    {
+      if (!sandstep_invocation_has (invocation, "image"))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
+                               "--root=%s needs --image=REF: the host's /usr is always read-only", value);
+      spec->root_readonly = strcmp (value, "readonly") == 0;
+    }
+  /* Through sandstepd the server pulls into its own store: the reference travels, checked here. */
+  if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
+      g_strcmp0 (invocation->backend->klass->name, "local") != 0)
+    {
+      g_autoptr(GError) local = NULL;
+      g_autoptr(SandstepImageRef) ref = sandstep_image_ref_parse (value, &local);
+      if (ref == NULL)
+        {
+          g_set_error_literal (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, local->message);
+          return FALSE;
+        }
+      if (ref->transport != SANDSTEP_IMAGE_TRANSPORT_REGISTRY)
+        return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
+                               "--image '%s' names a file on this machine, which the server cannot read; push the "
+                               "image to a registry and give its docker:// reference", value);
+      spec->image = g_strdup (ref->text);
+    }
+  else
+  if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
+      !add_image (spec, value, sandstep_invocation_get (invocation, "max-image-size"), error))
+    return FALSE;
 
   handle = sandstep_backend_provision (invocation->backend, spec, &invocation->who, &existing, error);
   if (handle == NULL)

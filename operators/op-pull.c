@@ -9,6 +9,7 @@
 
 typedef struct {
   gboolean tty;
+  gboolean quiet_present;  /* say nothing of a layer already here (a provision from a pulled image) */
   gint64 started;       /* of the current layer, monotonic microseconds */
   gint64 shown;         /* when the terminal line was last redrawn */
 } PullProgress;
@@ -36,8 +37,11 @@ on_progress (const SandstepPullEvent *e, gpointer data)
           p->shown = now;
         }
       break;
-    case SANDSTEP_PULL_LAYER_DONE:
     case SANDSTEP_PULL_LAYER_PRESENT:
+      if (p->quiet_present)
+        break;
+      /* fall through */
+    case SANDSTEP_PULL_LAYER_DONE:
       /* One line per layer: what a log keeps. */
       g_printerr ("%ssandstep pull: layer %u/%u %s: %s %s\n", p->tty ? "\r\033[K" : "", e->index + 1, e->n_layers,
                   short_digest, total, e->kind == SANDSTEP_PULL_LAYER_DONE ? "fetched and unpacked" : "already here");
@@ -67,34 +71,46 @@ sandstep_op_pull_needs_net (SandstepInvocation *invocation)
   return !sandstep_image_has_registry_client ();
 }
 
-gboolean
-sandstep_op_pull (SandstepInvocation *invocation, int *out_exit, GError **error)
+char *
+sandstep_op_pull_image (const char *text, const char *max_text, gboolean quiet_present, char **out_reference,
+                        GError **error)
 {
-  const char *text = reference_of (invocation, error);
-  const char *max_text = sandstep_invocation_get (invocation, "max-image-size");
   g_autoptr(SandstepImageRef) ref = NULL;
   g_autoptr(SandstepImageStore) store = NULL;
-  g_autofree char *dir = NULL, *digest = NULL;
-  PullProgress progress = { isatty (STDERR_FILENO), 0, 0 };
+  g_autofree char *dir = NULL;
+  PullProgress progress = { isatty (STDERR_FILENO), quiet_present, 0, 0 };
   SandstepPullOptions options = { 0, on_progress, &progress };
   g_autoptr(GError) local = NULL;
+  char *digest;
 
-  if (text == NULL)
-    return FALSE;
   if (max_text != NULL && !sandstep_parse_size (max_text, &options.max_size, error))
-    return FALSE;
+    return NULL;
   ref = sandstep_image_ref_parse (text, &local);
   if (ref == NULL)
     {
       /* A reference that does not parse is bad input on the command line: the usage exit status. */
       g_set_error_literal (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE, local->message);
-      return FALSE;
+      return NULL;
     }
   dir = sandstep_image_store_default_dir ();
   store = sandstep_image_store_open (dir, FALSE, error);
   if (store == NULL)
-    return FALSE;
+    return NULL;
   digest = sandstep_image_pull (store, ref, &options, error);
+  if (digest != NULL && out_reference != NULL)
+    *out_reference = g_strdup (ref->text);
+  return digest;
+}
+
+gboolean
+sandstep_op_pull (SandstepInvocation *invocation, int *out_exit, GError **error)
+{
+  const char *text = reference_of (invocation, error);
+  g_autofree char *digest = NULL;
+
+  if (text == NULL)
+    return FALSE;
+  digest = sandstep_op_pull_image (text, sandstep_invocation_get (invocation, "max-image-size"), FALSE, NULL, error);
   if (digest == NULL)
     return FALSE;
   g_print ("%s\n", digest);

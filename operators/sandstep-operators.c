@@ -18,6 +18,9 @@ static const SandstepOption provision_options[] = {
   { "pids",      SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "processes and threads of a command together (default 1024)" },
   { "cpu-time",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "CPU time of each process (default 1h)" },
   { "disk",      SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "the largest file a command may write (default 8G)" },
+  { "image",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the root from an image (docker://REPO[:TAG], oci:DIR[:TAG], ...), pulled if it is not here, with a writable layer of the sandbox's own on top", "REF" },
+  { "root",      SANDSTEP_OPTION_CHOICE,    FALSE, "writable|readonly", "with --image: writable (default: changes stay in this sandbox) or readonly" },
+  { "max-image-size", SANDSTEP_OPTION_SIZE, FALSE, NULL,         "with --image: as pull's --max-image-size (default 16G)" },
   { NULL }
 };
 
@@ -58,13 +61,13 @@ static const SandstepOption pull_options[] = {
 };
 
 static const SandstepOption images_options[] = {
-  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: reference, digest, size_bytes, last_used, layers" },
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: reference, digest, size_bytes, last_used, layers, sandboxes (the handles using it)" },
   { NULL }
 };
 
 static const SandstepOption list_options[] = {
   { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "only the sandboxes of this run (--owner=OWNER: only that owner's)", "RUN" },
-  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: handle, owner, provisioned_by, held_by, state, created, expires, age_seconds, remaining_seconds, size_bytes, problem" },
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: handle, owner, provisioned_by, held_by, state, created, expires, age_seconds, remaining_seconds, size_bytes, problem, image, image_digest" },
   { NULL }
 };
 
@@ -148,11 +151,12 @@ static const SandstepOperator operators[] = {
     sandstep_op_export_needs_net },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run, or (--images) unused images", sandstep_op_gc_images },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
-  { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used", sandstep_op_images },
-  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size", sandstep_op_list },
+  { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
+  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size, image", sandstep_op_list },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
-  { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision },
+  { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision,
+    sandstep_op_provision_needs_net },
   { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
     sandstep_op_pull_needs_net },
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },

@@ -240,12 +240,16 @@ char *sandstep_lifetime_note (double remaining_s);
  * "Commands time out after 60s unless you pass timeout_seconds (at most 300s)." */
 char *sandstep_timeout_note (double default_s, double max_s);
 
+/* Which image the sandbox's root is (@reference, @digest; NULL: the host's, and no note), and whether what a
+ * command installs outside /workspace stays (a writable root) or is refused (@readonly). */
+char *sandstep_image_note (const char *reference, const char *digest, gboolean readonly);
+
 /* The whole description of run_command: the base text, the timeout note, the
  * attached-sandbox note ("This sandbox was set up by an earlier step, ...")
- * with @network_note and the lifetime note, and the read-only data mounts
+ * with @network_note and the lifetime note, @image_note (may be NULL), and the read-only data mounts
  * (@mounts: NULL-terminated "/data/NAME" paths, may be NULL). */
 char *sandstep_run_command_description (double default_timeout_s, double max_timeout_s, const char *network_note,
-                                        double remaining_s, const char *const *mounts);
+                                        double remaining_s, const char *image_note, const char *const *mounts);
 
 /* ---- timeouts ---- */
 

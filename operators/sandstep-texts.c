@@ -204,8 +204,19 @@ sandstep_timeout_note (double default_s, double max_s)
 }
 
 char *
+sandstep_image_note (const char *reference, const char *digest, gboolean readonly)
+{
+  if (reference == NULL)
+    return NULL;
+  return g_strdup_printf ("Its system is the image %s (%s), not this machine's: use the programs it has%s", reference,
+                          digest,
+                          readonly ? "; its root is read-only, so only /workspace and /tmp take writes."
+                                   : ", and what you install outside /workspace stays for later commands.");
+}
+
+char *
 sandstep_run_command_description (double default_timeout_s, double max_timeout_s, const char *network_note,
-                                  double remaining_s, const char *const *mounts)
+                                  double remaining_s, const char *image_note, const char *const *mounts)
 {
   g_autofree char *timeouts = sandstep_timeout_note (default_timeout_s, max_timeout_s);
   g_autofree char *clock = sandstep_lifetime_note (remaining_s);
@@ -225,6 +236,11 @@ sandstep_run_command_description (double default_timeout_s, double max_timeout_s
   g_string_append (out, network_note);
   g_string_append_c (out, ' ');
   g_string_append (out, clock);
+  if (image_note != NULL)
+    {
+      g_string_append_c (out, ' ');
+      g_string_append (out, image_note);
+    }
   if (mounts != NULL && mounts[0] != NULL)
     {
       g_autofree char *list = g_strjoinv (", ", (char **) mounts);

@@ -118,6 +118,7 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
   g_autoptr(GPtrArray) hosts = g_ptr_array_new ();
   g_autoptr(GPtrArray) cidrs = g_ptr_array_new ();
   g_autofree char *network_note = NULL;
+  g_autofree char *image_note = NULL;
 
   toolbox->attachment = attachment;
   if (limits != NULL)
@@ -140,12 +141,14 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
   g_ptr_array_add (mounts, NULL);
   network_note = sandstep_network_note (toolbox->network, spec != NULL ? string_list (spec->allow_hosts, hosts) : NULL,
                                         spec != NULL ? string_list (spec->allow_cidrs, cidrs) : NULL);
+  if (spec != NULL)
+    image_note = sandstep_image_note (spec->image, spec->image_digest, spec->root_readonly);
   /* Built once, at attach: the lifetime note must not count down between
    * turns (the description stays byte-identical, so prompt caches hold). */
   toolbox->run_description =
     sandstep_run_command_description (toolbox->limits.default_timeout_s, toolbox->limits.max_timeout_s,
                                       network_note, sandstep_attachment_remaining_lifetime (attachment),
-                                      (const char *const *) mounts->pdata);
+                                      image_note, (const char *const *) mounts->pdata);
   if (toolbox->exports != NULL)
     {
       g_autofree char *list = g_strjoinv (", ", toolbox->exports);

@@ -278,6 +278,7 @@ typedef struct {
   const char *data;
   guint mode;
   gsize size;           /* when data is NULL: this many 'x' bytes */
+  GBytes *content;      /* if not NULL: the data, binary (data and size unused) */
 } Entry;
 
 /* @value in octal, zero-padded to @width - 1 digits and a NUL, as ustar numbers are. */
@@ -293,7 +294,7 @@ static void
 tar_entry (GByteArray *out, const Entry *e)
 {
   guchar h[512] = { 0 };
-  gsize size = e->data != NULL ? strlen (e->data) : e->size;
+  gsize size = e->content != NULL ? g_bytes_get_size (e->content) : e->data != NULL ? strlen (e->data) : e->size;
   guint sum = 0;
   static const guchar zeros[512] = { 0 };
 
@@ -320,7 +321,9 @@ tar_entry (GByteArray *out, const Entry *e)
   octal (h + 148, 7, sum);
   h[155] = ' ';
   g_byte_array_append (out, h, 512);
-  if (e->data != NULL)
+  if (e->content != NULL)
+    g_byte_array_append (out, g_bytes_get_data (e->content, NULL), size);
+  else if (e->data != NULL)
     g_byte_array_append (out, (const guchar *) e->data, size);
   else
     for (gsize i = 0; i < size; i++)
@@ -1585,6 +1588,286 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
   g_free (ts.storage);
 }
 
+/* ---- an image as a sandbox's root ---- */
+
+/* More layers than a sandbox's 64 slots hold with its two trees. */
+#define SANDSTEP_TEST_TALL_LAYERS 62
+
+typedef enum {
+  ROOT_AS_CALLER,
+  ROOT_AS_USER,
+} RootRunAs;
+
+/* As root, a second variant runs every helper as a throwaway user: the sandbox's uid 0 is then that user, and
+ * the layers are its own. */
+static gboolean
+root_begin (SandstepTestFixture *f, gconstpointer data)
+{
+  char *reason = NULL;
+  SandstepTestUser *user;
+
+  if (GPOINTER_TO_INT (data) != ROOT_AS_USER)
+    return TRUE;
+  if ((user = sandstep_test_user_new (&reason)) == NULL)
+    {
+      g_test_skip (reason);
+      g_free (reason);
+      return FALSE;
+    }
+  if (!sandstep_test_user_can_unshare (user, &reason))
+    {
+      sandstep_test_user_free (user);
+      g_test_skip (reason);
+      g_free (reason);
+      return FALSE;
+    }
+  sandstep_test_fixture_set_user (f, user);
+  return TRUE;
+}
+
+/* A two-layer image of the host's busybox-static: the lower layer has busybox, /etc/os-release, a file the
+ * upper layer whites out and a directory it makes opaque; returns "oci:DIR:t" and its digest. */
+static char *
+busybox_root_layout (SandstepTestFixture *f, char **out_digest)
+{
+  g_autofree char *busybox = NULL, *layout = sandstep_test_host_path (f, "root-image");
+  gsize busybox_len = 0;
+  g_autoptr(GBytes) content = NULL;
+  g_autoptr(GBytes) lower = NULL, upper = NULL;
+
+  g_assert_true (g_file_get_contents ("/bin/busybox", &busybox, &busybox_len, NULL));
+  content = g_bytes_new_take (g_steal_pointer (&busybox), busybox_len);
+  {
+    const Entry entries[] = {
+      { '5', "bin" }, { '0', "bin/busybox", NULL, NULL, 0755, 0, content },
+      { '2', "bin/sh", "busybox" }, { '5', "etc" }, { '0', "etc/os-release", NULL, "ID=sandstep-test-image\n" },
+      { '0', "etc/hosts", NULL, "10.9.8.7 image-hosts\n" }, { '0', "etc/hostname", NULL, "image-name\n" },
+      { '5', "usr" }, { '5', "usr/lib" }, { '0', "usr/lib/gone", NULL, "whited out above\n" },
+      { '5', "usr/share" }, { '5', "usr/share/keep" }, { '0', "usr/share/keep/old", NULL, "hidden by opaque\n" },
+    };
+    lower = tar_build (entries, G_N_ELEMENTS (entries));
+  }
+  {
+    const Entry entries[] = {
+      { '5', "usr" }, { '5', "usr/lib" }, { '0', "usr/lib/.wh.gone", NULL, "" },
+      { '5', "usr/share" }, { '5', "usr/share/keep" }, { '0', "usr/share/keep/.wh..wh..opq", NULL, "" },
+      { '0', "usr/share/keep/new", NULL, "from the upper layer\n" },
+    };
+    upper = tar_build (entries, G_N_ELEMENTS (entries));
+  }
+  {
+    GBytes *layers[] = { lower, upper };
+    *out_digest = make_layout (layout, "t", layers, 2, NULL, NULL);
+  }
+  sandstep_test_fixture_chown (f, layout);
+  return g_strdup_printf ("oci:%s:t", layout);
+}
+
+static gboolean
+path_exists (const char *path)
+{
+  struct stat st;
+  return lstat (path, &st) == 0;
+}
+
+static void
+test_root_image (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *handle = NULL, *other = NULL, *out = NULL;
+  g_autofree char *users = NULL, *user_entry = NULL, *rw = NULL, *handle_arg = NULL, *expected = NULL;
+  g_autoptr(SandstepTestResult) destroyed = NULL, gc = NULL, list = NULL, listed = NULL;
+  g_autoptr(JsonObject) described = NULL;
+  JsonObject *image;
+
+  g_test_summary ("issue 27: a sandbox whose root is an image runs the image's busybox, sees the image's /etc and "
+                  "none of the host's /usr or /etc, honours whiteouts and opaque directories, keeps what a command "
+                  "writes to its root for the next command and from no other sandbox; destroy lets gc remove it");
+  if (!root_begin (f, data))
+    return;
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  handle = sandstep_test_provision (f, image_arg, NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+
+  /* The image's files, its Env (PATH=/bin, not the host's), and nothing of the host's root. */
+  out = sandstep_test_run_ok (f, handle,
+                              "cat /etc/os-release; echo PATH=$PATH HOME=$HOME; pwd; "
+                              "ls /usr/lib /usr/share/keep; ls /usr; "
+                              "for p in /usr/bin/env /etc/debian_version /usr/lib/gone /usr/share/keep/old; do "
+                              "[ -e $p ] && echo host-or-hidden-visible:$p; done; "
+                              "/bin/busybox | head -1 | cut -d' ' -f1; cat /etc/hostname /etc/hosts; echo end");
+  g_test_message ("%s", out);
+  sandstep_test_assert_contains (out, "ID=sandstep-test-image\n");
+  sandstep_test_assert_contains (out, "PATH=/bin HOME=/workspace\n/workspace\n");
+  sandstep_test_assert_contains (out, "new\nlib\nshare\n");
+  /* sandstep's /etc/hostname and /etc/hosts over the image's own. */
+  sandstep_test_assert_contains (out, "BusyBox\nsandstep\n127.0.0.1\tlocalhost sandstep\n");
+  sandstep_test_assert_contains (out, "ip6-loopback\nend\n");
+  g_assert_null (strstr (out, "image-"));
+  g_assert_null (strstr (out, "host-or-hidden-visible"));
+  g_assert_null (strstr (out, "old"));
+  g_clear_pointer (&out, g_free);
+
+  /* Writes to the root stay in this sandbox's own layer, for its next command. */
+  out = sandstep_test_run_ok (f, handle, "mkdir -p /usr/local && echo kept > /usr/local/x && echo written");
+  sandstep_test_assert_contains (out, "written");
+  g_clear_pointer (&out, g_free);
+  out = sandstep_test_run_ok (f, handle, "cat /usr/local/x");
+  sandstep_test_assert_contains (out, "kept\n");
+  g_clear_pointer (&out, g_free);
+  rw = g_build_filename (f->state_dir, "sandboxes", handle, "root", "upper", "usr", "local", "x", NULL);
+  g_assert_true (path_exists (rw));
+  /* ...never in another sandbox of the same image, nor in the image's layers. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", "other-holder");
+  other = sandstep_test_provision (f, image_arg, NULL);
+  out = sandstep_test_run_ok (f, other, "[ -e /usr/local/x ] && echo leaked; echo end");
+  g_assert_null (strstr (out, "leaked"));
+  sandstep_test_assert_contains (out, "end\n");
+  g_clear_pointer (&out, g_free);
+
+  /* describe and list name the image and its digest. */
+  described = sandstep_test_describe (f, handle);
+  image = json_object_get_object_member (json_object_get_object_member (described, "spec"), "image");
+  g_assert_nonnull (image);
+  g_assert_cmpstr (json_object_get_string_member (image, "digest"), ==, digest);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (image, "reference"), "oci:"));
+  listed = sandstep_test_helper (f, "list", NULL);
+  sandstep_test_assert_status (listed, 0);
+  expected = g_strndup (digest, 19);
+  sandstep_test_assert_contains (listed->out, expected);
+
+  /* Each sandbox is one of the image's users: gc --images keeps it until both are gone. */
+  users = g_strdup_printf ("%s/images/images/%s.users", f->state_dir, digest + strlen ("sha256:"));
+  user_entry = g_build_filename (users, handle, NULL);
+  g_assert_true (path_exists (user_entry));
+  gc = sandstep_test_helper (f, "gc", "--images", NULL);
+  sandstep_test_assert_status (gc, 0);
+  g_clear_pointer (&gc, sandstep_test_result_free);
+  list = sandstep_test_helper (f, "images", "--json", NULL);
+  sandstep_test_assert_status (list, 0);
+  {
+    g_autoptr(JsonNode) root = sandstep_test_parse_json (list->out);
+    JsonObject *entry = json_array_get_object_element (json_node_get_array (root), 0);
+    JsonArray *sandboxes = json_object_get_array_member (entry, "sandboxes");
+    g_assert_cmpstr (json_object_get_string_member (entry, "digest"), ==, digest);
+    g_assert_cmpuint (json_array_get_length (sandboxes), ==, 2);
+    g_assert_true (g_strcmp0 (json_array_get_string_element (sandboxes, 0), handle) == 0 ||
+                   g_strcmp0 (json_array_get_string_element (sandboxes, 1), handle) == 0);
+    /* Used at each provision from it, after the pull. */
+    g_assert_cmpint (json_object_get_int_member (entry, "last_used"), >, 0);
+  }
+  g_clear_pointer (&list, sandstep_test_result_free);
+
+  destroyed = sandstep_test_helper (f, "destroy", handle_arg, NULL);
+  sandstep_test_assert_status (destroyed, 0);
+  g_clear_pointer (&destroyed, sandstep_test_result_free);
+  g_assert_false (path_exists (user_entry));
+  g_assert_false (path_exists (rw));
+  g_clear_pointer (&handle_arg, g_free);
+  handle_arg = g_strconcat ("--handle=", other, NULL);
+  /* A sandbox whose record cannot be read says not which image it used: destroyed, every image forgets it. */
+  {
+    g_autofree char *record = g_build_filename (f->state_dir, "sandboxes", other, "record.json", NULL);
+    g_autofree char *other_entry = g_build_filename (users, other, NULL);
+    g_assert_true (path_exists (other_entry));
+    g_assert_true (g_file_set_contents (record, "{ damaged", -1, NULL));
+    sandstep_test_fixture_chown (f, record);
+    destroyed = sandstep_test_helper (f, "destroy", handle_arg, NULL);
+    sandstep_test_assert_status (destroyed, 0);
+    g_assert_false (path_exists (other_entry));
+    /* Its holder's entry, which the record named, is gc's to sweep. */
+    g_clear_pointer (&destroyed, sandstep_test_result_free);
+    destroyed = sandstep_test_helper (f, "gc", NULL);
+    sandstep_test_assert_status (destroyed, 0);
+  }
+  gc = sandstep_test_helper (f, "gc", "--images", NULL);
+  sandstep_test_assert_status (gc, 0);
+  sandstep_test_assert_contains (gc->err, "removed 1 image");
+  list = sandstep_test_helper (f, "images", "--json", NULL);
+  sandstep_test_assert_status (list, 0);
+  g_assert_cmpstr (g_strstrip (list->out), ==, "[]");
+}
+
+static void
+test_root_readonly (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *handle = NULL, *out = NULL;
+  g_autofree char *rw = NULL, *data_dir = NULL, *data_file = NULL, *mount_arg = NULL;
+  g_autoptr(SandstepTestResult) again = NULL;
+
+  g_test_summary ("issue 27: --root=readonly: the image's root refuses every write with EROFS, and the sandbox has "
+                  "no writable layer; /workspace and /tmp stay writable, data mounts are there, and the same holder asking for a "
+                  "writable root is refused as another spec");
+  if (!root_begin (f, data))
+    return;
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  data_dir = sandstep_test_host_path (f, "data");
+  g_assert_cmpint (g_mkdir_with_parents (data_dir, 0755), ==, 0);
+  data_file = g_build_filename (data_dir, "f", NULL);
+  g_assert_true (g_file_set_contents (data_file, "data mount\n", -1, NULL));
+  sandstep_test_fixture_chown (f, data_dir);
+  mount_arg = g_strdup_printf ("--mount=%s:/data/d", data_dir);
+  handle = sandstep_test_provision (f, image_arg, "--root=readonly", mount_arg, NULL);
+  /* The same holder asking for a writable root asks for another sandbox. */
+  again = sandstep_test_helper (f, "provision", image_arg, mount_arg, NULL);
+  g_assert_cmpint (again->status, !=, 0);
+  sandstep_test_assert_contains (again->err, "root is 'readonly' there, 'writable' asked");
+  out = sandstep_test_run_ok (f, handle,
+                              "cat /data/d/f; for p in /usr/lib/x /etc/x /x; do ( echo x > $p ) 2>&1; done; "
+                              "mkdir /usr/y 2>&1; echo ok > /workspace/w && cat /workspace/w; echo ok > /tmp/t && "
+                              "cat /tmp/t; cat /etc/os-release");
+  g_test_message ("%s", out);
+  {
+    /* Each of the four writes refused, for the root's being read-only. */
+    guint refusals = 0;
+    for (const char *p = out; (p = strstr (p, "Read-only file system")) != NULL; p++)
+      refusals++;
+    g_assert_cmpuint (refusals, ==, 4);
+  }
+  sandstep_test_assert_contains (out, "ok\nok\nID=sandstep-test-image\n");
+  sandstep_test_assert_contains (out, "data mount\n");
+  rw = g_build_filename (f->state_dir, "sandboxes", handle, "root", NULL);
+  g_assert_false (path_exists (rw));
+}
+
+static void
+test_root_many_layers (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *layout = sandstep_test_host_path (f, "tall-image");
+  g_autofree char *image_arg = NULL, *handle = NULL, *handle_arg = NULL;
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  g_autoptr(SandstepTestResult) r = NULL;
+
+  g_test_summary ("issue 27: an image of more layers than a sandbox can stack is refused at its first command, "
+                  "naming the count and what to do (squash it)");
+  for (guint i = 0; i < SANDSTEP_TEST_TALL_LAYERS; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("f%u", i);
+      const Entry entries[] = { { '0', name, NULL, "x" } };
+      g_ptr_array_add (layers, tar_build (entries, 1));
+    }
+  g_free (make_layout (layout, "t", (GBytes *const *) layers->pdata, layers->len, NULL, NULL));
+  sandstep_test_fixture_chown (f, layout);
+  image_arg = g_strdup_printf ("--image=oci:%s:t", layout);
+  handle = sandstep_test_provision (f, image_arg, NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  r = sandstep_test_helper (f, "run", handle_arg, "--", "true", NULL);
+  g_assert_cmpint (r->status, !=, 0);
+  sandstep_test_assert_contains (r->err, "has 62 layers, more than a sandbox stacks");
+  sandstep_test_assert_contains (r->err, "squash");
+}
+
+static void
+test_root_usage (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--root=readonly", NULL);
+
+  g_test_summary ("issue 27: --root without --image is refused as usage (the host's /usr is read-only anyway)");
+  sandstep_test_assert_status (r, 64);
+  sandstep_test_assert_contains (r->err, "--image");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1611,6 +1894,16 @@ main (int argc, char **argv)
   ADD ("/image/gc", test_gc);
   ADD ("/image/auth/basic-tls", test_basic_tls);
   ADD ("/image/auth/bearer", test_bearer);
+  g_test_add ("/image/root/image", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_CALLER), setup, test_root_image,
+              sandstep_test_teardown);
+  g_test_add ("/image/root/image-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
+              test_root_image, sandstep_test_teardown);
+  g_test_add ("/image/root/readonly", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_CALLER), setup,
+              test_root_readonly, sandstep_test_teardown);
+  g_test_add ("/image/root/readonly-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
+              test_root_readonly, sandstep_test_teardown);
+  ADD ("/image/root/usage", test_root_usage);
+  ADD ("/image/root/many-layers", test_root_many_layers);
 #undef ADD
   registry_start ();
   status = g_test_run ();

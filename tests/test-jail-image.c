@@ -88,6 +88,10 @@ test_good (void)
   g_assert_true (accepted (image));
   /* Shorter than the header says: refused. */
   g_assert_null (sandstep_jail_image_check (image, sizeof *image - 1, SANDSTEP_PLAN_FORMAT));
+  /* An image's root: overlayfs with its options, as a tmpfs has them. */
+  image->ops[0].kind = JAIL_OP_OVERLAY;
+  g_assert_true (accepted (image));
+  image->ops[0].kind = JAIL_OP_TMPFS;
   /* Of another build's format: refused. */
   g_assert_null (sandstep_jail_image_check (image, sizeof *image, SANDSTEP_PLAN_FORMAT + 1));
 }
@@ -105,7 +109,9 @@ static void path_outside (Image *image) { image->ops[2].path = sizeof *image + 1
 static void path_unterminated (Image *image) { image->ops[3].path = sizeof *image - 1; image->strings[255] = 'x'; }
 static void tmpfs_unterminated (Image *image) { image->ops[0].data_len = 7; }
 static void data_past_end (Image *image) { image->ops[0].data_len = 100000; }
-static void unknown_kind (Image *image) { image->ops[2].kind = JAIL_OP_ATTACH + 1; }
+static void unknown_kind (Image *image) { image->ops[2].kind = JAIL_OP_OVERLAY + 1; }
+static void overlay_unterminated (Image *image) { image->ops[0].kind = JAIL_OP_OVERLAY; image->ops[0].data_len = 7; }
+static void overlay_without_options (Image *image) { image->ops[0].kind = JAIL_OP_OVERLAY; image->ops[0].data_len = 0; }
 static void slot_out_of_range (Image *image) { image->ops[2].slot = 2; }
 static void bind_before_open (Image *image) { SandstepJailImageOp open = image->ops[1]; image->ops[1] = image->ops[2]; image->ops[2] = open; }
 static void slot_opened_twice (Image *image) { image->ops[2] = image->ops[1]; }
@@ -127,6 +133,8 @@ test_damaged (void)
     { "a path outside the image", path_outside },
     { "a path with no end", path_unterminated },
     { "tmpfs options with no end", tmpfs_unterminated },
+    { "overlayfs options with no end", overlay_unterminated },
+    { "an overlayfs with no options", overlay_without_options },
     { "content past the end", data_past_end },
     { "a step of no known kind", unknown_kind },
     { "a slot out of range", slot_out_of_range },

@@ -571,10 +571,12 @@ test_description (void)
 {
   const char *mounts[] = { "/data/docs", NULL };
   g_autofree char *note = sandstep_network_note (SANDSTEP_NETWORK_NONE, NULL, NULL);
-  g_autofree char *text = sandstep_run_command_description (60, 300, note, 150, mounts);
+  g_autofree char *text = sandstep_run_command_description (60, 300, note, 150, NULL, mounts);
+  g_autofree char *image_note = sandstep_image_note ("oci:/srv/py:3.12", "sha256:ab", FALSE);
+  g_autofree char *with_image = sandstep_run_command_description (60, 300, note, 150, image_note, mounts);
 
-  g_test_summary ("run_command's description states the timeouts (quirk 2), the attached sandbox, the network "
-                  "and the lifetime");
+  g_test_summary ("run_command's description states the timeouts (quirk 2), the attached sandbox, the network, "
+                  "the lifetime, and the image of an image sandbox");
   assert_str_free (sandstep_timeout_note (60, 300), "Commands time out after 60s unless you pass timeout_seconds "
                                                     "(at most 300s); a command that times out is killed with "
                                                     "everything it started.");
@@ -584,6 +586,15 @@ test_description (void)
                                   "this run for a later step to collect. This sandbox has NO network access"));
   g_assert_nonnull (strstr (text, " About 2 minutes of its lifetime remained when this run began."));
   g_assert_true (g_str_has_suffix (text, " Read-only data is mounted at /data/docs (the file tools read it too)."));
+  /* An image's sandbox says which image, and that installs stay; a read-only root says so instead. */
+  g_assert_null (strstr (text, "Its system is"));
+  g_assert_nonnull (strstr (with_image, " this run began. Its system is the image oci:/srv/py:3.12 (sha256:ab), not "
+                                        "this machine's: use the programs it has, and what you install outside "
+                                        "/workspace stays for later commands. Read-only data"));
+  assert_str_free (sandstep_image_note ("docker://x", "sha256:cd", TRUE),
+                   "Its system is the image docker://x (sha256:cd), not this machine's: use the programs it has; its "
+                   "root is read-only, so only /workspace and /tmp take writes.");
+  g_assert_null (sandstep_image_note (NULL, NULL, FALSE));
 }
 
 static void

@@ -1421,6 +1421,73 @@ test_helper_retry (void)
   }
 }
 
+/* $(sandbox-provision image=REF root=readonly): the option comes from the operator table. */
+static void
+test_helper_image (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *layout = NULL, *image = NULL, *bundle = NULL, *bin = NULL, *marker = NULL, *sh = NULL;
+  g_autofree char *image_var = NULL, *log = NULL;
+
+  REQUIRE_HELPER ();
+  g_test_summary ("issue 27: make's $(sandbox-provision image=REF root=readonly) gives the step the image as its "
+                  "root, read-only");
+  tree = tree_new ();
+  tree_add_makefile (tree, "image.mk", "Makefile");
+  layout = tree_path (tree, "image");
+  image = g_strconcat (layout, ":t", NULL);
+  bundle = tree_path (tree, "bundle");
+  bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  sh = g_build_filename (bin, "sh", NULL);
+  {
+    const char *const steps[][7] = {
+      { "umoci", "init", "--layout", layout, NULL },
+      { "umoci", "new", "--image", image, NULL },
+      { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS (steps); i++)
+      {
+        int status = 0;
+        g_autoptr(GError) error = NULL;
+        g_spawn_sync (NULL, (char **) steps[i], NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                      NULL, NULL, &status, &error);
+        g_assert_no_error (error);
+        g_assert_true (g_spawn_check_wait_status (status, NULL));
+      }
+  }
+  g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+  {
+    g_autofree char *busybox = NULL, *copy = g_build_filename (bin, "busybox", NULL);
+    gsize len = 0;
+    g_assert_true (g_file_get_contents ("/bin/busybox", &busybox, &len, NULL));
+    g_assert_true (g_file_set_contents_full (copy, busybox, len, G_FILE_SET_CONTENTS_NONE, 0755, NULL));
+  }
+  g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+  write_file (marker, "from the image\n");
+  {
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+    int status = 0;
+    g_autoptr(GError) error = NULL;
+    g_spawn_sync (NULL, (char **) repack, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                  NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  image_var = g_strconcat ("IMAGE=oci:", image, NULL);
+  {
+    /* Both makes of one run: a make that succeeds ends its run. */
+    const char *env[] = { "SANDSTEP_RUN=image-run", NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, image_var, "step.log", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+    log = read_file (tree_path (tree, "step.log"));
+    g_assert_cmpstr (log, ==, "from the image\ntouch: /x: Read-only file system\n");
+    g_clear_pointer (&r, make_result_free);
+    r = tree_make (tree, env, image_var, "release", NULL);
+    g_assert_cmpint (r->status, ==, 0);
+  }
+}
+
 /* A sandbox of one run refuses another run (exit 67). */
 static void
 test_helper_owner_mismatch (void)
@@ -1969,6 +2036,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/interrupt/precious", test_interrupt_precious);
   g_test_add_func ("/plugin/helper/retry", test_helper_retry);
   g_test_add_func ("/plugin/helper/owner-mismatch", test_helper_owner_mismatch);
+  g_test_add_func ("/plugin/helper/image", test_helper_image);
   g_test_add_func ("/plugin/helper/touched-handle", test_helper_touched_handle);
   g_test_add_func ("/plugin/helper/after-release", test_helper_after_release);
   g_test_add_func ("/plugin/helper/parallel", test_helper_parallel);

@@ -812,6 +812,134 @@ test_round_trip (Fixture *f, gconstpointer data)
 /* ---- leases: a claim lives as long as its holder's connection ---- */
 
 static void
+die_with_test (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* A docker-registry on a free loopback port, its storage under the fixture; its pid (the test kills it). */
+static GPid
+start_registry (Fixture *f, guint16 *out_port)
+{
+  g_autofree char *config = g_build_filename (f->host_dir, "registry.yml", NULL);
+  g_autofree char *storage = g_build_filename (f->host_dir, "registry", NULL);
+  g_autofree char *text = NULL;
+  const char *argv[] = { "docker-registry", "serve", config, NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  GPid pid;
+
+  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
+  bound = g_socket_get_local_address (probe, NULL);
+  *out_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (probe, NULL);
+  text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                          "http:\n  addr: 127.0.0.1:%u\n", storage, *out_port);
+  g_assert_true (g_file_set_contents (config, text, -1, NULL));
+  g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &pid, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200; i++)
+    {
+      g_autoptr(GSocketClient) client = g_socket_client_new ();
+      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", *out_port, NULL,
+                                                                                 NULL);
+      if (connection != NULL)
+        return pid;
+      g_usleep (50000);
+    }
+  g_error ("docker-registry did not answer on 127.0.0.1:%u", *out_port);
+}
+
+/* Runs @argv, asserting that it succeeds. */
+static void
+run_tool (const char *const *argv)
+{
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("%s failed: %s", argv[0], err);
+}
+
+static void
+test_image_through_server (Fixture *f, gconstpointer data)
+{
+  g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
+  g_autofree char *layout = g_build_filename (f->host_dir, "image", NULL);
+  g_autofree char *image = g_strconcat (layout, ":t", NULL);
+  g_autofree char *bundle = g_build_filename (f->host_dir, "bundle", NULL);
+  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  g_autofree char *image_arg = NULL;
+  g_autofree char *h = NULL;
+  guint16 port = 0;
+  GPid registry_pid;
+  g_autoptr(Result) r = NULL, run = NULL, described = NULL;
+
+  g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it from a "
+                  "loopback registry into its own store, and the sandbox's root is the image; a file's reference "
+                  "(oci:) is refused, as the server would read its own host's files for the client");
+  SKIP_IF_NO_JAIL (f);
+  {
+    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
+    const char *make[] = { "umoci", "new", "--image", image, NULL };
+    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
+    const char *copy[] = { "cp", "/bin/busybox", bin, NULL };
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+    g_autofree char *sh = g_build_filename (bin, "sh", NULL);
+
+    run_tool (init);
+    run_tool (make);
+    run_tool (unpack);
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    run_tool (copy);
+    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
+    run_tool (repack);
+  }
+  registry_pid = start_registry (f, &port);
+  {
+    g_autofree char *src = g_strconcat ("oci:", image, NULL);
+    g_autofree char *dst = g_strdup_printf ("docker://127.0.0.1:%u/remote/busybox:1", port);
+    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+    run_tool (push);
+    image_arg = g_strdup_printf ("--image=docker://127.0.0.1:%u/remote/busybox:1", port);
+  }
+  {
+    g_autofree char *file_arg = g_strconcat ("--image=oci:", image, NULL);
+    g_autoptr(Result) refused = NULL;
+    fixture_start (f);
+    refused = helper (f, "provision", holder_arg, file_arg, NULL);
+    assert_status (refused, 76);
+    g_assert_nonnull (strstr (refused->err, "names a file on this machine"));
+  }
+  r = helper (f, "provision", holder_arg, image_arg, NULL);
+  assert_status (r, 0);
+  g_strchomp (r->out);
+  h = g_strconcat ("--handle=", r->out, NULL);
+  run = helper (f, "run", h, "--", "cat /marker; [ -e /usr/bin/env ] || echo no-host-usr", NULL);
+  assert_status (run, 0);
+  g_assert_cmpstr (run->out, ==, "from the image\nno-host-usr\n");
+  described = helper (f, "describe", h, NULL);
+  assert_status (described, 0);
+  g_assert_nonnull (strstr (described->out, "\"digest\" : \"sha256:"));
+  {
+    g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
+    assert_status (destroyed, 0);
+  }
+  kill (registry_pid, SIGKILL);
+  waitpid (registry_pid, NULL, 0);
+}
+
+static void
 test_disconnect_kills_command (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
@@ -2855,6 +2983,7 @@ main (int argc, char **argv)
   g_test_add_func ("/remote/handles", test_handles);
   ADD ("/remote/listen/refuses-open-port-without-token", test_listen_refuses_open_port_without_token);
   ADD ("/remote/round-trip", test_round_trip);
+  ADD ("/remote/image", test_image_through_server);
   ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
   ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);
   ADD ("/remote/run/stdin", test_run_stdin);

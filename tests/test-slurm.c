@@ -290,6 +290,47 @@ test_provision_cleanup (void)
   }
 }
 
+/* ---- an image as the job's root ---- */
+
+static void
+test_image (void)
+{
+  g_autofree char *layout = g_build_filename (node.dir, "image", NULL);
+  g_autofree char *image = g_strconcat (layout, ":t", NULL);
+  g_autofree char *bundle = g_build_filename (node.dir, "image-bundle", NULL);
+  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  g_autofree char *sh = g_build_filename (bin, "sh", NULL);
+  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  g_autofree char *provision = g_strdup_printf ("--sandbox-provision=image=oci:%s", image);
+
+  g_test_summary ("issue 27: srun --sandbox-provision=image=REF: the job's sandbox has the image as its root");
+  {
+    g_autoptr(Run) init = run ("umoci", "init", "--layout", layout);
+    g_autoptr(Run) make = NULL, unpack = NULL, copy = NULL, repack = NULL, chmod_r = NULL;
+    assert_status (init, 0);
+    make = run ("umoci", "new", "--image", image);
+    assert_status (make, 0);
+    unpack = run ("umoci", "unpack", "--rootless", "--image", image, bundle);
+    assert_status (unpack, 0);
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    copy = run ("cp", "/bin/busybox", bin);
+    assert_status (copy, 0);
+    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
+    repack = run ("umoci", "repack", "--image", image, bundle);
+    assert_status (repack, 0);
+    /* The job's user pulls it. */
+    chmod_r = run ("chmod", "-R", "a+rX", layout);
+    assert_status (chmod_r, 0);
+  }
+  {
+    g_autoptr(Run) r = run ("srun", "--quiet", provision, "--sandbox=job", "sh", "-c",
+                            "cat /marker; [ -e /usr/bin/env ] || echo no-host-usr");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "from the image\nno-host-usr\n");
+  }
+}
+
 /* ---- a job of another user ---- */
 
 static void
@@ -760,6 +801,7 @@ static const struct {
   { "/slurm/example", test_example },
   { "/slurm/identity", test_identity },
   { "/slurm/provision-cleanup", test_provision_cleanup },
+  { "/slurm/image", test_image },
   { "/slurm/other-user", test_other_user },
   { "/slurm/scancel", test_scancel },
   { "/slurm/remote", test_remote },

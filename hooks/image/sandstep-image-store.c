@@ -560,14 +560,46 @@ sandstep_image_store_list (SandstepImageStore *store, GError **error)
   return g_steal_pointer (&records);
 }
 
+char *
+sandstep_image_store_find_reference (SandstepImageStore *store, const char *reference)
+{
+  g_autoptr(GPtrArray) records = sandstep_image_store_list (store, NULL);
+  const SandstepImageRecord *found = NULL;
+
+  for (guint i = 0; records != NULL && i < records->len; i++)
+    {
+      const SandstepImageRecord *record = records->pdata[i];
+      if (has_string (record->references, reference) && (found == NULL || record->pulled >= found->pulled))
+        found = record;
+    }
+  return found != NULL ? g_strdup (found->digest) : NULL;
+}
+
+static gint
+by_string (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+GPtrArray *
+sandstep_image_store_users (SandstepImageStore *store, const char *digest)
+{
+  g_autofree char *users = g_strdup_printf ("images/%s.users", hex_of (digest));
+  GPtrArray *names = sandstep_list_entries_at (store->dir_fd, users);
+
+  if (names == NULL)
+    return g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_sort (names, by_string);
+  return names;
+}
+
 /* TRUE when a sandbox has put its name in images/HEX.users/. */
 static gboolean
 record_in_use (SandstepImageStore *store, const SandstepImageRecord *record)
 {
-  g_autofree char *users = g_strdup_printf ("images/%s.users", hex_of (record->digest));
-  g_autoptr(GPtrArray) names = sandstep_list_entries_at (store->dir_fd, users);
+  g_autoptr(GPtrArray) names = sandstep_image_store_users (store, record->digest);
 
-  return names != NULL && names->len > 0;
+  return names->len > 0;
 }
 
 /* Bytes of @name under @dir_fd and everything in it, links not followed. */

@@ -99,6 +99,13 @@ gboolean sandstep_image_store_save_record (SandstepImageStore *store, const Sand
 /* Every image of the store (SandstepImageRecord *), oldest use first. */
 GPtrArray *sandstep_image_store_list (SandstepImageStore *store, GError **error);
 
+/* The handles of the sandboxes that use the image @digest (images/HEX.users/), sorted; never NULL. */
+GPtrArray *sandstep_image_store_users (SandstepImageStore *store, const char *digest);
+
+/* The digest of the image pulled as @reference (a SandstepImageRef's text), the last one pulled under it if
+ * several were; NULL if none. */
+char *sandstep_image_store_find_reference (SandstepImageStore *store, const char *reference);
+
 /* Removes every image no sandbox uses, then every blob and layer no image
  * left names, and what killed pulls left.  Needs a store opened exclusive. */
 gboolean sandstep_image_store_gc (SandstepImageStore *store, guint *out_images, guint64 *out_bytes, GError **error);

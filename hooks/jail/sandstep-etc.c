@@ -72,9 +72,7 @@ sandstep_etc_build (gboolean open_network, const SandstepEtcSink *sink, gpointer
     "root:x:0:0:sandstep:/workspace:/bin/sh\n"
     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
   static const char group[] = "root:x:0:\nnogroup:x:65534:\n";
-  static const char hosts[] =
-    "127.0.0.1\tlocalhost " SANDSTEP_JAIL_HOSTNAME "\n"
-    "::1\tlocalhost ip6-localhost ip6-loopback\n";
+  static const char hosts[] = SANDSTEP_ETC_HOSTS;
   g_autoptr(GHashTable) made = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
   own_file (sink, "passwd", passwd, user_data);

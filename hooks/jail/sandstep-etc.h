@@ -29,6 +29,11 @@ typedef struct {
   void (*input) (const char *host_path, const struct stat *seen, gboolean copied, gpointer user_data);
 } SandstepEtcSink;
 
+/* A sandbox's /etc/hosts, whatever its root: its own name and loopback's. */
+#define SANDSTEP_ETC_HOSTS \
+  "127.0.0.1\tlocalhost " SANDSTEP_JAIL_HOSTNAME "\n" \
+  "::1\tlocalhost ip6-localhost ip6-loopback\n"
+
 /* resolv.conf comes only with @open_network: elsewhere DNS is meant to fail. */
 void sandstep_etc_build (gboolean open_network, const SandstepEtcSink *sink, gpointer user_data);
 

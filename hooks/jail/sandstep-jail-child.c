@@ -119,6 +119,8 @@ run_op (const SandstepJailImage *image, const SandstepJailImageOp *op, int *slot
       return fd < 0 ? -1 : 0;
     case JAIL_OP_ATTACH:
       return sys_move_mount (slots[op->slot], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
+    case JAIL_OP_OVERLAY:
+      return mount ("overlay", path, "overlay", op->flags, data);
     }
   errno = EINVAL;
   return -1;
@@ -257,7 +259,10 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
   if (chdir (NEWROOT) < 0 || syscall (SYS_pivot_root, ".", ".") < 0 || umount2 (".", MNT_DETACH) < 0 ||
       chdir ("/") < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_PIVOT, errno);
-  if (mount (NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+  /* Read-only, but for an image's root with a writable layer of its own. */
+  if (mount (NULL, "/", NULL,
+             MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV |
+               ((image->flags & SANDSTEP_JAIL_IMAGE_WRITABLE_ROOT) ? 0 : MS_RDONLY), NULL) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_ROOT_RDONLY, errno);
   if (bring_up_loopback () < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_LOOPBACK, errno);

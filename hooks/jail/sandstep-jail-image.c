@@ -63,12 +63,13 @@ sandstep_jail_image_check (const void *data, size_t size, uint32_t format)
       const SandstepJailImageOp *op = sandstep_jail_image_op (image, i);
       int needs_slot = op->kind == JAIL_OP_OPEN || op->kind == JAIL_OP_ATTACH;
 
-      if (op->kind > JAIL_OP_ATTACH || op->slot < -1 || op->slot >= (int32_t) image->n_slots ||
+      if (op->kind > JAIL_OP_OVERLAY || op->slot < -1 || op->slot >= (int32_t) image->n_slots ||
           (needs_slot && op->slot < 0) || !string_inside (image, op->path, 0) ||
           !string_inside (image, op->source, 1) || !string_inside (image, op->what, 0) ||
           !bytes_inside (image, op->data, op->data_len) ||
           ((op->kind == JAIL_OP_SYMLINK || (op->kind == JAIL_OP_BIND && op->slot < 0)) && op->source == 0) ||
-          (op->kind == JAIL_OP_TMPFS && (op->data_len == 0 || ((const char *) image)[op->data + op->data_len - 1])))
+          ((op->kind == JAIL_OP_TMPFS || op->kind == JAIL_OP_OVERLAY) &&
+           (op->data_len == 0 || ((const char *) image)[op->data + op->data_len - 1])))
         return NULL;
       if (op->kind == JAIL_OP_OPEN)
         {

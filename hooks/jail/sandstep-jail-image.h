@@ -21,7 +21,7 @@
 /* The plan the helper keeps beside a sandbox's record, and the layout it has: a supervisor refuses a plan of
  * another layout, or one whose inputs changed (sandstep-plan-inputs.h), and the helper compiles a new one. */
 #define SANDSTEP_PLAN_FILE "plan"
-#define SANDSTEP_PLAN_FORMAT 2
+#define SANDSTEP_PLAN_FORMAT 3
 
 /* A kept plan is used only if nobody but the state directory's owner could have written it. */
 static inline int
@@ -52,12 +52,14 @@ typedef enum {
   JAIL_OP_PROC,
   JAIL_OP_OPEN,       /* open the host path (not under the new root) into the slot */
   JAIL_OP_ATTACH,     /* move the detached mount in the slot (made by the builder's parent) onto path */
+  JAIL_OP_OVERLAY,    /* mount an overlayfs at path, data as options (an image's root) */
 } JailOpKind;
 
 enum {
   SANDSTEP_JAIL_IMAGE_IDMAP = 1 << 0,     /* the trees are shown through idmapped mounts */
   SANDSTEP_JAIL_IMAGE_OPEN_NET = 1 << 1,  /* a user-mode network stack joins the namespace (network=open) */
   SANDSTEP_JAIL_IMAGE_EGRESS = 1 << 2,    /* init hands connections to the egress proxy (network=allow) */
+  SANDSTEP_JAIL_IMAGE_WRITABLE_ROOT = 1 << 3,  /* the root stays writable (an image's, with a layer of its own) */
 };
 
 typedef struct {
@@ -82,7 +84,7 @@ typedef struct {
   uint32_t path;            /* absolute, under SANDSTEP_JAIL_NEWROOT (a host path for JAIL_OP_OPEN) */
   uint32_t source;          /* 0: none */
   uint32_t what;            /* for messages: what this step does, in words */
-  uint32_t data, data_len;  /* JAIL_OP_TMPFS: options (NUL-terminated); JAIL_OP_WRITE: content */
+  uint32_t data, data_len;  /* JAIL_OP_TMPFS, JAIL_OP_OVERLAY: options (NUL-terminated); JAIL_OP_WRITE: content */
   uint32_t reserved;
 } SandstepJailImageOp;
 

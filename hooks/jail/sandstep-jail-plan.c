@@ -257,6 +257,96 @@ add_usr (SandstepJail *jail, GVariantBuilder *inputs, GError **error)
   return TRUE;
 }
 
+/* Where an image's root is put together, on the staging tmpfs that the overlay then covers: each layer's
+ * directory (IMAGE_STAGE/N), the sandbox's writable layer (IMAGE_STAGE/rw), and sandstep's own top layer
+ * (IMAGE_STAGE/top): the mount points and the files of /etc that the sandbox gets whatever the image has. */
+#define IMAGE_STAGE "/.sandstep"
+
+static void
+top_file (SandstepJail *jail, const char *name, const char *text)
+{
+  g_autofree char *path = g_strconcat (IMAGE_STAGE "/top/etc/", name, NULL);
+  g_autofree char *what = g_strdup_printf ("write /etc/%s", name);
+
+  add_op (jail, JAIL_OP_WRITE, path, NULL, 0644, g_bytes_new (text, strlen (text)), what);
+}
+
+/* The image's layers, lowest first in @config, under sandstep's top layer, with the sandbox's own writable
+ * layer over them all (or none: read-only), as overlayfs in the sandbox's user namespace ("userxattr": the
+ * unpacker wrote opaque directories as user.overlay.opaque).  Nothing of the host's /usr or /etc shows. */
+static gboolean
+add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **error)
+{
+  static const char *const mount_points[] = { "/workspace", "/tmp", "/dev", "/proc", "/etc" };
+  g_autoptr(GString) options = g_string_new ("lowerdir=" NEWROOT IMAGE_STAGE "/top");
+  const SandstepSpec *spec = config->spec;
+  guint n = 0;
+
+  add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the staging tmpfs");
+  add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE, NULL, 0700, NULL, "create the image's staging directory");
+  while (config->image_layers[n] != NULL)
+    n++;
+  if (n == 0)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "image '%s' has no layers; provision from another image", spec->image);
+  /* Each layer takes a slot, as a mount does; the trees and the data mounts need theirs too. */
+  if (n + 3 + spec->mounts->len > SANDSTEP_JAIL_MAX_SLOTS)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "image '%s' has %u layers, more than a sandbox stacks with %u data mounts (at most %u "
+                           "layers and mounts together); flatten the image (squash its layers) or use fewer mounts",
+                           spec->image, n, spec->mounts->len, SANDSTEP_JAIL_MAX_SLOTS - 3);
+  /* overlayfs takes the top layer first. */
+  for (guint i = n; i-- > 0;)
+    {
+      g_autofree char *target = g_strdup_printf (IMAGE_STAGE "/%u", i);
+      /* As root the layers are the image's uids (mostly 0): shown through the sandbox's idmap, host 0 is the
+       * sandbox's 0.  A caller's own layers are the sandbox's uid 0 already. */
+      if (jail->idmap ? !add_detached (jail, config->image_layers[i], target, HOST_BIND_ATTRS, TRUE, TRUE, error)
+                      : !add_bind (jail, config->image_layers[i], TRUE, target, HOST_BIND_ATTRS, TRUE, error))
+        return FALSE;
+      g_string_append_printf (options, ":" NEWROOT "%s", target);
+    }
+  if (config->image_rw != NULL)
+    {
+      if (!add_tree (jail, config->image_rw, IMAGE_STAGE "/rw", error))
+        return FALSE;
+      g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/upper,workdir=" NEWROOT IMAGE_STAGE "/rw/work");
+      jail->writable_root = TRUE;
+    }
+  g_string_append (options, ",userxattr");
+
+  add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE "/top", NULL, 0755, NULL, "create sandstep's top layer");
+  for (gsize i = 0; i < G_N_ELEMENTS (mount_points); i++)
+    {
+      g_autofree char *path = g_strconcat (IMAGE_STAGE "/top", mount_points[i], NULL);
+      add_op (jail, JAIL_OP_MKDIR, path, NULL, 0755, NULL, "create a mount point in sandstep's top layer");
+    }
+  if (spec->mounts->len > 0)
+    add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE "/top/data", NULL, 0755, NULL, "create /data");
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const SandstepMount *mount = spec->mounts->pdata[i];
+      g_autofree char *path = g_strconcat (IMAGE_STAGE "/top/data/", mount->name, NULL);
+      add_op (jail, g_file_test (mount->host_path, G_FILE_TEST_IS_DIR) ? JAIL_OP_MKDIR : JAIL_OP_TOUCH, path, NULL,
+              0755, NULL, "create a data mount's mount point");
+    }
+  top_file (jail, "hostname", SANDSTEP_JAIL_HOSTNAME "\n");
+  top_file (jail, "hosts", SANDSTEP_ETC_HOSTS);
+  /* Where DNS is meant to work, the host's resolver; elsewhere an empty one, so that it fails. */
+  if (jail->open_net)
+    {
+      g_autofree char *resolv = NULL;
+      add_input (config->inputs, "/etc/resolv.conf", SANDSTEP_PLAN_INPUT_CONTENT, TRUE, NULL);
+      if (g_file_get_contents ("/etc/resolv.conf", &resolv, NULL, NULL))
+        top_file (jail, "resolv.conf", resolv);
+    }
+  else
+    top_file (jail, "resolv.conf", "");
+  add_op (jail, JAIL_OP_OVERLAY, "", NULL, MS_NOSUID | MS_NODEV | (jail->writable_root ? 0 : MS_RDONLY),
+          g_bytes_new (options->str, options->len + 1), "mount the image's layers as the root (overlayfs)");
+  return TRUE;
+}
+
 /* The host-wide knobs and views of /proc, which a sandbox has no business
  * changing or reading: read-only or hidden, as Docker masks them. */
 static void
@@ -321,7 +411,7 @@ add_proc_masks (SandstepJail *jail, GVariantBuilder *inputs)
 /* The fixed variables, and the spec's own; a command's terminal and locale
  * come between them (sandstep_jail_environment()). */
 static void
-build_environment (SandstepJail *jail, const SandstepSpec *spec)
+build_environment (SandstepJail *jail, const SandstepSpec *spec, const char *const *image_env)
 {
   GHashTableIter iter;
   gpointer key, value;
@@ -336,6 +426,13 @@ build_environment (SandstepJail *jail, const SandstepSpec *spec)
   base = g_environ_setenv (base, "SHELL", "/bin/sh", TRUE);
   base = g_environ_setenv (base, "HOSTNAME", SANDSTEP_JAIL_HOSTNAME, TRUE);
   base = g_environ_setenv (base, "SANDSTEP", "1", TRUE);
+  /* An image's Env is the base (its PATH, its language's variables); the working directory and HOME stay. */
+  for (gsize i = 0; image_env != NULL && image_env[i] != NULL; i++)
+    {
+      g_autofree char *name = g_strndup (image_env[i], strcspn (image_env[i], "="));
+      if (strcmp (name, "HOME") != 0 && strcmp (name, "PWD") != 0)
+        base = g_environ_setenv (base, name, image_env[i] + strlen (name) + 1, TRUE);
+    }
   if (spec->network == SANDSTEP_NETWORK_ALLOW)
     {
       static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
@@ -395,13 +492,22 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
    * user-mode network stack (sandstep-supervisor.c). */
   jail->open_net = spec->network == SANDSTEP_NETWORK_OPEN;
   jail->egress = spec->network == SANDSTEP_NETWORK_ALLOW;
-  build_environment (jail, spec);
+  build_environment (jail, spec, config->image_env);
   set_rlimits (jail, config);
 
-  add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the tmpfs root");
-  if (!add_usr (jail, config->inputs, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
-      !add_tree (jail, config->tmp, "/tmp", error) || !add_etc (jail, jail->open_net, config->inputs, error))
-    return NULL;
+  if (config->image_layers != NULL)
+    {
+      if (!add_image_root (jail, config, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
+          !add_tree (jail, config->tmp, "/tmp", error))
+        return NULL;
+    }
+  else
+    {
+      add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the tmpfs root");
+      if (!add_usr (jail, config->inputs, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
+          !add_tree (jail, config->tmp, "/tmp", error) || !add_etc (jail, jail->open_net, config->inputs, error))
+        return NULL;
+    }
   add_dev (jail);
 
   if (spec->mounts->len > 0)
@@ -490,7 +596,8 @@ sandstep_jail_to_image (SandstepJail *jail, GBytes *seccomp)
   SandstepJailImage header = {
     .magic = SANDSTEP_JAIL_IMAGE_MAGIC, .format = SANDSTEP_PLAN_FORMAT,
     .flags = (jail->idmap ? SANDSTEP_JAIL_IMAGE_IDMAP : 0) | (jail->open_net ? SANDSTEP_JAIL_IMAGE_OPEN_NET : 0) |
-             (jail->egress ? SANDSTEP_JAIL_IMAGE_EGRESS : 0),
+             (jail->egress ? SANDSTEP_JAIL_IMAGE_EGRESS : 0) |
+             (jail->writable_root ? SANDSTEP_JAIL_IMAGE_WRITABLE_ROOT : 0),
     .outer_uid = jail->outer_uid, .outer_gid = jail->outer_gid, .n_slots = jail->n_slots,
     .n_ops = jail->ops->len, .n_trees = jail->trees->len, .n_rlimits = jail->n_rlimits,
     .n_filters = g_bytes_get_size (seccomp) / sizeof (struct sock_filter),

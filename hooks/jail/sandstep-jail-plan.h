@@ -23,6 +23,11 @@ typedef struct {
   guint32 outer_gid;
   gboolean idmap;            /* show the trees through idmapped mounts (needs root) */
   GVariantBuilder *inputs;   /* if not NULL, gets each host file read (sandstep-plan-inputs.h) */
+  /* The root from an image instead of the host's /usr and a generated /etc: */
+  const char *const *image_layers;  /* its unpacked layers' host directories, lowest first; NULL: none */
+  const char *const *image_env;     /* its config's Env, NAME=VALUE: the base the spec's env overrides */
+  const char *image_rw;             /* host directory with upper/ and work/: the sandbox's own writable
+                                     * layer; NULL: a read-only root */
 } SandstepJailConfig;
 
 /* Compiles a jail: paths checked, host files read.  The helper side. */

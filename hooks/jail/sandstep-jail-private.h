@@ -48,6 +48,7 @@ struct _SandstepJail {
   gboolean idmap;           /* the trees are shown through idmapped mounts */
   gboolean open_net;        /* a user-mode network stack connects the namespace */
   gboolean egress;          /* network=allow: init hands connections to the proxy */
+  gboolean writable_root;   /* an image's root with a writable layer of its own */
   int n_rlimits;
   struct { int resource; struct rlimit value; } rlimits[SANDSTEP_JAIL_MAX_RLIMITS];
   char **env_base;          /* fixed variables: a command's terminal and locale come on top */

@@ -257,6 +257,8 @@ sandstep_local_list (SandstepBackend *backend, const char *run, const char *owne
           entry->provisioned_by = g_strdup (record->holder);
           entry->created = record->created;
           entry->expires = record->expires;
+          entry->image = g_strdup (record->spec->image);
+          entry->image_digest = g_strdup (record->spec->image_digest);
         }
       entry->held_by = sandstep_local_current_user (local, handle, &running);
       if (entry->condition == SANDSTEP_CONDITION_IDLE && entry->held_by != NULL)

@@ -13,6 +13,8 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-image-root.h"
+
 #include "sandstep-jail-init.h"
 #include "sandstep-json.h"
 #include "sandstep-limits.h"
@@ -28,6 +30,10 @@
 #include "sandstep-uids.h"
 
 #include "sandstep-local-private.h"
+
+/* In the programs that link the image store (sandstep-image-root.h). */
+#pragma weak sandstep_image_root_set_user
+#pragma weak sandstep_image_root_pull
 
 static gint64
 now_unix (void)
@@ -101,8 +107,26 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   SandstepStore *store = local->store;
   g_autoptr(SandstepRecord) record = NULL;
   g_autofree char *existing = NULL;
+  g_autoptr(SandstepSpec) pulled = NULL;
 
   *out_existing = FALSE;
+  /* An image named by its reference only (a provision through sandstepd): pulled here, before the lock, as a
+   * provision on this host pulls before it asks. */
+  if (spec->image != NULL && spec->image_digest == NULL)
+    {
+      if (sandstep_image_root_pull == NULL)
+        {
+          sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                          "image '%s': this program has no image store; provision through 'sandstep'", spec->image);
+          return NULL;
+        }
+      pulled = copy_spec (spec);
+      g_clear_pointer (&pulled->image, g_free);
+      pulled->image_digest = sandstep_image_root_pull (spec->image, &pulled->image, error);
+      if (pulled->image_digest == NULL)
+        return NULL;
+      spec = pulled;
+    }
   if (!sandstep_store_lock_provision (store, error))
     return NULL;
   /* What a provision killed part way left: this one holds the lock, so nothing else is being built. */
@@ -145,6 +169,15 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
         sandstep_sandbox_destroy (store, existing, -1, NULL);
     }
 
+  /* An image's root needs the image store (hooks/image/), linked where pulls run. */
+  if (spec->image_digest != NULL && sandstep_image_root_set_user == NULL)
+    {
+      sandstep_store_unlock_provision (store);
+      sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                      "image '%s': this program has no image store; provision through 'sandstep'", spec->image);
+      return NULL;
+    }
+
   record = g_new0 (SandstepRecord, 1);
   record->handle = new_handle ();
   record->owner = g_strdup (who->owner);
@@ -159,6 +192,13 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
     {
       sandstep_store_forget_holder (store, who->owner, who->holder, record->handle);
       sandstep_store_unlock_provision (store);
+      return NULL;
+    }
+  /* Named among the image's users before anyone can use the sandbox: `gc --images` keeps the image. */
+  if (spec->image_digest != NULL && !sandstep_image_root_set_user (spec->image_digest, record->handle, TRUE, error))
+    {
+      sandstep_store_unlock_provision (store);
+      sandstep_sandbox_destroy (store, record->handle, -1, NULL);
       return NULL;
     }
   sandstep_store_unlock_provision (store);

@@ -432,6 +432,10 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
       goto fail;
   if (fd < 0)
     goto fail;
+  /* An image's root: the sandbox's own writable layer and overlayfs's work directory beside it. */
+  if (record->spec->image_digest != NULL && !record->spec->root_readonly &&
+      (mkdirat (fd, "root", 0700) < 0 || mkdirat (fd, "root/upper", 0755) < 0 || mkdirat (fd, "root/work", 0700) < 0))
+    goto fail;
   {
     int claim = openat (fd, "claim", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (claim < 0)

@@ -19,12 +19,16 @@
 #include "sandstep-backend.h"
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-image-root.h"
 #include "sandstep-jail-plan.h"
 #include "sandstep-limits.h"
 #include "sandstep-plan-inputs.h"
 #include "sandstep-run-client.h"
 #include "sandstep-seccomp.h"
 #include "sandstep-supervisor.h"
+
+/* In the programs that link the image store (sandstep-image-root.h). */
+#pragma weak sandstep_image_root_resolve
 
 /* How long a caller waits for a supervisor that another caller starts. */
 #define START_WAIT_US (20 * G_USEC_PER_SEC)
@@ -64,6 +68,9 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
     .idmap = as_root && record->uid != 0,
     .inputs = &inputs,
   };
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) image_env = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *image_rw = NULL;
   g_autoptr(SandstepJail) jail = NULL;
   g_autoptr(GBytes) seccomp = NULL, image = NULL;
   g_autoptr(GVariant) rest = NULL;
@@ -76,6 +83,24 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
                       "--network=open needs pasta, a user-mode network stack, and none is installed; install the "
                       "Debian package passt, or provision with --network=none or --allow=HOST");
       return NULL;
+    }
+  if (record->spec->image_digest != NULL)
+    {
+      if (sandstep_image_root_resolve == NULL)
+        {
+          sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                          "image '%s': this program has no image store; run the sandbox through 'sandstep'",
+                          record->spec->image);
+          return NULL;
+        }
+      if (!sandstep_image_root_resolve (record->spec->image_digest, layers, image_env, error))
+        return NULL;
+      g_ptr_array_add (layers, NULL);
+      g_ptr_array_add (image_env, NULL);
+      config.image_layers = (const char *const *) layers->pdata;
+      config.image_env = (const char *const *) image_env->pdata;
+      if (!record->spec->root_readonly)
+        config.image_rw = image_rw = sandstep_store_sandbox_path (store, record->handle, "root");
     }
   sandstep_plan_inputs_add (&inputs, record_path, SANDSTEP_PLAN_INPUT_CONTENT, FALSE, NULL);
   if (pasta != NULL)

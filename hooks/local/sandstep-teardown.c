@@ -2,8 +2,12 @@
 #include "sandstep-teardown.h"
 
 #include "sandstep-cgroup.h"
+#include "sandstep-image-root.h"
 #include "sandstep-supervision.h"
 #include "sandstep-uid-slots.h"
+
+/* In the programs that link the image store (sandstep-image-root.h). */
+#pragma weak sandstep_image_root_set_user
 
 gboolean
 sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
@@ -25,5 +29,9 @@ sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd
       sandstep_store_forget_holder (store, record->owner, record->holder, handle);
       sandstep_uid_slot_forget (store, record);
     }
+  /* The sandbox no longer keeps its image: `gc --images` may remove it.  A record that cannot be read does not
+   * say which image: every image forgets the handle. */
+  if (sandstep_image_root_set_user != NULL && (record == NULL || record->spec->image_digest != NULL))
+    sandstep_image_root_set_user (record != NULL ? record->spec->image_digest : NULL, handle, FALSE, NULL);
   return TRUE;
 }
