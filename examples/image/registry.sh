@@ -22,8 +22,12 @@ case $action in
     if [ -f "$dir/registry.pid" ]; then
       pid=$(cat "$dir/registry.pid")
       kill "$pid" 2>/dev/null || true
-      # The pid is ours only while it still runs docker-registry: wait for it, no longer.
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      # Until it has gone (or is a zombie its new parent has yet to reap), at most 5 s.
+      for _ in $(seq 50); do
+        state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || break
+        [ -z "$state" ] || [ "$state" = Z ] && break
+        sleep 0.1
+      done
     fi
     rm -rf "$dir"
     exit 0 ;;
