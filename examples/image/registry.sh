@@ -9,7 +9,7 @@
 # image made with umoci from this host's python3, its standard library and
 # the libraries it links, over busybox-static as /bin/sh (what the sandbox
 # runs commands with), pushed with skopeo.  stop kills the registry by the pid
-# start wrote to DIR/registry.pid, and removes DIR.
+# start wrote to DIR/registry.pid, and removes what start made there.
 # Needs: apt-get install docker-registry umoci skopeo busybox-static python3
 set -euo pipefail
 
@@ -29,7 +29,10 @@ case $action in
         sleep 0.1
       done
     fi
-    rm -rf "$dir"
+    # Only what start made, so that a wrong DIR loses nothing else.
+    rm -rf "$dir/storage" "$dir/layout" "$dir/bundle"
+    rm -f "$dir/registry.yml" "$dir/registry.log" "$dir/registry.pid"
+    rmdir "$dir" 2>/dev/null || true
     exit 0 ;;
   start) ;;
   *) usage ;;
@@ -94,7 +97,7 @@ for applet in $(/bin/busybox --list); do
 done
 # /lib is /usr/lib here as on Debian: each library at its /usr path.
 for lib in $(ldd "$python" "$stdlib"/lib-dynload/*.so 2>/dev/null | awk '/=> \// { print $3 } /^\t\// { print $1 }' | sort -u); do
-  dest=$root$(echo "$lib" | sed 's#^/lib#/usr/lib#')
+  case $lib in /lib*) dest=$root/usr$lib ;; *) dest=$root$lib ;; esac
   mkdir -p "$(dirname "$dest")"
   cp -L "$lib" "$dest"
 done
