@@ -10,7 +10,7 @@ SANDSTEP_PACKAGES=(
   nftables  # nft: as root, the host-side rule that keeps a network=open sandbox from the host's own addresses
   curl openssl glib-networking  # test-network: HTTPS through the egress proxy (client, test certificate, GIO TLS)
   libzstd-dev  # zstd image layers (hooks/image/sandstep-image-zstd.c; without it they are refused)
-  docker-registry skopeo umoci busybox-static  # test-image: a loopback registry, images built and pushed by the test
+  docker-registry skopeo umoci busybox-static  # test-image, examples/image (test-plugin): a loopback registry, images built and pushed
 )
 # Not a Debian package, so not installed here: moto_server (pip install
 # 'moto[server]', 5.2.1 was used), the loopback S3 server of bench/run's s3://

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <ftw.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -2007,6 +2008,189 @@ test_example_twice (gconstpointer data)
     }
 }
 
+/* ---- examples/image: a loopback registry started and stopped by its script -- */
+
+/* What failed in one run of examples/image, or NULL: the caller stops the registry before it asserts. */
+static char *
+example_image_problem (MakeResult *r, const char *what, int status, const char *needle)
+{
+  if (r->status != status)
+    return g_strdup_printf ("%s: make exited %d, not %d (its output is in the log above)", what, r->status, status);
+  if (needle != NULL && strstr (r->out, needle) == NULL && strstr (r->err, needle) == NULL)
+    return g_strdup_printf ("%s: make's output lacks '%s'", what, needle);
+  return NULL;
+}
+
+/* The steps of the example against @registry, in @tree's copy "image": NULL when each did as it should. */
+static char *
+example_image_steps (Tree *tree, const char *registry)
+{
+  g_autofree char *plugin_arg = g_strconcat ("SANDSTEP_PLUGIN=", plugin_path (), NULL);
+  g_autofree char *registry_arg = g_strconcat ("REGISTRY=", registry, NULL);
+  g_autofree char *image_ref = g_strdup_printf ("docker://%s/example/python:3", registry);
+  g_autofree char *test_file = tree_path (tree, "image/project/tests/test_wordfreq.py");
+  g_autofree char *handle_file = tree_path (tree, "image/box.sbx");
+  g_autofree char *tests_text = read_file (test_file);
+  g_autofree char *digest_file = tree_path (tree, "image/image.digest");
+  g_autofree char *report_file = tree_path (tree, "image/report.txt");
+  g_autofree char *digest = NULL, *report = NULL, *images = NULL, *problem = NULL;
+  const char *args[] = { plugin_arg, registry_arg, NULL };
+  /* XDG_DATA_DIRS unset: the pull's GIO (its proxy resolver) finds its schemas where the system keeps them. */
+  const char *env[] = { "XDG_DATA_DIRS", NULL };
+
+  {
+    g_autoptr(MakeResult) r = tree_make_full (tree, "image", env, args);
+    if ((problem = example_image_problem (r, "the first make", 0, "Ran 3 tests")) != NULL)
+      return g_steal_pointer (&problem);
+  }
+  /* The first target pulled: image.digest is the digest the store holds for the reference. */
+  if (!g_file_get_contents (digest_file, &digest, NULL, NULL))
+    return g_strdup ("the first make wrote no image.digest");
+  g_strstrip (digest);
+  if (!g_str_has_prefix (digest, "sha256:") || strlen (digest) != strlen ("sha256:") + 64)
+    return g_strdup_printf ("image.digest holds '%s', not a sha256 digest", digest);
+  {
+    const char *list[] = { "images", "--json", NULL };
+    if (!run_helper (tree->state, list, &images, &problem))
+      return g_steal_pointer (&problem);
+    if (strstr (images, digest) == NULL || strstr (images, image_ref) == NULL)
+      return g_strdup_printf ("'sandstep images' lists no '%s' as '%s': %s", digest, image_ref, images);
+  }
+  /* The report the tests wrote in the sandbox, exported. */
+  if (!g_file_get_contents (report_file, &report, NULL, NULL))
+    return g_strdup ("the first make exported no report.txt");
+  if (strstr (report, "test_counts_and_order") == NULL || !g_str_has_suffix (report, "\nOK\n"))
+    return g_strdup_printf ("report.txt is not the tests' passing report: %s", report);
+  if (count_sandboxes (tree->state) != 0)
+    return g_strdup ("the first make left a sandbox behind");
+
+  /* A test that fails fails its step with unittest's status and keeps the sandbox; the fix, re-made, passes. */
+  write_file (test_file, "import unittest\nclass Broken(unittest.TestCase):\n"
+                         "    def test_broken(self):\n        self.assertEqual(1, 2)\n");
+  {
+    g_autoptr(MakeResult) r = tree_make_full (tree, "image", env, args);
+    if ((problem = example_image_problem (r, "the make of a failing test", 2, "FAILED (failures=1)")) != NULL)
+      return g_steal_pointer (&problem);
+    if (strstr (r->err, "tested.stamp] Error 1") == NULL)
+      return g_strdup ("the failing test did not fail its step with unittest's status 1");
+  }
+  if (!g_file_test (handle_file, G_FILE_TEST_EXISTS) || count_sandboxes (tree->state) != 1)
+    return g_strdup ("a failed step did not keep its sandbox and box.sbx");
+  {
+    /* The kept sandbox's root is the image the first target pulled (its record names the digest), so the
+     * tests ran with the image's python3, not the host's. */
+    g_autofree char *run_file = tree_path (tree, "image/" SANDSTEP_RUN_FILE);
+    g_autofree char *run = NULL, *handle = NULL, *handle_arg = NULL, *owner_arg = NULL, *described = NULL;
+    g_autofree char *pinned = g_strdup_printf ("\"digest\" : \"%s\"", digest);
+    const char *describe[] = { "describe", NULL, NULL, NULL };
+
+    if (!g_file_get_contents (run_file, &run, NULL, NULL) || !g_file_get_contents (handle_file, &handle, NULL, NULL))
+      return g_strdup ("the failed make kept no run id or no handle");
+    describe[1] = handle_arg = g_strconcat ("--handle=", g_strstrip (handle), NULL);
+    describe[2] = owner_arg = g_strconcat ("--owner=image/", g_strstrip (run), NULL);
+    if (!run_helper (tree->state, describe, &described, &problem))
+      return g_steal_pointer (&problem);
+    if (strstr (described, pinned) == NULL)
+      return g_strdup_printf ("the sandbox's record names not the image '%s': %s", digest, described);
+  }
+  write_file (test_file, tests_text);
+  {
+    g_autoptr(MakeResult) r = tree_make_full (tree, "image", env, args);
+    if ((problem = example_image_problem (r, "the make after the fix", 0, "Ran 3 tests")) != NULL)
+      return g_steal_pointer (&problem);
+  }
+  if (count_sandboxes (tree->state) != 0)
+    return g_strdup ("the make after the fix left a sandbox behind");
+  return NULL;
+}
+
+/* @pid runs (a zombie, which a subreaper has yet to reap, does not). */
+static gboolean
+pid_alive (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *stat = NULL;
+  const char *end;
+
+  if (!g_file_get_contents (path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL)
+    return FALSE;
+  return end[1] == ' ' && end[2] != 'Z';
+}
+
+/* Runs examples/image as its README says: registry.sh start, make, registry.sh stop. */
+static void
+test_example_image (void)
+{
+  g_autoptr(Tree) tree = NULL;
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "..", "examples", "image", NULL);
+  g_autofree char *script = NULL, *registry_dir = NULL, *pid_file = NULL, *pid_text = NULL;
+  g_autofree char *out = NULL, *err = NULL, *problem = NULL;
+  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
+  GPid pid;
+  int status = 0;
+
+  REQUIRE_HELPER ();
+  g_test_summary ("issue 27: examples/image as its README says: registry.sh starts a loopback docker-registry and "
+                  "pushes a Python image built from the host's python3; the DAG pulls it, provisions a sandbox of it, "
+                  "runs the project's unittest tests there and exports the report; a failing test fails the step "
+                  "with unittest's status; registry.sh stop kills the registry by its pid");
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    {
+      g_autofree char *found = g_find_program_in_path (tools[i]);
+      if (found == NULL)
+        {
+          g_test_skip_printf ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry "
+                              "skopeo umoci busybox-static)", tools[i]);
+          return;
+        }
+    }
+  tree = tree_new ();
+  {
+    const char *argv[] = { "cp", "-r", source, tree->dir, NULL };
+    g_autoptr(GError) error = NULL;
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  script = tree_path (tree, "image/registry.sh");
+  registry_dir = tree_path (tree, "registry");
+  pid_file = g_build_filename (registry_dir, "registry.pid", NULL);
+  {
+    /* skopeo reads its configuration under HOME and the XDG directories, which GTest's isolation points at
+     * /dev/null: a home of its own instead. */
+    const char *argv[] = { script, "start", registry_dir, NULL };
+    const char *xdg[] = { "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME" };
+    g_autofree char *home = tree_path (tree, "home");
+    g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "HOME", home, TRUE);
+    g_autoptr(GError) error = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS (xdg); i++)
+      envp = g_environ_unsetenv (envp, xdg[i]);
+    g_assert_cmpint (g_mkdir_with_parents (home, 0700), ==, 0);
+    g_spawn_sync (NULL, (char **) argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+    g_assert_no_error (error);
+    g_test_message ("registry.sh start: %s%s", out, err);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  g_assert_true (g_str_has_prefix (out, "REGISTRY=127.0.0.1:"));
+  pid_text = read_file (pid_file);
+  pid = atoi (pid_text);
+  g_assert_cmpint (pid, >, 1);
+  g_assert_true (pid_alive (pid));
+
+  problem = example_image_steps (tree, g_strstrip (out) + strlen ("REGISTRY="));
+  {
+    const char *argv[] = { script, "stop", registry_dir, NULL };
+    g_autoptr(GError) error = NULL;
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  g_assert_cmpstr (problem, ==, NULL);
+  g_assert_false (pid_alive (pid));
+  g_assert_false (g_file_test (registry_dir, G_FILE_TEST_EXISTS));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -2050,6 +2234,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);
   g_test_add_data_func ("/plugin/examples/fanout", "fanout", test_example_twice);
   g_test_add_data_func ("/plugin/examples/agent", "agent", test_example_twice);
+  g_test_add_func ("/plugin/examples/image", test_example_image);
 
   return g_test_run ();
 }
