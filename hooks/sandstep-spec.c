@@ -423,7 +423,8 @@ sandstep_parse_cpus (const char *text, gint64 *out_millicpus, GError **error)
    * is exactly what was written. */
   for (; g_ascii_isdigit (*p); p++)
     whole = MIN (whole * 10 + (*p - '0'), G_MAXINT32);
-  if (p == text && *p != '.')
+  /* "010" could be read as octal elsewhere (issue 30, 27): a whole part starts with 0 only as "0". */
+  if ((p == text && *p != '.') || (p - text > 1 && text[0] == '0'))
     goto bad;
   if (*p == '.')
     for (p++; g_ascii_isdigit (*p) && places < 3; p++, places++)
