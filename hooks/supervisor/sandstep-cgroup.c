@@ -127,6 +127,15 @@ v1_parent (const char *controller, gboolean make)
   return g_steal_pointer (&parent);
 }
 
+/* Whether the space-separated list @words has @word (cgroup.controllers: "cpuset" is not "cpu"). */
+static gboolean
+has_word (const char *words, const char *word)
+{
+  g_auto(GStrv) list = g_strsplit_set (words, " \n", -1);
+
+  return g_strv_contains ((const char *const *) list, word);
+}
+
 /* v2: controllers must be enabled in the parent's subtree_control, which the
  * no-internal-process rule allows only at the root; so v2 cgroups live under
  * /sandstep at the root, and need root. */
@@ -152,13 +161,13 @@ v2_parent (gboolean make)
     return NULL;
   /* cpu and io where the kernel has them (a sandbox that needs one is refused or told at provision,
    * sandstep_cgroup_cpu_cap_unavailable()): they weigh every sandbox together against the host. */
-  if (strstr (controllers, "cpu") != NULL && write_text (mount, "cgroup.subtree_control", "+cpu") &&
+  if (has_word (controllers, "cpu") && write_text (mount, "cgroup.subtree_control", "+cpu") &&
       write_text (path, "cgroup.subtree_control", "+cpu"))
     {
       g_autofree char *weight = g_strdup_printf ("%d", SANDSTEP_GROUP_CPU_WEIGHT);
       write_text (path, "cpu.weight", weight);
     }
-  if (strstr (controllers, "io") != NULL && write_text (mount, "cgroup.subtree_control", "+io") &&
+  if (has_word (controllers, "io") && write_text (mount, "cgroup.subtree_control", "+io") &&
       write_text (path, "cgroup.subtree_control", "+io"))
     {
       g_autofree char *weight = g_strdup_printf ("default %d", SANDSTEP_GROUP_IO_WEIGHT);
