@@ -270,7 +270,7 @@ open_counter (const char *dir, const char *file)
 }
 
 /* The sandbox's CPU cap and I/O weight, beyond memory and pids: a cgroup of its own in v1's cpu and blkio
- * hierarchies only where it asks for one (each costs a first command a mkdir and a move), else sandstep's group;
+ * hierarchies only where it asks for one (each one more cgroup to make at provision), else sandstep's group;
  * in v2 its one cgroup's files.  A cap that cannot be set fails; a weight is best effort (provision said so). */
 static gboolean
 set_cpu_and_io (SandstepCgroup *cgroup, const SandstepCgroupLimits *limits)
@@ -335,7 +335,8 @@ sandstep_cgroup_make (const char *name, const SandstepCgroupLimits *limits, GErr
   if (!set_cpu_and_io (cgroup, limits))
     {
       sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
-                            "Could not cap the sandbox's CPU at cpus=%g in its cgroup '%s'",
+                            "Could not cap the sandbox's CPU at cpus=%g in its cgroup '%s'; provision it again "
+                            "without --cpus, or make the cgroup cpu controller writable to sandstep",
                             limits->millicpus / 1000.0,
                             cgroup->own_cpu_dir != NULL ? cgroup->own_cpu_dir : cgroup->memory_dir);
       return NULL;
@@ -441,7 +442,6 @@ gboolean
 sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
 {
   g_autofree char *text = g_strdup_printf ("%d", pid);
-
   const char *dirs[] = { cgroup->memory_dir, cgroup->pids_dir, cgroup->cpu_dir, cgroup->blkio_dir };
 
   /* Right after the first move the others cost no wait of the kernel's (sandstep-cgroup-warm.h). */
