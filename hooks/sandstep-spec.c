@@ -173,6 +173,17 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
   json_builder_add_int_value (builder, spec->limits.cpu_time_s);
   json_builder_set_member_name (builder, "disk");
   json_builder_add_int_value (builder, (gint64) spec->limits.disk);
+  /* Written only when set, so that a record says "cpus" only where a cap was asked. */
+  if (spec->limits.millicpus != 0)
+    {
+      json_builder_set_member_name (builder, "cpus");
+      json_builder_add_double_value (builder, spec->limits.millicpus / 1000.0);
+    }
+  if (spec->limits.io_weight != 0)
+    {
+      json_builder_set_member_name (builder, "io_weight");
+      json_builder_add_int_value (builder, spec->limits.io_weight);
+    }
   json_builder_end_object (builder);
   json_builder_set_member_name (builder, "env");
   json_builder_add_value (builder, string_map_to_json (spec->env, TRUE));
@@ -272,8 +283,10 @@ limits_from_json (JsonObject *object, SandstepLimits *limits, GError **error)
     { "pids", "limits.pids", G_STRUCT_OFFSET (SandstepLimits, pids) },
     { "cpu_time", "limits.cpu_time", G_STRUCT_OFFSET (SandstepLimits, cpu_time_s) },
     { "disk", "limits.disk", G_STRUCT_OFFSET (SandstepLimits, disk) },
+    { "io_weight", "limits.io_weight", G_STRUCT_OFFSET (SandstepLimits, io_weight) },
   };
   JsonObject *o;
+  double cpus = 0;
 
   if (!OPTIONAL (object, "limits"))
     return TRUE;
@@ -287,6 +300,10 @@ limits_from_json (JsonObject *object, SandstepLimits *limits, GError **error)
       /* Every limit is 64 bits wide, signed or not, and at most G_MAXINT64. */
       *(gint64 *) G_STRUCT_MEMBER_P (limits, members[i].offset) = value;
     }
+  /* A fraction of CPUs, kept in thousandths; sandstep_spec_check() judges its range. */
+  if (OPTIONAL (o, "cpus") && (!sandstep_member_number (o, "cpus", &cpus) || !(cpus >= 0 && cpus <= G_MAXINT32)))
+    return bad_member (error, "limits.cpus", "a number, 0 or more");
+  limits->millicpus = (gint64) (cpus * 1000 + 0.5);
   return TRUE;
 }
 
@@ -396,6 +413,41 @@ check_map (GHashTable *map, const char *what, GError **error)
 }
 
 gboolean
+sandstep_parse_cpus (const char *text, gint64 *out_millicpus, GError **error)
+{
+  const char *p = text;
+  gint64 whole = 0, milli = 0;
+  int places = 0;
+
+  /* Digits, then at most three after a '.': no sign, exponent, hex or locale's comma, so that what is capped
+   * is exactly what was written. */
+  for (; g_ascii_isdigit (*p); p++)
+    whole = MIN (whole * 10 + (*p - '0'), G_MAXINT32);
+  /* "010" could be read as octal elsewhere (issue 30, 27): a whole part starts with 0 only as "0". */
+  if ((p == text && *p != '.') || (p - text > 1 && text[0] == '0'))
+    goto bad;
+  if (*p == '.')
+    for (p++; g_ascii_isdigit (*p) && places < 3; p++, places++)
+      milli = milli * 10 + (*p - '0');
+  if (*p != '\0' || (p > text && p[-1] == '.' && p - 1 == text))
+    goto bad;
+  for (; places < 3; places++)
+    milli *= 10;
+  if (whole > SANDSTEP_MAX_MILLICPUS / 1000 || whole * 1000 + milli < SANDSTEP_MIN_MILLICPUS ||
+      whole * 1000 + milli > SANDSTEP_MAX_MILLICPUS)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "--cpus '%s' is outside what the kernel can cap; give 0.01 to %d", text,
+                           SANDSTEP_MAX_MILLICPUS / 1000);
+  *out_millicpus = whole * 1000 + milli;
+  return TRUE;
+
+bad:
+  return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                         "--cpus '%s' is not a number of CPUs; write it as 0.5 or 2 (at most 3 decimal places)",
+                         text);
+}
+
+gboolean
 sandstep_spec_check (const SandstepSpec *spec, GError **error)
 {
   if (spec->limits.pids > SANDSTEP_MAX_PIDS)
@@ -409,6 +461,15 @@ sandstep_spec_check (const SandstepSpec *spec, GError **error)
                              "memory '%s' is too little for the sandbox's own init and a shell to start; "
                              "give 4M or more", given);
     }
+  if (spec->limits.millicpus != 0 &&
+      (spec->limits.millicpus < SANDSTEP_MIN_MILLICPUS || spec->limits.millicpus > SANDSTEP_MAX_MILLICPUS))
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "cpus '%.3f' is outside what the kernel can cap; give 0.01 to %d",
+                           spec->limits.millicpus / 1000.0, SANDSTEP_MAX_MILLICPUS / 1000);
+  if (spec->limits.io_weight < 0 || spec->limits.io_weight > SANDSTEP_MAX_IO_WEIGHT)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "io-weight '%" G_GINT64_FORMAT "' is outside io.weight's range; give 1 to %d",
+                           spec->limits.io_weight, SANDSTEP_MAX_IO_WEIGHT);
   if (spec->lifetime_s <= 0 || spec->lifetime_s > SANDSTEP_MAX_DURATION_S)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "lifetime '%" G_GINT64_FORMAT "' is not a number of seconds above 0, at most ten years",
@@ -458,6 +519,12 @@ static char *
 count_or_default (gint64 n)
 {
   return n == 0 ? g_strdup ("the default") : g_strdup_printf ("'%" G_GINT64_FORMAT "'", n);
+}
+
+static char *
+cpus_or_none (gint64 millicpus)
+{
+  return millicpus == 0 ? g_strdup ("no cap") : g_strdup_printf ("'%g'", millicpus / 1000.0);
 }
 
 static void
@@ -561,6 +628,11 @@ sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked)
                     count_or_default (asked->limits.cpu_time_s));
   if (had->limits.disk != asked->limits.disk)
     add_difference (out, "disk", size_or_default (had->limits.disk), size_or_default (asked->limits.disk));
+  if (had->limits.millicpus != asked->limits.millicpus)
+    add_difference (out, "cpus", cpus_or_none (had->limits.millicpus), cpus_or_none (asked->limits.millicpus));
+  if (had->limits.io_weight != asked->limits.io_weight)
+    add_difference (out, "io-weight", count_or_default (had->limits.io_weight),
+                    count_or_default (asked->limits.io_weight));
   {
     g_autoptr(GPtrArray) a = map_entries (had->env, TRUE);
     g_autoptr(GPtrArray) b = map_entries (asked->env, TRUE);

@@ -27,6 +27,8 @@ typedef struct {
   gint64 pids;             /* processes and threads of a command together */
   gint64 cpu_time_s;       /* CPU seconds of each process */
   guint64 disk;            /* bytes: the largest file a command may write */
+  gint64 millicpus;        /* thousandths of a CPU the sandbox may use at most, together (--cpus); 0: no cap */
+  gint64 io_weight;        /* the sandbox's I/O weight among sandboxes, 1 to 10000 as io.weight (--io-weight) */
 } SandstepLimits;
 
 typedef struct {
@@ -49,6 +51,16 @@ typedef struct {
 #define SANDSTEP_MAX_PIDS (4 * 1024 * 1024 - 1)
 /* Below this the sandbox's init and a shell cannot start within the limit. */
 #define SANDSTEP_MIN_MEMORY (4ULL << 20)
+/* --cpus: the kernel's smallest CFS quota is 1 ms of a period, which is 100 ms here; the largest a bound no host
+ * reaches. */
+#define SANDSTEP_MIN_MILLICPUS 10
+#define SANDSTEP_MAX_MILLICPUS (4096 * 1000)
+/* --io-weight: io.weight's range (cgroup v2); v1's weights are scaled from it (sandstep-cgroup.c). */
+#define SANDSTEP_MAX_IO_WEIGHT 10000
+
+/* "--cpus" text (a decimal number of CPUs, at most 3 places: "0.5", "2") as thousandths of a CPU, checked
+ * against the range above; the error names the option. */
+gboolean sandstep_parse_cpus (const char *text, gint64 *out_millicpus, GError **error);
 
 SandstepSpec *sandstep_spec_new (void);
 void sandstep_spec_free (SandstepSpec *spec);

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-egress.h"
 #include "sandstep-error.h"
 #include "sandstep-image-pull.h"
@@ -93,6 +94,19 @@ add_image (SandstepSpec *spec, const char *text, const char *max_text, GError **
   return spec->image_digest != NULL && sandstep_image_root_resolve (spec->image_digest, layers, env, error);
 }
 
+/* An I/O weight this host cannot set is said once, and the sandbox runs with the default share: never a silent
+ * no-op, and no refusal either (a weight is a preference; most disks here have no weighing scheduler).  A CPU cap
+ * that cannot be set the local backend refuses (check_cpu_cap()).  Through sandstepd the server's host decides. */
+static void
+tell_io_weight (const SandstepSpec *spec)
+{
+  g_autofree char *why = spec->limits.io_weight != 0 ? sandstep_cgroup_io_weight_unavailable () : NULL;
+
+  if (why != NULL)
+    g_printerr ("sandstep provision: --io-weight=%" G_GINT64_FORMAT " cannot apply: %s; the sandbox shares the "
+                "default I/O weight\n", spec->limits.io_weight, why);
+}
+
 gboolean
 sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error)
 {
@@ -155,6 +169,18 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   if ((value = sandstep_invocation_get (invocation, "disk")) != NULL &&
       !sandstep_parse_size (value, &spec->limits.disk, error))
     return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "cpus")) != NULL &&
+      !sandstep_parse_cpus (value, &spec->limits.millicpus, error))
+    return FALSE;
+  if ((value = sandstep_invocation_get (invocation, "io-weight")) != NULL)
+    {
+      guint64 weight = 0;
+      if (!sandstep_parse_count (value, SANDSTEP_MAX_IO_WEIGHT, &weight))
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "--io-weight '%s' is not a weight from 1 to %d (io.weight's scale; 100 is the "
+                               "default)", value, SANDSTEP_MAX_IO_WEIGHT);
+      spec->limits.io_weight = (gint64) weight;
+    }
   if ((values = sandstep_invocation_get_all (invocation, "env")) != NULL)
     for (guint i = 0; i < values->len; i++)
       if (!add_env (spec->env, "env", values->pdata[i], TRUE, error))
@@ -199,6 +225,8 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   handle = sandstep_backend_provision (invocation->backend, spec, &invocation->who, &existing, error);
   if (handle == NULL)
     return FALSE;
+  if (g_strcmp0 (invocation->backend->klass->name, "local") == 0)
+    tell_io_weight (spec);
   if (existing)
     {
       g_autofree char *holder = sandstep_escape (invocation->who.holder, -1, 0, SANDSTEP_ESCAPE_VALUE);

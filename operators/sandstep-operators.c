@@ -18,6 +18,8 @@ static const SandstepOption provision_options[] = {
   { "pids",      SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "processes and threads of a command together (default 1024)" },
   { "cpu-time",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "CPU time of each process (default 1h)" },
   { "disk",      SANDSTEP_OPTION_SIZE,      FALSE, NULL,         "the largest file a command may write (default 8G)" },
+  { "cpus",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "CPUs the sandbox may use at most, together, as docker's --cpus (0.5: half of one; default: no cap); needs a cgroup cpu controller", "N" },
+  { "io-weight", SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "the sandbox's share of disk I/O among sandboxes, 1 to 10000 as io.weight (default 100); all sandboxes together weigh half the host's default", "W" },
   { "image",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the root from an image (docker://REPO[:TAG], oci:DIR[:TAG], ...), pulled if it is not here, with a writable layer of the sandbox's own on top", "REF" },
   { "root",      SANDSTEP_OPTION_CHOICE,    FALSE, "writable|readonly", "with --image: writable (default: changes stay in this sandbox) or readonly" },
   { "max-image-size", SANDSTEP_OPTION_SIZE, FALSE, NULL,         "with --image: as pull's --max-image-size (default 16G)" },

@@ -589,13 +589,13 @@ entries_of (const char *dir, const char *sub)
   return sandstep_test_dir_names (path);
 }
 
-/* Where a sandbox's cgroup may live (sandstep-cgroup.c): v1 memory and pids, v2 at the root. */
+/* Where a sandbox's cgroup may live (sandstep-cgroup.c): v1 memory, pids, cpu and blkio, v2 at the root. */
 static gboolean
 cgroup_exists (const char *handle)
 {
   static const char *const parents[] = {
     "/sys/fs/cgroup/memory/sandstep", "/sys/fs/cgroup/pids/sandstep", "/sys/fs/cgroup/sandstep",
-    "/sys/fs/cgroup/unified/sandstep",
+    "/sys/fs/cgroup/unified/sandstep", "/sys/fs/cgroup/cpu/sandstep", "/sys/fs/cgroup/blkio/sandstep",
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (parents); i++)

@@ -1089,6 +1089,9 @@ test_describe_effective_limits (Fixture *f, gconstpointer data)
   g_assert_cmpint (json_object_get_int_member (limits, "pids"), ==, SANDSTEP_DEFAULT_PIDS);
   g_assert_cmpint (json_object_get_int_member (limits, "cpu_time"), ==, SANDSTEP_DEFAULT_CPU_TIME_S);
   g_assert_cmpint (json_object_get_int_member (limits, "disk"), ==, (gint64) SANDSTEP_DEFAULT_DISK);
+  /* No CPU cap unless one is asked (issue 30, 12), and the default I/O weight. */
+  g_assert_false (json_object_has_member (limits, "cpus"));
+  g_assert_cmpint (json_object_get_int_member (limits, "io_weight"), ==, SANDSTEP_DEFAULT_IO_WEIGHT);
 }
 
 static void

@@ -814,6 +814,168 @@ test_uids_host_wide (JailFixture *jf, gconstpointer data)
   sandstep_remove_tree_at (AT_FDCWD, leases);
 }
 
+/* The text of a cgroup file, stripped; NULL where it is absent. */
+static char *
+cgroup_text (const char *first, ...)
+{
+  va_list ap;
+  g_autofree char *path = NULL;
+  char *text = NULL;
+
+  va_start (ap, first);
+  path = g_build_filename_valist (first, &ap);
+  va_end (ap);
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return g_strstrip (text);
+}
+
+/* The number after @key in a cgroup's "key value" file. */
+static gint64
+stat_field (const char *text, const char *key)
+{
+  g_auto(GStrv) lines = g_strsplit (text != NULL ? text : "", "\n", -1);
+  gsize key_len = strlen (key);
+
+  for (gsize i = 0; lines[i] != NULL; i++)
+    if (strncmp (lines[i], key, key_len) == 0 && lines[i][key_len] == ' ')
+      return g_ascii_strtoll (lines[i] + key_len + 1, NULL, 10);
+  return -1;
+}
+
+static void
+assert_one_line (const char *text, const char *needle)
+{
+  sandstep_test_assert_contains (text, needle);
+  g_test_message ("said: %s", text);
+  g_assert_cmpuint (strlen (text), >, 0);
+  g_assert_true (strchr (text, '\n') == text + strlen (text) - 1);
+}
+
+static void
+test_cpu_cap (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  g_autoptr(SandstepTestResult) provisioned = NULL;
+  g_autoptr(SandstepTestResult) weighed = NULL;
+  g_autoptr(SandstepTestResult) busy = NULL;
+  g_autoptr(JsonObject) described = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *h = NULL;
+  g_autofree char *quota = NULL;
+  g_autofree char *group = NULL;
+  g_autofree char *cpu_stat = NULL;
+  g_autofree char *io_weight = NULL;
+  g_auto(GStrv) words = NULL;
+  gboolean v1;
+  JsonObject *limits;
+  double cpu_s, wall_s;
+
+  if (f == NULL)
+    return;
+  g_test_summary ("--cpus=0.5 caps the sandbox at half a CPU (cpu.cfs_quota_us 50000 of 100000, or cpu.max): a "
+                  "busy loop for 2 s of wall time gets at most 0.6 of it in CPU time and is throttled; every "
+                  "sandbox weighs half the host's default (cpu.shares 512, cpu.weight 50); --io-weight is written "
+                  "or said in one line not to apply; describe shows both. Where no cgroup can be made (a user "
+                  "here), --cpus is refused in one line saying why, and --io-weight told in one");
+  g_test_bug ("30");
+  provisioned = sandstep_test_helper (f, "provision", "--cpus=0.5", "--io-weight=300", NULL);
+  if (provisioned->status != 0)
+    {
+      /* Refused: only where this caller can make no cgroup, in one line that says which limit and why. */
+      sandstep_test_assert_status (provisioned, 125);
+      assert_one_line (provisioned->err, "sandstep provision: --cpus=0.5 cannot apply: ");
+      weighed = sandstep_test_helper (f, "provision", "--io-weight=300", NULL);
+      sandstep_test_assert_status (weighed, 0);
+      assert_one_line (weighed->err, "sandstep provision: --io-weight=300 cannot apply: ");
+      /* A user has no cgroup here: the line says so. */
+      if (f->user != NULL || getuid () != 0)
+        sandstep_test_assert_contains (provisioned->err, "no cgroup can be made here");
+      return;
+    }
+  handle = g_strstrip (g_strdup (provisioned->out));
+  h = handle_arg (handle);
+  v1 = g_file_test ("/sys/fs/cgroup/cpu/sandstep", G_FILE_TEST_IS_DIR);
+  quota = v1 ? cgroup_text ("/sys/fs/cgroup/cpu/sandstep", handle, "cpu.cfs_quota_us", NULL)
+             : cgroup_text ("/sys/fs/cgroup/sandstep", handle, "cpu.max", NULL);
+  group = v1 ? cgroup_text ("/sys/fs/cgroup/cpu/sandstep/cpu.shares", NULL)
+             : cgroup_text ("/sys/fs/cgroup/sandstep/cpu.weight", NULL);
+  g_assert_cmpstr (quota, ==, v1 ? "50000" : "50000 100000");
+  g_assert_cmpstr (group, ==, v1 ? "512" : "50");
+  if (v1)
+    {
+      g_autofree char *period = cgroup_text ("/sys/fs/cgroup/cpu/sandstep", handle, "cpu.cfs_period_us", NULL);
+      g_assert_cmpstr (period, ==, "100000");
+    }
+  /* The I/O weight: where the host's block I/O controller weighs, read back; else the one line. */
+  io_weight = v1 ? cgroup_text ("/sys/fs/cgroup/blkio/sandstep", handle, "blkio.bfq.weight", NULL)
+                 : cgroup_text ("/sys/fs/cgroup/sandstep", handle, "io.weight", NULL);
+  if (v1 && io_weight == NULL)
+    io_weight = cgroup_text ("/sys/fs/cgroup/blkio/sandstep", handle, "blkio.weight", NULL);
+  if (io_weight != NULL && strstr (provisioned->err, "cannot apply") == NULL)
+    g_assert_true (g_str_equal (io_weight, "300") || g_str_equal (io_weight, "1000") ||
+                   g_str_has_prefix (io_weight, "default 300"));
+  else
+    assert_one_line (provisioned->err, "sandstep provision: --io-weight=300 cannot apply: ");
+
+  described = sandstep_test_describe (f, handle);
+  limits = json_object_get_object_member (json_object_get_object_member (described, "spec"), "limits");
+  g_assert_cmpfloat (json_object_get_double_member (limits, "cpus"), ==, 0.5);
+  g_assert_cmpint (json_object_get_int_member (limits, "io_weight"), ==, 300);
+
+  /* A CPU-time ratio, from the loop's own /proc stat: whatever else loads the host, the cap only lowers it. */
+  busy = sandstep_test_helper (f, "run", h, "--",
+                               "t0=$(date +%s%N); ( while :; do :; done ) & p=$!; sleep 2; "
+                               "read -r s < /proc/$p/stat; t1=$(date +%s%N); kill $p; "
+                               "echo \"$t0 $t1 ${s##*) }\"", NULL);
+  sandstep_test_assert_status (busy, 0);
+  words = g_strsplit (g_strstrip (busy->out), " ", -1);
+  /* t0 t1, then the stat from its third field: utime and stime are the 14th and 15th. */
+  g_assert_cmpuint (g_strv_length (words), >=, 2 + 13);
+  wall_s = (g_ascii_strtod (words[1], NULL) - g_ascii_strtod (words[0], NULL)) / 1e9;
+  cpu_s = (g_ascii_strtod (words[2 + 11], NULL) + g_ascii_strtod (words[2 + 12], NULL)) / sysconf (_SC_CLK_TCK);
+  g_test_message ("busy loop: %.2f s of CPU in %.2f s", cpu_s, wall_s);
+  g_assert_cmpfloat (wall_s, >=, 1.9);
+  g_assert_cmpfloat (cpu_s, <=, 0.6 * wall_s);
+  /* And the kernel held it back: throttled in some periods (a loop alone on a host would not be). */
+  cpu_stat = v1 ? cgroup_text ("/sys/fs/cgroup/cpu/sandstep", handle, "cpu.stat", NULL)
+                : cgroup_text ("/sys/fs/cgroup/sandstep", handle, "cpu.stat", NULL);
+  g_assert_cmpint (stat_field (cpu_stat, "nr_throttled"), >, 0);
+  destroy_ok (f, handle);
+  {
+    g_autofree char *own = g_build_filename (v1 ? "/sys/fs/cgroup/cpu/sandstep" : "/sys/fs/cgroup/sandstep", handle,
+                                             NULL);
+    g_assert_false (g_file_test (own, G_FILE_TEST_EXISTS));
+  }
+}
+
+static void
+test_cpu_io_bad_values (JailFixture *jf, gconstpointer data)
+{
+  SandstepTestFixture *f = jail_begin (jf);
+  static const struct { const char *arg; const char *named; } bad[] = {
+    { "--cpus=0", "--cpus '0'" }, { "--cpus=-1", "--cpus '-1'" }, { "--cpus=abc", "--cpus 'abc'" },
+    { "--cpus=0.001", "--cpus '0.001'" }, { "--cpus=0.0005", "--cpus '0.0005'" }, { "--cpus=1e3", "--cpus '1e3'" },
+    { "--cpus=0x10", "--cpus '0x10'" }, { "--cpus=.", "--cpus '.'" }, { "--cpus=1,5", "--cpus '1,5'" },
+    { "--cpus=5000", "--cpus '5000'" }, { "--cpus=99999999999999999999", "--cpus '99999999999999999999'" },
+    { "--io-weight=0", "'io-weight'" }, { "--io-weight=10001", "--io-weight '10001'" },
+    { "--io-weight=1.5", "'io-weight'" }, { "--io-weight=-3", "'io-weight'" },
+  };
+
+  if (f == NULL)
+    return;
+  g_test_summary ("bad --cpus and --io-weight values are refused at provision with exit 64 and a line naming the "
+                  "option and the value, before any sandbox is made");
+  g_test_bug ("30");
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", bad[i].arg, NULL);
+      sandstep_test_assert_status (r, 64);
+      sandstep_test_assert_contains (r->err, bad[i].named);
+      g_assert_cmpstr (r->out, ==, "");
+    }
+}
+
 
 typedef struct {
   const char *name;
@@ -835,6 +997,8 @@ static const JailCase cases[] = {
   { "own-session", test_own_session },
   { "no-survivors", test_no_survivors },
   { "uids-host-wide", test_uids_host_wide },
+  { "cpu-cap", test_cpu_cap },
+  { "cpu-io-bad-values", test_cpu_io_bad_values },
 };
 
 int

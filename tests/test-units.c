@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-spec.h"
 #include "sandstep-units.h"
 
 typedef struct {
@@ -311,6 +312,81 @@ test_round_trip (void)
     }
 }
 
+static void
+test_cpus (void)
+{
+  static const struct { const char *text; gint64 millicpus; } good[] = {
+    { "0.5", 500 }, { "2", 2000 }, { ".25", 250 }, { "1.", 1000 }, { "0.01", 10 }, { "1.234", 1234 },
+    { "4096", 4096000 }, { "0.050", 50 },
+  };
+  static const char *const bad[] = {
+    "", ".", "0", "0.0", "0.009", "0.0001", "1.2345", "-1", "+1", "1e3", "0x10", "1,5", " 1", "1 ", "inf", "nan",
+    "4096.001", "99999999999999999999", "1.2.3", "abc", "007", "00.5", "010",
+  };
+
+  g_test_summary ("--cpus takes a decimal number of CPUs with at most 3 places, 0.01 to 4096, as thousandths; "
+                  "anything else is a usage error naming --cpus and the value");
+  g_test_bug ("30");
+  for (gsize i = 0; i < G_N_ELEMENTS (good); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      gint64 out = -1;
+      g_assert_true (sandstep_parse_cpus (good[i].text, &out, &error));
+      g_assert_no_error (error);
+      g_assert_cmpint (out, ==, good[i].millicpus);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *quoted = g_strdup_printf ("--cpus '%s'", bad[i]);
+      gint64 out = -1;
+      g_assert_false (sandstep_parse_cpus (bad[i], &out, &error));
+      g_assert_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE);
+      g_assert_nonnull (strstr (error->message, quoted));
+      g_assert_cmpint (out, ==, -1);
+    }
+}
+
+static void
+test_cpus_spec_round_trip (void)
+{
+  g_autoptr(SandstepSpec) spec = sandstep_spec_new ();
+  g_autoptr(SandstepSpec) back = NULL;
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(JsonNode) bad = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *differences = NULL;
+
+  g_test_summary ("a spec's CPU cap and I/O weight travel as JSON (limits.cpus, limits.io_weight: a record, "
+                  "sandstepd's wire) and back unchanged; a record with a negative cpus is refused, and "
+                  "sandstep_spec_check refuses a cap or weight outside the kernel's range");
+  g_test_bug ("30");
+  spec->limits.millicpus = 1234;
+  spec->limits.io_weight = 7;
+  node = sandstep_spec_to_json (spec, TRUE);
+  back = sandstep_spec_from_json (node, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (back->limits.millicpus, ==, 1234);
+  g_assert_cmpint (back->limits.io_weight, ==, 7);
+  g_assert_true (sandstep_spec_check (back, NULL));
+  back->limits.millicpus = 500;
+  differences = sandstep_spec_differences (spec, back);
+  g_assert_nonnull (strstr (differences, "cpus is '1.234' there, '0.5' asked"));
+
+  bad = json_from_string ("{\"limits\": {\"cpus\": -1}}", NULL);
+  g_clear_pointer (&back, sandstep_spec_free);
+  back = sandstep_spec_from_json (bad, &error);
+  g_assert_null (back);
+  g_assert_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE);
+  g_assert_nonnull (strstr (error->message, "limits.cpus"));
+
+  spec->limits.millicpus = 5;
+  g_assert_false (sandstep_spec_check (spec, NULL));
+  spec->limits.millicpus = 0;
+  spec->limits.io_weight = SANDSTEP_MAX_IO_WEIGHT + 1;
+  g_assert_false (sandstep_spec_check (spec, NULL));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -323,5 +399,7 @@ main (int argc, char **argv)
   g_test_add_func ("/units/host-header", test_host_header);
   g_test_add_func ("/units/format", test_format);
   g_test_add_func ("/units/round-trip", test_round_trip);
+  g_test_add_func ("/units/cpus", test_cpus);
+  g_test_add_func ("/units/cpus-spec-round-trip", test_cpus_spec_round_trip);
   return g_test_run ();
 }

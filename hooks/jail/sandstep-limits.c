@@ -14,5 +14,7 @@ sandstep_limits_resolve (const SandstepLimits *limits)
     out.cpu_time_s = SANDSTEP_DEFAULT_CPU_TIME_S;
   if (out.disk == 0)
     out.disk = SANDSTEP_DEFAULT_DISK;
+  if (out.io_weight == 0)
+    out.io_weight = SANDSTEP_DEFAULT_IO_WEIGHT;
   return out;
 }

@@ -99,6 +99,20 @@ copy_spec (const SandstepSpec *spec)
   return sandstep_spec_from_json (node, NULL);
 }
 
+/* A CPU cap that this host cannot set is refused, from the command line and through sandstepd alike: a step
+ * relies on it, and without a cgroup it would be a silent no-op. */
+static gboolean
+check_cpu_cap (const SandstepSpec *spec, GError **error)
+{
+  g_autofree char *why = spec->limits.millicpus != 0 ? sandstep_cgroup_cpu_cap_unavailable () : NULL;
+
+  if (why != NULL)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                           "--cpus=%g cannot apply: %s; provision without --cpus, or as root on a host with the "
+                           "cgroup cpu controller", spec->limits.millicpus / 1000.0, why);
+  return TRUE;
+}
+
 static char *
 local_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
                  gboolean *out_existing, GError **error)
@@ -110,6 +124,8 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   g_autoptr(SandstepSpec) pulled = NULL;
 
   *out_existing = FALSE;
+  if (!check_cpu_cap (spec, error))
+    return NULL;
   /* An image named by its reference only (a provision through sandstepd): pulled here, before the lock, as a
    * provision on this host pulls before it asks. */
   if (spec->image != NULL && spec->image_digest == NULL)

@@ -120,6 +120,7 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
                          g_variant_new_bytestring (sandstep_network_to_string (record->spec->network)));
   g_variant_builder_add (&plan, "{sv}", "limits",
                          g_variant_new ("(txxt)", limits.memory, limits.pids, limits.cpu_time_s, limits.disk));
+  g_variant_builder_add (&plan, "{sv}", "cpu-io", g_variant_new ("(xx)", limits.millicpus, limits.io_weight));
   g_variant_builder_add (&plan, "{sv}", "pasta", g_variant_new_bytestring (pasta != NULL ? pasta : ""));
   g_variant_builder_add (&plan, "{sv}", "jail", sandstep_jail_to_variant (jail));
   rest = g_variant_ref_sink (g_variant_builder_end (&plan));
@@ -175,7 +176,8 @@ sandstep_supervisor_prepare (SandstepStore *store, const SandstepRecord *record)
     {
       SandstepLimits limits = sandstep_limits_resolve (&record->spec->limits);
       g_autoptr(GError) cgroup_error = NULL;
-      SandstepCgroup *cgroup = sandstep_cgroup_make (record->handle, limits.memory, limits.pids, &cgroup_error);
+      SandstepCgroupLimits cgroup_limits = { limits.memory, limits.pids, limits.millicpus, limits.io_weight };
+      SandstepCgroup *cgroup = sandstep_cgroup_make (record->handle, &cgroup_limits, &cgroup_error);
       g_autofree char *record_path = sandstep_store_sandbox_path (store, record->handle, "record.json");
       if (cgroup == NULL && cgroup_error != NULL)
         g_debug ("No cgroup made yet for sandbox '%s': %s", record->handle, cgroup_error->message);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-limit-defaults.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -18,11 +19,18 @@
 #define PARENT "sandstep"
 /* rmdir of a cgroup fails while its last tasks are still exiting. */
 #define RMDIR_ATTEMPTS 200
+/* The CFS period of a --cpus cap, docker's: the quota is --cpus of it. */
+#define CPU_PERIOD_US 100000
 
 struct _SandstepCgroup {
   SandstepCgroupKind kind;
   char *memory_dir;        /* the sandbox's cgroup (v2: the only one) */
   char *pids_dir;          /* v1: in the pids hierarchy */
+  char *cpu_dir;           /* v1: in the cpu hierarchy: the sandbox's own with a cap, else sandstep's group */
+  char *blkio_dir;         /* v1: in the blkio hierarchy where it weighs I/O: the sandbox's own with a weight
+                            * other than the default, else sandstep's group; NULL where it has no weight */
+  char *own_cpu_dir;       /* v1: the sandbox's own in those two, made only when asked for, removed with it */
+  char *own_blkio_dir;
   int oom_fd;              /* memory.oom_control (v1) or memory.events, kept open for the counters */
   int pids_fd;             /* pids.events */
 };
@@ -68,16 +76,64 @@ make_dir (const char *path)
   return errno == EEXIST ? 0 : -1;
 }
 
-/* v1: the parent in @controller's hierarchy, made on first use. */
+/* v1 blkio's weight file, by I/O scheduler: BFQ's, or the old CFQ's (scale 10 to 1000, default 500). */
+static const char *const v1_io_weight_files[] = { "blkio.bfq.weight", "blkio.weight" };
+
+/* @weight (io.weight's scale, default 100) in @file's. */
+static char *
+v1_io_weight_text (const char *file, gint64 weight)
+{
+  if (strcmp (file, "blkio.weight") == 0)
+    return g_strdup_printf ("%" G_GINT64_FORMAT, CLAMP (weight * 5, 10, 1000));
+  return g_strdup_printf ("%" G_GINT64_FORMAT, CLAMP (weight, 1, 1000));
+}
+
+/* The weight file of the blkio cgroup @dir, or NULL: none without a weighing scheduler. */
+static const char *
+v1_io_weight_file (const char *dir)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (v1_io_weight_files); i++)
+    {
+      g_autofree char *path = g_build_filename (dir, v1_io_weight_files[i], NULL);
+      if (access (path, W_OK) == 0)
+        return v1_io_weight_files[i];
+    }
+  return NULL;
+}
+
+/* v1: the parent in @controller's hierarchy, made on first use; the cpu and blkio ones weigh every sandbox
+ * together against the host (SANDSTEP_GROUP_*_WEIGHT), set when made. */
 static char *
 v1_parent (const char *controller, gboolean make)
 {
   g_autofree char *root = g_build_filename ("/sys/fs/cgroup", controller, NULL);
   g_autofree char *parent = g_build_filename (root, PARENT, NULL);
+  int made = 0;
 
-  if (access (root, W_OK) != 0 || (make && make_dir (parent) < 0))
+  if (access (root, W_OK) != 0 || (make && (made = make_dir (parent)) < 0))
     return NULL;
+  if (made == 1 && strcmp (controller, "cpu") == 0)
+    {
+      g_autofree char *shares = g_strdup_printf ("%d", SANDSTEP_GROUP_CPU_WEIGHT * 1024 / 100);
+      write_text (parent, "cpu.shares", shares);
+    }
+  else if (made == 1 && strcmp (controller, "blkio") == 0)
+    {
+      const char *file = v1_io_weight_file (parent);
+      g_autofree char *weight = file != NULL ? v1_io_weight_text (file, SANDSTEP_GROUP_IO_WEIGHT) : NULL;
+      if (file != NULL)
+        write_text (parent, file, weight);
+    }
   return g_steal_pointer (&parent);
+}
+
+/* Whether the space-separated list @words has @word (cgroup.controllers: "cpuset" is not "cpu"). */
+static gboolean
+has_word (const char *words, const char *word)
+{
+  g_auto(GStrv) list = g_strsplit_set (words, " \n", -1);
+
+  return g_strv_contains ((const char *const *) list, word);
 }
 
 /* v2: controllers must be enabled in the parent's subtree_control, which the
@@ -103,6 +159,21 @@ v2_parent (gboolean make)
   if (make_dir (path) < 0 || !write_text (mount, "cgroup.subtree_control", "+memory +pids") ||
       !write_text (path, "cgroup.subtree_control", "+memory +pids"))
     return NULL;
+  /* cpu and io where the kernel has them (a sandbox that needs one is refused or told at provision,
+   * sandstep_cgroup_cpu_cap_unavailable()): they weigh every sandbox together against the host. */
+  if (has_word (controllers, "cpu") && write_text (mount, "cgroup.subtree_control", "+cpu") &&
+      write_text (path, "cgroup.subtree_control", "+cpu"))
+    {
+      g_autofree char *weight = g_strdup_printf ("%d", SANDSTEP_GROUP_CPU_WEIGHT);
+      write_text (path, "cpu.weight", weight);
+    }
+  if (has_word (controllers, "io") && write_text (mount, "cgroup.subtree_control", "+io") &&
+      write_text (path, "cgroup.subtree_control", "+io"))
+    {
+      g_autofree char *weight = g_strdup_printf ("default %d", SANDSTEP_GROUP_IO_WEIGHT);
+      write_text (path, "io.weight", weight);
+      write_text (path, "io.bfq.weight", weight);
+    }
   return g_steal_pointer (&path);
 }
 
@@ -140,6 +211,10 @@ sandstep_cgroup_free (SandstepCgroup *cgroup)
     close (cgroup->pids_fd);
   g_free (cgroup->memory_dir);
   g_free (cgroup->pids_dir);
+  g_free (cgroup->cpu_dir);
+  g_free (cgroup->blkio_dir);
+  g_free (cgroup->own_cpu_dir);
+  g_free (cgroup->own_blkio_dir);
   g_free (cgroup);
 }
 
@@ -159,10 +234,19 @@ find (const char *name, gboolean make)
       {
         g_autofree char *memory = v1_parent ("memory", make);
         g_autofree char *pids = v1_parent ("pids", make);
+        g_autofree char *cpu = v1_parent ("cpu", make);
+        g_autofree char *blkio = v1_parent ("blkio", make);
         if (memory == NULL || pids == NULL)
           return NULL;
         cgroup->memory_dir = g_build_filename (memory, name, NULL);
         cgroup->pids_dir = g_build_filename (pids, name, NULL);
+        /* Optional: a host without them holds its sandboxes by memory and pids alone. */
+        cgroup->own_cpu_dir = cpu != NULL ? g_build_filename (cpu, name, NULL) : NULL;
+        cgroup->own_blkio_dir = blkio != NULL ? g_build_filename (blkio, name, NULL) : NULL;
+        cgroup->cpu_dir = g_steal_pointer (&cpu);
+        /* Without a weight file a blkio cgroup only throttles, which sandstep does not: the sandbox stays out. */
+        if (blkio != NULL && v1_io_weight_file (blkio) != NULL)
+          cgroup->blkio_dir = g_steal_pointer (&blkio);
         return g_steal_pointer (&cgroup);
       }
     case SANDSTEP_CGROUP_V2:
@@ -185,13 +269,56 @@ open_counter (const char *dir, const char *file)
   return open (path, O_RDONLY | O_CLOEXEC);
 }
 
+/* The sandbox's CPU cap and I/O weight, beyond memory and pids: a cgroup of its own in v1's cpu and blkio
+ * hierarchies only where it asks for one (each one more cgroup to make at provision), else sandstep's group;
+ * in v2 its one cgroup's files.  A cap that cannot be set fails; a weight is best effort (provision said so). */
+static gboolean
+set_cpu_and_io (SandstepCgroup *cgroup, const SandstepCgroupLimits *limits)
+{
+  g_autofree char *quota = g_strdup_printf ("%" G_GINT64_FORMAT, limits->millicpus * CPU_PERIOD_US / 1000);
+  gboolean weigh = limits->io_weight != 0 && limits->io_weight != SANDSTEP_DEFAULT_IO_WEIGHT;
+
+  if (cgroup->kind == SANDSTEP_CGROUP_V2)
+    {
+      g_autofree char *max = g_strdup_printf ("%s %d", quota, CPU_PERIOD_US);
+      g_autofree char *weight = g_strdup_printf ("default %" G_GINT64_FORMAT, limits->io_weight);
+      if (limits->millicpus > 0 && !write_text (cgroup->memory_dir, "cpu.max", max))
+        return FALSE;
+      if (weigh && !write_text (cgroup->memory_dir, "io.weight", weight))
+        write_text (cgroup->memory_dir, "io.bfq.weight", weight);
+      return TRUE;
+    }
+  if (limits->millicpus > 0)
+    {
+      g_autofree char *period = g_strdup_printf ("%d", CPU_PERIOD_US);
+      if (cgroup->own_cpu_dir == NULL)
+        return (errno = ENOENT, FALSE);
+      if (make_dir (cgroup->own_cpu_dir) < 0 || !write_text (cgroup->own_cpu_dir, "cpu.cfs_period_us", period) ||
+          !write_text (cgroup->own_cpu_dir, "cpu.cfs_quota_us", quota))
+        return FALSE;
+      g_free (cgroup->cpu_dir);
+      cgroup->cpu_dir = g_strdup (cgroup->own_cpu_dir);
+    }
+  if (weigh && cgroup->blkio_dir != NULL && make_dir (cgroup->own_blkio_dir) >= 0)
+    {
+      const char *file = v1_io_weight_file (cgroup->own_blkio_dir);
+      g_autofree char *weight = file != NULL ? v1_io_weight_text (file, limits->io_weight) : NULL;
+      if (file != NULL && write_text (cgroup->own_blkio_dir, file, weight))
+        {
+          g_free (cgroup->blkio_dir);
+          cgroup->blkio_dir = g_strdup (cgroup->own_blkio_dir);
+        }
+    }
+  return TRUE;
+}
+
 SandstepCgroup *
-sandstep_cgroup_make (const char *name, guint64 memory, gint64 pids, GError **error)
+sandstep_cgroup_make (const char *name, const SandstepCgroupLimits *limits, GError **error)
 {
   g_autoptr(SandstepCgroup) cgroup = NULL;
-  g_autofree char *memory_text = g_strdup_printf ("%" G_GUINT64_FORMAT, memory);
+  g_autofree char *memory_text = g_strdup_printf ("%" G_GUINT64_FORMAT, limits->memory);
   /* The sandbox's init is one of its processes. */
-  g_autofree char *pids_text = g_strdup_printf ("%" G_GINT64_FORMAT, pids + 1);
+  g_autofree char *pids_text = g_strdup_printf ("%" G_GINT64_FORMAT, limits->pids + 1);
   const char *pids_dir;
 
   if (sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE)
@@ -205,6 +332,15 @@ sandstep_cgroup_make (const char *name, guint64 memory, gint64 pids, GError **er
                    memory_text) ||
       !write_text (pids_dir, "pids.max", pids_text))
     goto fail;
+  if (!set_cpu_and_io (cgroup, limits))
+    {
+      sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
+                            "Could not cap the sandbox's CPU at cpus=%g in its cgroup '%s'; provision it again "
+                            "without --cpus, or make the cgroup cpu controller writable to sandstep",
+                            limits->millicpus / 1000.0,
+                            cgroup->own_cpu_dir != NULL ? cgroup->own_cpu_dir : cgroup->memory_dir);
+      return NULL;
+    }
   /* Swap counts too where the kernel accounts it, so a bomb cannot spill to swap. */
   if (cgroup->kind == SANDSTEP_CGROUP_V1)
     write_text (cgroup->memory_dir, "memory.memsw.limit_in_bytes", memory_text);
@@ -219,6 +355,71 @@ fail:
   sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
                         "Could not set up the cgroup '%s' that limits the sandbox's memory and processes",
                         cgroup != NULL ? cgroup->memory_dir : name);
+  return NULL;
+}
+
+char *
+sandstep_cgroup_cpu_cap_unavailable (void)
+{
+  g_autofree char *parent = NULL;
+
+  switch (sandstep_cgroup_kind ())
+    {
+    case SANDSTEP_CGROUP_NONE:
+      return geteuid () != 0 ? g_strdup_printf ("no cgroup can be made here: the cgroup hierarchies are root's, and "
+                                                "sandstep runs as uid %u", (unsigned) geteuid ())
+                             : g_strdup ("no cgroup can be made here: neither cgroup v1's memory and pids "
+                                         "hierarchies nor cgroup v2 with those controllers");
+    case SANDSTEP_CGROUP_V1:
+      parent = v1_parent ("cpu", TRUE);
+      if (parent != NULL)
+        {
+          g_autofree char *quota = g_build_filename (parent, "cpu.cfs_quota_us", NULL);
+          if (access (quota, W_OK) == 0)
+            return NULL;
+        }
+      return g_strdup ("the kernel's cpu controller has no writable hierarchy with CFS quotas here "
+                       "(/sys/fs/cgroup/cpu/cpu.cfs_quota_us)");
+    case SANDSTEP_CGROUP_V2:
+      parent = v2_parent (TRUE);
+      if (parent != NULL)
+        {
+          g_autofree char *max = g_build_filename (parent, "cpu.max", NULL);
+          if (access (max, F_OK) == 0)
+            return NULL;
+        }
+      return g_strdup ("the kernel's cpu controller is not available in cgroup v2 here (cgroup.controllers)");
+    }
+  return NULL;
+}
+
+char *
+sandstep_cgroup_io_weight_unavailable (void)
+{
+  g_autofree char *parent = NULL;
+
+  switch (sandstep_cgroup_kind ())
+    {
+    case SANDSTEP_CGROUP_NONE:
+      return sandstep_cgroup_cpu_cap_unavailable ();
+    case SANDSTEP_CGROUP_V1:
+      parent = v1_parent ("blkio", TRUE);
+      if (parent != NULL && v1_io_weight_file (parent) != NULL)
+        return NULL;
+      return g_strdup ("the blkio controller here has no weight (blkio.bfq.weight needs the BFQ I/O scheduler on "
+                       "the disks, blkio.weight the old CFQ one)");
+    case SANDSTEP_CGROUP_V2:
+      parent = v2_parent (TRUE);
+      if (parent != NULL)
+        {
+          g_autofree char *weight = g_build_filename (parent, "io.weight", NULL);
+          g_autofree char *bfq = g_build_filename (parent, "io.bfq.weight", NULL);
+          if (access (weight, F_OK) == 0 || access (bfq, F_OK) == 0)
+            return NULL;
+        }
+      return g_strdup ("the io controller of cgroup v2 is not available here, or has no weight "
+                       "(io.weight, io.bfq.weight)");
+    }
   return NULL;
 }
 
@@ -241,11 +442,13 @@ gboolean
 sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
 {
   g_autofree char *text = g_strdup_printf ("%d", pid);
+  const char *dirs[] = { cgroup->memory_dir, cgroup->pids_dir, cgroup->cpu_dir, cgroup->blkio_dir };
 
-  if (!write_text (cgroup->memory_dir, "cgroup.procs", text) ||
-      (cgroup->pids_dir != NULL && !write_text (cgroup->pids_dir, "cgroup.procs", text)))
-    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
-                                 "Could not move the sandbox into its cgroup '%s'", cgroup->memory_dir);
+  /* Right after the first move the others cost no wait of the kernel's (sandstep-cgroup-warm.h). */
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    if (dirs[i] != NULL && !write_text (dirs[i], "cgroup.procs", text))
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
+                                   "Could not move the sandbox into its cgroup '%s'", dirs[i]);
   return TRUE;
 }
 
@@ -294,6 +497,8 @@ sandstep_cgroup_remove (const char *name)
     return;
   remove_dir (cgroup->memory_dir);
   remove_dir (cgroup->pids_dir);
+  remove_dir (cgroup->own_cpu_dir);
+  remove_dir (cgroup->own_blkio_dir);
 }
 
 guint
@@ -303,7 +508,9 @@ sandstep_cgroup_sweep (gboolean (*keep) (const char *name, gpointer data), gpoin
   g_autofree char *first = kind == SANDSTEP_CGROUP_V1 ? v1_parent ("memory", FALSE)
                            : kind == SANDSTEP_CGROUP_V2 ? v2_parent (FALSE) : NULL;
   g_autofree char *second = kind == SANDSTEP_CGROUP_V1 ? v1_parent ("pids", FALSE) : NULL;
-  const char *parents[] = { first, second };
+  g_autofree char *cpu = kind == SANDSTEP_CGROUP_V1 ? v1_parent ("cpu", FALSE) : NULL;
+  g_autofree char *blkio = kind == SANDSTEP_CGROUP_V1 ? v1_parent ("blkio", FALSE) : NULL;
+  const char *parents[] = { first, second, cpu, blkio };
   gint64 now = g_get_real_time () / G_USEC_PER_SEC;
   guint removed = 0;
 

@@ -25,9 +25,24 @@ SandstepCgroupKind sandstep_cgroup_kind (void);
 
 typedef struct _SandstepCgroup SandstepCgroup;
 
+typedef struct {
+  guint64 memory;          /* bytes, swap included */
+  gint64 pids;             /* the sandbox's processes, not counting its init */
+  gint64 millicpus;        /* the CPU cap in thousandths of a CPU (cpu.max, cpu.cfs_quota_us); 0: none */
+  gint64 io_weight;        /* io.weight's scale; the default (SANDSTEP_DEFAULT_IO_WEIGHT) writes nothing */
+} SandstepCgroupLimits;
+
 /* The sandbox's cgroup @name with its limits, made if absent.  NULL
- * without an error when no cgroup can be made here. */
-SandstepCgroup *sandstep_cgroup_make (const char *name, guint64 memory, gint64 pids, GError **error);
+ * without an error when no cgroup can be made here.  Every sandbox is also
+ * in sandstep's group of the cpu (and, where it weighs, blkio) controller,
+ * whose weight is below the host's default (SANDSTEP_GROUP_CPU_WEIGHT);
+ * one with a cap or another weight in a cgroup of its own under it. */
+SandstepCgroup *sandstep_cgroup_make (const char *name, const SandstepCgroupLimits *limits, GError **error);
+
+/* Why a --cpus cap, or an --io-weight, cannot apply to a sandbox made
+ * here (a phrase that names what is missing), or NULL where it can. */
+char *sandstep_cgroup_cpu_cap_unavailable (void);
+char *sandstep_cgroup_io_weight_unavailable (void);
 void sandstep_cgroup_free (SandstepCgroup *cgroup);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepCgroup, sandstep_cgroup_free)
 

@@ -63,6 +63,7 @@ typedef struct {
   char *network;
   guint64 memory;
   gint64 pids, cpu_time_s;
+  gint64 millicpus, io_weight;
   guint64 disk;
   char *core_path;         /* sandstep-core: the egress proxy, and the reclaim of a released sandbox */
   char *pasta_path;

@@ -173,6 +173,7 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
       !g_variant_lookup (s->plan, "network", "^&ay", &network) ||
       !g_variant_lookup (s->plan, "limits", "(txxt)", &s->memory, &s->pids, &s->cpu_time_s, &s->disk) ||
       !g_variant_lookup (s->plan, "pasta", "^&ay", &pasta) ||
+      !g_variant_lookup (s->plan, "cpu-io", "(xx)", &s->millicpus, &s->io_weight) ||
       (jail = g_variant_lookup_value (s->plan, "jail", G_VARIANT_TYPE_VARDICT)) == NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                            "The sandbox's plan is damaged (a member is missing); reinstall sandstep if this persists");
@@ -513,15 +514,16 @@ static gboolean
 attach_to_cgroup (int pid, gpointer user_data, GError **error)
 {
   Supervisor *s = user_data;
+  SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
 
   if (s->cgroup == NULL && sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
-      (s->cgroup = sandstep_cgroup_make (s->handle, s->memory, s->pids, error)) == NULL)
+      (s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
     return FALSE;
   if (s->cgroup == NULL || sandstep_cgroup_attach (s->cgroup, pid, NULL))
     return TRUE;
   /* Removed between its making and this move (a gc's sweep of empty cgroups, sandstep_cgroup_sweep): once more. */
   g_clear_pointer (&s->cgroup, sandstep_cgroup_free);
-  if ((s->cgroup = sandstep_cgroup_make (s->handle, s->memory, s->pids, error)) == NULL)
+  if ((s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
     return FALSE;
   return sandstep_cgroup_attach (s->cgroup, pid, error);
 }
