@@ -163,6 +163,28 @@ test_identity (void)
   g_assert_cmpstr (words[1], ==, "nightly/id-run-2");
   g_strfreev (words);
 
+  /* SANDSTEP_OWNER wins over the run, as for the helper and the make plugin (issue 34). */
+  {
+    g_auto(GStrv) with_owner = env_with ("SANDSTEP_OWNER", "own-dag/own-run", "SANDSTEP_RUN", "id-run-3",
+                                         "SANDSTEP_DAG", "id-dag", NULL);
+    g_autofree char *own_holder = NULL;
+    g_autofree char *own_by = NULL;
+
+    words = host_task_identity (with_owner, "--sandbox-provision --sandbox-keep=10m");
+    g_assert_cmpuint (g_strv_length (words), ==, 4);
+    g_assert_cmpstr (words[1], ==, "own-dag/own-run");
+    own_holder = g_strdup_printf ("own-dag/own-run/%s.0", words[0]);
+    g_assert_cmpstr (words[2], ==, own_holder);
+    own_by = describe (words[3], "own-dag/own-run", "provisioned_by");
+    g_assert_true (g_str_has_prefix (own_by, "own-dag/own-run/"));
+    {
+      g_autofree char *destroy_handle = g_strconcat ("--handle=", words[3], NULL);
+      g_autoptr(Run) r = run (node.helper, "destroy", destroy_handle, "--owner=own-dag/own-run");
+      assert_status (r, 0);
+    }
+    g_strfreev (words);
+  }
+
   /* No run at all: the job's own. */
   words = host_task_identity (node.envp, "--sandbox-provision");
   {

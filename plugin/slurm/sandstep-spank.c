@@ -331,31 +331,23 @@ apply_env_defaults (spank_t sp, EnvReader read_env)
     state.from_env |= OPTION_KEEP;
 }
 
-/* The owner of the job's sandboxes: DAG/RUN when the run travelled with the
- * job (make exports SANDSTEP_RUN to its recipes; DAG is SANDSTEP_DAG, else
- * the name of make's top directory, SANDSTEP_TOP, as the make plugin
- * derives it), else slurm/JOBID. */
+/* The owner of the job's sandboxes, by the helper's rule (sandstep_owner_derive()):
+ * SANDSTEP_OWNER, else DAG/RUN when the run travelled with the job (make
+ * exports SANDSTEP_RUN and SANDSTEP_TOP to its recipes), else slurm/JOBID. */
 static char *
 derive_owner (spank_t sp, EnvReader read_env, uint32_t job_id, GError **error)
 {
+  g_autofree char *owner = read_env (sp, "SANDSTEP_OWNER");
   g_autofree char *run = read_env (sp, "SANDSTEP_RUN");
-  g_autofree char *dag_given = read_env (sp, "SANDSTEP_DAG");
+  g_autofree char *dag = read_env (sp, "SANDSTEP_DAG");
   g_autofree char *top = read_env (sp, "SANDSTEP_TOP");
-  g_autofree char *dag = NULL;
+  g_autofree char *fallback = g_strdup_printf ("slurm/%u", job_id);
   g_autoptr(GError) local_error = NULL;
+  char *derived = sandstep_owner_derive (owner, run, dag, top, fallback, &local_error);
 
-  if (run == NULL)
-    return g_strdup_printf ("slurm/%u", job_id);
-  if (!sandstep_run_id_check (run, "SANDSTEP_RUN", &local_error) ||
-      (dag = sandstep_dag_name (dag_given, top != NULL ? top : "/slurm", &local_error)) == NULL)
-    {
-      const char *message = local_error->message;
-      if (g_str_has_prefix (message, "sandstep: "))
-        message += strlen ("sandstep: ");
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s", message);
-      return NULL;
-    }
-  return g_strdup_printf ("%s/%s", dag, run);
+  if (derived == NULL)
+    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s", local_error->message);
+  return derived;
 }
 
 static int
