@@ -119,11 +119,12 @@ test_example (void)
 
 /* ---- identity and refusal ---- */
 
-/* Runs `srun ARGS sh -c 'echo $SLURM_JOB_ID $SANDSTEP_OWNER $SANDSTEP_HOLDER $SANDSTEP_HANDLE'`. */
+/* Runs `srun ARGS --sandbox=none sh -c 'echo $SLURM_JOB_ID $SANDSTEP_OWNER $SANDSTEP_HOLDER $SANDSTEP_HANDLE'`:
+ * the task on the host, as the user asked in so many words. */
 static GStrv
 host_task_identity (char **envp, const char *options)
 {
-  g_autofree char *line = g_strdup_printf ("srun --quiet %s sh -c 'echo \"$SLURM_JOB_ID $SANDSTEP_OWNER "
+  g_autofree char *line = g_strdup_printf ("srun --quiet %s --sandbox=none sh -c 'echo \"$SLURM_JOB_ID $SANDSTEP_OWNER "
                                            "$SANDSTEP_HOLDER $SANDSTEP_HANDLE\"'", options);
   g_autoptr(Run) r = run_env (envp, "sh", "-c", line);
 
@@ -244,6 +245,39 @@ test_identity (void)
   }
 }
 
+/* ---- --sandbox-provision: the tasks run inside unless told otherwise ---- */
+
+static void
+test_provision_inside (void)
+{
+  g_test_summary ("issue 34: srun --sandbox-provision runs its task in the job's sandbox; --sandbox=none (or "
+                  "SANDSTEP_SANDBOX=none) runs it on the host");
+  {
+    g_autoptr(Run) r = run ("srun", "--quiet", "--sandbox-provision", "--", "grep", "NoNewPrivs", "/proc/self/status");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "NoNewPrivs:\t1\n");
+  }
+  {
+    g_auto(GStrv) envp = env_with ("SANDSTEP_SANDBOX_PROVISION", "network=none", NULL);
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "hostname");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "sandstep\n");
+  }
+  {
+    g_autoptr(Run) r = run ("srun", "--quiet", "--sandbox-provision", "--sandbox=none", "--", "grep", "NoNewPrivs",
+                            "/proc/self/status");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "NoNewPrivs:\t0\n");
+  }
+  {
+    g_auto(GStrv) envp = env_with ("SANDSTEP_SANDBOX", "none", NULL);
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "--sandbox-provision", "grep", "NoNewPrivs",
+                                "/proc/self/status");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "NoNewPrivs:\t0\n");
+  }
+}
+
 /* ---- --sandbox-provision ends with the job ---- */
 
 static void
@@ -299,7 +333,8 @@ test_provision_cleanup (void)
   {
     g_autofree char *line = g_strdup_printf ("echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; ls %s/job-$SLURM_JOB_ID",
                                              node.rundir);
-    g_autoptr(Run) r = run ("salloc", "--quiet", "--sandbox-provision", "srun", "--quiet", "sh", "-c", line);
+    g_autoptr(Run) r = run ("salloc", "--quiet", "--sandbox-provision", "srun", "--quiet", "--sandbox=none", "sh", "-c",
+                            line);
     g_auto(GStrv) out_lines = NULL;
 
     assert_status (r, 0);
@@ -654,7 +689,8 @@ test_remote (void)
     g_autofree char *text = NULL;
     g_auto(GStrv) lines = NULL;
     g_autoptr(Run) r = run_env (envp, "sbatch", "--wait", "--quiet", "--sandbox-provision", out_arg, "--wrap",
-                                "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; srun --quiet sh -c 'echo $SANDSTEP_HANDLE'");
+                                "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; "
+                                "srun --quiet --sandbox=none sh -c 'echo $SANDSTEP_HANDLE'");
 
     assert_status (r, 0);
     g_assert_true (g_file_get_contents (out_path, &text, NULL, NULL));
@@ -822,6 +858,7 @@ static const struct {
 } cases[] = {
   { "/slurm/example", test_example },
   { "/slurm/identity", test_identity },
+  { "/slurm/provision-inside", test_provision_inside },
   { "/slurm/provision-cleanup", test_provision_cleanup },
   { "/slurm/image", test_image },
   { "/slurm/other-user", test_other_user },
