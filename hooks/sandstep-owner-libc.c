@@ -71,3 +71,18 @@ sandstep_run_owner (const char *run, const char *dag, const char *top, char *out
   n = snprintf (out, size, "%.*s/%s", (int) len, name, run);
   return n > 0 && (size_t) n < size ? SANDSTEP_RUN_OWNER_OK : SANDSTEP_RUN_OWNER_BAD_DAG;
 }
+
+SandstepRunOwner
+sandstep_step_owner (const char *owner, const char *run, const char *dag, const char *top, char *out, size_t size)
+{
+  if (owner != NULL && owner[0] != '\0')
+    {
+      size_t len = strlen (owner);
+
+      if (len >= size)
+        return SANDSTEP_RUN_OWNER_TOO_LONG;
+      memcpy (out, owner, len + 1);
+      return SANDSTEP_RUN_OWNER_OK;
+    }
+  return sandstep_run_owner (run, dag, top, out, size);
+}

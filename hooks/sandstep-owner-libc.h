@@ -25,8 +25,16 @@ typedef enum {
   SANDSTEP_RUN_OWNER_NO_DAG,    /* SANDSTEP_RUN without SANDSTEP_DAG or SANDSTEP_TOP */
   SANDSTEP_RUN_OWNER_BAD_RUN,   /* SANDSTEP_RUN is not a run id (plugin: 1-128 of [A-Za-z0-9._:@+-]) */
   SANDSTEP_RUN_OWNER_BAD_DAG,   /* the DAG's name holds '/' or a control character */
+  SANDSTEP_RUN_OWNER_TOO_LONG,  /* SANDSTEP_OWNER does not fit in the buffer */
 } SandstepRunOwner;
 
 /* The owner of @run (SANDSTEP_RUN), @dag (SANDSTEP_DAG) and @top
  * (SANDSTEP_TOP), any NULL, into @out (@size bytes). */
 SandstepRunOwner sandstep_run_owner (const char *run, const char *dag, const char *top, char *out, size_t size);
+
+/* The one identity rule of every front-end (the helper, the make plugin,
+ * SPANK, the static front): @owner (SANDSTEP_OWNER) when non-empty, copied
+ * into @out; else sandstep_run_owner().  The caller's own default applies
+ * on SANDSTEP_RUN_OWNER_NONE (the helper's USER@HOST, SPANK's slurm/JOBID). */
+SandstepRunOwner sandstep_step_owner (const char *owner, const char *run, const char *dag, const char *top, char *out,
+                                      size_t size);

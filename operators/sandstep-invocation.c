@@ -123,25 +123,23 @@ sandstep_identity_fallback (const char *suffix)
   return g_strdup_printf ("%s@%s%s", g_get_user_name (), g_get_host_name (), suffix);
 }
 
-/* The owner a step outside make has: its run's (sandstep-owner-libc.h) when
- * SANDSTEP_RUN travelled with it, else USER@HOST. */
-static char *
-run_owner (GError **error)
+char *
+sandstep_owner_derive (const char *owner, const char *run, const char *dag, const char *top, const char *fallback,
+                       GError **error)
 {
-  const char *run = g_getenv ("SANDSTEP_RUN");
-  char owner[1024];
+  char out[SANDSTEP_IDENTITY_MAX + 1];
 
-  switch (sandstep_run_owner (run, g_getenv ("SANDSTEP_DAG"), g_getenv ("SANDSTEP_TOP"), owner, sizeof owner))
+  switch (sandstep_step_owner (owner, run, dag, top, out, sizeof out))
     {
     case SANDSTEP_RUN_OWNER_NONE:
-      return sandstep_identity_fallback ("");
+      return g_strdup (fallback);
     case SANDSTEP_RUN_OWNER_OK:
-      return g_strdup (owner);
+      return g_strdup (out);
     case SANDSTEP_RUN_OWNER_NO_DAG:
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_MISSING,
                       "SANDSTEP_RUN is '%s' but neither SANDSTEP_DAG nor SANDSTEP_TOP says whose DAG it is, so the "
                       "owner (DAG/RUN) is unknown; set SANDSTEP_DAG as the host that provisioned had it (make's "
-                      "DAG is SANDSTEP_DAG, else its top directory's name), or give --owner", run);
+                      "DAG is SANDSTEP_DAG, else its top directory's name), or set SANDSTEP_OWNER", run);
       return NULL;
     case SANDSTEP_RUN_OWNER_BAD_RUN:
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
@@ -151,10 +149,14 @@ run_owner (GError **error)
     case SANDSTEP_RUN_OWNER_BAD_DAG:
       sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                       "the DAG name (SANDSTEP_DAG, else the last part of SANDSTEP_TOP) contains '/' or a control "
-                      "character; set SANDSTEP_DAG to a plain name, or give --owner");
+                      "character; set SANDSTEP_DAG to a plain name, or set SANDSTEP_OWNER");
+      return NULL;
+    case SANDSTEP_RUN_OWNER_TOO_LONG:
+      sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                      "SANDSTEP_OWNER is longer than %d bytes; set a shorter one", SANDSTEP_IDENTITY_MAX);
       return NULL;
     }
-  return sandstep_identity_fallback ("");
+  return g_strdup (fallback);
 }
 
 SandstepInvocation *
@@ -238,10 +240,16 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
 
   if (sandstep_invocation_has (invocation, "owner"))
     invocation->who.owner = g_strdup (sandstep_invocation_get (invocation, "owner"));
-  else if (g_getenv ("SANDSTEP_OWNER") != NULL && g_getenv ("SANDSTEP_OWNER")[0] != '\0')
-    invocation->who.owner = g_strdup (g_getenv ("SANDSTEP_OWNER"));
-  else if ((invocation->who.owner = run_owner (error)) == NULL)
-    return NULL;
+  else
+    {
+      g_autofree char *fallback = sandstep_identity_fallback ("");
+
+      invocation->who.owner = sandstep_owner_derive (g_getenv ("SANDSTEP_OWNER"), g_getenv ("SANDSTEP_RUN"),
+                                                     g_getenv ("SANDSTEP_DAG"), g_getenv ("SANDSTEP_TOP"), fallback,
+                                                     error);
+      if (invocation->who.owner == NULL)
+        return NULL;
+    }
   invocation->who.holder = sandstep_invocation_has (invocation, "holder")
                              ? g_strdup (sandstep_invocation_get (invocation, "holder"))
                              : default_identity ("SANDSTEP_HOLDER", "/cli");

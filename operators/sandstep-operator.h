@@ -112,6 +112,13 @@ int sandstep_run_report (const SandstepSpec *spec, const char *timeout_text, con
 /* USER@HOST followed by @suffix: who runs sandstep when nothing says otherwise. */
 char *sandstep_identity_fallback (const char *suffix);
 
+/* The owner of a step, by the one rule of every front-end (sandstep_step_owner()
+ * in hooks/sandstep-owner-libc.h): @owner (SANDSTEP_OWNER), else DAG/RUN of @run,
+ * @dag and @top, else a copy of @fallback.  NULL with @error set when the
+ * environment says a run but not a valid one. */
+char *sandstep_owner_derive (const char *owner, const char *run, const char *dag, const char *top,
+                             const char *fallback, GError **error);
+
 
 /* Usage text of @op (or of the whole helper for NULL). */
 char *sandstep_operator_usage (const SandstepOperator *op);

@@ -247,15 +247,19 @@ init_identity (GError **error)
   return TRUE;
 }
 
+/* The helper's rule (sandstep_owner_derive()), as every front-end has it:
+ * SANDSTEP_OWNER, else DAG/RUN of the run and top this make published. */
 static char *
 current_owner (GError **error)
 {
+  g_autofree char *given_owner = expand ("$(SANDSTEP_OWNER)");
   g_autofree char *given_dag = expand ("$(SANDSTEP_DAG)");
-  g_autofree char *dag = sandstep_dag_name (given_dag, plugin.top, error);
+  g_autoptr(GError) local_error = NULL;
+  char *owner = sandstep_owner_derive (given_owner, plugin.run, given_dag, plugin.top, NULL, &local_error);
 
-  if (dag == NULL)
-    return NULL;
-  return g_strconcat (dag, "/", plugin.run, NULL);
+  if (owner == NULL && local_error != NULL)
+    g_set_error (error, SANDSTEP_PLUGIN_ERROR, SANDSTEP_PLUGIN_ERROR_IDENTITY, "sandstep: %s", local_error->message);
+  return owner;
 }
 
 /* OWNER/PATH, PATH being the current target ($@, empty at parse time) in the

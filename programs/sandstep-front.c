@@ -225,13 +225,11 @@ parse_run (int argc, char **argv, Request *request)
   request->value[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
 
   /* Identity: the option, else the environment, else the supervisor's USER@HOST (a server's: the core's). */
-  if (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL)
-    request->value[SANDSTEP_RUN_FIELD_OWNER] = getenv ("SANDSTEP_OWNER");
   if (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL || request->value[SANDSTEP_RUN_FIELD_OWNER][0] == '\0')
     {
-      /* A step that carries its DAG's run owns what the run made, on any machine. */
-      switch (sandstep_run_owner (getenv ("SANDSTEP_RUN"), getenv ("SANDSTEP_DAG"), getenv ("SANDSTEP_TOP"),
-                                  request->owner, sizeof request->owner))
+      /* The rule of every front-end: SANDSTEP_OWNER, else the run's, on any machine. */
+      switch (sandstep_step_owner (request->value[SANDSTEP_RUN_FIELD_OWNER] == NULL ? getenv ("SANDSTEP_OWNER") : NULL, getenv ("SANDSTEP_RUN"), getenv ("SANDSTEP_DAG"),
+                                   getenv ("SANDSTEP_TOP"), request->owner, sizeof request->owner))
         {
         case SANDSTEP_RUN_OWNER_NONE:
           break;
@@ -241,6 +239,7 @@ parse_run (int argc, char **argv, Request *request)
         case SANDSTEP_RUN_OWNER_NO_DAG:
         case SANDSTEP_RUN_OWNER_BAD_RUN:
         case SANDSTEP_RUN_OWNER_BAD_DAG:
+        case SANDSTEP_RUN_OWNER_TOO_LONG:
           return 0;         /* the core says what is wrong */
         }
     }

@@ -24,6 +24,7 @@
 #include <glib/gstdio.h>
 
 #include "sandstep-identity.h"
+#include "sandstep-operator.h"
 #include "sandstep-owner-libc.h"
 #include "sandstep-render.h"
 #include "sandstep-store.h"
@@ -497,6 +498,110 @@ test_unit_helper_owner (void)
   g_assert_cmpint (sandstep_run_owner (max_run, "d", NULL, owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_OK);
   g_assert_cmpint (sandstep_run_owner ("r1", NULL, NULL, owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_NO_DAG);
   g_assert_cmpint (sandstep_run_owner (NULL, "d", "/x", owner, sizeof owner), ==, SANDSTEP_RUN_OWNER_NONE);
+}
+
+/* The owner the helper's own parsing derives from the process environment
+ * @owner, @run, @dag, @top (NULL: unset); NULL with *out_error on a refusal. */
+static char *
+helper_owner (const char *owner, const char *run, const char *dag, const char *top, GError **out_error)
+{
+  const char *names[] = { "SANDSTEP_OWNER", "SANDSTEP_RUN", "SANDSTEP_DAG", "SANDSTEP_TOP" };
+  const char *values[] = { owner, run, dag, top };
+  g_autoptr(SandstepInvocation) invocation = NULL;
+  char *argv[] = { NULL };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      if (values[i] != NULL)
+        g_setenv (names[i], values[i], TRUE);
+      else
+        g_unsetenv (names[i]);
+    }
+  g_unsetenv ("SANDSTEP_HOLDER");
+  invocation = sandstep_invocation_parse (sandstep_operator_lookup ("list"), 0, argv, out_error);
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    g_unsetenv (names[i]);
+  return invocation != NULL ? g_strdup (invocation->who.owner) : NULL;
+}
+
+/* issue 34 item 6: one identity rule in every front-end.  For each environment
+ * of the table, the helper derives the owner the rule says, and a make recipe
+ * in that environment gets, from the make plugin, the owner that the helper
+ * derives from the environment make gives the recipe.  (SPANK's: test-slurm.) */
+static void
+test_one_owner_rule (void)
+{
+  static const char *const owners[] = { NULL, "own-dag/own-run" };
+  static const char *const runs[] = { NULL, "r1" };
+  static const char *const dags[] = { NULL, "d1" };
+  static const char *const tops[] = { NULL, "/srv/t1" };
+  g_autofree char *fallback = sandstep_identity_fallback ("");
+
+  g_test_summary ("issue 34: SANDSTEP_OWNER, else SANDSTEP_DAG (else SANDSTEP_TOP's name)/SANDSTEP_RUN, else "
+                  "USER@HOST: the helper and the make plugin derive the same owner from the same environment");
+  for (gsize o = 0; o < G_N_ELEMENTS (owners); o++)
+    for (gsize r = 0; r < G_N_ELEMENTS (runs); r++)
+      for (gsize d = 0; d < G_N_ELEMENTS (dags); d++)
+        for (gsize t = 0; t < G_N_ELEMENTS (tops); t++)
+          {
+            g_autoptr(GError) error = NULL;
+            g_autofree char *got = helper_owner (owners[o], runs[r], dags[d], tops[t], &error);
+            const char *expected = owners[o] != NULL ? owners[o]
+                                   : runs[r] == NULL ? fallback
+                                   : dags[d] != NULL ? "d1/r1"
+                                   : tops[t] != NULL ? "t1/r1"
+                                   : NULL;
+
+            g_test_message ("OWNER=%s RUN=%s DAG=%s TOP=%s: %s", owners[o], runs[r], dags[d], tops[t],
+                            got != NULL ? got : error->message);
+            if (expected == NULL)
+              {
+                g_assert_null (got);
+                g_assert_nonnull (strstr (error->message, "set SANDSTEP_OWNER"));
+              }
+            else
+              {
+                g_assert_no_error (error);
+                g_assert_cmpstr (got, ==, expected);
+              }
+          }
+
+  if (!require_plugin ())
+    return;
+  for (gsize o = 0; o < G_N_ELEMENTS (owners); o++)
+    for (gsize d = 0; d < G_N_ELEMENTS (dags); d++)
+      {
+        static const char mk[] =
+          "load $(SANDSTEP_PLUGIN)\n"
+          "t: ; @echo '$(sandbox-holder )'; echo \"$$SANDSTEP_RUN\"; echo \"$$SANDSTEP_TOP\"\n";
+        g_autoptr(Tree) tree = tree_new ();
+        g_autofree char *path = tree_path (tree, "Makefile");
+        g_autofree char *owner_env = owners[o] != NULL ? g_strconcat ("SANDSTEP_OWNER=", owners[o], NULL)
+                                                       : g_strdup ("SANDSTEP_OWNER");
+        g_autofree char *dag_env = dags[d] != NULL ? g_strconcat ("SANDSTEP_DAG=", dags[d], NULL)
+                                                   : g_strdup ("SANDSTEP_DAG");
+        const char *env[] = { owner_env, dag_env, "SANDSTEP_RUN=r1", NULL };
+        g_autoptr(MakeResult) m = NULL;
+        g_auto(GStrv) lines = NULL;
+        g_autofree char *make_owner = NULL;
+        g_autofree char *from_helper = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *rule = NULL;
+
+        write_file (path, mk);
+        m = tree_make (tree, env, "-s", NULL);
+        g_assert_cmpint (m->status, ==, 0);
+        lines = g_strsplit (m->out, "\n", -1);
+        g_assert_cmpuint (g_strv_length (lines), >=, 3);
+        g_assert_true (g_str_has_suffix (lines[0], "/t"));
+        make_owner = g_strndup (lines[0], strlen (lines[0]) - strlen ("/t"));
+        from_helper = helper_owner (owners[o], lines[1], dags[d], lines[2], &error);
+        g_assert_no_error (error);
+        g_assert_cmpstr (make_owner, ==, from_helper);
+        rule = owners[o] != NULL ? g_strdup (owners[o])
+                                 : g_strconcat (dags[d] != NULL ? dags[d] : tree->dag, "/r1", NULL);
+        g_assert_cmpstr (make_owner, ==, rule);
+      }
 }
 
 static void
@@ -2201,6 +2306,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/unit/run-id", test_unit_run_id);
   g_test_add_func ("/plugin/unit/quote", test_unit_quote);
   g_test_add_func ("/plugin/unit/helper-owner", test_unit_helper_owner);
+  g_test_add_func ("/plugin/identity/one-owner-rule", test_one_owner_rule);
   g_test_add_func ("/plugin/unit/every-operator", test_unit_every_operator);
   g_test_add_func ("/plugin/unit/readme-lists-every-function", test_readme_lists_every_function);
   g_test_add_func ("/plugin/exports", test_exports);

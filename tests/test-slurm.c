@@ -119,11 +119,12 @@ test_example (void)
 
 /* ---- identity and refusal ---- */
 
-/* Runs `srun ARGS sh -c 'echo $SLURM_JOB_ID $SANDSTEP_OWNER $SANDSTEP_HOLDER $SANDSTEP_HANDLE'`. */
+/* Runs `srun ARGS --sandbox=none sh -c 'echo $SLURM_JOB_ID $SANDSTEP_OWNER $SANDSTEP_HOLDER $SANDSTEP_HANDLE'`:
+ * the task on the host, as the user asked in so many words. */
 static GStrv
 host_task_identity (char **envp, const char *options)
 {
-  g_autofree char *line = g_strdup_printf ("srun --quiet %s sh -c 'echo \"$SLURM_JOB_ID $SANDSTEP_OWNER "
+  g_autofree char *line = g_strdup_printf ("srun --quiet %s --sandbox=none sh -c 'echo \"$SLURM_JOB_ID $SANDSTEP_OWNER "
                                            "$SANDSTEP_HOLDER $SANDSTEP_HANDLE\"'", options);
   g_autoptr(Run) r = run_env (envp, "sh", "-c", line);
 
@@ -162,6 +163,28 @@ test_identity (void)
   words = host_task_identity (with_top, "--sandbox-provision");
   g_assert_cmpstr (words[1], ==, "nightly/id-run-2");
   g_strfreev (words);
+
+  /* SANDSTEP_OWNER wins over the run, as for the helper and the make plugin (issue 34). */
+  {
+    g_auto(GStrv) with_owner = env_with ("SANDSTEP_OWNER", "own-dag/own-run", "SANDSTEP_RUN", "id-run-3",
+                                         "SANDSTEP_DAG", "id-dag", NULL);
+    g_autofree char *own_holder = NULL;
+    g_autofree char *own_by = NULL;
+
+    words = host_task_identity (with_owner, "--sandbox-provision --sandbox-keep=10m");
+    g_assert_cmpuint (g_strv_length (words), ==, 4);
+    g_assert_cmpstr (words[1], ==, "own-dag/own-run");
+    own_holder = g_strdup_printf ("own-dag/own-run/%s.0", words[0]);
+    g_assert_cmpstr (words[2], ==, own_holder);
+    own_by = describe (words[3], "own-dag/own-run", "provisioned_by");
+    g_assert_true (g_str_has_prefix (own_by, "own-dag/own-run/"));
+    {
+      g_autofree char *destroy_handle = g_strconcat ("--handle=", words[3], NULL);
+      g_autoptr(Run) r = run (node.helper, "destroy", destroy_handle, "--owner=own-dag/own-run");
+      assert_status (r, 0);
+    }
+    g_strfreev (words);
+  }
 
   /* No run at all: the job's own. */
   words = host_task_identity (node.envp, "--sandbox-provision");
@@ -222,6 +245,39 @@ test_identity (void)
   }
 }
 
+/* ---- --sandbox-provision: the tasks run inside unless told otherwise ---- */
+
+static void
+test_provision_inside (void)
+{
+  g_test_summary ("issue 34: srun --sandbox-provision runs its task in the job's sandbox; --sandbox=none (or "
+                  "SANDSTEP_SANDBOX=none) runs it on the host");
+  {
+    g_autoptr(Run) r = run ("srun", "--quiet", "--sandbox-provision", "--", "grep", "NoNewPrivs", "/proc/self/status");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "NoNewPrivs:\t1\n");
+  }
+  {
+    g_auto(GStrv) envp = env_with ("SANDSTEP_SANDBOX_PROVISION", "network=none", NULL);
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "hostname");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "sandstep\n");
+  }
+  {
+    g_autoptr(Run) r = run ("srun", "--quiet", "--sandbox-provision", "--sandbox=none", "--", "grep", "NoNewPrivs",
+                            "/proc/self/status");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "NoNewPrivs:\t0\n");
+  }
+  {
+    g_auto(GStrv) envp = env_with ("SANDSTEP_SANDBOX", "none", NULL);
+    g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "--sandbox-provision", "grep", "NoNewPrivs",
+                                "/proc/self/status");
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "NoNewPrivs:\t0\n");
+  }
+}
+
 /* ---- --sandbox-provision ends with the job ---- */
 
 static void
@@ -277,7 +333,8 @@ test_provision_cleanup (void)
   {
     g_autofree char *line = g_strdup_printf ("echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; ls %s/job-$SLURM_JOB_ID",
                                              node.rundir);
-    g_autoptr(Run) r = run ("salloc", "--quiet", "--sandbox-provision", "srun", "--quiet", "sh", "-c", line);
+    g_autoptr(Run) r = run ("salloc", "--quiet", "--sandbox-provision", "srun", "--quiet", "--sandbox=none", "sh", "-c",
+                            line);
     g_auto(GStrv) out_lines = NULL;
 
     assert_status (r, 0);
@@ -632,7 +689,8 @@ test_remote (void)
     g_autofree char *text = NULL;
     g_auto(GStrv) lines = NULL;
     g_autoptr(Run) r = run_env (envp, "sbatch", "--wait", "--quiet", "--sandbox-provision", out_arg, "--wrap",
-                                "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; srun --quiet sh -c 'echo $SANDSTEP_HANDLE'");
+                                "echo \"$SLURM_JOB_ID $SANDSTEP_HANDLE\"; "
+                                "srun --quiet --sandbox=none sh -c 'echo $SANDSTEP_HANDLE'");
 
     assert_status (r, 0);
     g_assert_true (g_file_get_contents (out_path, &text, NULL, NULL));
@@ -800,6 +858,7 @@ static const struct {
 } cases[] = {
   { "/slurm/example", test_example },
   { "/slurm/identity", test_identity },
+  { "/slurm/provision-inside", test_provision_inside },
   { "/slurm/provision-cleanup", test_provision_cleanup },
   { "/slurm/image", test_image },
   { "/slurm/other-user", test_other_user },

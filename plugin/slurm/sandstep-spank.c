@@ -2,7 +2,8 @@
  *
  *   plugstack.conf:  optional /usr/lib/x86_64-linux-gnu/sandstep/sandstep-spank.so
  *   srun --sandbox=@box.sbx make check          every task runs inside that sandbox
- *   srun --sandbox-provision=network=none ...   a sandbox for this job, in SANDSTEP_HANDLE
+ *   srun --sandbox-provision=network=none ...   a sandbox for this job, in SANDSTEP_HANDLE, where
+ *                                               every task runs (--sandbox=none: on the host)
  *
  * Thin, like the make plugin: every sandbox operation is the `sandstep`
  * helper, so waits, refusals and their messages are the helper's own, word
@@ -60,6 +61,8 @@ SPANK_PLUGIN (sandstep, 1);
 #define RESOLVED_VARIABLE "SANDSTEP_SPANK_SANDBOX"
 /* The value of --sandbox that names the job's own provisioned sandbox. */
 #define JOB_SANDBOX "job"
+/* The value of --sandbox that runs the tasks on the host, even where the job provisions a sandbox. */
+#define NO_SANDBOX "none"
 
 enum { OPTION_SANDBOX = 1 << 0, OPTION_PROVISION = 1 << 1, OPTION_KEEP = 1 << 2 };
 
@@ -93,12 +96,14 @@ static int option_keep (int val, const char *optarg, int remote);
 static struct spank_option options[] = {
   { "sandbox", "HANDLE|@FILE",
     "[sandstep] run every task of the step inside this sandbox (a handle, @FILE: a file holding one, "
-    "or 'job': this job's --sandbox-provision sandbox), in /workspace; default $SANDSTEP_SANDBOX",
+    "'job': this job's --sandbox-provision sandbox, the default with it; 'none': on the host), in /workspace; "
+    "default $SANDSTEP_SANDBOX",
     1, 0, option_sandbox },
   { "sandbox-provision", "OPTIONS",
     "[sandstep] provision a sandbox for this job (OPTIONS: provision's, comma-separated, e.g. "
-    "network=none,lifetime=2h); its handle is in SANDSTEP_HANDLE for every step; destroyed when the job "
-    "ends; default $SANDSTEP_SANDBOX_PROVISION",
+    "network=none,lifetime=2h); every task runs in it unless --sandbox says otherwise (--sandbox=none: "
+    "on the host); its handle is in SANDSTEP_HANDLE for every step; destroyed when the job ends; default "
+    "$SANDSTEP_SANDBOX_PROVISION",
     2, 0, option_provision },
   { "sandbox-keep", "DURATION",
     "[sandstep] keep the job's provisioned sandbox this long after the job ends (e.g. 30m); "
@@ -329,33 +334,31 @@ apply_env_defaults (spank_t sp, EnvReader read_env)
     state.from_env |= OPTION_PROVISION;
   if (state.keep == NULL && (state.keep = read_env (sp, "SANDSTEP_SANDBOX_KEEP")) != NULL)
     state.from_env |= OPTION_KEEP;
+  /* A job that provisions a sandbox runs its tasks there unless the user
+   * says otherwise in so many words (issue 34): --sandbox=none is the host. */
+  if (state.sandbox != NULL && strcmp (state.sandbox, NO_SANDBOX) == 0)
+    g_clear_pointer (&state.sandbox, g_free);
+  else if (state.sandbox == NULL && state.provision != NULL)
+    state.sandbox = g_strdup (JOB_SANDBOX);
 }
 
-/* The owner of the job's sandboxes: DAG/RUN when the run travelled with the
- * job (make exports SANDSTEP_RUN to its recipes; DAG is SANDSTEP_DAG, else
- * the name of make's top directory, SANDSTEP_TOP, as the make plugin
- * derives it), else slurm/JOBID. */
+/* The owner of the job's sandboxes, by the helper's rule (sandstep_owner_derive()):
+ * SANDSTEP_OWNER, else DAG/RUN when the run travelled with the job (make
+ * exports SANDSTEP_RUN and SANDSTEP_TOP to its recipes), else slurm/JOBID. */
 static char *
 derive_owner (spank_t sp, EnvReader read_env, uint32_t job_id, GError **error)
 {
+  g_autofree char *owner = read_env (sp, "SANDSTEP_OWNER");
   g_autofree char *run = read_env (sp, "SANDSTEP_RUN");
-  g_autofree char *dag_given = read_env (sp, "SANDSTEP_DAG");
+  g_autofree char *dag = read_env (sp, "SANDSTEP_DAG");
   g_autofree char *top = read_env (sp, "SANDSTEP_TOP");
-  g_autofree char *dag = NULL;
+  g_autofree char *fallback = g_strdup_printf ("slurm/%u", job_id);
   g_autoptr(GError) local_error = NULL;
+  char *derived = sandstep_owner_derive (owner, run, dag, top, fallback, &local_error);
 
-  if (run == NULL)
-    return g_strdup_printf ("slurm/%u", job_id);
-  if (!sandstep_run_id_check (run, "SANDSTEP_RUN", &local_error) ||
-      (dag = sandstep_dag_name (dag_given, top != NULL ? top : "/slurm", &local_error)) == NULL)
-    {
-      const char *message = local_error->message;
-      if (g_str_has_prefix (message, "sandstep: "))
-        message += strlen ("sandstep: ");
-      g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s", message);
-      return NULL;
-    }
-  return g_strdup_printf ("%s/%s", dag, run);
+  if (derived == NULL)
+    g_set_error (error, SANDSTEP_SPANK_ERROR, SANDSTEP_SPANK_ERROR_BAD_VALUE, "%s", local_error->message);
+  return derived;
 }
 
 static int
