@@ -24,6 +24,7 @@
 #include "sandstep-step.h"
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
+#include "sandstep-supervisor.h"
 #include "sandstep-teardown.h"
 #include "sandstep-tree.h"
 #include "sandstep-uid-slots.h"
@@ -110,6 +111,9 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   g_autoptr(SandstepSpec) pulled = NULL;
 
   *out_existing = FALSE;
+  /* Refused now, not by every command after (the rule is the supervisor's, which starts the stack). */
+  if (spec->network == SANDSTEP_NETWORK_OPEN && !sandstep_network_open_usable (error))
+    return NULL;
   /* An image named by its reference only (a provision through sandstepd): pulled here, before the lock, as a
    * provision on this host pulls before it asks. */
   if (spec->image != NULL && spec->image_digest == NULL)
