@@ -186,10 +186,13 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
   if (unreachable != NULL)
     {
       g_autofree char *why = sandstep_escape (unreachable->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+      /* Named, whatever failed: a state directory's error does not name the sandbox. */
+      g_autofree char *text = g_strdup_printf ("Cannot reach sandbox '%s': %s", invocation->handle,
+                                               unreachable->message);
 
       g_printerr ("sandstep mcp: cannot reach sandbox '%s'; each tool call will say so: %s\n", invocation->handle,
                   why);
-      sandstep_mcp_server_set_unreachable (server, unreachable->message);
+      sandstep_mcp_server_set_unreachable (server, text);
     }
   if (http != NULL)
     {
