@@ -5,8 +5,9 @@
  *       spawned us), or with --http on a loopback Streamable HTTP endpoint
  *       whose URL goes to stderr ("port 0" picks a free port) and whose
  *       bearer token goes to FILE (0600) or, once, to stderr.  Ends at EOF on
- *       stdin (with --http too), on SIGINT or SIGTERM, or after answering a
- *       tool call that found the sandbox unusable (then non-zero).
+ *       stdin (with --http, only where stdin is a pipe or a socket: not under
+ *       a service manager's /dev/null), on SIGINT or SIGTERM, or after
+ *       answering a tool call that found the sandbox unusable (then non-zero).
  *
  *   sandstep tools --handle=H -- AGENT-COMMAND
  *   $(sandbox-tools @FILE,AGENT-COMMAND)
@@ -26,6 +27,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -92,19 +94,37 @@ exit_now (int status)
   _exit (status);
 }
 
+/* With @out_unreachable, a sandbox that cannot be reached (no state directory in a client's minimal
+ * environment, a handle not found) is not an error: the toolbox only describes the tools, and
+ * *out_unreachable says why, for the server to answer each call with. */
 static SandstepToolbox *
-open_toolbox (SandstepInvocation *invocation, SandstepAttachment **out_attachment, GError **error)
+open_toolbox (SandstepInvocation *invocation, SandstepAttachment **out_attachment, GError **out_unreachable,
+              GError **error)
 {
   g_autoptr(SandstepAttachment) attachment = NULL;
+  g_autoptr(GError) local_error = NULL;
   SandstepToolLimits limits;
   SandstepToolbox *toolbox;
 
   /* Bad options are refused before the sandbox is claimed. */
   if (!sandstep_tool_options_parse (invocation, &limits, error))
     return NULL;
-  attachment = sandstep_invocation_attach (invocation, error);
+  if (invocation->unreachable != NULL)
+    local_error = g_error_copy (invocation->unreachable);
+  else
+    attachment = sandstep_invocation_attach (invocation, &local_error);
+  if (attachment == NULL && out_unreachable != NULL &&
+      local_error->domain != SANDSTEP_USAGE_ERROR)
+    {
+      *out_unreachable = g_steal_pointer (&local_error);
+      *out_attachment = NULL;
+      return sandstep_toolbox_new (NULL, &limits);
+    }
   if (attachment == NULL)
-    return NULL;
+    {
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return NULL;
+    }
   toolbox = sandstep_toolbox_new (attachment, &limits);
   if (sandstep_invocation_has (invocation, "python") &&
       !sandstep_offer_python (toolbox, attachment, sandstep_invocation_get (invocation, "python-budget"),
@@ -117,6 +137,15 @@ open_toolbox (SandstepInvocation *invocation, SandstepAttachment **out_attachmen
   return toolbox;
 }
 
+/* A pipe, or a socket as libuv's spawn gives a child for one. */
+static gboolean
+stdin_is_pipe (void)
+{
+  struct stat st;
+
+  return fstat (STDIN_FILENO, &st) == 0 && (S_ISFIFO (st.st_mode) || S_ISSOCK (st.st_mode));
+}
+
 gboolean
 sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
 {
@@ -124,6 +153,7 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
   g_autoptr(SandstepToolbox) toolbox = NULL;
   g_autoptr(SandstepMcpServer) server = NULL;
   g_autoptr(GError) local_error = NULL;
+  g_autoptr(GError) unreachable = NULL;
   const char *http = sandstep_invocation_get (invocation, "http");
   const char *token_file = sandstep_invocation_get (invocation, "token-file");
   gboolean print_token = sandstep_invocation_has (invocation, "print-token");
@@ -147,10 +177,23 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
                            "--http needs --token-file=FILE (the bearer token is written there, mode 0600) or "
                            "--print-token (printed once on stderr): every request must carry it");
 
-  toolbox = open_toolbox (invocation, &attachment, error);
+  /* Over stdio the client must get its initialize answered whatever happens: a sandbox out of reach is said
+   * in each tool call's result (and here), not by ending before the client can show anything. */
+  toolbox = open_toolbox (invocation, &attachment, http == NULL ? &unreachable : NULL, error);
   if (toolbox == NULL)
     return FALSE;
   server = run.server = sandstep_mcp_server_new (toolbox, invocation->handle);
+  if (unreachable != NULL)
+    {
+      g_autofree char *why = sandstep_escape (unreachable->message, -1, 0, SANDSTEP_ESCAPE_LINE);
+      /* Named, whatever failed: a state directory's error does not name the sandbox. */
+      g_autofree char *text = g_strdup_printf ("Cannot reach sandbox '%s': %s", invocation->handle,
+                                               unreachable->message);
+
+      g_printerr ("sandstep mcp: cannot reach sandbox '%s'; each tool call will say so: %s\n", invocation->handle,
+                  why);
+      sandstep_mcp_server_set_unreachable (server, text);
+    }
   if (http != NULL)
     {
       g_autofree char *url = sandstep_mcp_server_listen_http (server, http, error);
@@ -163,8 +206,10 @@ sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error)
         g_printerr ("sandstep mcp: bearer token: %s\n", sandstep_mcp_server_http_token (server));
       else
         g_printerr ("sandstep mcp: bearer token in '%s'\n", token_file);
-      /* As over stdio: the sandbox is held until stdin closes. */
-      sandstep_mcp_server_quit_at_eof (server, STDIN_FILENO);
+      /* A client that spawned us with a pipe ends us by closing it, as over stdio; any other stdin (a service
+       * manager's /dev/null, a terminal) says nothing of a client, so only a signal ends us. */
+      if (stdin_is_pipe ())
+        sandstep_mcp_server_quit_at_eof (server, STDIN_FILENO);
     }
   else
     {
@@ -293,7 +338,7 @@ sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error
   command = g_strjoinv (" ", (char **) invocation->operands->pdata);
   g_ptr_array_remove_index (invocation->operands, invocation->operands->len - 1);
 
-  toolbox = open_toolbox (invocation, &attachment, error);
+  toolbox = open_toolbox (invocation, &attachment, NULL, error);
   if (toolbox == NULL)
     return FALSE;
   server = run.server = sandstep_mcp_server_new (toolbox, invocation->handle);

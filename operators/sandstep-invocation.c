@@ -104,6 +104,7 @@ sandstep_invocation_free (SandstepInvocation *invocation)
   g_free ((char *) invocation->who.step);
   g_free (invocation->handle);
   sandstep_backend_free (invocation->backend);
+  g_clear_error (&invocation->unreachable);
   g_free (invocation);
 }
 
@@ -392,7 +393,9 @@ print_waiting (const char *handle, const char *current_holder, double wait_s, gp
 SandstepAttachment *
 sandstep_invocation_attach (SandstepInvocation *invocation, GError **error)
 {
-  double wait_s = DEFAULT_WAIT_S;
+  /* A server's client is a person or an agent at a prompt: another holder is said at once, with its name,
+   * rather than after the wait a make step gets (unless --wait asks for one). */
+  double wait_s = (invocation->op->flags & SANDSTEP_OP_SERVES) != 0 ? 0 : DEFAULT_WAIT_S;
   const char *given = sandstep_invocation_get (invocation, "wait");
 
   if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))

@@ -40,6 +40,7 @@ struct _SandstepMcpServer {
   gint running;              /* atomic: the task's thread is still in the toolbox */
   gboolean stopping;         /* no call starts any more */
   char *dead;                /* the terminal message, once the toolbox has failed for good */
+  char *unreachable;         /* why the sandbox could not be reached: every call's isError text */
   guint start_idle;          /* the source that starts the next call */
 
   /* stdio */

@@ -340,6 +340,14 @@ run_next_job (SandstepMcpServer *server)
       ToolJob *job = g_queue_pop_head (&server->jobs);
       g_autoptr(GTask) task = NULL;
 
+      if (server->unreachable != NULL)
+        {
+          /* Not terminal: the client keeps its session, and each call says what to fix. */
+          job->text = g_strdup (server->unreachable);
+          job->is_error = TRUE;
+          tool_job_finish (server, job);
+          continue;
+        }
       if (server->dead != NULL)
         {
           job->error = g_error_new_literal (SANDSTEP_MCP_ERROR, SANDSTEP_MCP_ERROR_INTERNAL, server->dead);
@@ -678,6 +686,13 @@ sandstep_mcp_server_new (SandstepToolbox *toolbox, const char *handle)
   return server;
 }
 
+void
+sandstep_mcp_server_set_unreachable (SandstepMcpServer *server, const char *why)
+{
+  g_free (server->unreachable);
+  server->unreachable = g_strdup (why);
+}
+
 static gboolean
 wake_up (gpointer data)
 {
@@ -747,6 +762,7 @@ sandstep_mcp_server_free (SandstepMcpServer *server)
   if (server->start_idle != 0)
     g_source_destroy (g_main_context_find_source_by_id (server->context, server->start_idle));
   g_free (server->dead);
+  g_free (server->unreachable);
   g_clear_error (&server->terminal);
   g_hash_table_unref (server->sessions);
   g_hash_table_unref (server->tool_names);

@@ -74,6 +74,11 @@ SandstepMcpServer *sandstep_mcp_server_new (SandstepToolbox *toolbox, const char
 
 /* Waits for a tool call in progress, then frees. */
 void sandstep_mcp_server_free (SandstepMcpServer *server);
+
+/* The sandbox could not be reached (@why says why and what to do): the
+ * server still answers initialize and tools/list, and answers every tool
+ * call with isError and @why, without touching the toolbox. */
+void sandstep_mcp_server_set_unreachable (SandstepMcpServer *server, const char *why);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepMcpServer, sandstep_mcp_server_free)
 
 /* Called with one reply (a JSON-RPC response as compact JSON, no newline), or

@@ -39,6 +39,8 @@ typedef struct {
 typedef enum {
   SANDSTEP_OP_HANDLE = 1 << 0,   /* works on one sandbox: --handle is required */
   SANDSTEP_OP_CLAIMS = 1 << 1,   /* holds the sandbox while it works: --wait applies */
+  SANDSTEP_OP_SERVES = 1 << 2,   /* a server its client starts: a sandbox it cannot reach is reported to that
+                                  * client (invocation->unreachable), not by exiting before it is asked */
 } SandstepOperatorFlags;
 
 /* What the free text of a make call ($(sandbox-NAME HANDLE OPTIONS,TEXT)) becomes. */
@@ -72,6 +74,7 @@ struct _SandstepInvocation {
   SandstepIdentity who;       /* owner and holder, defaults applied */
   char *handle;               /* resolved from --handle (a literal or @FILE) */
   SandstepBackend *backend;
+  GError *unreachable;        /* SANDSTEP_OP_SERVES: why no backend could be opened (backend is NULL) */
 };
 
 /* The table, sorted by name. */

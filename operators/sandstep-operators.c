@@ -7,7 +7,7 @@
 
 static const SandstepOption provision_options[] = {
   /* name        kind                       repeat choices       help */
-  { "network",   SANDSTEP_OPTION_CHOICE,    FALSE, "none|open|allow", "none (default: loopback only, DNS fails), open (the host's network), or allow (only --allow and --allow-cidr)" },
+  { "network",   SANDSTEP_OPTION_CHOICE,    FALSE, "none|open|allow", "none (default: loopback only, DNS fails), open (outside addresses, through a user-mode network stack of its own; never the host's loopback; needs /dev/net/tun as this user, or root), or allow (only --allow and --allow-cidr)" },
   { "allow",     SANDSTEP_OPTION_STRING,    TRUE,  NULL,         "a host reached over HTTPS on port 443 (*.example.com for all under it); implies network=allow", "HOST" },
   { "allow-cidr", SANDSTEP_OPTION_STRING,   TRUE,  NULL,         "an address range reached on any port, e.g. 10.1.2.0/24; implies network=allow", "CIDR" },
   { "lifetime",  SANDSTEP_OPTION_DURATION,  FALSE, NULL,         "how long the sandbox lives (default 1h); commands never outlive it" },
@@ -78,6 +78,7 @@ static const SandstepOption mcp_options[] = {
   { "token-file", SANDSTEP_OPTION_STRING,   FALSE, NULL,         "with --http: write the bearer token every request must carry to FILE (mode 0600)", "FILE" },
   { "print-token", SANDSTEP_OPTION_FLAG,    FALSE, NULL,         "with --http: print the bearer token once on stderr" },
   { "python",    SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "also offer run_python: one Python interpreter kept alive in the sandbox for the whole session (needs python3 there)" },
+  { "state-dir", SANDSTEP_OPTION_STRING,    FALSE, NULL,         "where local sandboxes live, as SANDSTEP_STATE_DIR (for MCP clients that start servers with a minimal environment)", "DIR" },
   { "python-budget", SANDSTEP_OPTION_SECONDS, FALSE, NULL,       "with --python: seconds all run_python calls of the session may take together (default 900)" },
   SANDSTEP_TOOL_OPTION_ROWS,
   { NULL }
@@ -126,7 +127,7 @@ static const SandstepOption handle_options[] = {
 };
 
 static const SandstepOption claim_options[] = {
-  { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600; 0: refuse at once)" },
+  { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600, and 0 for mcp: its client hears of the holder at once; 0: refuse at once)" },
   { "step",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "set by the make plugin: this line's number in a recipe of the make PID; the sandbox stays held from the recipe's first sandbox line to its last ($SANDSTEP_STEP_ENDS names the last ones)", "PID:LINE" },
   { NULL }
 };
@@ -156,7 +157,7 @@ static const SandstepOperator operators[] = {
   { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
   { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size, image", sandstep_op_list },
   { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
-  { "mcp",        H | C, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
+  { "mcp",        H | C | SANDSTEP_OP_SERVES, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision,
     sandstep_op_provision_needs_net },
   { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,

@@ -113,7 +113,7 @@ SandstepToolbox *
 sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *limits)
 {
   SandstepToolbox *toolbox = g_new0 (SandstepToolbox, 1);
-  const SandstepSpec *spec = sandstep_attachment_spec (attachment);
+  const SandstepSpec *spec = attachment != NULL ? sandstep_attachment_spec (attachment) : NULL;
   g_autoptr(GPtrArray) mounts = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) hosts = g_ptr_array_new ();
   g_autoptr(GPtrArray) cidrs = g_ptr_array_new ();
@@ -147,7 +147,8 @@ sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *
    * turns (the description stays byte-identical, so prompt caches hold). */
   toolbox->run_description =
     sandstep_run_command_description (toolbox->limits.default_timeout_s, toolbox->limits.max_timeout_s,
-                                      network_note, sandstep_attachment_remaining_lifetime (attachment),
+                                      network_note,
+                                      attachment != NULL ? sandstep_attachment_remaining_lifetime (attachment) : -1,
                                       image_note, (const char *const *) mounts->pdata);
   if (toolbox->exports != NULL)
     {
@@ -248,7 +249,7 @@ sandstep_toolbox_definitions (SandstepToolbox *toolbox)
   g_autofree char *list_description = NULL;
   g_autofree char *reach = NULL;
   const char *run = toolbox->names[TOOL_RUN_COMMAND];
-  const SandstepSpec *spec = sandstep_attachment_spec (toolbox->attachment);
+  const SandstepSpec *spec = toolbox->attachment != NULL ? sandstep_attachment_spec (toolbox->attachment) : NULL;
   gboolean has_data = spec != NULL && spec->mounts != NULL && spec->mounts->len > 0;
 
   timeout_help = g_strdup_printf ("Seconds before the command is killed, with everything it started (default %s, "

@@ -51,7 +51,9 @@ gboolean sandstep_tool_limits_check (const SandstepToolLimits *limits, GError **
 typedef struct _SandstepToolbox SandstepToolbox;
 
 /* @attachment stays owned by the caller and must outlive the toolbox.
- * Secret values to mask come from the sandbox's spec. */
+ * Secret values to mask come from the sandbox's spec.  NULL: a sandbox that
+ * could not be reached, whose toolbox only describes the tools (no call may
+ * be made on it). */
 SandstepToolbox *sandstep_toolbox_new (SandstepAttachment *attachment, const SandstepToolLimits *limits);
 void sandstep_toolbox_free (SandstepToolbox *toolbox);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepToolbox, sandstep_toolbox_free)

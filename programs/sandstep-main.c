@@ -143,10 +143,15 @@ main (int argc, char **argv)
     return fail (op->name, NULL, error);
   if (op->run == NULL || (op->needs_net != NULL && op->needs_net (invocation)))
     return exec_net (op->name, argv);
+  /* --state-dir is SANDSTEP_STATE_DIR, for clients that start us with a minimal environment (MCP's). */
+  if (sandstep_invocation_get (invocation, "state-dir") != NULL)
+    g_setenv ("SANDSTEP_STATE_DIR", sandstep_invocation_get (invocation, "state-dir"), TRUE);
   /* Remote when --backend (or $SANDSTEP_BACKEND) is a sandstepd URL or the handle names a server. */
   invocation->backend = sandstep_backend_open (sandstep_invocation_get (invocation, "backend"), invocation->handle,
                                                &error);
-  if (invocation->backend == NULL)
+  if (invocation->backend == NULL && (op->flags & SANDSTEP_OP_SERVES) != 0)
+    invocation->unreachable = g_steal_pointer (&error);
+  else if (invocation->backend == NULL)
     return fail (op->name, invocation, error);
   if (!op->run (invocation, &exit_status, &error))
     return fail (op->name, invocation, error);

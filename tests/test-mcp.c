@@ -91,8 +91,10 @@ node_client_ready (void)
 
 /* Runs tests/mcp/client.mjs MODE TARGET... with CALLS=@calls and returns its
  * report, asserting that it ran. */
+/* @minimal: the SDK starts a stdio server with its default environment (HOME, PATH, ...), as a client
+ * configured without an `env` block does. */
 static JsonObject *
-run_client (Fixture *fx, const char *const *client_args, const char *calls)
+run_client_full (Fixture *fx, const char *const *client_args, const char *calls, gboolean minimal)
 {
   g_autofree char *script = g_test_build_filename (G_TEST_DIST, "mcp", "client.mjs", NULL);
   g_autofree char *timeout = g_strdup_printf ("%d", (int) CLIENT_TIMEOUT_S);
@@ -116,6 +118,8 @@ run_client (Fixture *fx, const char *const *client_args, const char *calls)
   envp = g_environ_setenv (envp, "CALLS", calls, TRUE);
   if (http_token != NULL)
     envp = g_environ_setenv (envp, "MCP_TOKEN", http_token, TRUE);
+  if (minimal)
+    envp = g_environ_setenv (envp, "MINIMAL_ENV", "1", TRUE);
 
   g_spawn_sync (fx->f.host_dir, (char **) argv->pdata, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status,
                 &error);
@@ -129,6 +133,12 @@ run_client (Fixture *fx, const char *const *client_args, const char *calls)
   report = sandstep_test_parse_json (out);
   g_assert_true (JSON_NODE_HOLDS_OBJECT (report));
   return json_object_ref (json_node_get_object (report));
+}
+
+static JsonObject *
+run_client (Fixture *fx, const char *const *client_args, const char *calls)
+{
+  return run_client_full (fx, client_args, calls, FALSE);
 }
 
 /* The text of a tools/call result's single text item. */
@@ -244,6 +254,45 @@ test_sdk_stdio (Fixture *fx, gconstpointer data)
   assert_sdk_report (report);
 }
 
+static void
+test_sdk_stdio_minimal_env (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *state_option = g_strconcat ("--state-dir=", fx->f.state_dir, NULL);
+  g_autofree char *owner_option = g_strconcat ("--owner=", fx->f.owner, NULL);
+  const char *bare[] = { "stdio", fx->f.helper, "mcp", fx->handle_arg, NULL };
+  const char *configured[] = { "stdio", fx->f.helper, "mcp", fx->handle_arg, state_option, owner_option, NULL };
+  const char *calls = "[{\"name\":\"run_command\",\"arguments\":{\"command\":\"echo reached\"}},"
+                      "{\"name\":\"list_directory\",\"arguments\":{\"path\":\"/workspace\"}}]";
+  g_autoptr(JsonObject) report = NULL;
+  g_autoptr(JsonObject) reached = NULL;
+  JsonObject *result;
+
+  g_test_summary ("Started by the official SDK client with its minimal default environment (no "
+                  "SANDSTEP_STATE_DIR), `sandstep mcp` answers initialize and tools/list and says in every tool "
+                  "call's result (isError) why the sandbox is out of reach; with --state-dir the calls run");
+  if (!node_client_ready ())
+    return;
+  report = run_client_full (fx, bare, calls, TRUE);
+  g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (report, "serverInfo"), "name"), ==,
+                   "sandstep");
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "tools")), ==, 4);
+  for (guint i = 0; i < 2; i++)
+    {
+      const char *name = i == 0 ? "run_command" : "list_directory";
+
+      result = json_object_get_object_member (sandstep_test_mcp_call (report, i, name), "result");
+      g_assert_true (json_object_get_boolean_member (result, "isError"));
+      g_test_message ("%s: %s", name, result_text (result));
+      g_assert_null (strstr (result_text (result), "reached\n"));
+      sandstep_test_assert_contains (result_text (result), fx->handle);
+    }
+
+  reached = run_client_full (fx, configured, calls, TRUE);
+  result = json_object_get_object_member (sandstep_test_mcp_call (reached, 0, "run_command"), "result");
+  g_assert_false (json_object_get_boolean_member (result, "isError"));
+  sandstep_test_assert_contains (result_text (result), "reached");
+}
+
 typedef struct {
   SandstepTestProc *proc;
   char *url;
@@ -262,20 +311,23 @@ http_server_clear (HttpServer *server)
   g_clear_pointer (&http_token, g_free);
 }
 
-/* Starts `sandstep mcp --http=ADDR --print-token EXTRA` with a pipe on its
- * stdin, and reads its URL and token from stderr. */
+/* Starts `sandstep mcp --http=ADDR --print-token EXTRA` with @stdin_source
+ * on its stdin (-1: a pipe, kept in out->stdin_fd), and reads its URL and
+ * token from stderr. */
 static void
-start_http_server (Fixture *fx, const char *address, HttpServer *out)
+start_http_server_full (Fixture *fx, const char *address, int stdin_source, HttpServer *out)
 {
   g_autofree char *option = g_strconcat ("--http=", address, NULL);
   const char *args[] = { "mcp", fx->handle_arg, option, "--print-token", NULL };
-  int pipe_fds[2];
+  int pipe_fds[2] = { stdin_source, -1 };
   int target = 0;
 
   memset (out, 0, sizeof *out);
-  g_assert_cmpint (pipe2 (pipe_fds, O_CLOEXEC), ==, 0);
+  if (stdin_source < 0)
+    g_assert_cmpint (pipe2 (pipe_fds, O_CLOEXEC), ==, 0);
   out->proc = sandstep_test_spawn_full (&fx->f, args, &pipe_fds[0], &target, 1);
-  close (pipe_fds[0]);
+  if (stdin_source < 0)
+    close (pipe_fds[0]);
   out->stdin_fd = pipe_fds[1];
   while (out->url == NULL || out->token == NULL)
     {
@@ -300,6 +352,12 @@ start_http_server (Fixture *fx, const char *address, HttpServer *out)
   g_assert_cmpuint (strspn (out->token, "0123456789abcdef"), ==, 64);
   g_free (http_token);
   http_token = g_strdup (out->token);
+}
+
+static void
+start_http_server (Fixture *fx, const char *address, HttpServer *out)
+{
+  start_http_server_full (fx, address, -1, out);
 }
 
 static void
@@ -622,6 +680,39 @@ stdio_server_alive (Fixture *fx, const char *handle_arg, const char *holder_arg)
 }
 
 static void
+test_stdio_busy (Fixture *fx, gconstpointer data)
+{
+  StdioServer *first, *second;
+  JsonObject *reply, *result;
+  gint64 started;
+
+  g_test_summary ("A second `sandstep mcp` on a sandbox another client holds answers at once: initialize, and "
+                  "each tool call isError naming the holder (not after --wait's 600 s of a make step)");
+  first = stdio_server_alive (fx, fx->handle_arg, "--holder=mcp-first");
+  started = g_get_monotonic_time ();
+  second = stdio_server_start_full (fx, fx->handle_arg, "--holder=mcp-second");
+  /* A server still waiting for the sandbox reads nothing: this reply would not come within LINE_TIMEOUT_S. */
+  reply = stdio_call (second, INITIALIZE ("1", LATEST_VERSION));
+  json_object_unref (reply);
+  reply = stdio_call (second, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                              "{\"name\":\"run_command\",\"arguments\":{\"command\":\"echo second-ran\"}}}");
+  result = json_object_get_object_member (reply, "result");
+  g_assert_true (json_object_get_boolean_member (result, "isError"));
+  sandstep_test_assert_contains (result_text (result), "is held by");
+  sandstep_test_assert_contains (result_text (result), "mcp-first");
+  g_assert_null (strstr (result_text (result), "second-ran"));
+  json_object_unref (reply);
+  g_assert_cmpint (g_get_monotonic_time () - started, <, (gint64) (LINE_TIMEOUT_S * G_USEC_PER_SEC));
+  /* The first client's session is untouched. */
+  reply = stdio_call (first, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+                             "{\"name\":\"run_command\",\"arguments\":{\"command\":\"echo first-ran\"}}}");
+  sandstep_test_assert_contains (result_text (json_object_get_object_member (reply, "result")), "first-ran");
+  json_object_unref (reply);
+  g_assert_cmpint (stdio_server_finish (second, TRUE), ==, 0);
+  g_assert_cmpint (stdio_server_finish (first, TRUE), ==, 0);
+}
+
+static void
 test_stdio_terminal (Fixture *fx, gconstpointer data)
 {
   const char *holder_arg = "--holder=mcp-terminal";
@@ -774,7 +865,34 @@ http_json (HttpReply *reply)
   return json_object_ref (json_node_get_object (node));
 }
 
+
 #define PING "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}"
+
+static void
+test_http_stdin_dev_null (Fixture *fx, gconstpointer data)
+{
+  HttpServer server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  int null_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  g_test_summary ("`sandstep mcp --http` with stdin on /dev/null (a service manager's) serves until a signal: "
+                  "stdin's EOF ends it only where stdin is a pipe");
+  g_assert_cmpint (null_fd, >=, 0);
+  start_http_server_full (fx, "127.0.0.1:0", null_fd, &server);
+  close (null_fd);
+  /* EOF on /dev/null comes at once: a server that took it as the end is gone well before this. */
+  g_usleep (G_USEC_PER_SEC);
+  for (int i = 0; i < 2; i++)
+    {
+      g_autoptr(HttpReply) reply = http_post (server.url, NULL, PING);
+      g_assert_cmpuint (reply->status, ==, 200);
+    }
+  sandstep_test_proc_kill (server.proc, SIGTERM);
+  result = sandstep_test_proc_wait (server.proc, 10);
+  g_assert_false (result->timed_out);
+  sandstep_test_assert_status (result, 128 + SIGTERM);
+  http_server_clear (&server);
+}
 
 static void
 test_http_raw (Fixture *fx, gconstpointer data)
@@ -1372,15 +1490,18 @@ main (int argc, char **argv)
 
 #define ADD(path, func) g_test_add (path, Fixture, NULL, fixture_setup, func, fixture_teardown)
   ADD ("/mcp/sdk/stdio", test_sdk_stdio);
+  ADD ("/mcp/sdk/stdio-minimal-env", test_sdk_stdio_minimal_env);
   ADD ("/mcp/sdk/http", test_sdk_http);
   ADD ("/mcp/stdio/raw", test_stdio_raw);
   ADD ("/mcp/stdio/ping-while-running", test_stdio_ping_while_running);
   ADD ("/mcp/stdio/deep-json", test_stdio_deep_json);
   ADD ("/mcp/stdio/terminal-error", test_stdio_terminal);
+  ADD ("/mcp/stdio/busy", test_stdio_busy);
   ADD ("/mcp/http/raw", test_http_raw);
   ADD ("/mcp/http/refuses-non-loopback", test_http_refuses_non_loopback);
   ADD ("/mcp/http/unauthorized", test_http_unauthorized);
   ADD ("/mcp/http/token-file", test_http_token_file);
+  ADD ("/mcp/http/stdin-dev-null", test_http_stdin_dev_null);
   ADD ("/mcp/http/chunked-limit", test_http_chunked_limit);
   ADD ("/mcp/http/idle-connections", test_http_idle_connections);
   ADD ("/mcp/tools/node-agent", test_tools_node_agent);

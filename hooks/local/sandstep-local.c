@@ -24,6 +24,7 @@
 #include "sandstep-step.h"
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
+#include "sandstep-supervisor.h"
 #include "sandstep-teardown.h"
 #include "sandstep-tree.h"
 #include "sandstep-uid-slots.h"
@@ -125,6 +126,9 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
 
   *out_existing = FALSE;
   if (!check_cpu_cap (spec, error))
+    return NULL;
+  /* Refused now, not by every command after (the rule is the supervisor's, which starts the stack). */
+  if (spec->network == SANDSTEP_NETWORK_OPEN && !sandstep_network_open_usable (error))
     return NULL;
   /* An image named by its reference only (a provision through sandstepd): pulled here, before the lock, as a
    * provision on this host pulls before it asks. */

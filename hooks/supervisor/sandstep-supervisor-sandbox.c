@@ -458,16 +458,24 @@ start_pasta (Supervisor *s, GError **error)
   if (!ok)
     {
       child_end (&s->pasta);
-      if (access ("/dev/net/tun", R_OK | W_OK) < 0)
-        return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
-                               "--network=open needs /dev/net/tun for its user-mode network stack, and this user may "
-                               "not open it (%s); make it mode 0666 (udev's default), run as root, or provision "
-                               "with --network=none or --allow=HOST", g_strerror (errno));
+      if (!sandstep_network_open_usable (error))
+        return FALSE;
       return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                              "The sandbox's network stack ('%s') did not come up; check that the passt "
                              "package works here, or provision with --network=none", s->pasta_path);
     }
   return TRUE;
+}
+
+gboolean
+sandstep_network_open_usable (GError **error)
+{
+  if (geteuid () == 0 || access ("/dev/net/tun", R_OK | W_OK) == 0)
+    return TRUE;
+  return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                         "--network=open needs /dev/net/tun for its user-mode network stack, and this user may "
+                         "not open it (%s); make it mode 0666 (udev's default), run as root, or provision "
+                         "with --network=none or --allow=HOST", g_strerror (errno));
 }
 
 /* network=allow: the egress proxy, a helper of its own (it resolves names

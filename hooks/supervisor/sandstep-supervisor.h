@@ -31,6 +31,11 @@ G_BEGIN_DECLS
  * names; 0: none).  Returns the exit status of the supervisor. */
 int sandstep_supervisor_main (const char *handle, int jail_pid);
 
+/* --network=open's one rule of the host: its user-mode stack opens /dev/net/tun as the caller, unless the
+ * caller is root (the stack then runs as root where the host keeps tun to root).  FALSE, with the line the user
+ * sees, where this user may not open it: provision refuses then, and so does a command's start. */
+gboolean sandstep_network_open_usable (GError **error);
+
 /* A caller's request as the supervisor reads it (sandstep-run-wire.h). */
 typedef struct {
   const char *field[SANDSTEP_RUN_FIELDS];

@@ -8,6 +8,8 @@
 //   node client.mjs http URL                  Streamable HTTP
 // Environment:
 //   CALLS='[{"name": TOOL, "arguments": {...}}, ...]'   tools/call requests, made in order
+//   MINIMAL_ENV=1                                      stdio: start the server with the SDK's default
+//                                                      environment (HOME, PATH, ...), not ours
 //   MCP_TOKEN=TOKEN                                    http: the server's bearer token, sent as
 //                                                      "Authorization: Bearer TOKEN" on every request
 //
@@ -28,8 +30,10 @@ if (!mode || !target) {
 let transport;
 if (mode === "stdio") {
   // Pass our whole environment: the SDK hands a child only HOME, PATH and a few others
-  // otherwise, and the server needs SANDSTEP_STATE_DIR and its identity.
-  transport = new StdioClientTransport({ command: target, args: rest, env: { ...process.env }, stderr: "inherit" });
+  // otherwise, and the server needs SANDSTEP_STATE_DIR and its identity.  MINIMAL_ENV=1: the
+  // SDK's default, as a client configured without an `env` block starts its servers.
+  const env = process.env.MINIMAL_ENV === "1" ? undefined : { ...process.env };
+  transport = new StdioClientTransport({ command: target, args: rest, env, stderr: "inherit" });
 } else if (mode === "http") {
   // The SDK's documented way to add a header to every request it makes.
   const headers = process.env.MCP_TOKEN ? { Authorization: `Bearer ${process.env.MCP_TOKEN}` } : {};
