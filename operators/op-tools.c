@@ -350,9 +350,15 @@ sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error
   g_subprocess_launcher_setenv (launcher, "SANDSTEP_MCP_URL", url, TRUE);
   g_subprocess_launcher_setenv (launcher, "SANDSTEP_MCP_TOKEN", sandstep_mcp_server_http_token (server), TRUE);
   exempt_loopback_from_proxy (launcher);
+  /* Before the agent starts: a signal that came between its start and our watch would be taken by GLib's handler
+   * (a claim's wait may have left it) and lost, and the agent would run on. */
+  sigint_id = g_unix_signal_add (SIGINT, on_sigint, &run);
+  sigterm_id = g_unix_signal_add (SIGTERM, on_sigterm, &run);
   agent = g_subprocess_launcher_spawn (launcher, error, "/bin/sh", "-c", command, NULL);
   if (agent == NULL)
     {
+      g_source_remove (sigint_id);
+      g_source_remove (sigterm_id);
       g_prefix_error (error, "Cannot start the agent command: ");
       return FALSE;
     }
@@ -360,9 +366,6 @@ sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error
   g_printerr ("sandstep tools: serving sandbox '%s' to the agent (pid %s) at %s\n", invocation->handle,
               g_subprocess_get_identifier (agent), url);
   g_subprocess_wait_async (agent, NULL, agent_exited, &run);
-
-  sigint_id = g_unix_signal_add (SIGINT, on_sigint, &run);
-  sigterm_id = g_unix_signal_add (SIGTERM, on_sigterm, &run);
   ok = sandstep_mcp_server_run (server, &local_error);
   if (!ok)
     {
