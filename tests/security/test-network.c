@@ -1528,18 +1528,20 @@ test_open_network (NetFixture *nf, SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, offsetof (struct sockaddr_un, sun_path) + 1 + strlen (name)),
                    ==, 0);
   g_assert_cmpint (listen (fd, 4), ==, 0);
-  handle = provision (nf, "--network=open", NULL);
   attack = g_strdup_printf ("connect %s %u", net.peer_v4, ECHO_PORT);
   if (attack_helper_uid (&nf->af) != 0 && !tun_usable_by (attack_helper_uid (&nf->af)))
     {
-      /* A host that keeps /dev/net/tun to root: the one clear line, and nothing runs. */
-      r = run_attack (nf, handle, attack);
+      /* A host that keeps /dev/net/tun to root: provision refuses in the one clear line, and nothing is made. */
+      r = sandstep_test_helper_argv (&nf->af.base, (const char *const[]) { "provision", "--network=open", NULL },
+                                     ATTACK_TIMEOUT_S);
       sandstep_test_assert_status (r, 125);
       sandstep_test_assert_contains (r->err, "network=open needs /dev/net/tun for its user-mode network stack, "
                                              "and this user may not open it");
+      g_assert_cmpstr (r->out, ==, "");
       close (fd);
       return;
     }
+  handle = provision (nf, "--network=open", NULL);
   r = run_attack (nf, handle, attack);
   attack_assert_line (r, "ok");
   g_clear_pointer (&r, sandstep_test_result_free);
