@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,6 +138,13 @@ sdk_ready (void)
   return FALSE;
 }
 
+/* sandstepd ends with this test, also one that aborts on a failed assertion before its teardown stops it. */
+static void
+die_with_test (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
 static void
 server_start (Fixture *fx)
 {
@@ -153,7 +161,7 @@ server_start (Fixture *fx)
   log_fd = open (fx->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   g_assert_cmpint (log_fd, >=, 0);
   g_spawn_async_with_pipes_and_fds (NULL, argv, (const char *const *) fx->f.envp,
-                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, NULL, NULL, -1, -1,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, die_with_test, NULL, -1, -1,
                                     log_fd, NULL, NULL, 0, &fx->pid, NULL, &fx->out_fd, NULL, &error);
   close (log_fd);
   g_assert_no_error (error);
