@@ -1227,3 +1227,13 @@ sandstep_test_mcp_call (JsonObject *report, guint i, const char *name)
   g_assert_cmpstr (json_object_get_string_member (call, "name"), ==, name);
   return call;
 }
+
+gboolean
+sandstep_test_node_missing (const char *reason)
+{
+  if (g_strcmp0 (g_getenv ("SANDSTEP_TESTS_REQUIRE_NODE"), "1") == 0)
+    g_test_fail_printf ("SANDSTEP_TESTS_REQUIRE_NODE=1 but %s", reason);
+  else
+    g_test_skip (reason);
+  return FALSE;
+}

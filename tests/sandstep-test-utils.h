@@ -194,4 +194,8 @@ GArray *sandstep_test_find_processes (const char *const *argv);
  * has argv @argv; returns whether that happened. */
 gboolean sandstep_test_wait_for_process (const char *const *argv, gboolean present, double timeout_s);
 
+/* A case that needs node or an npm package which is not here (@reason says which): skipped, or failed where
+ * scripts/test asks for them (SANDSTEP_TESTS_REQUIRE_NODE=1).  Returns FALSE, for `return sandstep_test_...`. */
+gboolean sandstep_test_node_missing (const char *reason);
+
 G_END_DECLS

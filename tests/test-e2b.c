@@ -129,13 +129,7 @@ sdk_ready (void)
   else if (!g_file_test (sdk, G_FILE_TEST_EXISTS))
     reason = "the e2b SDK is not installed in tests/e2b/node_modules (scripts/test runs npm there; or run: "
              "cd tests/e2b && npm ci)";
-  if (reason == NULL)
-    return TRUE;
-  if (g_strcmp0 (g_getenv ("SANDSTEP_TESTS_REQUIRE_NODE"), "1") == 0)
-    g_test_fail_printf ("SANDSTEP_TESTS_REQUIRE_NODE=1 but %s", reason);
-  else
-    g_test_skip (reason);
-  return FALSE;
+  return reason == NULL || sandstep_test_node_missing (reason);
 }
 
 /* sandstepd ends with this test, also one that aborts on a failed assertion before its teardown stops it. */

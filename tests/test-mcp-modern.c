@@ -89,13 +89,7 @@ node_ready (void)
         reason = g_strdup_printf ("%s is not installed in tests/mcp/node_modules (scripts/test runs npm ci there; "
                                   "or run: . scripts/deps.sh; sandstep_ensure_mcp_client)", packages[i]);
     }
-  if (reason == NULL)
-    return TRUE;
-  if (g_strcmp0 (g_getenv ("SANDSTEP_TESTS_REQUIRE_NODE"), "1") == 0)
-    g_test_fail_printf ("SANDSTEP_TESTS_REQUIRE_NODE=1 but %s", reason);
-  else
-    g_test_skip (reason);
-  return FALSE;
+  return reason == NULL || sandstep_test_node_missing (reason);
 }
 
 /* Runs `node NODE_ARGS...` in tests/mcp with @env (NAME, VALUE pairs, NULL-terminated) added; returns its

@@ -80,13 +80,7 @@ node_client_ready (void)
   else if (!g_file_test (sdk, G_FILE_TEST_EXISTS))
     reason = "@modelcontextprotocol/sdk is not installed in tests/mcp/node_modules (scripts/test runs npm there; "
              "or run: cd tests/mcp && npm ci)";
-  if (reason == NULL)
-    return TRUE;
-  if (g_strcmp0 (g_getenv ("SANDSTEP_TESTS_REQUIRE_NODE"), "1") == 0)
-    g_test_fail_printf ("SANDSTEP_TESTS_REQUIRE_NODE=1 but %s", reason);
-  else
-    g_test_skip (reason);
-  return FALSE;
+  return reason == NULL || sandstep_test_node_missing (reason);
 }
 
 /* Runs tests/mcp/client.mjs MODE TARGET... with CALLS=@calls and returns its
