@@ -71,7 +71,7 @@ sandstep_front_start_supervisor (const char *program, const char *init, const ch
   /* The supervisor's first cgroup move waits for the kernel: let that wait start now (with a jail to start,
    * the go-between does). */
   if (image == NULL)
-    sandstep_cgroup_warm_up_detached ();
+    sandstep_cgroup_warm_up ();
   ready = sandstep_supervisor_spawn (program, handle, store, lock, plan, pair[1], env, image, init_fd);
   if (ready < 0)
     {

@@ -26,6 +26,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup-warm.h"
 #include "sandstep-exit.h"
 #include "sandstep-host-files.h"
 #include "sandstep-limit-defaults.h"
@@ -2111,12 +2112,44 @@ test_at_most_once_under_kills (Fixture *f, gconstpointer data)
   g_assert_cmpuint (init_kills, >, 0);
 }
 
+/* The cgroup warm-up runs only where the host needs it: where no cgroup file system favors dynamic moves.  The
+ * lines are /proc/self/mountinfo's of stock hosts (Debian 12's hybrid, a v2 host remounted with the
+ * option), with decoys: the option's name in a mount point, and on a file system that is no cgroup. */
+static void
+test_cgroup_moves_wait (Fixture *f, gconstpointer data)
+{
+  static const struct { const char *mountinfo; int waits; } cases[] = {
+    { "25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+      "29 25 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+      "30 29 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 "
+      "rw,nsdelegate\n"
+      "33 29 0:30 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup rw,pids\n", 1 },
+    { "30 29 0:27 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 "
+      "rw,nsdelegate,favordynmods,memory_recursiveprot\n", 0 },
+    { "33 29 0:30 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup "
+      "rw,favordynmods,pids\n", 0 },
+    { "40 29 0:40 / /srv/favordynmods rw,relatime shared:20 - cgroup2 cgroup2 rw,nsdelegate\n"
+      "41 29 0:41 / /mnt rw,relatime shared:21 - tmpfs favordynmods rw,favordynmods\n", 1 },
+    { "", 1 },
+  };
+  g_autofree char *path = g_build_filename (f->host_dir, "mountinfo", NULL);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_assert_true (g_file_set_contents (path, cases[i].mountinfo, -1, NULL));
+      g_test_message ("case %" G_GSIZE_FORMAT, i);
+      g_assert_cmpint (sandstep_cgroup_moves_wait_in (path), ==, cases[i].waits);
+    }
+  g_assert_cmpint (sandstep_cgroup_moves_wait_in ("/nonexistent/mountinfo"), ==, 1);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 #define ADD(path, func) g_test_add (path, Fixture, NULL, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/supervisor/serves-runs", test_serves_runs);
+  ADD ("/supervisor/cgroup-moves-wait", test_cgroup_moves_wait);
   ADD ("/supervisor/foreign-state-dir", test_foreign_state_dir);
   ADD ("/supervisor/first-from-kept-plan", test_first_from_kept_plan);
   ADD ("/supervisor/kept-plan-live-binds", test_kept_plan_live_binds);

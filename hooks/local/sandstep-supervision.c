@@ -18,6 +18,7 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-cgroup.h"
+#include "sandstep-cgroup-warm.h"
 #include "sandstep-error.h"
 #include "sandstep-image-root.h"
 #include "sandstep-jail-plan.h"

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,8 +32,10 @@ write_self (const char *mount, const char *path)
   return ok;
 }
 
-int
-sandstep_cgroup_move_self (void)
+/* Moves this process into its own cgroup: the first writable of its unified (v2) cgroup and its v1 pids
+ * cgroup.  Blocks for the kernel's wait; 1 when a move was made. */
+static int
+move_self (void)
 {
   char text[8192];
   char *line, *next;
@@ -69,10 +72,59 @@ sandstep_cgroup_move_self (void)
   return 0;
 }
 
-void
-sandstep_cgroup_warm_up_detached (void)
+/* Whether a mount of a cgroup file system in @line (of /proc/self/mountinfo) has favordynmods. */
+static int
+favors_dynmods (const char *line)
 {
-  pid_t child = fork ();
+  /* "ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER_OPTIONS" */
+  const char *dash = strstr (line, " - ");
+  const char *type, *options;
+
+  if (dash == NULL)
+    return 0;
+  type = dash + 3;
+  if (strncmp (type, "cgroup2 ", 8) != 0 && strncmp (type, "cgroup ", 7) != 0)
+    return 0;
+  options = strrchr (type, ' ');
+  return options != NULL && strstr (options, "favordynmods") != NULL;
+}
+
+int
+sandstep_cgroup_moves_wait_in (const char *mountinfo)
+{
+  FILE *mounts = fopen (mountinfo, "re");
+  char *line = NULL;
+  size_t size = 0;
+  int favored = 0;
+
+  if (mounts == NULL)
+    return 1;
+  /* The kernel keeps one lock for the moves of every hierarchy: one mount that favors them favors all. */
+  while (!favored && getline (&line, &size, mounts) > 0)
+    favored = favors_dynmods (line);
+  free (line);
+  fclose (mounts);
+  return !favored;
+}
+
+int
+sandstep_cgroup_moves_wait (void)
+{
+  static int known = -1;
+
+  if (known < 0)
+    known = sandstep_cgroup_moves_wait_in ("/proc/self/mountinfo");
+  return known;
+}
+
+void
+sandstep_cgroup_warm_up (void)
+{
+  pid_t child;
+
+  if (!sandstep_cgroup_moves_wait ())
+    return;
+  child = fork ();
 
   if (child == 0)
     {
@@ -82,7 +134,7 @@ sandstep_cgroup_warm_up_detached (void)
           if (syscall (SYS_close_range, 0, ~0U, 0) < 0)
             for (int fd = 0; fd < 1024; fd++)
               close (fd);
-          sandstep_cgroup_move_self ();
+          move_self ();
         }
       _exit (0);
     }

@@ -7,17 +7,22 @@
  * makes a move of its own, of a process into the cgroup it is already in (a
  * no-op), and the kernel's wait runs while the supervisor starts.
  *
- * Plain C: the static front calls it too.  Where no cgroup file is
- * writable, nothing happens.
+ * One function for every caller that is about to start a supervisor or a
+ * jail (the front, the helper, the go-between), and only on a host where
+ * moves wait.  Plain C: the static front calls it too.  Where no cgroup file
+ * is writable, nothing happens.
  */
 #pragma once
 
-/* Moves this process into its own cgroup: the first writable of its
- * unified (v2) cgroup and its v1 pids cgroup.  Blocks for the kernel's
- * wait; 1 when a move was made. */
-int sandstep_cgroup_move_self (void);
+/* The host property the warm-up depends on: 1 when a first cgroup move waits for the kernel here (no cgroup
+ * file system is mounted with favordynmods, nor the kernel booted with cgroup_favordynmods=1), 0 when moves
+ * cost nothing.  Read once per process from /proc/self/mountinfo. */
+int sandstep_cgroup_moves_wait (void);
+/* The same from a mountinfo file of the caller's choosing (unreadable: 1). */
+int sandstep_cgroup_moves_wait_in (const char *mountinfo);
 
-/* The same from a detached grandchild with no descriptor of ours, which
- * nobody waits for: returns at once.  For a single-threaded caller (the
- * front): the children do more than a forked thread may. */
-void sandstep_cgroup_warm_up_detached (void);
+/* Where moves wait: a no-op move of a detached grandchild with no descriptor of ours, which nobody waits for,
+ * into the cgroups this process is in (its unified one and its v1 pids one, the first writable); returns at
+ * once.  Elsewhere nothing.  Safe in a threaded caller: the grandchild makes only system calls and string
+ * calls that take no lock. */
+void sandstep_cgroup_warm_up (void);

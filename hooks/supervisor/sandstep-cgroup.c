@@ -423,21 +423,6 @@ sandstep_cgroup_io_weight_unavailable (void)
   return NULL;
 }
 
-static gpointer
-warm_up (gpointer data)
-{
-  if (!sandstep_cgroup_move_self ())
-    g_debug ("The cgroup warm-up found no cgroup of its own that it could move into");
-  return NULL;
-}
-
-void
-sandstep_cgroup_warm_up (void)
-{
-  if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE)
-    g_thread_unref (g_thread_new ("sandstep-cgroup-warm-up", warm_up, NULL));
-}
-
 gboolean
 sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
 {

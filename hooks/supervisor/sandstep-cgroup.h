@@ -46,11 +46,6 @@ char *sandstep_cgroup_io_weight_unavailable (void);
 void sandstep_cgroup_free (SandstepCgroup *cgroup);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepCgroup, sandstep_cgroup_free)
 
-/* sandstep_cgroup_move_self() (sandstep-cgroup-warm.h) on a thread of its
- * own: the kernel's wait before the sandbox's first move then runs while the
- * caller does other work.  Where no cgroup is ours, nothing. */
-void sandstep_cgroup_warm_up (void);
-
 /* Moves the process @pid in. */
 gboolean sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error);
 

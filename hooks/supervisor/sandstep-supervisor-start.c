@@ -195,11 +195,7 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
           /* Not behind us and our starter on this CPU: the supervisor takes back the caller's CPUs first thing. */
           if (child > 0)
             sandstep_process_start_elsewhere (child, &cpus);
-          /* Holding nothing of the caller's (its pipes, make's jobserver) while the kernel makes it wait. */
-          if (syscall (SYS_close_range, 0, ~0U, 0) < 0)
-            for (int fd = 0; fd < 1024; fd++)
-              close (fd);
-          sandstep_cgroup_move_self ();
+          sandstep_cgroup_warm_up ();
           _exit (0);
         }
       if (middle < 0)
