@@ -106,6 +106,8 @@ JsonNode *sandstep_mcp_parse_message (const char *message, gsize length, GError 
 /* "Parse error: the message is not JSON (...)". */
 char *sandstep_mcp_parse_error_message (const GError *parse_error);
 /* A JSON-RPC error response; @id NULL: the request's id is not known. */
+/* The message @node as text, always UTF-8 (sandstep-mcp-message.c). */
+char *sandstep_mcp_to_json (JsonNode *node);
 char *sandstep_mcp_response_error (JsonNode *id, int code, const char *message);
 /* Whether @id (NULL: none) is one a reply may echo: a string or an integer. */
 gboolean sandstep_mcp_id_is_valid (JsonNode *id);

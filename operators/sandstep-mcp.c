@@ -6,10 +6,6 @@
 #include "sandstep-error.h"
 #include "sandstep-json.h"
 
-const char *const sandstep_mcp_protocol_versions[4] = {
-  SANDSTEP_MCP_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
-};
-
 G_DEFINE_QUARK (sandstep-mcp-error-quark, sandstep_mcp_error)
 
 typedef struct _ToolJob ToolJob;
@@ -37,21 +33,7 @@ struct _ToolJob {
   GError *error;             /* terminal */
 };
 
-/* ---- JSON-RPC messages ---- */
-
-/* Every message we send is UTF-8, whatever the text it quotes held: json-glib reads an octal escape ("\202")
- * and a lone surrogate ("\ud800") into bytes that are not UTF-8, and echoes them in its parse errors and in the
- * strings it parsed (a method's name). */
-static char *
-to_json (JsonNode *node)
-{
-  g_autoptr(JsonGenerator) generator = json_generator_new ();
-  g_autofree char *text = NULL;
-
-  json_generator_set_root (generator, node);
-  text = json_generator_to_data (generator, NULL);
-  return g_utf8_validate (text, -1, NULL) ? g_steal_pointer (&text) : g_utf8_make_valid (text, -1);
-}
+/* ---- JSON-RPC messages (the shared ones: sandstep-mcp-message.c) ---- */
 
 static char *
 response_result (JsonNode *id, JsonNode *result)
@@ -63,34 +45,7 @@ response_result (JsonNode *id, JsonNode *result)
   json_object_set_member (object, "id", json_node_copy (id));
   json_object_set_member (object, "result", result);
   json_node_take_object (root, object);
-  return to_json (root);
-}
-
-char *
-sandstep_mcp_response_error (JsonNode *id, int code, const char *message)
-{
-  return sandstep_mcp_response_error_data (id, code, message, NULL);
-}
-
-char *
-sandstep_mcp_response_error_data (JsonNode *id, int code, const char *message, JsonNode *data)
-{
-  g_autoptr(JsonNode) root = json_node_new (JSON_NODE_OBJECT);
-  JsonObject *object = json_object_new ();
-  JsonObject *error = json_object_new ();
-
-  json_object_set_string_member (object, "jsonrpc", "2.0");
-  if (id != NULL)
-    json_object_set_member (object, "id", json_node_copy (id));
-  else
-    json_object_set_null_member (object, "id");
-  json_object_set_int_member (error, "code", code);
-  json_object_set_string_member (error, "message", message);
-  if (data != NULL)
-    json_object_set_member (error, "data", json_node_copy (data));
-  json_object_set_object_member (object, "error", error);
-  json_node_take_object (root, object);
-  return to_json (root);
+  return sandstep_mcp_to_json (root);
 }
 
 static char *
@@ -99,25 +54,6 @@ response_gerror (JsonNode *id, const GError *error)
   int code = error->domain == SANDSTEP_MCP_ERROR ? error->code : SANDSTEP_MCP_ERROR_INTERNAL;
 
   return sandstep_mcp_response_error (id, code, error->message);
-}
-
-gboolean
-sandstep_mcp_version_is_supported (const char *version)
-{
-  for (gsize i = 0; i < G_N_ELEMENTS (sandstep_mcp_protocol_versions); i++)
-    if (g_strcmp0 (version, sandstep_mcp_protocol_versions[i]) == 0)
-      return TRUE;
-  return FALSE;
-}
-
-const char *
-sandstep_mcp_member_string (JsonObject *object, const char *name)
-{
-  JsonNode *node = json_object_get_member (object, name);
-
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (node);
 }
 
 /* ---- requests and their replies ---- */
@@ -395,7 +331,7 @@ method_tools_call (SandstepMcpServer *server, JsonObject *params, Request *reque
   job->request = request;
   job->name = g_strdup (json_node_get_string (name));
   if (arguments != NULL && JSON_NODE_HOLDS_OBJECT (arguments))
-    job->arguments = to_json (arguments);
+    job->arguments = sandstep_mcp_to_json (arguments);
 
   g_queue_push_tail (&server->jobs, job);
   /* Answered later, from the main loop, never from inside this call. */

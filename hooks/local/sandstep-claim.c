@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-files.h"
 #include "sandstep-who.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
@@ -124,8 +126,8 @@ read_claim (int fd, ClaimInfo *info)
                             : g_strdup ("(a holder that has not written its name)");
 }
 
-int
-sandstep_store_open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GError **error)
+static int
+open_claim (SandstepStore *store, const char *handle, struct stat *out_st, GError **error)
 {
   g_autofree char *rel = g_build_filename ("sandboxes", handle, "claim", NULL);
   int fd = openat (store->dir_fd, rel, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
@@ -171,7 +173,7 @@ int
 sandstep_store_try_claim (SandstepStore *store, const char *handle, const char *holder, char **out_current,
                           GError **error)
 {
-  int fd = sandstep_store_open_claim (store, handle, NULL, error);
+  int fd = open_claim (store, handle, NULL, error);
   g_autofree char *text = NULL;
 
   *out_current = NULL;
@@ -231,7 +233,7 @@ char *
 sandstep_store_peek_holder (SandstepStore *store, const char *handle)
 {
   ClaimInfo info;
-  int fd = sandstep_store_open_claim (store, handle, NULL, NULL);
+  int fd = open_claim (store, handle, NULL, NULL);
 
   if (fd < 0)
     return NULL;
@@ -247,8 +249,8 @@ sandstep_store_peek_holder (SandstepStore *store, const char *handle)
 }
 
 /* Waits for the claim on @fd, ending its holder if it does not let go. */
-gboolean
-sandstep_store_take_claim_by_force (int fd, const char *handle, GError **error)
+static gboolean
+take_claim_by_force (int fd, const char *handle, GError **error)
 {
   ClaimInfo info;
   gint64 deadline;
@@ -278,4 +280,56 @@ sandstep_store_take_claim_by_force (int fd, const char *handle, GError **error)
                   handle, info.holder, (int) info.pid);
   g_free (info.holder);
   return FALSE;
+}
+
+gboolean
+sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
+{
+  g_autofree char *from = g_build_filename ("sandboxes", handle, NULL);
+  g_autofree char *to = g_strdup_printf ("trash/%s.%08x", handle, g_random_int ());
+  int fd = claim_fd;
+  int trash_fd;
+
+  if (fd < 0)
+    {
+      g_autoptr(GError) local_error = NULL;
+      fd = open_claim (store, handle, NULL, &local_error);
+      if (fd < 0 && (g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND) ||
+                     g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN)))
+        {
+          /* No usable claim file: gone already, half made or damaged; nobody can hold it, so remove what is there. */
+          sandstep_remove_tree_at (store->dir_fd, from);
+          return TRUE;
+        }
+      if (fd < 0)
+        {
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return FALSE;
+        }
+      if (!take_claim_by_force (fd, handle, error))
+        {
+          close (fd);
+          return FALSE;
+        }
+    }
+
+  if (renameat (store->dir_fd, from, store->dir_fd, to) < 0)
+    {
+      int errsv = errno;
+      if (fd != claim_fd)
+        close (fd);
+      if (errsv == ENOENT)
+        return TRUE;
+      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                   "Could not remove sandbox '%s' from '%s'", handle, store->dir);
+    }
+  if (fd != claim_fd)
+    close (fd);
+  trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (trash_fd >= 0)
+    {
+      sandstep_remove_tree_at (trash_fd, to + strlen ("trash/"));
+      close (trash_fd);
+    }
+  return TRUE;
 }

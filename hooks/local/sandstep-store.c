@@ -446,7 +446,8 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
       !write_lifetime (fd, staging, record, error))
     {
       close (fd);
-      sandstep_store_destroy (store, staging + strlen ("sandboxes/"), -1, NULL);
+      /* Under its hidden name nobody can have claimed it. */
+      sandstep_remove_tree_at (store->dir_fd, staging);
       return FALSE;
     }
   close (fd);
@@ -683,58 +684,6 @@ sandstep_store_is_over (SandstepStore *store, const char *handle, const Sandstep
   if (fstatat (store->dir_fd, dir, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return errno == ENOENT;
   return now - MAX (st.st_mtime, st.st_ctime) > SANDSTEP_MAX_DURATION_S;
-}
-
-gboolean
-sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error)
-{
-  g_autofree char *from = g_build_filename ("sandboxes", handle, NULL);
-  g_autofree char *to = g_strdup_printf ("trash/%s.%08x", handle, g_random_int ());
-  int fd = claim_fd;
-  int trash_fd;
-
-  if (fd < 0)
-    {
-      g_autoptr(GError) local_error = NULL;
-      fd = sandstep_store_open_claim (store, handle, NULL, &local_error);
-      if (fd < 0 && (g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND) ||
-                     g_error_matches (local_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BROKEN)))
-        {
-          /* No usable claim file: gone already, half made or damaged; nobody can hold it, so remove what is there. */
-          sandstep_remove_tree_at (store->dir_fd, from);
-          return TRUE;
-        }
-      if (fd < 0)
-        {
-          g_propagate_error (error, g_steal_pointer (&local_error));
-          return FALSE;
-        }
-      if (!sandstep_store_take_claim_by_force (fd, handle, error))
-        {
-          close (fd);
-          return FALSE;
-        }
-    }
-
-  if (renameat (store->dir_fd, from, store->dir_fd, to) < 0)
-    {
-      int errsv = errno;
-      if (fd != claim_fd)
-        close (fd);
-      if (errsv == ENOENT)
-        return TRUE;
-      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                                   "Could not remove sandbox '%s' from '%s'", handle, store->dir);
-    }
-  if (fd != claim_fd)
-    close (fd);
-  trash_fd = openat (store->dir_fd, "trash", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (trash_fd >= 0)
-    {
-      sandstep_remove_tree_at (trash_fd, to + strlen ("trash/"));
-      close (trash_fd);
-    }
-  return TRUE;
 }
 
 static int

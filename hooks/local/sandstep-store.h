@@ -102,14 +102,14 @@ int sandstep_store_try_claim (SandstepStore *store, const char *handle, const ch
  * does; never takes it, never blocks. */
 char *sandstep_store_peek_holder (SandstepStore *store, const char *handle);
 
+/* Kills whatever holds the claim, then removes the sandbox's directory; gone
+ * already is fine.  @claim_fd: a claim this process already holds, or -1. */
+gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
+
 /* Whether the lifetime of @handle is over: @record's, or for a damaged
  * sandbox (@record NULL) what its lifetime file says, else whether its
  * directory is older than the longest lifetime.  gc and list judge by it. */
 gboolean sandstep_store_is_over (SandstepStore *store, const char *handle, const SandstepRecord *record);
-
-/* Kills whatever holds the claim, then removes the sandbox's directory; gone
- * already is fine.  @claim_fd: a claim this process already holds, or -1. */
-gboolean sandstep_store_destroy (SandstepStore *store, const char *handle, int claim_fd, GError **error);
 
 /* The start time of @pid (clock ticks since boot; 0: unknown), so a recycled
  * pid is never mistaken for the process that wrote it down. */
