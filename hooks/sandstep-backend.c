@@ -345,6 +345,48 @@ sandstep_attachment_write_file (SandstepAttachment *attachment, const char *path
   return attachment->backend->klass->write_file (attachment, path, data, len, error);
 }
 
+/* Forks and checkpoints are the local backend's: sandstepd serves none yet. */
+static gboolean
+no_forks (SandstepAttachment *attachment, const char *what, GError **error)
+{
+  return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                         "%s: the %s backend has no forks or checkpoints; use a sandbox of this host (--backend=local)",
+                         what, attachment->backend->klass->name);
+}
+
+gboolean
+sandstep_attachment_fork (SandstepAttachment *attachment, const SandstepIdentity *who, guint count,
+                          GPtrArray *out_handles, GError **error)
+{
+  if (attachment->backend->klass->fork == NULL)
+    return no_forks (attachment, "fork", error);
+  return attachment->backend->klass->fork (attachment, who, count, out_handles, error);
+}
+
+gboolean
+sandstep_attachment_checkpoint (SandstepAttachment *attachment, const char *name, GError **error)
+{
+  if (attachment->backend->klass->checkpoint == NULL)
+    return no_forks (attachment, "checkpoint", error);
+  return attachment->backend->klass->checkpoint (attachment, name, error);
+}
+
+gboolean
+sandstep_attachment_rollback (SandstepAttachment *attachment, const char *name, GError **error)
+{
+  if (attachment->backend->klass->rollback == NULL)
+    return no_forks (attachment, "rollback", error);
+  return attachment->backend->klass->rollback (attachment, name, error);
+}
+
+GPtrArray *
+sandstep_attachment_checkpoints (SandstepAttachment *attachment, GError **error)
+{
+  if (attachment->backend->klass->checkpoints == NULL)
+    return no_forks (attachment, "checkpoint --list", error), NULL;
+  return attachment->backend->klass->checkpoints (attachment, error);
+}
+
 gboolean
 sandstep_attachment_put (SandstepAttachment *attachment, const char *host_src, const char *dest, GError **error)
 {

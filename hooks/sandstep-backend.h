@@ -148,6 +148,16 @@ typedef struct {
   double (*remaining_lifetime) (SandstepAttachment *attachment);
   const SandstepSpec *(*spec) (SandstepAttachment *attachment);
 
+  /* Optional (NULL: this backend has none), on a claimed sandbox: forks and checkpoints.  fork() makes @count
+   * sandboxes of @who's owner, each a copy-on-write snapshot of this one, found again by @who's holder (with
+   * "#N" after it for each of several) as provision finds its sandbox; appends their handles to @out_handles. */
+  gboolean (*fork) (SandstepAttachment *attachment, const SandstepIdentity *who, guint count,
+                    GPtrArray *out_handles, GError **error);
+  gboolean (*checkpoint) (SandstepAttachment *attachment, const char *name, GError **error);
+  gboolean (*rollback) (SandstepAttachment *attachment, const char *name, GError **error);
+  /* The checkpoints' names, sorted. */
+  GPtrArray *(*checkpoints) (SandstepAttachment *attachment, GError **error);
+
   /* The sandbox's record and who holds it now, without claiming; secret values never appear. */
   JsonNode *(*describe) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error);
 
@@ -230,6 +240,11 @@ GBytes *sandstep_attachment_read_file (SandstepAttachment *attachment, const cha
                                        GError **error);
 gboolean sandstep_attachment_write_file (SandstepAttachment *attachment, const char *path, const void *data,
                                          gsize len, GError **error);
+gboolean sandstep_attachment_fork (SandstepAttachment *attachment, const SandstepIdentity *who, guint count,
+                                   GPtrArray *out_handles, GError **error);
+gboolean sandstep_attachment_checkpoint (SandstepAttachment *attachment, const char *name, GError **error);
+gboolean sandstep_attachment_rollback (SandstepAttachment *attachment, const char *name, GError **error);
+GPtrArray *sandstep_attachment_checkpoints (SandstepAttachment *attachment, GError **error);
 gboolean sandstep_attachment_put (SandstepAttachment *attachment, const char *host_src, const char *dest,
                                   GError **error);
 GPtrArray *sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *path, GError **error);

@@ -146,7 +146,9 @@ gboolean sandstep_offer_python (SandstepToolbox *toolbox, SandstepAttachment *at
 gboolean sandstep_op_agent (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_call (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_describe (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_checkpoint (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_fork (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_export (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_export_needs_net (SandstepInvocation *invocation);
 gboolean sandstep_op_gc (SandstepInvocation *invocation, int *out_exit, GError **error);
@@ -156,6 +158,7 @@ gboolean sandstep_op_ls (SandstepInvocation *invocation, int *out_exit, GError *
 gboolean sandstep_op_mcp (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_put (SandstepInvocation *invocation, int *out_exit, GError **error);
+gboolean sandstep_op_rollback (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_release (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_run (SandstepInvocation *invocation, int *out_exit, GError **error);
 gboolean sandstep_op_tools (SandstepInvocation *invocation, int *out_exit, GError **error);

@@ -126,6 +126,16 @@ static const SandstepOption handle_options[] = {
   { NULL }
 };
 
+static const SandstepOption fork_options[] = {
+  { "count",     SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "how many forks (default 1); a fork target run again finds the forks it made (by --holder and the parent)" },
+  { NULL }
+};
+
+static const SandstepOption checkpoint_options[] = {
+  { "list",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print the sandbox's checkpoints' names instead" },
+  { NULL }
+};
+
 static const SandstepOption claim_options[] = {
   { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600, and 0 for mcp: its client hears of the holder at once; 0: refuse at once)" },
   { "step",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "set by the make plugin: this line's number in a recipe of the make PID; the sandbox stays held from the recipe's first sandbox line to its last ($SANDSTEP_STEP_ENDS names the last ones)", "PID:LINE" },
@@ -148,10 +158,12 @@ static const SandstepOperator operators[] = {
   /* name         flags  options           text                    operands            summary                                              run */
   { "agent",      H | C, agent_options,    SANDSTEP_TEXT_COMMAND,  "-- PROMPT",        "let an LLM agent work in the sandbox with the four tools; print its answer", sandstep_op_agent },
   { "call",       H | C, tool_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory, or run_python in a fresh session) and print what a model would read", sandstep_op_call },
+  { "checkpoint", H | C, checkpoint_options, SANDSTEP_TEXT_WORDS,  "NAME",             "name the sandbox's files as they are now, for a later rollback (copy-on-write, as a fork); --list names them", sandstep_op_checkpoint },
   { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
   { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
     sandstep_op_export_needs_net },
+  { "fork",       H | C, fork_options,     SANDSTEP_TEXT_NONE,     "",                 "copy the sandbox copy-on-write into new sandboxes of the same owner, spec and lifetime left; print their handles", sandstep_op_fork },
   { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run, or (--images) unused images", sandstep_op_gc_images },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
   { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
@@ -164,6 +176,7 @@ static const SandstepOperator operators[] = {
     sandstep_op_pull_needs_net },
   { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
+  { "rollback",   H | C, no_options,       SANDSTEP_TEXT_WORDS,    "NAME",             "put the sandbox's files back as checkpoint NAME named them", sandstep_op_rollback },
   { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
   { "tools",      H | C, tools_options,      SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
 };

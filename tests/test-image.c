@@ -1832,6 +1832,49 @@ test_root_readonly (SandstepTestFixture *f, gconstpointer data)
 }
 
 static void
+test_root_fork (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *handle = NULL, *h = NULL, *out = NULL;
+  g_autoptr(SandstepTestResult) fork = NULL, cp = NULL, rb = NULL;
+  g_auto(GStrv) forks = NULL;
+
+  g_test_summary ("issue 28: a fork of an image sandbox has the parent's root changes (a file added, a file of the "
+                  "image removed) and its files; afterwards the two roots change alone; a rollback brings an image "
+                  "root's changes back");
+  if (!root_begin (f, data))
+    return;
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  handle = sandstep_test_provision (f, image_arg, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  g_free (sandstep_test_run_ok (f, handle, "echo parent-root > /usr/added && rm /etc/os-release && echo w > w"));
+  fork = sandstep_test_helper (f, "fork", h, NULL);
+  sandstep_test_assert_status (fork, 0);
+  forks = g_strsplit (g_strchomp (fork->out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (forks), ==, 1);
+  g_ptr_array_add (f->handles, g_strdup (forks[0]));
+  out = sandstep_test_run_ok (f, forks[0], "cat /usr/added w; [ -e /etc/os-release ] || echo removed; "
+                                           "echo fork-root > /usr/added; echo mine > /usr/fork-only");
+  g_assert_cmpstr (out, ==, "parent-root\nw\nremoved\n");
+  g_free (out);
+  out = sandstep_test_run_ok (f, handle, "cat /usr/added; [ -e /usr/fork-only ] || echo not-here");
+  g_assert_cmpstr (out, ==, "parent-root\nnot-here\n");
+  g_free (out);
+  out = sandstep_test_run_ok (f, forks[0], "cat /usr/added /usr/fork-only");
+  g_assert_cmpstr (out, ==, "fork-root\nmine\n");
+  /* A checkpoint of the root, undone. */
+  cp = sandstep_test_helper (f, "checkpoint", h, "clean", NULL);
+  sandstep_test_assert_status (cp, 0);
+  g_free (sandstep_test_run_ok (f, handle, "rm /usr/added && echo later > /usr/later"));
+  rb = sandstep_test_helper (f, "rollback", h, "clean", NULL);
+  sandstep_test_assert_status (rb, 0);
+  g_free (out);
+  out = sandstep_test_run_ok (f, handle, "cat /usr/added; [ -e /usr/later ] || echo gone; cat /bin/sh >/dev/null && "
+                                         "echo image-intact");
+  g_assert_cmpstr (out, ==, "parent-root\ngone\nimage-intact\n");
+}
+
+static void
 test_root_many_layers (SandstepTestFixture *f, gconstpointer data)
 {
   g_autofree char *layout = sandstep_test_host_path (f, "tall-image");
@@ -1903,6 +1946,10 @@ main (int argc, char **argv)
   g_test_add ("/image/root/readonly-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
               test_root_readonly, sandstep_test_teardown);
   ADD ("/image/root/usage", test_root_usage);
+  g_test_add ("/image/root/fork", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_CALLER), setup, test_root_fork,
+              sandstep_test_teardown);
+  g_test_add ("/image/root/fork-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
+              test_root_fork, sandstep_test_teardown);
   ADD ("/image/root/many-layers", test_root_many_layers);
 #undef ADD
   registry_start ();

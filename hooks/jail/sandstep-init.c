@@ -352,6 +352,12 @@ child_main (void *data)
         syscall (SYS_exit, 127);
       }
   syscall (SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+  /* Init's own cwd may be a layered tree's root (sandstep-jail-child.c): a command starts in /workspace. */
+  if (chdir ("/workspace") < 0)
+    {
+      child->error = errno;
+      syscall (SYS_exit, 127);
+    }
   /* "--try WORD... --": the words as a shell would run them; else (and when they cannot be) the shell. */
   if (command->direct != NULL)
     exec_searching (command->direct, command->envp);

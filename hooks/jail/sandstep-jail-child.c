@@ -121,6 +121,8 @@ run_op (const SandstepJailImage *image, const SandstepJailImageOp *op, int *slot
       return sys_move_mount (slots[op->slot], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
     case JAIL_OP_OVERLAY:
       return mount ("overlay", path, "overlay", op->flags, data);
+    case JAIL_OP_UNSTAGE:
+      return umount2 (path, MNT_DETACH) < 0 ? -1 : rmdir (path);
     }
   errno = EINVAL;
   return -1;
@@ -283,7 +285,9 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
   /* Every other fd of the starter closes at exec; init keeps its control socket (and the egress one). */
   if (syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_STDIO, errno);
-  if (chdir ("/workspace") < 0)
+  /* A layered tree's root is init's cwd, where the helper's file tools reach the same overlay as the commands;
+   * each command starts in /workspace (sandstep-init.c). */
+  if (image->cwd_slot > 0 ? fchdir (slots[image->cwd_slot - 1]) < 0 : chdir ("/workspace") < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_CHDIR, errno);
 
   /* Inside the sandbox's cgroup once told so: make that the root of what it sees. */

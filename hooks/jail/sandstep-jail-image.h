@@ -52,7 +52,8 @@ typedef enum {
   JAIL_OP_PROC,
   JAIL_OP_OPEN,       /* open the host path (not under the new root) into the slot */
   JAIL_OP_ATTACH,     /* move the detached mount in the slot (made by the builder's parent) onto path */
-  JAIL_OP_OVERLAY,    /* mount an overlayfs at path, data as options (an image's root) */
+  JAIL_OP_OVERLAY,    /* mount an overlayfs at path, data as options (an image's root, a layered tree) */
+  JAIL_OP_UNSTAGE,    /* detach the mount at path with every mount below it, and remove its directory */
 } JailOpKind;
 
 enum {
@@ -74,7 +75,8 @@ typedef struct {
   uint32_t n_trees, trees;  /* SandstepJailImageTree[] */
   uint32_t n_rlimits, rlimits;  /* SandstepJailImageRlimit[] */
   uint32_t n_filters, filters;  /* the seccomp program: struct sock_filter[] */
-  uint32_t reserved;
+  uint32_t cwd_slot;        /* 0: init starts in /workspace; N: in slot N-1's directory (a layered tree's root,
+                             * which the helper reaches as init's cwd: sandstep-jail-plan.c) */
 } SandstepJailImage;
 
 typedef struct {

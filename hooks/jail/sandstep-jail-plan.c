@@ -275,15 +275,17 @@ top_file (SandstepJail *jail, const char *name, const char *text)
  * layer over them all (or none: read-only), as overlayfs in the sandbox's user namespace ("userxattr": the
  * unpacker wrote opaque directories as user.overlay.opaque).  Nothing of the host's /usr or /etc shows. */
 static gboolean
-add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **error)
+add_image_root (SandstepJail *jail, const SandstepJailConfig *config, const char *layered_lowers, GError **error)
 {
   static const char *const mount_points[] = { "/workspace", "/tmp", "/dev", "/proc", "/etc" };
-  g_autoptr(GString) options = g_string_new ("lowerdir=" NEWROOT IMAGE_STAGE "/top");
+  g_autoptr(GString) options = g_string_new ("lowerdir=");
   const SandstepSpec *spec = config->spec;
   guint n = 0;
 
-  add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the staging tmpfs");
-  add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE, NULL, 0700, NULL, "create the image's staging directory");
+  /* A layered sandbox's frozen changes to the root lie over sandstep's top layer, as its writable layer does. */
+  if (layered_lowers != NULL && !spec->root_readonly)
+    g_string_append (options, layered_lowers);
+  g_string_append (options, NEWROOT IMAGE_STAGE "/top");
   while (config->image_layers[n] != NULL)
     n++;
   if (n == 0)
@@ -306,7 +308,13 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **e
         return FALSE;
       g_string_append_printf (options, ":" NEWROOT "%s", target);
     }
-  if (config->image_rw != NULL)
+  if (layered_lowers != NULL && !spec->root_readonly)
+    {
+      /* The layered tree mounted the writable layers' directory there already. */
+      g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/root,workdir=" NEWROOT IMAGE_STAGE "/rw/root-work");
+      jail->writable_root = TRUE;
+    }
+  else if (layered_lowers == NULL && config->image_rw != NULL)
     {
       if (!add_tree (jail, config->image_rw, IMAGE_STAGE "/rw", error))
         return FALSE;
@@ -345,6 +353,88 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, GError **e
   add_op (jail, JAIL_OP_OVERLAY, "", NULL, MS_NOSUID | MS_NODEV | (jail->writable_root ? 0 : MS_RDONLY),
           g_bytes_new (options->str, options->len + 1), "mount the image's layers as the root (overlayfs)");
   return TRUE;
+}
+
+/* A layered sandbox's files (forks and checkpoints, sandstep-store.h): /workspace and /tmp are one overlayfs, its
+ * frozen layers' tree/ under its own writable rw/tree, built in the staging directory before an image's root
+ * covers it.  Its root is opened three times: /workspace and /tmp, bound later, and the tree itself, which
+ * becomes init's cwd: the helper's file tools reach it there (/proc/PID/cwd), so that they and the commands
+ * use one overlay, never two over one upper.  @root_lowers gets the layers' root/, for an image's root. */
+static gboolean
+add_layered_tree (SandstepJail *jail, const SandstepJailConfig *config, GString *root_lowers, GError **error)
+{
+  static const char *const opened[] = { IMAGE_STAGE "/w/workspace", IMAGE_STAGE "/w/tmp", IMAGE_STAGE "/w" };
+  g_autoptr(GString) options = g_string_new ("lowerdir=");
+  guint n = g_strv_length ((char **) config->tree_layers);
+
+  if (n == 0 || config->rw == NULL)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "a layered sandbox needs its layers and its writable directory; destroy it and "
+                           "provision again");
+  if (n + 5 + config->spec->mounts->len + (config->image_layers != NULL ? g_strv_length ((char **) config->image_layers) : 0) >
+      SANDSTEP_JAIL_MAX_SLOTS)
+    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
+                           "the sandbox has %u layers of forks and checkpoints, more than one sandbox stacks with its "
+                           "image and data mounts (at most %u mounts together); fork a new sandbox from an export of "
+                           "this one, or use fewer checkpoints",
+                           n, SANDSTEP_JAIL_MAX_SLOTS - 5);
+  if (!add_tree (jail, config->rw, IMAGE_STAGE "/rw", error))
+    return FALSE;
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *target = g_strdup_printf (IMAGE_STAGE "/l%u", i);
+      /* As root the layers are host 0's, as a sandbox's files are: shown through this sandbox's idmap. */
+      if (jail->idmap ? !add_detached (jail, config->tree_layers[i], target, HOST_BIND_ATTRS, TRUE, TRUE, error)
+                      : !add_bind (jail, config->tree_layers[i], TRUE, target, HOST_BIND_ATTRS, TRUE, error))
+        return FALSE;
+      g_string_append_printf (options, "%s" NEWROOT "%s/tree", i > 0 ? ":" : "", target);
+      if (root_lowers != NULL)
+        g_string_append_printf (root_lowers, NEWROOT "%s/root:", target);
+    }
+  g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/tree,workdir=" NEWROOT IMAGE_STAGE
+                   "/rw/tree-work,userxattr");
+  add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE "/w", NULL, 0700, NULL, "create the layered tree's mount point");
+  add_op (jail, JAIL_OP_OVERLAY, IMAGE_STAGE "/w", NULL, MS_NOSUID | MS_NODEV,
+          g_bytes_new (options->str, options->len + 1), "mount the sandbox's layers (overlayfs)");
+  for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
+    {
+      g_autofree char *path = g_strconcat (NEWROOT, opened[i], NULL);
+      int slot;
+
+      if (!take_slot (jail, &slot, error))
+        return FALSE;
+      /* In order, not first as a host path's open: the overlay is there by now. */
+      add_op (jail, JAIL_OP_OPEN, path, NULL, 0, NULL, "open the layered tree")->slot = slot;
+      if (i < 2)
+        jail->tree_slots[i] = slot;
+      else
+        jail->cwd_slot = slot + 1;
+    }
+  return TRUE;
+}
+
+/* /workspace or /tmp from a layered tree's slot. */
+static void
+add_layered_bind (SandstepJail *jail, int slot, const char *target)
+{
+  g_autofree char *what = g_strdup_printf ("bind the layered tree on %s", target);
+
+  add_op (jail, JAIL_OP_MKDIR, target, NULL, 0755, NULL, what);
+  add_op (jail, JAIL_OP_BIND, target, NULL, MS_BIND | MS_REC, NULL, what)->slot = slot;
+  add_op (jail, JAIL_OP_RESTRICT, target, NULL, TREE_ATTRS, NULL, what);
+}
+
+/* /workspace and /tmp: the sandbox's own directories, or its layered tree. */
+static gboolean
+add_files (SandstepJail *jail, const SandstepJailConfig *config, GError **error)
+{
+  if (config->tree_layers != NULL)
+    {
+      add_layered_bind (jail, jail->tree_slots[0], "/workspace");
+      add_layered_bind (jail, jail->tree_slots[1], "/tmp");
+      return TRUE;
+    }
+  return add_tree (jail, config->workspace, "/workspace", error) && add_tree (jail, config->tmp, "/tmp", error);
 }
 
 /* The host-wide knobs and views of /proc, which a sandbox has no business
@@ -497,16 +587,32 @@ sandstep_jail_new (const SandstepJailConfig *config, GError **error)
 
   if (config->image_layers != NULL)
     {
-      if (!add_image_root (jail, config, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
-          !add_tree (jail, config->tmp, "/tmp", error))
+      g_autoptr(GString) root_lowers = g_string_new (NULL);
+
+      add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the staging tmpfs");
+      add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE, NULL, 0700, NULL, "create the image's staging directory");
+      if ((config->tree_layers != NULL && !add_layered_tree (jail, config, root_lowers, error)) ||
+          !add_image_root (jail, config, config->tree_layers != NULL ? root_lowers->str : NULL, error) ||
+          !add_files (jail, config, error))
         return NULL;
     }
   else
     {
       add_tmpfs (jail, "", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=8192", "mount the tmpfs root");
-      if (!add_usr (jail, config->inputs, error) || !add_tree (jail, config->workspace, "/workspace", error) ||
-          !add_tree (jail, config->tmp, "/tmp", error) || !add_etc (jail, jail->open_net, config->inputs, error))
+      if (config->tree_layers != NULL)
+        {
+          /* Staged on a tmpfs of its own, detached once the tree is bound: nothing of it shows inside. */
+          add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE, NULL, 0700, NULL, "create the layers' staging directory");
+          add_tmpfs (jail, IMAGE_STAGE, MS_NOSUID | MS_NODEV, "mode=0700,size=64k,nr_inodes=256",
+                     "mount the layers' staging tmpfs");
+          if (!add_layered_tree (jail, config, NULL, error))
+            return NULL;
+        }
+      if (!add_usr (jail, config->inputs, error) || !add_files (jail, config, error) ||
+          !add_etc (jail, jail->open_net, config->inputs, error))
         return NULL;
+      if (config->tree_layers != NULL)
+        add_op (jail, JAIL_OP_UNSTAGE, IMAGE_STAGE, NULL, 0, NULL, "detach the layers' staging directory");
     }
   add_dev (jail);
 
@@ -601,6 +707,7 @@ sandstep_jail_to_image (SandstepJail *jail, GBytes *seccomp)
     .outer_uid = jail->outer_uid, .outer_gid = jail->outer_gid, .n_slots = jail->n_slots,
     .n_ops = jail->ops->len, .n_trees = jail->trees->len, .n_rlimits = jail->n_rlimits,
     .n_filters = g_bytes_get_size (seccomp) / sizeof (struct sock_filter),
+    .cwd_slot = jail->cwd_slot,
   };
   gsize filters_size = header.n_filters * sizeof (struct sock_filter);
 

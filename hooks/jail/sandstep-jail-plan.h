@@ -28,6 +28,11 @@ typedef struct {
   const char *const *image_env;     /* its config's Env, NAME=VALUE: the base the spec's env overrides */
   const char *image_rw;             /* host directory with upper/ and work/: the sandbox's own writable
                                      * layer; NULL: a read-only root */
+  /* A layered sandbox (forked, or with checkpoints: sandstep-store.h), whose files are overlayfs instead: */
+  const char *const *tree_layers;   /* its frozen layers' host directories, top first, each with tree/ (workspace/,
+                                     * tmp/) and root/ (an image root's changes); NULL: not layered */
+  const char *rw;                   /* with tree_layers: the writable layers' host directory: tree/, tree-work/,
+                                     * root/, root-work/ (workspace, tmp and image_rw are not used) */
 } SandstepJailConfig;
 
 /* Compiles a jail: paths checked, host files read.  The helper side. */

@@ -49,6 +49,8 @@ struct _SandstepJail {
   gboolean open_net;        /* a user-mode network stack connects the namespace */
   gboolean egress;          /* network=allow: init hands connections to the proxy */
   gboolean writable_root;   /* an image's root with a writable layer of its own */
+  int cwd_slot;             /* 0: init starts in /workspace; N: in slot N-1 (a layered tree's root) */
+  int tree_slots[2];        /* a layered tree's /workspace and /tmp, opened before an image's root covers them */
   int n_rlimits;
   struct { int resource; struct rlimit value; } rlimits[SANDSTEP_JAIL_MAX_RLIMITS];
   char **env_base;          /* fixed variables: a command's terminal and locale come on top */

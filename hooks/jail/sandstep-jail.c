@@ -157,6 +157,12 @@ sandstep_jail_egress (SandstepJail *jail)
   return jail->egress;
 }
 
+gboolean
+sandstep_jail_layered (SandstepJail *jail)
+{
+  return jail->image != NULL && jail->image->cwd_slot > 0;
+}
+
 void
 sandstep_jail_outer_ids (SandstepJail *jail, guint32 *out_uid, guint32 *out_gid)
 {

@@ -45,6 +45,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepJail, sandstep_jail_free)
 /* What the supervisor adds around the namespaces: a user-mode network stack
  * (network=open) or the egress proxy (network=allow), run as the sandbox's host uid. */
 gboolean sandstep_jail_open_network (SandstepJail *jail);
+/* A layered sandbox's jail: init's cwd is its files' overlay (sandstep-jail-plan.c). */
+gboolean sandstep_jail_layered (SandstepJail *jail);
 gboolean sandstep_jail_egress (SandstepJail *jail);
 void sandstep_jail_outer_ids (SandstepJail *jail, guint32 *out_uid, guint32 *out_gid);
 

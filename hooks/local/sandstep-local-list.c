@@ -10,8 +10,10 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-error.h"
+#include "sandstep-layers.h"
 #include "sandstep-local.h"
 #include "sandstep-local-private.h"
+#include "sandstep-layers.h"
 #include "sandstep-store.h"
 #include "sandstep-teardown.h"
 
@@ -122,6 +124,7 @@ sandstep_local_gc (SandstepBackend *backend, const char *run, const char *owner_
         }
     }
   sandstep_store_sweep (local->store, TRUE);
+  sandstep_layers_sweep (local->store);
   /* Cgroups left by sandboxes that are gone, also those of state directories removed by hand; not on a gc for
    * some owners only (a tenant's, through sandstepd), which reaches no one else's. */
   if (owner_prefix == NULL)
@@ -240,7 +243,7 @@ sandstep_local_list (SandstepBackend *backend, const char *run, const char *owne
       const char *handle = handles->pdata[i];
       g_autoptr(SandstepRecord) record = NULL;
       g_autoptr(SandstepListEntry) entry = g_new0 (SandstepListEntry, 1);
-      g_autofree char *tree = g_build_filename ("sandboxes", handle, "tree", NULL);
+      g_autofree char *tree = NULL;
       gboolean running = FALSE, over = FALSE;
       int fd;
 
@@ -260,6 +263,8 @@ sandstep_local_list (SandstepBackend *backend, const char *run, const char *owne
           entry->image = g_strdup (record->spec->image);
           entry->image_digest = g_strdup (record->spec->image_digest);
         }
+      /* What it holds of its own: a layered sandbox's changes since its last fork or checkpoint. */
+      tree = g_build_filename ("sandboxes", handle, record != NULL && record->layers != NULL ? "rw" : "tree", NULL);
       entry->held_by = sandstep_local_current_user (local, handle, &running);
       if (entry->condition == SANDSTEP_CONDITION_IDLE && entry->held_by != NULL)
         entry->condition = running ? SANDSTEP_CONDITION_RUNNING : SANDSTEP_CONDITION_HELD;

@@ -22,6 +22,19 @@ typedef struct {
   char *holder;
 } LocalAttachment;
 
+/* A new handle, and a spec copied whole (sandstep-local.c). */
+char *sandstep_local_new_handle (void);
+SandstepSpec *sandstep_local_copy_spec (const SandstepSpec *spec);
+
+/* Forks and checkpoints (sandstep-local-fork.c): the backend's entries, and a layered sandbox's files as its
+ * live jail has them, for the file tools (an fd to close), started if need be. */
+gboolean sandstep_local_fork (SandstepAttachment *attachment, const SandstepIdentity *who, guint count,
+                              GPtrArray *out_handles, GError **error);
+gboolean sandstep_local_checkpoint (SandstepAttachment *attachment, const char *name, GError **error);
+gboolean sandstep_local_rollback (SandstepAttachment *attachment, const char *name, GError **error);
+GPtrArray *sandstep_local_checkpoints (SandstepAttachment *attachment, GError **error);
+int sandstep_local_layered_tree (LocalAttachment *attachment, GError **error);
+
 /* The sandbox's directory as an O_PATH fd, or -1. */
 int sandstep_local_open_dir (LocalBackend *local, const char *handle);
 

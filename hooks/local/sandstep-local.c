@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include "sandstep-uids.h"
 
 #include "sandstep-local-private.h"
+#include "sandstep-layers.h"
 
 /* In the programs that link the image store (sandstep-image-root.h). */
 #pragma weak sandstep_image_root_set_user
@@ -50,8 +52,8 @@ format_time (gint64 unix_seconds)
   return t != NULL ? g_date_time_format (t, "%Y-%m-%d %H:%M:%S UTC") : g_strdup ("(unknown)");
 }
 
-static char *
-new_handle (void)
+char *
+sandstep_local_new_handle (void)
 {
   guint8 bytes[8];
 
@@ -92,8 +94,8 @@ check_alive (const SandstepRecord *record, GError **error)
                          record->handle, when, record->spec->lifetime_s);
 }
 
-static SandstepSpec *
-copy_spec (const SandstepSpec *spec)
+SandstepSpec *
+sandstep_local_copy_spec (const SandstepSpec *spec)
 {
   g_autoptr(JsonNode) node = sandstep_spec_to_json (spec, TRUE);
 
@@ -140,7 +142,7 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
                           "image '%s': this program has no image store; provision through 'sandstep'", spec->image);
           return NULL;
         }
-      pulled = copy_spec (spec);
+      pulled = sandstep_local_copy_spec (spec);
       g_clear_pointer (&pulled->image, g_free);
       pulled->image_digest = sandstep_image_root_pull (spec->image, &pulled->image, error);
       if (pulled->image_digest == NULL)
@@ -199,12 +201,12 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
     }
 
   record = g_new0 (SandstepRecord, 1);
-  record->handle = new_handle ();
+  record->handle = sandstep_local_new_handle ();
   record->owner = g_strdup (who->owner);
   record->holder = g_strdup (who->holder);
   record->created = now_unix ();
   record->expires = record->created + spec->lifetime_s;
-  record->spec = copy_spec (spec);
+  record->spec = sandstep_local_copy_spec (spec);
   sandstep_uid_slot_take (local->store, record);
   /* The holder first: a kill after the sandbox appears must leave it findable, or a retry makes a second. */
   if (!sandstep_store_set_holder (store, who->owner, who->holder, record->handle, error) ||
@@ -308,12 +310,23 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
   attachment->local = local;
   attachment->record = g_steal_pointer (&record);
   attachment->claim_fd = fd;
-  tree = sandstep_store_sandbox_path (local->store, handle, "tree");
-  attachment->tree_fd = sandstep_tree_open (tree, error);
-  if (attachment->tree_fd < 0)
+  attachment->tree_fd = -1;
+  /* A fork or checkpoint killed part way is finished or undone before anything uses the files. */
+  if (!sandstep_layers_recover (local->store, attachment->record, error))
     {
       local_detach (&attachment->parent);
       return NULL;
+    }
+  /* A layered sandbox's files are reached through its jail, for each use (tools_tree()). */
+  if (attachment->record->layers == NULL)
+    {
+      tree = sandstep_store_sandbox_path (local->store, handle, "tree");
+      attachment->tree_fd = sandstep_tree_open (tree, error);
+      if (attachment->tree_fd < 0)
+        {
+          local_detach (&attachment->parent);
+          return NULL;
+        }
     }
   return &attachment->parent;
 }
@@ -509,34 +522,93 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   return ok;
 }
 
+/* The files the tools work on: the sandbox's tree, or a layered sandbox's as its live jail has them, opened
+ * anew for each use (its supervisor may end between two; one overlay for tools and commands, never two). */
+static int
+tools_tree (SandstepAttachment *parent, GError **error)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+
+  if (attachment->record->layers == NULL)
+    return attachment->tree_fd;
+  if (attachment->tree_fd >= 0)
+    close (attachment->tree_fd);
+  attachment->tree_fd = sandstep_local_layered_tree (attachment, error);
+  return attachment->tree_fd;
+}
+
+/* As root, what the tools make in a layered sandbox is made through its jail's overlay, whose user namespace maps
+ * the sandbox's host uid and not root's (EOVERFLOW): the calling thread makes it as that uid, and only it (the
+ * file system uid is a thread's own).  Returns what to give back to as_self(); -1: nothing changed. */
+static int
+as_sandbox (SandstepAttachment *parent)
+{
+  const SandstepRecord *record = ((LocalAttachment *) parent)->record;
+
+  if (record->layers == NULL || geteuid () != 0 || record->uid == 0)
+    return -1;
+  syscall (SYS_setfsgid, record->gid);
+  return (int) syscall (SYS_setfsuid, record->uid);
+}
+
+static void
+as_self (int old_fsuid)
+{
+  if (old_fsuid < 0)
+    return;
+  syscall (SYS_setfsuid, old_fsuid);
+  syscall (SYS_setfsgid, getegid ());
+}
+
 static GBytes *
 local_read_file (SandstepAttachment *parent, const char *path, gsize max_bytes, GError **error)
 {
-  return sandstep_tree_read_file (((LocalAttachment *) parent)->tree_fd, path, max_bytes, error);
+  int tree = tools_tree (parent, error);
+
+  return tree < 0 ? NULL : sandstep_tree_read_file (tree, path, max_bytes, error);
 }
 
 static gboolean
 local_write_file (SandstepAttachment *parent, const char *path, const void *data, gsize len, GError **error)
 {
-  return sandstep_tree_write_file (((LocalAttachment *) parent)->tree_fd, path, data, len, error);
+  int tree = tools_tree (parent, error);
+  int old;
+  gboolean ok;
+
+  if (tree < 0)
+    return FALSE;
+  old = as_sandbox (parent);
+  ok = sandstep_tree_write_file (tree, path, data, len, error);
+  as_self (old);
+  return ok;
 }
 
 static gboolean
 local_put (SandstepAttachment *parent, const char *host_src, const char *dest, GError **error)
 {
-  return sandstep_tree_put (((LocalAttachment *) parent)->tree_fd, host_src, dest, error);
+  const SandstepRecord *record = ((LocalAttachment *) parent)->record;
+  int tree = tools_tree (parent, error);
+  gboolean maker = record->layers != NULL && geteuid () == 0 && record->uid != 0;
+
+  /* As write_file's (as_sandbox()), but the host is read as ourselves. */
+  return tree >= 0 && sandstep_tree_put_as (tree, host_src, dest, maker ? (int) record->uid : -1,
+                                            maker ? (int) record->gid : -1, error);
 }
 
 static GPtrArray *
 local_list_directory (SandstepAttachment *parent, const char *path, GError **error)
 {
-  return sandstep_tree_list (((LocalAttachment *) parent)->tree_fd, path, error);
+  int tree = tools_tree (parent, error);
+
+  return tree < 0 ? NULL : sandstep_tree_list (tree, path, error);
 }
 
 static gint64
 local_export_file (SandstepAttachment *parent, const char *path, int dest_fd, guint64 max_bytes, GError **error)
 {
-  return sandstep_tree_export (((LocalAttachment *) parent)->tree_fd, path, dest_fd, max_bytes, error);
+  int tree = tools_tree (parent, error);
+
+  return tree < 0 ? -1 : sandstep_tree_export (tree, path, dest_fd, max_bytes, error);
 }
 
 static JsonNode *
@@ -587,6 +659,23 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   record->spec->limits = sandstep_limits_resolve (&record->spec->limits);
   json_builder_set_member_name (builder, "spec");
   json_builder_add_value (builder, sandstep_spec_to_json (record->spec, FALSE));
+  /* Lineage (sandstep-layers.h): the sandbox forked from, the layers under its own changes, its checkpoints. */
+  json_builder_set_member_name (builder, "parent");
+  if (record->parent != NULL)
+    json_builder_add_string_value (builder, record->parent);
+  else
+    json_builder_add_null_value (builder);
+  json_builder_set_member_name (builder, "layers");
+  json_builder_add_int_value (builder, record->layers != NULL ? g_strv_length (record->layers) : 0);
+  json_builder_set_member_name (builder, "checkpoints");
+  json_builder_begin_array (builder);
+  if (record->checkpoints != NULL)
+    {
+      g_autoptr(GList) names = g_list_sort (g_hash_table_get_keys (record->checkpoints), (GCompareFunc) strcmp);
+      for (GList *l = names; l != NULL; l = l->next)
+        json_builder_add_string_value (builder, l->data);
+    }
+  json_builder_end_array (builder);
   json_builder_end_object (builder);
   return json_builder_get_root (builder);
 }
@@ -677,6 +766,10 @@ static const SandstepBackendClass local_class = {
   .destroy = local_destroy,
   .gc = sandstep_local_gc,
   .list = sandstep_local_list,
+  .fork = sandstep_local_fork,
+  .checkpoint = sandstep_local_checkpoint,
+  .rollback = sandstep_local_rollback,
+  .checkpoints = sandstep_local_checkpoints,
   .free = local_free,
 };
 

@@ -34,6 +34,9 @@ sandstep_record_free (SandstepRecord *record)
   g_free (record->owner);
   g_free (record->holder);
   sandstep_spec_free (record->spec);
+  g_free (record->parent);
+  g_strfreev (record->layers);
+  g_clear_pointer (&record->checkpoints, g_hash_table_unref);
   g_free (record);
 }
 
@@ -132,6 +135,15 @@ sandstep_store_not_found (SandstepStore *store, GError **error, const char *hand
                          "(state directory: '%s'); provision a new one", handle, store->dir);
 }
 
+static void
+add_layer_list (JsonBuilder *builder, char **layers)
+{
+  json_builder_begin_array (builder);
+  for (gsize i = 0; layers[i] != NULL; i++)
+    json_builder_add_string_value (builder, layers[i]);
+  json_builder_end_array (builder);
+}
+
 static JsonNode *
 record_to_json (const SandstepRecord *record)
 {
@@ -158,6 +170,29 @@ record_to_json (const SandstepRecord *record)
   json_builder_add_int_value (builder, record->gid);
   json_builder_set_member_name (builder, "spec");
   json_builder_add_value (builder, sandstep_spec_to_json (record->spec, TRUE));
+  if (record->parent != NULL)
+    {
+      json_builder_set_member_name (builder, "parent");
+      json_builder_add_string_value (builder, record->parent);
+    }
+  if (record->layers != NULL)
+    {
+      json_builder_set_member_name (builder, "layers");
+      add_layer_list (builder, record->layers);
+    }
+  if (record->checkpoints != NULL && g_hash_table_size (record->checkpoints) > 0)
+    {
+      g_autoptr(GList) names = g_list_sort (g_hash_table_get_keys (record->checkpoints), (GCompareFunc) strcmp);
+
+      json_builder_set_member_name (builder, "checkpoints");
+      json_builder_begin_object (builder);
+      for (GList *l = names; l != NULL; l = l->next)
+        {
+          json_builder_set_member_name (builder, l->data);
+          add_layer_list (builder, g_hash_table_lookup (record->checkpoints, l->data));
+        }
+      json_builder_end_object (builder);
+    }
   json_builder_end_object (builder);
   return json_builder_get_root (builder);
 }
@@ -244,11 +279,69 @@ read_small_file_at (int dir_fd, const char *name, gsize cap, char **out_text, gs
   return SMALL_FILE_OK;
 }
 
+gboolean
+sandstep_layer_id_is_valid (const char *id)
+{
+  gsize n = 0;
+
+  for (; id[n] != '\0'; n++)
+    if (!g_ascii_isdigit (id[n]) && !(id[n] >= 'a' && id[n] <= 'f'))
+      return FALSE;
+  return n == 32;
+}
+
+gboolean
+sandstep_checkpoint_name_is_valid (const char *name)
+{
+  gsize n = 0;
+
+  for (; name[n] != '\0'; n++)
+    if (!g_ascii_isalnum (name[n]) && strchr ("._-:", name[n]) == NULL)
+      return FALSE;
+  return n > 0 && n <= 64 && name[0] != '.' && name[0] != '-';
+}
+
+gboolean
+sandstep_store_make_rw (int dir_fd, const char *name)
+{
+  static const char *const dirs[] = { "tree", "tree/workspace", "tree/tmp", "tree-work", "root", "root-work" };
+  g_autofree char *path = NULL;
+
+  if (mkdirat (dir_fd, name, 0700) < 0)
+    return FALSE;
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      g_free (path);
+      path = g_build_filename (name, dirs[i], NULL);
+      /* As a provision makes them: the tree's top 0700, what the sandbox sees 0755; overlayfs's work 0700. */
+      if (mkdirat (dir_fd, path, i == 0 || g_str_has_suffix (dirs[i], "-work") ? 0700 : 0755) < 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* A list of layer ids, top first, each well formed (a path component); NULL if it is not one. */
+static char **
+layer_list (JsonObject *object, const char *name)
+{
+  JsonArray *array;
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func (g_free);
+
+  if (!sandstep_member_array (object, name, &array) || json_array_get_length (array) == 0 ||
+      !sandstep_member_strings (array, ids))
+    return NULL;
+  for (guint i = 0; i < ids->len; i++)
+    if (!sandstep_layer_id_is_valid (ids->pdata[i]))
+      return NULL;
+  g_ptr_array_add (ids, NULL);
+  return (char **) g_ptr_array_free (g_steal_pointer (&ids), FALSE);
+}
+
 /* The typed members of a record; FALSE names the first that is wrong. */
 static gboolean
 record_from_json (JsonObject *object, SandstepRecord *record, const char **out_bad)
 {
-  const char *handle, *owner, *holder;
+  const char *handle, *owner, *holder, *parent = NULL;
   gint64 version, uid, gid;
 
 #define MEMBER(ok, name) if (!(ok)) { *out_bad = (name); return FALSE; }
@@ -261,7 +354,27 @@ record_from_json (JsonObject *object, SandstepRecord *record, const char **out_b
   MEMBER (sandstep_member_bool (object, "released", &record->released), "released");
   MEMBER (sandstep_member_int (object, "uid", &uid) && uid >= 0 && uid <= G_MAXUINT32, "uid");
   MEMBER (sandstep_member_int (object, "gid", &gid) && gid >= 0 && gid <= G_MAXUINT32, "gid");
+  if (json_object_get_member (object, "parent") != NULL)
+    MEMBER (sandstep_member_string (object, "parent", &parent) && sandstep_handle_is_valid (parent), "parent");
+  if (json_object_get_member (object, "layers") != NULL)
+    MEMBER ((record->layers = layer_list (object, "layers")) != NULL, "layers");
+  if (json_object_get_member (object, "checkpoints") != NULL)
+    {
+      JsonObject *checkpoints;
+      g_autoptr(GList) names = NULL;
+
+      MEMBER (sandstep_member_object (object, "checkpoints", &checkpoints), "checkpoints");
+      record->checkpoints = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_strfreev);
+      names = json_object_get_members (checkpoints);
+      for (GList *l = names; l != NULL; l = l->next)
+        {
+          char **layers = layer_list (checkpoints, l->data);
+          MEMBER (layers != NULL && sandstep_checkpoint_name_is_valid (l->data), "checkpoints");
+          g_hash_table_insert (record->checkpoints, g_strdup (l->data), layers);
+        }
+    }
 #undef MEMBER
+  record->parent = g_strdup (parent);
   record->owner = g_strdup (owner);
   record->holder = g_strdup (holder);
   record->uid = (guint32) uid;
@@ -418,6 +531,7 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
   g_autofree char *staging = g_strdup_printf ("sandboxes/.new-%s", record->handle);
   g_autofree char *final = g_strdup_printf ("sandboxes/%s", record->handle);
   static const char *const dirs[] = { "tree", "tree/workspace", "tree/tmp" };
+  gboolean layered = record->layers != NULL;
   g_autoptr(JsonNode) node = record_to_json (record);
   g_autofree char *text = json_to_string (node, TRUE);
   int fd;
@@ -427,13 +541,13 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
     return sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
                                        "Could not create a sandbox under '%s/sandboxes'", store->dir);
   fd = openat (store->dir_fd, staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  for (gsize i = 0; fd >= 0 && i < G_N_ELEMENTS (dirs); i++)
+  for (gsize i = 0; fd >= 0 && !layered && i < G_N_ELEMENTS (dirs); i++)
     if (mkdirat (fd, dirs[i], i == 0 ? 0700 : 0755) < 0)
       goto fail;
-  if (fd < 0)
+  if (fd < 0 || (layered && !sandstep_store_make_rw (fd, "rw")))
     goto fail;
   /* An image's root: the sandbox's own writable layer and overlayfs's work directory beside it. */
-  if (record->spec->image_digest != NULL && !record->spec->root_readonly &&
+  if (!layered && record->spec->image_digest != NULL && !record->spec->root_readonly &&
       (mkdirat (fd, "root", 0700) < 0 || mkdirat (fd, "root/upper", 0755) < 0 || mkdirat (fd, "root/work", 0700) < 0))
     goto fail;
   {

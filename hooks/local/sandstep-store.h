@@ -10,6 +10,10 @@
  *       claim                     flock held by the operator using the sandbox;
  *                                 its content names that holder and its pid
  *       tree/workspace, tree/tmp  the persistent files
+ *       root/upper, root/work     an image root's writable layer
+ *       rw/                       instead of tree/ and root/ in a layered sandbox (forked, or with
+ *                                 checkpoints): its writable layers over its frozen ones (sandstep-layers.h)
+ *   STATE/layers/<id>/            frozen layers, shared by the sandboxes whose records name them
  *
  * The store knows nothing of what runs a sandbox: destroying one whole
  * (its supervisor, its cgroup) is sandstep_sandbox_destroy() in sandstep-teardown.h.
@@ -36,6 +40,10 @@ typedef struct {
   guint32 uid;            /* the host uid and gid of its uid 0 (sandstep-uids.h); 0: the caller's */
   guint32 gid;
   SandstepSpec *spec;
+  /* Forks and checkpoints (sandstep-layers.h): */
+  char *parent;           /* the sandbox this one was forked from; NULL: provisioned */
+  char **layers;          /* its frozen layers, top first; NULL: not layered (tree/, root/ as provisioned) */
+  GHashTable *checkpoints;/* name -> char ** (the layers it names, top first); NULL: none */
 } SandstepRecord;
 
 typedef struct {
@@ -48,6 +56,15 @@ typedef struct {
 
 void sandstep_record_free (SandstepRecord *record);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepRecord, sandstep_record_free)
+
+/* The grammar of a layer id (32 lowercase hex digits) and of a checkpoint's name (1 to 64 of A-Z a-z 0-9 . _ - :,
+ * not starting with . or -): both become path components. */
+gboolean sandstep_layer_id_is_valid (const char *id);
+gboolean sandstep_checkpoint_name_is_valid (const char *name);
+
+/* Makes @name in the sandbox directory @dir_fd: a layered sandbox's writable layers (tree/workspace, tree/tmp,
+ * tree-work, root, root-work), empty.  FALSE with errno set. */
+gboolean sandstep_store_make_rw (int dir_fd, const char *name);
 
 /* $SANDSTEP_STATE_DIR, else /var/lib/sandstep for root, else $XDG_STATE_HOME/sandstep. */
 char *sandstep_store_default_dir (void);

@@ -22,6 +22,7 @@
 #include "sandstep-error.h"
 #include "sandstep-image-root.h"
 #include "sandstep-jail-plan.h"
+#include "sandstep-layers.h"
 #include "sandstep-limits.h"
 #include "sandstep-plan-inputs.h"
 #include "sandstep-run-client.h"
@@ -71,7 +72,8 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
   };
   g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) image_env = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *image_rw = NULL;
+  g_autofree char *image_rw = NULL, *rw = NULL;
+  g_autoptr(GPtrArray) tree_layers = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(SandstepJail) jail = NULL;
   g_autoptr(GBytes) seccomp = NULL, image = NULL;
   g_autoptr(GVariant) rest = NULL;
@@ -102,6 +104,14 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
       config.image_env = (const char *const *) image_env->pdata;
       if (!record->spec->root_readonly)
         config.image_rw = image_rw = sandstep_store_sandbox_path (store, record->handle, "root");
+    }
+  if (record->layers != NULL)
+    {
+      for (gsize i = 0; record->layers[i] != NULL; i++)
+        g_ptr_array_add (tree_layers, sandstep_layers_path (store, record->layers[i]));
+      g_ptr_array_add (tree_layers, NULL);
+      config.tree_layers = (const char *const *) tree_layers->pdata;
+      config.rw = rw = sandstep_store_sandbox_path (store, record->handle, "rw");
     }
   sandstep_plan_inputs_add (&inputs, record_path, SANDSTEP_PLAN_INPUT_CONTENT, FALSE, NULL);
   if (pasta != NULL)

@@ -3,6 +3,7 @@
 
 #include "sandstep-cgroup.h"
 #include "sandstep-image-root.h"
+#include "sandstep-layers.h"
 #include "sandstep-supervision.h"
 #include "sandstep-uid-slots.h"
 
@@ -26,8 +27,12 @@ sandstep_sandbox_destroy (SandstepStore *store, const char *handle, int claim_fd
   sandstep_cgroup_remove (handle);
   if (record != NULL)
     {
+      g_autoptr(GPtrArray) layers = sandstep_layers_of (record);
+
       sandstep_store_forget_holder (store, record->owner, record->holder, handle);
       sandstep_uid_slot_forget (store, record);
+      /* Its layers go with their last user: a fork keeps what it shares with its parent. */
+      sandstep_layers_drop_user (store, layers, handle);
     }
   /* The sandbox no longer keeps its image: `gc --images` may remove it.  A record that cannot be read does not
    * say which image: every image forgets the handle. */

@@ -313,26 +313,65 @@ put_symlink (int tree_fd, const char *target, const char *rel, GError **error)
   return rename_into_place (dir_fd, passage, name, shown, error);
 }
 
-/* sandstep_tree_put()'s sink: the walk's entries land under the tree. */
+/* sandstep_tree_put()'s sink: the walk's entries land under the tree, made as @maker_uid and @maker_gid where
+ * they are not -1 (for this thread only, and only while it makes them: the walk reads the host as itself). */
+typedef struct {
+  int tree_fd;
+  int maker_uid, maker_gid;
+} TreeSink;
+
+static int
+as_maker (const TreeSink *sink)
+{
+  if (sink->maker_uid < 0)
+    return -1;
+  syscall (SYS_setfsgid, sink->maker_gid);
+  return (int) syscall (SYS_setfsuid, sink->maker_uid);
+}
+
+static void
+as_self (int old_fsuid)
+{
+  if (old_fsuid < 0)
+    return;
+  syscall (SYS_setfsuid, old_fsuid);
+  syscall (SYS_setfsgid, getegid ());
+}
+
 static gboolean
 tree_sink_dir (const char *rel, mode_t mode, gpointer data, GError **error)
 {
+  const TreeSink *sink = data;
+  int old = as_maker (sink);
   /* 0700 at least, or a read-only source directory could not be filled. */
-  g_auto(TreeFd) out_fd = ensure_directory (GPOINTER_TO_INT (data), rel, (mode & 0777) | 0700, error);
+  int out_fd = ensure_directory (sink->tree_fd, rel, (mode & 0777) | 0700, error);
 
+  as_self (old);
+  if (out_fd >= 0)
+    tree_fd_close (out_fd);
   return out_fd >= 0;
 }
 
 static gboolean
 tree_sink_link (const char *rel, const char *target, gpointer data, GError **error)
 {
-  return put_symlink (GPOINTER_TO_INT (data), target, rel, error);
+  const TreeSink *sink = data;
+  int old = as_maker (sink);
+  gboolean ok = put_symlink (sink->tree_fd, target, rel, error);
+
+  as_self (old);
+  return ok;
 }
 
 static gboolean
 tree_sink_file (const char *rel, int fd, const struct stat *st, const char *shown, gpointer data, GError **error)
 {
-  return put_file (GPOINTER_TO_INT (data), fd, shown, st->st_mode, rel, error);
+  const TreeSink *sink = data;
+  int old = as_maker (sink);
+  gboolean ok = put_file (sink->tree_fd, fd, shown, st->st_mode, rel, error);
+
+  as_self (old);
+  return ok;
 }
 
 static const SandstepHostSink tree_sink = { tree_sink_dir, tree_sink_link, tree_sink_file };
@@ -340,6 +379,14 @@ static const SandstepHostSink tree_sink = { tree_sink_dir, tree_sink_link, tree_
 gboolean
 sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError **error)
 {
+  return sandstep_tree_put_as (tree_fd, host_src, dest, -1, -1, error);
+}
+
+gboolean
+sandstep_tree_put_as (int tree_fd, const char *host_src, const char *dest, int maker_uid, int maker_gid,
+                      GError **error)
+{
+  TreeSink sink = { tree_fd, maker_uid, maker_gid };
   g_autofree char *src = NULL;
   g_autofree char *base = NULL;
   g_autofree char *dest_rel = NULL;
@@ -371,5 +418,5 @@ sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError *
     }
   rel = into ? g_strconcat (dest_rel, "/", base, NULL) : g_strdup (dest_rel);
 
-  return sandstep_host_walk (src, &st, rel, &tree_sink, GINT_TO_POINTER (tree_fd), error);
+  return sandstep_host_walk (src, &st, rel, &tree_sink, &sink, error);
 }

@@ -44,6 +44,10 @@ gboolean sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const 
  * directory written with a trailing "/" gives its contents instead, as
  * rsync does, so `put src/ /workspace/src/` is idempotent. */
 gboolean sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError **error);
+/* The same, what it makes in the tree made as @maker_uid and @maker_gid (-1: as this process), for the calling
+ * thread only and only while it makes it: the host is read as this process. */
+gboolean sandstep_tree_put_as (int tree_fd, const char *host_src, const char *dest, int maker_uid, int maker_gid,
+                               GError **error);
 
 /* Entries of a directory (SandstepDirEntry, from sandstep-backend.h), sorted by
  * name; a symbolic link to a directory is not a directory. */

@@ -3,6 +3,7 @@
 #include "sandstep-supervisor-private.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -575,8 +576,38 @@ adopt_sandbox (Supervisor *s, GError **error)
   return FALSE;
 }
 
+/* Where the helper's file tools find a layered sandbox's files: init's cwd (sandstep-jail-plan.c), named by the
+ * pid and start time of init, whole or not at all. */
+static void
+note_init (Supervisor *s)
+{
+  g_autofree char *text = NULL;
+  int fd;
+
+  if (!sandstep_jail_layered (s->jail) || s->init.pid <= 0)
+    return;
+  text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", s->init.pid, sandstep_supervisor_start_time (s->init.pid));
+  fd = openat (s->dir_fd, ".init.new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return;
+  if (write (fd, text, strlen (text)) == (ssize_t) strlen (text))
+    renameat (s->dir_fd, ".init.new", s->dir_fd, SANDSTEP_SUPERVISOR_INIT_FILE);
+  close (fd);
+}
+
+static gboolean build_sandbox (Supervisor *s, GError **error);
+
 gboolean
 sandstep_supervisor_build_sandbox (Supervisor *s, GError **error)
+{
+  if (!build_sandbox (s, error))
+    return FALSE;
+  note_init (s);
+  return TRUE;
+}
+
+static gboolean
+build_sandbox (Supervisor *s, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
   int egress = -1;

@@ -35,8 +35,8 @@ now_unix (void)
   return g_get_real_time () / G_USEC_PER_SEC;
 }
 
-static guint64
-start_time (pid_t pid)
+guint64
+sandstep_supervisor_start_time (pid_t pid)
 {
   g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
   g_autofree char *text = NULL;
@@ -401,7 +401,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
                                     .go = SANDSTEP_SUPERVISOR_JAIL_GO_FD, .report = SANDSTEP_SUPERVISOR_JAIL_REPORT_FD,
                                     .control = SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD };
 
-  s.start_time = start_time (getpid ());
+  s.start_time = sandstep_supervisor_start_time (getpid ());
   record_pid (s.start_time);
   /* The go-between that started a jail for us reset it before (sandstep-supervisor-start.h), and we keep it; the
    * caller's CPUs are back already (sandstep-supervise.c). */
