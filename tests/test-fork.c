@@ -358,6 +358,37 @@ test_killed_freeze_recovers (ForkFixture *ff, gconstpointer data)
   g_assert_false (g_file_test (layer, G_FILE_TEST_EXISTS));
 }
 
+/* Forks of a sandbox that did not change since the last share its top layer: forking a prepared sandbox N times
+ * one by one stacks one layer, not N (a sandbox stacks a bounded number). */
+static void
+test_unchanged_shares_layer (ForkFixture *ff, gconstpointer data)
+{
+  SandstepTestFixture *f = fork_begin (ff);
+  g_autofree char *parent = NULL;
+  g_autoptr(JsonObject) after_three = NULL, after_change = NULL;
+
+  if (f == NULL)
+    return;
+  parent = sandstep_test_provision (f, NULL);
+  g_free (sandstep_test_run_ok (f, parent, "echo prepared > p"));
+  for (int i = 0; i < 3; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s/variant-%d", f->owner, i);
+      g_auto(GStrv) forks = fork_ok (f, parent, holder, NULL);
+      assert_output (f, forks[0], "cat p", "prepared\n");
+    }
+  after_three = sandstep_test_describe (f, parent);
+  g_assert_cmpint (json_object_get_int_member (after_three, "layers"), ==, 1);
+  g_free (sandstep_test_run_ok (f, parent, "echo changed >> p"));
+  {
+    g_autofree char *holder = g_strdup_printf ("--holder=%s/after-change", f->owner);
+    g_auto(GStrv) forks = fork_ok (f, parent, holder, NULL);
+    assert_output (f, forks[0], "cat p", "prepared\nchanged\n");
+  }
+  after_change = sandstep_test_describe (f, parent);
+  g_assert_cmpint (json_object_get_int_member (after_change, "layers"), ==, 2);
+}
+
 static const struct { const char *name; void (*func) (ForkFixture *, gconstpointer); } cases[] = {
   { "independent", test_independent },
   { "spec-kept", test_spec_kept },
@@ -366,6 +397,7 @@ static const struct { const char *name; void (*func) (ForkFixture *, gconstpoint
   { "checkpoint-rollback", test_checkpoint_rollback },
   { "host-tools", test_host_tools },
   { "no-copy", test_no_copy },
+  { "unchanged-shares-layer", test_unchanged_shares_layer },
   { "killed-freeze-recovers", test_killed_freeze_recovers },
 };
 

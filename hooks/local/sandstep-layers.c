@@ -190,6 +190,41 @@ sandstep_layers_add_user (SandstepStore *store, char **layers, const char *handl
   return TRUE;
 }
 
+/* Whether directory @rel holds nothing but @allowed (NULL-terminated) entries, each empty in turn. */
+static gboolean
+holds_only (int dir_fd, const char *rel, const char *const *allowed)
+{
+  int fd = openat (dir_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  DIR *dir = fd >= 0 ? fdopendir (fd) : NULL;
+  struct dirent *entry;
+  gboolean only = dir != NULL;
+
+  if (dir == NULL && fd >= 0)
+    close (fd);
+  while (only && (entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      only = allowed != NULL && g_strv_contains (allowed, entry->d_name);
+  if (dir != NULL)
+    closedir (dir);
+  return only;
+}
+
+gboolean
+sandstep_layers_unchanged (SandstepStore *store, const SandstepRecord *record)
+{
+  static const char *const tree_entries[] = { "workspace", "tmp", NULL };
+  g_autofree char *rw = g_build_filename ("sandboxes", record->handle, "rw", NULL);
+  g_autofree char *tree = g_build_filename (rw, "tree", NULL);
+  g_autofree char *workspace = g_build_filename (tree, "workspace", NULL);
+  g_autofree char *tmp = g_build_filename (tree, "tmp", NULL);
+  g_autofree char *root = g_build_filename (rw, "root", NULL);
+
+  /* An opaque directory or a whiteout is an entry too: only nothing at all is no change. */
+  return record->layers != NULL && holds_only (store->dir_fd, tree, tree_entries) &&
+         holds_only (store->dir_fd, workspace, NULL) && holds_only (store->dir_fd, tmp, NULL) &&
+         holds_only (store->dir_fd, root, NULL);
+}
+
 gboolean
 sandstep_layers_freeze (SandstepStore *store, SandstepRecord *record, GError **error)
 {

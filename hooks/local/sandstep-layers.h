@@ -31,6 +31,10 @@ char *sandstep_layers_path (SandstepStore *store, const char *id);
 /* Finishes or undoes a freeze of @record's sandbox that was killed part way; TRUE when there was none. */
 gboolean sandstep_layers_recover (SandstepStore *store, SandstepRecord *record, GError **error);
 
+/* Whether a layered sandbox's writable layers hold nothing: nothing changed since its top layer was frozen, and a
+ * fork or checkpoint can share that one (without this, each would stack an empty layer). */
+gboolean sandstep_layers_unchanged (SandstepStore *store, const SandstepRecord *record);
+
 /* Freezes @record's writable files into a new layer, which goes on top of record->layers, and gives the sandbox
  * new, empty writable layers; saves the record. */
 gboolean sandstep_layers_freeze (SandstepStore *store, SandstepRecord *record, GError **error);

@@ -96,6 +96,10 @@ freeze (LocalAttachment *attachment, GError **error)
 {
   SandstepStore *store = attachment->local->store;
 
+  /* Nothing changed since the last freeze (a second fork of a prepared sandbox): its top layer is the snapshot,
+   * and its jail may live on. */
+  if (sandstep_layers_unchanged (store, attachment->record))
+    return TRUE;
   sandstep_supervisor_stop (store, attachment->parent.handle);
   if (attachment->tree_fd >= 0)
     {
