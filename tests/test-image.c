@@ -1859,6 +1859,64 @@ test_root_many_layers (SandstepTestFixture *f, gconstpointer data)
 }
 
 static void
+test_root_gc_race (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *locks = NULL, *handle = NULL, *out = NULL;
+  g_autoptr(SandstepTestResult) provisioned = NULL, list = NULL;
+  SandstepTestProc *proc;
+  guint gcs = 0;
+
+  g_test_summary ("issue 27: `gc --images` run again and again while a provision pulls its image removes nothing "
+                  "the provision uses: the store stays held from the pull until the sandbox is among the image's "
+                  "users, and the sandbox starts on the image");
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  locks = store_path (f, "locks");
+  /* Each layer waits under its lock: gc is asked while the pull is under way, not before it holds the store. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", "700");
+  proc = sandstep_test_spawn (f, "provision", image_arg, NULL);
+  for (int i = 0; i < 200; i++)
+    {
+      g_autofree char *names = dir_names (locks);
+      /* The config's lock and the first layer's: the pull is in its first layer's wait. */
+      if (strchr (names, ' ') != NULL)
+        break;
+      g_usleep (20000);
+    }
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", NULL);
+  /* One gc after another until the provision ends: each waits for the store, and one is always waiting when
+   * the pull lets go of it. */
+  while (sandstep_test_proc_running (proc))
+    {
+      g_autoptr(SandstepTestResult) gc = sandstep_test_helper (f, "gc", "--images", NULL);
+      sandstep_test_assert_status (gc, 0);
+      gcs++;
+    }
+  g_test_message ("%u gc --images ran during the provision", gcs);
+  g_assert_cmpuint (gcs, >, 0);
+  provisioned = sandstep_test_proc_wait (proc, 60);
+  sandstep_test_assert_status (provisioned, 0);
+  handle = g_strdup (g_strstrip (provisioned->out));
+  out = sandstep_test_run_ok (f, handle, "cat /etc/os-release");
+  sandstep_test_assert_contains (out, "ID=sandstep-test-image\n");
+  {
+    g_autoptr(SandstepTestResult) gc = sandstep_test_helper (f, "gc", "--images", NULL);
+    sandstep_test_assert_status (gc, 0);
+    sandstep_test_assert_contains (gc->err, "removed 0 images");
+  }
+  list = sandstep_test_helper (f, "images", "--json", NULL);
+  sandstep_test_assert_status (list, 0);
+  {
+    g_autoptr(JsonNode) root = sandstep_test_parse_json (list->out);
+    JsonObject *entry = json_array_get_object_element (json_node_get_array (root), 0);
+    JsonArray *sandboxes = json_object_get_array_member (entry, "sandboxes");
+    g_assert_cmpstr (json_object_get_string_member (entry, "digest"), ==, digest);
+    g_assert_cmpuint (json_array_get_length (sandboxes), ==, 1);
+    g_assert_cmpstr (json_array_get_string_element (sandboxes, 0), ==, handle);
+  }
+}
+
+static void
 test_root_usage (SandstepTestFixture *f, gconstpointer data)
 {
   g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--root=readonly", NULL);
@@ -1903,6 +1961,7 @@ main (int argc, char **argv)
   g_test_add ("/image/root/readonly-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
               test_root_readonly, sandstep_test_teardown);
   ADD ("/image/root/usage", test_root_usage);
+  ADD ("/image/root/gc-race", test_root_gc_race);
   ADD ("/image/root/many-layers", test_root_many_layers);
 #undef ADD
   registry_start ();
