@@ -1642,6 +1642,7 @@ busybox_root_layout (SandstepTestFixture *f, char **out_digest)
       { '5', "bin" }, { '0', "bin/busybox", NULL, NULL, 0755, 0, content },
       { '2', "bin/sh", "busybox" }, { '5', "etc" }, { '0', "etc/os-release", NULL, "ID=sandstep-test-image\n" },
       { '0', "etc/hosts", NULL, "10.9.8.7 image-hosts\n" }, { '0', "etc/hostname", NULL, "image-name\n" },
+      { '0', "etc/resolv.conf", NULL, "nameserver 192.0.2.53 # image-resolv\n" },
       { '5', "usr" }, { '5', "usr/lib" }, { '0', "usr/lib/gone", NULL, "whited out above\n" },
       { '5', "usr/share" }, { '5', "usr/share/keep" }, { '0', "usr/share/keep/old", NULL, "hidden by opaque\n" },
     };
@@ -1859,6 +1860,37 @@ test_root_many_layers (SandstepTestFixture *f, gconstpointer data)
 }
 
 static void
+test_root_resolv_conf (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *closed = NULL, *open_ = NULL, *out = NULL;
+  g_autofree char *host = NULL, *expected = NULL;
+
+  g_test_summary ("issue 27: an image sandbox's /etc/resolv.conf is the host's with --network=open and empty with "
+                  "network none, never the image's own");
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  closed = sandstep_test_provision (f, image_arg, NULL);
+  out = sandstep_test_run_ok (f, closed, "wc -c < /etc/resolv.conf; cat /etc/resolv.conf; echo end");
+  g_assert_cmpstr (out, ==, "0\nend\n");
+  g_clear_pointer (&out, g_free);
+
+  if (access ("/dev/net/tun", R_OK | W_OK) < 0)
+    {
+      /* network=open's user-mode stack needs the tun device (test-jail checks the refusal). */
+      g_test_skip_printf ("/dev/net/tun cannot be opened by uid %u (%s), so network=open cannot start here; the "
+                          "network none half passed", (unsigned) getuid (), g_strerror (errno));
+      return;
+    }
+  g_assert_true (g_file_get_contents ("/etc/resolv.conf", &host, NULL, NULL));
+  sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", "open-holder");
+  open_ = sandstep_test_provision (f, image_arg, "--network=open", NULL);
+  out = sandstep_test_run_ok (f, open_, "cat /etc/resolv.conf; echo end");
+  expected = g_strconcat (host, "end\n", NULL);
+  g_assert_cmpstr (out, ==, expected);
+  g_assert_null (strstr (out, "image-resolv"));
+}
+
+static void
 test_root_gc_race (SandstepTestFixture *f, gconstpointer data)
 {
   g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *locks = NULL, *handle = NULL, *out = NULL;
@@ -1962,6 +1994,7 @@ main (int argc, char **argv)
               test_root_readonly, sandstep_test_teardown);
   ADD ("/image/root/usage", test_root_usage);
   ADD ("/image/root/gc-race", test_root_gc_race);
+  ADD ("/image/root/resolv-conf", test_root_resolv_conf);
   ADD ("/image/root/many-layers", test_root_many_layers);
 #undef ADD
   registry_start ();
