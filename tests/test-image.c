@@ -10,7 +10,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gio.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <termios.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -26,6 +29,7 @@
 #include "sandstep-image-pull.h"
 #include "sandstep-image-ref.h"
 #include "sandstep-test-utils.h"
+#include "sandstep-units.h"
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define OCI_INDEX "application/vnd.oci.image.index.v1+json"
@@ -1101,6 +1105,220 @@ test_zstd (SandstepTestFixture *f, gconstpointer data)
 }
 #endif
 
+/* ---- what a user sees of a pull ---- */
+
+/* The busybox image's only layer: its digest and its blob's size. */
+static char *
+busybox_layer (guint64 *out_size)
+{
+  g_autofree char *path = g_build_filename (reg.busybox_layout, "blobs", "sha256", reg.busybox_digest + 7, NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonObject *layer;
+
+  g_assert_true (json_parser_load_from_file (parser, path, NULL));
+  layer = json_array_get_object_element (
+    json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "layers"), 0);
+  *out_size = json_object_get_int_member (layer, "size");
+  return g_strdup (json_object_get_string_member (layer, "digest"));
+}
+
+/* The line a pull writes when layer @index of @n, @digest of @size bytes, is done: "sandstep pull: layer
+ * I/N sha256:HEX12: SIZE @what". */
+static char *
+layer_line (guint index, guint n, const char *digest, guint64 size, const char *what)
+{
+  g_autofree char *shown = sandstep_format_size (size);
+
+  return g_strdup_printf ("sandstep pull: layer %u/%u %.19s: %s %s", index, n, digest, shown, what);
+}
+
+/* What a terminal shows of @raw: '\r' goes back to the line's start, ESC [ K erases to its end (all a pull
+ * writes), '\n' ends a line.  The lines, joined by '\n'. */
+static char *
+terminal_screen (const char *raw)
+{
+  g_autoptr(GString) screen = g_string_new (NULL);
+  g_autoptr(GString) line = g_string_new (NULL);
+  gsize col = 0;
+
+  for (const char *p = raw; *p != '\0'; p++)
+    {
+      if (*p == '\r')
+        col = 0;
+      else if (*p == '\n')
+        {
+          g_string_append_len (screen, line->str, line->len);
+          g_string_append_c (screen, '\n');
+          g_string_truncate (line, 0);
+          col = 0;
+        }
+      else if (g_str_has_prefix (p, "\033[K"))
+        {
+          g_string_truncate (line, col);
+          p += 2;
+        }
+      else
+        {
+          g_assert_true (g_ascii_isprint (*p));
+          if (col < line->len)
+            line->str[col] = *p;
+          else
+            g_string_append_c (line, *p);
+          col++;
+        }
+    }
+  g_string_append_len (screen, line->str, line->len);
+  return g_strdup (screen->str);
+}
+
+/* `sandstep pull @ref` with its stderr on a terminal (a pty in raw mode, so the bytes are the helper's own),
+ * into the image store @image_dir; returns what the terminal got, and stdout in @out_stdout. */
+static char *
+pull_on_terminal (SandstepTestFixture *f, const char *ref, const char *image_dir, char **out_stdout)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) got = g_string_new (NULL);
+  g_autofree char *out = NULL;
+  const char *argv[] = { f->helper, "pull", ref, NULL };
+  char name[64];
+  struct termios raw;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  int master, slave;
+
+  g_assert_null (f->user);
+  master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (master, >=, 0);
+  g_assert_cmpint (grantpt (master), ==, 0);
+  g_assert_cmpint (unlockpt (master), ==, 0);
+  g_assert_cmpint (ptsname_r (master, name, sizeof name), ==, 0);
+  slave = open (name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (slave, >=, 0);
+  g_assert_cmpint (tcgetattr (slave, &raw), ==, 0);
+  cfmakeraw (&raw);
+  g_assert_cmpint (tcsetattr (slave, TCSANOW, &raw), ==, 0);
+  g_subprocess_launcher_set_environ (launcher, f->envp);
+  g_subprocess_launcher_setenv (launcher, "SANDSTEP_IMAGE_DIR", image_dir, TRUE);
+  g_subprocess_launcher_set_cwd (launcher, f->host_dir);
+  g_subprocess_launcher_take_stderr_fd (launcher, slave);
+  proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  /* Our copy of the terminal's other end goes, so that the master reads EIO once the pull is done with it. */
+  g_clear_object (&launcher);
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = master, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (poll (&pfd, 1, 1000) <= 0)
+        continue;
+      n = read (master, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      g_string_append_len (got, buf, n);
+    }
+  close (master);
+  g_assert_true (g_subprocess_communicate_utf8 (proc, NULL, NULL, &out, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (proc));
+  g_assert_cmpint (g_subprocess_get_exit_status (proc), ==, 0);
+  *out_stdout = g_steal_pointer (&out);
+  return g_strdup (got->str);
+}
+
+static void
+test_pull_progress (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *layer = NULL, *fetched = NULL, *present = NULL, *expected = NULL;
+  g_autofree char *raw = NULL, *screen = NULL, *out = NULL, *tty_store = NULL, *progress = NULL, *total = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, again = NULL;
+  guint64 size = 0;
+
+  g_test_summary ("issue 27: what a user sees of a pull: off a terminal one line per layer, and nothing else; on "
+                  "a terminal a line redrawn with the bytes and rate, replaced by the layer's final line");
+  if (!need_registry ())
+    return;
+  g_assert_true (push (reg.busybox_layout, "t1", "test/progress:1", FALSE));
+  ref = registry_ref ("test/progress:1");
+  layer = busybox_layer (&size);
+  fetched = layer_line (1, 1, layer, size, "fetched and unpacked\n");
+  present = layer_line (1, 1, layer, size, "already here\n");
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+
+  /* Not a terminal: a log gets the layer's one line, no redraws. */
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, expected);
+  g_assert_cmpstr (r->err, ==, fetched);
+  again = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (again, 0);
+  g_assert_cmpstr (again->err, ==, present);
+
+  /* A terminal: the layer's line redrawn as bytes arrive, then its final line over it, whole. */
+  tty_store = sandstep_test_host_path (f, "tty-store");
+  raw = pull_on_terminal (f, ref, tty_store, &out);
+  {
+    g_autofree char *escaped = g_strescape (raw, NULL);
+    g_test_message ("the terminal got: %s", escaped);
+  }
+  g_assert_cmpstr (out, ==, expected);
+  total = sandstep_format_size (size);
+  progress = g_strdup_printf ("\r\033[Ksandstep pull: layer 1/1 %.19s: ", layer);
+  g_assert_true (g_str_has_prefix (raw, progress));
+  {
+    g_autofree char *of = g_strdup_printf (" of %s, ", total);
+    g_autofree char *last = g_strconcat ("\r\033[K", fetched, NULL);
+    sandstep_test_assert_contains (raw, of);
+    sandstep_test_assert_contains (raw, "/s\r\033[K");
+    g_assert_true (g_str_has_suffix (raw, last));
+  }
+  screen = terminal_screen (raw);
+  g_assert_cmpstr (screen, ==, fetched);
+
+  /* A provision that pulls reports only the layers it fetched: of an image whose lower layer is here, the
+   * upper one. */
+  {
+    g_autofree char *base = NULL, *base_digest = NULL, *layout = sandstep_test_host_path (f, "shares-lower");
+    g_autofree char *image_arg = NULL, *second = NULL, *lower_line = NULL, *blob = NULL;
+    g_autoptr(GPtrArray) base_layers = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr(SandstepTestResult) pulled = NULL, provisioned = NULL;
+    g_autoptr(GBytes) lower = NULL, upper = NULL, other = NULL;
+    struct stat st;
+    const Entry lower_entries[] = { { '5', "etc" }, { '0', "etc/os-release", NULL, "ID=lower\n" } };
+    const Entry upper_entries[] = { { '0', "etc/upper", NULL, "one upper\n" } };
+    const Entry other_entries[] = { { '0', "etc/upper", NULL, "another upper\n" } };
+
+    lower = tar_build (lower_entries, G_N_ELEMENTS (lower_entries));
+    upper = tar_build (upper_entries, G_N_ELEMENTS (upper_entries));
+    other = tar_build (other_entries, G_N_ELEMENTS (other_entries));
+    base = sandstep_test_host_path (f, "base");
+    {
+      GBytes *both[] = { lower, upper };
+      base_digest = make_layout (base, "t", both, 2, NULL, base_layers);
+    }
+    {
+      GBytes *both[] = { lower, other };
+      g_free (make_layout (layout, "t", both, 2, NULL, layers));
+    }
+    g_assert_cmpstr (base_layers->pdata[0], ==, layers->pdata[0]);
+    second = g_strdup_printf ("oci:%s:t", base);
+    pulled = sandstep_test_helper (f, "pull", second, NULL);
+    sandstep_test_assert_status (pulled, 0);
+    image_arg = g_strdup_printf ("--image=oci:%s:t", layout);
+    provisioned = sandstep_test_helper (f, "provision", image_arg, NULL);
+    sandstep_test_assert_status (provisioned, 0);
+    blob = g_build_filename (layout, "blobs", "sha256", (char *) layers->pdata[1] + 7, NULL);
+    g_assert_cmpint (stat (blob, &st), ==, 0);
+    g_free (fetched);
+    fetched = layer_line (2, 2, layers->pdata[1], st.st_size, "fetched and unpacked\n");
+    g_assert_cmpstr (provisioned->err, ==, fetched);
+  }
+}
+
 /* ---- concurrency and kills ---- */
 
 static void
@@ -1979,6 +2197,7 @@ main (int argc, char **argv)
 #if __has_include(<zstd.h>)
   ADD ("/image/layer/zstd", test_zstd);
 #endif
+  ADD ("/image/pull/progress", test_pull_progress);
   ADD ("/image/pull/parallel", test_parallel);
   ADD ("/image/pull/killed", test_killed);
   ADD ("/image/gc", test_gc);
