@@ -1451,10 +1451,37 @@ write_auth_file (const char *path, const char *registry, const char *user_passwo
   g_assert_true (g_file_set_contents (path, json, -1, NULL));
 }
 
+/* A test CA and a server certificate it signs for @san ("IP:127.0.0.1", "DNS:NAME"), made in the new
+ * directory @dir: ca.crt, server.crt and server.key. */
+static void
+make_tls_files (const char *dir, const char *san, char **out_ca, char **out_cert, char **out_key)
+{
+  g_autofree char *ca_key = g_build_filename (dir, "ca.key", NULL);
+  g_autofree char *ca = g_build_filename (dir, "ca.crt", NULL);
+  g_autofree char *key = g_build_filename (dir, "server.key", NULL);
+  g_autofree char *csr = g_build_filename (dir, "server.csr", NULL);
+  g_autofree char *cert = g_build_filename (dir, "server.crt", NULL);
+  g_autofree char *ext = g_build_filename (dir, "ext.cnf", NULL);
+  g_autofree char *ext_text = g_strdup_printf ("subjectAltName=%s\n", san);
+  const char *mk_ca[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                          "-days", "2", "-subj", "/CN=sandstep test CA", NULL };
+  const char *mk_csr[] = { "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
+                           "/CN=sandstep test registry", NULL };
+  const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                         "-out", cert, "-days", "2", "-extfile", ext, NULL };
+
+  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (ext, ext_text, -1, NULL));
+  g_assert_true (run_tool (mk_ca, NULL) && run_tool (mk_csr, NULL) && run_tool (sign, NULL));
+  *out_ca = g_steal_pointer (&ca);
+  *out_cert = g_steal_pointer (&cert);
+  *out_key = g_steal_pointer (&key);
+}
+
 static void
 test_basic_tls (SandstepTestFixture *f, gconstpointer data)
 {
-  g_autofree char *dir = NULL, *ca_key = NULL, *ca = NULL, *key = NULL, *csr = NULL, *cert = NULL, *ext = NULL;
+  g_autofree char *dir = NULL, *ca = NULL, *key = NULL, *cert = NULL;
   g_autofree char *htpasswd = NULL, *line = NULL, *config = NULL, *problem = NULL, *registry = NULL, *ref = NULL;
   g_autofree char *home = NULL, *certs = NULL, *ca_copy = NULL, *auth = NULL, *bad = NULL, *expected = NULL;
   g_autofree char *cert_dir = NULL, *cert_dir_ca = NULL, *src = NULL, *dst = NULL;
@@ -1467,23 +1494,7 @@ test_basic_tls (SandstepTestFixture *f, gconstpointer data)
   if (!need_registry ())
     return;
   dir = sandstep_test_host_path (f, "tls");
-  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
-  ca_key = g_build_filename (dir, "ca.key", NULL);
-  ca = g_build_filename (dir, "ca.crt", NULL);
-  key = g_build_filename (dir, "server.key", NULL);
-  csr = g_build_filename (dir, "server.csr", NULL);
-  cert = g_build_filename (dir, "server.crt", NULL);
-  ext = g_build_filename (dir, "ext.cnf", NULL);
-  g_assert_true (g_file_set_contents (ext, "subjectAltName=IP:127.0.0.1\n", -1, NULL));
-  {
-    const char *mk_ca[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
-                            "-days", "2", "-subj", "/CN=sandstep test CA", NULL };
-    const char *mk_csr[] = { "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
-                             "/CN=127.0.0.1", NULL };
-    const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
-                           "-out", cert, "-days", "2", "-extfile", ext, NULL };
-    g_assert_true (run_tool (mk_ca, NULL) && run_tool (mk_csr, NULL) && run_tool (sign, NULL));
-  }
+  make_tls_files (dir, "IP:127.0.0.1", &ca, &cert, &key);
   /* docker-registry reads bcrypt only. */
   hash = crypt_r ("secret", "$2b$05$abcdefghijklmnopqrstuv", &cd);
   g_assert_nonnull (hash);
@@ -1560,6 +1571,252 @@ test_basic_tls (SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpstr (good->out, ==, expected);
   assert_busybox_unpacked (f);
 
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+}
+
+/* ---- https_proxy: a CONNECT proxy on loopback ---- */
+
+/* An HTTP CONNECT proxy in threads of its own: it tunnels CONNECT @name:@port to 127.0.0.1:@port (so a name
+ * that resolves nowhere else reaches the registry only through it), refuses any other request, and keeps the
+ * request lines it got. */
+typedef struct {
+  GSocket *listener;
+  guint16 listen_port;
+  char *name;
+  guint16 port;
+  GMutex lock;
+  GString *requests;      /* request lines, one a line */
+  gboolean stop;
+  GThread *thread;
+} ConnectProxy;
+
+static void
+relay (int a, int b)
+{
+  struct pollfd pfd[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
+  char buf[65536];
+
+  for (;;)
+    {
+      if (poll (pfd, 2, 30000) <= 0)
+        return;
+      for (int i = 0; i < 2; i++)
+        if (pfd[i].revents != 0)
+          {
+            ssize_t n = read (pfd[i].fd, buf, sizeof buf);
+            if (n <= 0)
+              return;
+            for (ssize_t done = 0; done < n;)
+              {
+                ssize_t w = write (pfd[1 - i].fd, buf + done, n - done);
+                if (w <= 0)
+                  return;
+                done += w;
+              }
+          }
+    }
+}
+
+static gpointer
+proxy_connection (gpointer data)
+{
+  gpointer *args = data;
+  ConnectProxy *proxy = args[0];
+  g_autoptr(GSocket) client = args[1];
+  g_autoptr(GString) head = g_string_new (NULL);
+  g_autofree char *line = NULL, *expected = NULL;
+  int fd = g_socket_get_fd (client);
+  char c;
+
+  g_free (args);
+  g_socket_set_blocking (client, TRUE);
+  while (head->len < 8192 && !g_str_has_suffix (head->str, "\r\n\r\n") && read (fd, &c, 1) == 1)
+    g_string_append_c (head, c);
+  line = g_strndup (head->str, strcspn (head->str, "\r\n"));
+  g_mutex_lock (&proxy->lock);
+  g_string_append_printf (proxy->requests, "%s\n", line);
+  g_mutex_unlock (&proxy->lock);
+  expected = g_strdup_printf ("CONNECT %s:%u HTTP/1.", proxy->name, proxy->port);
+  if (g_str_has_prefix (line, expected))
+    {
+      g_autoptr(GSocketClient) connector = g_socket_client_new ();
+      g_autoptr(GSocketConnection) upstream = g_socket_client_connect_to_host (connector, "127.0.0.1", proxy->port,
+                                                                             NULL, NULL);
+      static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+      if (upstream != NULL && write (fd, ok, strlen (ok)) == (ssize_t) strlen (ok))
+        relay (fd, g_socket_get_fd (g_socket_connection_get_socket (upstream)));
+    }
+  else
+    {
+      static const char refused[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+      G_GNUC_UNUSED ssize_t n = write (fd, refused, strlen (refused));
+    }
+  return NULL;
+}
+
+static gpointer
+proxy_main (gpointer data)
+{
+  ConnectProxy *proxy = data;
+
+  for (;;)
+    {
+      GSocket *client = g_socket_accept (proxy->listener, NULL, NULL);
+      gpointer *args;
+
+      if (g_atomic_int_get (&proxy->stop))
+        {
+          g_clear_object (&client);
+          return NULL;
+        }
+      if (client == NULL)
+        continue;
+      args = g_new (gpointer, 2);
+      args[0] = proxy;
+      args[1] = client;
+      g_thread_unref (g_thread_new ("connect-proxy-conn", proxy_connection, args));
+    }
+}
+
+static ConnectProxy *
+connect_proxy_start (const char *name, guint16 port)
+{
+  ConnectProxy *proxy = g_new0 (ConnectProxy, 1);
+  g_autoptr(GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+
+  proxy->name = g_strdup (name);
+  proxy->port = port;
+  proxy->requests = g_string_new (NULL);
+  g_mutex_init (&proxy->lock);
+  proxy->listener = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_assert_nonnull (proxy->listener);
+  g_assert_true (g_socket_bind (proxy->listener, any, TRUE, NULL));
+  g_assert_true (g_socket_listen (proxy->listener, NULL));
+  bound = g_socket_get_local_address (proxy->listener, NULL);
+  proxy->listen_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  proxy->thread = g_thread_new ("connect-proxy", proxy_main, proxy);
+  return proxy;
+}
+
+/* The request lines the proxy got so far. */
+static char *
+connect_proxy_requests (ConnectProxy *proxy)
+{
+  char *text;
+
+  g_mutex_lock (&proxy->lock);
+  text = g_strdup (proxy->requests->str);
+  g_mutex_unlock (&proxy->lock);
+  return text;
+}
+
+static void
+connect_proxy_stop (ConnectProxy *proxy)
+{
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) wake = NULL;
+
+  g_atomic_int_set (&proxy->stop, TRUE);
+  /* accept() returns for this connection and sees the flag; tunnels still open end with the test. */
+  wake = g_socket_client_connect_to_host (client, "127.0.0.1", proxy->listen_port, NULL, NULL);
+  g_thread_join (proxy->thread);
+  g_object_unref (proxy->listener);
+  g_string_free (proxy->requests, TRUE);
+  g_free (proxy->name);
+  g_mutex_clear (&proxy->lock);
+  g_free (proxy);
+}
+
+static void
+test_https_proxy (SandstepTestFixture *f, gconstpointer data)
+{
+  static const char name[] = "registry.sandstep.test";
+  g_autofree char *dir = NULL, *ca = NULL, *cert = NULL, *key = NULL, *config = NULL, *problem = NULL;
+  g_autofree char *src = NULL, *dst = NULL, *ref = NULL, *home = NULL, *certs = NULL, *ca_copy = NULL;
+  g_autofree char *proxy_url = NULL, *requests = NULL, *connect = NULL, *expected = NULL, *closed_url = NULL;
+  g_autoptr(SandstepTestResult) direct = NULL, refused = NULL, proxied = NULL;
+  ConnectProxy *proxy;
+  guint16 port;
+  GPid pid;
+
+  g_test_summary ("issue 27: https_proxy: a pull reaches a TLS registry through an HTTP CONNECT proxy (the "
+                  "registry's name resolves nowhere but at the proxy), and fails without it");
+  if (!need_registry ())
+    return;
+  dir = sandstep_test_host_path (f, "proxied-tls");
+  make_tls_files (dir, "DNS:registry.sandstep.test,IP:127.0.0.1", &ca, &cert, &key);
+  port = free_port ();
+  config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
+                            "127.0.0.1:%u\n  tls:\n    certificate: %s\n    key: %s\n", dir, port, cert, key);
+  pid = start_registry (dir, "registry", config, port, &problem);
+  if (pid == 0)
+    {
+      g_test_fail_printf ("%s", problem);
+      return;
+    }
+  src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  dst = g_strdup_printf ("docker://127.0.0.1:%u/test/proxied:1", port);
+  {
+    const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ref = g_strdup_printf ("docker://%s:%u/test/proxied:1", name, port);
+  home = sandstep_test_host_path (f, "home");
+  certs = g_strdup_printf ("%s/.config/containers/certs.d/%s:%u", home, name, port);
+  g_assert_cmpint (g_mkdir_with_parents (certs, 0700), ==, 0);
+  ca_copy = g_build_filename (certs, "ca.crt", NULL);
+  {
+    g_autofree char *pem = NULL;
+    g_assert_true (g_file_get_contents (ca, &pem, NULL, NULL));
+    g_assert_true (g_file_set_contents (ca_copy, pem, -1, NULL));
+  }
+  sandstep_test_fixture_setenv (f, "HOME", home);
+  {
+    const char *unset[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                            "no_proxy", "NO_PROXY" };
+    for (gsize i = 0; i < G_N_ELEMENTS (unset); i++)
+      sandstep_test_fixture_setenv (f, unset[i], NULL);
+  }
+
+  /* Without the proxy, the name resolves nowhere. */
+  direct = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (direct->status, !=, 0);
+  sandstep_test_assert_contains (direct->err, "cannot reach");
+  assert_store_empty (f);
+
+  proxy = connect_proxy_start (name, port);
+  /* A proxy that does not answer: the pull fails, saying it cannot reach the registry. */
+  {
+    guint16 closed = free_port ();
+    closed_url = g_strdup_printf ("http://127.0.0.1:%u", closed);
+  }
+  sandstep_test_fixture_setenv (f, "https_proxy", closed_url);
+  refused = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (refused->status, !=, 0);
+  sandstep_test_assert_contains (refused->err, "cannot reach");
+
+  proxy_url = g_strdup_printf ("http://127.0.0.1:%u", proxy->listen_port);
+  sandstep_test_fixture_setenv (f, "https_proxy", proxy_url);
+  proxied = sandstep_test_helper (f, "pull", ref, NULL);
+  requests = connect_proxy_requests (proxy);
+  g_test_message ("the proxy got:\n%s", requests);
+  sandstep_test_assert_status (proxied, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (proxied->out, ==, expected);
+  assert_busybox_unpacked (f);
+  /* Every request went as CONNECT to the registry's name, none other. */
+  connect = g_strdup_printf ("CONNECT %s:%u HTTP/1.", name, port);
+  sandstep_test_assert_contains (requests, connect);
+  {
+    g_auto(GStrv) lines = g_strsplit (requests, "\n", -1);
+    for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++)
+      g_assert_true (g_str_has_prefix (lines[i], connect));
+  }
+  connect_proxy_stop (proxy);
   kill (pid, SIGTERM);
   waitpid (pid, NULL, 0);
 }
@@ -2203,6 +2460,7 @@ main (int argc, char **argv)
   ADD ("/image/gc", test_gc);
   ADD ("/image/auth/basic-tls", test_basic_tls);
   ADD ("/image/auth/bearer", test_bearer);
+  ADD ("/image/pull/https-proxy", test_https_proxy);
   g_test_add ("/image/root/image", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_CALLER), setup, test_root_image,
               sandstep_test_teardown);
   g_test_add ("/image/root/image-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
