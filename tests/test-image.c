@@ -1591,6 +1591,16 @@ typedef struct {
   GThread *thread;
 } ConnectProxy;
 
+/* GIO makes every socket non-blocking; the proxy's threads read and write plainly. */
+static void
+set_blocking (int fd)
+{
+  int flags = fcntl (fd, F_GETFL);
+
+  g_assert_cmpint (flags, >=, 0);
+  g_assert_cmpint (fcntl (fd, F_SETFL, flags & ~O_NONBLOCK), ==, 0);
+}
+
 static void
 relay (int a, int b)
 {
@@ -1630,7 +1640,7 @@ proxy_connection (gpointer data)
   char c;
 
   g_free (args);
-  g_socket_set_blocking (client, TRUE);
+  set_blocking (fd);
   while (head->len < 8192 && !g_str_has_suffix (head->str, "\r\n\r\n") && read (fd, &c, 1) == 1)
     g_string_append_c (head, c);
   line = g_strndup (head->str, strcspn (head->str, "\r\n"));
@@ -1646,7 +1656,11 @@ proxy_connection (gpointer data)
       static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
       if (upstream != NULL && write (fd, ok, strlen (ok)) == (ssize_t) strlen (ok))
-        relay (fd, g_socket_get_fd (g_socket_connection_get_socket (upstream)));
+        {
+          int up = g_socket_get_fd (g_socket_connection_get_socket (upstream));
+          set_blocking (up);
+          relay (fd, up);
+        }
     }
   else
     {
