@@ -16,6 +16,7 @@
 #include <termios.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -1360,6 +1361,121 @@ test_parallel (SandstepTestFixture *f, gconstpointer data)
   assert_busybox_unpacked (f);
 }
 
+/* How many of the lock files in @locks some process holds now: each is tried without waiting, and let go at
+ * once when it was free. */
+static guint
+locks_held (const char *locks)
+{
+  g_autoptr(GDir) dir = g_dir_open (locks, 0, NULL);
+  const char *name;
+  guint held = 0;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (locks, name, NULL);
+      int fd = open (path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+      if (fd < 0)
+        continue;
+      if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+        {
+          g_assert_cmpint (errno, ==, EWOULDBLOCK);
+          held++;
+        }
+      close (fd);
+    }
+  return held;
+}
+
+static void
+test_parallel_layers (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *layout = sandstep_test_host_path (f, "six");
+  g_autofree char *ref = NULL, *digest = NULL, *locks = NULL, *shares = NULL, *shares_ref = NULL;
+  g_autoptr(GPtrArray) tars = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(SandstepTestResult) r = NULL, over = NULL;
+  SandstepTestProc *proc;
+  guint most = 0;
+  gsize offset;
+
+  g_test_summary ("issue 27: the layers of one image are fetched and unpacked four at a time (never more), each "
+                  "once and under its own lock; layers unpacked at once share one --max-image-size");
+  if (!need_registry ())
+    return;
+  for (guint i = 0; i < 6; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("layer%u", i);
+      const Entry entries[] = { { '0', name, NULL, NULL, 0644, 20000 + i } };
+      g_ptr_array_add (tars, tar_build (entries, 1));
+    }
+  digest = make_layout (layout, "t", (GBytes *const *) tars->pdata, tars->len, NULL, layers);
+  g_assert_true (push (layout, "t", "test/six:1", FALSE));
+  ref = registry_ref ("test/six:1");
+  locks = store_path (f, "locks");
+  offset = log_size ();
+
+  /* Each layer waits under its lock: the locks held at once are the layers being pulled at once. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", "1500");
+  proc = sandstep_test_spawn (f, "pull", ref, NULL);
+  while (sandstep_test_proc_running (proc))
+    {
+      most = MAX (most, locks_held (locks));
+      g_usleep (20000);
+    }
+  r = sandstep_test_proc_wait (proc, 60);
+  sandstep_test_assert_status (r, 0);
+  g_test_message ("at most %u layers at once", most);
+  g_assert_cmpuint (most, ==, 4);
+  {
+    g_autofree char *expected = g_strdup_printf ("%s\n", digest);
+    g_assert_cmpstr (r->out, ==, expected);
+  }
+  for (guint i = 0; i < layers->len; i++)
+    {
+      g_autofree char *line = g_strdup_printf ("layer %u/6 %.19s: ", i + 1, (char *) layers->pdata[i]);
+      g_autofree char *dir = layer_dir (f, layers->pdata[i]);
+      g_autofree char *name = g_strdup_printf ("layer%u", i);
+      g_autofree char *file = g_build_filename (dir, name, NULL);
+      struct stat st;
+
+      sandstep_test_assert_contains (r->err, line);
+      g_assert_cmpint (stat (file, &st), ==, 0);
+      g_assert_cmpint (st.st_size, ==, 20000 + i);
+      g_assert_cmpuint (blob_gets ("test/six", layers->pdata[i], offset), ==, 1);
+    }
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", NULL);
+
+  /* Four layers of 40K each (ten empty files, 4K apiece), unpacked at once: each fits in 64K, together they do
+   * not, and the image is refused. */
+  shares = sandstep_test_host_path (f, "shares");
+  {
+    g_autoptr(GPtrArray) parts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+    for (guint l = 0; l < 4; l++)
+      {
+        Entry entries[10];
+        char names[10][16];
+        for (guint i = 0; i < G_N_ELEMENTS (entries); i++)
+          {
+            snprintf (names[i], sizeof names[i], "l%u-f%u", l, i);
+            entries[i] = (Entry) { '0', names[i], NULL, "" };
+          }
+        g_ptr_array_add (parts, tar_build (entries, G_N_ELEMENTS (entries)));
+      }
+    g_free (make_layout (shares, "t", (GBytes *const *) parts->pdata, parts->len, NULL, NULL));
+  }
+  shares_ref = g_strdup_printf ("oci:%s:t", shares);
+  over = sandstep_test_helper (f, "pull", "--max-image-size=64K", shares_ref, NULL);
+  g_assert_cmpint (over->status, !=, 0);
+  sandstep_test_assert_contains (over->err, "max-image-size");
+  {
+    g_autofree char *images = store_path (f, "images");
+    g_autofree char *names = dir_names (images);
+    g_autofree char *six = g_strdup_printf ("%s.json", digest + strlen ("sha256:"));
+    g_assert_cmpstr (names, ==, six);
+  }
+}
+
 static void
 test_killed (SandstepTestFixture *f, gconstpointer data)
 {
@@ -2470,6 +2586,7 @@ main (int argc, char **argv)
 #endif
   ADD ("/image/pull/progress", test_pull_progress);
   ADD ("/image/pull/parallel", test_parallel);
+  ADD ("/image/pull/parallel-layers", test_parallel_layers);
   ADD ("/image/pull/killed", test_killed);
   ADD ("/image/gc", test_gc);
   ADD ("/image/auth/basic-tls", test_basic_tls);
