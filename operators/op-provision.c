@@ -3,6 +3,7 @@
 #include "sandstep-image-operators.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "sandstep-cgroup.h"
 #include "sandstep-egress.h"
@@ -115,6 +116,7 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   const char *value;
   GPtrArray *values;
   gboolean existing = FALSE;
+  int hold = -1;
 
   if (invocation->operands->len > 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
@@ -217,12 +219,23 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
                                "image to a registry and give its docker:// reference", value);
       spec->image = g_strdup (ref->text);
     }
-  else
-  if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
-      !add_image (spec, value, sandstep_invocation_get (invocation, "max-image-size"), error))
-    return FALSE;
+  else if ((value = sandstep_invocation_get (invocation, "image")) != NULL)
+    {
+      /* Held from the pull (or the look that finds the image here) until the sandbox is among the image's
+       * users: `gc --images` waits, and never removes the image between the two. */
+      hold = sandstep_image_root_hold (error);
+      if (hold < 0)
+        return FALSE;
+      if (!add_image (spec, value, sandstep_invocation_get (invocation, "max-image-size"), error))
+        {
+          close (hold);
+          return FALSE;
+        }
+    }
 
   handle = sandstep_backend_provision (invocation->backend, spec, &invocation->who, &existing, error);
+  if (hold >= 0)
+    close (hold);
   if (handle == NULL)
     return FALSE;
   if (g_strcmp0 (invocation->backend->klass->name, "local") == 0)

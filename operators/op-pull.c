@@ -10,10 +10,12 @@
 typedef struct {
   gboolean tty;
   gboolean quiet_present;  /* say nothing of a layer already here (a provision from a pulled image) */
-  gint64 started;       /* of the current layer, monotonic microseconds */
+  gint64 *started;      /* per layer: its first bytes, monotonic microseconds (layers come several at once) */
+  guint n_started;
   gint64 shown;         /* when the terminal line was last redrawn */
 } PullProgress;
 
+/* Called for one event at a time (the pull serialises its layers' threads). */
 static void
 on_progress (const SandstepPullEvent *e, gpointer data)
 {
@@ -22,15 +24,21 @@ on_progress (const SandstepPullEvent *e, gpointer data)
   g_autofree char *total = sandstep_format_size (e->total);
   gint64 now = g_get_monotonic_time ();
 
+  if (p->started == NULL)
+    {
+      p->n_started = e->n_layers;
+      p->started = g_new0 (gint64, e->n_layers);
+    }
+  g_return_if_fail (e->index < p->n_started);
   switch (e->kind)
     {
     case SANDSTEP_PULL_LAYER_BYTES:
-      if (e->done > 0 && p->started == 0)
-        p->started = now;
+      if (e->done > 0 && p->started[e->index] == 0)
+        p->started[e->index] = now;
       if (p->tty && now - p->shown > 100000)
         {
           g_autofree char *done = sandstep_format_size (e->done);
-          double seconds = (now - p->started) / 1e6;
+          double seconds = (now - p->started[e->index]) / 1e6;
           g_autofree char *rate = sandstep_format_size (seconds > 0 ? (guint64) (e->done / seconds) : 0);
           g_printerr ("\r\033[Ksandstep pull: layer %u/%u %s: %s of %s, %s/s", e->index + 1, e->n_layers,
                       short_digest, done, total, rate);
@@ -45,7 +53,6 @@ on_progress (const SandstepPullEvent *e, gpointer data)
       /* One line per layer: what a log keeps. */
       g_printerr ("%ssandstep pull: layer %u/%u %s: %s %s\n", p->tty ? "\r\033[K" : "", e->index + 1, e->n_layers,
                   short_digest, total, e->kind == SANDSTEP_PULL_LAYER_DONE ? "fetched and unpacked" : "already here");
-      p->started = 0;
       break;
     }
 }
@@ -78,10 +85,10 @@ sandstep_op_pull_image (const char *text, const char *max_text, gboolean quiet_p
   g_autoptr(SandstepImageRef) ref = NULL;
   g_autoptr(SandstepImageStore) store = NULL;
   g_autofree char *dir = NULL;
-  PullProgress progress = { isatty (STDERR_FILENO), quiet_present, 0, 0 };
+  PullProgress progress = { isatty (STDERR_FILENO), quiet_present, NULL, 0, 0 };
   SandstepPullOptions options = { 0, on_progress, &progress };
   g_autoptr(GError) local = NULL;
-  char *digest;
+  char *digest = NULL;
 
   if (max_text != NULL && !sandstep_parse_size (max_text, &options.max_size, error))
     return NULL;
@@ -94,9 +101,9 @@ sandstep_op_pull_image (const char *text, const char *max_text, gboolean quiet_p
     }
   dir = sandstep_image_store_default_dir ();
   store = sandstep_image_store_open (dir, FALSE, error);
-  if (store == NULL)
-    return NULL;
-  digest = sandstep_image_pull (store, ref, &options, error);
+  if (store != NULL)
+    digest = sandstep_image_pull (store, ref, &options, error);
+  g_free (progress.started);
   if (digest != NULL && out_reference != NULL)
     *out_reference = g_strdup (ref->text);
   return digest;

@@ -10,9 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gio.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <termios.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -26,6 +30,7 @@
 #include "sandstep-image-pull.h"
 #include "sandstep-image-ref.h"
 #include "sandstep-test-utils.h"
+#include "sandstep-units.h"
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define OCI_INDEX "application/vnd.oci.image.index.v1+json"
@@ -1101,6 +1106,220 @@ test_zstd (SandstepTestFixture *f, gconstpointer data)
 }
 #endif
 
+/* ---- what a user sees of a pull ---- */
+
+/* The busybox image's only layer: its digest and its blob's size. */
+static char *
+busybox_layer (guint64 *out_size)
+{
+  g_autofree char *path = g_build_filename (reg.busybox_layout, "blobs", "sha256", reg.busybox_digest + 7, NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonObject *layer;
+
+  g_assert_true (json_parser_load_from_file (parser, path, NULL));
+  layer = json_array_get_object_element (
+    json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "layers"), 0);
+  *out_size = json_object_get_int_member (layer, "size");
+  return g_strdup (json_object_get_string_member (layer, "digest"));
+}
+
+/* The line a pull writes when layer @index of @n, @digest of @size bytes, is done: "sandstep pull: layer
+ * I/N sha256:HEX12: SIZE @what". */
+static char *
+layer_line (guint index, guint n, const char *digest, guint64 size, const char *what)
+{
+  g_autofree char *shown = sandstep_format_size (size);
+
+  return g_strdup_printf ("sandstep pull: layer %u/%u %.19s: %s %s", index, n, digest, shown, what);
+}
+
+/* What a terminal shows of @raw: '\r' goes back to the line's start, ESC [ K erases to its end (all a pull
+ * writes), '\n' ends a line.  The lines, joined by '\n'. */
+static char *
+terminal_screen (const char *raw)
+{
+  g_autoptr(GString) screen = g_string_new (NULL);
+  g_autoptr(GString) line = g_string_new (NULL);
+  gsize col = 0;
+
+  for (const char *p = raw; *p != '\0'; p++)
+    {
+      if (*p == '\r')
+        col = 0;
+      else if (*p == '\n')
+        {
+          g_string_append_len (screen, line->str, line->len);
+          g_string_append_c (screen, '\n');
+          g_string_truncate (line, 0);
+          col = 0;
+        }
+      else if (g_str_has_prefix (p, "\033[K"))
+        {
+          g_string_truncate (line, col);
+          p += 2;
+        }
+      else
+        {
+          g_assert_true (g_ascii_isprint (*p));
+          if (col < line->len)
+            line->str[col] = *p;
+          else
+            g_string_append_c (line, *p);
+          col++;
+        }
+    }
+  g_string_append_len (screen, line->str, line->len);
+  return g_strdup (screen->str);
+}
+
+/* `sandstep pull @ref` with its stderr on a terminal (a pty in raw mode, so the bytes are the helper's own),
+ * into the image store @image_dir; returns what the terminal got, and stdout in @out_stdout. */
+static char *
+pull_on_terminal (SandstepTestFixture *f, const char *ref, const char *image_dir, char **out_stdout)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) got = g_string_new (NULL);
+  g_autofree char *out = NULL;
+  const char *argv[] = { f->helper, "pull", ref, NULL };
+  char name[64];
+  struct termios raw;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  int master, slave;
+
+  g_assert_null (f->user);
+  master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (master, >=, 0);
+  g_assert_cmpint (grantpt (master), ==, 0);
+  g_assert_cmpint (unlockpt (master), ==, 0);
+  g_assert_cmpint (ptsname_r (master, name, sizeof name), ==, 0);
+  slave = open (name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  g_assert_cmpint (slave, >=, 0);
+  g_assert_cmpint (tcgetattr (slave, &raw), ==, 0);
+  cfmakeraw (&raw);
+  g_assert_cmpint (tcsetattr (slave, TCSANOW, &raw), ==, 0);
+  g_subprocess_launcher_set_environ (launcher, f->envp);
+  g_subprocess_launcher_setenv (launcher, "SANDSTEP_IMAGE_DIR", image_dir, TRUE);
+  g_subprocess_launcher_set_cwd (launcher, f->host_dir);
+  g_subprocess_launcher_take_stderr_fd (launcher, slave);
+  proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  /* Our copy of the terminal's other end goes, so that the master reads EIO once the pull is done with it. */
+  g_clear_object (&launcher);
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = master, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (poll (&pfd, 1, 1000) <= 0)
+        continue;
+      n = read (master, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      g_string_append_len (got, buf, n);
+    }
+  close (master);
+  g_assert_true (g_subprocess_communicate_utf8 (proc, NULL, NULL, &out, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (proc));
+  g_assert_cmpint (g_subprocess_get_exit_status (proc), ==, 0);
+  *out_stdout = g_steal_pointer (&out);
+  return g_strdup (got->str);
+}
+
+static void
+test_pull_progress (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *layer = NULL, *fetched = NULL, *present = NULL, *expected = NULL;
+  g_autofree char *raw = NULL, *screen = NULL, *out = NULL, *tty_store = NULL, *progress = NULL, *total = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, again = NULL;
+  guint64 size = 0;
+
+  g_test_summary ("issue 27: what a user sees of a pull: off a terminal one line per layer, and nothing else; on "
+                  "a terminal a line redrawn with the bytes and rate, replaced by the layer's final line");
+  if (!need_registry ())
+    return;
+  g_assert_true (push (reg.busybox_layout, "t1", "test/progress:1", FALSE));
+  ref = registry_ref ("test/progress:1");
+  layer = busybox_layer (&size);
+  fetched = layer_line (1, 1, layer, size, "fetched and unpacked\n");
+  present = layer_line (1, 1, layer, size, "already here\n");
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+
+  /* Not a terminal: a log gets the layer's one line, no redraws. */
+  r = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, expected);
+  g_assert_cmpstr (r->err, ==, fetched);
+  again = sandstep_test_helper (f, "pull", ref, NULL);
+  sandstep_test_assert_status (again, 0);
+  g_assert_cmpstr (again->err, ==, present);
+
+  /* A terminal: the layer's line redrawn as bytes arrive, then its final line over it, whole. */
+  tty_store = sandstep_test_host_path (f, "tty-store");
+  raw = pull_on_terminal (f, ref, tty_store, &out);
+  {
+    g_autofree char *escaped = g_strescape (raw, NULL);
+    g_test_message ("the terminal got: %s", escaped);
+  }
+  g_assert_cmpstr (out, ==, expected);
+  total = sandstep_format_size (size);
+  progress = g_strdup_printf ("\r\033[Ksandstep pull: layer 1/1 %.19s: ", layer);
+  g_assert_true (g_str_has_prefix (raw, progress));
+  {
+    g_autofree char *of = g_strdup_printf (" of %s, ", total);
+    g_autofree char *last = g_strconcat ("\r\033[K", fetched, NULL);
+    sandstep_test_assert_contains (raw, of);
+    sandstep_test_assert_contains (raw, "/s\r\033[K");
+    g_assert_true (g_str_has_suffix (raw, last));
+  }
+  screen = terminal_screen (raw);
+  g_assert_cmpstr (screen, ==, fetched);
+
+  /* A provision that pulls reports only the layers it fetched: of an image whose lower layer is here, the
+   * upper one. */
+  {
+    g_autofree char *base = NULL, *base_digest = NULL, *layout = sandstep_test_host_path (f, "shares-lower");
+    g_autofree char *image_arg = NULL, *second = NULL, *lower_line = NULL, *blob = NULL;
+    g_autoptr(GPtrArray) base_layers = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr(SandstepTestResult) pulled = NULL, provisioned = NULL;
+    g_autoptr(GBytes) lower = NULL, upper = NULL, other = NULL;
+    struct stat st;
+    const Entry lower_entries[] = { { '5', "etc" }, { '0', "etc/os-release", NULL, "ID=lower\n" } };
+    const Entry upper_entries[] = { { '0', "etc/upper", NULL, "one upper\n" } };
+    const Entry other_entries[] = { { '0', "etc/upper", NULL, "another upper\n" } };
+
+    lower = tar_build (lower_entries, G_N_ELEMENTS (lower_entries));
+    upper = tar_build (upper_entries, G_N_ELEMENTS (upper_entries));
+    other = tar_build (other_entries, G_N_ELEMENTS (other_entries));
+    base = sandstep_test_host_path (f, "base");
+    {
+      GBytes *both[] = { lower, upper };
+      base_digest = make_layout (base, "t", both, 2, NULL, base_layers);
+    }
+    {
+      GBytes *both[] = { lower, other };
+      g_free (make_layout (layout, "t", both, 2, NULL, layers));
+    }
+    g_assert_cmpstr (base_layers->pdata[0], ==, layers->pdata[0]);
+    second = g_strdup_printf ("oci:%s:t", base);
+    pulled = sandstep_test_helper (f, "pull", second, NULL);
+    sandstep_test_assert_status (pulled, 0);
+    image_arg = g_strdup_printf ("--image=oci:%s:t", layout);
+    provisioned = sandstep_test_helper (f, "provision", image_arg, NULL);
+    sandstep_test_assert_status (provisioned, 0);
+    blob = g_build_filename (layout, "blobs", "sha256", (char *) layers->pdata[1] + 7, NULL);
+    g_assert_cmpint (stat (blob, &st), ==, 0);
+    g_free (fetched);
+    fetched = layer_line (2, 2, layers->pdata[1], st.st_size, "fetched and unpacked\n");
+    g_assert_cmpstr (provisioned->err, ==, fetched);
+  }
+}
+
 /* ---- concurrency and kills ---- */
 
 static void
@@ -1140,6 +1359,121 @@ test_parallel (SandstepTestFixture *f, gconstpointer data)
     g_assert_cmpuint (blob_gets ("test/parallel", config, offset), ==, 1);
   }
   assert_busybox_unpacked (f);
+}
+
+/* How many of the lock files in @locks some process holds now: each is tried without waiting, and let go at
+ * once when it was free. */
+static guint
+locks_held (const char *locks)
+{
+  g_autoptr(GDir) dir = g_dir_open (locks, 0, NULL);
+  const char *name;
+  guint held = 0;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (locks, name, NULL);
+      int fd = open (path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+      if (fd < 0)
+        continue;
+      if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+        {
+          g_assert_cmpint (errno, ==, EWOULDBLOCK);
+          held++;
+        }
+      close (fd);
+    }
+  return held;
+}
+
+static void
+test_parallel_layers (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *layout = sandstep_test_host_path (f, "six");
+  g_autofree char *ref = NULL, *digest = NULL, *locks = NULL, *shares = NULL, *shares_ref = NULL;
+  g_autoptr(GPtrArray) tars = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  g_autoptr(GPtrArray) layers = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(SandstepTestResult) r = NULL, over = NULL;
+  SandstepTestProc *proc;
+  guint most = 0;
+  gsize offset;
+
+  g_test_summary ("issue 27: the layers of one image are fetched and unpacked four at a time (never more), each "
+                  "once and under its own lock; layers unpacked at once share one --max-image-size");
+  if (!need_registry ())
+    return;
+  for (guint i = 0; i < 6; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("layer%u", i);
+      const Entry entries[] = { { '0', name, NULL, NULL, 0644, 20000 + i } };
+      g_ptr_array_add (tars, tar_build (entries, 1));
+    }
+  digest = make_layout (layout, "t", (GBytes *const *) tars->pdata, tars->len, NULL, layers);
+  g_assert_true (push (layout, "t", "test/six:1", FALSE));
+  ref = registry_ref ("test/six:1");
+  locks = store_path (f, "locks");
+  offset = log_size ();
+
+  /* Each layer waits under its lock: the locks held at once are the layers being pulled at once. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", "1500");
+  proc = sandstep_test_spawn (f, "pull", ref, NULL);
+  while (sandstep_test_proc_running (proc))
+    {
+      most = MAX (most, locks_held (locks));
+      g_usleep (20000);
+    }
+  r = sandstep_test_proc_wait (proc, 60);
+  sandstep_test_assert_status (r, 0);
+  g_test_message ("at most %u layers at once", most);
+  g_assert_cmpuint (most, ==, 4);
+  {
+    g_autofree char *expected = g_strdup_printf ("%s\n", digest);
+    g_assert_cmpstr (r->out, ==, expected);
+  }
+  for (guint i = 0; i < layers->len; i++)
+    {
+      g_autofree char *line = g_strdup_printf ("layer %u/6 %.19s: ", i + 1, (char *) layers->pdata[i]);
+      g_autofree char *dir = layer_dir (f, layers->pdata[i]);
+      g_autofree char *name = g_strdup_printf ("layer%u", i);
+      g_autofree char *file = g_build_filename (dir, name, NULL);
+      struct stat st;
+
+      sandstep_test_assert_contains (r->err, line);
+      g_assert_cmpint (stat (file, &st), ==, 0);
+      g_assert_cmpint (st.st_size, ==, 20000 + i);
+      g_assert_cmpuint (blob_gets ("test/six", layers->pdata[i], offset), ==, 1);
+    }
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", NULL);
+
+  /* Four layers of 40K each (ten empty files, 4K apiece), unpacked at once: each fits in 64K, together they do
+   * not, and the image is refused. */
+  shares = sandstep_test_host_path (f, "shares");
+  {
+    g_autoptr(GPtrArray) parts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+    for (guint l = 0; l < 4; l++)
+      {
+        Entry entries[10];
+        char names[10][16];
+        for (guint i = 0; i < G_N_ELEMENTS (entries); i++)
+          {
+            snprintf (names[i], sizeof names[i], "l%u-f%u", l, i);
+            entries[i] = (Entry) { '0', names[i], NULL, "" };
+          }
+        g_ptr_array_add (parts, tar_build (entries, G_N_ELEMENTS (entries)));
+      }
+    g_free (make_layout (shares, "t", (GBytes *const *) parts->pdata, parts->len, NULL, NULL));
+  }
+  shares_ref = g_strdup_printf ("oci:%s:t", shares);
+  over = sandstep_test_helper (f, "pull", "--max-image-size=64K", shares_ref, NULL);
+  g_assert_cmpint (over->status, !=, 0);
+  sandstep_test_assert_contains (over->err, "max-image-size");
+  {
+    g_autofree char *images = store_path (f, "images");
+    g_autofree char *names = dir_names (images);
+    g_autofree char *six = g_strdup_printf ("%s.json", digest + strlen ("sha256:"));
+    g_assert_cmpstr (names, ==, six);
+  }
 }
 
 static void
@@ -1233,10 +1567,37 @@ write_auth_file (const char *path, const char *registry, const char *user_passwo
   g_assert_true (g_file_set_contents (path, json, -1, NULL));
 }
 
+/* A test CA and a server certificate it signs for @san ("IP:127.0.0.1", "DNS:NAME"), made in the new
+ * directory @dir: ca.crt, server.crt and server.key. */
+static void
+make_tls_files (const char *dir, const char *san, char **out_ca, char **out_cert, char **out_key)
+{
+  g_autofree char *ca_key = g_build_filename (dir, "ca.key", NULL);
+  g_autofree char *ca = g_build_filename (dir, "ca.crt", NULL);
+  g_autofree char *key = g_build_filename (dir, "server.key", NULL);
+  g_autofree char *csr = g_build_filename (dir, "server.csr", NULL);
+  g_autofree char *cert = g_build_filename (dir, "server.crt", NULL);
+  g_autofree char *ext = g_build_filename (dir, "ext.cnf", NULL);
+  g_autofree char *ext_text = g_strdup_printf ("subjectAltName=%s\n", san);
+  const char *mk_ca[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                          "-days", "2", "-subj", "/CN=sandstep test CA", NULL };
+  const char *mk_csr[] = { "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
+                           "/CN=sandstep test registry", NULL };
+  const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                         "-out", cert, "-days", "2", "-extfile", ext, NULL };
+
+  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (ext, ext_text, -1, NULL));
+  g_assert_true (run_tool (mk_ca, NULL) && run_tool (mk_csr, NULL) && run_tool (sign, NULL));
+  *out_ca = g_steal_pointer (&ca);
+  *out_cert = g_steal_pointer (&cert);
+  *out_key = g_steal_pointer (&key);
+}
+
 static void
 test_basic_tls (SandstepTestFixture *f, gconstpointer data)
 {
-  g_autofree char *dir = NULL, *ca_key = NULL, *ca = NULL, *key = NULL, *csr = NULL, *cert = NULL, *ext = NULL;
+  g_autofree char *dir = NULL, *ca = NULL, *key = NULL, *cert = NULL;
   g_autofree char *htpasswd = NULL, *line = NULL, *config = NULL, *problem = NULL, *registry = NULL, *ref = NULL;
   g_autofree char *home = NULL, *certs = NULL, *ca_copy = NULL, *auth = NULL, *bad = NULL, *expected = NULL;
   g_autofree char *cert_dir = NULL, *cert_dir_ca = NULL, *src = NULL, *dst = NULL;
@@ -1249,23 +1610,7 @@ test_basic_tls (SandstepTestFixture *f, gconstpointer data)
   if (!need_registry ())
     return;
   dir = sandstep_test_host_path (f, "tls");
-  g_assert_cmpint (mkdir (dir, 0700), ==, 0);
-  ca_key = g_build_filename (dir, "ca.key", NULL);
-  ca = g_build_filename (dir, "ca.crt", NULL);
-  key = g_build_filename (dir, "server.key", NULL);
-  csr = g_build_filename (dir, "server.csr", NULL);
-  cert = g_build_filename (dir, "server.crt", NULL);
-  ext = g_build_filename (dir, "ext.cnf", NULL);
-  g_assert_true (g_file_set_contents (ext, "subjectAltName=IP:127.0.0.1\n", -1, NULL));
-  {
-    const char *mk_ca[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
-                            "-days", "2", "-subj", "/CN=sandstep test CA", NULL };
-    const char *mk_csr[] = { "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
-                             "/CN=127.0.0.1", NULL };
-    const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
-                           "-out", cert, "-days", "2", "-extfile", ext, NULL };
-    g_assert_true (run_tool (mk_ca, NULL) && run_tool (mk_csr, NULL) && run_tool (sign, NULL));
-  }
+  make_tls_files (dir, "IP:127.0.0.1", &ca, &cert, &key);
   /* docker-registry reads bcrypt only. */
   hash = crypt_r ("secret", "$2b$05$abcdefghijklmnopqrstuv", &cd);
   g_assert_nonnull (hash);
@@ -1342,6 +1687,266 @@ test_basic_tls (SandstepTestFixture *f, gconstpointer data)
   g_assert_cmpstr (good->out, ==, expected);
   assert_busybox_unpacked (f);
 
+  kill (pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+}
+
+/* ---- https_proxy: a CONNECT proxy on loopback ---- */
+
+/* An HTTP CONNECT proxy in threads of its own: it tunnels CONNECT @name:@port to 127.0.0.1:@port (so a name
+ * that resolves nowhere else reaches the registry only through it), refuses any other request, and keeps the
+ * request lines it got. */
+typedef struct {
+  GSocket *listener;
+  guint16 listen_port;
+  char *name;
+  guint16 port;
+  GMutex lock;
+  GString *requests;      /* request lines, one a line */
+  gboolean stop;
+  GThread *thread;
+} ConnectProxy;
+
+/* GIO makes every socket non-blocking; the proxy's threads read and write plainly. */
+static void
+set_blocking (int fd)
+{
+  int flags = fcntl (fd, F_GETFL);
+
+  g_assert_cmpint (flags, >=, 0);
+  g_assert_cmpint (fcntl (fd, F_SETFL, flags & ~O_NONBLOCK), ==, 0);
+}
+
+static void
+relay (int a, int b)
+{
+  struct pollfd pfd[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
+  char buf[65536];
+
+  for (;;)
+    {
+      if (poll (pfd, 2, 30000) <= 0)
+        return;
+      for (int i = 0; i < 2; i++)
+        if (pfd[i].revents != 0)
+          {
+            ssize_t n = read (pfd[i].fd, buf, sizeof buf);
+            if (n <= 0)
+              return;
+            for (ssize_t done = 0; done < n;)
+              {
+                ssize_t w = write (pfd[1 - i].fd, buf + done, n - done);
+                if (w <= 0)
+                  return;
+                done += w;
+              }
+          }
+    }
+}
+
+static gpointer
+proxy_connection (gpointer data)
+{
+  gpointer *args = data;
+  ConnectProxy *proxy = args[0];
+  g_autoptr(GSocket) client = args[1];
+  g_autoptr(GString) head = g_string_new (NULL);
+  g_autofree char *line = NULL, *expected = NULL;
+  int fd = g_socket_get_fd (client);
+  char c;
+
+  g_free (args);
+  set_blocking (fd);
+  while (head->len < 8192 && !g_str_has_suffix (head->str, "\r\n\r\n") && read (fd, &c, 1) == 1)
+    g_string_append_c (head, c);
+  line = g_strndup (head->str, strcspn (head->str, "\r\n"));
+  g_mutex_lock (&proxy->lock);
+  g_string_append_printf (proxy->requests, "%s\n", line);
+  g_mutex_unlock (&proxy->lock);
+  expected = g_strdup_printf ("CONNECT %s:%u HTTP/1.", proxy->name, proxy->port);
+  if (g_str_has_prefix (line, expected))
+    {
+      g_autoptr(GSocketClient) connector = g_socket_client_new ();
+      g_autoptr(GSocketConnection) upstream = g_socket_client_connect_to_host (connector, "127.0.0.1", proxy->port,
+                                                                             NULL, NULL);
+      static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+      if (upstream != NULL && write (fd, ok, strlen (ok)) == (ssize_t) strlen (ok))
+        {
+          int up = g_socket_get_fd (g_socket_connection_get_socket (upstream));
+          set_blocking (up);
+          relay (fd, up);
+        }
+    }
+  else
+    {
+      static const char refused[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+      G_GNUC_UNUSED ssize_t n = write (fd, refused, strlen (refused));
+    }
+  return NULL;
+}
+
+static gpointer
+proxy_main (gpointer data)
+{
+  ConnectProxy *proxy = data;
+
+  for (;;)
+    {
+      GSocket *client = g_socket_accept (proxy->listener, NULL, NULL);
+      gpointer *args;
+
+      if (g_atomic_int_get (&proxy->stop))
+        {
+          g_clear_object (&client);
+          return NULL;
+        }
+      if (client == NULL)
+        continue;
+      args = g_new (gpointer, 2);
+      args[0] = proxy;
+      args[1] = client;
+      g_thread_unref (g_thread_new ("connect-proxy-conn", proxy_connection, args));
+    }
+}
+
+static ConnectProxy *
+connect_proxy_start (const char *name, guint16 port)
+{
+  ConnectProxy *proxy = g_new0 (ConnectProxy, 1);
+  g_autoptr(GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+
+  proxy->name = g_strdup (name);
+  proxy->port = port;
+  proxy->requests = g_string_new (NULL);
+  g_mutex_init (&proxy->lock);
+  proxy->listener = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_assert_nonnull (proxy->listener);
+  g_assert_true (g_socket_bind (proxy->listener, any, TRUE, NULL));
+  g_assert_true (g_socket_listen (proxy->listener, NULL));
+  bound = g_socket_get_local_address (proxy->listener, NULL);
+  proxy->listen_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  proxy->thread = g_thread_new ("connect-proxy", proxy_main, proxy);
+  return proxy;
+}
+
+/* The request lines the proxy got so far. */
+static char *
+connect_proxy_requests (ConnectProxy *proxy)
+{
+  char *text;
+
+  g_mutex_lock (&proxy->lock);
+  text = g_strdup (proxy->requests->str);
+  g_mutex_unlock (&proxy->lock);
+  return text;
+}
+
+static void
+connect_proxy_stop (ConnectProxy *proxy)
+{
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) wake = NULL;
+
+  g_atomic_int_set (&proxy->stop, TRUE);
+  /* accept() returns for this connection and sees the flag; tunnels still open end with the test. */
+  wake = g_socket_client_connect_to_host (client, "127.0.0.1", proxy->listen_port, NULL, NULL);
+  g_thread_join (proxy->thread);
+  g_object_unref (proxy->listener);
+  g_string_free (proxy->requests, TRUE);
+  g_free (proxy->name);
+  g_mutex_clear (&proxy->lock);
+  g_free (proxy);
+}
+
+static void
+test_https_proxy (SandstepTestFixture *f, gconstpointer data)
+{
+  static const char name[] = "registry.sandstep.test";
+  g_autofree char *dir = NULL, *ca = NULL, *cert = NULL, *key = NULL, *config = NULL, *problem = NULL;
+  g_autofree char *src = NULL, *dst = NULL, *ref = NULL, *home = NULL, *certs = NULL, *ca_copy = NULL;
+  g_autofree char *proxy_url = NULL, *requests = NULL, *connect = NULL, *expected = NULL, *closed_url = NULL;
+  g_autoptr(SandstepTestResult) direct = NULL, refused = NULL, proxied = NULL;
+  ConnectProxy *proxy;
+  guint16 port;
+  GPid pid;
+
+  g_test_summary ("issue 27: https_proxy: a pull reaches a TLS registry through an HTTP CONNECT proxy (the "
+                  "registry's name resolves nowhere but at the proxy), and fails without it");
+  if (!need_registry ())
+    return;
+  dir = sandstep_test_host_path (f, "proxied-tls");
+  make_tls_files (dir, "DNS:registry.sandstep.test,IP:127.0.0.1", &ca, &cert, &key);
+  port = free_port ();
+  config = g_strdup_printf ("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s/storage\nhttp:\n  addr: "
+                            "127.0.0.1:%u\n  tls:\n    certificate: %s\n    key: %s\n", dir, port, cert, key);
+  pid = start_registry (dir, "registry", config, port, &problem);
+  if (pid == 0)
+    {
+      g_test_fail_printf ("%s", problem);
+      return;
+    }
+  src = g_strdup_printf ("oci:%s:t1", reg.busybox_layout);
+  dst = g_strdup_printf ("docker://127.0.0.1:%u/test/proxied:1", port);
+  {
+    const char *argv[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+    g_assert_true (run_tool (argv, NULL));
+  }
+  ref = g_strdup_printf ("docker://%s:%u/test/proxied:1", name, port);
+  home = sandstep_test_host_path (f, "home");
+  certs = g_strdup_printf ("%s/.config/containers/certs.d/%s:%u", home, name, port);
+  g_assert_cmpint (g_mkdir_with_parents (certs, 0700), ==, 0);
+  ca_copy = g_build_filename (certs, "ca.crt", NULL);
+  {
+    g_autofree char *pem = NULL;
+    g_assert_true (g_file_get_contents (ca, &pem, NULL, NULL));
+    g_assert_true (g_file_set_contents (ca_copy, pem, -1, NULL));
+  }
+  sandstep_test_fixture_setenv (f, "HOME", home);
+  {
+    const char *unset[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                            "no_proxy", "NO_PROXY" };
+    for (gsize i = 0; i < G_N_ELEMENTS (unset); i++)
+      sandstep_test_fixture_setenv (f, unset[i], NULL);
+  }
+
+  /* Without the proxy, the name resolves nowhere. */
+  direct = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (direct->status, !=, 0);
+  sandstep_test_assert_contains (direct->err, "cannot reach");
+  assert_store_empty (f);
+
+  proxy = connect_proxy_start (name, port);
+  /* A proxy that does not answer: the pull fails, saying it cannot reach the registry. */
+  {
+    guint16 closed = free_port ();
+    closed_url = g_strdup_printf ("http://127.0.0.1:%u", closed);
+  }
+  sandstep_test_fixture_setenv (f, "https_proxy", closed_url);
+  refused = sandstep_test_helper (f, "pull", ref, NULL);
+  g_assert_cmpint (refused->status, !=, 0);
+  sandstep_test_assert_contains (refused->err, "cannot reach");
+
+  proxy_url = g_strdup_printf ("http://127.0.0.1:%u", proxy->listen_port);
+  sandstep_test_fixture_setenv (f, "https_proxy", proxy_url);
+  proxied = sandstep_test_helper (f, "pull", ref, NULL);
+  requests = connect_proxy_requests (proxy);
+  g_test_message ("the proxy got:\n%s", requests);
+  sandstep_test_assert_status (proxied, 0);
+  expected = g_strdup_printf ("%s\n", reg.busybox_digest);
+  g_assert_cmpstr (proxied->out, ==, expected);
+  assert_busybox_unpacked (f);
+  /* Every request went as CONNECT to the registry's name, none other. */
+  connect = g_strdup_printf ("CONNECT %s:%u HTTP/1.", name, port);
+  sandstep_test_assert_contains (requests, connect);
+  {
+    g_auto(GStrv) lines = g_strsplit (requests, "\n", -1);
+    for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++)
+      g_assert_true (g_str_has_prefix (lines[i], connect));
+  }
+  connect_proxy_stop (proxy);
   kill (pid, SIGTERM);
   waitpid (pid, NULL, 0);
 }
@@ -1642,6 +2247,7 @@ busybox_root_layout (SandstepTestFixture *f, char **out_digest)
       { '5', "bin" }, { '0', "bin/busybox", NULL, NULL, 0755, 0, content },
       { '2', "bin/sh", "busybox" }, { '5', "etc" }, { '0', "etc/os-release", NULL, "ID=sandstep-test-image\n" },
       { '0', "etc/hosts", NULL, "10.9.8.7 image-hosts\n" }, { '0', "etc/hostname", NULL, "image-name\n" },
+      { '0', "etc/resolv.conf", NULL, "nameserver 192.0.2.53 # image-resolv\n" },
       { '5', "usr" }, { '5', "usr/lib" }, { '0', "usr/lib/gone", NULL, "whited out above\n" },
       { '5', "usr/share" }, { '5', "usr/share/keep" }, { '0', "usr/share/keep/old", NULL, "hidden by opaque\n" },
     };
@@ -1902,6 +2508,95 @@ test_root_many_layers (SandstepTestFixture *f, gconstpointer data)
 }
 
 static void
+test_root_resolv_conf (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *closed = NULL, *open_ = NULL, *out = NULL;
+  g_autofree char *host = NULL, *expected = NULL;
+
+  g_test_summary ("issue 27: an image sandbox's /etc/resolv.conf is the host's with --network=open and empty with "
+                  "network none, never the image's own");
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  closed = sandstep_test_provision (f, image_arg, NULL);
+  out = sandstep_test_run_ok (f, closed, "wc -c < /etc/resolv.conf; cat /etc/resolv.conf; echo end");
+  g_assert_cmpstr (out, ==, "0\nend\n");
+  g_clear_pointer (&out, g_free);
+
+  if (access ("/dev/net/tun", R_OK | W_OK) < 0)
+    {
+      /* network=open's user-mode stack needs the tun device (test-jail checks the refusal). */
+      g_test_skip_printf ("/dev/net/tun cannot be opened by uid %u (%s), so network=open cannot start here; the "
+                          "network none half passed", (unsigned) getuid (), g_strerror (errno));
+      return;
+    }
+  g_assert_true (g_file_get_contents ("/etc/resolv.conf", &host, NULL, NULL));
+  sandstep_test_fixture_setenv (f, "SANDSTEP_HOLDER", "open-holder");
+  open_ = sandstep_test_provision (f, image_arg, "--network=open", NULL);
+  out = sandstep_test_run_ok (f, open_, "cat /etc/resolv.conf; echo end");
+  expected = g_strconcat (host, "end\n", NULL);
+  g_assert_cmpstr (out, ==, expected);
+  g_assert_null (strstr (out, "image-resolv"));
+}
+
+static void
+test_root_gc_race (SandstepTestFixture *f, gconstpointer data)
+{
+  g_autofree char *ref = NULL, *digest = NULL, *image_arg = NULL, *locks = NULL, *handle = NULL, *out = NULL;
+  g_autoptr(SandstepTestResult) provisioned = NULL, list = NULL;
+  SandstepTestProc *proc;
+  guint gcs = 0;
+
+  g_test_summary ("issue 27: `gc --images` run again and again while a provision pulls its image removes nothing "
+                  "the provision uses: the store stays held from the pull until the sandbox is among the image's "
+                  "users, and the sandbox starts on the image");
+  ref = busybox_root_layout (f, &digest);
+  image_arg = g_strconcat ("--image=", ref, NULL);
+  locks = store_path (f, "locks");
+  /* Each layer waits under its lock: gc is asked while the pull is under way, not before it holds the store. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", "700");
+  proc = sandstep_test_spawn (f, "provision", image_arg, NULL);
+  for (int i = 0; i < 200; i++)
+    {
+      g_autofree char *names = dir_names (locks);
+      /* The config's lock and the first layer's: the pull is in its first layer's wait. */
+      if (strchr (names, ' ') != NULL)
+        break;
+      g_usleep (20000);
+    }
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", NULL);
+  /* One gc after another until the provision ends: each waits for the store, and one is always waiting when
+   * the pull lets go of it. */
+  while (sandstep_test_proc_running (proc))
+    {
+      g_autoptr(SandstepTestResult) gc = sandstep_test_helper (f, "gc", "--images", NULL);
+      sandstep_test_assert_status (gc, 0);
+      gcs++;
+    }
+  g_test_message ("%u gc --images ran during the provision", gcs);
+  g_assert_cmpuint (gcs, >, 0);
+  provisioned = sandstep_test_proc_wait (proc, 60);
+  sandstep_test_assert_status (provisioned, 0);
+  handle = g_strdup (g_strstrip (provisioned->out));
+  out = sandstep_test_run_ok (f, handle, "cat /etc/os-release");
+  sandstep_test_assert_contains (out, "ID=sandstep-test-image\n");
+  {
+    g_autoptr(SandstepTestResult) gc = sandstep_test_helper (f, "gc", "--images", NULL);
+    sandstep_test_assert_status (gc, 0);
+    sandstep_test_assert_contains (gc->err, "removed 0 images");
+  }
+  list = sandstep_test_helper (f, "images", "--json", NULL);
+  sandstep_test_assert_status (list, 0);
+  {
+    g_autoptr(JsonNode) root = sandstep_test_parse_json (list->out);
+    JsonObject *entry = json_array_get_object_element (json_node_get_array (root), 0);
+    JsonArray *sandboxes = json_object_get_array_member (entry, "sandboxes");
+    g_assert_cmpstr (json_object_get_string_member (entry, "digest"), ==, digest);
+    g_assert_cmpuint (json_array_get_length (sandboxes), ==, 1);
+    g_assert_cmpstr (json_array_get_string_element (sandboxes, 0), ==, handle);
+  }
+}
+
+static void
 test_root_usage (SandstepTestFixture *f, gconstpointer data)
 {
   g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--root=readonly", NULL);
@@ -1932,11 +2627,14 @@ main (int argc, char **argv)
 #if __has_include(<zstd.h>)
   ADD ("/image/layer/zstd", test_zstd);
 #endif
+  ADD ("/image/pull/progress", test_pull_progress);
   ADD ("/image/pull/parallel", test_parallel);
+  ADD ("/image/pull/parallel-layers", test_parallel_layers);
   ADD ("/image/pull/killed", test_killed);
   ADD ("/image/gc", test_gc);
   ADD ("/image/auth/basic-tls", test_basic_tls);
   ADD ("/image/auth/bearer", test_bearer);
+  ADD ("/image/pull/https-proxy", test_https_proxy);
   g_test_add ("/image/root/image", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_CALLER), setup, test_root_image,
               sandstep_test_teardown);
   g_test_add ("/image/root/image-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
@@ -1950,6 +2648,8 @@ main (int argc, char **argv)
               sandstep_test_teardown);
   g_test_add ("/image/root/fork-as-user", SandstepTestFixture, GINT_TO_POINTER (ROOT_AS_USER), setup,
               test_root_fork, sandstep_test_teardown);
+  ADD ("/image/root/gc-race", test_root_gc_race);
+  ADD ("/image/root/resolv-conf", test_root_resolv_conf);
   ADD ("/image/root/many-layers", test_root_many_layers);
 #undef ADD
   registry_start ();

@@ -7,7 +7,8 @@
  * after it, a call
  * over its timeout, a session over its budget, run_command while the interpreter lives, and that nothing
  * of the session outlives it.  The host must have python3 (the sandbox's /usr is the host's): without it
- * the cases skip, saying so.
+ * the cases skip, saying so.  /python/image runs run_python in a sandbox whose root is examples/image's
+ * Python image (made from the host's python3), from a loopback registry that examples/image/registry.sh starts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +35,14 @@ typedef struct {
   char *handle;
   char *handle_arg;
   char *data_dir;
+  char *registry_dir;   /* examples/image/registry.sh's DIR, stopped at teardown; NULL: none started */
 } Fixture;
+
+static char *
+registry_script (void)
+{
+  return g_test_build_filename (G_TEST_DIST, "..", "examples", "image", "registry.sh", NULL);
+}
 
 static void
 fixture_setup (Fixture *fx, gconstpointer data)
@@ -57,6 +65,15 @@ fixture_setup (Fixture *fx, gconstpointer data)
 static void
 fixture_teardown (Fixture *fx, gconstpointer data)
 {
+  if (fx->registry_dir != NULL)
+    {
+      g_autofree char *script = registry_script ();
+      const char *argv[] = { script, "stop", fx->registry_dir, NULL };
+      int status = 0;
+
+      g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, NULL);
+      g_free (fx->registry_dir);
+    }
   g_free (fx->handle);
   g_free (fx->handle_arg);
   g_free (fx->data_dir);
@@ -739,6 +756,84 @@ test_deep_frame (Fixture *fx, gconstpointer data)
   sandstep_test_assert_contains (result->err, "the document nests arrays and objects deeper than 64 levels");
 }
 
+/* ---- in a sandbox whose root is an image ---- */
+
+static void
+test_image (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *script = registry_script (), *out = NULL, *err = NULL, *home = NULL, *image_arg = NULL;
+  g_autofree char *handle = NULL, *handle_arg = NULL, *python = NULL, *python_name = NULL, *expected = NULL;
+  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
+  Server server;
+  g_autoptr(SandstepTestResult) result = NULL;
+  char *text;
+  int status = 0;
+
+  g_test_summary ("issue 27: run_python in a sandbox whose root is an image with python3 (examples/image's, made "
+                  "from the host's python3 and pushed to a loopback registry): the image's interpreter, none of "
+                  "the host's /usr, and variables and files kept from one call to the next.");
+  if (!python_ready ())
+    return;
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    {
+      g_autofree char *found = g_find_program_in_path (tools[i]);
+      if (found == NULL)
+        {
+          g_test_fail_printf ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry "
+                              "skopeo umoci busybox-static)", tools[i]);
+          return;
+        }
+    }
+  fx->registry_dir = sandstep_test_host_path (&fx->f, "registry");
+  home = sandstep_test_host_path (&fx->f, "registry-home");
+  g_assert_cmpint (g_mkdir_with_parents (home, 0700), ==, 0);
+  {
+    /* skopeo reads its configuration under HOME, which GTest's isolation points at /dev/null. */
+    const char *argv[] = { script, "start", fx->registry_dir, NULL };
+    g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "HOME", home, TRUE);
+    g_autoptr(GError) error = NULL;
+
+    envp = g_environ_unsetenv (envp, "XDG_CONFIG_HOME");
+    envp = g_environ_unsetenv (envp, "XDG_RUNTIME_DIR");
+    g_spawn_sync (NULL, (char **) argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+    g_assert_no_error (error);
+    if (!g_spawn_check_wait_status (status, NULL))
+      g_test_message ("registry.sh start: %s%s", out, err);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  g_assert_true (g_str_has_prefix (out, "REGISTRY=127.0.0.1:"));
+  image_arg = g_strdup_printf ("--image=docker://%s/example/python:3", g_strstrip (out) + strlen ("REGISTRY="));
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_HOLDER", "image-holder");
+  handle = sandstep_test_provision (&fx->f, image_arg, NULL);
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  server_start_full (fx, &server, handle_arg, NULL, NULL);
+
+  /* The image's interpreter: its /usr/bin holds python3 and nothing of the host's. */
+  python = g_file_read_link ("/usr/bin/python3", NULL);
+  python_name = g_path_get_basename (python != NULL ? python : "python3");
+  expected = g_strdup_printf ("[value]\n(['python3', '%s'], '/usr')", python_name);
+  text = call_ok (&server, "run_python", "{\"code\": \"import os, sys\\ncounter = 41\\n"
+                                         "log = open('/tmp/log.txt', 'w')\\n"
+                                         "(sorted(os.listdir('/usr/bin')), sys.prefix)\"}");
+  g_assert_cmpstr (text, ==, expected);
+  g_free (text);
+
+  /* The same interpreter for the next call: the variable, the import and the open file are there. */
+  text = call_ok (&server, "run_python", "{\"code\": \"counter += 1\\nlog.write('kept\\\\n'); log.flush()\\n"
+                                         "print(os.getcwd())\\ncounter\"}");
+  g_assert_cmpstr (text, ==, "[stdout]\n/workspace\n[value]\n42");
+  g_free (text);
+  text = call_ok (&server, "run_command", "{\"command\": \"cat /tmp/log.txt; command -v python3\"}");
+  g_assert_cmpstr (text, ==, "[stdout]\nkept\n/usr/bin/python3");
+  g_free (text);
+  text = call_ok (&server, "run_python", "{\"code\": \"counter\"}");
+  g_assert_cmpstr (text, ==, "[value]\n42");
+  g_free (text);
+
+  result = server_stop (&server);
+  sandstep_test_assert_status (result, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -758,6 +853,7 @@ main (int argc, char **argv)
   ADD ("/python/call", test_call);
   ADD ("/python/forged-results", test_forged_results);
   ADD ("/python/deep-frame", test_deep_frame);
+  ADD ("/python/image", test_image);
 #undef ADD
   return g_test_run ();
 }

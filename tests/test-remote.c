@@ -869,25 +869,19 @@ run_tool (const char *const *argv)
     g_error ("%s failed: %s", argv[0], err);
 }
 
-static void
-test_image_through_server (Fixture *f, gconstpointer data)
+/* A busybox image with /marker, made with umoci in the layout host_dir/image (tag t) and pushed to a loopback
+ * registry started here as remote/busybox:1; returns the registry's pid, and --image=docker://... */
+static GPid
+busybox_image (Fixture *f, char **out_image_arg)
 {
-  g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
   g_autofree char *layout = g_build_filename (f->host_dir, "image", NULL);
   g_autofree char *image = g_strconcat (layout, ":t", NULL);
   g_autofree char *bundle = g_build_filename (f->host_dir, "bundle", NULL);
   g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
   g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
-  g_autofree char *image_arg = NULL;
-  g_autofree char *h = NULL;
   guint16 port = 0;
   GPid registry_pid;
-  g_autoptr(Result) r = NULL, run = NULL, described = NULL;
 
-  g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it from a "
-                  "loopback registry into its own store, and the sandbox's root is the image; a file's reference "
-                  "(oci:) is refused, as the server would read its own host's files for the client");
-  SKIP_IF_NO_JAIL (f);
   {
     const char *init[] = { "umoci", "init", "--layout", layout, NULL };
     const char *make[] = { "umoci", "new", "--image", image, NULL };
@@ -911,8 +905,26 @@ test_image_through_server (Fixture *f, gconstpointer data)
     g_autofree char *dst = g_strdup_printf ("docker://127.0.0.1:%u/remote/busybox:1", port);
     const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
     run_tool (push);
-    image_arg = g_strdup_printf ("--image=docker://127.0.0.1:%u/remote/busybox:1", port);
+    *out_image_arg = g_strdup_printf ("--image=docker://127.0.0.1:%u/remote/busybox:1", port);
   }
+  return registry_pid;
+}
+
+static void
+test_image_through_server (Fixture *f, gconstpointer data)
+{
+  g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
+  g_autofree char *image = g_build_filename (f->host_dir, "image:t", NULL);
+  g_autofree char *image_arg = NULL;
+  g_autofree char *h = NULL;
+  GPid registry_pid;
+  g_autoptr(Result) r = NULL, run = NULL, described = NULL;
+
+  g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it from a "
+                  "loopback registry into its own store, and the sandbox's root is the image; a file's reference "
+                  "(oci:) is refused, as the server would read its own host's files for the client");
+  SKIP_IF_NO_JAIL (f);
+  registry_pid = busybox_image (f, &image_arg);
   {
     g_autofree char *file_arg = g_strconcat ("--image=oci:", image, NULL);
     g_autoptr(Result) refused = NULL;
@@ -931,6 +943,81 @@ test_image_through_server (Fixture *f, gconstpointer data)
   described = helper (f, "describe", h, NULL);
   assert_status (described, 0);
   g_assert_nonnull (strstr (described->out, "\"digest\" : \"sha256:"));
+  {
+    g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
+    assert_status (destroyed, 0);
+  }
+  kill (registry_pid, SIGKILL);
+  waitpid (registry_pid, NULL, 0);
+}
+
+/* TRUE while @pid has not ended (a zombie has). */
+static gboolean
+pid_running (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *stat = NULL;
+  const char *end;
+
+  if (!g_file_get_contents (path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL)
+    return FALSE;
+  return end[1] == ' ' && end[2] != 'Z';
+}
+
+static void
+test_image_gc_race_through_server (Fixture *f, gconstpointer data)
+{
+  g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
+  g_autofree char *image_arg = NULL, *images = NULL, *locks = NULL, *h = NULL;
+  g_auto(GStrv) gc_env = NULL;
+  g_autoptr(Result) r = NULL, run = NULL;
+  GPid registry_pid;
+  guint gcs = 0;
+  Proc *p;
+
+  g_test_summary ("issue 27: `gc --images` on the server's store, run again and again while sandstepd pulls the "
+                  "image of a provision, removes nothing the provision uses: the server holds the store from its "
+                  "pull until the sandbox is among the image's users");
+  SKIP_IF_NO_JAIL (f);
+  registry_pid = busybox_image (f, &image_arg);
+  /* The server's store, named, for gc to work on (sandstepd's --state-dir does not place it). The server's
+   * pull waits under the layer's lock: gc is asked while it is under way. */
+  images = g_build_filename (f->dir, "server-images", NULL);
+  g_setenv ("SANDSTEP_IMAGE_DIR", images, TRUE);
+  g_setenv ("SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS", "700", TRUE);
+  fixture_start (f);
+  g_unsetenv ("SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS");
+  g_unsetenv ("SANDSTEP_IMAGE_DIR");
+  locks = g_build_filename (images, "locks", NULL);
+  gc_env = helper_env (f, NULL);
+  gc_env = g_environ_setenv (gc_env, "SANDSTEP_IMAGE_DIR", images, TRUE);
+  p = helper_spawn (f, "provision", holder_arg, image_arg, NULL);
+  for (int i = 0; i < 300; i++)
+    {
+      g_autoptr(GDir) dir = g_dir_open (locks, 0, NULL);
+      guint n = 0;
+      while (dir != NULL && g_dir_read_name (dir) != NULL)
+        n++;
+      /* The config's lock and the layer's. */
+      if (n >= 2)
+        break;
+      g_usleep (20000);
+    }
+  while (pid_running (p->pid))
+    {
+      g_autoptr(Result) gc = helper_env_run (f, gc_env, "gc", "--images", NULL);
+      assert_status (gc, 0);
+      gcs++;
+    }
+  g_test_message ("%u gc --images ran during the provision", gcs);
+  g_assert_cmpuint (gcs, >, 0);
+  r = proc_wait (p, HELPER_TIMEOUT_S);
+  assert_status (r, 0);
+  g_strchomp (r->out);
+  h = g_strconcat ("--handle=", r->out, NULL);
+  run = helper (f, "run", h, "--", "cat /marker", NULL);
+  assert_status (run, 0);
+  g_assert_cmpstr (run->out, ==, "from the image\n");
   {
     g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
     assert_status (destroyed, 0);
@@ -2984,6 +3071,7 @@ main (int argc, char **argv)
   ADD ("/remote/listen/refuses-open-port-without-token", test_listen_refuses_open_port_without_token);
   ADD ("/remote/round-trip", test_round_trip);
   ADD ("/remote/image", test_image_through_server);
+  ADD ("/remote/image-gc-race", test_image_gc_race_through_server);
   ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
   ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);
   ADD ("/remote/run/stdin", test_run_stdin);

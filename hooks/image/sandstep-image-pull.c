@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-error.h"
 #include "sandstep-image-unpack.h"
 #include "sandstep-test-hooks.h"
+
+/* Layers of one image fetched and unpacked at once: each is one connection to the registry and one core
+ * unpacking, and more than a few only share the same link and disk. */
+#define PARALLEL_LAYERS 4
 
 /* In sandstep-net only (sandstep-image-source.h). */
 #pragma weak sandstep_registry_source_new
@@ -220,8 +223,19 @@ store_bytes (SandstepImageStore *store, const char *digest, GBytes *bytes, GErro
 
 typedef struct {
   const SandstepPullOptions *options;
+  GMutex *lock;                 /* one caller's callback at a time, whichever layer's thread reports */
   SandstepPullEvent event;
 } Progress;
+
+static void
+report (Progress *p)
+{
+  if (p->options->progress == NULL)
+    return;
+  g_mutex_lock (p->lock);
+  p->options->progress (&p->event, p->options->data);
+  g_mutex_unlock (p->lock);
+}
 
 static void
 on_layer_bytes (guint64 done, gpointer data)
@@ -230,8 +244,7 @@ on_layer_bytes (guint64 done, gpointer data)
 
   p->event.kind = SANDSTEP_PULL_LAYER_BYTES;
   p->event.done = done;
-  if (p->options->progress != NULL)
-    p->options->progress (&p->event, p->options->data);
+  report (p);
 }
 
 static void
@@ -243,7 +256,8 @@ test_delay (void)
     g_usleep (g_ascii_strtoull (ms, NULL, 10) * 1000);
 }
 
-/* One layer: fetched and unpacked under its digest's lock.  *@budget: unpacked bytes left. */
+/* One layer: fetched and unpacked under its digest's lock.  *@budget: unpacked bytes left, shared by the
+ * layers unpacked at once (lowered atomically). */
 static gboolean
 pull_layer (SandstepImageStore *store, SandstepImageSource *source, const Descriptor *d, Progress *progress,
             guint64 *budget, guint64 *out_unpacked, GError **error)
@@ -284,21 +298,91 @@ pull_layer (SandstepImageStore *store, SandstepImageSource *source, const Descri
     {
       guint64 size = sandstep_image_store_layer_size (store, d->digest);
       *out_unpacked = size;
-      if (size > *budget)
+      if (!sandstep_image_budget_take (budget, size))
         ok = sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_TOO_LARGE,
                              "layer '%s' takes the image over --max-image-size", d->digest);
-      else
-        *budget -= size;
     }
   close (lock);
   if (ok)
     {
       progress->event.kind = fetched ? SANDSTEP_PULL_LAYER_DONE : SANDSTEP_PULL_LAYER_PRESENT;
       progress->event.done = fetched ? d->size : 0;
-      if (progress->options->progress != NULL)
-        progress->options->progress (&progress->event, progress->options->data);
+      report (progress);
     }
   return ok;
+}
+
+/* The layers of one image, PARALLEL_LAYERS at a time: each worker takes the next layer not taken.  Every
+ * guarantee is per layer (its lock, its unnamed blob, its unpack directory renamed whole), so layers need
+ * nothing of each other but the budget, which is taken atomically. */
+typedef struct {
+  SandstepImageStore *store;
+  SandstepImageSource *source;
+  GArray *layers;               /* Descriptor */
+  const SandstepPullOptions *options;
+  guint64 *budget;
+  guint64 *unpacked;            /* per layer: bytes on disk */
+  gint next;                    /* atomic: the next layer to take */
+  gint failed;                  /* atomic: a layer failed; no worker takes another */
+  GMutex lock;                  /* progress reports, and @error */
+  GError *error;                /* the first failure */
+} LayerWork;
+
+static gpointer
+layer_worker (gpointer data)
+{
+  LayerWork *w = data;
+
+  while (!g_atomic_int_get (&w->failed))
+    {
+      guint i = (guint) g_atomic_int_add (&w->next, 1);
+      const Descriptor *d;
+      Progress progress = { w->options, &w->lock, { 0 } };
+      GError *local = NULL;
+
+      if (i >= w->layers->len)
+        break;
+      d = &g_array_index (w->layers, Descriptor, i);
+      progress.event = (SandstepPullEvent) { 0, d->digest, i, w->layers->len, 0, d->size };
+      if (!pull_layer (w->store, w->source, d, &progress, w->budget, &w->unpacked[i], &local))
+        {
+          g_mutex_lock (&w->lock);
+          if (w->error == NULL)
+            w->error = g_steal_pointer (&local);
+          g_mutex_unlock (&w->lock);
+          g_clear_error (&local);
+          g_atomic_int_set (&w->failed, TRUE);
+        }
+    }
+  return NULL;
+}
+
+static gboolean
+pull_layers (SandstepImageStore *store, SandstepImageSource *source, GArray *layers,
+             const SandstepPullOptions *options, guint64 *budget, guint64 *unpacked, GError **error)
+{
+  LayerWork w = { store, source, layers, options, budget, unpacked, 0, 0, { 0 }, NULL };
+  g_autoptr(GPtrArray) threads = g_ptr_array_new ();
+
+  g_mutex_init (&w.lock);
+  /* This thread is one of the workers; a thread that cannot start leaves its share to the others. */
+  for (guint i = 1; i < MIN (PARALLEL_LAYERS, layers->len); i++)
+    {
+      GThread *thread = g_thread_try_new ("sandstep-layer", layer_worker, &w, NULL);
+      if (thread == NULL)
+        break;
+      g_ptr_array_add (threads, thread);
+    }
+  layer_worker (&w);
+  for (guint i = 0; i < threads->len; i++)
+    g_thread_join (threads->pdata[i]);
+  g_mutex_clear (&w.lock);
+  if (w.error != NULL)
+    {
+      g_propagate_error (error, w.error);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 char *
@@ -314,6 +398,7 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
   guint64 budget = max, compressed = 0;
   Descriptor config = { 0 };
   g_autoptr(GArray) layers = g_array_new (FALSE, TRUE, sizeof (Descriptor));
+  g_autofree guint64 *unpacked = NULL;
   JsonObject *o;
   JsonArray *array;
   gboolean fetched = FALSE;
@@ -439,19 +524,18 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
 
   record = sandstep_image_record_new ();
   record->size = g_bytes_get_size (manifest) + config.size;
+  unpacked = g_new0 (guint64, layers->len + 1);
+  if (!pull_layers (store, source, layers, options, &budget, unpacked, error))
+    {
+      g_prefix_error (error, "image '%s': ", ref->text);
+      descriptor_clear (&config);
+      return NULL;
+    }
   for (guint i = 0; i < layers->len; i++)
     {
       const Descriptor *d = &g_array_index (layers, Descriptor, i);
-      Progress progress = { options, { 0, d->digest, i, layers->len, 0, d->size } };
-      guint64 unpacked = 0;
 
-      if (!pull_layer (store, source, d, &progress, &budget, &unpacked, error))
-        {
-          g_prefix_error (error, "image '%s': ", ref->text);
-          descriptor_clear (&config);
-          return NULL;
-        }
-      record->size += d->size + unpacked;
+      record->size += d->size + unpacked[i];
       g_ptr_array_add (record->layers, g_strdup (d->digest));
     }
   /* Last: the record, so a killed pull leaves no image that names missing parts. */

@@ -3,7 +3,9 @@
  * The manifest is fetched (an index picks this host's platform), then the
  * config and each layer blob: each under its digest's lock, fetched only when
  * the store lacks it, verified before it is named, and each layer unpacked
- * once into the store.  The image's record is written last: a pull killed at
+ * once into the store.  The layers go four at a time, each in a thread of its
+ * own (they share the --max-image-size budget); the progress callback is
+ * called from those threads, one call at a time.  The image's record is written last: a pull killed at
  * any moment leaves no record, no named blob that failed its digest, and no
  * named layer half unpacked.
  */

@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "sandstep-error.h"
-#include "sandstep-error.h"
 
 #define MANIFEST_ACCEPT SANDSTEP_MEDIA_OCI_MANIFEST ", " SANDSTEP_MEDIA_OCI_INDEX ", " \
                         SANDSTEP_MEDIA_DOCKER_MANIFEST ", " SANDSTEP_MEDIA_DOCKER_LIST
@@ -35,6 +34,7 @@ typedef struct {
   char *text;           /* the reference, for messages */
   char *registry;       /* HOST[:PORT] as written */
   char *repository;
+  GMutex lock;          /* base and authorization: the layers of an image are fetched from several threads */
   char *base;           /* SCHEME://API-HOST/v2/REPOSITORY */
   char *basic;          /* base64 user:password from an auth file, or NULL */
   char *authorization;  /* the header value that worked, or NULL: anonymous */
@@ -328,8 +328,21 @@ authenticate (RegistrySource *self, SoupMessage *msg, GError **error)
                          self->text, self->registry, scheme);
 }
 
+/* A copy of *@field (self->base or self->authorization), read under the lock. */
+static char *
+dup_locked (RegistrySource *self, char **field)
+{
+  char *copy;
+
+  g_mutex_lock (&self->lock);
+  copy = g_strdup (*field);
+  g_mutex_unlock (&self->lock);
+  return copy;
+}
+
 /* GETs @url: authenticates once when asked, follows redirects without the
- * credentials.  Returns the body stream; *@out_msg the final message. */
+ * credentials.  Returns the body stream; *@out_msg the final message.  Called
+ * from several threads at once (libsoup 3.2 sends from any thread). */
 static GInputStream *
 get (RegistrySource *self, const char *url, const char *accept, SoupMessage **out_msg, GError **error)
 {
@@ -342,6 +355,7 @@ get (RegistrySource *self, const char *url, const char *accept, SoupMessage **ou
       g_autoptr(SoupMessage) msg = new_message (self, current);
       g_autoptr(GInputStream) stream = NULL;
       g_autoptr(GError) local = NULL;
+      g_autofree char *authorization = ours ? dup_locked (self, &self->authorization) : NULL;
       guint status;
 
       if (msg == NULL)
@@ -353,19 +367,24 @@ get (RegistrySource *self, const char *url, const char *accept, SoupMessage **ou
       soup_message_add_flags (msg, SOUP_MESSAGE_NO_REDIRECT);
       if (accept != NULL)
         soup_message_headers_replace (soup_message_get_request_headers (msg), "Accept", accept);
-      if (ours && self->authorization != NULL)
-        soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", self->authorization);
+      if (authorization != NULL)
+        soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", authorization);
       stream = soup_session_send (self->session, msg, NULL, &local);
       if (stream == NULL && ours && self->plain_allowed && local->domain == G_TLS_ERROR &&
           local->code != G_TLS_ERROR_BAD_CERTIFICATE && local->code != G_TLS_ERROR_CERTIFICATE_REQUIRED &&
-          g_str_has_prefix (self->base, "https://"))
+          g_str_has_prefix (current, "https://"))
         {
           /* A loopback or listed registry without TLS: plain HTTP from now on, for this URL and the rest. */
-          char *base = g_strconcat ("http://", self->base + strlen ("https://"), NULL);
           char *next = g_strconcat ("http://", current + strlen ("https://"), NULL);
 
-          g_free (self->base);
-          self->base = base;
+          g_mutex_lock (&self->lock);
+          if (g_str_has_prefix (self->base, "https://"))
+            {
+              char *base = g_strconcat ("http://", self->base + strlen ("https://"), NULL);
+              g_free (self->base);
+              self->base = base;
+            }
+          g_mutex_unlock (&self->lock);
           g_free (current);
           current = next;
           continue;
@@ -388,9 +407,20 @@ get (RegistrySource *self, const char *url, const char *accept, SoupMessage **ou
       status = soup_message_get_status (msg);
       if (status == SOUP_STATUS_UNAUTHORIZED && ours && !retried)
         {
+          gboolean authenticated;
+
           retried = TRUE;
-          g_clear_pointer (&self->authorization, g_free);
-          if (!authenticate (self, msg, error))
+          /* One thread asks for a token at a time; the others then use the one it got. */
+          g_mutex_lock (&self->lock);
+          if (g_strcmp0 (self->authorization, authorization) == 0)
+            {
+              g_clear_pointer (&self->authorization, g_free);
+              authenticated = authenticate (self, msg, error);
+            }
+          else
+            authenticated = TRUE;
+          g_mutex_unlock (&self->lock);
+          if (!authenticated)
             return NULL;
           continue;
         }
@@ -448,7 +478,8 @@ static GBytes *
 registry_get_manifest (SandstepImageSource *source, const char *reference, char **out_media_type, GError **error)
 {
   RegistrySource *self = (RegistrySource *) source;
-  g_autofree char *url = g_strdup_printf ("%s/manifests/%s", self->base, reference);
+  g_autofree char *base = dup_locked (self, &self->base);
+  g_autofree char *url = g_strdup_printf ("%s/manifests/%s", base, reference);
   g_autofree char *what = g_strdup_printf ("manifest '%s'", reference);
   g_autoptr(SoupMessage) msg = NULL;
   g_autoptr(GInputStream) stream = get (self, url, MANIFEST_ACCEPT, &msg, error);
@@ -477,7 +508,8 @@ registry_get_blob (SandstepImageSource *source, const char *digest, SandstepImag
                    SandstepImageBytesFunc on_bytes, gpointer data, GError **error)
 {
   RegistrySource *self = (RegistrySource *) source;
-  g_autofree char *url = g_strdup_printf ("%s/blobs/%s", self->base, digest);
+  g_autofree char *base = dup_locked (self, &self->base);
+  g_autofree char *url = g_strdup_printf ("%s/blobs/%s", base, digest);
   g_autofree char *what = g_strdup_printf ("blob '%s'", digest);
   g_autoptr(SoupMessage) msg = NULL;
   g_autoptr(GInputStream) stream = get (self, url, NULL, &msg, error);
@@ -516,6 +548,7 @@ registry_free (SandstepImageSource *source)
   g_free (self->authorization);
   g_ptr_array_unref (self->cas);
   g_free (self->cas_for);
+  g_mutex_clear (&self->lock);
   g_free (self);
 }
 
@@ -529,6 +562,7 @@ sandstep_registry_source_new (const SandstepImageRef *ref, GError **error)
   self->source.get_manifest = registry_get_manifest;
   self->source.get_blob = registry_get_blob;
   self->source.free = registry_free;
+  g_mutex_init (&self->lock);
   self->text = g_strdup (ref->text);
   self->registry = g_strdup (ref->registry);
   self->repository = g_strdup (ref->repository);

@@ -47,6 +47,23 @@ sandstep_image_root_pull (const char *reference, char **out_reference, GError **
   return digest;
 }
 
+int
+sandstep_image_root_hold (GError **error)
+{
+  g_autofree char *dir = sandstep_image_store_default_dir ();
+  g_autoptr(SandstepImageStore) store = sandstep_image_store_open (dir, FALSE, error);
+  int fd;
+
+  if (store == NULL)
+    return -1;
+  /* The lock belongs to the open file, which the duplicate keeps when the store closes its own fd. */
+  fd = fcntl (store->lock_fd, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0)
+    sandstep_throw_errno (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_STORE, errno,
+                          "cannot hold the image store '%s' (dup of store.lock); check the open file limit", dir);
+  return fd;
+}
+
 static SandstepImageRecord *
 find_record (SandstepImageStore *store, const char *digest, GError **error)
 {

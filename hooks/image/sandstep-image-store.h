@@ -3,7 +3,8 @@
  * $SANDSTEP_IMAGE_DIR, else images/ in the state directory, shared by every
  * sandbox of that state directory:
  *
- *   store.lock              shared by every pull while it works, exclusive for gc
+ *   store.lock              shared by every pull while it works, and by a provision until its sandbox is
+ *                           among its image's users (sandstep_image_root_hold()); exclusive for gc
  *   locks/HEX.lock          flock()ed while one process fetches or unpacks the blob HEX: parallel pulls of
  *                           one image download it once, the others wait and find it there
  *   blobs/sha256/HEX        a blob, verified: written unnamed (O_TMPFILE) and linked here only once its

@@ -234,12 +234,24 @@ valid_leaf (const char *leaf)
   return leaf[0] != '\0' && strcmp (leaf, ".") != 0 && strcmp (leaf, "..") != 0 && strchr (leaf, '/') == NULL;
 }
 
+gboolean
+sandstep_image_budget_take (guint64 *budget, guint64 cost)
+{
+  guint64 left = __atomic_load_n (budget, __ATOMIC_RELAXED);
+
+  do
+    if (cost > left)
+      return FALSE;
+  while (!__atomic_compare_exchange_n (budget, &left, left - cost, FALSE, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return TRUE;
+}
+
 static gboolean
 charge (Unpack *u, const char *name, guint64 size, GError **error)
 {
   guint64 cost = MAX ((guint64) SANDSTEP_IMAGE_ENTRY_MIN_CHARGE, BLOCK + size + padding (size));
 
-  if (size > G_MAXUINT64 / 2 || cost > *u->budget)
+  if (size > G_MAXUINT64 / 2 || !sandstep_image_budget_take (u->budget, cost))
     {
       g_autofree char *shown = sandstep_escape (name, -1, 300, SANDSTEP_ESCAPE_VALUE);
       return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_TOO_LARGE,
@@ -248,7 +260,6 @@ charge (Unpack *u, const char *name, guint64 size, GError **error)
                              "--max-image-size if the image is meant to be this large",
                              shown, size, u->entries + 1, SANDSTEP_IMAGE_ENTRY_MIN_CHARGE);
     }
-  *u->budget -= cost;
   return TRUE;
 }
 

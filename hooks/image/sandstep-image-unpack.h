@@ -33,8 +33,13 @@ G_BEGIN_DECLS
 /* The charge of one entry of @size bytes (sandstep-image-unpack.h, "Size"). */
 #define SANDSTEP_IMAGE_ENTRY_MIN_CHARGE 4096
 
+/* Takes @cost from *@budget and returns TRUE, or returns FALSE (leaving it) when it has less left; atomic, so
+ * that the layers of an image unpacked at once share one budget. */
+gboolean sandstep_image_budget_take (guint64 *budget, guint64 cost);
+
 /* Unpacks the tar read from @input (already decompressed) into @dir_fd.
- * *@budget is what the layer may still take and is lowered by what it took;
+ * *@budget is what the layer may still take and is lowered by what it took
+ * (sandstep_image_budget_take(): other layers may take from it at once);
  * *@out_size (may be NULL) gets the bytes written. */
 gboolean sandstep_image_unpack_tar (GInputStream *input, int dir_fd, guint64 *budget, guint64 *out_size,
                                     GError **error);

@@ -16,6 +16,12 @@ G_BEGIN_DECLS
  * and docker-archive: name files of the client's machine, and this host's are not the client's to read. */
 char *sandstep_image_root_pull (const char *reference, char **out_reference, GError **error);
 
+/* A shared hold on the default store (its store.lock, LOCK_SH; close the fd to let go): `gc --images`, which
+ * takes it exclusive, waits until a provision that pulled or found its image has named its sandbox among the
+ * image's users, so it never removes an image between the two.  -1 with @error set when the store cannot be
+ * opened. */
+int sandstep_image_root_hold (GError **error);
+
 /* The image @digest of the default store: its unpacked layers' directories (absolute, lowest first) into
  * @out_layers, and its config's Env ("NAME=VALUE") into @out_env. */
 gboolean sandstep_image_root_resolve (const char *digest, GPtrArray *out_layers, GPtrArray *out_env, GError **error);

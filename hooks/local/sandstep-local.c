@@ -37,6 +37,7 @@
 /* In the programs that link the image store (sandstep-image-root.h). */
 #pragma weak sandstep_image_root_set_user
 #pragma weak sandstep_image_root_pull
+#pragma weak sandstep_image_root_hold
 
 static gint64
 now_unix (void)
@@ -117,8 +118,8 @@ check_cpu_cap (const SandstepSpec *spec, GError **error)
 }
 
 static char *
-local_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
-                 gboolean *out_existing, GError **error)
+provision_held (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
+                gboolean *out_existing, GError **error)
 {
   LocalBackend *local = (LocalBackend *) backend;
   SandstepStore *store = local->store;
@@ -226,6 +227,25 @@ local_provision (SandstepBackend *backend, const SandstepSpec *spec, const Sands
   sandstep_store_unlock_provision (store);
   sandstep_supervisor_prepare (store, record);
   return g_strdup (record->handle);
+}
+
+/* An image named by its reference only (through sandstepd) is pulled here: the image store stays held from
+ * before the pull until the sandbox is among the image's users, or `gc --images` could remove the image
+ * between the two (sandstep-image-root.h). */
+static char *
+local_provision (SandstepBackend *backend, const SandstepSpec *spec, const SandstepIdentity *who,
+                 gboolean *out_existing, GError **error)
+{
+  int hold = -1;
+  char *handle;
+
+  if (spec->image != NULL && spec->image_digest == NULL && sandstep_image_root_hold != NULL &&
+      (hold = sandstep_image_root_hold (error)) < 0)
+    return NULL;
+  handle = provision_held (backend, spec, who, out_existing, error);
+  if (hold >= 0)
+    close (hold);
+  return handle;
 }
 
 static void local_detach (SandstepAttachment *attachment);
