@@ -279,6 +279,7 @@ sandstep_list_entry_free (SandstepListEntry *entry)
   g_free (entry->problem);
   g_free (entry->image);
   g_free (entry->image_digest);
+  g_free (entry->parent);
   g_free (entry);
 }
 

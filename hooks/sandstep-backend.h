@@ -91,6 +91,7 @@ typedef struct {
   char *problem;          /* broken: why its record cannot be read */
   char *image;            /* its root's image: the reference, and the digest; NULL: the host's /usr */
   char *image_digest;
+  char *parent;           /* the sandbox it was forked from; NULL: provisioned */
 } SandstepListEntry;
 
 void sandstep_list_entry_free (SandstepListEntry *entry);

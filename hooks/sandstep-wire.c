@@ -373,6 +373,7 @@ sandstep_wire_list_entry_to_json (const SandstepListEntry *entry, gint64 now)
   set_string_or_null (object, "problem", entry->problem);
   set_string_or_null (object, "image", entry->image);
   set_string_or_null (object, "image_digest", entry->image_digest);
+  set_string_or_null (object, "parent", entry->parent);
   json_node_take_object (node, object);
   return node;
 }
@@ -425,6 +426,7 @@ sandstep_wire_read_list_reply (JsonObject *object, const char *server)
       entry->problem = dup_member (o, "problem");
       entry->image = dup_member (o, "image");
       entry->image_digest = dup_member (o, "image_digest");
+      entry->parent = dup_member (o, "parent");
       entry->created = int_or (o, "created", 0);
       entry->expires = int_or (o, "expires", 0);
       entry->size = (guint64) MAX (int_or (o, "size_bytes", 0), 0);

@@ -69,7 +69,7 @@ static const SandstepOption images_options[] = {
 
 static const SandstepOption list_options[] = {
   { "run",       SANDSTEP_OPTION_STRING,    FALSE, NULL,         "only the sandboxes of this run (--owner=OWNER: only that owner's)", "RUN" },
-  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: handle, owner, provisioned_by, held_by, state, created, expires, age_seconds, remaining_seconds, size_bytes, problem, image, image_digest" },
+  { "json",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print a JSON array: handle, owner, provisioned_by, held_by, state, created, expires, age_seconds, remaining_seconds, size_bytes, problem, image, image_digest, parent (a fork's)" },
   { NULL }
 };
 

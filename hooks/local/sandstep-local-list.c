@@ -262,6 +262,7 @@ sandstep_local_list (SandstepBackend *backend, const char *run, const char *owne
           entry->expires = record->expires;
           entry->image = g_strdup (record->spec->image);
           entry->image_digest = g_strdup (record->spec->image_digest);
+          entry->parent = g_strdup (record->parent);
         }
       /* What it holds of its own: a layered sandbox's changes since its last fork or checkpoint. */
       tree = g_build_filename ("sandboxes", handle, record != NULL && record->layers != NULL ? "rw" : "tree", NULL);
