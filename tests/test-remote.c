@@ -1327,6 +1327,147 @@ test_many_clients (Fixture *f, gconstpointer data)
     }
 }
 
+/* ---- many clients on few workers (issue 33) ---- */
+
+#define BURST_CLIENTS 200
+#define BURST_SANDBOXES 50
+#define BURST_OWNERS 10
+#define BURST_MAX_CLAIMS "16"
+
+/* The worker processes @daemon has now. */
+static guint
+count_workers (GPid daemon)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/task/%d/children", (int) daemon, (int) daemon);
+  g_autofree char *children = NULL;
+  g_auto(GStrv) pids = NULL;
+  guint n = 0;
+
+  g_assert_true (g_file_get_contents (path, &children, NULL, NULL));
+  pids = g_strsplit_set (g_strstrip (children), " ", -1);
+  for (gsize i = 0; pids[i] != NULL; i++)
+    if (pids[i][0] != '\0')
+      n++;
+  return n;
+}
+
+static void
+test_burst_waits_for_workers (Fixture *f, gconstpointer data)
+{
+  char *handles[BURST_SANDBOXES];
+  char *owners[BURST_OWNERS];
+  Proc *procs[BURST_CLIENTS];
+
+  g_test_summary ("200 clients at once, 4 to a sandbox, 50 sandboxes of 10 owners, against a sandstepd of "
+                  "--max-claims=16: no request fails (a claim beyond the workers waits for one instead of being "
+                  "refused), every output is its own, and the daemon never has more than 16 workers");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-claims=" BURST_MAX_CLAIMS, NULL });
+  fixture_start (f);
+  for (int i = 0; i < BURST_OWNERS; i++)
+    owners[i] = g_strdup_printf ("--owner=%s-o%d", f->owner, i);
+  for (int i = 0; i < BURST_SANDBOXES; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-o%d/box%d", f->owner, i % BURST_OWNERS, i);
+      g_autoptr(Result) r = helper (f, "provision", owners[i % BURST_OWNERS], holder, NULL);
+
+      assert_status (r, 0);
+      handles[i] = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
+    }
+  for (int i = 0; i < BURST_CLIENTS; i++)
+    {
+      int box = i % BURST_SANDBOXES;
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-o%d/client%d", f->owner, box % BURST_OWNERS, i);
+      g_autofree char *command = g_strdup_printf ("echo client-%d", i);
+
+      procs[i] = helper_spawn (f, "run", handles[box], owners[box % BURST_OWNERS], holder, "--wait=120", "--",
+                               command, NULL);
+    }
+  for (int i = 0; i < BURST_CLIENTS; i++)
+    {
+      g_autoptr(Result) r = proc_wait (procs[i], 150);
+      g_autofree char *out = g_strdup_printf ("client-%d\n", i);
+
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, out);
+      if (i % 20 == 0)
+        g_assert_cmpuint (count_workers (f->server.pid), <=, atoi (BURST_MAX_CLAIMS));
+    }
+  g_assert_cmpuint (count_workers (f->server.pid), <=, atoi (BURST_MAX_CLAIMS));
+  for (int i = 0; i < BURST_SANDBOXES; i++)
+    g_free (handles[i]);
+  for (int i = 0; i < BURST_OWNERS; i++)
+    g_free (owners[i]);
+}
+
+#define FAIR_SLOW_CLIENTS 10
+
+static void
+test_slow_owner_does_not_starve (Fixture *f, gconstpointer data)
+{
+  g_autofree char *slow_owner = g_strdup_printf ("--owner=%s-slow", f->owner);
+  g_autofree char *quick_owner = g_strdup_printf ("--owner=%s-quick", f->owner);
+  g_autofree char *quick_holder = g_strdup_printf ("--holder=%s-quick/box", f->owner);
+  g_autofree char *quick_handle = NULL;
+  char *slow_handles[FAIR_SLOW_CLIENTS];
+  Proc *procs[FAIR_SLOW_CLIENTS + 1];
+  gboolean done[FAIR_SLOW_CLIENTS + 1] = { FALSE };
+  int n_done = 0, quick_place = -1;
+
+  g_test_summary ("On a sandstepd of --max-claims=2, one owner's 10 commands of a second each wait for the two "
+                  "workers; another owner's one command, sent after them, is served in its owner's turn, before "
+                  "most of the first owner's (not after all of them), and none of them is refused");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-claims=2", NULL });
+  fixture_start (f);
+  for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-slow/box%d", f->owner, i);
+      g_autoptr(Result) r = helper (f, "provision", slow_owner, holder, NULL);
+
+      assert_status (r, 0);
+      slow_handles[i] = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
+    }
+  {
+    g_autoptr(Result) r = helper (f, "provision", quick_owner, quick_holder, NULL);
+
+    assert_status (r, 0);
+    quick_handle = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
+  }
+  for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-slow/client%d", f->owner, i);
+
+      procs[i] = helper_spawn (f, "run", slow_handles[i], slow_owner, holder, "--", "sleep 1; echo slow", NULL);
+    }
+  /* The slow owner's commands are in line before the quick one's comes. */
+  g_usleep (G_USEC_PER_SEC / 2);
+  procs[FAIR_SLOW_CLIENTS] = helper_spawn (f, "run", quick_handle, quick_owner, quick_holder, "--", "echo quick",
+                                           NULL);
+  /* The order in which they end (their pipes close when they exit). */
+  while (n_done < FAIR_SLOW_CLIENTS + 1)
+    {
+      for (int i = 0; i < FAIR_SLOW_CLIENTS + 1; i++)
+        if (!done[i] && !proc_pump (procs[i], 0))
+          {
+            g_autoptr(Result) r = proc_wait (procs[i], 10);
+
+            assert_status (r, 0);
+            g_assert_cmpstr (r->out, ==, i == FAIR_SLOW_CLIENTS ? "quick\n" : "slow\n");
+            done[i] = TRUE;
+            if (i == FAIR_SLOW_CLIENTS)
+              quick_place = n_done;
+            n_done++;
+          }
+      g_usleep (5000);
+    }
+  g_test_message ("the quick owner's command ended after %d of the slow owner's %d", quick_place, FAIR_SLOW_CLIENTS);
+  /* In turn it comes after at most the two that ran and the one each worker takes next; in one line, last. */
+  g_assert_cmpint (quick_place, <=, FAIR_SLOW_CLIENTS / 2);
+  for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
+    g_free (slow_handles[i]);
+}
+
 /* ---- bad requests ---- */
 
 typedef struct {
@@ -2993,6 +3134,8 @@ main (int argc, char **argv)
   ADD ("/remote/crash/sigkill-and-restart", test_crash_and_restart);
   ADD ("/remote/destroy/deep-tree", test_deep_tree_destroy);
   ADD ("/remote/many-clients", test_many_clients);
+  ADD ("/remote/density/burst-waits-for-workers", test_burst_waits_for_workers);
+  ADD ("/remote/density/slow-owner-does-not-starve", test_slow_owner_does_not_starve);
   ADD ("/remote/bad-input/every-class", test_bad_requests);
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
