@@ -90,6 +90,8 @@ struct _Daemon {
   GQueue waiting_turns;     /* the owners with requests waiting, in the order they are served */
   guint n_waiting;
   guint retire_timer;
+  guint spawn_timer;
+  gint64 last_return;       /* monotonic time a worker last came back */
   guint max_workers;
   guint64 max_upload;
   gboolean debug;

@@ -10,10 +10,12 @@
  * of its own: starting a worker costs about 5 ms of CPU, and 200 clients at
  * once each starting one kept the CPUs busy with starts for a second while
  * the workers already there sat idle (docs/performance.md).  A worker that
- * comes back goes to the next waiting claim, owner after owner in turn; at
- * most MAX_STARTING more start at a time while claims wait, and workers stay
- * for IDLE_RETIRE_S after their last claim, so a pool grown for a burst
- * serves the next one.  Every worker still holds one claim at a time.
+ * comes back goes to the next waiting claim, owner after owner in turn.
+ * More start only while claims wait and no worker came back for
+ * RETURN_QUIET_MS (the workers there hold long commands), MAX_STARTING at a
+ * time; workers stay for IDLE_RETIRE_S after their last claim, so a pool
+ * grown for long commands serves the next ones.  Every worker still holds
+ * one claim at a time.
  */
 #include "sandstepd-private.h"
 
@@ -31,6 +33,8 @@
 #define MAX_STARTING 2
 /* An unclaimed worker beyond the spares ends after this long without a claim. */
 #define IDLE_RETIRE_S 60
+/* Claims wait for workers that come back rather than start more, unless none came back for this long. */
+#define RETURN_QUIET_MS 20
 #define WORKER_SEND_TIMEOUT_MS 5000
 
 /* A request that waits for a worker. */
@@ -507,6 +511,16 @@ idle_ready_pop (Daemon *d)
   return NULL;
 }
 
+static gboolean
+dispatch_later (gpointer data)
+{
+  Daemon *d = data;
+
+  d->spawn_timer = 0;
+  workers_dispatch (d);
+  return G_SOURCE_REMOVE;
+}
+
 /* Hands ready workers to waiting requests, in turn; starts more while requests wait. */
 static void
 workers_dispatch (Daemon *d)
@@ -528,6 +542,13 @@ workers_dispatch (Daemon *d)
         }
       waiter->granted (waiter->req, w, g_steal_pointer (&waiter->data));
       waiter_free (waiter);
+    }
+  if (d->n_waiting > 0 && g_get_monotonic_time () - d->last_return < RETURN_QUIET_MS * 1000)
+    {
+      /* Workers come back: the waiting claims will have them.  Look again once they stop coming. */
+      if (d->spawn_timer == 0)
+        d->spawn_timer = g_timeout_add (RETURN_QUIET_MS, dispatch_later, d);
+      return;
     }
   while (d->n_waiting > d->n_starting && d->n_starting < MAX_STARTING && d->n_workers < d->max_workers)
     {
@@ -622,6 +643,7 @@ sandstepd_worker_return (Daemon *d, Worker *w)
       return;
     }
   w->idle_since = g_get_monotonic_time ();
+  d->last_return = w->idle_since;
   g_queue_push_head (&d->idle, w);
   if (d->retire_timer == 0)
     d->retire_timer = g_timeout_add_seconds (IDLE_RETIRE_S / 4, retire_idle, d);

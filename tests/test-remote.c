@@ -1400,6 +1400,53 @@ test_burst_waits_for_workers (Fixture *f, gconstpointer data)
     g_free (owners[i]);
 }
 
+#define LONG_CLIENTS 8
+
+static void
+test_long_commands_get_workers (Fixture *f, gconstpointer data)
+{
+  char *handles[LONG_CLIENTS];
+  Proc *procs[LONG_CLIENTS];
+  guint most = 0;
+  gboolean running = TRUE;
+
+  g_test_summary ("8 commands of 5 s at once, each in its own sandbox: claims wait for workers that come back only "
+                  "while some do; with every worker held, more start, so all 8 run at once (8 workers seen while "
+                  "they run) and every one succeeds");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  for (int i = 0; i < LONG_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("%s/long%d", f->owner, i);
+      g_autofree char *handle = provision (f, holder);
+
+      handles[i] = g_strconcat ("--handle=", handle, NULL);
+    }
+  for (int i = 0; i < LONG_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s/long-client%d", f->owner, i);
+      procs[i] = helper_spawn (f, "run", handles[i], holder, "--", "sleep 5; echo long", NULL);
+    }
+  while (running)
+    {
+      most = MAX (most, count_workers (f->server.pid));
+      running = FALSE;
+      for (int i = 0; i < LONG_CLIENTS; i++)
+        running |= proc_pump (procs[i], 0);
+      g_usleep (20 * 1000);
+    }
+  for (int i = 0; i < LONG_CLIENTS; i++)
+    {
+      g_autoptr(Result) r = proc_wait (procs[i], 10);
+
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, "long\n");
+      g_free (handles[i]);
+    }
+  g_test_message ("at most %u workers while they ran", most);
+  g_assert_cmpuint (most, >=, LONG_CLIENTS);
+}
+
 #define FAIR_SLOW_CLIENTS 10
 
 static void
@@ -3136,6 +3183,7 @@ main (int argc, char **argv)
   ADD ("/remote/many-clients", test_many_clients);
   ADD ("/remote/density/burst-waits-for-workers", test_burst_waits_for_workers);
   ADD ("/remote/density/slow-owner-does-not-starve", test_slow_owner_does_not_starve);
+  ADD ("/remote/density/long-commands-get-workers", test_long_commands_get_workers);
   ADD ("/remote/bad-input/every-class", test_bad_requests);
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
