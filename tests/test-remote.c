@@ -3161,6 +3161,57 @@ test_deep_tree_destroy (Fixture *f, gconstpointer data)
   }
 }
 
+/* ---- a claim's wait for a worker is bounded (issue 33) ---- */
+
+static void
+test_wait_has_a_deadline (Fixture *f, gconstpointer data)
+{
+  g_autofree char *long_holder = g_strdup_printf ("--holder=%s/long", f->owner);
+  g_autofree char *other_box_holder = g_strdup_printf ("%s/other-box", f->owner);
+  g_autofree char *long_box = NULL;
+  g_autofree char *other_box = NULL;
+  g_autofree char *long_handle = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *line = NULL;
+  g_autoptr(SoupSession) session = soup_session_new_with_options ("timeout", 90, NULL);
+  g_autoptr(GBytes) body = NULL;
+  g_autoptr(Result) held = NULL;
+  Answer answer = { 0 };
+  Proc *holding;
+
+  g_test_summary ("On a sandstepd of --max-claims=1 whose one worker runs a command of 35 s, a second claim-run "
+                  "waits for a worker at most 30 s, then is answered 503 saying so (and ran nothing); the first "
+                  "command is untouched");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-claims=1", NULL });
+  fixture_start (f);
+  soup_session_set_proxy_resolver (session, NULL);
+  long_box = provision (f, f->holder);
+  other_box = provision (f, other_box_holder);
+  long_handle = g_strconcat ("--handle=", long_box, NULL);
+  holding = helper_spawn (f, "run", long_handle, long_holder, "--", "sleep 35; echo held", NULL);
+  g_usleep (G_USEC_PER_SEC);
+  url = g_strconcat (f->server.url, "/v1/sandboxes/", strrchr (other_box, '/') + 1, "/claim-run", NULL);
+  line = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s/other\",\"command\":\"touch /workspace/ran\","
+                          "\"timeout_s\":0}\n", f->owner, f->owner);
+  body = g_bytes_new (line, strlen (line));
+  request (session, "POST", url, f->server.token, "application/x-sandstep-run", body, NULL, &answer);
+  g_assert_cmpuint (answer.status, ==, 503);
+  assert_contains (answer.body, "too-many-claims");
+  assert_contains (answer.body, "had no free worker for 30 s");
+  answer_clear (&answer);
+  held = proc_wait (holding, 60);
+  assert_status (held, 0);
+  g_assert_cmpstr (held->out, ==, "held\n");
+  {
+    g_autofree char *handle = g_strconcat ("--handle=", other_box, NULL);
+    g_autoptr(Result) r = helper (f, "run", handle, "--", "test -e /workspace/ran && echo ran || echo not-run", NULL);
+
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "not-run\n");
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -3184,6 +3235,7 @@ main (int argc, char **argv)
   ADD ("/remote/density/burst-waits-for-workers", test_burst_waits_for_workers);
   ADD ("/remote/density/slow-owner-does-not-starve", test_slow_owner_does_not_starve);
   ADD ("/remote/density/long-commands-get-workers", test_long_commands_get_workers);
+  ADD ("/remote/density/wait-has-a-deadline", test_wait_has_a_deadline);
   ADD ("/remote/bad-input/every-class", test_bad_requests);
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
