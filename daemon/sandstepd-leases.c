@@ -279,16 +279,41 @@ sandstepd_lease_abandon (Lease *lease)
     }
 }
 
+typedef struct {
+  char *owner;
+  char *holder;
+} ClaimWho;
+
+static void
+claim_who_free (ClaimWho *who)
+{
+  g_free (who->owner);
+  g_free (who->holder);
+  g_free (who);
+}
+
+/* A worker is free for the claim: it attaches. */
+static void
+on_claim_worker (Request *req, Worker *w, gpointer data)
+{
+  ClaimWho *claim_who = data;
+  SandstepIdentity who = { claim_who->owner, claim_who->holder, NULL };
+  Lease *lease = sandstepd_lease_new (req, &who, w);
+
+  lease->claim = sandstepd_request_ref (req);
+  req->owner = lease;
+  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_attached, lease,
+                         (GDestroyNotify) sandstepd_lease_unref);
+  claim_who_free (claim_who);
+}
+
 void
 sandstepd_handle_claim (Request *req)
 {
-  Daemon *d = req->d;
   g_autoptr(JsonObject) body = sandstepd_request_body (req);
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) attach = NULL;
   SandstepIdentity who;
-  Lease *lease;
-  Worker *w;
+  ClaimWho *claim_who;
 
   if (body == NULL)
     return;
@@ -299,16 +324,10 @@ sandstepd_handle_claim (Request *req)
     }
   if (!sandstepd_check_owner (req, who.owner))
     return;
-  w = sandstepd_worker_take_for (d, req);
-  if (w == NULL)
-    return;
-  lease = sandstepd_lease_new (req, &who, w);
-  lease->claim = sandstepd_request_ref (req);
-  req->owner = lease;
-
-  attach = sandstep_wire_attach_request (req->handle, &who);
-  sandstepd_worker_call (w, "attach", g_steal_pointer (&attach), NULL, 0, on_attached, lease,
-                         (GDestroyNotify) sandstepd_lease_unref);
+  claim_who = g_new0 (ClaimWho, 1);
+  claim_who->owner = g_strdup (who.owner);
+  claim_who->holder = g_strdup (who.holder);
+  sandstepd_worker_request (req, who.owner, on_claim_worker, claim_who, (GDestroyNotify) claim_who_free);
 }
 
 void

@@ -32,6 +32,9 @@ G_BEGIN_DECLS
 #define SANDSTEPD_STAGING "sandstepd-staging"
 /* A worker serves this many claims, then a fresh one takes over (bounds any slow leak). */
 #define SANDSTEPD_MAX_CLAIMS_PER_WORKER 1000
+/* Requests that wait for a worker (sandstepd-workers.c): at most this many at once, each at most this long. */
+#define SANDSTEPD_MAX_WAITING 1024
+#define SANDSTEPD_WAIT_FOR_WORKER_S 30
 /* Slow and hostile clients (hooks/sandstep-http-guard.h); the two
  * deadlines are --header-timeout and --idle-timeout. */
 #define SANDSTEPD_HEADERS_DEADLINE_S 10
@@ -80,8 +83,15 @@ struct _Daemon {
   char **server_names;        /* Host names accepted besides addresses, localhost and this host's name */
   char *self_exe;
   GHashTable *leases;       /* claim id -> Lease (ref) */
-  GQueue idle;              /* Workers without a lease (ref) */
+  GQueue idle;              /* Workers without a lease (ref), the most recently used first */
   guint n_workers;
+  guint n_starting;         /* started, not yet ready */
+  GHashTable *waiting;      /* owner -> its requests that wait for a worker (sandstepd-workers.c) */
+  GQueue waiting_turns;     /* the owners with requests waiting, in the order they are served */
+  guint n_waiting;
+  guint retire_timer;
+  guint spawn_timer;
+  gint64 last_return;       /* monotonic time a worker last came back */
   guint max_workers;
   guint64 max_upload;
   gboolean debug;
@@ -118,6 +128,7 @@ struct _Worker {
   gboolean dead;
   gboolean retiring;        /* never reused: it misbehaved, or served enough claims */
   guint claims;
+  gint64 idle_since;        /* monotonic time it was last returned */
   /* Who holds it, told when it dies (a lease: sandstepd-leases.c); not a ref: the holder owns the worker. */
   void (*died) (gpointer holder);
   gpointer holder;
@@ -240,12 +251,18 @@ void sandstepd_worker_cancel (Worker *w, Call *call);
 void sandstepd_worker_forget (Worker *w, Call *call);
 /* Answers every call of @w with @error. */
 void sandstepd_worker_fail_all (Worker *w, const GError *error);
+/* The pool's parts of @d: no worker yet. */
+void sandstepd_workers_init (Daemon *d);
 /* Keeps spare workers started and unclaimed, so a claim never waits for an exec. */
 void sandstepd_workers_top_up (Daemon *d);
 /* An unclaimed worker (ref), or NULL when there are max_workers already. */
 Worker *sandstepd_worker_take (Daemon *d, GError **error);
-/* The same for @req, which is answered 503 when there is none. */
-Worker *sandstepd_worker_take_for (Daemon *d, Request *req);
+/* A ready worker (ref) for @req, whose token covers @owner: @granted gets it, later or at once, taking @data;
+ * meanwhile @req waits in @owner's turn (owners are served in turn, so one owner's many requests never starve
+ * another's).  When none comes in time or too many wait, @req is answered 503 and @destroy frees @data. */
+typedef void (*WorkerGranted) (Request *req, Worker *w, gpointer data);
+void sandstepd_worker_request (Request *req, const char *owner, WorkerGranted granted, gpointer data,
+                               GDestroyNotify destroy);
 /* Back to the idle ones, or retired. */
 void sandstepd_worker_return (Daemon *d, Worker *w);
 

@@ -21,7 +21,9 @@
 
 typedef struct {
   Request *req;             /* ref */
-  Lease *lease;             /* ref */
+  Lease *lease;             /* ref; NULL while it waits for a worker */
+  char *owner;
+  char *holder;
   char *command;
   double timeout_s;
   int stdin_fd;
@@ -32,6 +34,8 @@ step_free (Step *step)
 {
   sandstepd_request_unref (step->req);
   sandstepd_lease_unref (step->lease);
+  g_free (step->owner);
+  g_free (step->holder);
   g_free (step->command);
   if (step->stdin_fd >= 0)
     close (step->stdin_fd);
@@ -63,16 +67,27 @@ on_step_attached (Call *call, JsonObject *reply, int reply_fd, const GError *err
                          g_steal_fd (&step->stdin_fd));
 }
 
+/* A worker is free for the step: it attaches. */
+static void
+on_step_worker (Request *req, Worker *w, gpointer data)
+{
+  Step *step = data;
+  SandstepIdentity who = { step->owner, step->holder, NULL };
+
+  step->lease = sandstepd_lease_new (req, &who, w);
+  /* The step holds the lease until the attach is answered; the table, and the stream, once it is active. */
+  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_step_attached,
+                         step, (GDestroyNotify) step_free);
+}
+
 void
 sandstepd_handle_claim_run (Request *req)
 {
-  Daemon *d = req->d;
   g_autoptr(JsonObject) body = sandstepd_request_body (req);
   g_autoptr(GError) error = NULL;
   SandstepIdentity who = { NULL, NULL, NULL };
   const char *command = NULL;
   double timeout_s = 0;
-  Worker *w;
   Step *step;
 
   if (body == NULL)
@@ -85,12 +100,10 @@ sandstepd_handle_claim_run (Request *req)
     }
   if (!sandstepd_check_owner (req, who.owner))
     return;
-  w = sandstepd_worker_take_for (d, req);
-  if (w == NULL)
-    return;
   step = g_new0 (Step, 1);
   step->req = sandstepd_request_ref (req);
-  step->lease = sandstepd_lease_new (req, &who, w);
+  step->owner = g_strdup (who.owner);
+  step->holder = g_strdup (who.holder);
   step->command = g_strdup (command);
   step->timeout_s = timeout_s;
   step->stdin_fd = -1;
@@ -99,7 +112,5 @@ sandstepd_handle_claim_run (Request *req)
       step->stdin_fd = g_steal_fd (&req->upload_fd);
       lseek (step->stdin_fd, 0, SEEK_SET);
     }
-  /* The step holds the lease until the attach is answered; the table, and the stream, once it is active. */
-  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_step_attached,
-                         step, (GDestroyNotify) step_free);
+  sandstepd_worker_request (req, who.owner, on_step_worker, step, (GDestroyNotify) step_free);
 }

@@ -5,6 +5,17 @@
  * claim is one message to it (sandstepd-channel.h) whose answer comes back
  * later, from the main loop.  One call runs at a time per worker; the rest
  * queue, in order.
+ *
+ * A claim that finds no ready worker waits for one rather than starting one
+ * of its own: starting a worker costs about 5 ms of CPU, and 200 clients at
+ * once each starting one kept the CPUs busy with starts for a second while
+ * the workers already there sat idle (docs/performance.md).  A worker that
+ * comes back goes to the next waiting claim, owner after owner in turn.
+ * More start only while claims wait and no worker came back for
+ * RETURN_QUIET_MS (the workers there hold long commands), MAX_STARTING at a
+ * time; workers stay for IDLE_RETIRE_S after their last claim, so a pool
+ * grown for long commands serves the next ones.  Every worker still holds
+ * one claim at a time.
  */
 #include "sandstepd-private.h"
 
@@ -18,12 +29,40 @@
 #include "sandstep-wire.h"
 
 #define SPARE_WORKERS 2
-/* Unclaimed workers kept beyond the spares after a burst of claims. */
-#define MAX_IDLE_WORKERS 8
+/* Workers started at once for waiting claims: a start is CPU that the running commands need too. */
+#define MAX_STARTING 2
+/* An unclaimed worker beyond the spares ends after this long without a claim. */
+#define IDLE_RETIRE_S 60
+/* Claims wait for workers that come back rather than start more, unless none came back for this long. */
+#define RETURN_QUIET_MS 20
 #define WORKER_SEND_TIMEOUT_MS 5000
+
+/* A request that waits for a worker. */
+typedef struct {
+  Request *req;             /* ref */
+  char *owner;
+  WorkerGranted granted;
+  gpointer data;
+  GDestroyNotify destroy;
+  guint timeout;
+} Waiter;
+
+/* One owner's waiting requests, in order. */
+typedef struct {
+  char *owner;
+  GQueue waiters;
+} Turn;
+
+static void
+turn_free (Turn *turn)
+{
+  g_free (turn->owner);
+  g_free (turn);
+}
 
 static void worker_died (Worker *w);
 static void worker_pump (Worker *w);
+static void workers_dispatch (Daemon *d);
 
 void
 sandstepd_call_free (Call *call)
@@ -178,6 +217,8 @@ worker_died (Worker *w)
       return;
     }
   w->dead = TRUE;
+  if (!w->ready)
+    d->n_starting--;
   sandstepd_worker_ref (w);
   if (w->watch != 0)
     g_source_remove (w->watch);
@@ -189,6 +230,8 @@ worker_died (Worker *w)
   sandstepd_worker_fail_all (w, error);
   if (w->died != NULL)
     w->died (w->holder);
+  /* Claims that waited for it (or for a place under --max-claims) get another. */
+  workers_dispatch (d);
   sandstepd_worker_unref (w);
 }
 
@@ -232,7 +275,10 @@ worker_message (Worker *w, JsonObject *message, int *fds, guint n_fds)
           return;
         }
       w->ready = TRUE;
+      w->d->n_starting--;
+      w->idle_since = g_get_monotonic_time ();
       worker_pump (w);
+      workers_dispatch (w->d);
       return;
     }
   call = w->inflight;
@@ -331,14 +377,24 @@ worker_spawn (Daemon *d, GError **error)
   w->watch = g_unix_fd_add (w->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_worker_readable, w);
   g_subprocess_wait_async (w->proc, NULL, on_worker_exited, sandstepd_worker_ref (w));
   d->n_workers++;
+  d->n_starting++;
   return w;
+}
+
+void
+sandstepd_workers_init (Daemon *d)
+{
+  g_queue_init (&d->idle);
+  g_queue_init (&d->waiting_turns);
+  d->waiting = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) turn_free);
 }
 
 /* Keeps SPARE_WORKERS started and unclaimed, so a claim never waits for an exec. */
 void
 sandstepd_workers_top_up (Daemon *d)
 {
-  while (g_queue_get_length (&d->idle) < SPARE_WORKERS && d->n_workers < d->max_workers)
+  /* While claims wait, workers_dispatch() starts what they need, MAX_STARTING at a time. */
+  while (g_queue_get_length (&d->idle) < SPARE_WORKERS && d->n_workers < d->max_workers && d->n_waiting == 0)
     {
       g_autoptr(GError) error = NULL;
       Worker *w = worker_spawn (d, &error);
@@ -388,31 +444,208 @@ sandstepd_worker_take (Daemon *d, GError **error)
   return w;
 }
 
-Worker *
-sandstepd_worker_take_for (Daemon *d, Request *req)
+static void
+waiter_free (Waiter *waiter)
 {
-  g_autoptr(GError) error = NULL;
-  Worker *w = sandstepd_worker_take (d, &error);
+  if (waiter->timeout != 0)
+    g_source_remove (waiter->timeout);
+  if (waiter->destroy != NULL && waiter->data != NULL)
+    waiter->destroy (waiter->data);
+  sandstepd_request_unref (waiter->req);
+  g_free (waiter->owner);
+  g_free (waiter);
+}
 
-  if (w == NULL)
-    sandstepd_answer_refusal (req, SOUP_STATUS_SERVICE_UNAVAILABLE, "too-many-claims", "try again later",
-                              SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, "%s", error->message);
-  return w;
+/* The next waiting request, the owners taking turns: the owner served goes to the back of the line. */
+static Waiter *
+waiter_next (Daemon *d)
+{
+  Turn *turn = g_queue_pop_head (&d->waiting_turns);
+  Waiter *waiter;
+
+  if (turn == NULL)
+    return NULL;
+  waiter = g_queue_pop_head (&turn->waiters);
+  d->n_waiting--;
+  if (g_queue_is_empty (&turn->waiters))
+    g_hash_table_remove (d->waiting, turn->owner);
+  else
+    g_queue_push_tail (&d->waiting_turns, turn);
+  return waiter;
+}
+
+static gboolean
+on_wait_timeout (gpointer data)
+{
+  Waiter *waiter = data;
+  Daemon *d = waiter->req->d;
+  Turn *turn = g_hash_table_lookup (d->waiting, waiter->owner);
+
+  waiter->timeout = 0;
+  g_queue_remove (&turn->waiters, waiter);
+  d->n_waiting--;
+  if (g_queue_is_empty (&turn->waiters))
+    {
+      g_queue_remove (&d->waiting_turns, turn);
+      g_hash_table_remove (d->waiting, turn->owner);
+    }
+  sandstepd_answer_refusal (waiter->req, SOUP_STATUS_SERVICE_UNAVAILABLE, "too-many-claims", "try again later",
+                            SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                            "The sandbox server had no free worker for %d s (%u of at most %u claims held, "
+                            "--max-claims); try again later", SANDSTEPD_WAIT_FOR_WORKER_S,
+                            g_hash_table_size (d->leases), d->max_workers);
+  waiter_free (waiter);
+  return G_SOURCE_REMOVE;
+}
+
+static Worker *
+idle_ready_pop (Daemon *d)
+{
+  for (GList *l = d->idle.head; l != NULL; l = l->next)
+    if (((Worker *) l->data)->ready)
+      {
+        Worker *w = l->data;
+        g_queue_delete_link (&d->idle, l);
+        return w;
+      }
+  return NULL;
+}
+
+static gboolean
+dispatch_later (gpointer data)
+{
+  Daemon *d = data;
+
+  d->spawn_timer = 0;
+  workers_dispatch (d);
+  return G_SOURCE_REMOVE;
+}
+
+/* Hands ready workers to waiting requests, in turn; starts more while requests wait. */
+static void
+workers_dispatch (Daemon *d)
+{
+  while (d->n_waiting > 0)
+    {
+      Worker *w = idle_ready_pop (d);
+      Waiter *waiter;
+
+      if (w == NULL)
+        break;
+      waiter = waiter_next (d);
+      if (waiter->req->finished)
+        {
+          /* Its client left while it waited. */
+          g_queue_push_head (&d->idle, w);
+          waiter_free (waiter);
+          continue;
+        }
+      waiter->granted (waiter->req, w, g_steal_pointer (&waiter->data));
+      waiter_free (waiter);
+    }
+  if (d->n_waiting > 0 && g_get_monotonic_time () - d->last_return < RETURN_QUIET_MS * 1000)
+    {
+      /* Workers come back: the waiting claims will have them.  Look again once they stop coming. */
+      if (d->spawn_timer == 0)
+        d->spawn_timer = g_timeout_add (RETURN_QUIET_MS, dispatch_later, d);
+      return;
+    }
+  while (d->n_waiting > d->n_starting && d->n_starting < MAX_STARTING && d->n_workers < d->max_workers)
+    {
+      g_autoptr(GError) error = NULL;
+      Worker *w = worker_spawn (d, &error);
+
+      if (w == NULL)
+        {
+          sandstepd_say ("cannot start a worker: %s", error->message);
+          break;
+        }
+      g_queue_push_tail (&d->idle, w);
+    }
+}
+
+void
+sandstepd_worker_request (Request *req, const char *owner, WorkerGranted granted, gpointer data,
+                          GDestroyNotify destroy)
+{
+  Daemon *d = req->d;
+  Waiter *waiter;
+  Turn *turn;
+
+  if (d->n_waiting >= SANDSTEPD_MAX_WAITING)
+    {
+      sandstepd_answer_refusal (req, SOUP_STATUS_SERVICE_UNAVAILABLE, "too-many-claims", "try again later",
+                                SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                "The sandbox server has %u requests waiting for a worker, its limit; try again later",
+                                d->n_waiting);
+      if (destroy != NULL)
+        destroy (data);
+      return;
+    }
+  waiter = g_new0 (Waiter, 1);
+  waiter->req = sandstepd_request_ref (req);
+  waiter->owner = g_strdup (owner);
+  waiter->granted = granted;
+  waiter->data = data;
+  waiter->destroy = destroy;
+  waiter->timeout = g_timeout_add_seconds (SANDSTEPD_WAIT_FOR_WORKER_S, on_wait_timeout, waiter);
+  turn = g_hash_table_lookup (d->waiting, owner);
+  if (turn == NULL)
+    {
+      turn = g_new0 (Turn, 1);
+      turn->owner = g_strdup (owner);
+      g_queue_init (&turn->waiters);
+      g_hash_table_insert (d->waiting, turn->owner, turn);
+      g_queue_push_tail (&d->waiting_turns, turn);
+    }
+  g_queue_push_tail (&turn->waiters, waiter);
+  d->n_waiting++;
+  workers_dispatch (d);
+  if (d->top_up == 0)
+    d->top_up = g_idle_add_full (G_PRIORITY_LOW, top_up_later, d, NULL);
+}
+
+/* Ends unclaimed workers beyond the spares that went IDLE_RETIRE_S without a claim (the oldest are last). */
+static gboolean
+retire_idle (gpointer data)
+{
+  Daemon *d = data;
+  gint64 before = g_get_monotonic_time () - IDLE_RETIRE_S * G_USEC_PER_SEC;
+
+  while (g_queue_get_length (&d->idle) > SPARE_WORKERS)
+    {
+      Worker *w = g_queue_peek_tail (&d->idle);
+
+      if (!w->ready || w->idle_since > before)
+        break;
+      g_queue_pop_tail (&d->idle);
+      /* Its end of the socket closes: it exits, and is reaped. */
+      shutdown (w->sock, SHUT_RDWR);
+      w->retiring = TRUE;
+      sandstepd_worker_unref (w);
+    }
+  return G_SOURCE_CONTINUE;
 }
 
 void
 sandstepd_worker_return (Daemon *d, Worker *w)
 {
-  if (!w->dead && (w->retiring || g_queue_get_length (&d->idle) >= MAX_IDLE_WORKERS))
+  if (!w->dead && w->retiring)
     {
       /* Its end of the socket closes: it exits, and is reaped. */
       shutdown (w->sock, SHUT_RDWR);
-      w->retiring = TRUE;
     }
   if (w->dead || w->retiring)
     {
       sandstepd_worker_unref (w);
+      /* A place under --max-claims is free: a waiting claim may start a worker in it. */
+      workers_dispatch (d);
       return;
     }
+  w->idle_since = g_get_monotonic_time ();
+  d->last_return = w->idle_since;
   g_queue_push_head (&d->idle, w);
+  if (d->retire_timer == 0)
+    d->retire_timer = g_timeout_add_seconds (IDLE_RETIRE_S / 4, retire_idle, d);
+  workers_dispatch (d);
 }

@@ -184,7 +184,7 @@ main (int argc, char **argv)
   d->idle_timeout_s = (guint) idle_timeout;
   d->max_upload = DEFAULT_MAX_UPLOAD;
   d->staging_fd = -1;
-  g_queue_init (&d->idle);
+  sandstepd_workers_init (d);
   d->leases = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) sandstepd_lease_unref);
   if (max_upload != NULL && !sandstep_parse_size (max_upload, &d->max_upload, NULL))
     return usage_error ("--max-upload must be a size: bytes, or a number with K, M or G");

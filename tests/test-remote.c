@@ -1414,6 +1414,197 @@ test_many_clients (Fixture *f, gconstpointer data)
     }
 }
 
+/* ---- many clients on few workers (issue 33) ---- */
+
+#define BURST_CLIENTS 200
+#define BURST_SANDBOXES 50
+#define BURST_OWNERS 10
+#define BURST_MAX_CLAIMS "16"
+
+/* The worker processes @daemon has now. */
+static guint
+count_workers (GPid daemon)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/task/%d/children", (int) daemon, (int) daemon);
+  g_autofree char *children = NULL;
+  g_auto(GStrv) pids = NULL;
+  guint n = 0;
+
+  g_assert_true (g_file_get_contents (path, &children, NULL, NULL));
+  pids = g_strsplit_set (g_strstrip (children), " ", -1);
+  for (gsize i = 0; pids[i] != NULL; i++)
+    if (pids[i][0] != '\0')
+      n++;
+  return n;
+}
+
+static void
+test_burst_waits_for_workers (Fixture *f, gconstpointer data)
+{
+  char *handles[BURST_SANDBOXES];
+  char *owners[BURST_OWNERS];
+  Proc *procs[BURST_CLIENTS];
+
+  g_test_bug ("33");
+  g_test_summary ("200 clients at once, 4 to a sandbox, 50 sandboxes of 10 owners, against a sandstepd of "
+                  "--max-claims=16: no request fails (a claim beyond the workers waits for one instead of being "
+                  "refused), every output is its own, and the daemon never has more than 16 workers");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-claims=" BURST_MAX_CLAIMS, NULL });
+  fixture_start (f);
+  for (int i = 0; i < BURST_OWNERS; i++)
+    owners[i] = g_strdup_printf ("--owner=%s-o%d", f->owner, i);
+  for (int i = 0; i < BURST_SANDBOXES; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-o%d/box%d", f->owner, i % BURST_OWNERS, i);
+      g_autoptr(Result) r = helper (f, "provision", owners[i % BURST_OWNERS], holder, NULL);
+
+      assert_status (r, 0);
+      handles[i] = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
+    }
+  for (int i = 0; i < BURST_CLIENTS; i++)
+    {
+      int box = i % BURST_SANDBOXES;
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-o%d/client%d", f->owner, box % BURST_OWNERS, i);
+      g_autofree char *command = g_strdup_printf ("echo client-%d", i);
+
+      procs[i] = helper_spawn (f, "run", handles[box], owners[box % BURST_OWNERS], holder, "--wait=120", "--",
+                               command, NULL);
+    }
+  for (int i = 0; i < BURST_CLIENTS; i++)
+    {
+      g_autoptr(Result) r = proc_wait (procs[i], 150);
+      g_autofree char *out = g_strdup_printf ("client-%d\n", i);
+
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, out);
+      if (i % 20 == 0)
+        g_assert_cmpuint (count_workers (f->server.pid), <=, atoi (BURST_MAX_CLAIMS));
+    }
+  g_assert_cmpuint (count_workers (f->server.pid), <=, atoi (BURST_MAX_CLAIMS));
+  for (int i = 0; i < BURST_SANDBOXES; i++)
+    g_free (handles[i]);
+  for (int i = 0; i < BURST_OWNERS; i++)
+    g_free (owners[i]);
+}
+
+#define LONG_CLIENTS 8
+
+static void
+test_long_commands_get_workers (Fixture *f, gconstpointer data)
+{
+  char *handles[LONG_CLIENTS];
+  Proc *procs[LONG_CLIENTS];
+  guint most = 0;
+  gboolean running = TRUE;
+
+  g_test_bug ("33");
+  g_test_summary ("8 commands of 5 s at once, each in its own sandbox: claims wait for workers that come back only "
+                  "while some do; with every worker held, more start, so all 8 run at once (8 workers seen while "
+                  "they run) and every one succeeds");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  for (int i = 0; i < LONG_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("%s/long%d", f->owner, i);
+      g_autofree char *handle = provision (f, holder);
+
+      handles[i] = g_strconcat ("--handle=", handle, NULL);
+    }
+  for (int i = 0; i < LONG_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s/long-client%d", f->owner, i);
+      procs[i] = helper_spawn (f, "run", handles[i], holder, "--", "sleep 5; echo long", NULL);
+    }
+  while (running)
+    {
+      most = MAX (most, count_workers (f->server.pid));
+      running = FALSE;
+      for (int i = 0; i < LONG_CLIENTS; i++)
+        running |= proc_pump (procs[i], 0);
+      g_usleep (20 * 1000);
+    }
+  for (int i = 0; i < LONG_CLIENTS; i++)
+    {
+      g_autoptr(Result) r = proc_wait (procs[i], 10);
+
+      assert_status (r, 0);
+      g_assert_cmpstr (r->out, ==, "long\n");
+      g_free (handles[i]);
+    }
+  g_test_message ("at most %u workers while they ran", most);
+  g_assert_cmpuint (most, >=, LONG_CLIENTS);
+}
+
+#define FAIR_SLOW_CLIENTS 10
+
+static void
+test_slow_owner_does_not_starve (Fixture *f, gconstpointer data)
+{
+  g_autofree char *slow_owner = g_strdup_printf ("--owner=%s-slow", f->owner);
+  g_autofree char *quick_owner = g_strdup_printf ("--owner=%s-quick", f->owner);
+  g_autofree char *quick_holder = g_strdup_printf ("--holder=%s-quick/box", f->owner);
+  g_autofree char *quick_handle = NULL;
+  char *slow_handles[FAIR_SLOW_CLIENTS];
+  Proc *procs[FAIR_SLOW_CLIENTS + 1];
+  gboolean done[FAIR_SLOW_CLIENTS + 1] = { FALSE };
+  int n_done = 0, quick_place = -1;
+
+  g_test_bug ("33");
+  g_test_summary ("On a sandstepd of --max-claims=2, one owner's 10 commands of a second each wait for the two "
+                  "workers; another owner's one command, sent after them, is served in its owner's turn, before "
+                  "most of the first owner's (not after all of them), and none of them is refused");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-claims=2", NULL });
+  fixture_start (f);
+  for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-slow/box%d", f->owner, i);
+      g_autoptr(Result) r = helper (f, "provision", slow_owner, holder, NULL);
+
+      assert_status (r, 0);
+      slow_handles[i] = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
+    }
+  {
+    g_autoptr(Result) r = helper (f, "provision", quick_owner, quick_holder, NULL);
+
+    assert_status (r, 0);
+    quick_handle = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
+  }
+  for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=%s-slow/client%d", f->owner, i);
+
+      procs[i] = helper_spawn (f, "run", slow_handles[i], slow_owner, holder, "--", "sleep 1; echo slow", NULL);
+    }
+  /* The slow owner's commands are in line before the quick one's comes. */
+  g_usleep (G_USEC_PER_SEC / 2);
+  procs[FAIR_SLOW_CLIENTS] = helper_spawn (f, "run", quick_handle, quick_owner, quick_holder, "--", "echo quick",
+                                           NULL);
+  /* The order in which they end (their pipes close when they exit). */
+  while (n_done < FAIR_SLOW_CLIENTS + 1)
+    {
+      for (int i = 0; i < FAIR_SLOW_CLIENTS + 1; i++)
+        if (!done[i] && !proc_pump (procs[i], 0))
+          {
+            g_autoptr(Result) r = proc_wait (procs[i], 10);
+
+            assert_status (r, 0);
+            g_assert_cmpstr (r->out, ==, i == FAIR_SLOW_CLIENTS ? "quick\n" : "slow\n");
+            done[i] = TRUE;
+            if (i == FAIR_SLOW_CLIENTS)
+              quick_place = n_done;
+            n_done++;
+          }
+      g_usleep (5000);
+    }
+  g_test_message ("the quick owner's command ended after %d of the slow owner's %d", quick_place, FAIR_SLOW_CLIENTS);
+  /* In turn it comes after at most the two that ran and the one each worker takes next; in one line, last. */
+  g_assert_cmpint (quick_place, <=, FAIR_SLOW_CLIENTS / 2);
+  for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
+    g_free (slow_handles[i]);
+}
+
 /* ---- bad requests ---- */
 
 typedef struct {
@@ -3060,6 +3251,58 @@ test_deep_tree_destroy (Fixture *f, gconstpointer data)
   }
 }
 
+/* ---- a claim's wait for a worker is bounded (issue 33) ---- */
+
+static void
+test_wait_has_a_deadline (Fixture *f, gconstpointer data)
+{
+  g_autofree char *long_holder = g_strdup_printf ("--holder=%s/long", f->owner);
+  g_autofree char *other_box_holder = g_strdup_printf ("%s/other-box", f->owner);
+  g_autofree char *long_box = NULL;
+  g_autofree char *other_box = NULL;
+  g_autofree char *long_handle = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *line = NULL;
+  g_autoptr(SoupSession) session = soup_session_new_with_options ("timeout", 90, NULL);
+  g_autoptr(GBytes) body = NULL;
+  g_autoptr(Result) held = NULL;
+  Answer answer = { 0 };
+  Proc *holding;
+
+  g_test_bug ("33");
+  g_test_summary ("On a sandstepd of --max-claims=1 whose one worker runs a command of 35 s, a second claim-run "
+                  "waits for a worker at most 30 s, then is answered 503 saying so (and ran nothing); the first "
+                  "command is untouched");
+  SKIP_IF_NO_JAIL (f);
+  f->server.extra = g_strdupv ((char *[]) { "--max-claims=1", NULL });
+  fixture_start (f);
+  soup_session_set_proxy_resolver (session, NULL);
+  long_box = provision (f, f->holder);
+  other_box = provision (f, other_box_holder);
+  long_handle = g_strconcat ("--handle=", long_box, NULL);
+  holding = helper_spawn (f, "run", long_handle, long_holder, "--", "sleep 35; echo held", NULL);
+  g_usleep (G_USEC_PER_SEC);
+  url = g_strconcat (f->server.url, "/v1/sandboxes/", strrchr (other_box, '/') + 1, "/claim-run", NULL);
+  line = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s/other\",\"command\":\"touch /workspace/ran\","
+                          "\"timeout_s\":0}\n", f->owner, f->owner);
+  body = g_bytes_new (line, strlen (line));
+  request (session, "POST", url, f->server.token, "application/x-sandstep-run", body, NULL, &answer);
+  g_assert_cmpuint (answer.status, ==, 503);
+  assert_contains (answer.body, "too-many-claims");
+  assert_contains (answer.body, "had no free worker for 30 s");
+  answer_clear (&answer);
+  held = proc_wait (holding, 60);
+  assert_status (held, 0);
+  g_assert_cmpstr (held->out, ==, "held\n");
+  {
+    g_autofree char *handle = g_strconcat ("--handle=", other_box, NULL);
+    g_autoptr(Result) r = helper (f, "run", handle, "--", "test -e /workspace/ran && echo ran || echo not-run", NULL);
+
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "not-run\n");
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -3081,6 +3324,10 @@ main (int argc, char **argv)
   ADD ("/remote/crash/sigkill-and-restart", test_crash_and_restart);
   ADD ("/remote/destroy/deep-tree", test_deep_tree_destroy);
   ADD ("/remote/many-clients", test_many_clients);
+  ADD ("/remote/density/burst-waits-for-workers", test_burst_waits_for_workers);
+  ADD ("/remote/density/slow-owner-does-not-starve", test_slow_owner_does_not_starve);
+  ADD ("/remote/density/long-commands-get-workers", test_long_commands_get_workers);
+  ADD ("/remote/density/wait-has-a-deadline", test_wait_has_a_deadline);
   ADD ("/remote/bad-input/every-class", test_bad_requests);
   ADD ("/remote/bad-input/loop-rss", test_bad_request_loop);
   ADD ("/remote/hosts/three-namespaces", test_three_hosts);
