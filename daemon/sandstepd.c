@@ -169,6 +169,10 @@ main (int argc, char **argv)
       g_print ("sandstepd %s\n", SANDSTEP_VERSION);
       return 0;
     }
+  /* --state-dir is SANDSTEP_STATE_DIR for what reads it besides the backend (the image store under it), in this
+   * process and its workers, as for the helper. */
+  if (state_dir != NULL)
+    g_setenv ("SANDSTEP_STATE_DIR", state_dir, TRUE);
   if (worker)
     return sandstepd_worker_main (3, state_dir, parent);
   signal (SIGPIPE, SIG_IGN);

@@ -944,6 +944,14 @@ test_image_through_server (Fixture *f, gconstpointer data)
   assert_status (described, 0);
   g_assert_nonnull (strstr (described->out, "\"digest\" : \"sha256:"));
   {
+    /* The server's store is under its --state-dir, as the helper's is under its own. */
+    g_autofree char *records = g_build_filename (f->server.state_dir, "images", "images", NULL);
+    g_autoptr(GDir) dir = g_dir_open (records, 0, NULL);
+    const char *name = dir != NULL ? g_dir_read_name (dir) : NULL;
+    g_assert_nonnull (name);
+    g_assert_true (g_str_has_suffix (name, ".json"));
+  }
+  {
     g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
     assert_status (destroyed, 0);
   }
@@ -980,7 +988,7 @@ test_image_gc_race_through_server (Fixture *f, gconstpointer data)
                   "pull until the sandbox is among the image's users");
   SKIP_IF_NO_JAIL (f);
   registry_pid = busybox_image (f, &image_arg);
-  /* The server's store, named, for gc to work on (sandstepd's --state-dir does not place it). The server's
+  /* The server's store, named, for gc to work on (SANDSTEP_IMAGE_DIR wins over --state-dir). The server's
    * pull waits under the layer's lock: gc is asked while it is under way. */
   images = g_build_filename (f->dir, "server-images", NULL);
   g_setenv ("SANDSTEP_IMAGE_DIR", images, TRUE);
