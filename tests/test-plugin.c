@@ -1465,7 +1465,7 @@ test_interrupt_precious (void)
     }
   /* And the examples name their handle files. */
   {
-    const char *const examples[] = { "quickstart", "fanout", "agent" };
+    const char *const examples[] = { "quickstart", "fanout", "agent", "best-of-n" };
     for (gsize i = 0; i < G_N_ELEMENTS (examples); i++)
       {
         g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "examples", examples[i], "Makefile", NULL);
@@ -2340,6 +2340,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);
   g_test_add_data_func ("/plugin/examples/fanout", "fanout", test_example_twice);
   g_test_add_data_func ("/plugin/examples/agent", "agent", test_example_twice);
+  g_test_add_data_func ("/plugin/examples/best-of-n", "best-of-n", test_example_twice);
   g_test_add_func ("/plugin/examples/image", test_example_image);
 
   return g_test_run ();

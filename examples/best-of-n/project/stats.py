@@ -1,0 +1,3 @@
+# stats.py: what the variants try to get right.
+def median(values):
+    raise NotImplementedError
