@@ -1,19 +1,57 @@
-/* op-destroy.c: destroy a sandbox at once, killing what runs in it. */
+/* op-destroy.c: destroy a sandbox at once, killing what runs in it; with --with-forks, its forks too. */
 #include "sandstep-operator.h"
 
 #include "sandstep-error.h"
 
+/* The forks of @handle among @entries, and theirs, each after its parent. */
+static void
+add_forks (GPtrArray *entries, const char *handle, GPtrArray *out)
+{
+  for (guint i = 0; i < entries->len; i++)
+    {
+      const SandstepListEntry *entry = entries->pdata[i];
+
+      if (g_strcmp0 (entry->parent, handle) == 0 &&
+          !g_ptr_array_find_with_equal_func (out, entry->handle, g_str_equal, NULL))
+        {
+          g_ptr_array_add (out, g_strdup (entry->handle));
+          add_forks (entries, entry->handle, out);
+        }
+    }
+}
+
+static gboolean
+destroy_one (SandstepInvocation *invocation, const char *handle, GError **error)
+{
+  if (!sandstep_backend_destroy (invocation->backend, handle, &invocation->who, error))
+    return FALSE;
+  /* As release says what became of the sandbox, so does destroy. */
+  g_printerr ("sandstep destroy: destroyed sandbox '%s'\n", handle);
+  return TRUE;
+}
+
 gboolean
 sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **error)
 {
+  g_autoptr(GPtrArray) forks = g_ptr_array_new_with_free_func (g_free);
+
   if (invocation->operands->len > 0)
     return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
                            "unexpected argument '%s'; destroy takes only options",
                            (char *) invocation->operands->pdata[0]);
-  if (!sandstep_backend_destroy (invocation->backend, invocation->handle, &invocation->who, error))
+  if (sandstep_invocation_has (invocation, "with-forks"))
+    {
+      /* Of the same owner, as forks are: another owner's sandboxes are never listed, nor destroyed. */
+      g_autoptr(GPtrArray) entries = sandstep_backend_list (invocation->backend, NULL, invocation->who.owner, error);
+      if (entries == NULL)
+        return FALSE;
+      add_forks (entries, invocation->handle, forks);
+    }
+  if (!destroy_one (invocation, invocation->handle, error))
     return FALSE;
-  /* As release says what became of the sandbox, so does destroy. */
-  g_printerr ("sandstep destroy: destroyed sandbox '%s'\n", invocation->handle);
+  for (guint i = 0; i < forks->len; i++)
+    if (!destroy_one (invocation, forks->pdata[i], error))
+      return FALSE;
   *out_exit = 0;
   return TRUE;
 }

@@ -126,6 +126,11 @@ static const SandstepOption handle_options[] = {
   { NULL }
 };
 
+static const SandstepOption destroy_options[] = {
+  { "with-forks", SANDSTEP_OPTION_FLAG,     FALSE, NULL,         "also destroy every sandbox forked from it, and their forks" },
+  { NULL }
+};
+
 static const SandstepOption fork_options[] = {
   { "count",     SANDSTEP_OPTION_COUNT,     FALSE, NULL,         "how many forks (default 1); a fork target run again finds the forks it made (by --holder and the parent)" },
   { NULL }
@@ -160,7 +165,7 @@ static const SandstepOperator operators[] = {
   { "call",       H | C, tool_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory, or run_python in a fresh session) and print what a model would read", sandstep_op_call },
   { "checkpoint", H | C, checkpoint_options, SANDSTEP_TEXT_WORDS,  "NAME",             "name the sandbox's files as they are now, for a later rollback (copy-on-write, as a fork); --list names them", sandstep_op_checkpoint },
   { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
-  { "destroy",    H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
+  { "destroy",    H,     destroy_options,  SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
     sandstep_op_export_needs_net },
   { "fork",       H | C, fork_options,     SANDSTEP_TEXT_NONE,     "",                 "copy the sandbox copy-on-write into new sandboxes of the same owner, spec and lifetime left; print their handles", sandstep_op_fork },

@@ -389,6 +389,48 @@ test_unchanged_shares_layer (ForkFixture *ff, gconstpointer data)
   g_assert_cmpint (json_object_get_int_member (after_change, "layers"), ==, 2);
 }
 
+/* destroy --with-forks takes the sandbox's forks and theirs, and nothing else; a release of a parent leaves its
+ * forks working. */
+static void
+test_destroy_with_forks (ForkFixture *ff, gconstpointer data)
+{
+  SandstepTestFixture *f = fork_begin (ff);
+  g_autofree char *parent = NULL, *other = NULL, *h = NULL, *hc = NULL, *ho = NULL;
+  g_autofree char *released = NULL, *hr = NULL;
+  g_auto(GStrv) children = NULL, grandchildren = NULL, kept = NULL;
+  g_autoptr(SandstepTestResult) destroy = NULL, release = NULL;
+
+  if (f == NULL)
+    return;
+  parent = sandstep_test_provision (f, NULL);
+  other = sandstep_test_provision (f, "--holder=other", NULL);
+  children = fork_ok (f, parent, NULL);
+  grandchildren = fork_ok (f, children[0], NULL);
+  h = handle_arg (parent);
+  destroy = sandstep_test_helper (f, "destroy", h, "--with-forks", NULL);
+  sandstep_test_assert_status (destroy, 0);
+  sandstep_test_assert_contains (destroy->err, children[0]);
+  sandstep_test_assert_contains (destroy->err, grandchildren[0]);
+  hc = handle_arg (grandchildren[0]);
+  {
+    g_autoptr(SandstepTestResult) gone = sandstep_test_helper (f, "describe", hc, NULL);
+    g_assert_cmpint (gone->status, ==, 66);
+  }
+  ho = handle_arg (other);
+  {
+    g_autoptr(SandstepTestResult) still = sandstep_test_helper (f, "describe", ho, NULL);
+    sandstep_test_assert_status (still, 0);
+  }
+  /* A released parent goes when idle; its fork stays. */
+  released = sandstep_test_provision (f, "--holder=released", NULL);
+  g_free (sandstep_test_run_ok (f, released, "echo before > f"));
+  kept = fork_ok (f, released, NULL);
+  hr = handle_arg (released);
+  release = sandstep_test_helper (f, "release", hr, NULL);
+  sandstep_test_assert_status (release, 0);
+  assert_output (f, kept[0], "cat f", "before\n");
+}
+
 static const struct { const char *name; void (*func) (ForkFixture *, gconstpointer); } cases[] = {
   { "independent", test_independent },
   { "spec-kept", test_spec_kept },
@@ -398,6 +440,7 @@ static const struct { const char *name; void (*func) (ForkFixture *, gconstpoint
   { "host-tools", test_host_tools },
   { "no-copy", test_no_copy },
   { "unchanged-shares-layer", test_unchanged_shares_layer },
+  { "destroy-with-forks", test_destroy_with_forks },
   { "killed-freeze-recovers", test_killed_freeze_recovers },
 };
 
