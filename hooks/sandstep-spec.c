@@ -227,6 +227,11 @@ sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets)
       json_builder_set_member_name (builder, "root");
       json_builder_add_string_value (builder, spec->root_readonly ? "readonly" : "writable");
     }
+  if (spec->retry_clean)
+    {
+      json_builder_set_member_name (builder, "retry");
+      json_builder_add_string_value (builder, "clean");
+    }
   json_builder_end_object (builder);
   return json_builder_get_root (builder);
 }
@@ -381,6 +386,13 @@ sandstep_spec_from_json (JsonNode *node, GError **error)
       spec->image = g_strdup (reference);
       spec->image_digest = g_strdup (digest);
       spec->root_readonly = strcmp (root, "readonly") == 0;
+    }
+  if (OPTIONAL (object, "retry"))
+    {
+      const char *retry = NULL;
+      if (!sandstep_member_string (object, "retry", &retry) || strcmp (retry, "clean") != 0)
+        return bad_member (error, "retry", "'clean'"), NULL;
+      spec->retry_clean = TRUE;
     }
   return g_steal_pointer (&spec);
 }
@@ -654,6 +666,9 @@ sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked)
   if (had->root_readonly != asked->root_readonly)
     add_difference (out, "root", g_strdup (had->root_readonly ? "'readonly'" : "'writable'"),
                     g_strdup (asked->root_readonly ? "'readonly'" : "'writable'"));
+  if (had->retry_clean != asked->retry_clean)
+    add_difference (out, "retry", g_strdup (had->retry_clean ? "'clean'" : "none"),
+                    g_strdup (asked->retry_clean ? "'clean'" : "none"));
   if (out->len == 0)
     {
       g_string_free (out, TRUE);

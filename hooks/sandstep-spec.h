@@ -44,6 +44,8 @@ typedef struct {
   char *image_digest;      /* and its manifest's digest, which the layers are found by; NULL in a spec that
                             * leaves the pull to the backend (a client of sandstepd) */
   gboolean root_readonly;  /* --root=readonly: the image's layers with no writable layer on top */
+  gboolean retry_clean;    /* --retry=clean: a make target run again after it failed starts from the files its
+                            * failed attempt started from (a checkpoint at its first line: docs/forks.md) */
 } SandstepSpec;
 
 #define SANDSTEP_DEFAULT_LIFETIME_S (60 * 60)

@@ -202,6 +202,8 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
                                "--root=%s needs --image=REF: the host's /usr is always read-only", value);
       spec->root_readonly = strcmp (value, "readonly") == 0;
     }
+  if ((value = sandstep_invocation_get (invocation, "retry")) != NULL)
+    spec->retry_clean = strcmp (value, "clean") == 0;
   /* Through sandstepd the server pulls into its own store: the reference travels, checked here. */
   if ((value = sandstep_invocation_get (invocation, "image")) != NULL &&
       g_strcmp0 (invocation->backend->klass->name, "local") != 0)

@@ -23,6 +23,7 @@ static const SandstepOption provision_options[] = {
   { "image",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the root from an image (docker://REPO[:TAG], oci:DIR[:TAG], ...), pulled if it is not here, with a writable layer of the sandbox's own on top", "REF" },
   { "root",      SANDSTEP_OPTION_CHOICE,    FALSE, "writable|readonly", "with --image: writable (default: changes stay in this sandbox) or readonly" },
   { "max-image-size", SANDSTEP_OPTION_SIZE, FALSE, NULL,         "with --image: as pull's --max-image-size (default 16G)" },
+  { "retry",     SANDSTEP_OPTION_CHOICE,    FALSE, "clean",      "clean: a make target run again after it failed starts from the files it started from (a checkpoint at its first sandbox line, rolled back on the retry)" },
   { NULL }
 };
 

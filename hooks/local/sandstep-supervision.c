@@ -133,6 +133,7 @@ build_plan (SandstepStore *store, const SandstepRecord *record, GError **error)
                          g_variant_new ("(txxt)", limits.memory, limits.pids, limits.cpu_time_s, limits.disk));
   g_variant_builder_add (&plan, "{sv}", "cpu-io", g_variant_new ("(xx)", limits.millicpus, limits.io_weight));
   g_variant_builder_add (&plan, "{sv}", "pasta", g_variant_new_bytestring (pasta != NULL ? pasta : ""));
+  g_variant_builder_add (&plan, "{sv}", "retry-clean", g_variant_new_boolean (record->spec->retry_clean));
   g_variant_builder_add (&plan, "{sv}", "jail", sandstep_jail_to_variant (jail));
   rest = g_variant_ref_sink (g_variant_builder_end (&plan));
   image = sandstep_jail_to_image (jail, seccomp);

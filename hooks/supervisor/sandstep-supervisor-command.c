@@ -363,6 +363,12 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
           command->step.pid = 0;
           goto drop;
         }
+      /* A retry-safe sandbox's recipe lines go through the helper, which checkpoints and rolls back. */
+      if (s->retry_clean && command->step.pid > 0)
+        {
+          command->step.pid = 0;
+          goto drop;
+        }
       command->holder = g_strdup (holder);
       if (command->step.pid > 0 && !command->step.ends &&
           !sandstep_step_update (s->dir_fd, holder, &command->step))

@@ -64,6 +64,8 @@ typedef struct {
   guint64 memory;
   gint64 pids, cpu_time_s;
   gint64 millicpus, io_weight;
+  gboolean retry_clean;     /* --retry=clean: a make recipe's lines go through the helper (FALLBACK), which keeps
+                             * the target's checkpoint (sandstep-local-fork.c) */
   guint64 disk;
   char *core_path;         /* sandstep-core: the egress proxy, and the reclaim of a released sandbox */
   char *pasta_path;

@@ -178,6 +178,9 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
       (jail = g_variant_lookup_value (s->plan, "jail", G_VARIANT_TYPE_VARDICT)) == NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                            "The sandbox's plan is damaged (a member is missing); reinstall sandstep if this persists");
+  /* Absent from a plan an older helper kept: no retry-safe steps then. */
+  if (!g_variant_lookup (s->plan, "retry-clean", "b", &s->retry_clean))
+    s->retry_clean = FALSE;
   s->owner = g_strdup (owner);
   s->default_owner = g_strdup (default_owner);
   s->default_holder = g_strdup (default_holder);
