@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-json.h"
 #include "sandstep-image-ref.h"
 #include "sandstep-image-source.h"
 #include "sandstep-image-unpack.h"
@@ -26,30 +27,63 @@ sandstep_image_manifest_free (SandstepImageManifest *m)
   g_free (m);
 }
 
-/* @data as JSON; NULL when it does not parse. */
+/* @data as JSON; NULL when it does not parse, or breaks sandstep-json.h's limits: a registry's 4 MiB of '['
+ * would overflow json-glib's stack. */
 static JsonNode *
 parse (const char *data, gsize len)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonNode *root;
+  return sandstep_json_parse (data, len, SANDSTEP_IMAGE_MAX_MANIFEST, NULL);
+}
 
-  if (!json_parser_load_from_data (parser, data, len, NULL))
-    return NULL;
-  root = json_parser_get_root (parser);
-  return root != NULL ? json_node_ref (root) : NULL;
+/* @o's member @name when it is of that kind, else NULL (a missing member, null, another kind): json-glib's own
+ * getters are CRITICAL about each of those, and every one is a hostile document's choice. */
+static JsonArray *
+member_array (JsonObject *o, const char *name)
+{
+  JsonNode *node = json_object_get_member (o, name);
+
+  return node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+}
+
+static JsonObject *
+member_object (JsonObject *o, const char *name)
+{
+  JsonNode *node = json_object_get_member (o, name);
+
+  return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+}
+
+/* An integer member, or @fallback: json-glib would read a string as 0 and cast a double of 1e300 to an integer,
+ * which C leaves undefined. */
+static gint64
+member_int (JsonObject *o, const char *name, gint64 fallback)
+{
+  JsonNode *node = json_object_get_member (o, name);
+
+  return node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64
+           ? json_node_get_int (node) : fallback;
+}
+
+/* A string member, or @fallback: a number where a digest belongs is no string either. */
+static const char *
+member_string (JsonObject *o, const char *name, const char *fallback)
+{
+  JsonNode *node = json_object_get_member (o, name);
+
+  return node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING
+           ? json_node_get_string (node) : fallback;
 }
 
 static char *
 platform_of (JsonObject *descriptor)
 {
-  JsonObject *p = json_object_has_member (descriptor, "platform")
-                    ? json_object_get_object_member (descriptor, "platform") : NULL;
+  JsonObject *p = member_object (descriptor, "platform");
   const char *variant;
 
   if (p == NULL)
     return g_strdup ("unknown");
-  variant = json_object_get_string_member_with_default (p, "variant", NULL);
-  return g_strdup_printf ("%s/%s%s%s", json_object_get_string_member_with_default (p, "os", "?"), json_object_get_string_member_with_default (p, "architecture", "?"),
+  variant = member_string (p, "variant", NULL);
+  return g_strdup_printf ("%s/%s%s%s", member_string (p, "os", "?"), member_string (p, "architecture", "?"),
                           variant != NULL ? "/" : "", variant != NULL ? variant : "");
 }
 
@@ -57,7 +91,7 @@ char *
 sandstep_image_index_pick (const SandstepImageManifest *index, const char *platform, const char *text,
                            char **out_media_type, GError **error)
 {
-  JsonArray *manifests = json_object_get_array_member (json_node_get_object (index->root), "manifests");
+  JsonArray *manifests = member_array (json_node_get_object (index->root), "manifests");
   g_autoptr(GString) seen = g_string_new (NULL);
   JsonObject *chosen = NULL;
   const char *child;
@@ -82,14 +116,14 @@ sandstep_image_index_pick (const SandstepImageManifest *index, const char *platf
                       "for %s", text, platform, seen->len > 0 ? seen->str : "none", platform);
       return NULL;
     }
-  child = json_object_get_string_member_with_default (chosen, "digest", "");
+  child = member_string (chosen, "digest", "");
   if (!sandstep_image_digest_is_valid (child))
     {
       sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                       "image '%s': its index names the manifest '%s', not a sha256 digest", text, child);
       return NULL;
     }
-  *out_media_type = g_strdup (json_object_get_string_member_with_default (chosen, "mediaType", NULL));
+  *out_media_type = g_strdup (member_string (chosen, "mediaType", NULL));
   return g_strdup (child);
 }
 
@@ -111,9 +145,9 @@ read_descriptor (JsonNode *node, SandstepImageDescriptor *d, const char *text, G
   if (o == NULL)
     return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                            "image '%s': its manifest has a malformed descriptor", text);
-  d->media_type = g_strdup (json_object_get_string_member_with_default (o, "mediaType", ""));
-  d->digest = g_strdup (json_object_get_string_member_with_default (o, "digest", ""));
-  size = json_object_get_int_member_with_default (o, "size", -1);
+  d->media_type = g_strdup (member_string (o, "mediaType", ""));
+  d->digest = g_strdup (member_string (o, "digest", ""));
+  size = member_int (o, "size", -1);
   if (!sandstep_image_digest_is_valid (d->digest) || size < 0)
     return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                            "image '%s': its manifest names the blob '%s' (size %" G_GINT64_FORMAT "): only sha256 "
@@ -140,12 +174,12 @@ sandstep_image_manifest_parse (const char *data, gsize len, const char *media_ty
     }
   o = json_node_get_object (m->root);
   if (media_type == NULL)
-    media_type = json_object_get_string_member_with_default (o, "mediaType", NULL);
+    media_type = member_string (o, "mediaType", NULL);
   m->is_index = is_index (media_type, o);
   if (m->is_index)
     return g_steal_pointer (&m);
-  if (json_object_get_int_member_with_default (o, "schemaVersion", 0) != 2 ||
-      !json_object_has_member (o, "config") || (array = json_object_get_array_member (o, "layers")) == NULL)
+  if (member_int (o, "schemaVersion", 0) != 2 ||
+      !json_object_has_member (o, "config") || (array = member_array (o, "layers")) == NULL)
     {
       sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                       "image '%s': its manifest (media type '%s') is neither an OCI manifest nor a Docker schema 2 "
@@ -172,7 +206,8 @@ sandstep_image_manifest_parse (const char *data, gsize len, const char *media_ty
                           text, d.digest, d.media_type);
           return NULL;
         }
-      m->compressed += d.size;
+      /* Saturated: a wrapped sum would pass --max-image-size with sizes near 2^63 each. */
+      m->compressed = m->compressed + d.size < m->compressed ? G_MAXUINT64 : m->compressed + d.size;
     }
   return g_steal_pointer (&m);
 }
@@ -188,7 +223,7 @@ sandstep_image_layout_index_pick (const char *data, gsize len, const char *refer
   guint n;
 
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root) ||
-      (manifests = json_object_get_array_member (json_node_get_object (root), "manifests")) == NULL)
+      (manifests = member_array (json_node_get_object (root), "manifests")) == NULL)
     {
       sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                       "image '%s': index.json of the layout is not an OCI index", text);
@@ -199,10 +234,9 @@ sandstep_image_layout_index_pick (const char *data, gsize len, const char *refer
     {
       JsonNode *node = json_array_get_element (manifests, i);
       JsonObject *d = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-      JsonObject *annotations = d != NULL && json_object_has_member (d, "annotations")
-                                  ? json_object_get_object_member (d, "annotations") : NULL;
+      JsonObject *annotations = d != NULL ? member_object (d, "annotations") : NULL;
       const char *name = annotations != NULL
-                           ? json_object_get_string_member_with_default (annotations, "org.opencontainers.image.ref.name", NULL)
+                           ? member_string (annotations, "org.opencontainers.image.ref.name", NULL)
                            : NULL;
       if (d == NULL)
         continue;
@@ -220,14 +254,14 @@ sandstep_image_layout_index_pick (const char *data, gsize len, const char *refer
                         "lists them)", text, reference);
       return NULL;
     }
-  digest = json_object_get_string_member_with_default (chosen, "digest", "");
+  digest = member_string (chosen, "digest", "");
   if (!sandstep_image_digest_is_valid (digest))
     {
       sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                       "image '%s': index.json names the digest '%s', not a sha256 one", text, digest);
       return NULL;
     }
-  *out_media_type = g_strdup (json_object_get_string_member_with_default (chosen, "mediaType", NULL));
+  *out_media_type = g_strdup (member_string (chosen, "mediaType", NULL));
   return g_strdup (digest);
 }
 
@@ -256,8 +290,8 @@ sandstep_image_archive_manifest_parse (const char *data, gsize len, const char *
       return NULL;
     }
   image = json_array_get_object_element (images, 0);
-  config = json_object_get_string_member_with_default (image, "Config", NULL);
-  layers = json_object_has_member (image, "Layers") ? json_object_get_array_member (image, "Layers") : NULL;
+  config = member_string (image, "Config", NULL);
+  layers = member_array (image, "Layers");
   if (config == NULL || layers == NULL)
     {
       sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
@@ -266,7 +300,11 @@ sandstep_image_archive_manifest_parse (const char *data, gsize len, const char *
     }
   paths = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; i < json_array_get_length (layers); i++)
-    g_ptr_array_add (paths, g_strdup (json_array_get_string_element (layers, i)));
+    {
+      JsonNode *node = json_array_get_element (layers, i);
+      g_ptr_array_add (paths, JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING
+                                ? g_strdup (json_node_get_string (node)) : NULL);
+    }
   *out_layers = g_steal_pointer (&paths);
   return g_strdup (config);
 }
@@ -281,11 +319,8 @@ sandstep_image_config_read_env (const char *data, gsize len, GPtrArray *out_env)
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     return FALSE;
   o = json_node_get_object (root);
-  inner = json_object_has_member (o, "config") && JSON_NODE_HOLDS_OBJECT (json_object_get_member (o, "config"))
-            ? json_object_get_object_member (o, "config") : NULL;
-  env = inner != NULL && json_object_has_member (inner, "Env") &&
-            JSON_NODE_HOLDS_ARRAY (json_object_get_member (inner, "Env"))
-          ? json_object_get_array_member (inner, "Env") : NULL;
+  inner = member_object (o, "config");
+  env = inner != NULL ? member_array (inner, "Env") : NULL;
   for (guint i = 0; env != NULL && i < json_array_get_length (env); i++)
     {
       JsonNode *node = json_array_get_element (env, i);
