@@ -578,8 +578,8 @@ unpack_entries (Unpack *u, GError **error)
           g_autofree char *meta = read_meta (u, size, error);
           if (meta == NULL)
             return FALSE;
-          if (type == 'x' && !sandstep_image_tar_parse_pax (meta, size, &pax_path, &pax_link, &pax_size, &has_pax_size, &pax_uid,
-                                                            &pax_gid, error))
+          if (type == 'x' && !sandstep_image_tar_parse_pax (meta, size, &pax_path, &pax_link, &pax_size,
+                                                            &has_pax_size, &pax_uid, &pax_gid, error))
             return FALSE;
           else if (type == 'L')
             g_free (long_name), long_name = g_steal_pointer (&meta);
