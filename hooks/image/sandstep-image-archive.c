@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gunixinputstream.h>
-#include <json-glib/json-glib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "sandstep-error.h"
 #include "sandstep-host-files.h"
 #include "sandstep-error.h"
+#include "sandstep-image-manifest.h"
 #include "sandstep-image-unpack.h"
 
 char *
@@ -213,12 +213,9 @@ archive_free (SandstepImageSource *source)
 static gboolean
 describe (ArchiveSource *self, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
   g_autoptr(GString) manifest = g_string_new (NULL);
-  g_autofree char *config_digest = NULL;
-  JsonArray *images, *layers;
-  JsonObject *image;
-  const char *config;
+  g_autofree char *config_digest = NULL, *config = NULL;
+  g_autoptr(GPtrArray) layers = NULL;
   guint64 size = 0;
   int fd = open_member (self, "manifest.json", error);
   g_autoptr(GInputStream) in = NULL;
@@ -230,22 +227,10 @@ describe (ArchiveSource *self, GError **error)
   bytes = g_input_stream_read_bytes (in, SANDSTEP_IMAGE_MAX_MANIFEST, NULL, error);
   if (bytes == NULL)
     return FALSE;
-  if (!json_parser_load_from_data (parser, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), NULL) ||
-      !JSON_NODE_HOLDS_ARRAY (json_parser_get_root (parser)))
-    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                           "image '%s': manifest.json of the archive is not a JSON array", self->text);
-  images = json_node_get_array (json_parser_get_root (parser));
-  if (json_array_get_length (images) != 1 || !JSON_NODE_HOLDS_OBJECT (json_array_get_element (images, 0)))
-    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                           "image '%s': the archive holds %u images; sandstep reads archives of one (skopeo copy "
-                           "docker-archive:FILE:REPO:TAG oci:DIR:TAG picks one)", self->text,
-                           json_array_get_length (images));
-  image = json_array_get_object_element (images, 0);
-  config = json_object_get_string_member_with_default (image, "Config", NULL);
-  layers = json_object_has_member (image, "Layers") ? json_object_get_array_member (image, "Layers") : NULL;
-  if (config == NULL || layers == NULL)
-    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                           "image '%s': manifest.json of the archive names no Config or no Layers", self->text);
+  config = sandstep_image_archive_manifest_parse (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
+                                                  self->text, &layers, error);
+  if (config == NULL)
+    return FALSE;
   config_digest = hash_member (self, config, &size, NULL, error);
   if (config_digest == NULL)
     return FALSE;
@@ -253,9 +238,9 @@ describe (ArchiveSource *self, GError **error)
   g_string_append_printf (manifest, "{\"schemaVersion\":2,\"mediaType\":\"" SANDSTEP_MEDIA_DOCKER_MANIFEST "\","
                           "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\","
                           "\"size\":%" G_GUINT64_FORMAT ",\"digest\":\"%s\"},\"layers\":[", size, config_digest);
-  for (guint i = 0; i < json_array_get_length (layers); i++)
+  for (guint i = 0; i < layers->len; i++)
     {
-      const char *path = json_array_get_string_element (layers, i);
+      const char *path = layers->pdata[i];
       gboolean gzip = FALSE;
       g_autofree char *digest = path != NULL ? hash_member (self, path, &size, &gzip, error) : NULL;
 

@@ -4,13 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gunixinputstream.h>
-#include <json-glib/json-glib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-error.h"
+#include "sandstep-image-manifest.h"
 #include "sandstep-image-unpack.h"
 
 typedef struct {
@@ -74,10 +74,7 @@ layout_get_manifest (SandstepImageSource *source, const char *reference, char **
 {
   LayoutSource *self = (LayoutSource *) source;
   g_autoptr(GBytes) index = NULL;
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonArray *manifests;
-  JsonObject *chosen = NULL;
-  guint n;
+  g_autofree char *digest = NULL;
 
   if (reference != NULL && g_str_has_prefix (reference, "sha256:"))
     {
@@ -88,53 +85,11 @@ layout_get_manifest (SandstepImageSource *source, const char *reference, char **
   index = read_in_layout (self, "index.json", SANDSTEP_IMAGE_MAX_MANIFEST, error);
   if (index == NULL)
     return NULL;
-  if (!json_parser_load_from_data (parser, g_bytes_get_data (index, NULL), g_bytes_get_size (index), NULL) ||
-      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)) ||
-      (manifests = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
-                                                 "manifests")) == NULL)
-    {
-      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                      "image '%s': index.json of the layout is not an OCI index", self->text);
-      return NULL;
-    }
-  n = json_array_get_length (manifests);
-  for (guint i = 0; i < n; i++)
-    {
-      JsonNode *node = json_array_get_element (manifests, i);
-      JsonObject *d = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-      JsonObject *annotations = d != NULL && json_object_has_member (d, "annotations")
-                                  ? json_object_get_object_member (d, "annotations") : NULL;
-      const char *name = annotations != NULL
-                           ? json_object_get_string_member_with_default (annotations,
-                                                                         "org.opencontainers.image.ref.name", NULL)
-                           : NULL;
-      if (d == NULL)
-        continue;
-      if (reference == NULL ? n == 1 : g_strcmp0 (name, reference) == 0)
-        chosen = d;
-    }
-  if (chosen == NULL)
-    {
-      if (reference == NULL)
-        sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_NOT_FOUND,
-                        "image '%s': the layout holds %u images; name one with :TAG", self->text, n);
-      else
-        sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_NOT_FOUND,
-                        "image '%s': the layout has no image tagged '%s'; check the tag (umoci ls --layout DIR "
-                        "lists them)", self->text, reference);
-      return NULL;
-    }
-  {
-    const char *digest = json_object_get_string_member_with_default (chosen, "digest", "");
-    if (!sandstep_image_digest_is_valid (digest))
-      {
-        sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                        "image '%s': index.json names the digest '%s', not a sha256 one", self->text, digest);
-        return NULL;
-      }
-    *out_media_type = g_strdup (json_object_get_string_member_with_default (chosen, "mediaType", NULL));
-    return read_blob_bytes (self, digest, error);
-  }
+  digest = sandstep_image_layout_index_pick (g_bytes_get_data (index, NULL), g_bytes_get_size (index), reference,
+                                             self->text, out_media_type, error);
+  if (digest == NULL)
+    return NULL;
+  return read_blob_bytes (self, digest, error);
 }
 
 static gboolean

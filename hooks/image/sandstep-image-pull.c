@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-image-manifest.h"
 #include "sandstep-image-unpack.h"
 #include "sandstep-test-hooks.h"
 
@@ -78,62 +79,6 @@ sandstep_image_host_platform (void)
 }
 
 static char *
-platform_of (JsonObject *descriptor)
-{
-  JsonObject *p = json_object_has_member (descriptor, "platform")
-                    ? json_object_get_object_member (descriptor, "platform") : NULL;
-  const char *variant;
-
-  if (p == NULL)
-    return g_strdup ("unknown");
-  variant = json_object_get_string_member_with_default (p, "variant", NULL);
-  return g_strdup_printf ("%s/%s%s%s", json_object_get_string_member_with_default (p, "os", "?"),
-                          json_object_get_string_member_with_default (p, "architecture", "?"),
-                          variant != NULL ? "/" : "", variant != NULL ? variant : "");
-}
-
-/* An index's manifest for this host: os and architecture equal, and the
- * variant when the host has one (arm64's "v8" is what arm64 means). */
-static JsonObject *
-pick_platform (JsonObject *index, const char *text, GError **error)
-{
-  JsonArray *manifests = json_object_get_array_member (index, "manifests");
-  const char *host = sandstep_image_host_platform ();
-  g_autoptr(GString) seen = g_string_new (NULL);
-
-  for (guint i = 0; manifests != NULL && i < json_array_get_length (manifests); i++)
-    {
-      JsonNode *node = json_array_get_element (manifests, i);
-      JsonObject *d = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-      g_autofree char *platform = d != NULL ? platform_of (d) : NULL;
-
-      if (platform == NULL)
-        continue;
-      if (strcmp (platform, host) == 0 ||
-          (strcmp (host, "linux/arm64") == 0 && strcmp (platform, "linux/arm64/v8") == 0))
-        return d;
-      g_string_append_printf (seen, "%s%s", seen->len > 0 ? ", " : "", platform);
-    }
-  sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_PLATFORM,
-                  "image '%s' has no manifest for this host's platform '%s' (it has: %s); pull an image built for "
-                  "%s", text, host, seen->len > 0 ? seen->str : "none", host);
-  return NULL;
-}
-
-static JsonObject *
-parse_object (GBytes *bytes, const char *text, JsonParser *parser, GError **error)
-{
-  if (!json_parser_load_from_data (parser, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), NULL) ||
-      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    {
-      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                      "image '%s': its manifest is not a JSON object", text);
-      return NULL;
-    }
-  return json_node_get_object (json_parser_get_root (parser));
-}
-
-static char *
 digest_of (GBytes *bytes)
 {
   g_autofree char *hex = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, bytes);
@@ -141,47 +86,9 @@ digest_of (GBytes *bytes)
   return g_strconcat ("sha256:", hex, NULL);
 }
 
-static gboolean
-is_index (const char *media_type, JsonObject *o)
-{
-  if (media_type != NULL && (strcmp (media_type, SANDSTEP_MEDIA_OCI_INDEX) == 0 ||
-                             strcmp (media_type, SANDSTEP_MEDIA_DOCKER_LIST) == 0))
-    return TRUE;
-  return media_type == NULL && json_object_has_member (o, "manifests");
-}
-
-typedef struct {
-  char *media_type;
-  char *digest;
-  guint64 size;
-} Descriptor;
-
-static void
-descriptor_clear (Descriptor *d)
-{
-  g_free (d->media_type);
-  g_free (d->digest);
-}
-
-static gboolean
-read_descriptor (JsonNode *node, Descriptor *d, const char *text, GError **error)
-{
-  JsonObject *o = node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-  gint64 size;
-
-  if (o == NULL)
-    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                           "image '%s': its manifest has a malformed descriptor", text);
-  d->media_type = g_strdup (json_object_get_string_member_with_default (o, "mediaType", ""));
-  d->digest = g_strdup (json_object_get_string_member_with_default (o, "digest", ""));
-  size = json_object_get_int_member_with_default (o, "size", -1);
-  if (!sandstep_image_digest_is_valid (d->digest) || size < 0)
-    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                           "image '%s': its manifest names the blob '%s' (size %" G_GINT64_FORMAT "): only sha256 "
-                           "digests and known sizes are accepted", text, d->digest, size);
-  d->size = size;
-  return TRUE;
-}
+/* The manifest's parts (sandstep-image-manifest.h). */
+typedef SandstepImageDescriptor Descriptor;
+#define descriptor_clear sandstep_image_descriptor_clear
 
 /* With @digest's lock held: the blob is in the store, fetched and verified if it was not. */
 static gboolean
@@ -391,20 +298,17 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
 {
   g_autoptr(SandstepImageSource) source = sandstep_image_source_new (ref, error);
   g_autoptr(GBytes) manifest = NULL;
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(SandstepImageManifest) m = NULL;
   g_autofree char *media_type = NULL, *digest = NULL;
   g_autoptr(SandstepImageRecord) record = NULL;
   guint64 max = options->max_size > 0 ? options->max_size : SANDSTEP_IMAGE_DEFAULT_MAX_SIZE;
   guint64 budget = max, compressed = 0;
   Descriptor config = { 0 };
-  g_autoptr(GArray) layers = g_array_new (FALSE, TRUE, sizeof (Descriptor));
+  g_autoptr(GArray) layers = NULL;
   g_autofree guint64 *unpacked = NULL;
-  JsonObject *o;
-  JsonArray *array;
   gboolean fetched = FALSE;
   int lock;
 
-  g_array_set_clear_func (layers, (GDestroyNotify) descriptor_clear);
   if (source == NULL)
     return NULL;
   manifest = source->get_manifest (source, ref->digest != NULL ? ref->digest : ref->tag, &media_type, error);
@@ -418,27 +322,18 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
                       "with", ref->text, ref->digest, digest);
       return NULL;
     }
-  o = parse_object (manifest, ref->text, parser, error);
-  if (o == NULL)
+  m = sandstep_image_manifest_parse (g_bytes_get_data (manifest, NULL), g_bytes_get_size (manifest), media_type,
+                                     ref->text, error);
+  if (m == NULL)
     return NULL;
-  if (media_type == NULL)
-    media_type = g_strdup (json_object_get_string_member_with_default (o, "mediaType", NULL));
-  if (is_index (media_type, o))
+  if (m->is_index)
     {
-      JsonObject *chosen = pick_platform (o, ref->text, error);
-      const char *child;
+      g_autofree char *child = NULL;
 
-      if (chosen == NULL)
+      g_clear_pointer (&media_type, g_free);
+      child = sandstep_image_index_pick (m, sandstep_image_host_platform (), ref->text, &media_type, error);
+      if (child == NULL)
         return NULL;
-      child = json_object_get_string_member_with_default (chosen, "digest", "");
-      if (!sandstep_image_digest_is_valid (child))
-        {
-          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                          "image '%s': its index names the manifest '%s', not a sha256 digest", ref->text, child);
-          return NULL;
-        }
-      g_free (media_type);
-      media_type = g_strdup (json_object_get_string_member_with_default (chosen, "mediaType", NULL));
       g_clear_pointer (&manifest, g_bytes_unref);
       {
         g_autofree char *served_type = NULL;
@@ -455,53 +350,23 @@ sandstep_image_pull (SandstepImageStore *store, const SandstepImageRef *ref, con
                           "source is corrupt or tampered with", ref->text, child, digest);
           return NULL;
         }
-      g_object_unref (parser);
-      parser = json_parser_new ();
-      o = parse_object (manifest, ref->text, parser, error);
-      if (o == NULL)
+      sandstep_image_manifest_free (m);
+      /* The child's own mediaType says whether it is an index, as the index's word does not bind it. */
+      m = sandstep_image_manifest_parse (g_bytes_get_data (manifest, NULL), g_bytes_get_size (manifest), NULL,
+                                         ref->text, error);
+      if (m == NULL)
         return NULL;
-      if (is_index (json_object_get_string_member_with_default (o, "mediaType", NULL), o))
+      if (m->is_index)
         {
           sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
                           "image '%s': its index names another index; only one level is followed", ref->text);
           return NULL;
         }
     }
-  if (json_object_get_int_member_with_default (o, "schemaVersion", 0) != 2 ||
-      !json_object_has_member (o, "config") || (array = json_object_get_array_member (o, "layers")) == NULL)
-    {
-      sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                      "image '%s': its manifest (media type '%s') is neither an OCI manifest nor a Docker schema 2 "
-                      "one; push it again with a current tool (skopeo copy)", ref->text,
-                      media_type != NULL ? media_type : "none");
-      return NULL;
-    }
-  if (!read_descriptor (json_object_get_member (o, "config"), &config, ref->text, error))
-    {
-      descriptor_clear (&config);
-      return NULL;
-    }
-  for (guint i = 0; i < json_array_get_length (array); i++)
-    {
-      Descriptor d = { 0 };
-      if (!read_descriptor (json_array_get_element (array, i), &d, ref->text, error))
-        {
-          descriptor_clear (&d);
-          descriptor_clear (&config);
-          return NULL;
-        }
-      g_array_append_val (layers, d);
-      if (!sandstep_image_layer_type_is_known (d.media_type))
-        {
-          sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_UNSUPPORTED,
-                          "image '%s': layer '%s' has the media type '%s', which sandstep does not read (tar, "
-                          "tar+gzip, or tar+zstd where built with libzstd); rebuild the image with gzip layers",
-                          ref->text, d.digest, d.media_type);
-          descriptor_clear (&config);
-          return NULL;
-        }
-      compressed += d.size;
-    }
+  config = m->config;
+  m->config = (Descriptor) { 0 };
+  layers = g_steal_pointer (&m->layers);
+  compressed = m->compressed;
   if (compressed > max || config.size > SANDSTEP_IMAGE_MAX_MANIFEST)
     {
       sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_TOO_LARGE,

@@ -3,13 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <json-glib/json-glib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-handle.h"
+#include "sandstep-image-manifest.h"
 #include "sandstep-image-pull.h"
 #include "sandstep-image-ref.h"
 #include "sandstep-image-store.h"
@@ -90,9 +90,6 @@ sandstep_image_root_resolve (const char *digest, GPtrArray *out_layers, GPtrArra
   g_autoptr(SandstepImageStore) store = NULL;
   g_autoptr(SandstepImageRecord) record = NULL;
   g_autoptr(GBytes) config = NULL;
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonObject *root, *inner;
-  JsonArray *env;
 
   if (!sandstep_image_digest_is_valid (digest))
     return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE,
@@ -112,26 +109,10 @@ sandstep_image_root_resolve (const char *digest, GPtrArray *out_layers, GPtrArra
   config = sandstep_image_store_read_blob (store, record->config, CONFIG_MAX, error);
   if (config == NULL)
     return FALSE;
-  if (!json_parser_load_from_data (parser, g_bytes_get_data (config, NULL), g_bytes_get_size (config), NULL) ||
-      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  if (!sandstep_image_config_read_env (g_bytes_get_data (config, NULL), g_bytes_get_size (config), out_env))
     return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_FAILED,
                            "the config '%s' of image '%s' is not a JSON object; pull another image",
                            record->config, digest);
-  root = json_node_get_object (json_parser_get_root (parser));
-  inner = json_object_has_member (root, "config") && JSON_NODE_HOLDS_OBJECT (json_object_get_member (root, "config"))
-            ? json_object_get_object_member (root, "config") : NULL;
-  env = inner != NULL && json_object_has_member (inner, "Env") &&
-            JSON_NODE_HOLDS_ARRAY (json_object_get_member (inner, "Env"))
-          ? json_object_get_array_member (inner, "Env") : NULL;
-  for (guint i = 0; env != NULL && i < json_array_get_length (env); i++)
-    {
-      JsonNode *node = json_array_get_element (env, i);
-      const char *entry = JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING
-                            ? json_node_get_string (node) : NULL;
-      /* NAME=VALUE, NAME not empty; anything else an environment cannot hold. */
-      if (entry != NULL && strchr (entry, '=') != NULL && entry[0] != '=' && g_utf8_validate (entry, -1, NULL))
-        g_ptr_array_add (out_env, g_strdup (entry));
-    }
   return TRUE;
 }
 

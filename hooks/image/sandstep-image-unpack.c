@@ -151,6 +151,35 @@ checksum_ok (const guchar *h)
   return sum == want;
 }
 
+void
+sandstep_image_tar_header_clear (SandstepImageTarHeader *header)
+{
+  g_clear_pointer (&header->name, g_free);
+  g_clear_pointer (&header->link, g_free);
+}
+
+gboolean
+sandstep_image_tar_header_parse (const guchar *h, guint64 entry, SandstepImageTarHeader *out, GError **error)
+{
+  if (!checksum_ok (h))
+    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_HOSTILE,
+                           "a header of the layer's tar has a wrong checksum (entry %" G_GUINT64_FORMAT "): not "
+                           "a tar, or corrupt; the image is refused", entry);
+  out->type = h[156];
+  if (!parse_number ((char *) h + 124, 12, &out->size) || !parse_number ((char *) h + 100, 8, &out->mode) ||
+      !parse_number ((char *) h + 108, 8, &out->uid) || !parse_number ((char *) h + 116, 8, &out->gid) ||
+      !parse_number ((char *) h + 136, 12, &out->mtime) || out->size > G_MAXUINT64 / 2)
+    return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_HOSTILE,
+                           "a header of the layer's tar has a malformed number (entry %" G_GUINT64_FORMAT "); "
+                           "the image is refused", entry);
+  if (memcmp (h + 257, "ustar", 5) == 0 && h[345] != '\0')
+    out->name = g_strdup_printf ("%.155s/%.100s", (char *) h + 345, (char *) h);
+  else
+    out->name = g_strndup ((char *) h, 100);
+  out->link = g_strndup ((char *) h + 157, 100);
+  return TRUE;
+}
+
 /* The components of @name, "." and empty ones dropped; NULL (with @error) for ".." or a leading "/". */
 static GPtrArray *
 split_name (const char *name, GError **error)
@@ -454,10 +483,9 @@ unpack_entry (Unpack *u, char type, const char *name, const char *link, guint64 
   return skip_bytes (u, (data_read ? 0 : size) + padding (size), error);
 }
 
-/* A pax extended header's records: "LEN key=value\n" each. */
-static gboolean
-parse_pax (const char *data, gsize len, char **path, char **linkpath, guint64 *size, gboolean *has_size,
-           guint64 *uid, guint64 *gid, GError **error)
+gboolean
+sandstep_image_tar_parse_pax (const char *data, gsize len, char **path, char **linkpath, guint64 *size,
+                              gboolean *has_size, guint64 *uid, guint64 *gid, GError **error)
 {
   gsize off = 0;
 
@@ -534,6 +562,7 @@ unpack_entries (Unpack *u, GError **error)
       guint64 size = 0, mode = 0, uid = 0, gid = 0, mtime = 0;
       char type;
       g_autofree char *name = NULL, *link = NULL;
+      g_auto(SandstepImageTarHeader) header = { 0 };
       gboolean zero = TRUE;
 
       if (!g_input_stream_read_all (u->input, h, BLOCK, &got, NULL, error))
@@ -547,24 +576,21 @@ unpack_entries (Unpack *u, GError **error)
         zero = h[i] == 0;
       if (zero)
         break;
-      if (!checksum_ok (h))
-        return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_HOSTILE,
-                               "a header of the layer's tar has a wrong checksum (entry %" G_GUINT64_FORMAT "): not "
-                               "a tar, or corrupt; the image is refused", u->entries + 1);
-      type = h[156];
-      if (!parse_number ((char *) h + 124, 12, &size) || !parse_number ((char *) h + 100, 8, &mode) ||
-          !parse_number ((char *) h + 108, 8, &uid) || !parse_number ((char *) h + 116, 8, &gid) ||
-          !parse_number ((char *) h + 136, 12, &mtime) || size > G_MAXUINT64 / 2)
-        return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_HOSTILE,
-                               "a header of the layer's tar has a malformed number (entry %" G_GUINT64_FORMAT "); "
-                               "the image is refused", u->entries + 1);
+      if (!sandstep_image_tar_header_parse (h, u->entries + 1, &header, error))
+        return FALSE;
+      type = header.type;
+      size = header.size;
+      mode = header.mode;
+      uid = header.uid;
+      gid = header.gid;
+      mtime = header.mtime;
       if (type == 'x' || type == 'g' || type == 'L' || type == 'K')
         {
           g_autofree char *meta = read_meta (u, size, error);
           if (meta == NULL)
             return FALSE;
-          if (type == 'x' && !parse_pax (meta, size, &pax_path, &pax_link, &pax_size, &has_pax_size, &pax_uid,
-                                         &pax_gid, error))
+          if (type == 'x' && !sandstep_image_tar_parse_pax (meta, size, &pax_path, &pax_link, &pax_size,
+                                                            &has_pax_size, &pax_uid, &pax_gid, error))
             return FALSE;
           else if (type == 'L')
             g_free (long_name), long_name = g_steal_pointer (&meta);
@@ -577,16 +603,14 @@ unpack_entries (Unpack *u, GError **error)
         name = g_steal_pointer (&pax_path);
       else if (long_name != NULL)
         name = g_steal_pointer (&long_name);
-      else if (memcmp (h + 257, "ustar", 5) == 0 && h[345] != '\0')
-        name = g_strdup_printf ("%.155s/%.100s", (char *) h + 345, (char *) h);
       else
-        name = g_strndup ((char *) h, 100);
+        name = g_steal_pointer (&header.name);
       if (pax_link != NULL)
         link = g_steal_pointer (&pax_link);
       else if (long_link != NULL)
         link = g_steal_pointer (&long_link);
       else
-        link = g_strndup ((char *) h + 157, 100);
+        link = g_steal_pointer (&header.link);
       if (has_pax_size)
         size = pax_size;
       if (pax_uid != G_MAXUINT64)

@@ -51,4 +51,25 @@ gboolean sandstep_image_unpack_layer (int blob_fd, const char *media_type, int d
 /* TRUE for a layer media type sandstep_image_unpack_layer() reads. */
 gboolean sandstep_image_layer_type_is_known (const char *media_type);
 
+/* One tar header block (512 bytes) read, ustar and GNU base-256 numbers
+ * included: the pure part of the unpacker, fuzzed as it is (tests/fuzz). */
+typedef struct {
+  char type;
+  char *name;           /* ustar's prefix/name, or the name field */
+  char *link;
+  guint64 size, mode, uid, gid, mtime;
+} SandstepImageTarHeader;
+
+void sandstep_image_tar_header_clear (SandstepImageTarHeader *header);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SandstepImageTarHeader, sandstep_image_tar_header_clear)
+
+/* @block (512 bytes) into @out, its checksum and numbers checked; @entry (1-based) names it in errors. */
+gboolean sandstep_image_tar_header_parse (const guchar *block, guint64 entry, SandstepImageTarHeader *out,
+                                          GError **error);
+
+/* A pax extended header's records ("LEN key=value\n" each), @len bytes of @data (NUL after them): path and
+ * linkpath replace *@path and *@linkpath; size, uid and gid are set only when well-formed. */
+gboolean sandstep_image_tar_parse_pax (const char *data, gsize len, char **path, char **linkpath, guint64 *size,
+                                       gboolean *has_size, guint64 *uid, guint64 *gid, GError **error);
+
 G_END_DECLS
