@@ -1820,6 +1820,59 @@ test_helper_keep_going (void)
   }
 }
 
+/* retry=clean (issue 28): a target run again after it failed starts from the files its failed attempt started
+ * from, so the log holds one attempt's line, not two; a target run again after it succeeded (its input changed)
+ * starts from what the success left.  Without the option, the failed attempt's line stays. */
+static void
+test_helper_retry_clean (void)
+{
+  const struct { const char *retry; const char *after_retry; const char *after_rerun; } cases[] = {
+    { "RETRY=clean", "1\n", "2\n" },
+    { "RETRY=none", "2\n", "3\n" },
+  };
+
+  /* One run throughout: a make that succeeds ends its run, and the next would be another owner. */
+  const char *env[] = { "SANDSTEP_DAG=d", "SANDSTEP_RUN=r", NULL };
+
+  REQUIRE_HELPER ();
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(Tree) tree = tree_new ();
+      g_autofree char *input = tree_path (tree, "input.txt");
+      g_autofree char *out = tree_path (tree, "count.out");
+
+      g_test_message ("%s", cases[i].retry);
+      tree_add_makefile (tree, "retry.mk", "Makefile");
+      g_assert_true (g_file_set_contents (input, "one\n", -1, NULL));
+      {
+        g_autoptr(MakeResult) failed = tree_make (tree, env, cases[i].retry, "count.out", NULL);
+        g_assert_cmpint (failed->status, ==, 2);
+      }
+      {
+        g_autoptr(MakeResult) retried = tree_make (tree, env, cases[i].retry, "PASS=1", "count.out", NULL);
+        g_autofree char *count = NULL;
+        g_assert_cmpint (retried->status, ==, 0);
+        count = read_file (out);
+        g_assert_cmpstr (count, ==, cases[i].after_retry);
+      }
+      /* A new run (the last make succeeded) of the target, its input changed: no rollback. */
+      g_assert_true (g_file_set_contents (input, "two\n", -1, NULL));
+      {
+        /* -W: input.txt counts as new, whatever the clock's resolution made of the write. */
+        g_autoptr(MakeResult) rerun = tree_make (tree, env, cases[i].retry, "PASS=1", "-W", "input.txt", "count.out",
+                                                 NULL);
+        g_autofree char *count = NULL;
+        g_assert_cmpint (rerun->status, ==, 0);
+        count = read_file (out);
+        g_assert_cmpstr (count, ==, cases[i].after_rerun);
+      }
+      {
+        g_autoptr(MakeResult) r = tree_make (tree, env, cases[i].retry, "release", NULL);
+        g_assert_cmpint (r->status, ==, 0);
+      }
+    }
+}
+
 /* Two makes of one run build the same target at once, on one sandbox (issue
  * 30, 26): the same holder, but a hold belongs to one make process, so the
  * second waits for the first's recipe and each reads back its own name. */
@@ -2337,6 +2390,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plugin/helper/two-makes", test_helper_two_makes);
   g_test_add_func ("/plugin/helper/step-by-hand", test_helper_step_by_hand);
 
+  g_test_add_func ("/plugin/helper/retry-clean", test_helper_retry_clean);
   g_test_add_data_func ("/plugin/examples/quickstart", "quickstart", test_example_twice);
   g_test_add_data_func ("/plugin/examples/fanout", "fanout", test_example_twice);
   g_test_add_data_func ("/plugin/examples/agent", "agent", test_example_twice);

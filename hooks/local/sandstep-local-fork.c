@@ -284,3 +284,54 @@ sandstep_local_layered_tree (LocalAttachment *attachment, GError **error)
                   "destroy it", attachment->parent.handle);
   return -1;
 }
+
+/* ---- retry-safe steps (--retry=clean) ---- */
+
+/* The checkpoint of @holder's target, which is also the name of its state beside the record: "running" from its
+ * first line, "done" once its last line succeeded. */
+static char *
+retry_name (const char *holder)
+{
+  g_autofree char *sum = g_compute_checksum_for_string (G_CHECKSUM_SHA256, holder, -1);
+
+  return g_strdup_printf ("retry-%.16s", sum);
+}
+
+static char *
+retry_state (LocalAttachment *attachment, const char *name)
+{
+  g_autofree char *path = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle, name);
+  g_autofree char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return g_strdup (g_strstrip (text));
+}
+
+gboolean
+sandstep_local_retry_begin (LocalAttachment *attachment, GError **error)
+{
+  g_autofree char *name = retry_name (attachment->holder);
+  g_autofree char *state = retry_state (attachment, name);
+  gboolean failed = g_strcmp0 (state, "running") == 0 && attachment->record->checkpoints != NULL &&
+                    g_hash_table_contains (attachment->record->checkpoints, name);
+
+  /* The last attempt began and did not succeed: this one starts from where it started, not from what it left. */
+  if (failed ? !sandstep_local_rollback (&attachment->parent, name, error)
+             : !sandstep_local_checkpoint (&attachment->parent, name, error))
+    return FALSE;
+  return sandstep_store_write_member (attachment->local->store, attachment->parent.handle, name, "running\n",
+                                      strlen ("running\n"), error);
+}
+
+void
+sandstep_local_retry_done (LocalAttachment *attachment)
+{
+  g_autofree char *name = retry_name (attachment->holder);
+  g_autoptr(GError) error = NULL;
+
+  /* The next run of the target (its inputs changed) starts from what this one left, checkpointed anew. */
+  if (!sandstep_store_write_member (attachment->local->store, attachment->parent.handle, name, "done\n",
+                                    strlen ("done\n"), &error))
+    g_debug ("Could not note that '%s' succeeded: %s", attachment->holder, error->message);
+}

@@ -20,6 +20,7 @@ typedef struct {
   int tree_fd;
   SandstepStep step;       /* the make recipe line this attachment serves; .pid 0: none */
   char *holder;
+  gboolean run_failed;     /* a command run through it failed: a retry-safe target has not succeeded */
 } LocalAttachment;
 
 /* A new handle, and a spec copied whole (sandstep-local.c). */
@@ -34,6 +35,10 @@ gboolean sandstep_local_checkpoint (SandstepAttachment *attachment, const char *
 gboolean sandstep_local_rollback (SandstepAttachment *attachment, const char *name, GError **error);
 GPtrArray *sandstep_local_checkpoints (SandstepAttachment *attachment, GError **error);
 int sandstep_local_layered_tree (LocalAttachment *attachment, GError **error);
+/* --retry=clean: at a make target's first line, a checkpoint of the sandbox for that target, or, when its last
+ * attempt did not succeed, a rollback to it; at its last line, success noted. */
+gboolean sandstep_local_retry_begin (LocalAttachment *attachment, GError **error);
+void sandstep_local_retry_done (LocalAttachment *attachment);
 
 /* The sandbox's directory as an O_PATH fd, or -1. */
 int sandstep_local_open_dir (LocalBackend *local, const char *handle);

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-cgroup.h"
@@ -256,17 +257,25 @@ static void local_detach (SandstepAttachment *attachment);
  * (sandstep-step.h). */
 static gboolean
 judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepStep *out_step,
-            GError **error)
+            gboolean *out_first, GError **error)
 {
   char holder[SANDSTEP_STEP_HOLDER_MAX];
   pid_t make_pid = 0;
   int dir = sandstep_local_open_dir (local, handle);
 
   memset (out_step, 0, sizeof *out_step);
+  *out_first = FALSE;
   if (dir < 0)
     return TRUE;
   if (who->step != NULL && !sandstep_step_scan (who->step, out_step))
     memset (out_step, 0, sizeof *out_step);
+  /* A recipe's line that finds no hold of its own recipe before it starts one: the target's first line. */
+  if (out_step->pid > 0)
+    {
+      pid_t held_pid = 0;
+      *out_first = !sandstep_step_held (dir, holder, sizeof holder, &held_pid) || held_pid != out_step->pid ||
+                   strcmp (holder, who->holder) != 0;
+    }
   if (sandstep_step_bars (dir, who->holder, out_step, holder, sizeof holder, &make_pid))
     {
       close (dir);
@@ -286,6 +295,7 @@ judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who
 static SandstepAttachment *
 local_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
+  gboolean first = FALSE;
   LocalBackend *local = (LocalBackend *) backend;
   g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, error);
   g_autofree char *current = NULL;
@@ -318,7 +328,7 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
     }
 
   attachment = g_new0 (LocalAttachment, 1);
-  if (!judge_step (local, handle, who, &attachment->step, error))
+  if (!judge_step (local, handle, who, &attachment->step, &first, error))
     {
       close (fd);
       g_free (attachment);
@@ -333,6 +343,12 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
   attachment->tree_fd = -1;
   /* A fork or checkpoint killed part way is finished or undone before anything uses the files. */
   if (!sandstep_layers_recover (local->store, attachment->record, error))
+    {
+      local_detach (&attachment->parent);
+      return NULL;
+    }
+  /* A retry-safe sandbox (--retry=clean): a target's first line checkpoints it, or rolls a failed attempt back. */
+  if (first && attachment->record->spec->retry_clean && !sandstep_local_retry_begin (attachment, error))
     {
       local_detach (&attachment->parent);
       return NULL;
@@ -378,6 +394,8 @@ local_detach (SandstepAttachment *parent)
   /* The recipe's last line for this sandbox ends its hold, still under the claim. */
   if (attachment->claim_fd >= 0 && attachment->step.pid > 0 && attachment->step.ends)
     {
+      if (attachment->record->spec->retry_clean && !attachment->run_failed)
+        sandstep_local_retry_done (attachment);
       int dir = sandstep_local_open_dir (attachment->local, parent->handle);
       if (dir >= 0)
         {
@@ -539,6 +557,9 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   ok = run_through_supervisor (attachment, &call, result, error);
   if (call.cancel_fd >= 0)
     g_cancellable_release_fd (request->cancellable);
+  /* A target whose last line fails has not succeeded: its retry starts clean (--retry=clean). */
+  if (!ok || result->timed_out || !WIFEXITED (result->exit_status) || WEXITSTATUS (result->exit_status) != 0)
+    attachment->run_failed = TRUE;
   return ok;
 }
 
