@@ -83,6 +83,10 @@ on_simple_done (Call *call, JsonObject *reply, int reply_fd, const GError *error
     case ROUTE_RUN:
     case ROUTE_CLAIM_RUN:
     case ROUTE_EXPORT:
+    case ROUTE_FORK:
+    case ROUTE_CHECKPOINT:
+    case ROUTE_ROLLBACK:
+    case ROUTE_CHECKPOINTS:
     case ROUTE_E2B:
       g_assert_not_reached ();
     }

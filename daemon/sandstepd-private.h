@@ -70,6 +70,10 @@ typedef enum {
   ROUTE_LIST,
   ROUTE_PUT,
   ROUTE_EXPORT,
+  ROUTE_FORK,               /* forks and checkpoints under a claim (sandstepd-layers.c) */
+  ROUTE_CHECKPOINT,
+  ROUTE_ROLLBACK,
+  ROUTE_CHECKPOINTS,
   ROUTE_E2B,                /* E2B's platform API and envd, beside /v1 (sandstepd-e2b.c) */
 } Route;
 
@@ -323,6 +327,8 @@ void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *messa
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 
 void sandstepd_handle_read_list (Request *req);
+/* fork, checkpoint, rollback and checkpoints under a claim (sandstepd-layers.c). */
+void sandstepd_handle_layers (Request *req);
 void sandstepd_handle_write (Request *req);
 void sandstepd_handle_put (Request *req);
 

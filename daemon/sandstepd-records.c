@@ -112,6 +112,10 @@ record_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
     case ROUTE_LIST:
     case ROUTE_PUT:
     case ROUTE_EXPORT:
+    case ROUTE_FORK:
+    case ROUTE_CHECKPOINT:
+    case ROUTE_ROLLBACK:
+    case ROUTE_CHECKPOINTS:
     case ROUTE_E2B:
       g_assert_not_reached ();
     }

@@ -353,6 +353,45 @@ do_export (Worker *w, JsonObject *m, Op *op)
   return json_object_new ();
 }
 
+/* A fork of the claimed sandbox for the client's holder, of the claim's owner (a fork is its parent's owner's). */
+static JsonObject *
+do_fork (Worker *w, JsonObject *m)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) handles = g_ptr_array_new_with_free_func (g_free);
+  SandstepIdentity who = { w->who.owner, NULL };
+  guint count = 1;
+
+  if (!sandstep_wire_read_fork_request (m, &who.holder, &count, &error) ||
+      !sandstep_attachment_fork (w->attachment, &who, count, handles, &error))
+    return error_reply (error);
+  return sandstep_wire_strings ("handles", handles);
+}
+
+static JsonObject *
+do_checkpoint (Worker *w, JsonObject *m, gboolean rollback)
+{
+  g_autoptr(GError) error = NULL;
+  const char *name = NULL;
+
+  if (!sandstep_wire_get_string (m, "name", &name, &error) ||
+      !(rollback ? sandstep_attachment_rollback (w->attachment, name, &error)
+                 : sandstep_attachment_checkpoint (w->attachment, name, &error)))
+    return error_reply (error);
+  return json_object_new ();
+}
+
+static JsonObject *
+do_checkpoints (Worker *w)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) names = sandstep_attachment_checkpoints (w->attachment, &error);
+
+  if (names == NULL)
+    return error_reply (error);
+  return sandstep_wire_strings ("names", names);
+}
+
 static void
 detach (Worker *w)
 {
@@ -426,6 +465,12 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
         reply = do_list (&w, op->message);
       else if (strcmp (name, "export") == 0)
         reply = do_export (&w, op->message, op);
+      else if (strcmp (name, "fork") == 0)
+        reply = do_fork (&w, op->message);
+      else if (strcmp (name, "checkpoint") == 0 || strcmp (name, "rollback") == 0)
+        reply = do_checkpoint (&w, op->message, strcmp (name, "rollback") == 0);
+      else if (strcmp (name, "checkpoints") == 0)
+        reply = do_checkpoints (&w);
       else
         {
           g_autoptr(GError) unknown = NULL;

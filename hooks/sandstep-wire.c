@@ -495,6 +495,69 @@ sandstep_wire_path_request (const char *claim, const char *path, gint64 max_byte
   return object;
 }
 
+JsonObject *
+sandstep_wire_claimed_request (const char *claim)
+{
+  return claimed_request (claim);
+}
+
+JsonObject *
+sandstep_wire_fork_request (const char *claim, const char *holder, guint count)
+{
+  JsonObject *object = claimed_request (claim);
+
+  json_object_set_string_member (object, "holder", holder);
+  json_object_set_int_member (object, "count", count);
+  return object;
+}
+
+gboolean
+sandstep_wire_read_fork_request (JsonObject *object, const char **out_holder, guint *out_count, GError **error)
+{
+  double count = 1;
+
+  if (!sandstep_wire_get_string (object, "holder", out_holder, error) ||
+      !sandstep_wire_get_number (object, "count", 1, &count, error))
+    return FALSE;
+  if (count < 1 || count > G_MAXUINT || count != (guint) count)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "'count' must be a whole number from 1 up, not %g", count);
+  *out_count = (guint) count;
+  return TRUE;
+}
+
+JsonObject *
+sandstep_wire_name_request (const char *claim, const char *name)
+{
+  JsonObject *object = claimed_request (claim);
+
+  json_object_set_string_member (object, "name", name);
+  return object;
+}
+
+JsonObject *
+sandstep_wire_strings (const char *member, GPtrArray *strings)
+{
+  JsonObject *object = json_object_new ();
+  JsonArray *array = json_array_new ();
+
+  for (guint i = 0; i < strings->len; i++)
+    json_array_add_string_element (array, strings->pdata[i]);
+  json_object_set_array_member (object, member, array);
+  return object;
+}
+
+GPtrArray *
+sandstep_wire_read_strings (JsonObject *object, const char *member)
+{
+  g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func (g_free);
+  JsonArray *array;
+
+  if (!sandstep_member_array (object, member, &array) || !sandstep_member_strings (array, strings))
+    return NULL;
+  return g_steal_pointer (&strings);
+}
+
 gboolean
 sandstep_wire_read_path_request (JsonObject *object, double default_max_bytes, const char **out_path,
                                  guint64 *out_max_bytes, GError **error)

@@ -120,6 +120,16 @@ gboolean sandstep_wire_read_run_request (JsonObject *object, const char **out_co
 JsonObject *sandstep_wire_run_step_request (const SandstepIdentity *who, const char *command, double timeout_s);
 /* {claim, path[, max_bytes]}: read, list, export; @max_bytes < 0 leaves it out; @claim NULL for a worker. */
 JsonObject *sandstep_wire_path_request (const char *claim, const char *path, gint64 max_bytes);
+/* Forks and checkpoints under a claim: {"claim", "holder", "count"} and {"claim", "name"}; the answers
+ * {"handles": [...]} and {"names": [...]}. */
+JsonObject *sandstep_wire_claimed_request (const char *claim);
+JsonObject *sandstep_wire_fork_request (const char *claim, const char *holder, guint count);
+gboolean sandstep_wire_read_fork_request (JsonObject *object, const char **out_holder, guint *out_count,
+                                          GError **error);
+JsonObject *sandstep_wire_name_request (const char *claim, const char *name);
+JsonObject *sandstep_wire_strings (const char *member, GPtrArray *strings);
+/* NULL when @member is not an array of strings. */
+GPtrArray *sandstep_wire_read_strings (JsonObject *object, const char *member);
 gboolean sandstep_wire_read_path_request (JsonObject *object, double default_max_bytes, const char **out_path,
                                           guint64 *out_max_bytes, GError **error);
 

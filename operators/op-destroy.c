@@ -2,21 +2,25 @@
 #include "sandstep-operator.h"
 
 #include "sandstep-error.h"
+#include "sandstep-handle.h"
 
-/* The forks of @handle among @entries, and theirs, each after its parent. */
+/* The forks of @local (a handle as its server knows it) among @entries, and theirs, each after its parent.  A
+ * server's list names its sandboxes with the server; their parents it names as it knows them. */
 static void
-add_forks (GPtrArray *entries, const char *handle, GPtrArray *out)
+add_forks (GPtrArray *entries, const char *local, GPtrArray *out)
 {
   for (guint i = 0; i < entries->len; i++)
     {
       const SandstepListEntry *entry = entries->pdata[i];
+      g_autofree char *server = NULL, *entry_local = NULL;
 
-      if (g_strcmp0 (entry->parent, handle) == 0 &&
-          !g_ptr_array_find_with_equal_func (out, entry->handle, g_str_equal, NULL))
-        {
-          g_ptr_array_add (out, g_strdup (entry->handle));
-          add_forks (entries, entry->handle, out);
-        }
+      if (g_strcmp0 (entry->parent, local) != 0 ||
+          g_ptr_array_find_with_equal_func (out, entry->handle, g_str_equal, NULL))
+        continue;
+      if (!sandstep_handle_split (entry->handle, &server, &entry_local))
+        entry_local = g_strdup (entry->handle);
+      g_ptr_array_add (out, g_strdup (entry->handle));
+      add_forks (entries, entry_local, out);
     }
 }
 
@@ -45,7 +49,11 @@ sandstep_op_destroy (SandstepInvocation *invocation, int *out_exit, GError **err
       g_autoptr(GPtrArray) entries = sandstep_backend_list (invocation->backend, NULL, invocation->who.owner, error);
       if (entries == NULL)
         return FALSE;
-      add_forks (entries, invocation->handle, forks);
+      g_autofree char *server = NULL, *local = NULL;
+
+      if (!sandstep_handle_split (invocation->handle, &server, &local))
+        local = g_strdup (invocation->handle);
+      add_forks (entries, local, forks);
     }
   if (!destroy_one (invocation, invocation->handle, error))
     return FALSE;

@@ -947,9 +947,11 @@ test_image_through_server (Fixture *f, gconstpointer data)
     /* The server's store is under its --state-dir, as the helper's is under its own. */
     g_autofree char *records = g_build_filename (f->server.state_dir, "images", "images", NULL);
     g_autoptr(GDir) dir = g_dir_open (records, 0, NULL);
-    const char *name = dir != NULL ? g_dir_read_name (dir) : NULL;
-    g_assert_nonnull (name);
-    g_assert_true (g_str_has_suffix (name, ".json"));
+    const char *name;
+    guint json = 0;
+    while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+      json += g_str_has_suffix (name, ".json");
+    g_assert_cmpuint (json, ==, 1);
   }
   {
     g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
@@ -970,6 +972,65 @@ pid_running (GPid pid)
   if (!g_file_get_contents (path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL)
     return FALSE;
   return end[1] == ' ' && end[2] != 'Z';
+}
+
+static void
+test_fork_through_server (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL, *h = NULL, *hf = NULL;
+  g_auto(GStrv) forks = NULL;
+
+  g_test_summary ("issue 28: fork, checkpoint and rollback through sandstepd: the forks' handles name the server, "
+                  "each fork starts with the parent's files and changes alone; a rollback on the server brings "
+                  "back what was removed; destroy --with-forks takes the forks there too");
+  SKIP_IF_NO_JAIL (f);
+  fixture_start (f);
+  handle = provision (f, NULL);
+  h = g_strconcat ("--handle=", handle, NULL);
+  {
+    g_autoptr(Result) r = helper (f, "run", h, "--", "echo base > a", NULL);
+    assert_status (r, 0);
+  }
+  {
+    g_autoptr(Result) r = helper (f, "fork", h, "--count=2", NULL);
+    assert_status (r, 0);
+    forks = g_strsplit (g_strchomp (r->out), "\n", -1);
+    g_assert_cmpuint (g_strv_length (forks), ==, 2);
+    g_assert_true (g_str_has_prefix (forks[0], f->server.url));
+  }
+  hf = g_strconcat ("--handle=", forks[0], NULL);
+  {
+    g_autoptr(Result) r = helper (f, "run", hf, "--", "cat a; echo fork > a", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "base\n");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "get", h, "a", NULL);
+    assert_status (r, 0);
+    g_assert_cmpstr (r->out, ==, "base\n");
+  }
+  {
+    g_autoptr(Result) cp = helper (f, "checkpoint", hf, "mine", NULL);
+    g_autoptr(Result) rm = NULL, rb = NULL, list = NULL, after = NULL;
+    assert_status (cp, 0);
+    rm = helper (f, "run", hf, "--", "rm a", NULL);
+    assert_status (rm, 0);
+    rb = helper (f, "rollback", hf, "mine", NULL);
+    assert_status (rb, 0);
+    after = helper (f, "get", hf, "a", NULL);
+    assert_status (after, 0);
+    g_assert_cmpstr (after->out, ==, "fork\n");
+    list = helper (f, "checkpoint", hf, "--list", NULL);
+    assert_status (list, 0);
+    g_assert_cmpstr (list->out, ==, "mine\n");
+  }
+  {
+    g_autoptr(Result) r = helper (f, "destroy", h, "--with-forks", NULL);
+    g_autoptr(Result) gone = NULL;
+    assert_status (r, 0);
+    gone = helper (f, "describe", hf, NULL);
+    assert_status (gone, 66);
+  }
 }
 
 static void
@@ -3322,6 +3383,7 @@ main (int argc, char **argv)
   ADD ("/remote/listen/refuses-open-port-without-token", test_listen_refuses_open_port_without_token);
   ADD ("/remote/round-trip", test_round_trip);
   ADD ("/remote/image", test_image_through_server);
+  ADD ("/remote/fork", test_fork_through_server);
   ADD ("/remote/image-gc-race", test_image_gc_race_through_server);
   ADD ("/remote/claim/disconnect-kills-command", test_disconnect_kills_command);
   ADD ("/remote/claim/busy-and-wait", test_claim_busy_and_wait);

@@ -318,6 +318,74 @@ remote_list_directory (SandstepAttachment *parent, const char *path, GError **er
   return answer != NULL ? sandstep_wire_read_entries (answer) : NULL;
 }
 
+static gboolean
+remote_fork (SandstepAttachment *parent, const SandstepIdentity *who, guint count, GPtrArray *out_handles,
+             GError **error)
+{
+  RemoteAttachment *a = (RemoteAttachment *) parent;
+  g_autofree char *url_path = g_strdup_printf ("/sandboxes/%s/fork", a->target.local);
+  g_autoptr(JsonObject) answer = NULL;
+  g_autoptr(GPtrArray) handles = NULL;
+
+  answer = sandstep_remote_call (a->remote, a->target.server, url_path,
+                                 sandstep_wire_fork_request (a->claim, who->holder, count), &a->target, error);
+  if (answer == NULL)
+    return FALSE;
+  handles = sandstep_wire_read_strings (answer, "handles");
+  if (handles == NULL || handles->len != count)
+    return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                           "The sandbox server at '%s' forked '%s' but sent no handles for the forks",
+                           a->target.server, a->target.local);
+  /* The server's handles, named with the server as a provision's are. */
+  for (guint i = 0; i < handles->len; i++)
+    g_ptr_array_add (out_handles, g_strdup_printf ("%s/%s", a->target.server, (char *) handles->pdata[i]));
+  return TRUE;
+}
+
+static gboolean
+remote_checkpoint_call (SandstepAttachment *parent, const char *route, const char *name, GError **error)
+{
+  RemoteAttachment *a = (RemoteAttachment *) parent;
+  g_autofree char *url_path = g_strdup_printf ("/sandboxes/%s/%s", a->target.local, route);
+  g_autoptr(JsonObject) answer = NULL;
+
+  answer = sandstep_remote_call (a->remote, a->target.server, url_path, sandstep_wire_name_request (a->claim, name),
+                                 &a->target, error);
+  return answer != NULL;
+}
+
+static gboolean
+remote_checkpoint (SandstepAttachment *parent, const char *name, GError **error)
+{
+  return remote_checkpoint_call (parent, "checkpoint", name, error);
+}
+
+static gboolean
+remote_rollback (SandstepAttachment *parent, const char *name, GError **error)
+{
+  return remote_checkpoint_call (parent, "rollback", name, error);
+}
+
+static GPtrArray *
+remote_checkpoints (SandstepAttachment *parent, GError **error)
+{
+  RemoteAttachment *a = (RemoteAttachment *) parent;
+  g_autofree char *url_path = g_strdup_printf ("/sandboxes/%s/checkpoints", a->target.local);
+  g_autoptr(JsonObject) answer = NULL;
+  GPtrArray *names;
+
+  answer = sandstep_remote_call (a->remote, a->target.server, url_path, sandstep_wire_claimed_request (a->claim), &a->target,
+                                 error);
+  if (answer == NULL)
+    return NULL;
+  names = sandstep_wire_read_strings (answer, "names");
+  if (names == NULL)
+    sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                    "The sandbox server at '%s' sent no checkpoint names for '%s'", a->target.server,
+                    a->target.local);
+  return names;
+}
+
 typedef struct {
   RemoteAttachment *a;
   const char *path;
@@ -511,6 +579,10 @@ static const SandstepBackendClass remote_class = {
   .write_file = remote_write_file,
   .put = sandstep_remote_put,
   .list_directory = remote_list_directory,
+  .fork = remote_fork,
+  .checkpoint = remote_checkpoint,
+  .rollback = remote_rollback,
+  .checkpoints = remote_checkpoints,
   .export_file = remote_export_file,
   .remaining_lifetime = remote_remaining_lifetime,
   .spec = remote_spec,
