@@ -1045,6 +1045,22 @@ test_too_large (SandstepTestFixture *f, gconstpointer data)
   /* The same within the bound. */
   r3 = sandstep_test_helper (f, "pull", "--max-image-size=1M", many_ref, NULL);
   sandstep_test_assert_status (r3, 0);
+  {
+    /* One file whose name implies 45 directories (180K at 4K each, as entries count): refused. */
+    g_autoptr(GString) deep = g_string_new (NULL);
+    g_autofree char *deep_ref = NULL;
+    g_autoptr(SandstepTestResult) r4 = NULL;
+    for (int i = 0; i < 45; i++)
+      g_string_append (deep, "d/");
+    g_string_append (deep, "f");
+    {
+      const Entry entries[] = { { '0', deep->str, NULL, "" } };
+      deep_ref = one_layer_layout (f, "deep", entries, G_N_ELEMENTS (entries), NULL, NULL);
+    }
+    r4 = sandstep_test_helper (f, "pull", "--max-image-size=64K", deep_ref, NULL);
+    g_assert_cmpint (r4->status, !=, 0);
+    sandstep_test_assert_contains (r4->err, "max-image-size");
+  }
 }
 
 /* ---- zstd layers ---- */

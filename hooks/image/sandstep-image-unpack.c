@@ -207,8 +207,11 @@ split_name (const char *name, GError **error)
   return g_steal_pointer (&parts);
 }
 
+static gboolean charge (Unpack *u, const char *name, guint64 size, GError **error);
+
 /* Opens the directory @parts[0..n) under the layer's root, one component at a
- * time, never following a link; @create makes missing ones (0755). */
+ * time, never following a link; @create makes missing ones (0755), each
+ * charged as an entry: one name of many components makes as many directories. */
 static int
 walk (Unpack *u, GPtrArray *parts, guint n, gboolean create, const char *name, GError **error)
 {
@@ -221,6 +224,11 @@ walk (Unpack *u, GPtrArray *parts, guint n, gboolean create, const char *name, G
 
       if (next < 0 && errno == ENOENT && create)
         {
+          if (!charge (u, name, 0, error))
+            {
+              close (fd);
+              return -1;
+            }
           if (mkdirat (fd, c, 0755) < 0 && errno != EEXIST)
             {
               int errsv = errno;
