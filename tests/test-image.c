@@ -1982,6 +1982,7 @@ typedef struct {
   guint16 port;
   gint with_credentials;      /* requests that carried the right credentials */
   gint without;               /* requests that did not */
+  char *answer;               /* not NULL: what the token server answers instead of a token (hostile answers) */
   GMainContext *context;
   GMainLoop *loop;
   GThread *thread;
@@ -2005,6 +2006,13 @@ on_token (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTab
       return;
     }
   g_atomic_int_inc (&ts->with_credentials);
+  if (g_atomic_pointer_get (&ts->answer) != NULL)
+    {
+      const char *answer = g_atomic_pointer_get (&ts->answer);
+      soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+      soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_COPY, answer, strlen (answer));
+      return;
+    }
   {
     g_autofree char *body = g_strdup_printf ("{\"token\": \"%s\", \"expires_in\": 3600}", ts->token);
     soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
@@ -2187,6 +2195,23 @@ test_bearer (SandstepTestFixture *f, gconstpointer data)
     write_auth_file (auth, registry, "user:secret");
   }
   sandstep_test_fixture_setenv (f, "REGISTRY_AUTH_FILE", auth);
+  {
+    /* A hostile token server: nested too deep for any parser's stack, or a token that is no string.  The pull
+     * fails saying so, and nothing is kept. */
+    g_autofree char *deep = g_strnfill (200000, '[');
+    const char *answers[] = { deep, "{\"token\": 7, \"access_token\": {\"x\": 1}}", "[\"token\"]" };
+    for (gsize i = 0; i < G_N_ELEMENTS (answers); i++)
+      {
+        g_autoptr(SandstepTestResult) hostile = NULL;
+        g_atomic_pointer_set (&ts.answer, (gpointer) answers[i]);
+        hostile = sandstep_test_helper (f, "pull", ref, NULL);
+        g_assert_cmpint (hostile->status, ==, 76);
+        sandstep_test_assert_contains (hostile->err, "answered without a token");
+        assert_store_empty (f);
+      }
+    g_atomic_pointer_set (&ts.answer, NULL);
+    g_atomic_int_set (&ts.with_credentials, 0);
+  }
   good = sandstep_test_helper (f, "pull", ref, NULL);
   sandstep_test_assert_status (good, 0);
   expected = g_strdup_printf ("%s\n", reg.busybox_digest);

@@ -21,7 +21,12 @@
 #include <libsoup/soup.h>
 #include <string.h>
 
+/* A token server's answer: a token and a few numbers. */
+#define TOKEN_ANSWER_MAX (1024 * 1024)
+
 #include "sandstep-error.h"
+#include "sandstep-json.h"
+#include "sandstep-members.h"
 
 #define MANIFEST_ACCEPT SANDSTEP_MEDIA_OCI_MANIFEST ", " SANDSTEP_MEDIA_OCI_INDEX ", " \
                         SANDSTEP_MEDIA_DOCKER_MANIFEST ", " SANDSTEP_MEDIA_DOCKER_LIST
@@ -99,15 +104,16 @@ credentials_for (const char *registry)
           !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
         continue;
       root = json_node_get_object (json_parser_get_root (parser));
-      auths = json_object_has_member (root, "auths") ? json_object_get_object_member (root, "auths") : NULL;
+      /* Each member typed before it is read: a file of another shape names no credentials. */
+      if (!sandstep_member_object (root, "auths", &auths))
+        auths = NULL;
       for (gsize k = 0; auths != NULL && k < G_N_ELEMENTS (keys); k++)
         {
-          JsonObject *entry;
-          const char *auth;
-          if (keys[k] == NULL || !json_object_has_member (auths, keys[k]))
+          JsonObject *entry = NULL;
+          const char *auth = NULL;
+          if (keys[k] == NULL || !sandstep_member_object (auths, keys[k], &entry))
             continue;
-          entry = json_object_get_object_member (auths, keys[k]);
-          auth = entry != NULL ? json_object_get_string_member_with_default (entry, "auth", NULL) : NULL;
+          sandstep_member_string (entry, "auth", &auth);
           if (auth != NULL && *auth != '\0')
             return g_strdup (auth);
         }
@@ -269,7 +275,7 @@ authenticate (RegistrySource *self, SoupMessage *msg, GError **error)
       g_autoptr(GString) url = NULL;
       g_autoptr(SoupMessage) token_msg = NULL;
       g_autoptr(GBytes) body = NULL;
-      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(JsonNode) answer = NULL;
       g_autoptr(GError) local = NULL;
       gboolean plain = FALSE;
       const char *token = NULL;
@@ -309,13 +315,13 @@ authenticate (RegistrySource *self, SoupMessage *msg, GError **error)
                                "image '%s': the token server '%s' refused us (HTTP %u)%s", self->text, realm,
                                soup_message_get_status (token_msg),
                                self->basic == NULL ? "; " HINT_LOGIN : "; check the credentials in the auth file");
-      if (json_parser_load_from_data (parser, g_bytes_get_data (body, NULL), g_bytes_get_size (body), NULL) &&
-          JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+      /* The token server's answer is bounded and typed as every JSON we read from outside. */
+      answer = sandstep_json_parse (g_bytes_get_data (body, NULL), g_bytes_get_size (body), TOKEN_ANSWER_MAX, NULL);
+      if (answer != NULL && JSON_NODE_HOLDS_OBJECT (answer))
         {
-          JsonObject *o = json_node_get_object (json_parser_get_root (parser));
-          token = json_object_get_string_member_with_default (o, "token", NULL);
-          if (token == NULL)
-            token = json_object_get_string_member_with_default (o, "access_token", NULL);
+          JsonObject *o = json_node_get_object (answer);
+          if (!sandstep_member_string (o, "token", &token))
+            sandstep_member_string (o, "access_token", &token);
         }
       if (token == NULL || *token == '\0')
         return sandstep_throw (error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_AUTH,
