@@ -259,12 +259,14 @@ static void
 test_lifecycle (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
-  const char *id;
-  JsonObject *info;
+  const char *id, *brief;
+  JsonObject *info, *timeout;
 
-  g_test_summary ("Sandbox.create/getInfo/list/connect/kill of the e2b SDK against sandstepd: the ID is a "
-                  "handle, timeoutMs its lifetime; another template, a wrong key, a second kill and a killed "
-                  "sandbox's info fail as the SDK expects");
+  g_test_summary ("Sandbox.create/getInfo/list/connect/setTimeout/kill of the e2b SDK against sandstepd: the ID "
+                  "is a handle, timeoutMs its lifetime, setTimeout moves its end either way (a sandbox past it is "
+                  "gone), connect's timeout only lengthens it; metadata comes back in getInfo and list, and "
+                  "list's metadata filter selects by it; a bad timeout or metadata, another template, a wrong "
+                  "key, a second kill and a killed sandbox's info fail as the SDK expects");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -276,9 +278,37 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (info, "templateId"), ==, "base");
   g_assert_cmpstr (json_object_get_string_member (info, "state"), ==, "running");
   g_assert_cmpint (json_object_get_int_member (info, "lifetimeS"), ==, 120);
+  g_assert_cmpstr (json_object_get_string_member (member_object (info, "metadata"), "step"), ==, "e2b");
   g_assert_true (array_has (report, "listed", id));
+  {
+    JsonArray *listed = json_object_get_array_member (report, "listedMetadata");
+    g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+    JsonObject *metadata = json_array_get_object_element (listed, 0);
+    g_assert_cmpstr (json_object_get_string_member (metadata, "step"), ==, "e2b");
+    g_assert_cmpstr (json_object_get_string_member (metadata, "a b&c=d"), ==, "x/y=z&w%");
+  }
+  g_assert_true (array_has (report, "listedByTag", id));
+  g_assert_false (array_has (report, "listedByOtherTag", id));
+  g_assert_true (array_has (report, "listedByTwoTags", id));
+  g_assert_false (array_has (report, "listedBySecondWrong", id));
   g_assert_cmpstr (json_object_get_string_member (report, "connected"), ==, id);
-  assert_threw (report, "setTimeout", "SandboxError", "/timeout is not served by sandstepd's E2B API");
+  timeout = member_object (report, "setTimeout");
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), >=, 595);
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), <=, 601);
+  g_assert_cmpint (json_object_get_int_member (timeout, "shorter"), >=, 55);
+  g_assert_cmpint (json_object_get_int_member (timeout, "shorter"), <=, 61);
+  timeout = member_object (report, "connectLonger");
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), >=, 895);
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), <=, 901);
+  g_assert_cmpint (json_object_get_int_member (timeout, "kept"), >=, 880);
+  assert_threw (report, "setTimeoutZero", "SandboxError", "400: The sandbox's timeout cannot be set");
+  assert_threw (report, "setTimeoutMissing", "SandboxNotFoundError", "sandstep-00000000000000ff");
+  brief = json_object_get_string_member (report, "briefId");
+  g_assert_cmpstr (json_object_get_string_member (report, "briefBefore"), ==, "alive\n");
+  assert_threw (report, "briefInfo", "SandboxNotFoundError", brief);
+  assert_threw (report, "briefRun", "NotFoundError", brief);
+  g_assert_false (array_has (report, "briefListed", brief));
+  assert_threw (report, "badMetadata", "SandboxError", "400: The value of metadata 'n' is not a string");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
   g_assert_true (json_object_get_boolean_member (report, "killed"));

@@ -18,19 +18,60 @@ async function take(name, fn) {
 }
 
 async function lifecycle() {
-  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'e2b' } });
+  // A name and a value that need encoding both ways (the SDK encodes the filter twice).
+  const odd = { 'a b&c=d': 'x/y=z&w%' };
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'e2b', ...odd } });
   report.sandboxId = sbx.sandboxId;
   await take('info', async () => {
     const info = await sbx.getInfo();
     return { sandboxId: info.sandboxId, templateId: info.templateId, state: info.state,
-             lifetimeS: Math.round((info.endAt - info.startedAt) / 1000) };
+             lifetimeS: Math.round((info.endAt - info.startedAt) / 1000), metadata: info.metadata };
   });
   await take('listed', async () => {
     const items = await Sandbox.list().nextItems();
     return items.map((s) => s.sandboxId);
   });
+  // The metadata comes back in list, and list's filter selects by it (every pair must match).
+  await take('listedMetadata', async () =>
+    (await Sandbox.list().nextItems()).filter((s) => s.sandboxId === sbx.sandboxId).map((s) => s.metadata));
+  await take('listedByTag', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'e2b' } } }).nextItems()).map((s) => s.sandboxId));
+  await take('listedByOtherTag', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'other' } } }).nextItems()).map((s) => s.sandboxId));
+  await take('listedByTwoTags', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'e2b', ...odd } } }).nextItems()).map((s) => s.sandboxId));
+  await take('listedBySecondWrong', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'e2b', 'a b&c=d': 'x/y=z&w' } } }).nextItems())
+      .map((s) => s.sandboxId));
   await take('connected', async () => (await Sandbox.connect(sbx.sandboxId)).sandboxId);
-  await take('setTimeout', async () => { await sbx.setTimeout(60_000); return true; });
+  // setTimeout sets when the sandbox ends, from now: longer than at create, then shorter.
+  await take('setTimeout', async () => {
+    await sbx.setTimeout(600_000);
+    const longer = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    await sbx.setTimeout(60_000);
+    const shorter = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    return { longer, shorter };
+  });
+  // connect's timeout lengthens a sandbox's life, never shortens it.
+  await take('connectLonger', async () => {
+    await Sandbox.connect(sbx.sandboxId, { timeoutMs: 900_000 });
+    const longer = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10_000 });
+    const kept = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    return { longer, kept };
+  });
+  await take('setTimeoutZero', async () => { await sbx.setTimeout(0); return true; });
+  await take('setTimeoutMissing', async () => { await Sandbox.setTimeout('sandstep-00000000000000ff', 60_000); return true; });
+  // A sandbox whose timeout is over is gone: neither its info nor a command is served.
+  const brief = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'brief' } });
+  report.briefId = brief.sandboxId;
+  await take('briefBefore', async () => (await brief.commands.run('echo alive')).stdout);
+  await brief.setTimeout(1_000);
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  await take('briefInfo', async () => (await brief.getInfo()).sandboxId);
+  await take('briefRun', async () => (await brief.commands.run('echo alive')).stdout);
+  await take('briefListed', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  await take('badMetadata', async () => (await Sandbox.create('base', { metadata: { n: 1 } })).sandboxId);
   await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
   await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
   await take('killed', async () => { await sbx.kill(); return true; });
