@@ -6,12 +6,13 @@
  * the JSON message); its answer envelopes of events, then one flagged end-of-stream that carries {} or
  * {"error": {code, message}}.  A command runs as a sandstep command does: a worker claims the sandbox
  * for it (so a sandbox runs one command at a time, as a make step's does) and it streams out as it comes.
- * Files (GET and POST /files, ListDir, Stat) go through the same claim, one operation each, answered once
- * the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
+ * Files (GET and POST /files, ListDir, Stat; Remove, Move and MakeDir, run as commands in the jail) go
+ * through the same claim, one operation each, answered once the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
  */
 #include "sandstepd-private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -320,6 +321,9 @@ typedef enum {
   ENVD_WRITE,               /* POST /files */
   ENVD_LIST,                /* filesystem.Filesystem/ListDir */
   ENVD_STAT,                /* filesystem.Filesystem/Stat */
+  ENVD_REMOVE,              /* filesystem.Filesystem/Remove */
+  ENVD_MOVE,                /* filesystem.Filesystem/Move */
+  ENVD_MKDIR,               /* filesystem.Filesystem/MakeDir */
 } EnvdOp;
 
 typedef struct {
@@ -330,6 +334,7 @@ typedef struct {
   char *command;            /* start */
   double timeout_s;
   char *path;               /* the files' */
+  char *dest;               /* move: where to */
   int fd;                   /* write: the bytes to write; -1 */
   char *owner;
   char *holder;
@@ -338,6 +343,11 @@ typedef struct {
   guint status;
   const char *content_type;
   GBytes *answer;
+  /* Remove, Move, MakeDir: a command in the jail, its stdout and stderr (memfds, read once it ended); the
+   * Connect code of its refusal when no GError domain has it (already_exists). */
+  int out_fd;
+  int err_fd;
+  const char *fail_code;
 } Envd;
 
 static Envd *
@@ -357,8 +367,13 @@ envd_unref (Envd *job)
     sandstepd_lease_unref (job->lease);
   g_free (job->command);
   g_free (job->path);
+  g_free (job->dest);
   if (job->fd >= 0)
     close (job->fd);
+  if (job->out_fd >= 0)
+    close (job->out_fd);
+  if (job->err_fd >= 0)
+    close (job->err_fd);
   g_free (job->owner);
   g_free (job->holder);
   g_clear_error (&job->error);
@@ -376,6 +391,8 @@ envd_new (Request *req, EnvdOp op)
   job->req = sandstepd_request_ref (req);
   job->op = op;
   job->fd = -1;
+  job->out_fd = -1;
+  job->err_fd = -1;
   return job;
 }
 
@@ -387,6 +404,8 @@ answer_unary_error (Request *req, const char *code, const char *message)
   guint status = strcmp (code, "not_found") == 0          ? SOUP_STATUS_NOT_FOUND
                  : strcmp (code, "invalid_argument") == 0 ? SOUP_STATUS_BAD_REQUEST
                  : strcmp (code, "aborted") == 0          ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "already_exists") == 0   ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "deadline_exceeded") == 0 ? SOUP_STATUS_GATEWAY_TIMEOUT
                  : strcmp (code, "unimplemented") == 0    ? SOUP_STATUS_NOT_FOUND
                  : strcmp (code, "resource_exhausted") == 0 ? 429
                                                           : SOUP_STATUS_INTERNAL_SERVER_ERROR;
@@ -422,7 +441,7 @@ on_released (gpointer data)
   Envd *job = data;
 
   if (job->error != NULL)
-    envd_fail (job, files_code (job->error), job->error->message);
+    envd_fail (job, job->fail_code != NULL ? job->fail_code : files_code (job->error), job->error->message);
   else
     {
       gsize len = 0;
@@ -562,6 +581,165 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   }
 }
 
+/* ---- Remove, Move, MakeDir: a command in the sandbox's jail ----
+ *
+ * The worker's file tools read, write and list; these three run as a command of the sandbox does, in its
+ * jail, so a path means what it means to a command there (a relative one starts in /workspace) and none
+ * reaches the host.  The script's exit status says what went wrong; on success it prints the entry's type
+ * and absolute path.  The scripts number their refusals as below. */
+#define FS_EXIT_NOT_FOUND 3
+#define FS_EXIT_EXISTS 4
+#define FS_EXIT_NOT_DIR 5
+/* A remove of a large tree may take a while; a file operation that runs past this is stopped. */
+#define FS_TIMEOUT_S 120
+#define FS_OUTPUT_MAX 4096
+
+static const char remove_script[] = "rm -rf -- \"$1\"";
+static const char move_script[] =
+  "{ [ -e \"$1\" ] || [ -L \"$1\" ]; } || exit " G_STRINGIFY (FS_EXIT_NOT_FOUND) "; "
+  "mkdir -p -- \"$(dirname -- \"$2\")\" && mv -T -- \"$1\" \"$2\" || exit 1; "
+  "if [ -d \"$2\" ] && [ ! -L \"$2\" ]; then echo dir; else echo file; fi; realpath -s -- \"$2\"";
+static const char mkdir_script[] =
+  "if [ -d \"$1\" ]; then exit " G_STRINGIFY (FS_EXIT_EXISTS) "; fi; "
+  "if [ -e \"$1\" ] || [ -L \"$1\" ]; then exit " G_STRINGIFY (FS_EXIT_NOT_DIR) "; fi; "
+  "mkdir -p -- \"$1\" || exit 1; echo dir; realpath -s -- \"$1\"";
+
+/* The shell command of @job: its script, its path (and destination) as $1 (and $2). */
+static char *
+fs_command (Envd *job)
+{
+  g_autofree char *first = g_shell_quote (job->path);
+  g_autofree char *second = job->dest != NULL ? g_shell_quote (job->dest) : g_strdup ("");
+  const char *script = job->op == ENVD_REMOVE ? remove_script : job->op == ENVD_MOVE ? move_script : mkdir_script;
+
+  /* LC_ALL=C: the tools' messages, which the answer carries, in ASCII. */
+  return g_strdup_printf ("export LC_ALL=C; set -- %s %s; %s", first, second, script);
+}
+
+/* At most FS_OUTPUT_MAX bytes of what a command wrote to @fd (a memfd), from its start. */
+static char *
+fs_output (int fd)
+{
+  char buf[FS_OUTPUT_MAX];
+  ssize_t n;
+
+  do
+    n = pread (fd, buf, sizeof buf, 0);
+  while (n < 0 && errno == EINTR);
+  return g_strndup (buf, n > 0 ? (gsize) n : 0);
+}
+
+static const char *
+fs_verb (EnvdOp op)
+{
+  return op == ENVD_REMOVE ? "Removing" : op == ENVD_MOVE ? "Moving" : "Making the directory";
+}
+
+static void
+on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+  SandstepRunResult result = { 0 };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autofree char *shown = sandstep_escape (job->path, -1, 200, SANDSTEP_ESCAPE_VALUE);
+  g_autoptr(GError) failed = NULL;
+
+  if (error != NULL)
+    {
+      files_finish (job, error);
+      return;
+    }
+  sandstep_wire_read_run_result (reply, &result);
+  out = fs_output (job->out_fd);
+  err = g_strstrip (fs_output (job->err_fd));
+  if (result.timed_out)
+    {
+      job->fail_code = "deadline_exceeded";
+      failed = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                            "%s '%s' ran past %d s and was stopped; do it with commands.run, which takes a "
+                            "timeoutMs", fs_verb (job->op), shown, FS_TIMEOUT_S);
+    }
+  else if (result.exit_status == FS_EXIT_NOT_FOUND)
+    failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND, "'%s' does not exist in the sandbox",
+                          shown);
+  else if (result.exit_status == FS_EXIT_EXISTS)
+    {
+      /* The SDK's makeDir answers false for it. */
+      job->fail_code = "already_exists";
+      failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_FAILED, "The directory '%s' exists already",
+                            shown);
+    }
+  else if (result.exit_status == FS_EXIT_NOT_DIR)
+    failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_FAILED,
+                          "'%s' exists and is not a directory; remove it first, or make the directory elsewhere",
+                          shown);
+  else if (result.exit_status != 0)
+    failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
+                          "%s '%s' failed in the sandbox (exit status %d): %s; only /workspace and /tmp are "
+                          "writable", fs_verb (job->op), shown, result.exit_status, err[0] != '\0' ? err : "no message");
+  if (failed != NULL)
+    {
+      files_finish (job, failed);
+      return;
+    }
+  {
+    g_autoptr(JsonObject) answer = json_object_new ();
+    g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+    if (job->op != ENVD_REMOVE)
+      {
+        /* "dir" or "file", then the absolute path. */
+        g_auto(GStrv) lines = g_strsplit (out, "\n", 3);
+        if (g_strv_length (lines) < 2 || lines[1][0] != '/')
+          {
+            g_autoptr(GError) odd = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                                 "%s '%s' gave no entry back (it printed '%s')", fs_verb (job->op),
+                                                 shown, out);
+            files_finish (job, odd);
+            return;
+          }
+        {
+          g_autofree char *dir = g_path_get_dirname (lines[1]);
+          g_autofree char *name = g_path_get_basename (lines[1]);
+          json_object_set_object_member (answer, "entry", entry_info (dir, name, strcmp (lines[0], "dir") == 0));
+        }
+      }
+    json_node_set_object (node, answer);
+    answer_json_node (job, node);
+    files_finish (job, NULL);
+  }
+}
+
+/* Runs @job's command on its lease's worker, its output into two memfds it keeps. */
+static void
+fs_command_start (Envd *job)
+{
+  g_autofree char *command = fs_command (job);
+  int fds[2];
+
+  job->out_fd = memfd_create ("sandstepd-e2b-stdout", MFD_CLOEXEC);
+  job->err_fd = memfd_create ("sandstepd-e2b-stderr", MFD_CLOEXEC);
+  fds[0] = job->out_fd >= 0 ? fcntl (job->out_fd, F_DUPFD_CLOEXEC, 0) : -1;
+  fds[1] = job->err_fd >= 0 ? fcntl (job->err_fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (fds[0] < 0 || fds[1] < 0)
+    {
+      int errsv = errno;
+      g_autoptr(GError) error = NULL;
+
+      if (fds[0] >= 0)
+        close (fds[0]);
+      if (fds[1] >= 0)
+        close (fds[1]);
+      sandstep_throw_errno (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                            "Cannot hold the output of %s", fs_verb (job->op));
+      files_finish (job, error);
+      return;
+    }
+  sandstepd_worker_call (job->lease->worker, "run", sandstep_wire_run_request (NULL, command, FS_TIMEOUT_S), fds,
+                         2, on_fs_command_done, envd_ref (job), (GDestroyNotify) envd_unref);
+}
+
 static void
 on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
@@ -602,6 +780,11 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     case ENVD_LIST:
       sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
                              on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+      return;
+    case ENVD_REMOVE:
+    case ENVD_MOVE:
+    case ENVD_MKDIR:
+      fs_command_start (job);
       return;
     case ENVD_STAT:
       dir = g_path_get_dirname (job->path);
@@ -842,7 +1025,8 @@ handle_files (Request *req)
   envd_go (job);
 }
 
-/* filesystem.Filesystem's unary calls (ListDir, Stat): a JSON body with a path. */
+/* filesystem.Filesystem's unary calls (ListDir, Stat, Remove, MakeDir; Move): a JSON body with a path (a
+ * source and a destination). */
 static void
 handle_filesystem (Request *req, EnvdOp op)
 {
@@ -850,7 +1034,7 @@ handle_filesystem (Request *req, EnvdOp op)
     soup_server_message_get_request_headers (req->msg), NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) request = NULL;
-  const char *path;
+  const char *path, *dest;
   Envd *job;
 
   if (g_strcmp0 (content_type, "application/json") != 0)
@@ -864,14 +1048,24 @@ handle_filesystem (Request *req, EnvdOp op)
       answer_unary_error (req, "invalid_argument", error->message);
       return;
     }
-  path = string_member (request, "path");
+  /* Move names its paths source and destination. */
+  path = string_member (request, op == ENVD_MOVE ? "source" : "path");
   if (path == NULL || path[0] == '\0')
     {
-      answer_unary_error (req, "invalid_argument", "The request has no 'path'; name the file or directory");
+      answer_unary_error (req, "invalid_argument",
+                          op == ENVD_MOVE ? "The request has no 'source'; name the file or directory to move"
+                                          : "The request has no 'path'; name the file or directory");
+      return;
+    }
+  dest = op == ENVD_MOVE ? string_member (request, "destination") : NULL;
+  if (op == ENVD_MOVE && (dest == NULL || dest[0] == '\0'))
+    {
+      answer_unary_error (req, "invalid_argument", "The request has no 'destination'; name where to move it");
       return;
     }
   job = envd_new (req, op);
   job->path = g_strdup (path);
+  job->dest = g_strdup (dest);
   envd_go (job);
 }
 
@@ -904,6 +1098,12 @@ sandstepd_handle_envd (Request *req)
     handle_filesystem (req, ENVD_LIST);
   else if (strcmp (req->path, "/filesystem.Filesystem/Stat") == 0)
     handle_filesystem (req, ENVD_STAT);
+  else if (strcmp (req->path, "/filesystem.Filesystem/Remove") == 0)
+    handle_filesystem (req, ENVD_REMOVE);
+  else if (strcmp (req->path, "/filesystem.Filesystem/Move") == 0)
+    handle_filesystem (req, ENVD_MOVE);
+  else if (strcmp (req->path, "/filesystem.Filesystem/MakeDir") == 0)
+    handle_filesystem (req, ENVD_MKDIR);
   else
     {
       message = g_strdup_printf ("%s is not served by sandstepd's E2B envd yet (docs/e2b.md)", req->path);

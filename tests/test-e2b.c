@@ -378,13 +378,15 @@ test_files (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
   g_autofree char *escape = g_strdup_printf ("/tmp/sandstep-e2b-escape-%08x", g_random_int ());
-  JsonObject *written;
-  JsonArray *bytes;
+  JsonObject *written, *o;
+  JsonArray *bytes, *inside;
   JsonArray *listed;
 
-  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list and exists through "
-                  "sandstepd's envd; a command sees what was written; a missing file is FileNotFoundError and "
-                  "does not exist; a call not served says so; a path that climbs out stays in the sandbox");
+  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list, exists, getInfo, "
+                  "makeDir, rename and remove through sandstepd's envd; a command sees what was written; a "
+                  "missing file is FileNotFoundError and does not exist; makeDir of a directory there is false, "
+                  "over a file or in a read-only place refused; a name full of shell stays a name; a call not "
+                  "served says so; a path that climbs out stays in the sandbox");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -408,7 +410,41 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "existsDir"));
   g_assert_false (json_object_get_boolean_member (report, "existsNot"));
   assert_threw (report, "readMissing", "FileNotFoundError", "/workspace/no-such-file");
-  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/Remove is not served");
+  g_assert_true (json_object_get_boolean_member (report, "made"));
+  g_assert_false (json_object_get_boolean_member (report, "madeAgain"));
+  g_assert_true (json_object_get_boolean_member (report, "madeRelative"));
+  assert_threw (report, "madeOverFile", "InvalidArgumentError", "'/workspace/notes.txt' exists and is not a directory");
+  assert_threw (report, "madeReadOnly", "InvalidArgumentError", "only /workspace and /tmp are writable");
+  g_assert_true (json_object_get_boolean_member (report, "madeOdd"));
+  g_assert_false (json_object_get_boolean_member (report, "pwned"));
+  o = member_object (report, "infoDir");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "made");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/made");
+  o = member_object (report, "infoFile");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "file");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/notes.txt");
+  assert_threw (report, "infoMissing", "FileNotFoundError", "/workspace/no-such-file");
+  o = member_object (report, "renamed");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "moved.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "file");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/made/moved.txt");
+  g_assert_false (json_object_get_boolean_member (o, "oldExists"));
+  g_assert_cmpstr (json_object_get_string_member (o, "content"), ==, "hello from e2b\n");
+  o = member_object (report, "renamedDir");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "made2");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/tmp/elsewhere/made2");
+  inside = json_object_get_array_member (o, "inside");
+  g_assert_cmpuint (json_array_get_length (inside), ==, 2);
+  g_assert_cmpstr (json_array_get_string_element (inside, 0), ==, "deep");
+  g_assert_cmpstr (json_array_get_string_element (inside, 1), ==, "moved.txt");
+  assert_threw (report, "renamedMissing", "FileNotFoundError", "'/workspace/no-such-file' does not exist");
+  g_assert_cmpstr (json_object_get_string_member (report, "renamedClimbed"), ==, escape);
+  g_assert_false (json_object_get_boolean_member (report, "removed"));
+  g_assert_true (json_object_get_boolean_member (report, "removedMissing"));
+  assert_threw (report, "removedReadOnly", "InvalidArgumentError", "Removing '/usr/bin/env' failed in the sandbox");
+  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/WatchDir is not served");
   assert_threw (report, "climbed", "InvalidArgumentError", "goes above '/'");
   g_assert_false (g_file_test (escape, G_FILE_TEST_EXISTS));
   g_assert_true (json_object_get_boolean_member (report, "killed"));

@@ -145,7 +145,52 @@ async function files() {
   await take('existsDir', async () => await sbx.files.exists('/workspace/sub'));
   await take('existsNot', async () => await sbx.files.exists('/workspace/no-such-file'));
   await take('readMissing', async () => await sbx.files.read('/workspace/no-such-file'));
-  await take('unserved', async () => await sbx.files.remove('/workspace/notes.txt'));
+  // makeDir: true when made (parents too), false when there already; a file in the way and a read-only place
+  // are refused.  A relative path starts in /workspace, as a command's.
+  await take('made', async () => await sbx.files.makeDir('/workspace/made/deep'));
+  await take('madeAgain', async () => await sbx.files.makeDir('/workspace/made/deep'));
+  await take('madeRelative', async () => (await sbx.files.makeDir('rel-dir')) && await sbx.files.exists('/workspace/rel-dir'));
+  await take('madeOverFile', async () => await sbx.files.makeDir('/workspace/notes.txt'));
+  await take('madeReadOnly', async () => await sbx.files.makeDir('/usr/sandstep-e2b'));
+  // A name is a name, never shell: this one would make /workspace/pwned if it were run as a command.
+  const odd = "/workspace/$(touch /workspace/pwned) 'q'; touch /workspace/pwned2";
+  await take('madeOdd', async () => (await sbx.files.makeDir(odd)) && await sbx.files.exists(odd));
+  await take('pwned', async () => (await sbx.files.exists('/workspace/pwned')) || (await sbx.files.exists('/workspace/pwned2')));
+  // getInfo: a directory and a file; a missing path is FileNotFoundError.
+  await take('infoDir', async () => {
+    const i = await sbx.files.getInfo('/workspace/made');
+    return { name: i.name, type: i.type, path: i.path };
+  });
+  await take('infoFile', async () => {
+    const i = await sbx.files.getInfo('/workspace/notes.txt');
+    return { name: i.name, type: i.type, path: i.path };
+  });
+  await take('infoMissing', async () => (await sbx.files.getInfo('/workspace/no-such-file')).name);
+  // rename: a file into a directory (its content with it), a directory to a new parent; a missing source.
+  await take('renamed', async () => {
+    const e = await sbx.files.rename('/workspace/notes.txt', '/workspace/made/moved.txt');
+    return { name: e.name, type: e.type, path: e.path, oldExists: await sbx.files.exists('/workspace/notes.txt'),
+             content: await sbx.files.read('/workspace/made/moved.txt') };
+  });
+  await take('renamedDir', async () => {
+    const e = await sbx.files.rename('/workspace/made', '/tmp/elsewhere/made2');
+    return { name: e.name, type: e.type, path: e.path,
+             inside: (await sbx.files.list('/tmp/elsewhere/made2')).map((x) => x.name).sort() };
+  });
+  await take('renamedMissing', async () => (await sbx.files.rename('/workspace/no-such-file', '/workspace/x')).path);
+  // A destination that climbs resolves in the sandbox's own root: the sandbox's /tmp, never the host's.
+  await take('renamedClimbed', async () => {
+    await sbx.files.write('/workspace/esc.txt', 'in?');
+    return (await sbx.files.rename('/workspace/esc.txt', `/../../../..${process.env.E2B_ESCAPE}`)).path;
+  });
+  // remove: a tree; then it does not exist; a missing path is no error (as envd's).
+  await take('removed', async () => {
+    await sbx.files.remove('/tmp/elsewhere');
+    return await sbx.files.exists('/tmp/elsewhere/made2/moved.txt') || await sbx.files.exists('/tmp/elsewhere');
+  });
+  await take('removedMissing', async () => { await sbx.files.remove('/workspace/no-such-file'); return true; });
+  await take('removedReadOnly', async () => { await sbx.files.remove('/usr/bin/env'); return true; });
+  await take('unserved', async () => await sbx.files.watchDir('/workspace', () => {}));
   // A path that climbs out stays in the sandbox: the test checks the host has no such file.
   await take('climbed', async () => (await sbx.files.write(`/../../../..${process.env.E2B_ESCAPE}`, 'out?')).path);
   await take('killed', async () => { await sbx.kill(); return true; });
