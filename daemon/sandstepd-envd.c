@@ -10,6 +10,7 @@
  * through the same claim, one operation each, answered once the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
  */
 #include "sandstepd-private.h"
+#include "sandstepd-envd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -147,13 +148,17 @@ event (const char *kind, JsonObject *value, gsize *out_len)
 
 /* ---- process.Process/Start: a command, its output streamed ---- */
 
+/* The pid of the command whose stream starts now: a framing's first() takes no context, and
+ * sandstepd_stream_step_framed() calls it before it returns (main loop only). */
+static guint32 starting_pid;
+
 static char *
 start_first (gsize *out_len)
 {
   JsonObject *start = json_object_new ();
 
-  /* The command's pid in the sandbox is not known here; commands.kill(pid) is not served yet. */
-  json_object_set_int_member (start, "pid", 1);
+  /* sandstepd's number for the command (sandstepd-envd-commands.c), not its pid in the sandbox. */
+  json_object_set_int_member (start, "pid", starting_pid);
   return event ("start", start, out_len);
 }
 
@@ -324,6 +329,8 @@ typedef enum {
   ENVD_REMOVE,              /* filesystem.Filesystem/Remove */
   ENVD_MOVE,                /* filesystem.Filesystem/Move */
   ENVD_MKDIR,               /* filesystem.Filesystem/MakeDir */
+  ENVD_PS,                  /* process.Process/List */
+  ENVD_SIGNAL,              /* process.Process/SendSignal */
 } EnvdOp;
 
 typedef struct {
@@ -332,6 +339,9 @@ typedef struct {
   EnvdOp op;
   Lease *lease;             /* ref, once a worker is taken */
   char *command;            /* start */
+  JsonObject *process;      /* start: StartRequest.process, for commands.list */
+  char *tag;
+  JsonObject *selector;     /* signal: ProcessSelector */
   double timeout_s;
   char *path;               /* the files' */
   char *dest;               /* move: where to */
@@ -366,6 +376,11 @@ envd_unref (Envd *job)
   if (job->lease != NULL)
     sandstepd_lease_unref (job->lease);
   g_free (job->command);
+  if (job->process != NULL)
+    json_object_unref (job->process);
+  g_free (job->tag);
+  if (job->selector != NULL)
+    json_object_unref (job->selector);
   g_free (job->path);
   g_free (job->dest);
   if (job->fd >= 0)
@@ -763,7 +778,11 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     }
   switch (job->op)
     {
+    case ENVD_PS:
+    case ENVD_SIGNAL:
+      g_assert_not_reached ();
     case ENVD_START:
+      starting_pid = sandstepd_envd_command_add (req->handle, job->process, job->tag, lease);
       sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
                                     &start_framing);
       return;
@@ -815,6 +834,24 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
   if (job->error != NULL)
     {
       envd_fail (job, connect_code (job->error), job->error->message);
+      return;
+    }
+  /* List and SendSignal read the commands that run; they claim nothing (the command holds the claim). */
+  if (job->op == ENVD_PS)
+    {
+      g_autoptr(JsonObject) answer = sandstepd_envd_command_list (req->handle);
+      sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
+      return;
+    }
+  if (job->op == ENVD_SIGNAL)
+    {
+      g_autoptr(JsonObject) answer = json_object_new ();
+
+      if (!sandstepd_envd_command_kill (req->handle, job->selector))
+        answer_unary_error (req, "not_found", "No command with that pid runs in the sandbox: it ended, or was "
+                                              "killed; commands.list() shows those that run");
+      else
+        sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
       return;
     }
   w = sandstepd_worker_take (req->d, &error);
@@ -889,6 +926,11 @@ handle_start (Request *req)
     }
   job = envd_new (req, ENVD_START);
   job->command = shell_command (request, &error);
+  if (job->command != NULL)
+    {
+      job->process = json_object_ref (json_object_get_object_member (request, "process"));
+      job->tag = g_strdup (string_member (request, "tag"));
+    }
   if (job->command == NULL)
     {
       answer_stream_error (req, "invalid_argument", error->message);
@@ -1069,6 +1111,41 @@ handle_filesystem (Request *req, EnvdOp op)
   envd_go (job);
 }
 
+/* process.Process's unary calls that need no claim: List ({}), SendSignal ({process: selector, signal}). */
+static void
+handle_process (Request *req, EnvdOp op)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  JsonNode *selector;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, "application/json") != 0)
+    {
+      answer_unary_error (req, "invalid_argument", "process.Process's unary calls take application/json");
+      return;
+    }
+  request = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      answer_unary_error (req, "invalid_argument", error->message);
+      return;
+    }
+  selector = json_object_get_member (request, "process");
+  if (op == ENVD_SIGNAL && (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector)))
+    {
+      answer_unary_error (req, "invalid_argument", "The request has no 'process'; name the command as "
+                                                   "{process: {pid: N}} or {process: {tag: T}}");
+      return;
+    }
+  job = envd_new (req, op);
+  if (op == ENVD_SIGNAL)
+    job->selector = json_object_ref (json_node_get_object (selector));
+  envd_go (job);
+}
+
 void
 sandstepd_handle_envd (Request *req)
 {
@@ -1104,9 +1181,25 @@ sandstepd_handle_envd (Request *req)
     handle_filesystem (req, ENVD_MOVE);
   else if (strcmp (req->path, "/filesystem.Filesystem/MakeDir") == 0)
     handle_filesystem (req, ENVD_MKDIR);
+  else if (strcmp (req->path, "/process.Process/List") == 0)
+    handle_process (req, ENVD_PS);
+  else if (strcmp (req->path, "/process.Process/SendSignal") == 0)
+    handle_process (req, ENVD_SIGNAL);
   else
     {
-      message = g_strdup_printf ("%s is not served by sandstepd's E2B envd yet (docs/e2b.md)", req->path);
+      const char *why = "";
+
+      if (strcmp (req->path, "/process.Process/Connect") == 0)
+        why = ": reconnecting to a command (commands.connect) is not served, a command's output goes to the call "
+              "that started it only; keep its handle (commands.run with background: true)";
+      else if (strcmp (req->path, "/process.Process/SendInput") == 0 ||
+               strcmp (req->path, "/process.Process/StreamInput") == 0 ||
+               strcmp (req->path, "/process.Process/CloseStdin") == 0)
+        why = ": a command's stdin (sendStdin) is not served, commands run with none; write the input to a file "
+              "and redirect it";
+      else if (strcmp (req->path, "/process.Process/Update") == 0)
+        why = ": PTYs are not served";
+      message = g_strdup_printf ("%s is not served by sandstepd's E2B envd%s (docs/e2b.md)", req->path, why);
       if (streaming)
         answer_stream_error (req, "unimplemented", message);
       else

@@ -374,6 +374,58 @@ test_commands (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_background (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o, *p;
+  JsonArray *listed;
+  gint64 pid;
+
+  g_test_summary ("commands.run({background: true}) through sandstepd's envd: a handle at once, wait() gives "
+                  "the output and exit code; commands.list() shows a running command (its pid and process) "
+                  "and not one killed; kill() by the handle ends it and frees the sandbox, a second "
+                  "kill or an unknown pid is false; a key of another owner neither lists nor kills; "
+                  "commands.connect and sendStdin say they are not served");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "background", fx->key);
+  o = member_object (report, "ended");
+  g_assert_cmpstr (json_object_get_string_member (o, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 4);
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "bg\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "streamed"), ==, "bg\n");
+  pid = json_object_get_int_member (report, "pid");
+  g_assert_cmpint (pid, >, json_object_get_int_member (o, "pid"));
+  listed = json_object_get_array_member (report, "listed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  p = json_array_get_object_element (listed, 0);
+  g_assert_cmpint (json_object_get_int_member (p, "pid"), ==, pid);
+  g_assert_cmpstr (json_object_get_string_member (p, "cmd"), ==, "/bin/bash");
+  g_assert_cmpstr (json_array_get_string_element (json_object_get_array_member (p, "args"), 2), ==,
+                   "echo started; sleep 60");
+  g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (p, "envs"), "A"), ==, "b");
+  assert_threw (report, "busy", "SandboxError", "held by");
+  assert_threw (report, "reconnect", "SandboxError", "commands.connect) is not served");
+  assert_threw (report, "stdin", "SandboxError", "sendStdin) is not served");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+  /* The stream of a killed command ends with the backend's error (Connect's "internal"), not an exit code. */
+  assert_threw (report, "waited", "SandboxError", "The command was stopped");
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "listedAfter")), ==, 0);
+  g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
+  g_assert_false (json_object_get_boolean_member (report, "killedNever"));
+  g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
+  o = member_object (report, "otherList");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
+  g_assert_cmpstr (json_object_get_string_member (member_object (o, "body"), "code"), ==, "not_found");
+  o = member_object (report, "otherKill");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "stillListed")), ==, 1);
+  g_assert_true (json_object_get_boolean_member (report, "killedSecond"));
+  g_assert_true (json_object_get_boolean_member (report, "killedSandbox"));
+}
+
+static void
 test_files (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
@@ -534,6 +586,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/lifecycle", test_lifecycle);
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
+  ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/wire/start", test_wire);

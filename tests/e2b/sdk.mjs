@@ -2,8 +2,8 @@
 //
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
-// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, files,
-// handed.
+// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
+// files, handed.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -112,6 +112,59 @@ async function commands() {
   await take('killed', async () => { await sbx.kill(); return true; });
 }
 
+// Commands in the background: a handle at once; list, kill and wait by it; what is not served says so.
+async function background() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  const out = [];
+  // One that ends by itself: wait() gives its output and exit code (non-zero: CommandExitError).
+  await take('ended', async () => {
+    const h = await sbx.commands.run('echo bg; exit 4', { background: true, onStdout: (d) => out.push(d) });
+    try {
+      const r = await h.wait();
+      return { pid: h.pid, exitCode: r.exitCode, stdout: r.stdout };
+    } catch (e) {
+      return { pid: h.pid, threw: e.constructor.name, exitCode: e.exitCode, stdout: e.stdout };
+    }
+  });
+  report.streamed = out.join('');
+  // One that runs until killed: listed while it runs (its process as sent), killed by its handle, then gone.
+  const h = await sbx.commands.run('echo started; sleep 60', { background: true, envs: { A: 'b' } });
+  report.pid = h.pid;
+  await take('listed', async () => (await sbx.commands.list()).map((p) => ({ pid: p.pid, cmd: p.cmd, args: p.args,
+    envs: p.envs })));
+  // While it holds the sandbox, another command waits on it: refused as busy.
+  await take('busy', async () => (await sbx.commands.run('echo second')).stdout);
+  await take('reconnect', async () => (await sbx.commands.connect(h.pid)).pid);
+  await take('stdin', async () => { await sbx.commands.sendStdin(h.pid, 'x\n'); return true; });
+  await take('killed', async () => await h.kill());
+  await take('waited', async () => { const r = await h.wait(); return { exitCode: r.exitCode }; });
+  await take('listedAfter', async () => (await sbx.commands.list()).map((p) => p.pid));
+  await take('killedAgain', async () => await sbx.commands.kill(h.pid));
+  await take('killedNever', async () => await sbx.commands.kill(4_000_000));
+  // The killed command let the sandbox go: the next one runs.
+  await take('after', async () => (await sbx.commands.run('echo free')).stdout);
+  // A key of another owner neither lists nor kills this sandbox's commands (the SDK cannot even connect to the
+  // sandbox with it: its requests are made here).
+  const other = { apiKey: process.env.E2B_OTHER_KEY };
+  const h2 = await sbx.commands.run('sleep 60', { background: true });
+  await take('otherList', async () => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/List`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': other.apiKey },
+      body: '{}' });
+    return { status: res.status, body: await res.json() };
+  });
+  await take('otherKill', async () => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/SendSignal`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': other.apiKey },
+      body: JSON.stringify({ process: { pid: h2.pid }, signal: 'SIGNAL_SIGKILL' }) });
+    return { status: res.status, body: await res.json() };
+  });
+  await take('stillListed', async () => (await sbx.commands.list()).map((p) => p.pid));
+  await take('killedSecond', async () => await sbx.commands.kill(h2.pid));
+  await take('killedSandbox', async () => { await sbx.kill(); return true; });
+}
+
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
 async function scoped() {
   const other = { apiKey: process.env.E2B_OTHER_KEY };
@@ -206,7 +259,7 @@ async function handed() {
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
 }
 
-const areas = { lifecycle, scoped, commands, files, handed };
+const areas = { lifecycle, scoped, commands, background, files, handed };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
