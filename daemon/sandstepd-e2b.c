@@ -23,11 +23,27 @@
 /* The owner of an admin key's sandboxes; a scoped key's are under its prefix. */
 #define E2B_OWNER "e2b"
 
+/* The platform API's areas that sandstepd does not serve: answered in E2B's shape, saying so. */
+static const char *const unserved_areas[] = { "snapshots", "templates", "volumes", "volumecontent", "v3" };
+
+static gboolean
+is_unserved_area (const char *path)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (unserved_areas); i++)
+    {
+      gsize n = strlen (unserved_areas[i]);
+      if (path[0] == '/' && strncmp (path + 1, unserved_areas[i], n) == 0 &&
+          (path[n + 1] == '\0' || path[n + 1] == '/'))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 gboolean
 sandstepd_e2b_is_path (const char *path)
 {
   return strcmp (path, "/sandboxes") == 0 || g_str_has_prefix (path, "/sandboxes/") ||
-         strcmp (path, "/v2/sandboxes") == 0 || sandstepd_envd_is_path (path);
+         strcmp (path, "/v2/sandboxes") == 0 || is_unserved_area (path) || sandstepd_envd_is_path (path);
 }
 
 const SandstepTokenEntry *
@@ -676,8 +692,17 @@ handle_platform (Request *req)
   guint np = v2 ? n - 1 : n;
   const char *method = req->method;
   g_autoptr(GTask) task = NULL;
-  E2bJob *job = g_new0 (E2bJob, 1);
+  E2bJob *job;
 
+  if (is_unserved_area (req->path))
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
+                           "%s %s is not served by sandstepd's E2B API: it has no snapshots, templates or volumes "
+                           "(a template names the host's root, 'base'); it serves create, connect, list, get, "
+                           "setTimeout and kill of sandboxes (docs/e2b.md)", req->method, req->path);
+      return;
+    }
+  job = g_new0 (E2bJob, 1);
   job->req = sandstepd_request_ref (req);
   if (np == 1 && strcmp (method, "GET") == 0)
     job->op = E2B_LIST;

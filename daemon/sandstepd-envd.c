@@ -924,6 +924,12 @@ handle_start (Request *req)
                            "A command's stdin is not served by sandstepd's E2B envd yet; run it without stdin");
       return;
     }
+  if (json_object_has_member (request, "pty"))
+    {
+      answer_stream_error (req, "unimplemented", "PTYs are not served by sandstepd's E2B envd; run the command "
+                                                 "without one (commands.run)");
+      return;
+    }
   job = envd_new (req, ENVD_START);
   job->command = shell_command (request, &error);
   if (job->command != NULL)

@@ -308,6 +308,9 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   assert_threw (report, "briefInfo", "SandboxNotFoundError", brief);
   assert_threw (report, "briefRun", "NotFoundError", brief);
   g_assert_false (array_has (report, "briefListed", brief));
+  assert_threw (report, "pause", "SandboxError", "/pause is not served by sandstepd's E2B API");
+  assert_threw (report, "metrics", "SandboxError", "/metrics is not served by sandstepd's E2B API");
+  assert_threw (report, "snapshots", "SandboxError", "has no snapshots");
   assert_threw (report, "badMetadata", "SandboxError", "400: The value of metadata 'n' is not a string");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
@@ -330,7 +333,7 @@ test_scoped (Fixture *fx, gconstpointer data)
   const char *id;
 
   g_test_summary ("an E2B key scoped to owner=a/ makes sandboxes under a/; a key scoped to b/ neither lists, "
-                  "gets, connects to nor kills them (not found, as for a sandbox that never was)");
+                  "gets, connects to, sets the timeout of nor kills them (not found, as for a sandbox that never was)");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -340,6 +343,9 @@ test_scoped (Fixture *fx, gconstpointer data)
   assert_threw (report, "otherInfo", "SandboxNotFoundError", id);
   assert_threw (report, "otherConnect", "SandboxNotFoundError", id);
   g_assert_false (json_object_get_boolean_member (report, "otherKill"));
+  assert_threw (report, "otherSetTimeout", "SandboxNotFoundError", id);
+  /* The other key's setTimeout of 1 s did not touch the sandbox: it still ends at its 120 s. */
+  g_assert_cmpint (json_object_get_int_member (report, "endAfterOther"), >=, 100);
   g_assert_true (array_has (report, "ownList", id));
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
@@ -422,6 +428,7 @@ test_background (Fixture *fx, gconstpointer data)
   g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "stillListed")), ==, 1);
   g_assert_true (json_object_get_boolean_member (report, "killedSecond"));
+  assert_threw (report, "pty", "SandboxError", "PTYs are not served");
   g_assert_true (json_object_get_boolean_member (report, "killedSandbox"));
 }
 

@@ -71,6 +71,10 @@ async function lifecycle() {
   await take('briefInfo', async () => (await brief.getInfo()).sandboxId);
   await take('briefRun', async () => (await brief.commands.run('echo alive')).stdout);
   await take('briefListed', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  // What has no sandstep meaning says it is not served, in E2B's shape.
+  await take('pause', async () => { await sbx.pause(); return true; });
+  await take('metrics', async () => await sbx.getMetrics());
+  await take('snapshots', async () => await Sandbox.listSnapshots().nextItems());
   await take('badMetadata', async () => (await Sandbox.create('base', { metadata: { n: 1 } })).sandboxId);
   await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
   await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
@@ -162,6 +166,7 @@ async function background() {
   });
   await take('stillListed', async () => (await sbx.commands.list()).map((p) => p.pid));
   await take('killedSecond', async () => await sbx.commands.kill(h2.pid));
+  await take('pty', async () => (await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} })).pid);
   await take('killedSandbox', async () => { await sbx.kill(); return true; });
 }
 
@@ -174,6 +179,8 @@ async function scoped() {
   await take('otherInfo', async () => (await Sandbox.getInfo(sbx.sandboxId, other)).sandboxId);
   await take('otherConnect', async () => (await Sandbox.connect(sbx.sandboxId, other)).sandboxId);
   await take('otherKill', async () => await Sandbox.kill(sbx.sandboxId, other));
+  await take('otherSetTimeout', async () => { await Sandbox.setTimeout(sbx.sandboxId, 1_000, other); return true; });
+  await take('endAfterOther', async () => Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000));
   await take('ownList', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
   await take('killed', async () => await Sandbox.kill(sbx.sandboxId));
 }
