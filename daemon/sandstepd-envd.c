@@ -325,7 +325,7 @@ typedef enum {
   ENVD_READ,                /* GET /files */
   ENVD_WRITE,               /* POST /files */
   ENVD_LIST,                /* filesystem.Filesystem/ListDir */
-  ENVD_STAT,                /* filesystem.Filesystem/Stat */
+  ENVD_STAT,                /* filesystem.Filesystem/Stat (a command, as the three below) */
   ENVD_REMOVE,              /* filesystem.Filesystem/Remove */
   ENVD_MOVE,                /* filesystem.Filesystem/Move */
   ENVD_MKDIR,               /* filesystem.Filesystem/MakeDir */
@@ -556,40 +556,19 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       files_finish (job, NULL);
       return;
     }
-  /* list and stat: the entries of a directory (of the path's parent, for stat). */
+  /* list: the entries of a directory. */
   {
     g_autoptr(GPtrArray) entries = sandstep_wire_read_entries (reply);
     g_autoptr(JsonObject) answer = json_object_new ();
     g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+    JsonArray *array = json_array_new ();
 
-    if (job->op == ENVD_LIST)
+    for (guint i = 0; i < entries->len; i++)
       {
-        JsonArray *array = json_array_new ();
-        for (guint i = 0; i < entries->len; i++)
-          {
-            const SandstepDirEntry *e = entries->pdata[i];
-            json_array_add_object_element (array, entry_info (job->path, e->name, e->is_dir));
-          }
-        json_object_set_array_member (answer, "entries", array);
+        const SandstepDirEntry *e = entries->pdata[i];
+        json_array_add_object_element (array, entry_info (job->path, e->name, e->is_dir));
       }
-    else
-      {
-        g_autofree char *dir = g_path_get_dirname (job->path);
-        g_autofree char *name = g_path_get_basename (job->path);
-        const SandstepDirEntry *found = NULL;
-
-        for (guint i = 0; i < entries->len && found == NULL; i++)
-          if (strcmp (((const SandstepDirEntry *) entries->pdata[i])->name, name) == 0)
-            found = entries->pdata[i];
-        if (found == NULL)
-          {
-            g_autoptr(GError) missing = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
-                                                     "'%s' does not exist in the sandbox", job->path);
-            files_finish (job, missing);
-            return;
-          }
-        json_object_set_object_member (answer, "entry", entry_info (dir, name, found->is_dir));
-      }
+    json_object_set_array_member (answer, "entries", array);
     json_node_set_object (node, answer);
     answer_json_node (job, node);
     files_finish (job, NULL);
@@ -609,6 +588,13 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 #define FS_TIMEOUT_S 120
 #define FS_OUTPUT_MAX 4096
 
+/* The entry's type, then "SIZE MODE MTIME PERMISSIONS OWNER GROUP" (of what a link points to), then its
+ * absolute path. */
+static const char stat_script[] =
+  "{ [ -e \"$1\" ] || [ -L \"$1\" ]; } || exit " G_STRINGIFY (FS_EXIT_NOT_FOUND) "; "
+  "if [ -d \"$1\" ]; then echo dir; else echo file; fi; "
+  "stat -L -c '%s %a %Y %A %U %G' -- \"$1\" 2>/dev/null || stat -c '%s %a %Y %A %U %G' -- \"$1\" || exit 1; "
+  "realpath -s -- \"$1\"";
 static const char remove_script[] = "rm -rf -- \"$1\"";
 static const char move_script[] =
   "{ [ -e \"$1\" ] || [ -L \"$1\" ]; } || exit " G_STRINGIFY (FS_EXIT_NOT_FOUND) "; "
@@ -625,7 +611,10 @@ fs_command (Envd *job)
 {
   g_autofree char *first = g_shell_quote (job->path);
   g_autofree char *second = job->dest != NULL ? g_shell_quote (job->dest) : g_strdup ("");
-  const char *script = job->op == ENVD_REMOVE ? remove_script : job->op == ENVD_MOVE ? move_script : mkdir_script;
+  const char *script = job->op == ENVD_STAT     ? stat_script
+                       : job->op == ENVD_REMOVE ? remove_script
+                       : job->op == ENVD_MOVE   ? move_script
+                                                : mkdir_script;
 
   /* LC_ALL=C: the tools' messages, which the answer carries, in ASCII. */
   return g_strdup_printf ("export LC_ALL=C; set -- %s %s; %s", first, second, script);
@@ -644,10 +633,40 @@ fs_output (int fd)
   return g_strndup (buf, n > 0 ? (gsize) n : 0);
 }
 
+/* EntryInfo's size, mode, permissions, owner, group and modifiedTime from stat's "SIZE MODE MTIME
+ * PERMISSIONS OWNER GROUP" (@line); what does not parse is left out. */
+static void
+stat_attributes (JsonObject *entry, const char *line)
+{
+  g_auto(GStrv) fields = g_strsplit (line, " ", 6);
+  guint64 size, mode, mtime;
+
+  if (g_strv_length (fields) != 6 || !g_ascii_string_to_unsigned (fields[0], 10, 0, G_MAXINT64, &size, NULL) ||
+      !g_ascii_string_to_unsigned (fields[1], 8, 0, 07777, &mode, NULL) ||
+      !g_ascii_string_to_unsigned (fields[2], 10, 0, G_MAXINT64, &mtime, NULL))
+    return;
+  {
+    g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc ((gint64) mtime);
+    g_autofree char *when = t != NULL ? g_date_time_format (t, "%Y-%m-%dT%H:%M:%SZ") : NULL;
+
+    /* Protobuf's JSON writes an int64 as a string, and a Timestamp in RFC 3339. */
+    json_object_set_string_member (entry, "size", fields[0]);
+    json_object_set_int_member (entry, "mode", (gint64) mode);
+    json_object_set_string_member (entry, "permissions", fields[3]);
+    json_object_set_string_member (entry, "owner", fields[4]);
+    json_object_set_string_member (entry, "group", fields[5]);
+    if (when != NULL)
+      json_object_set_string_member (entry, "modifiedTime", when);
+  }
+}
+
 static const char *
 fs_verb (EnvdOp op)
 {
-  return op == ENVD_REMOVE ? "Removing" : op == ENVD_MOVE ? "Moving" : "Making the directory";
+  return op == ENVD_STAT     ? "Looking up"
+         : op == ENVD_REMOVE ? "Removing"
+         : op == ENVD_MOVE   ? "Moving"
+                             : "Making the directory";
 }
 
 static void
@@ -704,9 +723,16 @@ on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *e
 
     if (job->op != ENVD_REMOVE)
       {
-        /* "dir" or "file", then the absolute path. */
-        g_auto(GStrv) lines = g_strsplit (out, "\n", 3);
-        if (g_strv_length (lines) < 2 || lines[1][0] != '/')
+        /* "dir" or "file", Stat's attributes, then the absolute path, which may hold newlines itself, and one to
+         * end it. */
+        guint n_lines = job->op == ENVD_STAT ? 3 : 2;
+        g_auto(GStrv) lines = g_strsplit (out, "\n", n_lines);
+        const char *path = g_strv_length (lines) == n_lines ? lines[n_lines - 1] : NULL;
+        JsonObject *entry;
+
+        if (path != NULL && g_str_has_suffix (path, "\n"))
+          lines[n_lines - 1][strlen (path) - 1] = '\0';
+        if (path == NULL || path[0] != '/')
           {
             g_autoptr(GError) odd = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                                  "%s '%s' gave no entry back (it printed '%s')", fs_verb (job->op),
@@ -715,10 +741,13 @@ on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *e
             return;
           }
         {
-          g_autofree char *dir = g_path_get_dirname (lines[1]);
-          g_autofree char *name = g_path_get_basename (lines[1]);
-          json_object_set_object_member (answer, "entry", entry_info (dir, name, strcmp (lines[0], "dir") == 0));
+          g_autofree char *dir = g_path_get_dirname (path);
+          g_autofree char *name = g_path_get_basename (path);
+          entry = entry_info (dir, name, strcmp (lines[0], "dir") == 0);
         }
+        if (job->op == ENVD_STAT)
+          stat_attributes (entry, lines[1]);
+        json_object_set_object_member (answer, "entry", entry);
       }
     json_node_set_object (node, answer);
     answer_json_node (job, node);
@@ -761,7 +790,6 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   Envd *job = call->data;
   Lease *lease = job->lease;
   Request *req = job->req;
-  g_autofree char *dir = NULL;
   int fd;
 
   if (error != NULL)
@@ -800,15 +828,11 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
                              on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
       return;
+    case ENVD_STAT:
     case ENVD_REMOVE:
     case ENVD_MOVE:
     case ENVD_MKDIR:
       fs_command_start (job);
-      return;
-    case ENVD_STAT:
-      dir = g_path_get_dirname (job->path);
-      sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, dir, -1), NULL, 0,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
       return;
     }
 }

@@ -483,6 +483,16 @@ test_files (Fixture *fx, gconstpointer data)
   o = member_object (report, "infoFile");
   g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "file");
   g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/notes.txt");
+  g_assert_cmpint (json_object_get_int_member (o, "size"), ==, strlen ("hello from e2b\n"));
+  g_assert_cmpstr (json_object_get_string_member (o, "permissions"), ==, "-rw-r--r--");
+  g_assert_cmpint (json_object_get_int_member (o, "mode"), ==, 0644);
+  g_assert_cmpstr (json_object_get_string_member (o, "owner"), ==, "root");
+  g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), >=, -5);
+  g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), <=, CLIENT_TIMEOUT_S);
+  o = member_object (report, "infoWorkspace");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace");
+  g_assert_true (json_object_get_boolean_member (report, "existsTmp"));
   assert_threw (report, "infoMissing", "FileNotFoundError", "/workspace/no-such-file");
   o = member_object (report, "renamed");
   g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "moved.txt");
@@ -498,6 +508,10 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_cmpuint (json_array_get_length (inside), ==, 2);
   g_assert_cmpstr (json_array_get_string_element (inside, 0), ==, "deep");
   g_assert_cmpstr (json_array_get_string_element (inside, 1), ==, "moved.txt");
+  o = member_object (report, "renamedNewline");
+  g_assert_cmpstr (json_object_get_string_member (o, "moved"), ==, "/workspace/new\nline.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "info"), ==, "/workspace/new\nline.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "new\nline.txt");
   assert_threw (report, "renamedMissing", "FileNotFoundError", "'/workspace/no-such-file' does not exist");
   g_assert_cmpstr (json_object_get_string_member (report, "renamedClimbed"), ==, escape);
   g_assert_false (json_object_get_boolean_member (report, "removed"));
@@ -585,6 +599,61 @@ test_wire (Fixture *fx, gconstpointer data)
   g_assert_false (json_object_has_member (o, "code"));
 }
 
+/* Asserts that case @name of unary.mjs's report answered HTTP @status with E2B's @code (NULL: any) and @text. */
+static void
+assert_unary (JsonObject *report, const char *name, gint64 status, const char *code, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_test_message ("%s: %s", name, json_object_get_string_member_with_default (o, "message", ""));
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, status);
+  if (code != NULL)
+    g_assert_cmpstr (json_object_get_string_member_with_default (o, "code", ""), ==, code);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "message", ""), text);
+}
+
+static void
+test_unary (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o;
+
+  g_test_summary ("setTimeout, create's metadata, list's filter and envd's Move, MakeDir, Remove, List and "
+                  "SendSignal refuse what the SDK never sends, each in E2B's shape with what to do: a timeout "
+                  "not a whole positive number of seconds or over ten years, no body, a malformed sandbox; "
+                  "metadata not string to string; a filter that does not decode (matches nothing); no source "
+                  "or destination, a wrong type, no path, another owner's key, no process, a pid not a number, "
+                  "no sandbox; the sandbox's end and workspace stay as they were");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "unary.mjs", "", fx->key);
+  assert_unary (report, "timeoutString", 400, NULL, "no whole number 'timeout'");
+  assert_unary (report, "timeoutFraction", 400, NULL, "no whole number 'timeout'");
+  assert_unary (report, "timeoutNegative", 400, NULL, "lifetime '-5' is not a number of seconds above 0");
+  assert_unary (report, "timeoutHuge", 400, NULL, "at most ten years");
+  assert_unary (report, "timeoutNotJson", 400, NULL, "send {\"timeout\": SECONDS}");
+  assert_unary (report, "timeoutNone", 400, NULL, "no whole number 'timeout'");
+  assert_unary (report, "timeoutBadId", 404, NULL, "sandstep's sandbox IDs look like");
+  g_assert_cmpint (json_object_get_int_member (report, "endAfter"), >=, 100);
+  assert_unary (report, "metadataArray", 400, NULL, "metadata is not an object");
+  assert_unary (report, "metadataNested", 400, NULL, "The value of metadata 'a' is not a string");
+  o = member_object (report, "filterGarbage");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "body")), ==, 0);
+  assert_unary (report, "moveNoDest", 400, "invalid_argument", "no 'destination'");
+  assert_unary (report, "moveNoSource", 400, "invalid_argument", "no 'source'");
+  assert_unary (report, "makeDirType", 400, "invalid_argument", "take application/json");
+  assert_unary (report, "makeDirNoPath", 400, "invalid_argument", "no 'path'");
+  assert_unary (report, "removeOther", 404, "not_found", "another owner's");
+  assert_unary (report, "listType", 400, "invalid_argument", "take application/json");
+  assert_unary (report, "listNotJson", 400, "invalid_argument", "");
+  assert_unary (report, "signalNoProcess", 400, "invalid_argument", "no 'process'");
+  assert_unary (report, "signalStringPid", 404, "not_found", "No command with that pid");
+  assert_unary (report, "signalNoSandbox", 404, "not_found", "E2b-Sandbox-Id");
+  g_assert_true (json_object_get_boolean_member (report, "workspaceKept"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -597,5 +666,6 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/wire/start", test_wire);
+  ADD ("/e2b/wire/unary", test_unary);
   return g_test_run ();
 }

@@ -223,8 +223,15 @@ async function files() {
   });
   await take('infoFile', async () => {
     const i = await sbx.files.getInfo('/workspace/notes.txt');
+    return { name: i.name, type: i.type, path: i.path, size: i.size, permissions: i.permissions, mode: i.mode,
+             owner: i.owner, modifiedAgoS: Math.round((Date.now() - i.modifiedTime.getTime()) / 1000) };
+  });
+  // The writable roots themselves (their parent, '/', is no place of the host-side tools).
+  await take('infoWorkspace', async () => {
+    const i = await sbx.files.getInfo('/workspace');
     return { name: i.name, type: i.type, path: i.path };
   });
+  await take('existsTmp', async () => await sbx.files.exists('/tmp'));
   await take('infoMissing', async () => (await sbx.files.getInfo('/workspace/no-such-file')).name);
   // rename: a file into a directory (its content with it), a directory to a new parent; a missing source.
   await take('renamed', async () => {
@@ -236,6 +243,13 @@ async function files() {
     const e = await sbx.files.rename('/workspace/made', '/tmp/elsewhere/made2');
     return { name: e.name, type: e.type, path: e.path,
              inside: (await sbx.files.list('/tmp/elsewhere/made2')).map((x) => x.name).sort() };
+  });
+  // A name may hold a newline: the entry still names it whole.
+  await take('renamedNewline', async () => {
+    await sbx.files.write('/workspace/nl.txt', 'nl');
+    const e = await sbx.files.rename('/workspace/nl.txt', '/workspace/new\nline.txt');
+    const i = await sbx.files.getInfo('/workspace/new\nline.txt');
+    return { moved: e.path, info: i.path, name: i.name };
   });
   await take('renamedMissing', async () => (await sbx.files.rename('/workspace/no-such-file', '/workspace/x')).path);
   // A destination that climbs resolves in the sandbox's own root: the sandbox's /tmp, never the host's.
