@@ -498,7 +498,8 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       JsonObject *o;
 
       /* connect's timeout only lengthens the sandbox's life, as E2B's does for a running sandbox. */
-      if (job->op == E2B_CONNECT && job->timeout_s > 0 && g_get_real_time () / G_USEC_PER_SEC + job->timeout_s > entry->expires &&
+      if (job->op == E2B_CONNECT && job->timeout_s > 0 &&
+          g_get_real_time () / G_USEC_PER_SEC + job->timeout_s > entry->expires &&
           !set_end (b, entry, job->timeout_s, &job->error))
         {
           g_task_return_boolean (task, TRUE);

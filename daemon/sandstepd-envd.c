@@ -6,8 +6,10 @@
  * the JSON message); its answer envelopes of events, then one flagged end-of-stream that carries {} or
  * {"error": {code, message}}.  A command runs as a sandstep command does: a worker claims the sandbox
  * for it (so a sandbox runs one command at a time, as a make step's does) and it streams out as it comes.
- * Files (GET and POST /files, ListDir, Stat; Remove, Move and MakeDir, run as commands in the jail) go
- * through the same claim, one operation each, answered once the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
+ * Files (GET and POST /files, ListDir; Stat, Remove, Move and MakeDir as commands in the jail,
+ * sandstepd-envd-jail.c) go through the same claim, one operation each, answered once the claim is gone.
+ * List and SendSignal of commands claim nothing (sandstepd-envd-commands.c).  What is not served answers
+ * Connect's "unimplemented" naming the call (docs/e2b.md).
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
@@ -318,57 +320,17 @@ shell_command (JsonObject *request, GError **error)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
-/* ---- a call that claims its sandbox: a command, or a file operation ---- */
+/* ---- a call that claims its sandbox: a command, or a file operation (Envd: sandstepd-envd.h) ---- */
 
-typedef enum {
-  ENVD_START,               /* process.Process/Start */
-  ENVD_READ,                /* GET /files */
-  ENVD_WRITE,               /* POST /files */
-  ENVD_LIST,                /* filesystem.Filesystem/ListDir */
-  ENVD_STAT,                /* filesystem.Filesystem/Stat (a command, as the three below) */
-  ENVD_REMOVE,              /* filesystem.Filesystem/Remove */
-  ENVD_MOVE,                /* filesystem.Filesystem/Move */
-  ENVD_MKDIR,               /* filesystem.Filesystem/MakeDir */
-  ENVD_PS,                  /* process.Process/List */
-  ENVD_SIGNAL,              /* process.Process/SendSignal */
-} EnvdOp;
-
-typedef struct {
-  int refs;
-  Request *req;             /* ref */
-  EnvdOp op;
-  Lease *lease;             /* ref, once a worker is taken */
-  char *command;            /* start */
-  JsonObject *process;      /* start: StartRequest.process, for commands.list */
-  char *tag;
-  JsonObject *selector;     /* signal: ProcessSelector */
-  double timeout_s;
-  char *path;               /* the files' */
-  char *dest;               /* move: where to */
-  int fd;                   /* write: the bytes to write; -1 */
-  char *owner;
-  char *holder;
-  GError *error;
-  /* A file operation's answer, given once its claim is gone (the next call must find the sandbox free). */
-  guint status;
-  const char *content_type;
-  GBytes *answer;
-  /* Remove, Move, MakeDir: a command in the jail, its stdout and stderr (memfds, read once it ended); the
-   * Connect code of its refusal when no GError domain has it (already_exists). */
-  int out_fd;
-  int err_fd;
-  const char *fail_code;
-} Envd;
-
-static Envd *
-envd_ref (Envd *job)
+Envd *
+sandstepd_envd_ref (Envd *job)
 {
   job->refs++;
   return job;
 }
 
-static void
-envd_unref (Envd *job)
+void
+sandstepd_envd_unref (Envd *job)
 {
   if (--job->refs > 0)
     return;
@@ -463,12 +425,12 @@ on_released (gpointer data)
       gconstpointer bytes = g_bytes_get_data (job->answer, &len);
       sandstepd_e2b_answer (job->req, job->status, job->content_type, g_memdup2 (bytes, len), len);
     }
-  envd_unref (job);
+  sandstepd_envd_unref (job);
 }
 
 /* The file operation is done (@error, or its answer set): the claim goes, then the answer. */
-static void
-files_finish (Envd *job, const GError *error)
+void
+sandstepd_envd_files_finish (Envd *job, const GError *error)
 {
   Lease *lease = job->lease;
 
@@ -476,16 +438,16 @@ files_finish (Envd *job, const GError *error)
     job->error = g_error_copy (error);
   if (lease->ended)
     {
-      on_released (envd_ref (job));
+      on_released (sandstepd_envd_ref (job));
       return;
     }
   lease->on_released = on_released;
-  lease->on_released_data = envd_ref (job);
+  lease->on_released_data = sandstepd_envd_ref (job);
   sandstepd_lease_end (lease, "the E2B file operation ended", FALSE);
 }
 
-static void
-answer_json_node (Envd *job, JsonNode *node)
+void
+sandstepd_envd_answer_json (Envd *job, JsonNode *node)
 {
   g_autoptr(JsonGenerator) gen = json_generator_new ();
   gsize len = 0;
@@ -499,8 +461,8 @@ answer_json_node (Envd *job, JsonNode *node)
 }
 
 /* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
-static JsonObject *
-entry_info (const char *dir, const char *name, gboolean is_dir)
+JsonObject *
+sandstepd_envd_entry_info (const char *dir, const char *name, gboolean is_dir)
 {
   JsonObject *o = json_object_new ();
   g_autofree char *path = g_build_filename (dir, name, NULL);
@@ -518,7 +480,7 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 
   if (error != NULL)
     {
-      files_finish (job, error);
+      sandstepd_envd_files_finish (job, error);
       return;
     }
   if (job->op == ENVD_READ)
@@ -535,7 +497,7 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
         job->answer = g_mapped_file_get_bytes (mapped);
       job->status = SOUP_STATUS_OK;
       job->content_type = "application/octet-stream";
-      files_finish (job, map_error);
+      sandstepd_envd_files_finish (job, map_error);
       return;
     }
   if (job->op == ENVD_WRITE)
@@ -552,8 +514,8 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       json_object_set_string_member (o, "path", job->path);
       json_array_add_object_element (array, o);
       json_node_set_array (node, array);
-      answer_json_node (job, node);
-      files_finish (job, NULL);
+      sandstepd_envd_answer_json (job, node);
+      sandstepd_envd_files_finish (job, NULL);
       return;
     }
   /* list: the entries of a directory. */
@@ -566,222 +528,13 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     for (guint i = 0; i < entries->len; i++)
       {
         const SandstepDirEntry *e = entries->pdata[i];
-        json_array_add_object_element (array, entry_info (job->path, e->name, e->is_dir));
+        json_array_add_object_element (array, sandstepd_envd_entry_info (job->path, e->name, e->is_dir));
       }
     json_object_set_array_member (answer, "entries", array);
     json_node_set_object (node, answer);
-    answer_json_node (job, node);
-    files_finish (job, NULL);
+    sandstepd_envd_answer_json (job, node);
+    sandstepd_envd_files_finish (job, NULL);
   }
-}
-
-/* ---- Remove, Move, MakeDir: a command in the sandbox's jail ----
- *
- * The worker's file tools read, write and list; these three run as a command of the sandbox does, in its
- * jail, so a path means what it means to a command there (a relative one starts in /workspace) and none
- * reaches the host.  The script's exit status says what went wrong; on success it prints the entry's type
- * and absolute path.  The scripts number their refusals as below. */
-#define FS_EXIT_NOT_FOUND 3
-#define FS_EXIT_EXISTS 4
-#define FS_EXIT_NOT_DIR 5
-/* A remove of a large tree may take a while; a file operation that runs past this is stopped. */
-#define FS_TIMEOUT_S 120
-#define FS_OUTPUT_MAX 4096
-
-/* The entry's type, then "SIZE MODE MTIME PERMISSIONS OWNER GROUP" (of what a link points to), then its
- * absolute path. */
-static const char stat_script[] =
-  "{ [ -e \"$1\" ] || [ -L \"$1\" ]; } || exit " G_STRINGIFY (FS_EXIT_NOT_FOUND) "; "
-  "if [ -d \"$1\" ]; then echo dir; else echo file; fi; "
-  "stat -L -c '%s %a %Y %A %U %G' -- \"$1\" 2>/dev/null || stat -c '%s %a %Y %A %U %G' -- \"$1\" || exit 1; "
-  "realpath -s -- \"$1\"";
-static const char remove_script[] = "rm -rf -- \"$1\"";
-static const char move_script[] =
-  "{ [ -e \"$1\" ] || [ -L \"$1\" ]; } || exit " G_STRINGIFY (FS_EXIT_NOT_FOUND) "; "
-  "mkdir -p -- \"$(dirname -- \"$2\")\" && mv -T -- \"$1\" \"$2\" || exit 1; "
-  "if [ -d \"$2\" ] && [ ! -L \"$2\" ]; then echo dir; else echo file; fi; realpath -s -- \"$2\"";
-static const char mkdir_script[] =
-  "if [ -d \"$1\" ]; then exit " G_STRINGIFY (FS_EXIT_EXISTS) "; fi; "
-  "if [ -e \"$1\" ] || [ -L \"$1\" ]; then exit " G_STRINGIFY (FS_EXIT_NOT_DIR) "; fi; "
-  "mkdir -p -- \"$1\" || exit 1; echo dir; realpath -s -- \"$1\"";
-
-/* The shell command of @job: its script, its path (and destination) as $1 (and $2). */
-static char *
-fs_command (Envd *job)
-{
-  g_autofree char *first = g_shell_quote (job->path);
-  g_autofree char *second = job->dest != NULL ? g_shell_quote (job->dest) : g_strdup ("");
-  const char *script = job->op == ENVD_STAT     ? stat_script
-                       : job->op == ENVD_REMOVE ? remove_script
-                       : job->op == ENVD_MOVE   ? move_script
-                                                : mkdir_script;
-
-  /* LC_ALL=C: the tools' messages, which the answer carries, in ASCII. */
-  return g_strdup_printf ("export LC_ALL=C; set -- %s %s; %s", first, second, script);
-}
-
-/* At most FS_OUTPUT_MAX bytes of what a command wrote to @fd (a memfd), from its start. */
-static char *
-fs_output (int fd)
-{
-  char buf[FS_OUTPUT_MAX];
-  ssize_t n;
-
-  do
-    n = pread (fd, buf, sizeof buf, 0);
-  while (n < 0 && errno == EINTR);
-  return g_strndup (buf, n > 0 ? (gsize) n : 0);
-}
-
-/* EntryInfo's size, mode, permissions, owner, group and modifiedTime from stat's "SIZE MODE MTIME
- * PERMISSIONS OWNER GROUP" (@line); what does not parse is left out. */
-static void
-stat_attributes (JsonObject *entry, const char *line)
-{
-  g_auto(GStrv) fields = g_strsplit (line, " ", 6);
-  guint64 size, mode, mtime;
-
-  if (g_strv_length (fields) != 6 || !g_ascii_string_to_unsigned (fields[0], 10, 0, G_MAXINT64, &size, NULL) ||
-      !g_ascii_string_to_unsigned (fields[1], 8, 0, 07777, &mode, NULL) ||
-      !g_ascii_string_to_unsigned (fields[2], 10, 0, G_MAXINT64, &mtime, NULL))
-    return;
-  {
-    g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc ((gint64) mtime);
-    g_autofree char *when = t != NULL ? g_date_time_format (t, "%Y-%m-%dT%H:%M:%SZ") : NULL;
-
-    /* Protobuf's JSON writes an int64 as a string, and a Timestamp in RFC 3339. */
-    json_object_set_string_member (entry, "size", fields[0]);
-    json_object_set_int_member (entry, "mode", (gint64) mode);
-    json_object_set_string_member (entry, "permissions", fields[3]);
-    json_object_set_string_member (entry, "owner", fields[4]);
-    json_object_set_string_member (entry, "group", fields[5]);
-    if (when != NULL)
-      json_object_set_string_member (entry, "modifiedTime", when);
-  }
-}
-
-static const char *
-fs_verb (EnvdOp op)
-{
-  return op == ENVD_STAT     ? "Looking up"
-         : op == ENVD_REMOVE ? "Removing"
-         : op == ENVD_MOVE   ? "Moving"
-                             : "Making the directory";
-}
-
-static void
-on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
-{
-  Envd *job = call->data;
-  SandstepRunResult result = { 0 };
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  g_autofree char *shown = sandstep_escape (job->path, -1, 200, SANDSTEP_ESCAPE_VALUE);
-  g_autoptr(GError) failed = NULL;
-
-  if (error != NULL)
-    {
-      files_finish (job, error);
-      return;
-    }
-  sandstep_wire_read_run_result (reply, &result);
-  out = fs_output (job->out_fd);
-  err = g_strstrip (fs_output (job->err_fd));
-  if (result.timed_out)
-    {
-      job->fail_code = "deadline_exceeded";
-      failed = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                            "%s '%s' ran past %d s and was stopped; do it with commands.run, which takes a "
-                            "timeoutMs", fs_verb (job->op), shown, FS_TIMEOUT_S);
-    }
-  else if (result.exit_status == FS_EXIT_NOT_FOUND)
-    failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND, "'%s' does not exist in the sandbox",
-                          shown);
-  else if (result.exit_status == FS_EXIT_EXISTS)
-    {
-      /* The SDK's makeDir answers false for it. */
-      job->fail_code = "already_exists";
-      failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_FAILED, "The directory '%s' exists already",
-                            shown);
-    }
-  else if (result.exit_status == FS_EXIT_NOT_DIR)
-    failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_FAILED,
-                          "'%s' exists and is not a directory; remove it first, or make the directory elsewhere",
-                          shown);
-  else if (result.exit_status != 0)
-    failed = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO,
-                          "%s '%s' failed in the sandbox (exit status %d): %s; only /workspace and /tmp are "
-                          "writable", fs_verb (job->op), shown, result.exit_status, err[0] != '\0' ? err : "no message");
-  if (failed != NULL)
-    {
-      files_finish (job, failed);
-      return;
-    }
-  {
-    g_autoptr(JsonObject) answer = json_object_new ();
-    g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
-
-    if (job->op != ENVD_REMOVE)
-      {
-        /* "dir" or "file", Stat's attributes, then the absolute path, which may hold newlines itself, and one to
-         * end it. */
-        guint n_lines = job->op == ENVD_STAT ? 3 : 2;
-        g_auto(GStrv) lines = g_strsplit (out, "\n", n_lines);
-        const char *path = g_strv_length (lines) == n_lines ? lines[n_lines - 1] : NULL;
-        JsonObject *entry;
-
-        if (path != NULL && g_str_has_suffix (path, "\n"))
-          lines[n_lines - 1][strlen (path) - 1] = '\0';
-        if (path == NULL || path[0] != '/')
-          {
-            g_autoptr(GError) odd = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                                 "%s '%s' gave no entry back (it printed '%s')", fs_verb (job->op),
-                                                 shown, out);
-            files_finish (job, odd);
-            return;
-          }
-        {
-          g_autofree char *dir = g_path_get_dirname (path);
-          g_autofree char *name = g_path_get_basename (path);
-          entry = entry_info (dir, name, strcmp (lines[0], "dir") == 0);
-        }
-        if (job->op == ENVD_STAT)
-          stat_attributes (entry, lines[1]);
-        json_object_set_object_member (answer, "entry", entry);
-      }
-    json_node_set_object (node, answer);
-    answer_json_node (job, node);
-    files_finish (job, NULL);
-  }
-}
-
-/* Runs @job's command on its lease's worker, its output into two memfds it keeps. */
-static void
-fs_command_start (Envd *job)
-{
-  g_autofree char *command = fs_command (job);
-  int fds[2];
-
-  job->out_fd = memfd_create ("sandstepd-e2b-stdout", MFD_CLOEXEC);
-  job->err_fd = memfd_create ("sandstepd-e2b-stderr", MFD_CLOEXEC);
-  fds[0] = job->out_fd >= 0 ? fcntl (job->out_fd, F_DUPFD_CLOEXEC, 0) : -1;
-  fds[1] = job->err_fd >= 0 ? fcntl (job->err_fd, F_DUPFD_CLOEXEC, 0) : -1;
-  if (fds[0] < 0 || fds[1] < 0)
-    {
-      int errsv = errno;
-      g_autoptr(GError) error = NULL;
-
-      if (fds[0] >= 0)
-        close (fds[0]);
-      if (fds[1] >= 0)
-        close (fds[1]);
-      sandstep_throw_errno (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                            "Cannot hold the output of %s", fs_verb (job->op));
-      files_finish (job, error);
-      return;
-    }
-  sandstepd_worker_call (job->lease->worker, "run", sandstep_wire_run_request (NULL, command, FS_TIMEOUT_S), fds,
-                         2, on_fs_command_done, envd_ref (job), (GDestroyNotify) envd_unref);
 }
 
 static void
@@ -817,22 +570,22 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     case ENVD_READ:
       sandstepd_worker_call (lease->worker, "read",
                              sandstep_wire_path_request (NULL, job->path, SANDSTEP_DEFAULT_READ_MAX), NULL, 0,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_WRITE:
       fd = g_steal_fd (&job->fd);
       sandstepd_worker_call (lease->worker, "write", sandstep_wire_path_request (NULL, job->path, -1), &fd, 1,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_LIST:
       sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_STAT:
     case ENVD_REMOVE:
     case ENVD_MOVE:
     case ENVD_MKDIR:
-      fs_command_start (job);
+      sandstepd_envd_fs_start (job);
       return;
     }
 }
@@ -889,7 +642,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
   who.holder = job->holder;
   job->lease = sandstepd_lease_new (req, &who, w);
   sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_attached,
-                         envd_ref (job), (GDestroyNotify) envd_unref);
+                         sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
 }
 
 /* Finds the sandbox's owner off the main loop, claims the sandbox, then does @job. */
@@ -898,7 +651,7 @@ envd_go (Envd *job)
 {
   g_autoptr(GTask) task = g_task_new (NULL, NULL, owner_done, NULL);
 
-  g_task_set_task_data (task, job, (GDestroyNotify) envd_unref);
+  g_task_set_task_data (task, job, (GDestroyNotify) sandstepd_envd_unref);
   g_task_run_in_thread (task, owner_thread);
 }
 
@@ -964,7 +717,7 @@ handle_start (Request *req)
   if (job->command == NULL)
     {
       answer_stream_error (req, "invalid_argument", error->message);
-      envd_unref (job);
+      sandstepd_envd_unref (job);
       return;
     }
   job->timeout_s = connect_timeout_s (req);
@@ -1091,7 +844,7 @@ handle_files (Request *req)
       int errsv = errno;
       sandstepd_e2b_error (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Cannot hold the file to write: %s",
                            g_strerror (errsv));
-      envd_unref (job);
+      sandstepd_envd_unref (job);
       return;
     }
   envd_go (job);
