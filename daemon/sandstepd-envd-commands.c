@@ -4,7 +4,8 @@
  * claim while it runs (sandstepd-envd.c).  Here each one is known by a pid of sandstepd's own (the SDK's
  * handle.pid: not the process's pid in the sandbox, which the daemon never learns), with the process it
  * was asked to run, until its claim ends.  process.Process/List lists a sandbox's; SendSignal ends the claim,
- * which kills the command and everything it started.  Main loop only.
+ * which kills the command and everything it started, and ends its stream as envd's says a killed command
+ * ended.  Main loop only.
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
@@ -16,6 +17,7 @@
 
 typedef struct {
   guint32 pid;
+  Request *req;             /* ref: where its output streams */
   char *handle;
   char *tag;                /* NULL: none */
   JsonObject *process;      /* cmd, args, envs, cwd, as sent */
@@ -28,6 +30,7 @@ static guint32 next_pid = FIRST_PID;
 static void
 command_free (Command *c)
 {
+  sandstepd_request_unref (c->req);
   g_free (c->handle);
   g_free (c->tag);
   if (c->process != NULL)
@@ -52,7 +55,7 @@ prune (void)
 }
 
 guint32
-sandstepd_envd_command_add (const char *handle, JsonObject *process, const char *tag, Lease *lease)
+sandstepd_envd_command_add (Request *req, JsonObject *process, const char *tag, Lease *lease)
 {
   Command *c = g_new0 (Command, 1);
 
@@ -63,7 +66,8 @@ sandstepd_envd_command_add (const char *handle, JsonObject *process, const char 
   while (next_pid < FIRST_PID || g_hash_table_contains (commands, GUINT_TO_POINTER (next_pid)))
     next_pid = next_pid < FIRST_PID ? FIRST_PID : next_pid + 1;
   c->pid = next_pid++;
-  c->handle = g_strdup (handle);
+  c->req = sandstepd_request_ref (req);
+  c->handle = g_strdup (req->handle);
   c->tag = g_strdup (tag);
   c->process = process != NULL ? json_object_ref (process) : json_object_new ();
   c->lease = lease;
@@ -136,9 +140,10 @@ sandstepd_envd_command_kill (const char *handle, JsonObject *selector)
 
   if (c == NULL)
     return FALSE;
-  /* Not abrupt: the worker kills what it runs and stays; the command's stream ends with its error, and the
-   * sandbox is free for the next call. */
+  /* Not abrupt: the worker kills what it runs and stays, and the sandbox is free for the next call.  The
+   * command's stream says it was killed (its own end would say the claim ended). */
   sandstepd_lease_end (c->lease, "the command was killed (E2B's commands.kill)", FALSE);
+  sandstepd_envd_end_killed (c->req);
   prune ();
   return TRUE;
 }

@@ -15,6 +15,7 @@
 #include "sandstepd-envd.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -175,16 +176,48 @@ start_data (int stream, const char *data, gsize len, gsize *out_len)
   return event ("data", d, out_len);
 }
 
+/* The end event of a command, {exitCode, exited, status}, then the end of the stream. */
+static char *
+end_event (int exit_code, gboolean exited, const char *status, gsize *out_len)
+{
+  JsonObject *end = json_object_new ();
+  g_autofree char *end_bytes = NULL;
+  g_autofree char *stream_end = NULL;
+  gsize end_len = 0, stream_end_len = 0;
+  char *out;
+
+  json_object_set_int_member (end, "exitCode", exit_code);
+  json_object_set_boolean_member (end, "exited", exited);
+  json_object_set_string_member (end, "status", status);
+  /* The SDK's CommandExitError says what ended a command that did not exit by itself. */
+  if (!exited)
+    json_object_set_string_member (end, "error", status);
+  end_bytes = event ("end", end, &end_len);
+  stream_end = end_stream (NULL, NULL, &stream_end_len);
+  out = g_malloc (end_len + stream_end_len);
+  memcpy (out, end_bytes, end_len);
+  memcpy (out + end_len, stream_end, stream_end_len);
+  *out_len = end_len + stream_end_len;
+  return out;
+}
+
+void
+sandstepd_envd_end_killed (Request *req)
+{
+  gsize len = 0;
+  /* As the shell says it (128 + SIGKILL), and as envd's status reads. */
+  char *bytes = end_event (128 + SIGKILL, FALSE, "signal: killed", &len);
+
+  /* What the command's own end would write later finds the answer complete, and is dropped. */
+  sandstepd_stream_take (req, bytes, len);
+  sandstepd_stream_end (req);
+}
+
 static char *
 start_last (JsonObject *reply, const GError *error, gsize *out_len)
 {
   SandstepRunResult result = { 0 };
-  JsonObject *end;
-  g_autofree char *end_bytes = NULL;
-  g_autofree char *stream_end = NULL;
   g_autofree char *status = NULL;
-  gsize end_len = 0, stream_end_len = 0;
-  char *out;
 
   if (error != NULL)
     return end_stream (connect_code (error), error->message, out_len);
@@ -195,19 +228,9 @@ start_last (JsonObject *reply, const GError *error, gsize *out_len)
                                                   result.applied_timeout_s);
       return end_stream ("deadline_exceeded", message, out_len);
     }
-  end = json_object_new ();
   status = g_strdup_printf ("exit status %d", result.exit_status);
   /* sandstep's exit status is the shell's (128+N for signal N), and so is envd's exitCode. */
-  json_object_set_int_member (end, "exitCode", result.exit_status);
-  json_object_set_boolean_member (end, "exited", TRUE);
-  json_object_set_string_member (end, "status", status);
-  end_bytes = event ("end", end, &end_len);
-  stream_end = end_stream (NULL, NULL, &stream_end_len);
-  out = g_malloc (end_len + stream_end_len);
-  memcpy (out, end_bytes, end_len);
-  memcpy (out + end_len, stream_end, stream_end_len);
-  *out_len = end_len + stream_end_len;
-  return out;
+  return end_event (result.exit_status, TRUE, status, out_len);
 }
 
 static char *
@@ -563,7 +586,7 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     case ENVD_SIGNAL:
       g_assert_not_reached ();
     case ENVD_START:
-      starting_pid = sandstepd_envd_command_add (req->handle, job->process, job->tag, lease);
+      starting_pid = sandstepd_envd_command_add (req, job->process, job->tag, lease);
       sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
                                     &start_framing);
       return;

@@ -61,12 +61,16 @@ JsonObject *sandstepd_envd_entry_info (const char *dir, const char *name, gboole
 
 /* Runs @job (its lease attached) as a command in its sandbox, then answers it. */
 void sandstepd_envd_fs_start (Envd *job);
+/* Ends @req, the stream of a command that was killed, as envd ends a killed command's (an end event that says
+ * so); what the stream would have written after is dropped. */
+void sandstepd_envd_end_killed (Request *req);
 
 /* ---- sandstepd-envd-commands.c: the commands that run, by pid ---- */
 
-/* Registers the command that @lease runs in @handle, started with @process (StartRequest.process; it keeps a
- * reference) and @tag (NULL: none), until @lease ends; returns its pid, which the SDK names it by. */
-guint32 sandstepd_envd_command_add (const char *handle, JsonObject *process, const char *tag, Lease *lease);
+/* Registers the command that @lease runs in @req's sandbox, its output streamed to @req (both kept, as
+ * @process, StartRequest.process) with @tag (NULL: none), until @lease ends; returns its pid, which the SDK
+ * names it by. */
+guint32 sandstepd_envd_command_add (Request *req, JsonObject *process, const char *tag, Lease *lease);
 /* ListResponse of process.proto: the commands of @handle that still run. */
 JsonObject *sandstepd_envd_command_list (const char *handle);
 /* Kills the command of @handle that @selector ({"pid": N} or {"tag": T}) names; FALSE when none runs. */

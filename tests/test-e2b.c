@@ -415,8 +415,11 @@ test_background (Fixture *fx, gconstpointer data)
   assert_threw (report, "reconnect", "SandboxError", "commands.connect) is not served");
   assert_threw (report, "stdin", "SandboxError", "sendStdin) is not served");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
-  /* The stream of a killed command ends with the backend's error (Connect's "internal"), not an exit code. */
-  assert_threw (report, "waited", "SandboxError", "The command was stopped");
+  /* A killed command's wait() ends as envd's does: CommandExitError, killed by SIGKILL (as the shell says it). */
+  o = member_object (report, "waited");
+  g_assert_cmpstr (json_object_get_string_member (o, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 128 + SIGKILL);
+  g_assert_cmpstr (json_object_get_string_member (o, "error"), ==, "signal: killed");
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "listedAfter")), ==, 0);
   g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
   g_assert_false (json_object_get_boolean_member (report, "killedNever"));

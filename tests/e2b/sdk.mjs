@@ -142,7 +142,14 @@ async function background() {
   await take('reconnect', async () => (await sbx.commands.connect(h.pid)).pid);
   await take('stdin', async () => { await sbx.commands.sendStdin(h.pid, 'x\n'); return true; });
   await take('killed', async () => await h.kill());
-  await take('waited', async () => { const r = await h.wait(); return { exitCode: r.exitCode }; });
+  await take('waited', async () => {
+    try {
+      const r = await h.wait();
+      return { exitCode: r.exitCode };
+    } catch (e) {
+      return { threw: e?.constructor?.name, exitCode: e.exitCode, error: e.error ?? null, message: e.message };
+    }
+  });
   await take('listedAfter', async () => (await sbx.commands.list()).map((p) => p.pid));
   await take('killedAgain', async () => await sbx.commands.kill(h.pid));
   await take('killedNever', async () => await sbx.commands.kill(4_000_000));
