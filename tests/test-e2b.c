@@ -318,11 +318,14 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
   g_assert_false (array_has (report, "listedAfter", id));
   assert_threw (report, "infoAfter", "SandboxNotFoundError", id);
-  /* Killed means gone from the state directory, not merely hidden. */
+  /* Killed means gone from the state directory, not merely hidden: its metadata too. */
   {
     g_autofree char *sandboxes = g_build_filename (fx->f.state_dir, "sandboxes", NULL);
     g_autofree char *names = sandstep_test_dir_names (sandboxes);
+    g_autofree char *meta_name = g_strconcat (id, ".json", NULL);
+    g_autofree char *meta = g_build_filename (fx->f.state_dir, "e2b", meta_name, NULL);
     sandstep_test_assert_not_contains (names, id);
+    g_assert_false (g_file_test (meta, G_FILE_TEST_EXISTS));
   }
 }
 
