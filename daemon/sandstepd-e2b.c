@@ -10,7 +10,9 @@
  */
 #include "sandstepd-private.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
@@ -21,11 +23,27 @@
 /* The owner of an admin key's sandboxes; a scoped key's are under its prefix. */
 #define E2B_OWNER "e2b"
 
+/* The platform API's areas that sandstepd does not serve: answered in E2B's shape, saying so. */
+static const char *const unserved_areas[] = { "snapshots", "templates", "volumes", "volumecontent", "v3" };
+
+static gboolean
+is_unserved_area (const char *path)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (unserved_areas); i++)
+    {
+      gsize n = strlen (unserved_areas[i]);
+      if (path[0] == '/' && strncmp (path + 1, unserved_areas[i], n) == 0 &&
+          (path[n + 1] == '\0' || path[n + 1] == '/'))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 gboolean
 sandstepd_e2b_is_path (const char *path)
 {
   return strcmp (path, "/sandboxes") == 0 || g_str_has_prefix (path, "/sandboxes/") ||
-         strcmp (path, "/v2/sandboxes") == 0 || sandstepd_envd_is_path (path);
+         strcmp (path, "/v2/sandboxes") == 0 || is_unserved_area (path) || sandstepd_envd_is_path (path);
 }
 
 const SandstepTokenEntry *
@@ -108,6 +126,139 @@ sandstepd_e2b_owner (const SandstepTokenEntry *scope)
   return scope->owner_prefix != NULL ? g_strconcat (scope->owner_prefix, E2B_OWNER, NULL) : g_strdup (E2B_OWNER);
 }
 
+/* ---- metadata: E2B's tags of a sandbox, kept beside the backend's records ----
+ *
+ * The backend's record has no tags, so a sandbox's metadata is a file of sandstepd's own,
+ * STATE/e2b/HANDLE.json ({"metadata": {NAME: VALUE}}); a sandbox without one has none (a make step's).
+ * Kill removes it; a create removes those whose sandbox is gone (gc, destroy by another client). */
+
+static char *
+meta_path (Daemon *d, const char *handle)
+{
+  g_autofree char *name = g_strconcat (handle, ".json", NULL);
+
+  return g_build_filename (d->state_dir, "e2b", name, NULL);
+}
+
+/* The metadata of @handle: an object, empty when it has none or its file is unreadable. */
+static JsonObject *
+meta_load (Daemon *d, const char *handle)
+{
+  g_autofree char *path = meta_path (d, handle);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(JsonObject) record = NULL;
+  JsonNode *node;
+
+  if (!g_file_get_contents (path, &text, &len, NULL) ||
+      (record = sandstep_wire_parse_object (text, len, NULL)) == NULL)
+    return json_object_new ();
+  node = json_object_get_member (record, "metadata");
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    return json_object_new ();
+  return json_object_ref (json_node_get_object (node));
+}
+
+static gboolean
+meta_save (Daemon *d, const char *handle, JsonObject *metadata, GError **error)
+{
+  g_autofree char *path = meta_path (d, handle);
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autoptr(JsonObject) record = json_object_new ();
+  g_autofree char *text = NULL;
+  gsize len = 0;
+
+  if (g_mkdir_with_parents (dir, 0700) < 0)
+    {
+      int errsv = errno;
+      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                   "Cannot make '%s' for E2B's metadata", dir);
+    }
+  json_object_set_object_member (record, "metadata", json_object_ref (metadata));
+  text = sandstep_wire_to_text (record, &len);
+  return g_file_set_contents_full (path, text, len, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+}
+
+static void
+meta_remove (Daemon *d, const char *handle)
+{
+  g_autofree char *path = meta_path (d, handle);
+
+  unlink (path);
+}
+
+/* Removes the metadata of sandboxes that are gone: @entries is every sandbox there is. */
+static void
+meta_prune (Daemon *d, GPtrArray *entries)
+{
+  g_autofree char *dir_path = g_build_filename (d->state_dir, "e2b", NULL);
+  g_autoptr(GHashTable) alive = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  const char *name;
+
+  if (dir == NULL)
+    return;
+  for (guint i = 0; i < entries->len; i++)
+    g_hash_table_add (alive, ((const SandstepListEntry *) entries->pdata[i])->handle);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *handle = g_str_has_suffix (name, ".json") ? g_strndup (name, strlen (name) - 5) : NULL;
+      if (handle != NULL && sandstep_handle_is_local (handle) && !g_hash_table_contains (alive, handle))
+        meta_remove (d, handle);
+    }
+}
+
+/* TRUE when @metadata has every NAME=VALUE of @filter. */
+static gboolean
+meta_matches (JsonObject *metadata, GHashTable *filter)
+{
+  GHashTableIter iter;
+  gpointer name, value;
+
+  if (filter == NULL)
+    return TRUE;
+  g_hash_table_iter_init (&iter, filter);
+  while (g_hash_table_iter_next (&iter, &name, &value))
+    {
+      JsonNode *node = json_object_get_member (metadata, name);
+      if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING ||
+          strcmp (json_node_get_string (node), value) != 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* E2B's metadata is string to string; NULL after setting @error naming the first member that is not. */
+static JsonObject *
+meta_check (JsonNode *node, GError **error)
+{
+  JsonObject *metadata;
+  g_autoptr(GList) names = NULL;
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return json_object_new ();
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    {
+      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                   "The sandbox's metadata is not an object; send {NAME: VALUE} with string values");
+      return NULL;
+    }
+  metadata = json_node_get_object (node);
+  names = json_object_get_members (metadata);
+  for (GList *l = names; l != NULL; l = l->next)
+    {
+      JsonNode *value = json_object_get_member (metadata, l->data);
+      if (!JSON_NODE_HOLDS_VALUE (value) || json_node_get_value_type (value) != G_TYPE_STRING)
+        {
+          g_autofree char *shown = sandstep_escape (l->data, -1, 200, SANDSTEP_ESCAPE_VALUE);
+          g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                       "The value of metadata '%s' is not a string; E2B's metadata maps names to strings", shown);
+          return NULL;
+        }
+    }
+  return json_object_ref (metadata);
+}
+
 static char *
 iso8601 (gint64 unix_s)
 {
@@ -175,7 +326,7 @@ sandbox_object (Request *req, const SandstepListEntry *entry, gboolean with_toke
   json_object_set_string_member (o, "sandboxID", entry->handle);
   json_object_set_string_member (o, "templateID", E2B_BASE_TEMPLATE);
   json_object_set_string_member (o, "clientID", "sandstep");
-  json_object_set_object_member (o, "metadata", json_object_new ());
+  json_object_set_object_member (o, "metadata", meta_load (req->d, entry->handle));
   json_object_set_string_member (o, "startedAt", started);
   json_object_set_string_member (o, "endAt", ends);
   json_object_set_string_member (o, "state", "running");
@@ -212,6 +363,7 @@ typedef enum {
   E2B_GET,
   E2B_KILL,
   E2B_CONNECT,
+  E2B_TIMEOUT,
 } E2bOp;
 
 typedef struct {
@@ -221,6 +373,9 @@ typedef struct {
   SandstepSpec *spec;
   char *owner;
   char *holder;
+  JsonObject *metadata;     /* create: what to keep */
+  GHashTable *filter;       /* list: the metadata it must have; NULL: any */
+  gint64 timeout_s;         /* timeout, connect: the sandbox ends this long from now; 0: unchanged */
   /* results */
   guint status;
   JsonNode *answer;         /* NULL: no body */
@@ -235,10 +390,26 @@ e2b_job_free (E2bJob *job)
   sandstep_spec_free (job->spec);
   g_free (job->owner);
   g_free (job->holder);
+  if (job->metadata != NULL)
+    json_object_unref (job->metadata);
+  if (job->filter != NULL)
+    g_hash_table_unref (job->filter);
   if (job->answer != NULL)
     json_node_unref (job->answer);
   g_clear_error (&job->error);
   g_free (job);
+}
+
+/* The sandbox @entry ends @timeout_s from now (E2B's setTimeout).  The backend's release with a keep is that
+ * rule already: the sandbox lives until then, and is destroyed once its last command after it ends. */
+static gboolean
+set_end (SandstepBackend *b, const SandstepListEntry *entry, gint64 timeout_s, GError **error)
+{
+  g_autofree char *holder = g_strconcat (entry->owner, "/e2b-timeout", NULL);
+  SandstepIdentity who = { entry->owner, holder, NULL };
+  gboolean destroyed = FALSE;
+
+  return sandstep_backend_release (b, entry->handle, &who, timeout_s, &destroyed, error);
 }
 
 static void
@@ -255,8 +426,19 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       gboolean existing = FALSE;
       g_autofree char *handle = sandstep_backend_provision (b, job->spec, &who, &existing, &job->error);
 
+      if (handle != NULL && !meta_save (req->d, handle, job->metadata, &job->error))
+        {
+          /* A sandbox whose metadata is lost would not be found by it: none is made. */
+          SandstepIdentity killer = { job->owner, job->holder, NULL };
+          sandstep_backend_destroy (b, handle, &killer, NULL);
+          g_prefix_error (&job->error, "The sandbox's metadata could not be kept: ");
+          g_clear_pointer (&handle, g_free);
+        }
       if (handle != NULL)
         {
+          g_autoptr(GPtrArray) all = sandstep_backend_list (b, NULL, NULL, NULL);
+          if (all != NULL)
+            meta_prune (req->d, all);
           job->status = SOUP_STATUS_CREATED;
           job->answer = json_node_init_object (json_node_alloc (), created_object (req, handle));
           json_object_unref (json_node_get_object (job->answer));
@@ -274,7 +456,12 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
     {
       JsonArray *array = json_array_new ();
       for (guint i = 0; i < entries->len; i++)
-        json_array_add_object_element (array, sandbox_object (req, entries->pdata[i], FALSE));
+        {
+          const SandstepListEntry *entry = entries->pdata[i];
+          g_autoptr(JsonObject) metadata = meta_load (req->d, entry->handle);
+          if (meta_matches (metadata, job->filter))
+            json_array_add_object_element (array, sandbox_object (req, entry, FALSE));
+        }
       job->status = SOUP_STATUS_OK;
       job->answer = json_node_init_array (json_node_alloc (), array);
       json_array_unref (array);
@@ -295,12 +482,30 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       SandstepIdentity who = { entry->owner, holder, NULL };
 
       if (sandstep_backend_destroy (b, job->handle, &who, &job->error))
+        {
+          meta_remove (req->d, job->handle);
+          job->status = SOUP_STATUS_NO_CONTENT;
+        }
+    }
+  else if (job->op == E2B_TIMEOUT)
+    {
+      if (set_end (b, entries->pdata[0], job->timeout_s, &job->error))
         job->status = SOUP_STATUS_NO_CONTENT;
     }
   else
     {
-      JsonObject *o = job->op == E2B_GET ? sandbox_object (req, entries->pdata[0], TRUE)
-                                         : created_object (req, job->handle);
+      const SandstepListEntry *entry = entries->pdata[0];
+      JsonObject *o;
+
+      /* connect's timeout only lengthens the sandbox's life, as E2B's does for a running sandbox. */
+      if (job->op == E2B_CONNECT && job->timeout_s > 0 &&
+          g_get_real_time () / G_USEC_PER_SEC + job->timeout_s > entry->expires &&
+          !set_end (b, entry, job->timeout_s, &job->error))
+        {
+          g_task_return_boolean (task, TRUE);
+          return;
+        }
+      o = job->op == E2B_GET ? sandbox_object (req, entry, TRUE) : created_object (req, job->handle);
       job->status = SOUP_STATUS_OK;
       job->answer = json_node_init_object (json_node_alloc (), o);
       json_object_unref (o);
@@ -359,6 +564,12 @@ read_create (Request *req, E2bJob *job)
                            "' (the host's root); images as templates are not served yet", template);
       return FALSE;
     }
+  job->metadata = meta_check (json_object_get_member (body, "metadata"), &error);
+  if (job->metadata == NULL)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "%s", error->message);
+      return FALSE;
+    }
   job->spec = sandstep_spec_new ();
   node = json_object_get_member (body, "timeout");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node))
@@ -401,6 +612,77 @@ read_create (Request *req, E2bJob *job)
   return TRUE;
 }
 
+/* The body {"timeout": SECONDS} of setTimeout (required) and connect (optional) into @job; FALSE after
+ * answering 400.  The bound is a sandbox's lifetime's (sandstep_spec_check()). */
+static gboolean
+read_timeout (Request *req, E2bJob *job, gboolean required)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) body = NULL;
+  g_autoptr(SandstepSpec) spec = NULL;
+  JsonNode *node;
+
+  if (req->body->len == 0 && !required)
+    return TRUE;
+  body = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
+  if (body == NULL)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "%s %s: %s; send {\"timeout\": SECONDS}", req->method,
+                           req->path, error->message);
+      return FALSE;
+    }
+  node = json_object_get_member (body, "timeout");
+  if (node == NULL && !required)
+    return TRUE;
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "%s %s: no whole number 'timeout'; send {\"timeout\": "
+                           "SECONDS}", req->method, req->path);
+      return FALSE;
+    }
+  spec = sandstep_spec_new ();
+  spec->lifetime_s = json_node_get_int (node);
+  if (!sandstep_spec_check (spec, &error))
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "The sandbox's timeout cannot be set: %s", error->message);
+      return FALSE;
+    }
+  job->timeout_s = spec->lifetime_s;
+  return TRUE;
+}
+
+/* GET /v2/sandboxes?metadata=...: the SDK sends NAME=VALUE pairs, each side URI-encoded, form-encoded in one
+ * query parameter; NULL: no filter. */
+static GHashTable *
+read_filter (Request *req)
+{
+  GUri *uri = soup_server_message_get_uri (req->msg);
+  g_autoptr(GHashTable) query = NULL;
+  g_autoptr(GHashTable) pairs = NULL;
+  GHashTable *filter;
+  GHashTableIter iter;
+  gpointer name, value;
+  const char *text;
+
+  if (uri == NULL || g_uri_get_query (uri) == NULL)
+    return NULL;
+  query = soup_form_decode (g_uri_get_query (uri));
+  text = g_hash_table_lookup (query, "metadata");
+  if (text == NULL || text[0] == '\0')
+    return NULL;
+  pairs = soup_form_decode (text);
+  filter = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_iter_init (&iter, pairs);
+  while (g_hash_table_iter_next (&iter, &name, &value))
+    {
+      char *n = g_uri_unescape_string (name, NULL);
+      char *v = g_uri_unescape_string (value, NULL);
+      /* What does not decode matches nothing (a NUL, say): kept as sent. */
+      g_hash_table_insert (filter, n != NULL ? n : g_strdup (name), v != NULL ? v : g_strdup (value));
+    }
+  return filter;
+}
+
 static void
 handle_platform (Request *req)
 {
@@ -411,8 +693,17 @@ handle_platform (Request *req)
   guint np = v2 ? n - 1 : n;
   const char *method = req->method;
   g_autoptr(GTask) task = NULL;
-  E2bJob *job = g_new0 (E2bJob, 1);
+  E2bJob *job;
 
+  if (is_unserved_area (req->path))
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
+                           "%s %s is not served by sandstepd's E2B API: it has no snapshots, templates or volumes "
+                           "(a template names the host's root, 'base'); it serves create, connect, list, get, "
+                           "setTimeout and kill of sandboxes (docs/e2b.md)", req->method, req->path);
+      return;
+    }
+  job = g_new0 (E2bJob, 1);
   job->req = sandstepd_request_ref (req);
   if (np == 1 && strcmp (method, "GET") == 0)
     job->op = E2B_LIST;
@@ -424,11 +715,13 @@ handle_platform (Request *req)
     job->op = E2B_KILL;
   else if (!v2 && np == 3 && strcmp (method, "POST") == 0 && strcmp (p[2], "connect") == 0)
     job->op = E2B_CONNECT;
+  else if (!v2 && np == 3 && strcmp (method, "POST") == 0 && strcmp (p[2], "timeout") == 0)
+    job->op = E2B_TIMEOUT;
   else
     {
       sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
-                           "%s %s is not served by sandstepd's E2B API; it serves create, connect, list, get and "
-                           "kill of sandboxes (docs/e2b.md)", method, req->path);
+                           "%s %s is not served by sandstepd's E2B API; it serves create, connect, list, get, "
+                           "setTimeout and kill of sandboxes (docs/e2b.md)", method, req->path);
       e2b_job_free (job);
       return;
     }
@@ -443,11 +736,14 @@ handle_platform (Request *req)
           return;
         }
     }
-  if (job->op == E2B_CREATE && !read_create (req, job))
+  if ((job->op == E2B_CREATE && !read_create (req, job)) ||
+      ((job->op == E2B_TIMEOUT || job->op == E2B_CONNECT) && !read_timeout (req, job, job->op == E2B_TIMEOUT)))
     {
       e2b_job_free (job);
       return;
     }
+  if (job->op == E2B_LIST)
+    job->filter = read_filter (req);
   task = g_task_new (NULL, NULL, e2b_done, NULL);
   g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
   g_task_run_in_thread (task, e2b_thread);

@@ -6,12 +6,17 @@
  * the JSON message); its answer envelopes of events, then one flagged end-of-stream that carries {} or
  * {"error": {code, message}}.  A command runs as a sandstep command does: a worker claims the sandbox
  * for it (so a sandbox runs one command at a time, as a make step's does) and it streams out as it comes.
- * Files (GET and POST /files, ListDir, Stat) go through the same claim, one operation each, answered once
- * the claim is gone.  What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).
+ * Files (GET and POST /files, ListDir; Stat, Remove, Move and MakeDir as commands in the jail,
+ * sandstepd-envd-jail.c) go through the same claim, one operation each, answered once the claim is gone.
+ * List and SendSignal of commands claim nothing (sandstepd-envd-commands.c).  What is not served answers
+ * Connect's "unimplemented" naming the call (docs/e2b.md).
  */
 #include "sandstepd-private.h"
+#include "sandstepd-envd.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -146,13 +151,17 @@ event (const char *kind, JsonObject *value, gsize *out_len)
 
 /* ---- process.Process/Start: a command, its output streamed ---- */
 
+/* The pid of the command whose stream starts now: a framing's first() takes no context, and
+ * sandstepd_stream_step_framed() calls it before it returns (main loop only). */
+static guint32 starting_pid;
+
 static char *
 start_first (gsize *out_len)
 {
   JsonObject *start = json_object_new ();
 
-  /* The command's pid in the sandbox is not known here; commands.kill(pid) is not served yet. */
-  json_object_set_int_member (start, "pid", 1);
+  /* sandstepd's number for the command (sandstepd-envd-commands.c), not its pid in the sandbox. */
+  json_object_set_int_member (start, "pid", starting_pid);
   return event ("start", start, out_len);
 }
 
@@ -167,16 +176,48 @@ start_data (int stream, const char *data, gsize len, gsize *out_len)
   return event ("data", d, out_len);
 }
 
+/* The end event of a command, {exitCode, exited, status}, then the end of the stream. */
+static char *
+end_event (int exit_code, gboolean exited, const char *status, gsize *out_len)
+{
+  JsonObject *end = json_object_new ();
+  g_autofree char *end_bytes = NULL;
+  g_autofree char *stream_end = NULL;
+  gsize end_len = 0, stream_end_len = 0;
+  char *out;
+
+  json_object_set_int_member (end, "exitCode", exit_code);
+  json_object_set_boolean_member (end, "exited", exited);
+  json_object_set_string_member (end, "status", status);
+  /* The SDK's CommandExitError says what ended a command that did not exit by itself. */
+  if (!exited)
+    json_object_set_string_member (end, "error", status);
+  end_bytes = event ("end", end, &end_len);
+  stream_end = end_stream (NULL, NULL, &stream_end_len);
+  out = g_malloc (end_len + stream_end_len);
+  memcpy (out, end_bytes, end_len);
+  memcpy (out + end_len, stream_end, stream_end_len);
+  *out_len = end_len + stream_end_len;
+  return out;
+}
+
+void
+sandstepd_envd_end_killed (Request *req)
+{
+  gsize len = 0;
+  /* As the shell says it (128 + SIGKILL), and as envd's status reads. */
+  char *bytes = end_event (128 + SIGKILL, FALSE, "signal: killed", &len);
+
+  /* What the command's own end would write later finds the answer complete, and is dropped. */
+  sandstepd_stream_take (req, bytes, len);
+  sandstepd_stream_end (req);
+}
+
 static char *
 start_last (JsonObject *reply, const GError *error, gsize *out_len)
 {
   SandstepRunResult result = { 0 };
-  JsonObject *end;
-  g_autofree char *end_bytes = NULL;
-  g_autofree char *stream_end = NULL;
   g_autofree char *status = NULL;
-  gsize end_len = 0, stream_end_len = 0;
-  char *out;
 
   if (error != NULL)
     return end_stream (connect_code (error), error->message, out_len);
@@ -187,19 +228,9 @@ start_last (JsonObject *reply, const GError *error, gsize *out_len)
                                                   result.applied_timeout_s);
       return end_stream ("deadline_exceeded", message, out_len);
     }
-  end = json_object_new ();
   status = g_strdup_printf ("exit status %d", result.exit_status);
   /* sandstep's exit status is the shell's (128+N for signal N), and so is envd's exitCode. */
-  json_object_set_int_member (end, "exitCode", result.exit_status);
-  json_object_set_boolean_member (end, "exited", TRUE);
-  json_object_set_string_member (end, "status", status);
-  end_bytes = event ("end", end, &end_len);
-  stream_end = end_stream (NULL, NULL, &stream_end_len);
-  out = g_malloc (end_len + stream_end_len);
-  memcpy (out, end_bytes, end_len);
-  memcpy (out + end_len, stream_end, stream_end_len);
-  *out_len = end_len + stream_end_len;
-  return out;
+  return end_event (result.exit_status, TRUE, status, out_len);
 }
 
 static char *
@@ -312,43 +343,17 @@ shell_command (JsonObject *request, GError **error)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
-/* ---- a call that claims its sandbox: a command, or a file operation ---- */
+/* ---- a call that claims its sandbox: a command, or a file operation (Envd: sandstepd-envd.h) ---- */
 
-typedef enum {
-  ENVD_START,               /* process.Process/Start */
-  ENVD_READ,                /* GET /files */
-  ENVD_WRITE,               /* POST /files */
-  ENVD_LIST,                /* filesystem.Filesystem/ListDir */
-  ENVD_STAT,                /* filesystem.Filesystem/Stat */
-} EnvdOp;
-
-typedef struct {
-  int refs;
-  Request *req;             /* ref */
-  EnvdOp op;
-  Lease *lease;             /* ref, once a worker is taken */
-  char *command;            /* start */
-  double timeout_s;
-  char *path;               /* the files' */
-  int fd;                   /* write: the bytes to write; -1 */
-  char *owner;
-  char *holder;
-  GError *error;
-  /* A file operation's answer, given once its claim is gone (the next call must find the sandbox free). */
-  guint status;
-  const char *content_type;
-  GBytes *answer;
-} Envd;
-
-static Envd *
-envd_ref (Envd *job)
+Envd *
+sandstepd_envd_ref (Envd *job)
 {
   job->refs++;
   return job;
 }
 
-static void
-envd_unref (Envd *job)
+void
+sandstepd_envd_unref (Envd *job)
 {
   if (--job->refs > 0)
     return;
@@ -356,9 +361,19 @@ envd_unref (Envd *job)
   if (job->lease != NULL)
     sandstepd_lease_unref (job->lease);
   g_free (job->command);
+  if (job->process != NULL)
+    json_object_unref (job->process);
+  g_free (job->tag);
+  if (job->selector != NULL)
+    json_object_unref (job->selector);
   g_free (job->path);
+  g_free (job->dest);
   if (job->fd >= 0)
     close (job->fd);
+  if (job->out_fd >= 0)
+    close (job->out_fd);
+  if (job->err_fd >= 0)
+    close (job->err_fd);
   g_free (job->owner);
   g_free (job->holder);
   g_clear_error (&job->error);
@@ -376,6 +391,8 @@ envd_new (Request *req, EnvdOp op)
   job->req = sandstepd_request_ref (req);
   job->op = op;
   job->fd = -1;
+  job->out_fd = -1;
+  job->err_fd = -1;
   return job;
 }
 
@@ -387,6 +404,8 @@ answer_unary_error (Request *req, const char *code, const char *message)
   guint status = strcmp (code, "not_found") == 0          ? SOUP_STATUS_NOT_FOUND
                  : strcmp (code, "invalid_argument") == 0 ? SOUP_STATUS_BAD_REQUEST
                  : strcmp (code, "aborted") == 0          ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "already_exists") == 0   ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "deadline_exceeded") == 0 ? SOUP_STATUS_GATEWAY_TIMEOUT
                  : strcmp (code, "unimplemented") == 0    ? SOUP_STATUS_NOT_FOUND
                  : strcmp (code, "resource_exhausted") == 0 ? 429
                                                           : SOUP_STATUS_INTERNAL_SERVER_ERROR;
@@ -422,19 +441,19 @@ on_released (gpointer data)
   Envd *job = data;
 
   if (job->error != NULL)
-    envd_fail (job, files_code (job->error), job->error->message);
+    envd_fail (job, job->fail_code != NULL ? job->fail_code : files_code (job->error), job->error->message);
   else
     {
       gsize len = 0;
       gconstpointer bytes = g_bytes_get_data (job->answer, &len);
       sandstepd_e2b_answer (job->req, job->status, job->content_type, g_memdup2 (bytes, len), len);
     }
-  envd_unref (job);
+  sandstepd_envd_unref (job);
 }
 
 /* The file operation is done (@error, or its answer set): the claim goes, then the answer. */
-static void
-files_finish (Envd *job, const GError *error)
+void
+sandstepd_envd_files_finish (Envd *job, const GError *error)
 {
   Lease *lease = job->lease;
 
@@ -442,16 +461,16 @@ files_finish (Envd *job, const GError *error)
     job->error = g_error_copy (error);
   if (lease->ended)
     {
-      on_released (envd_ref (job));
+      on_released (sandstepd_envd_ref (job));
       return;
     }
   lease->on_released = on_released;
-  lease->on_released_data = envd_ref (job);
+  lease->on_released_data = sandstepd_envd_ref (job);
   sandstepd_lease_end (lease, "the E2B file operation ended", FALSE);
 }
 
-static void
-answer_json_node (Envd *job, JsonNode *node)
+void
+sandstepd_envd_answer_json (Envd *job, JsonNode *node)
 {
   g_autoptr(JsonGenerator) gen = json_generator_new ();
   gsize len = 0;
@@ -465,8 +484,8 @@ answer_json_node (Envd *job, JsonNode *node)
 }
 
 /* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
-static JsonObject *
-entry_info (const char *dir, const char *name, gboolean is_dir)
+JsonObject *
+sandstepd_envd_entry_info (const char *dir, const char *name, gboolean is_dir)
 {
   JsonObject *o = json_object_new ();
   g_autofree char *path = g_build_filename (dir, name, NULL);
@@ -484,7 +503,7 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 
   if (error != NULL)
     {
-      files_finish (job, error);
+      sandstepd_envd_files_finish (job, error);
       return;
     }
   if (job->op == ENVD_READ)
@@ -501,7 +520,7 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
         job->answer = g_mapped_file_get_bytes (mapped);
       job->status = SOUP_STATUS_OK;
       job->content_type = "application/octet-stream";
-      files_finish (job, map_error);
+      sandstepd_envd_files_finish (job, map_error);
       return;
     }
   if (job->op == ENVD_WRITE)
@@ -518,47 +537,26 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       json_object_set_string_member (o, "path", job->path);
       json_array_add_object_element (array, o);
       json_node_set_array (node, array);
-      answer_json_node (job, node);
-      files_finish (job, NULL);
+      sandstepd_envd_answer_json (job, node);
+      sandstepd_envd_files_finish (job, NULL);
       return;
     }
-  /* list and stat: the entries of a directory (of the path's parent, for stat). */
+  /* list: the entries of a directory. */
   {
     g_autoptr(GPtrArray) entries = sandstep_wire_read_entries (reply);
     g_autoptr(JsonObject) answer = json_object_new ();
     g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+    JsonArray *array = json_array_new ();
 
-    if (job->op == ENVD_LIST)
+    for (guint i = 0; i < entries->len; i++)
       {
-        JsonArray *array = json_array_new ();
-        for (guint i = 0; i < entries->len; i++)
-          {
-            const SandstepDirEntry *e = entries->pdata[i];
-            json_array_add_object_element (array, entry_info (job->path, e->name, e->is_dir));
-          }
-        json_object_set_array_member (answer, "entries", array);
+        const SandstepDirEntry *e = entries->pdata[i];
+        json_array_add_object_element (array, sandstepd_envd_entry_info (job->path, e->name, e->is_dir));
       }
-    else
-      {
-        g_autofree char *dir = g_path_get_dirname (job->path);
-        g_autofree char *name = g_path_get_basename (job->path);
-        const SandstepDirEntry *found = NULL;
-
-        for (guint i = 0; i < entries->len && found == NULL; i++)
-          if (strcmp (((const SandstepDirEntry *) entries->pdata[i])->name, name) == 0)
-            found = entries->pdata[i];
-        if (found == NULL)
-          {
-            g_autoptr(GError) missing = g_error_new (SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
-                                                     "'%s' does not exist in the sandbox", job->path);
-            files_finish (job, missing);
-            return;
-          }
-        json_object_set_object_member (answer, "entry", entry_info (dir, name, found->is_dir));
-      }
+    json_object_set_array_member (answer, "entries", array);
     json_node_set_object (node, answer);
-    answer_json_node (job, node);
-    files_finish (job, NULL);
+    sandstepd_envd_answer_json (job, node);
+    sandstepd_envd_files_finish (job, NULL);
   }
 }
 
@@ -568,7 +566,6 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   Envd *job = call->data;
   Lease *lease = job->lease;
   Request *req = job->req;
-  g_autofree char *dir = NULL;
   int fd;
 
   if (error != NULL)
@@ -585,28 +582,33 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     }
   switch (job->op)
     {
+    case ENVD_PS:
+    case ENVD_SIGNAL:
+      g_assert_not_reached ();
     case ENVD_START:
+      starting_pid = sandstepd_envd_command_add (req, job->process, job->tag, lease);
       sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
                                     &start_framing);
       return;
     case ENVD_READ:
       sandstepd_worker_call (lease->worker, "read",
                              sandstep_wire_path_request (NULL, job->path, SANDSTEP_DEFAULT_READ_MAX), NULL, 0,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_WRITE:
       fd = g_steal_fd (&job->fd);
       sandstepd_worker_call (lease->worker, "write", sandstep_wire_path_request (NULL, job->path, -1), &fd, 1,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_LIST:
       sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_STAT:
-      dir = g_path_get_dirname (job->path);
-      sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, dir, -1), NULL, 0,
-                             on_files_done, envd_ref (job), (GDestroyNotify) envd_unref);
+    case ENVD_REMOVE:
+    case ENVD_MOVE:
+    case ENVD_MKDIR:
+      sandstepd_envd_fs_start (job);
       return;
     }
 }
@@ -634,6 +636,24 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
       envd_fail (job, connect_code (job->error), job->error->message);
       return;
     }
+  /* List and SendSignal read the commands that run; they claim nothing (the command holds the claim). */
+  if (job->op == ENVD_PS)
+    {
+      g_autoptr(JsonObject) answer = sandstepd_envd_command_list (req->handle);
+      sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
+      return;
+    }
+  if (job->op == ENVD_SIGNAL)
+    {
+      g_autoptr(JsonObject) answer = json_object_new ();
+
+      if (!sandstepd_envd_command_kill (req->handle, job->selector))
+        answer_unary_error (req, "not_found", "No command with that pid runs in the sandbox: it ended, or was "
+                                              "killed; commands.list() shows those that run");
+      else
+        sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
+      return;
+    }
   w = sandstepd_worker_take (req->d, &error);
   if (w == NULL)
     {
@@ -645,7 +665,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
   who.holder = job->holder;
   job->lease = sandstepd_lease_new (req, &who, w);
   sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_attached,
-                         envd_ref (job), (GDestroyNotify) envd_unref);
+                         sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
 }
 
 /* Finds the sandbox's owner off the main loop, claims the sandbox, then does @job. */
@@ -654,7 +674,7 @@ envd_go (Envd *job)
 {
   g_autoptr(GTask) task = g_task_new (NULL, NULL, owner_done, NULL);
 
-  g_task_set_task_data (task, job, (GDestroyNotify) envd_unref);
+  g_task_set_task_data (task, job, (GDestroyNotify) sandstepd_envd_unref);
   g_task_run_in_thread (task, owner_thread);
 }
 
@@ -704,12 +724,23 @@ handle_start (Request *req)
                            "A command's stdin is not served by sandstepd's E2B envd yet; run it without stdin");
       return;
     }
+  if (json_object_has_member (request, "pty"))
+    {
+      answer_stream_error (req, "unimplemented", "PTYs are not served by sandstepd's E2B envd; run the command "
+                                                 "without one (commands.run)");
+      return;
+    }
   job = envd_new (req, ENVD_START);
   job->command = shell_command (request, &error);
+  if (job->command != NULL)
+    {
+      job->process = json_object_ref (json_object_get_object_member (request, "process"));
+      job->tag = g_strdup (string_member (request, "tag"));
+    }
   if (job->command == NULL)
     {
       answer_stream_error (req, "invalid_argument", error->message);
-      envd_unref (job);
+      sandstepd_envd_unref (job);
       return;
     }
   job->timeout_s = connect_timeout_s (req);
@@ -836,13 +867,14 @@ handle_files (Request *req)
       int errsv = errno;
       sandstepd_e2b_error (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Cannot hold the file to write: %s",
                            g_strerror (errsv));
-      envd_unref (job);
+      sandstepd_envd_unref (job);
       return;
     }
   envd_go (job);
 }
 
-/* filesystem.Filesystem's unary calls (ListDir, Stat): a JSON body with a path. */
+/* filesystem.Filesystem's unary calls (ListDir, Stat, Remove, MakeDir; Move): a JSON body with a path (a
+ * source and a destination). */
 static void
 handle_filesystem (Request *req, EnvdOp op)
 {
@@ -850,7 +882,7 @@ handle_filesystem (Request *req, EnvdOp op)
     soup_server_message_get_request_headers (req->msg), NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) request = NULL;
-  const char *path;
+  const char *path, *dest;
   Envd *job;
 
   if (g_strcmp0 (content_type, "application/json") != 0)
@@ -864,14 +896,59 @@ handle_filesystem (Request *req, EnvdOp op)
       answer_unary_error (req, "invalid_argument", error->message);
       return;
     }
-  path = string_member (request, "path");
+  /* Move names its paths source and destination. */
+  path = string_member (request, op == ENVD_MOVE ? "source" : "path");
   if (path == NULL || path[0] == '\0')
     {
-      answer_unary_error (req, "invalid_argument", "The request has no 'path'; name the file or directory");
+      answer_unary_error (req, "invalid_argument",
+                          op == ENVD_MOVE ? "The request has no 'source'; name the file or directory to move"
+                                          : "The request has no 'path'; name the file or directory");
+      return;
+    }
+  dest = op == ENVD_MOVE ? string_member (request, "destination") : NULL;
+  if (op == ENVD_MOVE && (dest == NULL || dest[0] == '\0'))
+    {
+      answer_unary_error (req, "invalid_argument", "The request has no 'destination'; name where to move it");
       return;
     }
   job = envd_new (req, op);
   job->path = g_strdup (path);
+  job->dest = g_strdup (dest);
+  envd_go (job);
+}
+
+/* process.Process's unary calls that need no claim: List ({}), SendSignal ({process: selector, signal}). */
+static void
+handle_process (Request *req, EnvdOp op)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  JsonNode *selector;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, "application/json") != 0)
+    {
+      answer_unary_error (req, "invalid_argument", "process.Process's unary calls take application/json");
+      return;
+    }
+  request = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      answer_unary_error (req, "invalid_argument", error->message);
+      return;
+    }
+  selector = json_object_get_member (request, "process");
+  if (op == ENVD_SIGNAL && (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector)))
+    {
+      answer_unary_error (req, "invalid_argument", "The request has no 'process'; name the command as "
+                                                   "{process: {pid: N}} or {process: {tag: T}}");
+      return;
+    }
+  job = envd_new (req, op);
+  if (op == ENVD_SIGNAL)
+    job->selector = json_object_ref (json_node_get_object (selector));
   envd_go (job);
 }
 
@@ -904,9 +981,31 @@ sandstepd_handle_envd (Request *req)
     handle_filesystem (req, ENVD_LIST);
   else if (strcmp (req->path, "/filesystem.Filesystem/Stat") == 0)
     handle_filesystem (req, ENVD_STAT);
+  else if (strcmp (req->path, "/filesystem.Filesystem/Remove") == 0)
+    handle_filesystem (req, ENVD_REMOVE);
+  else if (strcmp (req->path, "/filesystem.Filesystem/Move") == 0)
+    handle_filesystem (req, ENVD_MOVE);
+  else if (strcmp (req->path, "/filesystem.Filesystem/MakeDir") == 0)
+    handle_filesystem (req, ENVD_MKDIR);
+  else if (strcmp (req->path, "/process.Process/List") == 0)
+    handle_process (req, ENVD_PS);
+  else if (strcmp (req->path, "/process.Process/SendSignal") == 0)
+    handle_process (req, ENVD_SIGNAL);
   else
     {
-      message = g_strdup_printf ("%s is not served by sandstepd's E2B envd yet (docs/e2b.md)", req->path);
+      const char *why = "";
+
+      if (strcmp (req->path, "/process.Process/Connect") == 0)
+        why = ": reconnecting to a command (commands.connect) is not served, a command's output goes to the call "
+              "that started it only; keep its handle (commands.run with background: true)";
+      else if (strcmp (req->path, "/process.Process/SendInput") == 0 ||
+               strcmp (req->path, "/process.Process/StreamInput") == 0 ||
+               strcmp (req->path, "/process.Process/CloseStdin") == 0)
+        why = ": a command's stdin (sendStdin) is not served, commands run with none; write the input to a file "
+              "and redirect it";
+      else if (strcmp (req->path, "/process.Process/Update") == 0)
+        why = ": PTYs are not served";
+      message = g_strdup_printf ("%s is not served by sandstepd's E2B envd%s (docs/e2b.md)", req->path, why);
       if (streaming)
         answer_stream_error (req, "unimplemented", message);
       else

@@ -259,12 +259,14 @@ static void
 test_lifecycle (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
-  const char *id;
-  JsonObject *info;
+  const char *id, *brief;
+  JsonObject *info, *timeout;
 
-  g_test_summary ("Sandbox.create/getInfo/list/connect/kill of the e2b SDK against sandstepd: the ID is a "
-                  "handle, timeoutMs its lifetime; another template, a wrong key, a second kill and a killed "
-                  "sandbox's info fail as the SDK expects");
+  g_test_summary ("Sandbox.create/getInfo/list/connect/setTimeout/kill of the e2b SDK against sandstepd: the ID "
+                  "is a handle, timeoutMs its lifetime, setTimeout moves its end either way (a sandbox past it is "
+                  "gone), connect's timeout only lengthens it; metadata comes back in getInfo and list, and "
+                  "list's metadata filter selects by it; a bad timeout or metadata, another template, a wrong "
+                  "key, a second kill and a killed sandbox's info fail as the SDK expects");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -276,20 +278,54 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (info, "templateId"), ==, "base");
   g_assert_cmpstr (json_object_get_string_member (info, "state"), ==, "running");
   g_assert_cmpint (json_object_get_int_member (info, "lifetimeS"), ==, 120);
+  g_assert_cmpstr (json_object_get_string_member (member_object (info, "metadata"), "step"), ==, "e2b");
   g_assert_true (array_has (report, "listed", id));
+  {
+    JsonArray *listed = json_object_get_array_member (report, "listedMetadata");
+    g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+    JsonObject *metadata = json_array_get_object_element (listed, 0);
+    g_assert_cmpstr (json_object_get_string_member (metadata, "step"), ==, "e2b");
+    g_assert_cmpstr (json_object_get_string_member (metadata, "a b&c=d"), ==, "x/y=z&w%");
+  }
+  g_assert_true (array_has (report, "listedByTag", id));
+  g_assert_false (array_has (report, "listedByOtherTag", id));
+  g_assert_true (array_has (report, "listedByTwoTags", id));
+  g_assert_false (array_has (report, "listedBySecondWrong", id));
   g_assert_cmpstr (json_object_get_string_member (report, "connected"), ==, id);
-  assert_threw (report, "setTimeout", "SandboxError", "/timeout is not served by sandstepd's E2B API");
+  timeout = member_object (report, "setTimeout");
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), >=, 595);
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), <=, 601);
+  g_assert_cmpint (json_object_get_int_member (timeout, "shorter"), >=, 55);
+  g_assert_cmpint (json_object_get_int_member (timeout, "shorter"), <=, 61);
+  timeout = member_object (report, "connectLonger");
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), >=, 895);
+  g_assert_cmpint (json_object_get_int_member (timeout, "longer"), <=, 901);
+  g_assert_cmpint (json_object_get_int_member (timeout, "kept"), >=, 880);
+  assert_threw (report, "setTimeoutZero", "SandboxError", "400: The sandbox's timeout cannot be set");
+  assert_threw (report, "setTimeoutMissing", "SandboxNotFoundError", "sandstep-00000000000000ff");
+  brief = json_object_get_string_member (report, "briefId");
+  g_assert_cmpstr (json_object_get_string_member (report, "briefBefore"), ==, "alive\n");
+  assert_threw (report, "briefInfo", "SandboxNotFoundError", brief);
+  assert_threw (report, "briefRun", "NotFoundError", brief);
+  g_assert_false (array_has (report, "briefListed", brief));
+  assert_threw (report, "pause", "SandboxError", "/pause is not served by sandstepd's E2B API");
+  assert_threw (report, "metrics", "SandboxError", "/metrics is not served by sandstepd's E2B API");
+  assert_threw (report, "snapshots", "SandboxError", "has no snapshots");
+  assert_threw (report, "badMetadata", "SandboxError", "400: The value of metadata 'n' is not a string");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
   g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
   g_assert_false (array_has (report, "listedAfter", id));
   assert_threw (report, "infoAfter", "SandboxNotFoundError", id);
-  /* Killed means gone from the state directory, not merely hidden. */
+  /* Killed means gone from the state directory, not merely hidden: its metadata too. */
   {
     g_autofree char *sandboxes = g_build_filename (fx->f.state_dir, "sandboxes", NULL);
     g_autofree char *names = sandstep_test_dir_names (sandboxes);
+    g_autofree char *meta_name = g_strconcat (id, ".json", NULL);
+    g_autofree char *meta = g_build_filename (fx->f.state_dir, "e2b", meta_name, NULL);
     sandstep_test_assert_not_contains (names, id);
+    g_assert_false (g_file_test (meta, G_FILE_TEST_EXISTS));
   }
 }
 
@@ -300,7 +336,7 @@ test_scoped (Fixture *fx, gconstpointer data)
   const char *id;
 
   g_test_summary ("an E2B key scoped to owner=a/ makes sandboxes under a/; a key scoped to b/ neither lists, "
-                  "gets, connects to nor kills them (not found, as for a sandbox that never was)");
+                  "gets, connects to, sets the timeout of nor kills them (not found, as for a sandbox that never was)");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -310,6 +346,9 @@ test_scoped (Fixture *fx, gconstpointer data)
   assert_threw (report, "otherInfo", "SandboxNotFoundError", id);
   assert_threw (report, "otherConnect", "SandboxNotFoundError", id);
   g_assert_false (json_object_get_boolean_member (report, "otherKill"));
+  assert_threw (report, "otherSetTimeout", "SandboxNotFoundError", id);
+  /* The other key's setTimeout of 1 s did not touch the sandbox: it still ends at its 120 s. */
+  g_assert_cmpint (json_object_get_int_member (report, "endAfterOther"), >=, 100);
   g_assert_true (array_has (report, "ownList", id));
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
@@ -344,17 +383,75 @@ test_commands (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_background (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o, *p;
+  JsonArray *listed;
+  gint64 pid;
+
+  g_test_summary ("commands.run({background: true}) through sandstepd's envd: a handle at once, wait() gives "
+                  "the output and exit code; commands.list() shows a running command (its pid and process) "
+                  "and not one killed; kill() by the handle ends it and frees the sandbox, a second "
+                  "kill or an unknown pid is false; a key of another owner neither lists nor kills; "
+                  "commands.connect and sendStdin say they are not served");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "background", fx->key);
+  o = member_object (report, "ended");
+  g_assert_cmpstr (json_object_get_string_member (o, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 4);
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "bg\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "streamed"), ==, "bg\n");
+  pid = json_object_get_int_member (report, "pid");
+  g_assert_cmpint (pid, >, json_object_get_int_member (o, "pid"));
+  listed = json_object_get_array_member (report, "listed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  p = json_array_get_object_element (listed, 0);
+  g_assert_cmpint (json_object_get_int_member (p, "pid"), ==, pid);
+  g_assert_cmpstr (json_object_get_string_member (p, "cmd"), ==, "/bin/bash");
+  g_assert_cmpstr (json_array_get_string_element (json_object_get_array_member (p, "args"), 2), ==,
+                   "echo started; sleep 60");
+  g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (p, "envs"), "A"), ==, "b");
+  assert_threw (report, "busy", "SandboxError", "held by");
+  assert_threw (report, "reconnect", "SandboxError", "commands.connect) is not served");
+  assert_threw (report, "stdin", "SandboxError", "sendStdin) is not served");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+  /* A killed command's wait() ends as envd's does: CommandExitError, killed by SIGKILL (as the shell says it). */
+  o = member_object (report, "waited");
+  g_assert_cmpstr (json_object_get_string_member (o, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 128 + SIGKILL);
+  g_assert_cmpstr (json_object_get_string_member (o, "error"), ==, "signal: killed");
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "listedAfter")), ==, 0);
+  g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
+  g_assert_false (json_object_get_boolean_member (report, "killedNever"));
+  g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
+  o = member_object (report, "otherList");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
+  g_assert_cmpstr (json_object_get_string_member (member_object (o, "body"), "code"), ==, "not_found");
+  o = member_object (report, "otherKill");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "stillListed")), ==, 1);
+  g_assert_true (json_object_get_boolean_member (report, "killedSecond"));
+  assert_threw (report, "pty", "SandboxError", "PTYs are not served");
+  g_assert_true (json_object_get_boolean_member (report, "killedSandbox"));
+}
+
+static void
 test_files (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
   g_autofree char *escape = g_strdup_printf ("/tmp/sandstep-e2b-escape-%08x", g_random_int ());
-  JsonObject *written;
-  JsonArray *bytes;
+  JsonObject *written, *o;
+  JsonArray *bytes, *inside;
   JsonArray *listed;
 
-  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list and exists through "
-                  "sandstepd's envd; a command sees what was written; a missing file is FileNotFoundError and "
-                  "does not exist; a call not served says so; a path that climbs out stays in the sandbox");
+  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list, exists, getInfo, "
+                  "makeDir, rename and remove through sandstepd's envd; a command sees what was written; a "
+                  "missing file is FileNotFoundError and does not exist; makeDir of a directory there is false, "
+                  "over a file or in a read-only place refused; a name full of shell stays a name; a call not "
+                  "served says so; a path that climbs out stays in the sandbox");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -378,7 +475,55 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "existsDir"));
   g_assert_false (json_object_get_boolean_member (report, "existsNot"));
   assert_threw (report, "readMissing", "FileNotFoundError", "/workspace/no-such-file");
-  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/Remove is not served");
+  g_assert_true (json_object_get_boolean_member (report, "made"));
+  g_assert_false (json_object_get_boolean_member (report, "madeAgain"));
+  g_assert_true (json_object_get_boolean_member (report, "madeRelative"));
+  assert_threw (report, "madeOverFile", "InvalidArgumentError", "'/workspace/notes.txt' exists and is not a directory");
+  assert_threw (report, "madeReadOnly", "InvalidArgumentError", "only /workspace and /tmp are writable");
+  g_assert_true (json_object_get_boolean_member (report, "madeOdd"));
+  g_assert_false (json_object_get_boolean_member (report, "pwned"));
+  o = member_object (report, "infoDir");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "made");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/made");
+  o = member_object (report, "infoFile");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "file");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/notes.txt");
+  g_assert_cmpint (json_object_get_int_member (o, "size"), ==, strlen ("hello from e2b\n"));
+  g_assert_cmpstr (json_object_get_string_member (o, "permissions"), ==, "-rw-r--r--");
+  g_assert_cmpint (json_object_get_int_member (o, "mode"), ==, 0644);
+  g_assert_cmpstr (json_object_get_string_member (o, "owner"), ==, "root");
+  g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), >=, -5);
+  g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), <=, CLIENT_TIMEOUT_S);
+  o = member_object (report, "infoWorkspace");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace");
+  g_assert_true (json_object_get_boolean_member (report, "existsTmp"));
+  assert_threw (report, "infoMissing", "FileNotFoundError", "/workspace/no-such-file");
+  o = member_object (report, "renamed");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "moved.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "file");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace/made/moved.txt");
+  g_assert_false (json_object_get_boolean_member (o, "oldExists"));
+  g_assert_cmpstr (json_object_get_string_member (o, "content"), ==, "hello from e2b\n");
+  o = member_object (report, "renamedDir");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "made2");
+  g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
+  g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/tmp/elsewhere/made2");
+  inside = json_object_get_array_member (o, "inside");
+  g_assert_cmpuint (json_array_get_length (inside), ==, 2);
+  g_assert_cmpstr (json_array_get_string_element (inside, 0), ==, "deep");
+  g_assert_cmpstr (json_array_get_string_element (inside, 1), ==, "moved.txt");
+  o = member_object (report, "renamedNewline");
+  g_assert_cmpstr (json_object_get_string_member (o, "moved"), ==, "/workspace/new\nline.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "info"), ==, "/workspace/new\nline.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "name"), ==, "new\nline.txt");
+  assert_threw (report, "renamedMissing", "FileNotFoundError", "'/workspace/no-such-file' does not exist");
+  g_assert_cmpstr (json_object_get_string_member (report, "renamedClimbed"), ==, escape);
+  g_assert_false (json_object_get_boolean_member (report, "removed"));
+  g_assert_true (json_object_get_boolean_member (report, "removedMissing"));
+  assert_threw (report, "removedReadOnly", "InvalidArgumentError", "Removing '/usr/bin/env' failed in the sandbox");
+  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/WatchDir is not served");
   assert_threw (report, "climbed", "InvalidArgumentError", "goes above '/'");
   g_assert_false (g_file_test (escape, G_FILE_TEST_EXISTS));
   g_assert_true (json_object_get_boolean_member (report, "killed"));
@@ -460,6 +605,61 @@ test_wire (Fixture *fx, gconstpointer data)
   g_assert_false (json_object_has_member (o, "code"));
 }
 
+/* Asserts that case @name of unary.mjs's report answered HTTP @status with E2B's @code (NULL: any) and @text. */
+static void
+assert_unary (JsonObject *report, const char *name, gint64 status, const char *code, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_test_message ("%s: %s", name, json_object_get_string_member_with_default (o, "message", ""));
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, status);
+  if (code != NULL)
+    g_assert_cmpstr (json_object_get_string_member_with_default (o, "code", ""), ==, code);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "message", ""), text);
+}
+
+static void
+test_unary (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o;
+
+  g_test_summary ("setTimeout, create's metadata, list's filter and envd's Move, MakeDir, Remove, List and "
+                  "SendSignal refuse what the SDK never sends, each in E2B's shape with what to do: a timeout "
+                  "not a whole positive number of seconds or over ten years, no body, a malformed sandbox; "
+                  "metadata not string to string; a filter that does not decode (matches nothing); no source "
+                  "or destination, a wrong type, no path, another owner's key, no process, a pid not a number, "
+                  "no sandbox; the sandbox's end and workspace stay as they were");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "unary.mjs", "", fx->key);
+  assert_unary (report, "timeoutString", 400, NULL, "no whole number 'timeout'");
+  assert_unary (report, "timeoutFraction", 400, NULL, "no whole number 'timeout'");
+  assert_unary (report, "timeoutNegative", 400, NULL, "lifetime '-5' is not a number of seconds above 0");
+  assert_unary (report, "timeoutHuge", 400, NULL, "at most ten years");
+  assert_unary (report, "timeoutNotJson", 400, NULL, "send {\"timeout\": SECONDS}");
+  assert_unary (report, "timeoutNone", 400, NULL, "no whole number 'timeout'");
+  assert_unary (report, "timeoutBadId", 404, NULL, "sandstep's sandbox IDs look like");
+  g_assert_cmpint (json_object_get_int_member (report, "endAfter"), >=, 100);
+  assert_unary (report, "metadataArray", 400, NULL, "metadata is not an object");
+  assert_unary (report, "metadataNested", 400, NULL, "The value of metadata 'a' is not a string");
+  o = member_object (report, "filterGarbage");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "body")), ==, 0);
+  assert_unary (report, "moveNoDest", 400, "invalid_argument", "no 'destination'");
+  assert_unary (report, "moveNoSource", 400, "invalid_argument", "no 'source'");
+  assert_unary (report, "makeDirType", 400, "invalid_argument", "take application/json");
+  assert_unary (report, "makeDirNoPath", 400, "invalid_argument", "no 'path'");
+  assert_unary (report, "removeOther", 404, "not_found", "another owner's");
+  assert_unary (report, "listType", 400, "invalid_argument", "take application/json");
+  assert_unary (report, "listNotJson", 400, "invalid_argument", "");
+  assert_unary (report, "signalNoProcess", 400, "invalid_argument", "no 'process'");
+  assert_unary (report, "signalStringPid", 404, "not_found", "No command with that pid");
+  assert_unary (report, "signalNoSandbox", 404, "not_found", "E2b-Sandbox-Id");
+  g_assert_true (json_object_get_boolean_member (report, "workspaceKept"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -468,8 +668,10 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/lifecycle", test_lifecycle);
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
+  ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/wire/start", test_wire);
+  ADD ("/e2b/wire/unary", test_unary);
   return g_test_run ();
 }

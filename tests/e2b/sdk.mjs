@@ -2,8 +2,8 @@
 //
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
-// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, files,
-// handed.
+// (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
+// files, handed.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -18,19 +18,64 @@ async function take(name, fn) {
 }
 
 async function lifecycle() {
-  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'e2b' } });
+  // A name and a value that need encoding both ways (the SDK encodes the filter twice).
+  const odd = { 'a b&c=d': 'x/y=z&w%' };
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'e2b', ...odd } });
   report.sandboxId = sbx.sandboxId;
   await take('info', async () => {
     const info = await sbx.getInfo();
     return { sandboxId: info.sandboxId, templateId: info.templateId, state: info.state,
-             lifetimeS: Math.round((info.endAt - info.startedAt) / 1000) };
+             lifetimeS: Math.round((info.endAt - info.startedAt) / 1000), metadata: info.metadata };
   });
   await take('listed', async () => {
     const items = await Sandbox.list().nextItems();
     return items.map((s) => s.sandboxId);
   });
+  // The metadata comes back in list, and list's filter selects by it (every pair must match).
+  await take('listedMetadata', async () =>
+    (await Sandbox.list().nextItems()).filter((s) => s.sandboxId === sbx.sandboxId).map((s) => s.metadata));
+  await take('listedByTag', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'e2b' } } }).nextItems()).map((s) => s.sandboxId));
+  await take('listedByOtherTag', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'other' } } }).nextItems()).map((s) => s.sandboxId));
+  await take('listedByTwoTags', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'e2b', ...odd } } }).nextItems()).map((s) => s.sandboxId));
+  await take('listedBySecondWrong', async () =>
+    (await Sandbox.list({ query: { metadata: { step: 'e2b', 'a b&c=d': 'x/y=z&w' } } }).nextItems())
+      .map((s) => s.sandboxId));
   await take('connected', async () => (await Sandbox.connect(sbx.sandboxId)).sandboxId);
-  await take('setTimeout', async () => { await sbx.setTimeout(60_000); return true; });
+  // setTimeout sets when the sandbox ends, from now: longer than at create, then shorter.
+  await take('setTimeout', async () => {
+    await sbx.setTimeout(600_000);
+    const longer = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    await sbx.setTimeout(60_000);
+    const shorter = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    return { longer, shorter };
+  });
+  // connect's timeout lengthens a sandbox's life, never shortens it.
+  await take('connectLonger', async () => {
+    await Sandbox.connect(sbx.sandboxId, { timeoutMs: 900_000 });
+    const longer = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10_000 });
+    const kept = Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000);
+    return { longer, kept };
+  });
+  await take('setTimeoutZero', async () => { await sbx.setTimeout(0); return true; });
+  await take('setTimeoutMissing', async () => { await Sandbox.setTimeout('sandstep-00000000000000ff', 60_000); return true; });
+  // A sandbox whose timeout is over is gone: neither its info nor a command is served.
+  const brief = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'brief' } });
+  report.briefId = brief.sandboxId;
+  await take('briefBefore', async () => (await brief.commands.run('echo alive')).stdout);
+  await brief.setTimeout(1_000);
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  await take('briefInfo', async () => (await brief.getInfo()).sandboxId);
+  await take('briefRun', async () => (await brief.commands.run('echo alive')).stdout);
+  await take('briefListed', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
+  // What has no sandstep meaning says it is not served, in E2B's shape.
+  await take('pause', async () => { await sbx.pause(); return true; });
+  await take('metrics', async () => await sbx.getMetrics());
+  await take('snapshots', async () => await Sandbox.listSnapshots().nextItems());
+  await take('badMetadata', async () => (await Sandbox.create('base', { metadata: { n: 1 } })).sandboxId);
   await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
   await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
   await take('killed', async () => { await sbx.kill(); return true; });
@@ -71,6 +116,67 @@ async function commands() {
   await take('killed', async () => { await sbx.kill(); return true; });
 }
 
+// Commands in the background: a handle at once; list, kill and wait by it; what is not served says so.
+async function background() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  const out = [];
+  // One that ends by itself: wait() gives its output and exit code (non-zero: CommandExitError).
+  await take('ended', async () => {
+    const h = await sbx.commands.run('echo bg; exit 4', { background: true, onStdout: (d) => out.push(d) });
+    try {
+      const r = await h.wait();
+      return { pid: h.pid, exitCode: r.exitCode, stdout: r.stdout };
+    } catch (e) {
+      return { pid: h.pid, threw: e.constructor.name, exitCode: e.exitCode, stdout: e.stdout };
+    }
+  });
+  report.streamed = out.join('');
+  // One that runs until killed: listed while it runs (its process as sent), killed by its handle, then gone.
+  const h = await sbx.commands.run('echo started; sleep 60', { background: true, envs: { A: 'b' } });
+  report.pid = h.pid;
+  await take('listed', async () => (await sbx.commands.list()).map((p) => ({ pid: p.pid, cmd: p.cmd, args: p.args,
+    envs: p.envs })));
+  // While it holds the sandbox, another command waits on it: refused as busy.
+  await take('busy', async () => (await sbx.commands.run('echo second')).stdout);
+  await take('reconnect', async () => (await sbx.commands.connect(h.pid)).pid);
+  await take('stdin', async () => { await sbx.commands.sendStdin(h.pid, 'x\n'); return true; });
+  await take('killed', async () => await h.kill());
+  await take('waited', async () => {
+    try {
+      const r = await h.wait();
+      return { exitCode: r.exitCode };
+    } catch (e) {
+      return { threw: e?.constructor?.name, exitCode: e.exitCode, error: e.error ?? null, message: e.message };
+    }
+  });
+  await take('listedAfter', async () => (await sbx.commands.list()).map((p) => p.pid));
+  await take('killedAgain', async () => await sbx.commands.kill(h.pid));
+  await take('killedNever', async () => await sbx.commands.kill(4_000_000));
+  // The killed command let the sandbox go: the next one runs.
+  await take('after', async () => (await sbx.commands.run('echo free')).stdout);
+  // A key of another owner neither lists nor kills this sandbox's commands (the SDK cannot even connect to the
+  // sandbox with it: its requests are made here).
+  const other = { apiKey: process.env.E2B_OTHER_KEY };
+  const h2 = await sbx.commands.run('sleep 60', { background: true });
+  await take('otherList', async () => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/List`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': other.apiKey },
+      body: '{}' });
+    return { status: res.status, body: await res.json() };
+  });
+  await take('otherKill', async () => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/SendSignal`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': other.apiKey },
+      body: JSON.stringify({ process: { pid: h2.pid }, signal: 'SIGNAL_SIGKILL' }) });
+    return { status: res.status, body: await res.json() };
+  });
+  await take('stillListed', async () => (await sbx.commands.list()).map((p) => p.pid));
+  await take('killedSecond', async () => await sbx.commands.kill(h2.pid));
+  await take('pty', async () => (await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} })).pid);
+  await take('killedSandbox', async () => { await sbx.kill(); return true; });
+}
+
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
 async function scoped() {
   const other = { apiKey: process.env.E2B_OTHER_KEY };
@@ -80,6 +186,8 @@ async function scoped() {
   await take('otherInfo', async () => (await Sandbox.getInfo(sbx.sandboxId, other)).sandboxId);
   await take('otherConnect', async () => (await Sandbox.connect(sbx.sandboxId, other)).sandboxId);
   await take('otherKill', async () => await Sandbox.kill(sbx.sandboxId, other));
+  await take('otherSetTimeout', async () => { await Sandbox.setTimeout(sbx.sandboxId, 1_000, other); return true; });
+  await take('endAfterOther', async () => Math.round(((await sbx.getInfo()).endAt - Date.now()) / 1000));
   await take('ownList', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
   await take('killed', async () => await Sandbox.kill(sbx.sandboxId));
 }
@@ -104,7 +212,66 @@ async function files() {
   await take('existsDir', async () => await sbx.files.exists('/workspace/sub'));
   await take('existsNot', async () => await sbx.files.exists('/workspace/no-such-file'));
   await take('readMissing', async () => await sbx.files.read('/workspace/no-such-file'));
-  await take('unserved', async () => await sbx.files.remove('/workspace/notes.txt'));
+  // makeDir: true when made (parents too), false when there already; a file in the way and a read-only place
+  // are refused.  A relative path starts in /workspace, as a command's.
+  await take('made', async () => await sbx.files.makeDir('/workspace/made/deep'));
+  await take('madeAgain', async () => await sbx.files.makeDir('/workspace/made/deep'));
+  await take('madeRelative', async () => (await sbx.files.makeDir('rel-dir')) && await sbx.files.exists('/workspace/rel-dir'));
+  await take('madeOverFile', async () => await sbx.files.makeDir('/workspace/notes.txt'));
+  await take('madeReadOnly', async () => await sbx.files.makeDir('/usr/sandstep-e2b'));
+  // A name is a name, never shell: this one would make /workspace/pwned if it were run as a command.
+  const odd = "/workspace/$(touch /workspace/pwned) 'q'; touch /workspace/pwned2";
+  await take('madeOdd', async () => (await sbx.files.makeDir(odd)) && await sbx.files.exists(odd));
+  await take('pwned', async () => (await sbx.files.exists('/workspace/pwned')) || (await sbx.files.exists('/workspace/pwned2')));
+  // getInfo: a directory and a file; a missing path is FileNotFoundError.
+  await take('infoDir', async () => {
+    const i = await sbx.files.getInfo('/workspace/made');
+    return { name: i.name, type: i.type, path: i.path };
+  });
+  await take('infoFile', async () => {
+    const i = await sbx.files.getInfo('/workspace/notes.txt');
+    return { name: i.name, type: i.type, path: i.path, size: i.size, permissions: i.permissions, mode: i.mode,
+             owner: i.owner, modifiedAgoS: Math.round((Date.now() - i.modifiedTime.getTime()) / 1000) };
+  });
+  // The writable roots themselves (their parent, '/', is no place of the host-side tools).
+  await take('infoWorkspace', async () => {
+    const i = await sbx.files.getInfo('/workspace');
+    return { name: i.name, type: i.type, path: i.path };
+  });
+  await take('existsTmp', async () => await sbx.files.exists('/tmp'));
+  await take('infoMissing', async () => (await sbx.files.getInfo('/workspace/no-such-file')).name);
+  // rename: a file into a directory (its content with it), a directory to a new parent; a missing source.
+  await take('renamed', async () => {
+    const e = await sbx.files.rename('/workspace/notes.txt', '/workspace/made/moved.txt');
+    return { name: e.name, type: e.type, path: e.path, oldExists: await sbx.files.exists('/workspace/notes.txt'),
+             content: await sbx.files.read('/workspace/made/moved.txt') };
+  });
+  await take('renamedDir', async () => {
+    const e = await sbx.files.rename('/workspace/made', '/tmp/elsewhere/made2');
+    return { name: e.name, type: e.type, path: e.path,
+             inside: (await sbx.files.list('/tmp/elsewhere/made2')).map((x) => x.name).sort() };
+  });
+  // A name may hold a newline: the entry still names it whole.
+  await take('renamedNewline', async () => {
+    await sbx.files.write('/workspace/nl.txt', 'nl');
+    const e = await sbx.files.rename('/workspace/nl.txt', '/workspace/new\nline.txt');
+    const i = await sbx.files.getInfo('/workspace/new\nline.txt');
+    return { moved: e.path, info: i.path, name: i.name };
+  });
+  await take('renamedMissing', async () => (await sbx.files.rename('/workspace/no-such-file', '/workspace/x')).path);
+  // A destination that climbs resolves in the sandbox's own root: the sandbox's /tmp, never the host's.
+  await take('renamedClimbed', async () => {
+    await sbx.files.write('/workspace/esc.txt', 'in?');
+    return (await sbx.files.rename('/workspace/esc.txt', `/../../../..${process.env.E2B_ESCAPE}`)).path;
+  });
+  // remove: a tree; then it does not exist; a missing path is no error (as envd's).
+  await take('removed', async () => {
+    await sbx.files.remove('/tmp/elsewhere');
+    return await sbx.files.exists('/tmp/elsewhere/made2/moved.txt') || await sbx.files.exists('/tmp/elsewhere');
+  });
+  await take('removedMissing', async () => { await sbx.files.remove('/workspace/no-such-file'); return true; });
+  await take('removedReadOnly', async () => { await sbx.files.remove('/usr/bin/env'); return true; });
+  await take('unserved', async () => await sbx.files.watchDir('/workspace', () => {}));
   // A path that climbs out stays in the sandbox: the test checks the host has no such file.
   await take('climbed', async () => (await sbx.files.write(`/../../../..${process.env.E2B_ESCAPE}`, 'out?')).path);
   await take('killed', async () => { await sbx.kill(); return true; });
@@ -120,7 +287,7 @@ async function handed() {
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
 }
 
-const areas = { lifecycle, scoped, commands, files, handed };
+const areas = { lifecycle, scoped, commands, background, files, handed };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
