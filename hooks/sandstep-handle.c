@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -153,4 +154,16 @@ sandstep_handle_read_file (const char *path, GError **error)
       return NULL;
     }
   return g_strndup (buf, len);
+}
+
+char *
+sandstep_handle_new (void)
+{
+  guint8 bytes[8];
+
+  if (getrandom (bytes, sizeof bytes, 0) != sizeof bytes)
+    for (gsize i = 0; i < sizeof bytes; i++)
+      bytes[i] = g_random_int_range (0, 256);
+  return g_strdup_printf (SANDSTEP_HANDLE_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2],
+                          bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]);
 }

@@ -16,6 +16,9 @@ G_BEGIN_DECLS
 /* TRUE for a local handle: "sandstep-" and 16 lowercase hex digits. */
 gboolean sandstep_handle_is_local (const char *handle);
 
+/* A new local handle: SANDSTEP_HANDLE_PREFIX and 16 random hex digits. */
+char *sandstep_handle_new (void);
+
 /* TRUE if @handle is an http:// or https:// handle (it may still be invalid). */
 gboolean sandstep_handle_is_remote (const char *handle);
 

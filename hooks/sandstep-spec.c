@@ -676,3 +676,11 @@ sandstep_spec_differences (const SandstepSpec *had, const SandstepSpec *asked)
     }
   return g_string_free (out, FALSE);
 }
+
+SandstepSpec *
+sandstep_spec_copy (const SandstepSpec *spec)
+{
+  g_autoptr(JsonNode) node = sandstep_spec_to_json (spec, TRUE);
+
+  return sandstep_spec_from_json (node, NULL);
+}

@@ -77,6 +77,8 @@ gboolean sandstep_spec_add_mount (SandstepSpec *spec, const char *text, GError *
 /* The spec as JSON, without secret values (names only) unless @with_secrets. */
 JsonNode *sandstep_spec_to_json (const SandstepSpec *spec, gboolean with_secrets);
 SandstepSpec *sandstep_spec_from_json (JsonNode *node, GError **error);
+/* A copy whole, secrets included. */
+SandstepSpec *sandstep_spec_copy (const SandstepSpec *spec);
 
 /* Refuses (SANDSTEP_USAGE_ERROR) values that would make every command fail,
  * or that a record could not store: pids over the kernel's count, memory

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-handle.h"
 #include "sandstep-image-root.h"
 #include "sandstep-layers.h"
 #include "sandstep-supervision.h"
@@ -61,12 +62,12 @@ make_fork (LocalBackend *local, const SandstepRecord *parent, const char *holder
   SandstepStore *store = local->store;
   g_autoptr(SandstepRecord) record = g_new0 (SandstepRecord, 1);
 
-  record->handle = sandstep_local_new_handle ();
+  record->handle = sandstep_handle_new ();
   record->owner = g_strdup (parent->owner);
   record->holder = g_strdup (holder);
   record->created = g_get_real_time () / G_USEC_PER_SEC;
   record->expires = parent->expires;
-  record->spec = sandstep_local_copy_spec (parent->spec);
+  record->spec = sandstep_spec_copy (parent->spec);
   record->parent = g_strdup (parent->handle);
   record->layers = g_strdupv (parent->layers);
   sandstep_uid_slot_take (store, record);

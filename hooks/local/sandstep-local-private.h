@@ -23,10 +23,6 @@ typedef struct {
   gboolean run_failed;     /* a command run through it failed: a retry-safe target has not succeeded */
 } LocalAttachment;
 
-/* A new handle, and a spec copied whole (sandstep-local.c). */
-char *sandstep_local_new_handle (void);
-SandstepSpec *sandstep_local_copy_spec (const SandstepSpec *spec);
-
 /* Forks and checkpoints (sandstep-local-fork.c): the backend's entries, and a layered sandbox's files as its
  * live jail has them, for the file tools (an fd to close), started if need be. */
 gboolean sandstep_local_fork (SandstepAttachment *attachment, const SandstepIdentity *who, guint count,

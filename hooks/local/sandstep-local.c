@@ -54,18 +54,6 @@ format_time (gint64 unix_seconds)
   return t != NULL ? g_date_time_format (t, "%Y-%m-%d %H:%M:%S UTC") : g_strdup ("(unknown)");
 }
 
-char *
-sandstep_local_new_handle (void)
-{
-  guint8 bytes[8];
-
-  if (getrandom (bytes, sizeof bytes, 0) != sizeof bytes)
-    for (gsize i = 0; i < sizeof bytes; i++)
-      bytes[i] = g_random_int_range (0, 256);
-  return g_strdup_printf (SANDSTEP_HANDLE_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2],
-                          bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]);
-}
-
 static gboolean
 check_owner (const SandstepRecord *record, const SandstepIdentity *who, GError **error)
 {
@@ -94,14 +82,6 @@ check_alive (const SandstepRecord *record, GError **error)
                          "Sandbox '%s' expired at %s, at the end of its %" G_GINT64_FORMAT "s lifetime; provision a "
                          "new one (--lifetime=DURATION), and reclaim this one with 'sandstep gc --expired'",
                          record->handle, when, record->spec->lifetime_s);
-}
-
-SandstepSpec *
-sandstep_local_copy_spec (const SandstepSpec *spec)
-{
-  g_autoptr(JsonNode) node = sandstep_spec_to_json (spec, TRUE);
-
-  return sandstep_spec_from_json (node, NULL);
 }
 
 /* A CPU cap that this host cannot set is refused, from the command line and through sandstepd alike: a step
@@ -144,7 +124,7 @@ provision_held (SandstepBackend *backend, const SandstepSpec *spec, const Sandst
                           "image '%s': this program has no image store; provision through 'sandstep'", spec->image);
           return NULL;
         }
-      pulled = sandstep_local_copy_spec (spec);
+      pulled = sandstep_spec_copy (spec);
       g_clear_pointer (&pulled->image, g_free);
       pulled->image_digest = sandstep_image_root_pull (spec->image, &pulled->image, error);
       if (pulled->image_digest == NULL)
@@ -203,12 +183,12 @@ provision_held (SandstepBackend *backend, const SandstepSpec *spec, const Sandst
     }
 
   record = g_new0 (SandstepRecord, 1);
-  record->handle = sandstep_local_new_handle ();
+  record->handle = sandstep_handle_new ();
   record->owner = g_strdup (who->owner);
   record->holder = g_strdup (who->holder);
   record->created = now_unix ();
   record->expires = record->created + spec->lifetime_s;
-  record->spec = sandstep_local_copy_spec (spec);
+  record->spec = sandstep_spec_copy (spec);
   sandstep_uid_slot_take (local->store, record);
   /* The holder first: a kill after the sandbox appears must leave it findable, or a retry makes a second. */
   if (!sandstep_store_set_holder (store, who->owner, who->holder, record->handle, error) ||
