@@ -92,6 +92,10 @@ test_good (void)
   image->ops[0].kind = JAIL_OP_OVERLAY;
   g_assert_true (accepted (image));
   image->ops[0].kind = JAIL_OP_TMPFS;
+  /* A layered tree's root as init's working directory: an opened slot. */
+  image->header.cwd_slot = 1;
+  g_assert_true (accepted (image));
+  image->header.cwd_slot = 0;
   /* Of another build's format: refused. */
   g_assert_null (sandstep_jail_image_check (image, sizeof *image, SANDSTEP_PLAN_FORMAT + 1));
 }
@@ -109,7 +113,9 @@ static void path_outside (Image *image) { image->ops[2].path = sizeof *image + 1
 static void path_unterminated (Image *image) { image->ops[3].path = sizeof *image - 1; image->strings[255] = 'x'; }
 static void tmpfs_unterminated (Image *image) { image->ops[0].data_len = 7; }
 static void data_past_end (Image *image) { image->ops[0].data_len = 100000; }
-static void unknown_kind (Image *image) { image->ops[2].kind = JAIL_OP_OVERLAY + 1; }
+static void unknown_kind (Image *image) { image->ops[2].kind = JAIL_OP_N_KINDS; }
+static void cwd_slot_out_of_range (Image *image) { image->header.cwd_slot = image->header.n_slots + 1; }
+static void cwd_slot_never_filled (Image *image) { image->header.n_slots = 3; image->header.cwd_slot = 3; }
 static void overlay_unterminated (Image *image) { image->ops[0].kind = JAIL_OP_OVERLAY; image->ops[0].data_len = 7; }
 static void overlay_without_options (Image *image) { image->ops[0].kind = JAIL_OP_OVERLAY; image->ops[0].data_len = 0; }
 static void slot_out_of_range (Image *image) { image->ops[2].slot = 2; }
@@ -137,6 +143,8 @@ test_damaged (void)
     { "an overlayfs with no options", overlay_without_options },
     { "content past the end", data_past_end },
     { "a step of no known kind", unknown_kind },
+    { "a working directory's slot out of range", cwd_slot_out_of_range },
+    { "a working directory's slot never filled", cwd_slot_never_filled },
     { "a slot out of range", slot_out_of_range },
     { "a bind from a slot not yet filled", bind_before_open },
     { "a slot opened twice", slot_opened_twice },

@@ -123,6 +123,8 @@ run_op (const SandstepJailImage *image, const SandstepJailImageOp *op, int *slot
       return mount ("overlay", path, "overlay", op->flags, data);
     case JAIL_OP_UNSTAGE:
       return umount2 (path, MNT_DETACH) < 0 ? -1 : rmdir (path);
+    case JAIL_OP_N_KINDS:
+      break;
     }
   errno = EINVAL;
   return -1;

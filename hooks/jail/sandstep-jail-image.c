@@ -63,7 +63,7 @@ sandstep_jail_image_check (const void *data, size_t size, uint32_t format)
       const SandstepJailImageOp *op = sandstep_jail_image_op (image, i);
       int needs_slot = op->kind == JAIL_OP_OPEN || op->kind == JAIL_OP_ATTACH;
 
-      if (op->kind > JAIL_OP_UNSTAGE || op->slot < -1 || op->slot >= (int32_t) image->n_slots ||
+      if (op->kind >= JAIL_OP_N_KINDS || op->slot < -1 || op->slot >= (int32_t) image->n_slots ||
           (needs_slot && op->slot < 0) || !string_inside (image, op->path, 0) ||
           !string_inside (image, op->source, 1) || !string_inside (image, op->what, 0) ||
           !bytes_inside (image, op->data, op->data_len) ||

@@ -399,7 +399,7 @@ add_layered_tree (SandstepJail *jail, const SandstepJailConfig *config, GString 
   for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
     {
       g_autofree char *path = g_strconcat (NEWROOT, opened[i], NULL);
-      int slot;
+      int slot = -1;
 
       if (!take_slot (jail, &slot, error))
         return FALSE;
