@@ -13,6 +13,7 @@
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
+#include "sandstepd-e2b-answer.h"
 
 #include <errno.h>
 #include <signal.h>
