@@ -7,7 +7,6 @@
 #include "sandstepd-envd.h"
 #include "sandstepd-e2b-answer.h"
 
-#include <string.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
