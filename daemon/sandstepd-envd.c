@@ -9,13 +9,14 @@
  * Files (GET and POST /files, ListDir; Stat, Remove, Move and MakeDir as commands in the jail,
  * sandstepd-envd-jail.c) go through the same claim, one operation each, answered once the claim is gone.
  * List and SendSignal of commands claim nothing (sandstepd-envd-commands.c).  What is not served answers
- * Connect's "unimplemented" naming the call (docs/e2b.md).
+ * Connect's "unimplemented" naming the call (docs/e2b.md).  Connect's framing is sandstepd-envd-connect.c's,
+ * a claiming call's life (Envd) sandstepd-envd-job.c's: both below this file, which they never call.
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
+#include "sandstepd-e2b-answer.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,10 +25,6 @@
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
 
-#define CONNECT_STREAM_TYPE "application/connect+json"
-#define ENVELOPE_HEADER 5
-#define FLAG_COMPRESSED 0x01
-#define FLAG_END_STREAM 0x02
 /* Connect-Timeout-Ms is at most 10 digits (the protocol's rule). */
 #define MAX_TIMEOUT_DIGITS 10
 
@@ -36,117 +33,6 @@ sandstepd_envd_is_path (const char *path)
 {
   return g_str_has_prefix (path, "/process.Process/") || g_str_has_prefix (path, "/filesystem.Filesystem/") ||
          strcmp (path, "/files") == 0;
-}
-
-/* ---- Connect's envelopes ---- */
-
-static char *
-envelope (guint8 flags, const char *payload, gsize len, gsize *out_len)
-{
-  char *out = g_malloc (ENVELOPE_HEADER + len);
-
-  out[0] = (char) flags;
-  out[1] = (char) ((len >> 24) & 0xff);
-  out[2] = (char) ((len >> 16) & 0xff);
-  out[3] = (char) ((len >> 8) & 0xff);
-  out[4] = (char) (len & 0xff);
-  memcpy (out + ENVELOPE_HEADER, payload, len);
-  *out_len = ENVELOPE_HEADER + len;
-  return out;
-}
-
-static char *
-envelope_object (guint8 flags, JsonObject *object, gsize *out_len)
-{
-  gsize len = 0;
-  g_autofree char *text = sandstep_wire_to_text (object, &len);
-
-  return envelope (flags, text, len, out_len);
-}
-
-/* The one message of a streaming request's @body: uncompressed, its length what the envelope says, nothing
- * after it (the body's size is bounded already, SANDSTEPD_MAX_JSON_BODY). */
-static JsonObject *
-read_envelope (const guint8 *body, gsize len, GError **error)
-{
-  guint32 n;
-
-  if (len < ENVELOPE_HEADER)
-    {
-      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                   "The request's body of %" G_GSIZE_FORMAT " bytes is shorter than Connect's 5-byte envelope; "
-                   "send one enveloped JSON message", len);
-      return NULL;
-    }
-  if (body[0] != 0)
-    {
-      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                   "The request's envelope has flags '0x%02x'; send one uncompressed message (flags 0)%s", body[0],
-                   (body[0] & FLAG_COMPRESSED) ? ": sandstepd takes no compressed messages" : "");
-      return NULL;
-    }
-  n = ((guint32) body[1] << 24) | ((guint32) body[2] << 16) | ((guint32) body[3] << 8) | body[4];
-  if ((gsize) n != len - ENVELOPE_HEADER)
-    {
-      g_set_error (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                   "The request's envelope says '%" G_GUINT32_FORMAT "' bytes, and %" G_GSIZE_FORMAT
-                   " follow it; send one message whose length the envelope gives", n, len - ENVELOPE_HEADER);
-      return NULL;
-    }
-  return sandstep_wire_parse_object ((const char *) body + ENVELOPE_HEADER, n, error);
-}
-
-/* Connect's code for a sandbox's or a request's error. */
-static const char *
-connect_code (const GError *error)
-{
-  if (error->domain == SANDSTEP_SANDBOX_ERROR &&
-      (error->code == SANDSTEP_SANDBOX_ERROR_NOT_FOUND || error->code == SANDSTEP_SANDBOX_ERROR_NOT_OWNER ||
-       error->code == SANDSTEP_SANDBOX_ERROR_EXPIRED))
-    return "not_found";
-  if (error->domain == SANDSTEP_SANDBOX_ERROR && error->code == SANDSTEP_SANDBOX_ERROR_BUSY)
-    return "aborted";
-  if (error->domain == SANDSTEP_USAGE_ERROR)
-    return "invalid_argument";
-  return "internal";
-}
-
-static char *
-end_stream (const char *code, const char *message, gsize *out_len)
-{
-  g_autoptr(JsonObject) end = json_object_new ();
-
-  if (code != NULL)
-    {
-      JsonObject *e = json_object_new ();
-      json_object_set_string_member (e, "code", code);
-      json_object_set_string_member (e, "message", message);
-      json_object_set_object_member (end, "error", e);
-    }
-  return envelope_object (FLAG_END_STREAM, end, out_len);
-}
-
-/* A streaming call's error before anything streamed: HTTP 200 and the error in the end of the stream, as
- * Connect answers it. */
-static void
-answer_stream_error (Request *req, const char *code, const char *message)
-{
-  gsize len = 0;
-  char *bytes = end_stream (code, message, &len);
-
-  sandstepd_e2b_answer (req, SOUP_STATUS_OK, CONNECT_STREAM_TYPE, bytes, len);
-}
-
-/* A process event, {"event": {@kind: @value}}, enveloped. */
-static char *
-event (const char *kind, JsonObject *value, gsize *out_len)
-{
-  g_autoptr(JsonObject) message = json_object_new ();
-  JsonObject *e = json_object_new ();
-
-  json_object_set_object_member (e, kind, value);
-  json_object_set_object_member (message, "event", e);
-  return envelope_object (0, message, out_len);
 }
 
 /* ---- process.Process/Start: a command, its output streamed ---- */
@@ -162,7 +48,7 @@ start_first (gsize *out_len)
 
   /* sandstepd's number for the command (sandstepd-envd-commands.c), not its pid in the sandbox. */
   json_object_set_int_member (start, "pid", starting_pid);
-  return event ("start", start, out_len);
+  return sandstepd_envd_event ("start", start, out_len);
 }
 
 static char *
@@ -173,44 +59,7 @@ start_data (int stream, const char *data, gsize len, gsize *out_len)
 
   /* Protobuf's JSON carries bytes as base64. */
   json_object_set_string_member (d, stream == 2 ? "stderr" : "stdout", b64);
-  return event ("data", d, out_len);
-}
-
-/* The end event of a command, {exitCode, exited, status}, then the end of the stream. */
-static char *
-end_event (int exit_code, gboolean exited, const char *status, gsize *out_len)
-{
-  JsonObject *end = json_object_new ();
-  g_autofree char *end_bytes = NULL;
-  g_autofree char *stream_end = NULL;
-  gsize end_len = 0, stream_end_len = 0;
-  char *out;
-
-  json_object_set_int_member (end, "exitCode", exit_code);
-  json_object_set_boolean_member (end, "exited", exited);
-  json_object_set_string_member (end, "status", status);
-  /* The SDK's CommandExitError says what ended a command that did not exit by itself. */
-  if (!exited)
-    json_object_set_string_member (end, "error", status);
-  end_bytes = event ("end", end, &end_len);
-  stream_end = end_stream (NULL, NULL, &stream_end_len);
-  out = g_malloc (end_len + stream_end_len);
-  memcpy (out, end_bytes, end_len);
-  memcpy (out + end_len, stream_end, stream_end_len);
-  *out_len = end_len + stream_end_len;
-  return out;
-}
-
-void
-sandstepd_envd_end_killed (Request *req)
-{
-  gsize len = 0;
-  /* As the shell says it (128 + SIGKILL), and as envd's status reads. */
-  char *bytes = end_event (128 + SIGKILL, FALSE, "signal: killed", &len);
-
-  /* What the command's own end would write later finds the answer complete, and is dropped. */
-  sandstepd_stream_take (req, bytes, len);
-  sandstepd_stream_end (req);
+  return sandstepd_envd_event ("data", d, out_len);
 }
 
 static char *
@@ -220,23 +69,23 @@ start_last (JsonObject *reply, const GError *error, gsize *out_len)
   g_autofree char *status = NULL;
 
   if (error != NULL)
-    return end_stream (connect_code (error), error->message, out_len);
+    return sandstepd_envd_end_stream (sandstepd_envd_connect_code (error), error->message, out_len);
   sandstep_wire_read_run_result (reply, &result);
   if (result.timed_out)
     {
       g_autofree char *message = g_strdup_printf ("The command ran past its timeout of %g s and was killed",
                                                   result.applied_timeout_s);
-      return end_stream ("deadline_exceeded", message, out_len);
+      return sandstepd_envd_end_stream ("deadline_exceeded", message, out_len);
     }
   status = g_strdup_printf ("exit status %d", result.exit_status);
   /* sandstep's exit status is the shell's (128+N for signal N), and so is envd's exitCode. */
-  return end_event (result.exit_status, TRUE, status, out_len);
+  return sandstepd_envd_end_event (result.exit_status, TRUE, status, out_len);
 }
 
 static char *
 start_keepalive (gsize *out_len)
 {
-  return event ("keepalive", json_object_new (), out_len);
+  return sandstepd_envd_event ("keepalive", json_object_new (), out_len);
 }
 
 static const SandstepdFraming start_framing = {
@@ -343,159 +192,6 @@ shell_command (JsonObject *request, GError **error)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
-/* ---- a call that claims its sandbox: a command, or a file operation (Envd: sandstepd-envd.h) ---- */
-
-Envd *
-sandstepd_envd_ref (Envd *job)
-{
-  job->refs++;
-  return job;
-}
-
-void
-sandstepd_envd_unref (Envd *job)
-{
-  if (--job->refs > 0)
-    return;
-  sandstepd_request_unref (job->req);
-  if (job->lease != NULL)
-    sandstepd_lease_unref (job->lease);
-  g_free (job->command);
-  if (job->process != NULL)
-    json_object_unref (job->process);
-  g_free (job->tag);
-  if (job->selector != NULL)
-    json_object_unref (job->selector);
-  g_free (job->path);
-  g_free (job->dest);
-  if (job->fd >= 0)
-    close (job->fd);
-  if (job->out_fd >= 0)
-    close (job->out_fd);
-  if (job->err_fd >= 0)
-    close (job->err_fd);
-  g_free (job->owner);
-  g_free (job->holder);
-  g_clear_error (&job->error);
-  if (job->answer != NULL)
-    g_bytes_unref (job->answer);
-  g_free (job);
-}
-
-static Envd *
-envd_new (Request *req, EnvdOp op)
-{
-  Envd *job = g_new0 (Envd, 1);
-
-  job->refs = 1;
-  job->req = sandstepd_request_ref (req);
-  job->op = op;
-  job->fd = -1;
-  job->out_fd = -1;
-  job->err_fd = -1;
-  return job;
-}
-
-/* A unary call's error: Connect's HTTP status for @code and {"code", "message"}. */
-static void
-answer_unary_error (Request *req, const char *code, const char *message)
-{
-  g_autoptr(JsonObject) object = json_object_new ();
-  guint status = strcmp (code, "not_found") == 0          ? SOUP_STATUS_NOT_FOUND
-                 : strcmp (code, "invalid_argument") == 0 ? SOUP_STATUS_BAD_REQUEST
-                 : strcmp (code, "aborted") == 0          ? SOUP_STATUS_CONFLICT
-                 : strcmp (code, "already_exists") == 0   ? SOUP_STATUS_CONFLICT
-                 : strcmp (code, "deadline_exceeded") == 0 ? SOUP_STATUS_GATEWAY_TIMEOUT
-                 : strcmp (code, "unimplemented") == 0    ? SOUP_STATUS_NOT_FOUND
-                 : strcmp (code, "resource_exhausted") == 0 ? 429
-                                                          : SOUP_STATUS_INTERNAL_SERVER_ERROR;
-
-  json_object_set_string_member (object, "code", code);
-  json_object_set_string_member (object, "message", message);
-  sandstepd_answer_json (req, status, object);
-}
-
-static void
-envd_fail (Envd *job, const char *code, const char *message)
-{
-  if (job->op == ENVD_START)
-    answer_stream_error (job->req, code, message);
-  else
-    answer_unary_error (job->req, code, message);
-}
-
-/* Connect's code for a file operation's error: a path that is not there is not_found. */
-static const char *
-files_code (const GError *error)
-{
-  if (error->domain == SANDSTEP_PATH_ERROR && error->code == SANDSTEP_PATH_ERROR_NOT_FOUND)
-    return "not_found";
-  if (error->domain == SANDSTEP_PATH_ERROR)
-    return "invalid_argument";
-  return connect_code (error);
-}
-
-static void
-on_released (gpointer data)
-{
-  Envd *job = data;
-
-  if (job->error != NULL)
-    envd_fail (job, job->fail_code != NULL ? job->fail_code : files_code (job->error), job->error->message);
-  else
-    {
-      gsize len = 0;
-      gconstpointer bytes = g_bytes_get_data (job->answer, &len);
-      sandstepd_e2b_answer (job->req, job->status, job->content_type, g_memdup2 (bytes, len), len);
-    }
-  sandstepd_envd_unref (job);
-}
-
-/* The file operation is done (@error, or its answer set): the claim goes, then the answer. */
-void
-sandstepd_envd_files_finish (Envd *job, const GError *error)
-{
-  Lease *lease = job->lease;
-
-  if (error != NULL && job->error == NULL)
-    job->error = g_error_copy (error);
-  if (lease->ended)
-    {
-      on_released (sandstepd_envd_ref (job));
-      return;
-    }
-  lease->on_released = on_released;
-  lease->on_released_data = sandstepd_envd_ref (job);
-  sandstepd_lease_end (lease, "the E2B file operation ended", FALSE);
-}
-
-void
-sandstepd_envd_answer_json (Envd *job, JsonNode *node)
-{
-  g_autoptr(JsonGenerator) gen = json_generator_new ();
-  gsize len = 0;
-  char *text;
-
-  json_generator_set_root (gen, node);
-  text = json_generator_to_data (gen, &len);
-  job->status = SOUP_STATUS_OK;
-  job->content_type = "application/json";
-  job->answer = g_bytes_new_take (text, len);
-}
-
-/* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
-JsonObject *
-sandstepd_envd_entry_info (const char *dir, const char *name, gboolean is_dir)
-{
-  JsonObject *o = json_object_new ();
-  g_autofree char *path = g_build_filename (dir, name, NULL);
-
-  json_object_set_string_member (o, "name", name);
-  json_object_set_string_member (o, "type", is_dir ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE");
-  json_object_set_string_member (o, "path", path);
-  return o;
-}
-
 static void
 on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
@@ -571,7 +267,7 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   if (error != NULL)
     {
       sandstepd_lease_abandon (lease);
-      envd_fail (job, connect_code (error), error->message);
+      sandstepd_envd_fail (job, sandstepd_envd_connect_code (error), error->message);
       return;
     }
   sandstepd_lease_activate (lease);
@@ -633,7 +329,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
 
   if (job->error != NULL)
     {
-      envd_fail (job, connect_code (job->error), job->error->message);
+      sandstepd_envd_fail (job, sandstepd_envd_connect_code (job->error), job->error->message);
       return;
     }
   /* List and SendSignal read the commands that run; they claim nothing (the command holds the claim). */
@@ -648,8 +344,9 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
       g_autoptr(JsonObject) answer = json_object_new ();
 
       if (!sandstepd_envd_command_kill (req->handle, job->selector))
-        answer_unary_error (req, "not_found", "No command with that pid runs in the sandbox: it ended, or was "
-                                              "killed; commands.list() shows those that run");
+        sandstepd_envd_answer_unary_error (req, "not_found",
+                                           "No command with that pid runs in the sandbox: it ended, or was "
+                                           "killed; commands.list() shows those that run");
       else
         sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
       return;
@@ -657,7 +354,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
   w = sandstepd_worker_take (req->d, &error);
   if (w == NULL)
     {
-      envd_fail (job, "resource_exhausted", error->message);
+      sandstepd_envd_fail (job, "resource_exhausted", error->message);
       return;
     }
   job->holder = g_strconcat (job->owner, "/e2b-envd", NULL);
@@ -707,30 +404,32 @@ handle_start (Request *req)
                                                 SANDSTEP_ESCAPE_VALUE);
       g_autofree char *message = g_strdup_printf ("%s takes a body of type " CONNECT_STREAM_TYPE ", not '%s'",
                                                   req->path, shown);
-      answer_stream_error (req, "invalid_argument", message);
+      sandstepd_envd_answer_stream_error (req, "invalid_argument", message);
       return;
     }
-  request = read_envelope (req->body->data, req->body->len, &error);
+  request = sandstepd_envd_read_envelope (req->body->data, req->body->len, &error);
   if (request == NULL)
     {
-      answer_stream_error (req, "invalid_argument", error->message);
+      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
       return;
     }
   stdin_node = json_object_get_member (request, "stdin");
   if (stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) &&
       json_node_get_value_type (stdin_node) == G_TYPE_BOOLEAN && json_node_get_boolean (stdin_node))
     {
-      answer_stream_error (req, "unimplemented",
-                           "A command's stdin is not served by sandstepd's E2B envd yet; run it without stdin");
+      sandstepd_envd_answer_stream_error (req, "unimplemented",
+                                          "A command's stdin is not served by sandstepd's E2B envd yet; run it "
+                                          "without stdin");
       return;
     }
   if (json_object_has_member (request, "pty"))
     {
-      answer_stream_error (req, "unimplemented", "PTYs are not served by sandstepd's E2B envd; run the command "
-                                                 "without one (commands.run)");
+      sandstepd_envd_answer_stream_error (req, "unimplemented",
+                                          "PTYs are not served by sandstepd's E2B envd; run the command "
+                                          "without one (commands.run)");
       return;
     }
-  job = envd_new (req, ENVD_START);
+  job = sandstepd_envd_new (req, ENVD_START);
   job->command = shell_command (request, &error);
   if (job->command != NULL)
     {
@@ -739,7 +438,7 @@ handle_start (Request *req)
     }
   if (job->command == NULL)
     {
-      answer_stream_error (req, "invalid_argument", error->message);
+      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
       sandstepd_envd_unref (job);
       return;
     }
@@ -804,7 +503,7 @@ handle_files (Request *req)
           sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "GET /files: no path; add ?path=PATH");
           return;
         }
-      job = envd_new (req, ENVD_READ);
+      job = sandstepd_envd_new (req, ENVD_READ);
       job->path = g_steal_pointer (&path);
       envd_go (job);
       return;
@@ -855,7 +554,7 @@ handle_files (Request *req)
       sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "POST /files: no path; add ?path=PATH");
       return;
     }
-  job = envd_new (req, ENVD_WRITE);
+  job = sandstepd_envd_new (req, ENVD_WRITE);
   job->path = g_steal_pointer (&path);
   {
     gsize len = 0;
@@ -887,31 +586,34 @@ handle_filesystem (Request *req, EnvdOp op)
 
   if (g_strcmp0 (content_type, "application/json") != 0)
     {
-      answer_unary_error (req, "invalid_argument", "filesystem.Filesystem's calls take application/json");
+      sandstepd_envd_answer_unary_error (req, "invalid_argument",
+                                         "filesystem.Filesystem's calls take application/json");
       return;
     }
   request = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
   if (request == NULL)
     {
-      answer_unary_error (req, "invalid_argument", error->message);
+      sandstepd_envd_answer_unary_error (req, "invalid_argument", error->message);
       return;
     }
   /* Move names its paths source and destination. */
   path = string_member (request, op == ENVD_MOVE ? "source" : "path");
   if (path == NULL || path[0] == '\0')
     {
-      answer_unary_error (req, "invalid_argument",
-                          op == ENVD_MOVE ? "The request has no 'source'; name the file or directory to move"
-                                          : "The request has no 'path'; name the file or directory");
+      sandstepd_envd_answer_unary_error (req, "invalid_argument",
+                                         op == ENVD_MOVE
+                                           ? "The request has no 'source'; name the file or directory to move"
+                                           : "The request has no 'path'; name the file or directory");
       return;
     }
   dest = op == ENVD_MOVE ? string_member (request, "destination") : NULL;
   if (op == ENVD_MOVE && (dest == NULL || dest[0] == '\0'))
     {
-      answer_unary_error (req, "invalid_argument", "The request has no 'destination'; name where to move it");
+      sandstepd_envd_answer_unary_error (req, "invalid_argument",
+                                         "The request has no 'destination'; name where to move it");
       return;
     }
-  job = envd_new (req, op);
+  job = sandstepd_envd_new (req, op);
   job->path = g_strdup (path);
   job->dest = g_strdup (dest);
   envd_go (job);
@@ -930,23 +632,25 @@ handle_process (Request *req, EnvdOp op)
 
   if (g_strcmp0 (content_type, "application/json") != 0)
     {
-      answer_unary_error (req, "invalid_argument", "process.Process's unary calls take application/json");
+      sandstepd_envd_answer_unary_error (req, "invalid_argument",
+                                         "process.Process's unary calls take application/json");
       return;
     }
   request = sandstep_wire_parse_object ((const char *) req->body->data, req->body->len, &error);
   if (request == NULL)
     {
-      answer_unary_error (req, "invalid_argument", error->message);
+      sandstepd_envd_answer_unary_error (req, "invalid_argument", error->message);
       return;
     }
   selector = json_object_get_member (request, "process");
   if (op == ENVD_SIGNAL && (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector)))
     {
-      answer_unary_error (req, "invalid_argument", "The request has no 'process'; name the command as "
-                                                   "{process: {pid: N}} or {process: {tag: T}}");
+      sandstepd_envd_answer_unary_error (req, "invalid_argument",
+                                         "The request has no 'process'; name the command as "
+                                         "{process: {pid: N}} or {process: {tag: T}}");
       return;
     }
-  job = envd_new (req, op);
+  job = sandstepd_envd_new (req, op);
   if (op == ENVD_SIGNAL)
     job->selector = json_object_ref (json_node_get_object (selector));
   envd_go (job);
@@ -966,9 +670,9 @@ sandstepd_handle_envd (Request *req)
     {
       message = sandstepd_e2b_not_found (id, TRUE);
       if (streaming)
-        answer_stream_error (req, "not_found", message);
+        sandstepd_envd_answer_stream_error (req, "not_found", message);
       else
-        answer_unary_error (req, "not_found", message);
+        sandstepd_envd_answer_unary_error (req, "not_found", message);
       return;
     }
   g_free (req->handle);
@@ -1007,8 +711,8 @@ sandstepd_handle_envd (Request *req)
         why = ": PTYs are not served";
       message = g_strdup_printf ("%s is not served by sandstepd's E2B envd%s (docs/e2b.md)", req->path, why);
       if (streaming)
-        answer_stream_error (req, "unimplemented", message);
+        sandstepd_envd_answer_stream_error (req, "unimplemented", message);
       else
-        answer_unary_error (req, "unimplemented", message);
+        sandstepd_envd_answer_unary_error (req, "unimplemented", message);
     }
 }

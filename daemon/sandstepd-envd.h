@@ -1,12 +1,13 @@
-/* sandstepd-envd.h: what sandstepd-envd.c, sandstepd-envd-jail.c and sandstepd-envd-commands.c share
- * (E2B's envd). */
+/* sandstepd-envd.h: what the files of E2B's envd share.  Their calls go one way: sandstepd-envd.c ->
+ * sandstepd-envd-jail.c, sandstepd-envd-commands.c -> sandstepd-envd-job.c -> sandstepd-envd-connect.c
+ * (and sandstepd-e2b-answer.c below them all); none calls a file above it. */
 #pragma once
 
 #include "sandstepd-private.h"
 
 G_BEGIN_DECLS
 
-/* ---- sandstepd-envd.c: a call that claims its sandbox, a command or a file operation ---- */
+/* ---- sandstepd-envd-job.c: a call that claims its sandbox, a command or a file operation ---- */
 
 typedef enum {
   ENVD_START,               /* process.Process/Start */
@@ -48,8 +49,12 @@ typedef struct {
   const char *fail_code;
 } Envd;
 
+/* A new job of @op for @req, one ref. */
+Envd *sandstepd_envd_new (Request *req, EnvdOp op);
 Envd *sandstepd_envd_ref (Envd *job);
 void sandstepd_envd_unref (Envd *job);
+/* @job's error before it streamed anything, as a streaming call (Start) or a unary call answers it. */
+void sandstepd_envd_fail (Envd *job, const char *code, const char *message);
 /* The file operation is done (@error, or its answer set): the claim goes, then the answer. */
 void sandstepd_envd_files_finish (Envd *job, const GError *error);
 /* @job's answer, given once its claim is gone: @node as JSON, HTTP 200. */
@@ -61,9 +66,6 @@ JsonObject *sandstepd_envd_entry_info (const char *dir, const char *name, gboole
 
 /* Runs @job (its lease attached) as a command in its sandbox, then answers it. */
 void sandstepd_envd_fs_start (Envd *job);
-/* Ends @req, the stream of a command that was killed, as envd ends a killed command's (an end event that says
- * so); what the stream would have written after is dropped. */
-void sandstepd_envd_end_killed (Request *req);
 
 /* ---- sandstepd-envd-commands.c: the commands that run, by pid ---- */
 
@@ -75,5 +77,27 @@ guint32 sandstepd_envd_command_add (Request *req, JsonObject *process, const cha
 JsonObject *sandstepd_envd_command_list (const char *handle);
 /* Kills the command of @handle that @selector ({"pid": N} or {"tag": T}) names; FALSE when none runs. */
 gboolean sandstepd_envd_command_kill (const char *handle, JsonObject *selector);
+
+/* ---- sandstepd-envd-connect.c: Connect's envelopes, events and errors ---- */
+
+#define CONNECT_STREAM_TYPE "application/connect+json"
+
+/* The one message of a streaming request's @body (uncompressed, its length what the envelope says). */
+JsonObject *sandstepd_envd_read_envelope (const guint8 *body, gsize len, GError **error);
+/* Connect's code for a sandbox's or a request's error. */
+const char *sandstepd_envd_connect_code (const GError *error);
+/* The enveloped end of a stream: {} (@code NULL), or {"error": {@code, @message}}. */
+char *sandstepd_envd_end_stream (const char *code, const char *message, gsize *out_len);
+/* A process event, {"event": {@kind: @value}} (@value taken), enveloped. */
+char *sandstepd_envd_event (const char *kind, JsonObject *value, gsize *out_len);
+/* The end event of a command, {exitCode, exited, status}, then the end of the stream. */
+char *sandstepd_envd_end_event (int exit_code, gboolean exited, const char *status, gsize *out_len);
+/* A streaming call's error before anything streamed: HTTP 200 and the error in the end of the stream. */
+void sandstepd_envd_answer_stream_error (Request *req, const char *code, const char *message);
+/* A unary call's error: Connect's HTTP status for @code and {"code", "message"}. */
+void sandstepd_envd_answer_unary_error (Request *req, const char *code, const char *message);
+/* Ends @req, the stream of a command that was killed, as envd ends a killed command's (an end event that says
+ * so); what the stream would have written after is dropped. */
+void sandstepd_envd_end_killed (Request *req);
 
 G_END_DECLS

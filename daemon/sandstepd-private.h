@@ -333,6 +333,7 @@ void sandstepd_handle_write (Request *req);
 void sandstepd_handle_put (Request *req);
 
 /* ---- sandstepd-e2b.c, sandstepd-envd.c: E2B's API (docs/e2b.md) ---- */
+/* (What both answer with, their errors and owners, is in sandstepd-e2b-answer.h.) */
 
 /* TRUE when @path is one of E2B's (the platform API's or envd's), whose requests sandstepd-e2b.c reads. */
 gboolean sandstepd_e2b_is_path (const char *path);
@@ -341,16 +342,6 @@ gboolean sandstepd_envd_is_path (const char *path);
 const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why);
 void sandstepd_handle_e2b (Request *req);
 void sandstepd_handle_envd (Request *req);
-/* The answer @data (taken; NULL: none) of type @content_type. */
-void sandstepd_e2b_answer (Request *req, guint status, const char *content_type, char *data, gsize len);
-/* An error in E2B's shape, {"code": STATUS, "message": ...}. */
-void sandstepd_e2b_error (Request *req, guint status, const char *format, ...) G_GNUC_PRINTF (3, 4);
-void sandstepd_e2b_backend_error (Request *req, const GError *error);
-/* Why @id names no sandbox: @malformed, not a sandstep handle; else gone or another owner's (one text for both). */
-char *sandstepd_e2b_not_found (const char *id, gboolean malformed);
-/* The owner of sandbox @handle when @req's key covers it, else NOT_FOUND (another owner's is not found either);
- * reads the state directory: not on the main loop. */
-char *sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error);
 /* The owner of the sandboxes an E2B key of @scope creates. */
 char *sandstepd_e2b_owner (const SandstepTokenEntry *scope);
 

@@ -7,6 +7,7 @@
  * handler runs (sandstepd_on_request()).
  */
 #include "sandstepd-private.h"
+#include "sandstepd-e2b-answer.h"
 
 #include <errno.h>
 #include <fcntl.h>
