@@ -1,4 +1,4 @@
-/* test-layers.c: the files of sandstepd call one another one way (issue #31, docs/architecture.md).
+/* test-layering.c: the files of sandstepd call one another one way (issue #31, docs/architecture.md).
  *
  * Read from the sources: the functions each .c file of daemon/ defines (GNU style puts a definition's name
  * at the start of its line) and the other files' functions it names (a call, or a function pointer).  No file
@@ -246,7 +246,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add_func ("/layers/daemon/no-circle", test_no_circle);
-  g_test_add_func ("/layers/daemon/e2b-order", test_e2b_order);
+  g_test_add_func ("/layering/daemon/no-circle", test_no_circle);
+  g_test_add_func ("/layering/daemon/e2b-order", test_e2b_order);
   return g_test_run ();
 }
