@@ -1,5 +1,6 @@
 /* sandstep-operators.c: THE operator table and the options of each operator. */
 #include "sandstep-operator.h"
+#include "sandstep-options-private.h"
 #include "sandstep-image-operators.h"
 #include "sandstep-tool-options.h"
 
@@ -110,23 +111,6 @@ static const SandstepOption tool_options[] = {
   { NULL }
 };
 
-static const SandstepOption no_options[] = {
-  { NULL }
-};
-
-/* Taken by every operator. */
-static const SandstepOption identity_options[] = {
-  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else $SANDSTEP_DAG/$SANDSTEP_RUN when the run is set, else USER@HOST)", "OWNER" },
-  { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)", "HOLDER" },
-  { "backend",   SANDSTEP_OPTION_STRING,    FALSE, NULL,         "local, or a sandstepd URL http(s)://HOST:PORT (default $SANDSTEP_BACKEND, else local; a handle naming a server picks it); token from $SANDSTEP_TOKEN or $SANDSTEP_TOKEN_FILE", "URL" },
-  { NULL }
-};
-
-static const SandstepOption handle_options[] = {
-  { "handle",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the sandbox: a handle, or @FILE holding one (default $SANDSTEP_HANDLE)", "HANDLE" },
-  { NULL }
-};
-
 static const SandstepOption destroy_options[] = {
   { "with-forks", SANDSTEP_OPTION_FLAG,     FALSE, NULL,         "also destroy every sandbox forked from it, and their forks" },
   { NULL }
@@ -139,12 +123,6 @@ static const SandstepOption fork_options[] = {
 
 static const SandstepOption checkpoint_options[] = {
   { "list",      SANDSTEP_OPTION_FLAG,      FALSE, NULL,         "print the sandbox's checkpoints' names instead" },
-  { NULL }
-};
-
-static const SandstepOption claim_options[] = {
-  { "wait",      SANDSTEP_OPTION_WAIT,      FALSE, NULL,         "seconds to wait while another holder uses the sandbox (default 600, and 0 for mcp: its client hears of the holder at once; 0: refuse at once)" },
-  { "step",      SANDSTEP_OPTION_STRING,    FALSE, NULL,         "set by the make plugin: this line's number in a recipe of the make PID; the sandbox stays held from the recipe's first sandbox line to its last ($SANDSTEP_STEP_ENDS names the last ones)", "PID:LINE" },
   { NULL }
 };
 
@@ -165,7 +143,7 @@ static const SandstepOperator operators[] = {
   { "agent",      H | C, agent_options,    SANDSTEP_TEXT_COMMAND,  "-- PROMPT",        "let an LLM agent work in the sandbox with the four tools; print its answer", sandstep_op_agent },
   { "call",       H | C, tool_options,       SANDSTEP_TEXT_WORDS,    "TOOL [JSON]",      "call one agent tool (run_command, read_file, write_file, list_directory, or run_python in a fresh session) and print what a model would read", sandstep_op_call },
   { "checkpoint", H | C, checkpoint_options, SANDSTEP_TEXT_WORDS,  "NAME",             "name the sandbox's files as they are now, for a later rollback (copy-on-write, as a fork); --list names them", sandstep_op_checkpoint },
-  { "describe",   H,     no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
+  { "describe",   H,     sandstep_no_options,       SANDSTEP_TEXT_NONE,     "",                 "print a sandbox's record as JSON",                  sandstep_op_describe },
   { "destroy",    H,     destroy_options,  SANDSTEP_TEXT_NONE,     "",                 "destroy a sandbox at once, killing what runs",      sandstep_op_destroy },
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
     sandstep_op_export_needs_net },
@@ -174,15 +152,15 @@ static const SandstepOperator operators[] = {
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
   { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
   { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size, image", sandstep_op_list },
-  { "ls",         H | C, no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
+  { "ls",         H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C | SANDSTEP_OP_SERVES, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision,
     sandstep_op_provision_needs_net },
   { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
     sandstep_op_pull_needs_net },
-  { "put",        H | C, no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
+  { "put",        H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
-  { "rollback",   H | C, no_options,       SANDSTEP_TEXT_WORDS,    "NAME",             "put the sandbox's files back as checkpoint NAME named them", sandstep_op_rollback },
+  { "rollback",   H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "NAME",             "put the sandbox's files back as checkpoint NAME named them", sandstep_op_rollback },
   { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
   { "tools",      H | C, tools_options,      SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
 };
@@ -206,58 +184,6 @@ sandstep_operator_lookup (const char *name)
   return NULL;
 }
 
-static const SandstepOption *
-find_in (const SandstepOption *options, const char *name)
-{
-  for (; options->name != NULL; options++)
-    if (strcmp (options->name, name) == 0)
-      return options;
-  return NULL;
-}
-
-const SandstepOption *
-sandstep_option_lookup (const SandstepOperator *op, const char *name)
-{
-  const SandstepOption *option = find_in (op->options, name);
-
-  if (option == NULL)
-    option = find_in (identity_options, name);
-  if (option == NULL && (op->flags & SANDSTEP_OP_HANDLE))
-    option = find_in (handle_options, name);
-  if (option == NULL && (op->flags & SANDSTEP_OP_CLAIMS))
-    option = find_in (claim_options, name);
-  return option;
-}
-
-const char *
-sandstep_option_metavar (const SandstepOption *option)
-{
-  if (option->metavar != NULL)
-    return option->metavar;
-  switch (option->kind)
-    {
-    case SANDSTEP_OPTION_FLAG:
-      return NULL;
-    case SANDSTEP_OPTION_CHOICE:
-      return option->choices;
-    case SANDSTEP_OPTION_DURATION:
-    case SANDSTEP_OPTION_KEEP:
-      return "DURATION";
-    case SANDSTEP_OPTION_SECONDS:
-    case SANDSTEP_OPTION_WAIT:
-      return "SECONDS";
-    case SANDSTEP_OPTION_SIZE:
-      return "SIZE";
-    case SANDSTEP_OPTION_COUNT:
-      return "N";
-    case SANDSTEP_OPTION_STRING:
-      return "TEXT";
-    case SANDSTEP_OPTION_IDENTIFIER:
-      return "NAME";
-    }
-  return "VALUE";
-}
-
 const SandstepOption *const *
 sandstep_operator_option_groups (const SandstepOperator *op, gsize *n_groups)
 {
@@ -265,10 +191,10 @@ sandstep_operator_option_groups (const SandstepOperator *op, gsize *n_groups)
   gsize i = op - operators;
 
   g_return_val_if_fail (i < G_N_ELEMENTS (operators), NULL);
-  groups[i][0] = (op->flags & SANDSTEP_OP_HANDLE) ? handle_options : no_options;
+  groups[i][0] = (op->flags & SANDSTEP_OP_HANDLE) ? sandstep_handle_options : sandstep_no_options;
   groups[i][1] = op->options;
-  groups[i][2] = (op->flags & SANDSTEP_OP_CLAIMS) ? claim_options : no_options;
-  groups[i][3] = identity_options;
+  groups[i][2] = (op->flags & SANDSTEP_OP_CLAIMS) ? sandstep_claim_options : sandstep_no_options;
+  groups[i][3] = sandstep_identity_options;
   *n_groups = 4;
   return groups[i];
 }
@@ -303,10 +229,10 @@ sandstep_operator_usage (const SandstepOperator *op)
   g_string_append_printf (out, "Usage: sandstep %s [OPTIONS] %s\n\n%s.\n\nOptions:\n", op->name, op->operands,
                           op->summary);
   if (op->flags & SANDSTEP_OP_HANDLE)
-    append_options (out, handle_options);
+    append_options (out, sandstep_handle_options);
   append_options (out, op->options);
   if (op->flags & SANDSTEP_OP_CLAIMS)
-    append_options (out, claim_options);
-  append_options (out, identity_options);
+    append_options (out, sandstep_claim_options);
+  append_options (out, sandstep_identity_options);
   return g_string_free (out, FALSE);
 }

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "sandstep-backend-open.h"
 #include "sandstep-error.h"
 #include "sandstep-local.h"
 #include "sandstep-operator.h"

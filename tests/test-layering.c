@@ -1,4 +1,5 @@
-/* test-layering.c: the files of sandstepd call one another one way (issue #31, docs/architecture.md).
+/* test-layering.c: the files of the product, and sandstepd's in detail, call one another one way (issue #31,
+ * docs/architecture.md).
  *
  * Read from the sources: the functions each .c file of daemon/ defines (GNU style puts a definition's name
  * at the start of its line) and the other files' functions it names (a call, or a function pointer).  No file
@@ -75,32 +76,44 @@ calls_free (Calls *c)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Calls, calls_free)
 
+/* The files of @folders (source folders, NULL-terminated), named "FOLDER/FILE.c" unless @bare, and the calls
+ * between them. */
 static Calls *
-read_calls (void)
+read_calls_in (const char *const *folders, gboolean bare)
 {
-  g_autofree char *dir_path = g_test_build_filename (G_TEST_DIST, "..", "daemon", NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, &error);
   g_autoptr(GHashTable) code = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
-  g_autoptr(GRegex) definition = g_regex_new ("^(sandstepd_\\w+) \\(", G_REGEX_MULTILINE, 0, NULL);
-  g_autoptr(GRegex) word = g_regex_new ("\\bsandstepd_\\w+\\b", 0, 0, NULL);
+  g_autoptr(GHashTable) paths = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  g_autoptr(GHashTable) twice = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GRegex) definition = g_regex_new ("^(sandstepd?_\\w+) \\(", G_REGEX_MULTILINE, 0, NULL);
+  g_autoptr(GRegex) word = g_regex_new ("\\bsandstepd?_\\w+\\b", 0, 0, NULL);
   Calls *c = g_new0 (Calls, 1);
-  const char *name;
 
-  g_assert_no_error (error);
   c->names = g_ptr_array_new_with_free_func (g_free);
   c->definer = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   c->edges = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_hash_table_unref);
-  while ((name = g_dir_read_name (dir)) != NULL)
-    if (g_str_has_suffix (name, ".c"))
-      g_ptr_array_add (c->names, g_strdup (name));
+  for (gsize f = 0; folders[f] != NULL; f++)
+    {
+      g_autofree char *dir_path = g_test_build_filename (G_TEST_DIST, "..", folders[f], NULL);
+      g_autoptr(GDir) dir = g_dir_open (dir_path, 0, &error);
+      const char *name;
+
+      g_assert_no_error (error);
+      while ((name = g_dir_read_name (dir)) != NULL)
+        if (g_str_has_suffix (name, ".c"))
+          {
+            char *key = bare ? g_strdup (name) : g_build_filename (folders[f], name, NULL);
+            g_ptr_array_add (c->names, key);
+            g_hash_table_insert (paths, key, g_build_filename (dir_path, name, NULL));
+          }
+    }
   g_ptr_array_sort (c->names, compare_names);
   g_assert_cmpuint (c->names->len, >, 1);
 
   for (guint i = 0; i < c->names->len; i++)
     {
       const char *file = c->names->pdata[i];
-      g_autofree char *path = g_build_filename (dir_path, file, NULL);
+      const char *path = g_hash_table_lookup (paths, file);
       g_autofree char *src = NULL;
       g_autoptr(GMatchInfo) m = NULL;
       char *text;
@@ -121,9 +134,19 @@ read_calls (void)
           line_before = line_before != NULL ? line_before + 1 : text;
           if (g_str_has_prefix (line_before, "static "))
             continue;
+          /* A name defined twice (a program's own copy, a fuzz target's) says nothing of who calls whom. */
+          if (g_hash_table_contains (c->definer, fn))
+            g_hash_table_add (twice, g_strdup (fn));
           g_hash_table_insert (c->definer, g_steal_pointer (&fn), (gpointer) file);
         }
     }
+  {
+    GHashTableIter iter;
+    gpointer fn;
+    g_hash_table_iter_init (&iter, twice);
+    while (g_hash_table_iter_next (&iter, &fn, NULL))
+      g_hash_table_remove (c->definer, fn);
+  }
 
   for (guint i = 0; i < c->names->len; i++)
     {
@@ -143,6 +166,14 @@ read_calls (void)
       g_hash_table_insert (c->edges, (gpointer) file, named);
     }
   return c;
+}
+
+static Calls *
+read_calls (void)
+{
+  static const char *const daemon[] = { "daemon", NULL };
+
+  return read_calls_in (daemon, TRUE);
 }
 
 /* Depth first from @file: FALSE, with the circle in @path, when it reaches a file on @path. */
@@ -242,11 +273,45 @@ test_e2b_order (void)
     }
 }
 
+/* Every folder of the product (not tests/): no file reaches itself through the functions it names. */
+static void
+test_no_circle_anywhere (void)
+{
+  static const char *const folders[] = {
+    "hooks", "hooks/jail", "hooks/supervisor", "hooks/local", "hooks/image", "hooks/remote", "hooks/llm",
+    "hooks/storage", "operators", "programs", "daemon", "plugin", "plugin/slurm", NULL,
+  };
+  g_autoptr(Calls) c = read_calls_in (folders, FALSE);
+  g_autoptr(GHashTable) done = g_hash_table_new (g_str_hash, g_str_equal);
+
+  g_test_summary ("No file of the product calls, itself or through others, a file that calls it back (issue 31: "
+                  "one way between the parts of each process)");
+  /* The reading finds what it looks for: the claims' file names the store's. */
+  g_assert_true (g_hash_table_contains (g_hash_table_lookup (c->edges, "hooks/local/sandstep-claim.c"),
+                                        "hooks/local/sandstep-store.c"));
+  for (guint i = 0; i < c->names->len; i++)
+    {
+      g_autoptr(GPtrArray) path = g_ptr_array_new ();
+
+      if (!no_circle (c, c->names->pdata[i], done, path))
+        {
+          g_autofree char *shown = NULL;
+
+          g_ptr_array_add (path, NULL);
+          shown = g_strjoinv (" -> ", (char **) path->pdata);
+          g_test_message ("calls in a circle: %s; move what the lower file needs below both", shown);
+          g_test_fail ();
+          return;
+        }
+    }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/layering/daemon/no-circle", test_no_circle);
   g_test_add_func ("/layering/daemon/e2b-order", test_e2b_order);
+  g_test_add_func ("/layering/no-circle-anywhere", test_no_circle_anywhere);
   return g_test_run ();
 }

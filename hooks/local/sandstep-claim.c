@@ -18,28 +18,13 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-read-libc.h"
 #include "sandstep-host-files.h"
 #include "sandstep-who.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
 
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
-
-/* The start time of @pid (clock ticks since boot), so a recycled pid is never mistaken for a holder. */
-guint64
-sandstep_process_start_time (pid_t pid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
-  g_autofree char *text = NULL;
-  const char *p;
-
-  if (pid <= 0 || !g_file_get_contents (path, &text, NULL, NULL) || (p = strrchr (text, ')')) == NULL)
-    return 0;
-  /* After "pid (comm)": state is field 3, starttime field 22. */
-  for (int field = 2; field < 22 && p != NULL; field++)
-    p = strchr (p + 1, ' ');
-  return p != NULL ? g_ascii_strtoull (p + 1, NULL, 10) : 0;
-}
 
 typedef struct {
   char *holder;

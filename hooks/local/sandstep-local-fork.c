@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-read-libc.h"
 #include "sandstep-handle.h"
 #include "sandstep-image-root.h"
 #include "sandstep-layers.h"

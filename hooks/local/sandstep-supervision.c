@@ -20,6 +20,7 @@
 #include "sandstep-cgroup.h"
 #include "sandstep-cgroup-warm.h"
 #include "sandstep-error.h"
+#include "sandstep-read-libc.h"
 #include "sandstep-image-root.h"
 #include "sandstep-jail-plan.h"
 #include "sandstep-layers.h"

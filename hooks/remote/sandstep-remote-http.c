@@ -387,3 +387,74 @@ sandstep_remote_query (const char *first_name, ...)
   return g_string_free (out, FALSE);
 }
 
+/* ---- a streamed answer: its data lines handed on, its end or error returned ---- */
+
+JsonObject *
+sandstep_remote_read_stream (RemoteAttachment *a, GInputStream *stream, const char *what, const char *again,
+                             DataFunc on_data, gpointer data, GError **error)
+{
+  g_autofree LineReader *lr = g_new0 (LineReader, 1);
+
+  sandstep_remote_line_reader_init (lr, stream);
+  return sandstep_remote_read_stream_from (a, lr, what, again, on_data, data, error);
+}
+
+JsonObject *
+sandstep_remote_read_stream_from (RemoteAttachment *a, LineReader *lr, const char *what, const char *again,
+                                  DataFunc on_data, gpointer data, GError **error)
+{
+  for (;;)
+    {
+      g_autoptr(GError) local_error = NULL;
+      g_autofree char *line = sandstep_remote_line_reader_next (lr, &local_error);
+      g_autoptr(JsonObject) object = NULL;
+      g_autoptr(GBytes) bytes = NULL;
+      GError *failed;
+      int stream_no = 1;
+
+      if (line == NULL)
+        {
+          sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                          "The sandbox server at '%s' went away while %s (%s); its files are intact; %s",
+                          a->target.server, what, local_error ? local_error->message : "the connection closed",
+                          again);
+          return NULL;
+        }
+      object = sandstep_remote_parse_line (line, a->target.server, &local_error);
+      if (object == NULL)
+        {
+          if (local_error == NULL)
+            continue;
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return NULL;
+        }
+      if ((bytes = sandstep_wire_read_data_line (object, &stream_no)) != NULL)
+        {
+          if (!on_data (stream_no, bytes, data, error))
+            return NULL;
+          continue;
+        }
+      if ((failed = sandstep_wire_read_error_line (object)) != NULL)
+        {
+          sandstep_remote_rewrite_error (failed, &a->target);
+          g_propagate_error (error, failed);
+          return NULL;
+        }
+      return g_steal_pointer (&object);
+    }
+}
+
+gboolean
+sandstep_remote_on_run_output (int stream, GBytes *bytes, gpointer data, GError **error)
+{
+  RunOutput *out = data;
+  gsize len = 0;
+  const char *chunk = g_bytes_get_data (bytes, &len);
+
+  if (out->request->on_output != NULL)
+    out->request->on_output (stream, chunk, len, out->request->user_data);
+  else if (out->output_open)
+    out->output_open = sandstep_write_all (stream == 2 ? out->request->stderr_fd : out->request->stdout_fd,
+                                                  chunk, len);
+  return TRUE;
+}

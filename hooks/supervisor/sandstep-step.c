@@ -1,5 +1,6 @@
 /* sandstep-step.c: a make recipe's hold on its sandbox; see sandstep-step.h. */
 #include "sandstep-step.h"
+#include "sandstep-read-libc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,31 +30,6 @@ read_small (int dir_fd, const char *name, char *buf, size_t size)
   return len;
 }
 
-uint64_t
-sandstep_step_process_start (pid_t pid)
-{
-  char path[64], buf[1024];
-  const char *p;
-  int fd;
-  ssize_t n;
-
-  if (pid <= 0)
-    return 0;
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-  if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-    return 0;
-  n = read (fd, buf, sizeof buf - 1);
-  close (fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  /* After "pid (comm)": the state is field 3, the start time field 22. */
-  if ((p = strrchr (buf, ')')) == NULL)
-    return 0;
-  for (int field = 2; field < 22 && p != NULL; field++)
-    p = strchr (p + 1, ' ');
-  return p != NULL ? strtoull (p + 1, NULL, 10) : 0;
-}
 
 static pid_t
 parent_of (pid_t pid)
@@ -235,7 +211,7 @@ sandstep_step_parse (const char *text, SandstepStep *out)
   if (!is_ancestor ((pid_t) pid))
     return 1;
   out->pid = (pid_t) pid;
-  out->start = sandstep_step_process_start (out->pid);
+  out->start = sandstep_process_start_time (out->pid);
   out->ends = ends == NULL || has_word (ends, text);
   out->recipe = ends != NULL ? first_line_of (ends, out->pid) : 0;
   if (out->start == 0)
@@ -283,7 +259,7 @@ sandstep_step_held (int dir_fd, char *holder, size_t size, pid_t *out_pid)
   /* RECIPE 0 (a hold left before it was recorded): the hold lasts while its make lives. */
   if (read_small (dir_fd, SANDSTEP_STEP_FILE, buf, sizeof buf) <= 0 ||
       (newline = strchr (buf, '\n')) == NULL || sscanf (buf, "%d %" SCNu64 " %u", &pid, &start, &recipe) < 2 ||
-      pid <= 1 || start == 0 || sandstep_step_process_start (pid) != start ||
+      pid <= 1 || start == 0 || sandstep_process_start_time (pid) != start ||
       (recipe != 0 && !sandstep_step_recipe_running (pid, recipe)))
     return 0;
   snprintf (holder, size, "%s", newline + 1);

@@ -37,8 +37,6 @@ typedef struct {
   unsigned int recipe;  /* the recipe: the LINE of the first PID:LINE of its SANDSTEP_STEP_ENDS; 0: unknown */
 } SandstepStep;
 
-/* The start time of @pid in clock ticks since boot; 0: no such process. */
-uint64_t sandstep_step_process_start (pid_t pid);
 
 /* Reads --step's value ("PID:LINE") for this process: the step counts only
  * when PID is an ancestor of the caller (the make whose recipe runs it); a

@@ -109,8 +109,6 @@ typedef struct {
 
 gboolean sandstep_supervisor_load_plan (Supervisor *s, GError **error);
 gboolean sandstep_supervisor_build_sandbox (Supervisor *s, GError **error);
-/* The start time of @pid (clock ticks since boot; 0: unknown), so that a recycled pid is never taken for it. */
-guint64 sandstep_supervisor_start_time (pid_t pid);
 
 void sandstep_supervisor_end_sandbox (Supervisor *s);
 gboolean sandstep_supervisor_sandbox_current (Supervisor *s);

@@ -1,6 +1,7 @@
 /* sandstep-supervisor-sandbox.c: the live sandbox a supervisor keeps: its jail and network helpers; see sandstep-supervisor-private.h. */
 #include "sandstep-supervisor.h"
 #include "sandstep-supervisor-private.h"
+#include "sandstep-read-libc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -589,7 +590,7 @@ note_init (Supervisor *s)
 
   if (!sandstep_jail_layered (s->jail) || s->init.pid <= 0)
     return;
-  text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", s->init.pid, sandstep_supervisor_start_time (s->init.pid));
+  text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", s->init.pid, (guint64) sandstep_process_start_time (s->init.pid));
   fd = openat (s->dir_fd, ".init.new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return;

@@ -42,6 +42,11 @@
 #define SANDSTEP_SUPERVISOR_JAIL_REPORT_FD 10
 #define SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD 11
 
+/* Where the helper's file tools find a layered sandbox's init, whose cwd is the sandbox's files as its commands
+ * see them (sandstep-jail-plan.c): "PID START" in the sandbox's directory, written by the supervisor each time it
+ * builds such a jail. */
+#define SANDSTEP_SUPERVISOR_INIT_FILE "init"
+
 /* What the supervisor and its helpers (pasta, the egress proxy) run with: this PATH, SANDSTEP_STATE_DIR, and
  * the starter's SANDSTEP_TEST_* hooks (docs/hacking.md, "Test hooks"); nothing else of the caller's environment. */
 #define SANDSTEP_HELPER_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

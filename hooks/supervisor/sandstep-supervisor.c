@@ -7,6 +7,7 @@
  */
 #include "sandstep-supervisor.h"
 #include "sandstep-supervisor-private.h"
+#include "sandstep-read-libc.h"
 #include "sandstep-remove-libc.h"
 #include "sandstep-units.h"
 
@@ -33,20 +34,6 @@ static gint64
 now_unix (void)
 {
   return g_get_real_time () / G_USEC_PER_SEC;
-}
-
-guint64
-sandstep_supervisor_start_time (pid_t pid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
-  g_autofree char *text = NULL;
-  const char *p;
-
-  if (!g_file_get_contents (path, &text, NULL, NULL) || (p = strrchr (text, ')')) == NULL)
-    return 0;
-  for (int field = 2; field < 22 && p != NULL; field++)
-    p = strchr (p + 1, ' ');
-  return p != NULL ? g_ascii_strtoull (p + 1, NULL, 10) : 0;
 }
 
 /* "EXPIRES RELEASED": the record's lifetime, which the store keeps beside it for us. */
@@ -401,7 +388,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
                                     .go = SANDSTEP_SUPERVISOR_JAIL_GO_FD, .report = SANDSTEP_SUPERVISOR_JAIL_REPORT_FD,
                                     .control = SANDSTEP_SUPERVISOR_JAIL_CONTROL_FD };
 
-  s.start_time = sandstep_supervisor_start_time (getpid ());
+  s.start_time = sandstep_process_start_time (getpid ());
   record_pid (s.start_time);
   /* The go-between that started a jail for us reset it before (sandstep-supervisor-start.h), and we keep it; the
    * caller's CPUs are back already (sandstep-supervise.c). */

@@ -26,10 +26,6 @@ G_BEGIN_DECLS
 
 #define SANDSTEP_SUPERVISOR_IDLE_S 30
 
-/* Where the helper's file tools find a layered sandbox's init, whose cwd is the sandbox's files as its
- * commands see them (sandstep-jail-plan.c): "PID START" in the sandbox's directory, written by the
- * supervisor each time it builds such a jail. */
-#define SANDSTEP_SUPERVISOR_INIT_FILE "init"
 
 /* Serves @handle until the supervisor has no reason to live, adopting the
  * jail its starter gave it (@jail_pid, at the fds sandstep-supervisor-start.h
