@@ -444,38 +444,46 @@ main (int argc, char **argv)
                               skip_with_reason);
       return g_test_run ();
     }
+  /* Slurm, the plugin or iproute2 absent: skipped, saying what to install (scripts/deps.sh installs them for
+   * the suite; test-slurm fails without them). */
   reason = missing_prerequisite ();
   if (reason == NULL)
     reason = missing_network_tool ();
-  if (reason == NULL)
-    {
-      g_autoptr(Run) sweep = NULL;
-
-      /* The cluster's network is this process's own namespace: nothing of it reaches the machine's. */
-      if (unshare (CLONE_NEWNET) < 0)
-        g_error ("could not make a network namespace (unshare): %s", g_strerror (errno));
-      node.dir = g_dir_make_tmp ("sandstep-slurm-nodes-XXXXXX", NULL);
-      g_assert_nonnull (node.dir);
-      g_chmod (node.dir, 0755);
-      node.node_dir = g_build_filename (node.dir, "cluster", NULL);
-      node.state_dir = g_build_filename (node.dir, "state", NULL);
-      node.rundir = g_build_filename (node.node_dir, "local", "spank", NULL);
-      node.envp = g_get_environ ();
-      for (const char *const *v = (const char *const[]) { "SANDSTEP_RUN", "SANDSTEP_DAG", "SANDSTEP_TOP",
-             "SANDSTEP_OWNER", "SANDSTEP_HOLDER", "SANDSTEP_HANDLE", "SANDSTEP_SANDBOX", "SANDSTEP_SANDBOX_PROVISION",
-             "SANDSTEP_SANDBOX_KEEP", "SANDSTEP_BACKEND", "SANDSTEP_TOKEN_FILE", "SANDSTEP_TOKEN", "SLURM_JOB_ID",
-             "SLURM_JOBID", "SLURM_CONF", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", NULL }; *v != NULL; v++)
-        node.envp = g_environ_unsetenv (node.envp, *v);
-      node.envp = g_environ_setenv (node.envp, "SANDSTEP_STATE_DIR", node.state_dir, TRUE);
-      prefix = g_strdup_printf ("sandstep-test-%d", (int) getpid ());
-      node.envp = g_environ_setenv (node.envp, "SANDSTEP_TEST_NETNS_PREFIX", prefix, TRUE);
-      /* Namespaces that a killed run of this suite left. */
-      sweep = run_in ("/", NULL, (const char *const[]) { node.node_script, "sweep", NULL });
-      if (!start_node (&reason))
-        stop_node ();
-    }
   if (reason != NULL)
     {
+      for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+        g_test_add_data_func (cases[i].path, reason, skip_with_reason);
+      return g_test_run ();
+    }
+  {
+    g_autoptr(Run) sweep = NULL;
+
+    /* The cluster's network is this process's own namespace: nothing of it reaches the machine's. */
+    if (unshare (CLONE_NEWNET) < 0)
+      g_error ("could not make a network namespace (unshare): %s", g_strerror (errno));
+    node.dir = g_dir_make_tmp ("sandstep-slurm-nodes-XXXXXX", NULL);
+    g_assert_nonnull (node.dir);
+    g_chmod (node.dir, 0755);
+    node.node_dir = g_build_filename (node.dir, "cluster", NULL);
+    node.state_dir = g_build_filename (node.dir, "state", NULL);
+    node.rundir = g_build_filename (node.node_dir, "local", "spank", NULL);
+    node.envp = g_get_environ ();
+    for (const char *const *v = (const char *const[]) { "SANDSTEP_RUN", "SANDSTEP_DAG", "SANDSTEP_TOP",
+           "SANDSTEP_OWNER", "SANDSTEP_HOLDER", "SANDSTEP_HANDLE", "SANDSTEP_SANDBOX", "SANDSTEP_SANDBOX_PROVISION",
+           "SANDSTEP_SANDBOX_KEEP", "SANDSTEP_BACKEND", "SANDSTEP_TOKEN_FILE", "SANDSTEP_TOKEN", "SLURM_JOB_ID",
+           "SLURM_JOBID", "SLURM_CONF", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", NULL }; *v != NULL; v++)
+      node.envp = g_environ_unsetenv (node.envp, *v);
+    node.envp = g_environ_setenv (node.envp, "SANDSTEP_STATE_DIR", node.state_dir, TRUE);
+    prefix = g_strdup_printf ("sandstep-test-%d", (int) getpid ());
+    node.envp = g_environ_setenv (node.envp, "SANDSTEP_TEST_NETNS_PREFIX", prefix, TRUE);
+    /* Namespaces that a killed run of this suite left. */
+    sweep = run_in ("/", NULL, (const char *const[]) { node.node_script, "sweep", NULL });
+    if (!start_node (&reason))
+      stop_node ();
+  }
+  if (reason != NULL)
+    {
+      /* Everything is installed, yet the cluster did not start: a failure, with what its script said. */
       g_test_add_data_func ("/slurm-nodes/cluster", reason, fail_with_reason);
       return g_test_run ();
     }
