@@ -11,6 +11,7 @@
  *
  * - one job, steps on node1 and node2: node1 provisions through sandstepd and
  *   writes a file in the sandbox; node2 runs in it by handle and reads it;
+ * - the same as a make DAG (SHELL := srun), each target on its node;
  * - `srun -N2`: a job on both nodes gets the server's one sandbox, and ends it;
  * - a multi-node batch job with local sandboxes (one per node): the epilog
  *   on every node sweeps its node's records and sandbox;
@@ -95,6 +96,8 @@ test_share_by_handle (void)
   g_autofree char *handle_arg = NULL;
   g_autofree char *text = NULL;
 
+  g_test_summary ("a batch job on two nodes: a step on node1 provisions through sandstepd and writes a file in the "
+                  "sandbox; a step on node2 runs in it by its handle (@FILE) and reads the file");
   /* A batch job on both nodes: node1 provisions through sandstepd and writes
    * a.txt inside; node2 runs in the sandbox by its handle (@share.sbx, read
    * where srun runs) and finds a.txt. */
@@ -129,6 +132,53 @@ test_share_by_handle (void)
   }
 }
 
+/* ---- a make DAG whose steps srun on two nodes ---- */
+
+static const char dag_makefile[] =
+  "# Every recipe line is a job; each target says where it runs.\n"
+  "SHELL := srun\n"
+  ".SHELLFLAGS := --quiet -N1 -w node1 --sandbox=none sh -c\n"
+  "all: read\n"
+  "box.sbx:\n"
+  "\t\"$$SANDSTEP\" provision --network=none > $@\n"
+  "write: box.sbx\n"
+  "write: private .SHELLFLAGS := --quiet -N1 -w node1 --sandbox=@box.sbx sh -c\n"
+  "write:\n"
+  "\techo written on node1 > a.txt\n"
+  "read: write\n"
+  "read: private .SHELLFLAGS := --quiet -N1 -w node2 --sandbox=@box.sbx sh -c\n"
+  "read:\n"
+  "\tcat a.txt\n"
+  ".PHONY: all write read\n";
+
+static void
+test_make_dag (void)
+{
+  g_auto(GStrv) envp = server_env ("dag-run");
+  g_autofree char *dir = g_build_filename (node.dir, "dag", NULL);
+  g_autofree char *makefile = g_build_filename (dir, "Makefile", NULL);
+  g_autofree char *box_path = g_build_filename (dir, "box.sbx", NULL);
+  g_autofree char *handle = NULL;
+  g_autofree char *handle_arg = NULL;
+
+  g_test_summary ("a make DAG (SHELL := srun) whose steps run on node1 and node2 shares one sandbox of the "
+                  "server by its handle: node2's step reads what node1's wrote");
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (makefile, dag_makefile, -1, NULL));
+  {
+    g_autoptr(Run) r = run_in (dir, envp, (const char *const[]) { "make", "-j2", NULL });
+    assert_status (r, 0);
+    g_assert_true (g_str_has_suffix (r->out, "cat a.txt\nwritten on node1\n"));
+  }
+  handle = g_strstrip (read_text (box_path));
+  g_assert_true (g_str_has_prefix (handle, server_url));
+  handle_arg = g_strconcat ("--handle=", handle, NULL);
+  {
+    g_autoptr(Run) r = run_env (envp, node.helper, "destroy", handle_arg);
+    assert_status (r, 0);
+  }
+}
+
 /* ---- srun -N2: the job's sandbox on the server, one for both nodes ---- */
 
 static void
@@ -140,6 +190,8 @@ test_srun_two_nodes (void)
   g_auto(GStrv) second = NULL;
   g_autofree char *job_id = NULL;
 
+  g_test_summary ("srun -N2 --sandbox-provision through sandstepd: one sandbox of the server for both nodes, ended "
+                  "with the job; the two tasks of a -N2 step take turns in one sandbox");
   {
     g_autoptr(Run) r = run_env (envp, "srun", "--quiet", "-N2", "-n2", "--sandbox-provision=network=none",
                                 "--sandbox=none", "sh", "-c",
@@ -220,6 +272,8 @@ test_epilog_sweep (void)
   g_autofree char *job_id = NULL;
   const char *handles[2] = { NULL, NULL };
 
+  g_test_summary ("a two-node batch job with local sandboxes: each node provisions its own and records it; when the "
+                  "job ends, every node's records and sandbox are gone (node2's by the epilog alone)");
   /* The batch script (node1) runs one step on both nodes, then lists the job
    * records each node holds.  Only node1's sandbox ends with the batch
    * script; node2's is left to the epilog. */
@@ -296,6 +350,8 @@ test_node_killed (void)
   gboolean ended = FALSE;
   GPid srun;
 
+  g_test_summary ("node2 killed mid-step (slurmd and everything on the node): the job ends NODE_FAIL, not "
+                  "requeued; the command ran once; no process or claim is left; the server's list is empty after gc");
   {
     g_autoptr(Run) r = run_env (envp, node.helper, "provision", "--network=none");
     assert_status (r, 0);
@@ -405,6 +461,7 @@ static const struct {
   GTestFunc func;
 } cases[] = {
   { "/slurm-nodes/share-by-handle", test_share_by_handle },
+  { "/slurm-nodes/make-dag", test_make_dag },
   { "/slurm-nodes/srun-two-nodes", test_srun_two_nodes },
   { "/slurm-nodes/epilog-sweep", test_epilog_sweep },
   { "/slurm-nodes/node-killed", test_node_killed },
