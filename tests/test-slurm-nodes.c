@@ -275,12 +275,13 @@ test_epilog_sweep (void)
   g_test_summary ("a two-node batch job with local sandboxes: each node provisions its own and records it; when the "
                   "job ends, every node's records and sandbox are gone (node2's by the epilog alone)");
   /* The batch script (node1) runs one step on both nodes, then lists the job
-   * records each node holds.  Only node1's sandbox ends with the batch
+   * records and sandboxes each node holds.  Only node1's sandbox ends with the batch
    * script; node2's is left to the epilog. */
   script = g_strdup_printf ("echo \"$SLURM_JOB_ID\"; "
                             "srun --quiet -N2 -n2 --sandbox=none sh -c 'echo \"$(hostname) $SANDSTEP_HANDLE\"' | sort; "
-                            "for n in node1 node2; do ls %s/nodes/$n/local/spank/job-$SLURM_JOB_ID | wc -l; done",
-                            node.node_dir);
+                            "for n in %s/nodes/node1 %s/nodes/node2; do "
+                            "echo $(ls $n/local/spank/job-$SLURM_JOB_ID | wc -l) $(ls -d $n/state/sandboxes/sandstep-* | wc -l); "
+                            "done", node.node_dir, node.node_dir);
   {
     g_autoptr(Run) r = run_env (envp, "sbatch", "--wait", "--quiet", "-N2", "--sandbox-provision=network=none",
                                 out_arg, "--wrap", script);
@@ -296,9 +297,9 @@ test_epilog_sweep (void)
   handles[1] = lines[2] + strlen ("node2 ");
   /* Local sandboxes: one per node. */
   g_assert_cmpstr (handles[0], !=, handles[1]);
-  /* Each node recorded its sandbox while the job ran. */
-  g_assert_cmpstr (lines[3], ==, "1");
-  g_assert_cmpstr (lines[4], ==, "1");
+  /* While the job ran, each node had one record and one sandbox of its own. */
+  g_assert_cmpstr (lines[3], ==, "1 1");
+  g_assert_cmpstr (lines[4], ==, "1 1");
 
   wait_job_gone (job_id);
   for (int i = 0; i < 2; i++)
@@ -440,6 +441,16 @@ test_node_killed (void)
     g_autofree char *listed = server_list ("kill-run");
     g_autofree char *found = json_field (listed, "handle");
     g_assert_null (found);
+  }
+  /* Nor in the server's state directory (what list would not show: a half-made or damaged one). */
+  {
+    g_autofree char *sandboxes = g_build_filename (node.node_dir, "sandstepd", "state", "sandboxes", NULL);
+    g_autoptr(GDir) d = g_dir_open (sandboxes, 0, NULL);
+    const char *name;
+
+    g_assert_nonnull (d);
+    while ((name = g_dir_read_name (d)) != NULL)
+      g_assert_false (g_str_has_prefix (name, "sandstep-"));
   }
 }
 
