@@ -29,6 +29,8 @@
 set -euo pipefail
 
 die () { echo "slurm-nodes.sh: $*" >&2; exit 1; }
+# shellcheck source=tests/slurm-common.sh
+. "$(dirname "$0")/slurm-common.sh"
 
 NODES="node1 node2"
 NET=10.231.40
@@ -40,19 +42,6 @@ check_prefix () {
     sandstep-test-[0-9]*) ;;
     *) die "SANDSTEP_TEST_NETNS_PREFIX must be sandstep-test-<pid>, got '${SANDSTEP_TEST_NETNS_PREFIX:-}'" ;;
   esac
-}
-
-stop_pid () {
-  local file=$1 pid i
-  [ -f "$file" ] || return 0
-  pid=$(cat "$file")
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$file"
 }
 
 start () {
@@ -73,16 +62,7 @@ start () {
 
   mkdir -p "$dir"/{etc,state,spool,log,run,local,munge,sandstepd} "$state"
   chmod 0755 "$dir" "$dir/local"
-  chown munge:munge "$dir/munge"
-  chmod 0755 "$dir/munge"
-  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-  chown munge:munge "$dir/munge/munge.key"
-  chmod 0400 "$dir/munge/munge.key"
-  runuser -u munge -- munged --foreground --force \
-    --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
-    --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munge.seed" \
-    --log-file="$dir/munge/munged.log" </dev/null >/dev/null 2>&1 &
-  echo $! > "$dir/run/munged.pid"
+  slurm_start_munged "$dir"
 
   # The network: a bridge here, one veth pair to each node.
   ip link set lo up
@@ -109,7 +89,7 @@ start () {
     </dev/null >"$dir/sandstepd/out" 2>"$dir/log/sandstepd.log" &
   echo $! > "$dir/run/sandstepd.pid"
 
-  local cpus mem i
+  local cpus mem
   cpus=$(nproc)
   mem=$(awk '/MemTotal/ { print int($2 / 1024 / 4) }' /proc/meminfo)
   {
@@ -118,34 +98,12 @@ ClusterName=sandstep-nodes
 SlurmctldHost=$(hostname -s)($NET.1)
 SlurmctldPort=6817
 SlurmdPort=6818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/run/slurmctld.pid.slurm
 SlurmdPidFile=$dir/local/slurmd.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd-%n.log
-SlurmdDebug=debug
-PlugStackConfig=$dir/etc/plugstack.conf
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerParameters=sched_interval=1
-ReturnToService=2
+# A node that stops answering is down after 10s, not 300s.
 SlurmdTimeout=10
 MessageTimeout=5
-KillWait=5
-InactiveLimit=0
-MinJobAge=300
+$(slurm_common_conf "$dir" "$dir/etc/plugstack.conf")
 EOF
     for name in $NODES; do
       echo "NodeName=$name NodeAddr=$(node_addr "$name") NodeHostname=$name CPUs=$cpus RealMemory=$mem State=UNKNOWN"
@@ -154,12 +112,6 @@ EOF
   } > "$dir/etc/slurm.conf"
   echo "optional $plugin sandstep=$sandstep rundir=$dir/local/spank" > "$dir/etc/plugstack.conf"
 
-  for i in $(seq 100); do
-    [ -S "$dir/munge/munge.socket" ] && break
-    sleep 0.05
-  done
-  [ -S "$dir/munge/munge.socket" ] || die "munged did not start; its log: $dir/munge/munged.log"
-
   export SLURM_CONF=$dir/etc/slurm.conf
   slurmctld -D -i </dev/null >"$dir/log/slurmctld.out" 2>&1 &
   echo $! > "$dir/run/slurmctld.pid"
@@ -167,6 +119,7 @@ EOF
     mkdir -p "$dir/nodes/$name/local" "$dir/nodes/$name/state"
     chmod 0755 "$dir/nodes/$name" "$dir/nodes/$name/local"
     # --kill-child: the node's PID namespace dies with the unshare whose pid is recorded.
+    # shellcheck disable=SC2016 # the node's shell expands them
     nsenter --net="/run/netns/$SANDSTEP_TEST_NETNS_PREFIX-$name" \
       unshare --uts --mount --pid --fork --kill-child --mount-proc /bin/sh -c '
         hostname "$1" &&
@@ -178,7 +131,7 @@ EOF
   done
 
   local url=
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     url=$(sed -n 's/^sandstepd: listening on //p' "$dir/sandstepd/out")
     [ -n "$url" ] && break
     sleep 0.05
@@ -200,10 +153,10 @@ EOF
 stop () {
   local dir=$1 name ns
   for name in $NODES; do
-    stop_pid "$dir/run/node-$name.pid"
+    slurm_stop_pid "$dir/run/node-$name.pid"
   done
   for name in slurmctld sandstepd munged; do
-    stop_pid "$dir/run/$name.pid"
+    slurm_stop_pid "$dir/run/$name.pid"
   done
   if [ -f "$dir/run/netns" ]; then
     while read -r ns; do
