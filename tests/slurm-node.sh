@@ -12,6 +12,8 @@
 set -euo pipefail
 
 die () { echo "slurm-node.sh: $*" >&2; exit 1; }
+# shellcheck source=tests/slurm-common.sh
+. "$(dirname "$0")/slurm-common.sh"
 
 # A TCP port nothing listens on (ss, from iproute2), in a range the kernel
 # does not hand out for outgoing connections (ip_local_port_range starts at 32768).
@@ -35,17 +37,7 @@ start () {
 
   mkdir -p "$dir"/{etc,state,spool,log,run,munge,spank}
   chmod 0755 "$dir"
-  # munged insists on a key and socket directory of its own user's, not group or world writable.
-  chown munge:munge "$dir/munge"
-  chmod 0755 "$dir/munge"  # other users reach the socket; only munge writes here
-  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-  chown munge:munge "$dir/munge/munge.key"
-  chmod 0400 "$dir/munge/munge.key"
-  runuser -u munge -- munged --foreground --force \
-    --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
-    --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munge.seed" \
-    --log-file="$dir/munge/munged.log" </dev/null >/dev/null 2>&1 &
-  echo $! > "$dir/run/munged.pid"
+  slurm_start_munged "$dir"
 
   local ctld_port node_port cpus mem
   ctld_port=$(free_port)
@@ -59,44 +51,13 @@ ClusterName=sandstep-test
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$node_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/run/slurmctld.pid.slurm
 SlurmdPidFile=$dir/run/slurmd.pid.slurm
-SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmdDebug=debug
-PlugStackConfig=$dir/etc/plugstack.conf
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerParameters=sched_interval=1
-ReturnToService=2
-KillWait=5
-InactiveLimit=0
-MinJobAge=300
+$(slurm_common_conf "$dir" "$dir/etc/plugstack.conf")
 NodeName=node1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
   echo "optional $plugin sandstep=$sandstep rundir=$dir/spank" > "$dir/etc/plugstack.conf"
-
-  # munged must answer before the daemons start: they authenticate at once.
-  local i
-  for i in $(seq 100); do
-    [ -S "$dir/munge/munge.socket" ] && break
-    sleep 0.05
-  done
-  [ -S "$dir/munge/munge.socket" ] || die "munged did not start; its log: $dir/munge/munged.log"
 
   export SLURM_CONF=$dir/etc/slurm.conf
   slurmctld -D -i </dev/null >"$dir/log/slurmctld.out" 2>&1 &
@@ -104,7 +65,7 @@ EOF
   slurmd -D -N node1 </dev/null >"$dir/log/slurmd.out" 2>&1 &
   echo $! > "$dir/run/slurmd.pid"
 
-  for i in $(seq 300); do
+  for _ in $(seq 300); do
     if sinfo -h -N -o '%t' 2>/dev/null | grep -q '^idle'; then
       echo "$SLURM_CONF"
       return 0
@@ -115,18 +76,10 @@ EOF
 }
 
 stop () {
-  local dir=$1 name pid i
+  local dir=$1 name
   # slurmd first, so that no step is started while slurmctld goes.
   for name in slurmd slurmctld munged; do
-    [ -f "$dir/run/$name.pid" ] || continue
-    pid=$(cat "$dir/run/$name.pid")
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$dir/run/$name.pid"
+    slurm_stop_pid "$dir/run/$name.pid"
   done
 }
 

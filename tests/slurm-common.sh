@@ -1,0 +1,75 @@
+# shellcheck shell=bash
+# tests/slurm-common.sh: what tests/slurm-node.sh (one node) and
+# tests/slurm-nodes.sh (several) share, sourced by both: munged with a key
+# and socket of its own, the slurm.conf lines that do not depend on where the
+# daemons listen, and stopping a recorded pid.
+
+# Starts munged with its key and socket under DIR/munge (pid in DIR/run/munged.pid) and waits for its socket.
+slurm_start_munged () {
+  local dir=$1
+  mkdir -p "$dir/munge" "$dir/run"
+  # munged insists on a key and socket directory of its own user's, not group or world writable.
+  chown munge:munge "$dir/munge"
+  chmod 0755 "$dir/munge"  # other users reach the socket; only munge writes here
+  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+  chown munge:munge "$dir/munge/munge.key"
+  chmod 0400 "$dir/munge/munge.key"
+  runuser -u munge -- munged --foreground --force \
+    --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+    --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munge.seed" \
+    --log-file="$dir/munge/munged.log" </dev/null >/dev/null 2>&1 &
+  echo $! > "$dir/run/munged.pid"
+  # munged must answer before the daemons start: they authenticate at once.
+  for _ in $(seq 100); do
+    [ -S "$dir/munge/munge.socket" ] && return 0
+    sleep 0.05
+  done
+  die "munged did not start; its log: $dir/munge/munged.log"
+}
+
+# The slurm.conf lines every test cluster under DIR has: root daemons, munge
+# through DIR's socket, state under DIR, PLUGSTACK, no accounting, a scheduler
+# that looks every second.
+slurm_common_conf () {
+  local dir=$1 plugstack=$2
+  cat <<CONF
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid.slurm
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdDebug=debug
+PlugStackConfig=$plugstack
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerParameters=sched_interval=1
+ReturnToService=2
+KillWait=5
+InactiveLimit=0
+MinJobAge=300
+CONF
+}
+
+# Stops the process whose pid FILE holds (TERM, then KILL after 10s), and removes FILE.
+slurm_stop_pid () {
+  local file=$1 pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$file"
+}
