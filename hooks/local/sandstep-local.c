@@ -559,26 +559,15 @@ tools_tree (SandstepAttachment *parent, GError **error)
 }
 
 /* As root, what the tools make in a layered sandbox is made through its jail's overlay, whose user namespace maps
- * the sandbox's host uid and not root's (EOVERFLOW): the calling thread makes it as that uid, and only it (the
- * file system uid is a thread's own).  Returns what to give back to as_self(); -1: nothing changed. */
-static int
-as_sandbox (SandstepAttachment *parent)
+ * the sandbox's host uid and not root's (EOVERFLOW): made as that uid.  -1, -1: as ourselves. */
+static void
+maker_of (SandstepAttachment *parent, int *out_uid, int *out_gid)
 {
   const SandstepRecord *record = ((LocalAttachment *) parent)->record;
+  gboolean maker = record->layers != NULL && geteuid () == 0 && record->uid != 0;
 
-  if (record->layers == NULL || geteuid () != 0 || record->uid == 0)
-    return -1;
-  syscall (SYS_setfsgid, record->gid);
-  return (int) syscall (SYS_setfsuid, record->uid);
-}
-
-static void
-as_self (int old_fsuid)
-{
-  if (old_fsuid < 0)
-    return;
-  syscall (SYS_setfsuid, old_fsuid);
-  syscall (SYS_setfsgid, getegid ());
+  *out_uid = maker ? (int) record->uid : -1;
+  *out_gid = maker ? (int) record->gid : -1;
 }
 
 static GBytes *
@@ -593,27 +582,27 @@ static gboolean
 local_write_file (SandstepAttachment *parent, const char *path, const void *data, gsize len, GError **error)
 {
   int tree = tools_tree (parent, error);
-  int old;
+  int uid, gid, old;
   gboolean ok;
 
   if (tree < 0)
     return FALSE;
-  old = as_sandbox (parent);
+  maker_of (parent, &uid, &gid);
+  old = sandstep_tree_maker_begin (uid, gid);
   ok = sandstep_tree_write_file (tree, path, data, len, error);
-  as_self (old);
+  sandstep_tree_maker_end (old);
   return ok;
 }
 
 static gboolean
 local_put (SandstepAttachment *parent, const char *host_src, const char *dest, GError **error)
 {
-  const SandstepRecord *record = ((LocalAttachment *) parent)->record;
   int tree = tools_tree (parent, error);
-  gboolean maker = record->layers != NULL && geteuid () == 0 && record->uid != 0;
+  int uid, gid;
 
-  /* As write_file's (as_sandbox()), but the host is read as ourselves. */
-  return tree >= 0 && sandstep_tree_put_as (tree, host_src, dest, maker ? (int) record->uid : -1,
-                                            maker ? (int) record->gid : -1, error);
+  /* As write_file's, but the host is read as ourselves. */
+  maker_of (parent, &uid, &gid);
+  return tree >= 0 && sandstep_tree_put_as (tree, host_src, dest, uid, gid, error);
 }
 
 static GPtrArray *

@@ -320,17 +320,17 @@ typedef struct {
   int maker_uid, maker_gid;
 } TreeSink;
 
-static int
-as_maker (const TreeSink *sink)
+int
+sandstep_tree_maker_begin (int uid, int gid)
 {
-  if (sink->maker_uid < 0)
+  if (uid < 0)
     return -1;
-  syscall (SYS_setfsgid, sink->maker_gid);
-  return (int) syscall (SYS_setfsuid, sink->maker_uid);
+  syscall (SYS_setfsgid, gid);
+  return (int) syscall (SYS_setfsuid, uid);
 }
 
-static void
-as_self (int old_fsuid)
+void
+sandstep_tree_maker_end (int old_fsuid)
 {
   if (old_fsuid < 0)
     return;
@@ -342,11 +342,11 @@ static gboolean
 tree_sink_dir (const char *rel, mode_t mode, gpointer data, GError **error)
 {
   const TreeSink *sink = data;
-  int old = as_maker (sink);
+  int old = sandstep_tree_maker_begin (sink->maker_uid, sink->maker_gid);
   /* 0700 at least, or a read-only source directory could not be filled. */
   int out_fd = ensure_directory (sink->tree_fd, rel, (mode & 0777) | 0700, error);
 
-  as_self (old);
+  sandstep_tree_maker_end (old);
   if (out_fd >= 0)
     tree_fd_close (out_fd);
   return out_fd >= 0;
@@ -356,10 +356,10 @@ static gboolean
 tree_sink_link (const char *rel, const char *target, gpointer data, GError **error)
 {
   const TreeSink *sink = data;
-  int old = as_maker (sink);
+  int old = sandstep_tree_maker_begin (sink->maker_uid, sink->maker_gid);
   gboolean ok = put_symlink (sink->tree_fd, target, rel, error);
 
-  as_self (old);
+  sandstep_tree_maker_end (old);
   return ok;
 }
 
@@ -367,10 +367,10 @@ static gboolean
 tree_sink_file (const char *rel, int fd, const struct stat *st, const char *shown, gpointer data, GError **error)
 {
   const TreeSink *sink = data;
-  int old = as_maker (sink);
+  int old = sandstep_tree_maker_begin (sink->maker_uid, sink->maker_gid);
   gboolean ok = put_file (sink->tree_fd, fd, shown, st->st_mode, rel, error);
 
-  as_self (old);
+  sandstep_tree_maker_end (old);
   return ok;
 }
 

@@ -44,6 +44,11 @@ gboolean sandstep_tree_write_file (int tree_fd, const char *sandbox_path, const 
  * directory written with a trailing "/" gives its contents instead, as
  * rsync does, so `put src/ /workspace/src/` is idempotent. */
 gboolean sandstep_tree_put (int tree_fd, const char *host_src, const char *dest, GError **error);
+/* What the calling thread makes in a tree from here on, made as @uid and @gid (the file system ids: this thread's
+ * only); -1: as itself.  Returns what sandstep_tree_maker_end() takes back. */
+int sandstep_tree_maker_begin (int uid, int gid);
+void sandstep_tree_maker_end (int old_fsuid);
+
 /* The same, what it makes in the tree made as @maker_uid and @maker_gid (-1: as this process), for the calling
  * thread only and only while it makes it: the host is read as this process. */
 gboolean sandstep_tree_put_as (int tree_fd, const char *host_src, const char *dest, int maker_uid, int maker_gid,
