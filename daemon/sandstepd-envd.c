@@ -14,6 +14,9 @@
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
+
+/* How long a claiming call waits for a claim another holds before it answers "aborted" (busy). */
+#define ENVD_CLAIM_WAIT_S 5.0
 #include "sandstepd-e2b-answer.h"
 
 #include <errno.h>
@@ -361,8 +364,14 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
   who.owner = job->owner;
   who.holder = job->holder;
   job->lease = sandstepd_lease_new (req, &who, w);
-  sandstepd_worker_call (w, "attach", sandstep_wire_attach_request (req->handle, &who), NULL, 0, on_attached,
-                         sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
+  {
+    JsonObject *attach = sandstep_wire_attach_request (req->handle, &who);
+    /* E2B's SDK never asks again: a command that has just ended may still hold the claim for a moment (its end
+     * comes back through its own worker), so the next call waits that long rather than failing as busy. */
+    json_object_set_double_member (attach, "wait", ENVD_CLAIM_WAIT_S);
+    sandstepd_worker_call (w, "attach", attach, NULL, 0, on_attached, sandstepd_envd_ref (job),
+                           (GDestroyNotify) sandstepd_envd_unref);
+  }
 }
 
 /* Finds the sandbox's owner off the main loop, claims the sandbox, then does @job. */

@@ -133,7 +133,11 @@ do_attach (Worker *w, JsonObject *m)
   g_free ((char *) w->who.holder);
   w->who.owner = g_strdup (who.owner);
   w->who.holder = g_strdup (who.holder);
-  w->attachment = sandstep_backend_attach (w->backend, handle, &w->who, 0, NULL, NULL, &error);
+  /* A claim held elsewhere is refused at once (the client waits and asks again), unless the caller asked to wait
+   * a little here ("wait", seconds: E2B's calls, whose client never asks again). */
+  w->attachment = sandstep_backend_attach (w->backend, handle, &w->who,
+                                           CLAMP (json_object_get_double_member_with_default (m, "wait", 0), 0, 60),
+                                           NULL, NULL, &error);
   /* A busy refusal names its holder: the client waits and asks again. */
   if (w->attachment == NULL)
     return error_reply (error);
