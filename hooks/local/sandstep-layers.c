@@ -85,14 +85,21 @@ fresh_writable (SandstepStore *store, const SandstepRecord *record, gboolean was
   return ok;
 }
 
+/* The layer a freeze was making; NULL with *@out_present saying whether an intent file (then unreadable or
+ * damaged) is there at all: the common case, none, costs one failed open. */
 static char *
-read_intent (SandstepStore *store, const char *handle)
+read_intent (SandstepStore *store, const char *handle, gboolean *out_present)
 {
   g_autofree char *path = sandstep_store_sandbox_path (store, handle, INTENT);
   g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
 
-  if (!g_file_get_contents (path, &text, NULL, NULL))
-    return NULL;
+  *out_present = TRUE;
+  if (!g_file_get_contents (path, &text, NULL, &error))
+    {
+      *out_present = !g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+      return NULL;
+    }
   g_strstrip (text);
   return sandstep_layer_id_is_valid (text) ? g_steal_pointer (&text) : NULL;
 }
@@ -119,13 +126,16 @@ remove_provisioned (SandstepStore *store, const char *handle)
 gboolean
 sandstep_layers_recover (SandstepStore *store, SandstepRecord *record, GError **error)
 {
-  g_autofree char *id = read_intent (store, record->handle);
+  gboolean present;
+  g_autofree char *id = read_intent (store, record->handle, &present);
   g_autofree char *tree = NULL, *root = NULL, *layer = NULL, *tmp = NULL;
   g_autofree char *layer_tree = NULL, *layer_root = NULL;
 
   if (id == NULL)
     {
-      forget_intent (store, record->handle);
+      /* A damaged intent names no layer: nothing moved can be found by it. */
+      if (present)
+        forget_intent (store, record->handle);
       return TRUE;
     }
   if (record->layers != NULL && g_strcmp0 (record->layers[0], id) == 0)

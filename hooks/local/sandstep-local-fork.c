@@ -215,20 +215,7 @@ sandstep_local_rollback (SandstepAttachment *parent, const char *name, GError **
 GPtrArray *
 sandstep_local_checkpoints (SandstepAttachment *parent, GError **error)
 {
-  LocalAttachment *attachment = (LocalAttachment *) parent;
-  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
-
-  if (attachment->record->checkpoints != NULL)
-    {
-      GHashTableIter iter;
-      gpointer key;
-
-      g_hash_table_iter_init (&iter, attachment->record->checkpoints);
-      while (g_hash_table_iter_next (&iter, &key, NULL))
-        g_ptr_array_add (names, g_strdup (key));
-      g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
-    }
-  return names;
+  return sandstep_record_checkpoint_names (((LocalAttachment *) parent)->record);
 }
 
 /* init of the sandbox's live jail, as "/proc/PID" opened, if the supervisor says one runs and it is still the

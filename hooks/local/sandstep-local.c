@@ -237,7 +237,7 @@ static void local_detach (SandstepAttachment *attachment);
  * (sandstep-step.h). */
 static gboolean
 judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepStep *out_step,
-            gboolean *out_first, GError **error)
+            gboolean want_first, gboolean *out_first, GError **error)
 {
   char holder[SANDSTEP_STEP_HOLDER_MAX];
   pid_t make_pid = 0;
@@ -249,8 +249,9 @@ judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who
     return TRUE;
   if (who->step != NULL && !sandstep_step_scan (who->step, out_step))
     memset (out_step, 0, sizeof *out_step);
-  /* A recipe's line that finds no hold of its own recipe before it starts one: the target's first line. */
-  if (out_step->pid > 0)
+  /* A recipe's line that finds no hold of its own recipe before it starts one: the target's first line (read only
+   * for a retry-safe sandbox, which acts on it). */
+  if (want_first && out_step->pid > 0)
     {
       pid_t held_pid = 0;
       *out_first = !sandstep_step_held (dir, holder, sizeof holder, &held_pid) || held_pid != out_step->pid ||
@@ -308,7 +309,7 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
     }
 
   attachment = g_new0 (LocalAttachment, 1);
-  if (!judge_step (local, handle, who, &attachment->step, &first, error))
+  if (!judge_step (local, handle, who, &attachment->step, record->spec->retry_clean, &first, error))
     {
       close (fd);
       g_free (attachment);
@@ -679,12 +680,11 @@ local_describe (SandstepBackend *backend, const char *handle, const SandstepIden
   json_builder_add_int_value (builder, record->layers != NULL ? g_strv_length (record->layers) : 0);
   json_builder_set_member_name (builder, "checkpoints");
   json_builder_begin_array (builder);
-  if (record->checkpoints != NULL)
-    {
-      g_autoptr(GList) names = g_list_sort (g_hash_table_get_keys (record->checkpoints), (GCompareFunc) strcmp);
-      for (GList *l = names; l != NULL; l = l->next)
-        json_builder_add_string_value (builder, l->data);
-    }
+  {
+    g_autoptr(GPtrArray) names = sandstep_record_checkpoint_names (record);
+    for (guint i = 0; i < names->len; i++)
+      json_builder_add_string_value (builder, names->pdata[i]);
+  }
   json_builder_end_array (builder);
   json_builder_end_object (builder);
   return json_builder_get_root (builder);

@@ -135,6 +135,26 @@ sandstep_store_not_found (SandstepStore *store, GError **error, const char *hand
                          "(state directory: '%s'); provision a new one", handle, store->dir);
 }
 
+static int compare_strings (gconstpointer a, gconstpointer b);
+
+GPtrArray *
+sandstep_record_checkpoint_names (const SandstepRecord *record)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+
+  if (record->checkpoints != NULL)
+    {
+      GHashTableIter iter;
+      gpointer key;
+
+      g_hash_table_iter_init (&iter, record->checkpoints);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        g_ptr_array_add (names, g_strdup (key));
+    }
+  g_ptr_array_sort (names, compare_strings);
+  return names;
+}
+
 static void
 add_layer_list (JsonBuilder *builder, char **layers)
 {
@@ -182,14 +202,14 @@ record_to_json (const SandstepRecord *record)
     }
   if (record->checkpoints != NULL && g_hash_table_size (record->checkpoints) > 0)
     {
-      g_autoptr(GList) names = g_list_sort (g_hash_table_get_keys (record->checkpoints), (GCompareFunc) strcmp);
+      g_autoptr(GPtrArray) names = sandstep_record_checkpoint_names (record);
 
       json_builder_set_member_name (builder, "checkpoints");
       json_builder_begin_object (builder);
-      for (GList *l = names; l != NULL; l = l->next)
+      for (guint i = 0; i < names->len; i++)
         {
-          json_builder_set_member_name (builder, l->data);
-          add_layer_list (builder, g_hash_table_lookup (record->checkpoints, l->data));
+          json_builder_set_member_name (builder, names->pdata[i]);
+          add_layer_list (builder, g_hash_table_lookup (record->checkpoints, names->pdata[i]));
         }
       json_builder_end_object (builder);
     }

@@ -55,6 +55,8 @@ typedef struct {
 } SandstepStore;
 
 void sandstep_record_free (SandstepRecord *record);
+/* The names of @record's checkpoints, sorted. */
+GPtrArray *sandstep_record_checkpoint_names (const SandstepRecord *record);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepRecord, sandstep_record_free)
 
 /* The grammar of a layer id (32 lowercase hex digits) and of a checkpoint's name (1 to 64 of A-Z a-z 0-9 . _ - :,
