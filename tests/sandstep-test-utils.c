@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1107,6 +1108,29 @@ sandstep_test_run_ok (SandstepTestFixture *f, const char *handle, const char *co
 
   sandstep_test_assert_status (result, 0);
   return g_steal_pointer (&result->out);
+}
+
+void
+sandstep_test_end_supervisor (SandstepTestFixture *f, const char *handle, int sig)
+{
+  g_autofree char *path = g_build_filename (f->state_dir, "sandboxes", handle, "supervisor", NULL);
+  g_autofree char *text = NULL;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  pid_t pid;
+  int lock;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  pid = (pid_t) g_ascii_strtoll (g_strchug (text), NULL, 10);
+  g_assert_cmpint (pid, >, 1);
+  g_assert_cmpint (kill (pid, sig), ==, 0);
+  while (kill (pid, 0) == 0 && g_get_monotonic_time () < deadline)
+    g_usleep (10 * 1000);
+  g_assert_cmpint (kill (pid, 0) < 0 ? errno : 0, ==, ESRCH);
+  /* Its lock went with it: the next command starts a supervisor of its own. */
+  lock = open (path, O_RDWR | O_CLOEXEC);
+  g_assert_cmpint (lock, >=, 0);
+  g_assert_cmpint (flock (lock, LOCK_EX | LOCK_NB), ==, 0);
+  close (lock);
 }
 
 JsonObject *

@@ -135,6 +135,10 @@ char *sandstep_test_provision (SandstepTestFixture *f, ...) G_GNUC_NULL_TERMINAT
 /* `sandstep run --handle=HANDLE -- COMMAND`, asserting exit 0; returns stdout. */
 char *sandstep_test_run_ok (SandstepTestFixture *f, const char *handle, const char *command);
 
+/* Sends @sig to the sandbox's supervisor (its pid is in STATE/sandboxes/HANDLE/supervisor) and waits until it is
+ * gone: SIGTERM ends it as an idle one ends, SIGKILL as a crash does. */
+void sandstep_test_end_supervisor (SandstepTestFixture *f, const char *handle, int sig);
+
 /* @text as JSON, asserting that it is; the test's log shows the text otherwise. */
 JsonNode *sandstep_test_parse_json (const char *text);
 

@@ -2,6 +2,7 @@
  * as the caller and as an unprivileged user. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -431,6 +432,33 @@ test_destroy_with_forks (ForkFixture *ff, gconstpointer data)
   assert_output (f, kept[0], "cat f", "before\n");
 }
 
+/* The end of a fork's jail syncs nothing of the host's: its overlay is volatile (without that, overlayfs syncs
+ * the whole file system under the sandbox's files, every program's unwritten data, at each unmount).  overlayfs
+ * marks such a work directory against a second mount; the fork's next supervisor still starts, files intact. */
+static void
+test_volatile (ForkFixture *ff, gconstpointer data)
+{
+  SandstepTestFixture *f = fork_begin (ff);
+  g_autofree char *parent = NULL, *options = NULL, *mark = NULL;
+  g_auto(GStrv) forks = NULL;
+
+  if (f == NULL)
+    return;
+  parent = sandstep_test_provision (f, NULL);
+  g_free (sandstep_test_run_ok (f, parent, "echo base > a"));
+  forks = fork_ok (f, parent, NULL);
+  g_free (sandstep_test_run_ok (f, forks[0], "echo fork >> a"));
+  /* The super options of the mount on /workspace: mountinfo's last field. */
+  options = sandstep_test_run_ok (f, forks[0], "awk '$5 == \"/workspace\" { print $NF }' /proc/self/mountinfo");
+  g_test_message ("/workspace: %s", options);
+  sandstep_test_assert_contains (options, "volatile");
+  mark = g_build_filename (f->state_dir, "sandboxes", forks[0], "rw", "tree-work", "work", "incompat", "volatile",
+                           NULL);
+  g_assert_true (g_file_test (mark, G_FILE_TEST_IS_DIR));
+  sandstep_test_end_supervisor (f, forks[0], SIGTERM);
+  assert_output (f, forks[0], "cat a", "base\nfork\n");
+}
+
 static const struct { const char *name; void (*func) (ForkFixture *, gconstpointer); } cases[] = {
   { "independent", test_independent },
   { "spec-kept", test_spec_kept },
@@ -442,6 +470,7 @@ static const struct { const char *name; void (*func) (ForkFixture *, gconstpoint
   { "unchanged-shares-layer", test_unchanged_shares_layer },
   { "destroy-with-forks", test_destroy_with_forks },
   { "killed-freeze-recovers", test_killed_freeze_recovers },
+  { "volatile", test_volatile },
 };
 
 int

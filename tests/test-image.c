@@ -2362,6 +2362,15 @@ test_root_image (SandstepTestFixture *f, gconstpointer data)
   out = sandstep_test_run_ok (f, handle, "cat /usr/local/x");
   sandstep_test_assert_contains (out, "kept\n");
   g_clear_pointer (&out, g_free);
+  /* ...and for its next supervisor: the root's overlay is volatile (its unmount syncs nothing of the host's),
+   * and the mark overlayfs leaves against a second mount is cleared before it. */
+  out = sandstep_test_run_ok (f, handle, "awk '$5 == \"/\" { print $NF }' /proc/self/mountinfo");
+  sandstep_test_assert_contains (out, "volatile");
+  g_clear_pointer (&out, g_free);
+  sandstep_test_end_supervisor (f, handle, SIGTERM);
+  out = sandstep_test_run_ok (f, handle, "cat /usr/local/x");
+  sandstep_test_assert_contains (out, "kept\n");
+  g_clear_pointer (&out, g_free);
   rw = g_build_filename (f->state_dir, "sandboxes", handle, "root", "upper", "usr", "local", "x", NULL);
   g_assert_true (path_exists (rw));
   /* ...never in another sandbox of the same image, nor in the image's layers. */

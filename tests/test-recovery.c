@@ -699,24 +699,6 @@ damage_socket (Fixture *f, const char *handle, const char *how)
     }
 }
 
-/* Kills the sandbox's supervisor (its pid is in STATE/sandboxes/HANDLE/supervisor) and waits until it is gone. */
-static void
-kill_supervisor (Fixture *f, const char *handle)
-{
-  g_autofree char *path = sandbox_path (f, handle, "supervisor");
-  g_autofree char *text = NULL;
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-  pid_t pid;
-
-  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
-  pid = (pid_t) g_ascii_strtoll (g_strchug (text), NULL, 10);
-  g_assert_cmpint (pid, >, 1);
-  g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
-  while (kill (pid, 0) == 0 && g_get_monotonic_time () < deadline)
-    g_usleep (10 * 1000);
-  g_assert_cmpint (kill (pid, 0) < 0 ? errno : 0, ==, ESRCH);
-}
-
 static void
 test_damaged_socket (Fixture *f, gconstpointer data)
 {
@@ -733,7 +715,7 @@ test_damaged_socket (Fixture *f, gconstpointer data)
 
       g_free (sandstep_test_run_ok (f, handle, "true"));
       if (killed)
-        kill_supervisor (f, handle);
+        sandstep_test_end_supervisor (f, handle, SIGKILL);
       damage_socket (f, handle, how);
       r = sandstep_test_helper_argv (f, (const char *[]) { "run", h, "--wait=1", "--", "echo ran", NULL }, 15);
       g_assert_false (r->timed_out);

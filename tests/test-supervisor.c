@@ -153,23 +153,6 @@ wait_claim_free (Fixture *f, const char *handle, double seconds)
   return FALSE;
 }
 
-/* Ends @handle's supervisor @pid and waits until its lock is free, as after an idle end. */
-static void
-end_supervisor (Fixture *f, const char *handle, int pid)
-{
-  g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
-  int lock;
-
-  g_assert_cmpint (kill (pid, SIGTERM), ==, 0);
-  for (int i = 0; i < 6000 && process_alive (pid); i++)
-    g_usleep (10 * 1000);
-  g_assert_false (process_alive (pid));
-  lock = open (lock_path, O_RDWR | O_CLOEXEC);
-  g_assert_cmpint (lock, >=, 0);
-  g_assert_cmpint (flock (lock, LOCK_EX | LOCK_NB), ==, 0);
-  close (lock);
-}
-
 static ino_t
 inode_of (const char *path)
 {
@@ -215,24 +198,24 @@ test_first_from_kept_plan (Fixture *f, gconstpointer data)
   supervisor = counted_first_run (f, handle, 1, FALSE);
 
   /* An input changed (its change time is part of its identity): the helper's way, and a new plan kept. */
-  end_supervisor (f, handle, supervisor);
+  sandstep_test_end_supervisor (f, handle, SIGTERM);
   kept = inode_of (plan);
   g_assert_cmpint (chmod (record, 0600), ==, 0);
   supervisor = counted_first_run (f, handle, 2, TRUE);
   g_assert_cmpuint (inode_of (plan), !=, kept);
 
   /* Damaged: the same. */
-  end_supervisor (f, handle, supervisor);
+  sandstep_test_end_supervisor (f, handle, SIGTERM);
   g_assert_true (g_file_set_contents (plan, "not a plan", -1, NULL));
   supervisor = counted_first_run (f, handle, 3, TRUE);
 
   /* One that others could have written: the same. */
-  end_supervisor (f, handle, supervisor);
+  sandstep_test_end_supervisor (f, handle, SIGTERM);
   g_assert_cmpint (chmod (plan, 0666), ==, 0);
   supervisor = counted_first_run (f, handle, 4, TRUE);
 
   /* And the plan the helper kept serves the next first command. */
-  end_supervisor (f, handle, supervisor);
+  sandstep_test_end_supervisor (f, handle, SIGTERM);
   counted_first_run (f, handle, 5, FALSE);
 }
 

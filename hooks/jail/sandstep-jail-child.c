@@ -123,6 +123,10 @@ run_op (const SandstepJailImage *image, const SandstepJailImageOp *op, int *slot
       return mount ("overlay", path, "overlay", op->flags, data);
     case JAIL_OP_UNSTAGE:
       return umount2 (path, MNT_DETACH) < 0 ? -1 : rmdir (path);
+    case JAIL_OP_REMOVE:
+      if (unlink (path) == 0 || errno == ENOENT)
+        return 0;
+      return errno == EISDIR && (rmdir (path) == 0 || errno == ENOENT) ? 0 : -1;
     case JAIL_OP_N_KINDS:
       break;
     }

@@ -54,6 +54,7 @@ typedef enum {
   JAIL_OP_ATTACH,     /* move the detached mount in the slot (made by the builder's parent) onto path */
   JAIL_OP_OVERLAY,    /* mount an overlayfs at path, data as options (an image's root, a layered tree) */
   JAIL_OP_UNSTAGE,    /* detach the mount at path with every mount below it, and remove its directory */
+  JAIL_OP_REMOVE,     /* remove the file or empty directory at path, where there is one */
   JAIL_OP_N_KINDS,    /* not a kind: how many there are */
 } JailOpKind;
 

@@ -271,6 +271,27 @@ top_file (SandstepJail *jail, const char *name, const char *text)
   add_op (jail, JAIL_OP_WRITE, path, NULL, 0644, g_bytes_new (text, strlen (text)), what);
 }
 
+/* An overlayfs at @target.  A writable one (@workdir, under the new root, as @target is) is "volatile": else each
+ * time a jail ends overlayfs syncs the whole file system under its upper layer, every program's unwritten data
+ * with it.  Sandstep syncs no sandbox's writes, bound or overlaid, so this takes away nothing it promised.
+ * overlayfs marks such a work directory and refuses it the next time: the mark goes just before. */
+static void
+add_overlay (SandstepJail *jail, const char *target, GString *options, const char *workdir, gulong flags,
+             const char *what)
+{
+  if (workdir != NULL)
+    {
+      static const char *const mark[] = { "/work/incompat/volatile/dirty", "/work/incompat/volatile" };
+      for (gsize i = 0; i < G_N_ELEMENTS (mark); i++)
+        {
+          g_autofree char *path = g_strconcat (workdir, mark[i], NULL);
+          add_op (jail, JAIL_OP_REMOVE, path, NULL, 0, NULL, "clear the mark of the overlay's last mount");
+        }
+      g_string_append_printf (options, ",workdir=" NEWROOT "%s,volatile", workdir);
+    }
+  add_op (jail, JAIL_OP_OVERLAY, target, NULL, flags, g_bytes_new (options->str, options->len + 1), what);
+}
+
 /* The image's layers, lowest first in @config, under sandstep's top layer, with the sandbox's own writable
  * layer over them all (or none: read-only), as overlayfs in the sandbox's user namespace ("userxattr": the
  * unpacker wrote opaque directories as user.overlay.opaque).  Nothing of the host's /usr or /etc shows. */
@@ -280,6 +301,7 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, const char
   static const char *const mount_points[] = { "/workspace", "/tmp", "/dev", "/proc", "/etc" };
   g_autoptr(GString) options = g_string_new ("lowerdir=");
   const SandstepSpec *spec = config->spec;
+  const char *workdir = NULL;
   guint n = 0;
 
   /* A layered sandbox's frozen changes to the root lie over sandstep's top layer, as its writable layer does. */
@@ -311,16 +333,17 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, const char
   if (layered_lowers != NULL && !spec->root_readonly)
     {
       /* The layered tree mounted the writable layers' directory there already. */
-      g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/root,workdir=" NEWROOT IMAGE_STAGE "/rw/root-work");
-      jail->writable_root = TRUE;
+      workdir = IMAGE_STAGE "/rw/root-work";
+      g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/root");
     }
   else if (layered_lowers == NULL && config->image_rw != NULL)
     {
       if (!add_tree (jail, config->image_rw, IMAGE_STAGE "/rw", error))
         return FALSE;
-      g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/upper,workdir=" NEWROOT IMAGE_STAGE "/rw/work");
-      jail->writable_root = TRUE;
+      workdir = IMAGE_STAGE "/rw/work";
+      g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/upper");
     }
+  jail->writable_root = workdir != NULL;
   g_string_append (options, ",userxattr");
 
   add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE "/top", NULL, 0755, NULL, "create sandstep's top layer");
@@ -350,8 +373,8 @@ add_image_root (SandstepJail *jail, const SandstepJailConfig *config, const char
     }
   else
     top_file (jail, "resolv.conf", "");
-  add_op (jail, JAIL_OP_OVERLAY, "", NULL, MS_NOSUID | MS_NODEV | (jail->writable_root ? 0 : MS_RDONLY),
-          g_bytes_new (options->str, options->len + 1), "mount the image's layers as the root (overlayfs)");
+  add_overlay (jail, "", options, workdir, MS_NOSUID | MS_NODEV | (jail->writable_root ? 0 : MS_RDONLY),
+               "mount the image's layers as the root (overlayfs)");
   return TRUE;
 }
 
@@ -391,11 +414,10 @@ add_layered_tree (SandstepJail *jail, const SandstepJailConfig *config, GString 
       if (root_lowers != NULL)
         g_string_append_printf (root_lowers, NEWROOT "%s/root:", target);
     }
-  g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/tree,workdir=" NEWROOT IMAGE_STAGE
-                   "/rw/tree-work,userxattr");
+  g_string_append (options, ",upperdir=" NEWROOT IMAGE_STAGE "/rw/tree,userxattr");
   add_op (jail, JAIL_OP_MKDIR, IMAGE_STAGE "/w", NULL, 0700, NULL, "create the layered tree's mount point");
-  add_op (jail, JAIL_OP_OVERLAY, IMAGE_STAGE "/w", NULL, MS_NOSUID | MS_NODEV,
-          g_bytes_new (options->str, options->len + 1), "mount the sandbox's layers (overlayfs)");
+  add_overlay (jail, IMAGE_STAGE "/w", options, IMAGE_STAGE "/rw/tree-work", MS_NOSUID | MS_NODEV,
+               "mount the sandbox's layers (overlayfs)");
   for (gsize i = 0; i < G_N_ELEMENTS (opened); i++)
     {
       g_autofree char *path = g_strconcat (NEWROOT, opened[i], NULL);

@@ -590,12 +590,15 @@ note_init (Supervisor *s)
 
   if (!sandstep_jail_layered (s->jail) || s->init.pid <= 0)
     return;
-  text = g_strdup_printf ("%d %" G_GUINT64_FORMAT "\n", s->init.pid, (guint64) sandstep_process_start_time (s->init.pid));
-  fd = openat (s->dir_fd, ".init.new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  /* In place and always as long, as the supervisor's pid is: a new file each start would cost an inode on the
+   * first command's path.  The reader checks the start time, so a torn read is refused, never trusted. */
+  text = g_strdup_printf ("%10d %20" G_GUINT64_FORMAT "\n", s->init.pid,
+                          (guint64) sandstep_process_start_time (s->init.pid));
+  fd = openat (s->dir_fd, SANDSTEP_SUPERVISOR_INIT_FILE, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return;
-  if (write (fd, text, strlen (text)) == (ssize_t) strlen (text))
-    renameat (s->dir_fd, ".init.new", s->dir_fd, SANDSTEP_SUPERVISOR_INIT_FILE);
+  if (pwrite (fd, text, strlen (text), 0) != (ssize_t) strlen (text))
+    g_debug ("Could not note the sandbox's init: %s", g_strerror (errno));
   close (fd);
 }
 
