@@ -274,6 +274,8 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
     child_fail (report, SANDSTEP_JAIL_STEP_ROOT_RDONLY, errno);
   if (bring_up_loopback () < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_LOOPBACK, errno);
+  if (args->unreachable != NULL && sandstep_host_addresses_unroute (args->unreachable) < 0)
+    child_fail (report, SANDSTEP_JAIL_STEP_HOST_ROUTES, errno);
   if (sethostname (SANDSTEP_JAIL_HOSTNAME, strlen (SANDSTEP_JAIL_HOSTNAME)) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_HOSTNAME, errno);
   if (setsid () < 0)

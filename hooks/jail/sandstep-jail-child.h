@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include "sandstep-host-addresses.h"
+
 #include <linux/mount.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -28,6 +30,7 @@ typedef struct {
   int others[3];        /* the starter's ends, which the child must not hold */
   char *const *argv;    /* init's */
   cpu_set_t cpus;       /* the starter's: the child's once it runs (empty: leave it) */
+  const SandstepHostAddresses *unreachable;  /* --network=open: the host's addresses, routed nowhere */
 } SandstepJailChildArgs;
 
 /* Writes @data to @path in one write() and closes it, checking both: for /proc files.  0 or -1 with errno. */

@@ -124,6 +124,7 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
   char *init_argv[] = { (char *) "sandstep-init", control_text, egress_fd >= 0 ? egress_text : NULL, NULL };
   SandstepJailChildArgs args = { .image = image, .init_fd = init_fd, .egress = egress_fd, .argv = init_argv };
   int as_root = geteuid () == 0;
+  SandstepHostAddresses host_addresses;
   cpu_set_t allowed;
   int pidfd = -1, errsv, r = -1;
   pid_t pid;
@@ -134,6 +135,15 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
     {
       fail (failure, SANDSTEP_JAIL_START_SOCKETS, 0, errno);
       goto out;
+    }
+  if (image->flags & SANDSTEP_JAIL_IMAGE_OPEN_NET)
+    {
+      if (sandstep_host_addresses_read (&host_addresses) < 0)
+        {
+          fail (failure, SANDSTEP_JAIL_START_HOST_ADDRESSES, 0, errno);
+          goto out;
+        }
+      args.unreachable = &host_addresses;
     }
   snprintf (control_text, sizeof control_text, "%d", control[1]);
   snprintf (egress_text, sizeof egress_text, "%d", egress_fd);

@@ -31,6 +31,7 @@ typedef struct {
 /* Where a start failed. */
 typedef enum {
   SANDSTEP_JAIL_START_SOCKETS = 1,
+  SANDSTEP_JAIL_START_HOST_ADDRESSES, /* --network=open: reading the host's addresses */
   SANDSTEP_JAIL_START_TAKE_UID,     /* as root: taking the sandbox's uid to create its namespaces */
   SANDSTEP_JAIL_START_CLONE,
   SANDSTEP_JAIL_START_SETGROUPS,

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-host-addresses.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-programs-libc.h"
 
@@ -337,6 +338,7 @@ describe_step (SandstepJail *jail, int step)
     case SANDSTEP_JAIL_STEP_NNP:         return g_strdup ("set no_new_privs");
     case SANDSTEP_JAIL_STEP_SECCOMP:     return g_strdup ("install the seccomp filter");
     case SANDSTEP_JAIL_STEP_INIT_FD:     return g_strdup ("execute the sandbox's init (sandstep-init)");
+    case SANDSTEP_JAIL_STEP_HOST_ROUTES: return g_strdup ("keep the host's own addresses out of the sandbox's reach");
     default:                             return g_strdup_printf ("step %d", step);
     }
 }
@@ -356,6 +358,15 @@ start_failed (SandstepJail *jail, const SandstepJailStartFailure *failure, GErro
     case SANDSTEP_JAIL_START_SOCKETS:
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Could not create the sockets that start a sandbox");
+    case SANDSTEP_JAIL_START_HOST_ADDRESSES:
+      if (errsv == E2BIG)
+        return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
+                               "This host has more than %d addresses of one family, and --network=open keeps "
+                               "each out of the sandbox's reach; use --network=allow with an allowlist",
+                               SANDSTEP_HOST_ADDRESSES_MAX);
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
+                                   "Could not read the host's addresses, which --network=open keeps out of the "
+                                   "sandbox's reach");
     case SANDSTEP_JAIL_START_TAKE_UID:
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Could not take the sandbox's uid %u to create its namespaces", jail->outer_uid);
