@@ -328,6 +328,30 @@ test_staging_swept (Fixture *f, gconstpointer data)
 }
 
 static void
+test_older_leftovers_swept (Fixture *f, gconstpointer data)
+{
+  g_autofree char *kept = sandstep_test_provision (f, "--holder=kept", NULL);
+  g_autofree char *half = g_build_filename (f->state_dir, "sandboxes", ".new-sandstep-0123456789abcdef", "tree",
+                                            NULL);
+  g_autofree char *temporary = g_build_filename (f->state_dir, "holders", ".0123abcd.5678ef90", NULL);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *names = NULL;
+
+  g_test_summary ("what a provision of a build before staging/ left when killed (a half-made sandboxes/.new-* "
+                  "directory, a holders/.* temporary file) is removed by gc, which keeps the live sandbox and its "
+                  "holder entry");
+  g_assert_cmpint (g_mkdir_with_parents (half, 0700), ==, 0);
+  write_file (temporary, "sandstep-0123456789abcdef\n", -1);
+  r = sandstep_test_helper (f, "gc", NULL);
+  sandstep_test_assert_status (r, 0);
+  names = state_names (f, "sandboxes");
+  g_assert_cmpstr (names, ==, kept);
+  g_free (names);
+  names = state_names (f, "holders");
+  g_assert_cmpuint (strlen (names), ==, 64);
+}
+
+static void
 test_holders_forgotten (Fixture *f, gconstpointer data)
 {
   g_autofree char *a = sandstep_test_provision (f, "--holder=a", NULL);
@@ -1254,6 +1278,7 @@ main (int argc, char **argv)
   ADD ("/recovery/provision-killed", test_provision_killed, NULL);
   ADD ("/recovery/provision-lists-nothing", test_provision_lists_nothing, NULL);
   ADD ("/recovery/staging-swept", test_staging_swept, NULL);
+  ADD ("/recovery/older-leftovers-swept", test_older_leftovers_swept, NULL);
   ADD ("/recovery/holders-forgotten", test_holders_forgotten, NULL);
   ADD ("/recovery/trash-emptied", test_trash_emptied, NULL);
   ADD ("/recovery/full-disk", test_full_disk, NULL);
