@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -233,6 +234,121 @@ test_provision_killed (Fixture *f, gconstpointer data)
   g_free (holders);
   holders = state_names (f, "holders");
   g_assert_cmpstr (holders, ==, "");
+}
+
+/* Directory opens of @fd's watches since the last call: an open that can list a directory (not O_PATH) of the
+ * directory itself, not of an entry in it. */
+static guint
+directory_opens (int fd)
+{
+  char buf[4096] __attribute__ ((aligned (__alignof__ (struct inotify_event))));
+  guint opens = 0;
+  ssize_t n;
+
+  while ((n = read (fd, buf, sizeof buf)) > 0)
+    for (char *p = buf; p < buf + n; p += sizeof (struct inotify_event) + ((struct inotify_event *) p)->len)
+      {
+        const struct inotify_event *event = (const struct inotify_event *) p;
+        if ((event->mask & IN_OPEN) && (event->mask & IN_ISDIR) && event->len == 0)
+          opens++;
+      }
+  g_assert_true (n < 0 && errno == EAGAIN);
+  return opens;
+}
+
+static void
+test_provision_lists_nothing (Fixture *f, gconstpointer data)
+{
+  const char *const dirs[] = { "sandboxes", "holders" };
+  int fd = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
+
+  g_test_summary ("a provision opens neither sandboxes/ nor holders/ to list them (it built each sandbox under a "
+                  "hidden name in sandboxes/ and swept both of what killed provisions left, so its cost grew "
+                  "with the sandboxes of the state directory: issue 33); gc still sweeps them");
+  if (fd < 0 && errno == ENOSYS)
+    {
+      g_test_skip ("inotify_init1: this kernel has no inotify (CONFIG_INOTIFY_USER)");
+      return;
+    }
+  g_assert_cmpint (fd, >=, 0);
+  for (int i = 0; i < 3; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=before-%d", i);
+      g_free (sandstep_test_provision (f, holder, NULL));
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      g_autofree char *dir = g_build_filename (f->state_dir, dirs[i], NULL);
+      g_assert_cmpint (inotify_add_watch (fd, dir, IN_OPEN | IN_ONLYDIR), >=, 0);
+      /* The watch sees a listing: this case cannot pass for want of events. */
+      g_free (sandstep_test_dir_names (dir));
+      g_assert_cmpuint (directory_opens (fd), ==, 1);
+    }
+  {
+    g_autofree char *h = sandstep_test_provision (f, "--holder=measured", NULL);
+    g_autofree char *again = sandstep_test_provision (f, "--holder=measured", NULL);
+    g_assert_cmpstr (h, ==, again);
+  }
+  g_assert_cmpuint (directory_opens (fd), ==, 0);
+  {
+    g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "gc", NULL);
+    sandstep_test_assert_status (r, 0);
+  }
+  g_assert_cmpuint (directory_opens (fd), >, 0);
+  close (fd);
+}
+
+static void
+test_staging_swept (Fixture *f, gconstpointer data)
+{
+  g_autofree char *staging = g_build_filename (f->state_dir, "staging", NULL);
+  g_autofree char *half = NULL;
+  g_autofree char *names = NULL;
+  g_autofree char *first = sandstep_test_provision (f, "--holder=first", NULL);
+  g_autofree char *second = NULL;
+
+  g_test_summary ("what a provision killed part way leaves in staging/ (a half-made sandbox with its files, a holder "
+                  "entry's temporary file) is gone after the next provision, which finds no sandbox made from it");
+  half = g_build_filename (staging, "sandstep-0123456789abcdef", "tree", "workspace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (half, 0700), ==, 0);
+  g_free (half);
+  half = g_build_filename (staging, "sandstep-0123456789abcdef", "record.json", NULL);
+  write_file (half, "{", -1);
+  g_free (half);
+  half = g_build_filename (staging, ".0123abcd.5678ef90", NULL);
+  write_file (half, "sandstep-0123456789abcdef\n", -1);
+  second = sandstep_test_provision (f, "--holder=second", NULL);
+  names = state_names (f, "staging");
+  g_assert_cmpstr (names, ==, "");
+  g_free (names);
+  names = state_names (f, "sandboxes");
+  g_assert_null (strstr (names, "sandstep-0123456789abcdef"));
+  g_assert_nonnull (strstr (names, first));
+  g_assert_nonnull (strstr (names, second));
+}
+
+static void
+test_older_leftovers_swept (Fixture *f, gconstpointer data)
+{
+  g_autofree char *kept = sandstep_test_provision (f, "--holder=kept", NULL);
+  g_autofree char *half = g_build_filename (f->state_dir, "sandboxes", ".new-sandstep-0123456789abcdef", "tree",
+                                            NULL);
+  g_autofree char *temporary = g_build_filename (f->state_dir, "holders", ".0123abcd.5678ef90", NULL);
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *names = NULL;
+
+  g_test_summary ("what a provision of a build before staging/ left when killed (a half-made sandboxes/.new-* "
+                  "directory, a holders/.* temporary file) is removed by gc, which keeps the live sandbox and its "
+                  "holder entry");
+  g_assert_cmpint (g_mkdir_with_parents (half, 0700), ==, 0);
+  write_file (temporary, "sandstep-0123456789abcdef\n", -1);
+  r = sandstep_test_helper (f, "gc", NULL);
+  sandstep_test_assert_status (r, 0);
+  names = state_names (f, "sandboxes");
+  g_assert_cmpstr (names, ==, kept);
+  g_free (names);
+  names = state_names (f, "holders");
+  g_assert_cmpuint (strlen (names), ==, 64);
 }
 
 static void
@@ -1160,6 +1276,9 @@ main (int argc, char **argv)
 #define ADD(path, func, data) g_test_add (path, Fixture, data, sandstep_test_setup, func, sandstep_test_teardown)
   ADD ("/recovery/put-killed-converges", test_put_killed_converges, NULL);
   ADD ("/recovery/provision-killed", test_provision_killed, NULL);
+  ADD ("/recovery/provision-lists-nothing", test_provision_lists_nothing, NULL);
+  ADD ("/recovery/staging-swept", test_staging_swept, NULL);
+  ADD ("/recovery/older-leftovers-swept", test_older_leftovers_swept, NULL);
   ADD ("/recovery/holders-forgotten", test_holders_forgotten, NULL);
   ADD ("/recovery/trash-emptied", test_trash_emptied, NULL);
   ADD ("/recovery/full-disk", test_full_disk, NULL);

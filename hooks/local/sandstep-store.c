@@ -21,6 +21,10 @@
 #include "sandstep-units.h"
 
 #define RECORD_VERSION 1
+
+/* Where provisions and forks build a sandbox and write a holder entry before renaming it into place; holds
+ * nothing between them but what a killed one left. */
+#define STAGING_DIR "staging"
 /* A record is a few hundred bytes; its env and secrets may make it larger. */
 #define RECORD_MAX (1024 * 1024)
 
@@ -55,7 +59,7 @@ SandstepStore *
 sandstep_store_open (const char *dir, GError **error)
 {
   g_autoptr(SandstepStore) store = g_new0 (SandstepStore, 1);
-  static const char *const subdirs[] = { "sandboxes", "holders", "trash" };
+  static const char *const subdirs[] = { "sandboxes", "holders", "staging", "trash" };
 
   store->dir_fd = -1;
   store->provision_fd = -1;
@@ -479,13 +483,14 @@ sandstep_store_load (SandstepStore *store, const char *handle, GError **error)
   return g_steal_pointer (&record);
 }
 
-/* Writes @contents to @name in @dir_fd through a temporary sibling and a rename. */
+/* Writes @contents to @name in @dir_fd through a temporary file in @tmp_dir_fd (the same file system) and a
+ * rename. */
 static gboolean
-replace_file_at (int dir_fd, const char *dir_path, const char *name, const void *contents, gsize len, mode_t mode,
-                 GError **error)
+replace_file_from (int tmp_dir_fd, int dir_fd, const char *dir_path, const char *name, const void *contents,
+                   gsize len, mode_t mode, GError **error)
 {
   g_autofree char *tmp = g_strdup_printf (".%s.%08x", name, g_random_int ());
-  int fd = openat (dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  int fd = openat (tmp_dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   gboolean ok;
 
   if (fd < 0)
@@ -494,14 +499,22 @@ replace_file_at (int dir_fd, const char *dir_path, const char *name, const void 
   errno = ENOSPC;  /* what a short write means */
   ok = write (fd, contents, len) == (ssize_t) len;
   ok = close (fd) == 0 && ok;
-  if (!ok || renameat (dir_fd, tmp, dir_fd, name) < 0)
+  if (!ok || renameat (tmp_dir_fd, tmp, dir_fd, name) < 0)
     {
       int errsv = errno;
-      unlinkat (dir_fd, tmp, 0);
+      unlinkat (tmp_dir_fd, tmp, 0);
       return sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
                                          "Could not write '%s/%s'", dir_path, name);
     }
   return TRUE;
+}
+
+/* Writes @contents to @name in @dir_fd through a temporary sibling and a rename. */
+static gboolean
+replace_file_at (int dir_fd, const char *dir_path, const char *name, const void *contents, gsize len, mode_t mode,
+                 GError **error)
+{
+  return replace_file_from (dir_fd, dir_fd, dir_path, name, contents, len, mode, error);
 }
 
 /* The record's lifetime, in a form the static supervisor reads. */
@@ -548,7 +561,7 @@ sandstep_store_write_member (SandstepStore *store, const char *handle, const cha
 gboolean
 sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **error)
 {
-  g_autofree char *staging = g_strdup_printf ("sandboxes/.new-%s", record->handle);
+  g_autofree char *staging = g_strdup_printf (STAGING_DIR "/%s", record->handle);
   g_autofree char *final = g_strdup_printf ("sandboxes/%s", record->handle);
   static const char *const dirs[] = { "tree", "tree/workspace", "tree/tmp" };
   gboolean layered = record->layers != NULL;
@@ -556,10 +569,12 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
   g_autofree char *text = json_to_string (node, TRUE);
   int fd;
 
-  /* Built under a hidden name, renamed into place whole: a reader never sees half a sandbox. */
+  /* Built in staging/, renamed into place whole: a reader never sees half a sandbox.  Not under a hidden name in
+   * sandboxes/ (as before): provision's sweep then lists a directory that holds only what killed provisions left,
+   * never every sandbox (issue 33). */
   if (mkdirat (store->dir_fd, staging, 0700) < 0)
     return sandstep_throw_write_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                                       "Could not create a sandbox under '%s/sandboxes'", store->dir);
+                                       "Could not create a sandbox under '%s/" STAGING_DIR "'", store->dir);
   fd = openat (store->dir_fd, staging, O_PATH | O_DIRECTORY | O_CLOEXEC);
   for (gsize i = 0; fd >= 0 && !layered && i < G_N_ELEMENTS (dirs); i++)
     if (mkdirat (fd, dirs[i], i == 0 ? 0700 : 0755) < 0)
@@ -678,12 +693,21 @@ sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *
 {
   g_autofree char *key = holder_key (owner, holder);
   g_autofree char *text = g_strconcat (handle, "\n", NULL);
+  g_autofree char *holders_path = g_build_filename (store->dir, "holders", NULL);
   int fd = openat (store->dir_fd, "holders", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int staging_fd = openat (store->dir_fd, STAGING_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   gboolean ok;
 
-  if (fd < 0)
-    return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errno,
-                                 "Could not open '%s/holders'", store->dir);
+  if (fd < 0 || staging_fd < 0)
+    {
+      int errsv = errno;
+      if (fd >= 0)
+        close (fd);
+      if (staging_fd >= 0)
+        close (staging_fd);
+      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                   "Could not open '%s/%s'", store->dir, fd < 0 ? "holders" : STAGING_DIR);
+    }
   {
     /* Damage in the entry's place that a rename cannot replace (a directory) would block the holder for good:
      * the name is ours, and we hold the provision lock. */
@@ -691,7 +715,9 @@ sandstep_store_set_holder (SandstepStore *store, const char *owner, const char *
     if (fstatat (fd, key + strlen ("holders/"), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
       sandstep_remove_tree_at (fd, key + strlen ("holders/"));
   }
-  ok = replace_file_at (fd, store->dir, key + strlen ("holders/"), text, strlen (text), 0600, error);
+  /* The temporary file in staging/, which provision's sweep empties, so that it never lists holders/. */
+  ok = replace_file_from (staging_fd, fd, holders_path, key + strlen ("holders/"), text, strlen (text), 0600, error);
+  close (staging_fd);
   close (fd);
   return ok;
 }
@@ -726,15 +752,24 @@ for_each_entry (SandstepStore *store, const char *rel, void (*func) (SandstepSto
   close (fd);
 }
 
+/* A sandbox half made in sandboxes/ under a hidden name by a provision of a build before staging/. */
 static void
-sweep_staging (SandstepStore *store, int dir_fd, const char *name)
+sweep_half_made (SandstepStore *store, int dir_fd, const char *name)
 {
-  /* A sandbox being built, left by a provision killed part way (provisions hold the lock). */
   if (g_str_has_prefix (name, ".new-"))
     sandstep_remove_tree_at (dir_fd, name);
 }
 
-/* A temporary name of replace_file_at(), left by a kill before its rename. */
+/* What a killed provision or fork left in staging/: a half-made sandbox or a holder entry's temporary file (they
+ * hold the lock, so nothing there is being built). */
+static void
+sweep_staging (SandstepStore *store, int dir_fd, const char *name)
+{
+  sandstep_remove_tree_at (dir_fd, name);
+}
+
+/* A temporary name of replace_file_at(), left by a kill before its rename (holder entries of a build before
+ * staging/ had them in holders/). */
 static gboolean
 sweep_holder_temporary (SandstepStore *store, int dir_fd, const char *name)
 {
@@ -742,12 +777,6 @@ sweep_holder_temporary (SandstepStore *store, int dir_fd, const char *name)
     return FALSE;
   unlinkat (dir_fd, name, 0);
   return TRUE;
-}
-
-static void
-sweep_holder_temporaries (SandstepStore *store, int dir_fd, const char *name)
-{
-  sweep_holder_temporary (store, dir_fd, name);
 }
 
 static void
@@ -775,9 +804,15 @@ sandstep_store_sweep (SandstepStore *store, gboolean holders)
 {
   if (!sandstep_store_lock_provision (store, NULL))
     return;
-  for_each_entry (store, "sandboxes", sweep_staging);
-  /* Without @holders only the temporary names: cheap enough for every provision. */
-  for_each_entry (store, "holders", holders ? sweep_holder : sweep_holder_temporaries);
+  /* Every provision: staging/ and the trash only, which hold what killed operators left, so that a provision's
+   * cost does not grow with the sandboxes there are.  With @holders (gc and list, which read every sandbox
+   * anyway) also sandboxes/ and holders/. */
+  for_each_entry (store, STAGING_DIR, sweep_staging);
+  if (holders)
+    {
+      for_each_entry (store, "sandboxes", sweep_half_made);
+      for_each_entry (store, "holders", sweep_holder);
+    }
   sandstep_store_unlock_provision (store);
   /* Trees whose removal was cut short; nothing else ever enters the trash. */
   {

@@ -105,9 +105,12 @@ gboolean sandstep_store_set_holder (SandstepStore *store, const char *owner, con
 /* Removes the holder's entry if it still names @handle (its sandbox is being destroyed). */
 void sandstep_store_forget_holder (SandstepStore *store, const char *owner, const char *holder, const char *handle);
 
-/* Removes what killed operators left: sandboxes half made by a provision,
- * temporary holder files, trees in the trash; with @holders also the holder
- * entries whose sandbox is gone.  Takes the provision lock. */
+/* Removes what killed operators left: sandboxes half made by a provision and
+ * temporary holder files (in staging/), trees in the trash; with @holders
+ * also the holder entries whose sandbox is gone and what a build before
+ * staging/ left in sandboxes/ and holders/.  Without @holders it lists no
+ * directory that grows with the sandboxes there are.  Takes the provision
+ * lock. */
 void sandstep_store_sweep (SandstepStore *store, gboolean holders);
 
 /* ---- claims (sandstep-claim.c) ---- */
