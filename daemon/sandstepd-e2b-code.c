@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-test-hooks.h"
 #include "sandstep-wire.h"
 
 #define CODE_PORT "49999"
@@ -41,6 +42,18 @@ typedef struct {
 } CodeSession;
 
 static GHashTable *sessions;  /* handle -> CodeSession */
+
+/* CODE_IDLE_S, or a test's shorter one (SANDSTEP_TEST_E2B_CODE_IDLE_S, build tree only). */
+static guint
+idle_s (void)
+{
+  const char *value = sandstep_test_hook ("SANDSTEP_TEST_E2B_CODE_IDLE_S");
+  guint64 n = 0;
+
+  if (value != NULL && g_ascii_string_to_unsigned (value, 10, 1, CODE_IDLE_S, &n, NULL))
+    return (guint) n;
+  return CODE_IDLE_S;
+}
 
 static void
 session_free (CodeSession *s)
@@ -80,11 +93,11 @@ on_idle (gpointer data)
   /* A call still runs, or waits: idle is counted from the last. */
   if (w->inflight != NULL || !g_queue_is_empty (&w->queue))
     {
-      s->idle_timer = g_timeout_add_seconds (CODE_IDLE_S, on_idle, s);
+      s->idle_timer = g_timeout_add_seconds (idle_s (), on_idle, s);
       return G_SOURCE_REMOVE;
     }
   g_free (s->lost);
-  s->lost = g_strdup_printf ("no code ran for %d s, and the sandbox was given back", CODE_IDLE_S);
+  s->lost = g_strdup_printf ("no code ran for %u s, and the sandbox was given back", idle_s ());
   sandstepd_lease_end (s->lease, "the code interpreter was idle", FALSE);
   g_clear_pointer (&s->lease, sandstepd_lease_unref);
   return G_SOURCE_REMOVE;
@@ -376,7 +389,7 @@ exec_run (CodeSession *s, Exec *x)
   json_object_set_string_member (message, "code", x->code);
   if (s->idle_timer != 0)
     g_source_remove (s->idle_timer);
-  s->idle_timer = g_timeout_add_seconds (CODE_IDLE_S, on_idle, s);
+  s->idle_timer = g_timeout_add_seconds (idle_s (), on_idle, s);
   starting_lost = s->lost;
   sandstepd_stream_op_framed (x->req, s->lease, "python", message, &code_framing);
   starting_lost = NULL;

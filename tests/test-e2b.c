@@ -662,6 +662,24 @@ test_code (Fixture *fx, gconstpointer data)
   sandstep_test_assert_contains (json_object_get_string_member (e, "traceback"), "return 1 / 0");
   sandstep_test_assert_contains (json_object_get_string_member (e, "traceback"), "ZeroDivisionError: division by zero");
   g_assert_cmpstr (json_object_get_string_member (execution_of (report, "after"), "text"), ==, "40");
+  e = execution_error (execution_of (report, "syntax"));
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "SyntaxError");
+  sandstep_test_assert_contains (json_object_get_string_member (e, "traceback"), "y = (");
+
+  o = execution_of (report, "died");
+  g_clear_pointer (&out, g_free);
+  out = joined (o, "stdout");
+  g_assert_cmpstr (out, ==, "bye\n");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "InterpreterDied");
+  sandstep_test_assert_contains (json_object_get_string_member (e, "value"), "exit status 3");
+  o = execution_of (report, "afterDeath");
+  g_clear_pointer (&err, g_free);
+  err = joined (o, "stderr");
+  sandstep_test_assert_contains (err, "the last one died");
+  g_assert_cmpstr (json_object_get_string_member (o, "text"), ==, "40");
 
   assert_threw (report, "language", "SandboxError", "Language 'js' is not served");
   assert_threw (report, "envs", "SandboxError", "envs are not served");
@@ -683,6 +701,40 @@ test_code (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (execution_of (report, "fresh"), "text"), ==, "1");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
   assert_threw (report, "afterKill", "NotFoundError", "not found");
+}
+
+static void
+test_code_idle (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *o, *e;
+
+  g_test_summary ("a make step hands its sandbox to agent code that runs Python in it (runCode, key scoped to "
+                  "owner=DAG/): the code reads the step's file and writes one; once no code ran for the session's "
+                  "idle time, the claim is given back: a command runs, the next runCode says its interpreter is "
+                  "new, and the DAG's next step reads what the code wrote");
+  if (!code_sdk_ready ())
+    return;
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_E2B_CODE_IDLE_S", "2");
+  server_start (fx);
+  handle = sandstep_test_provision (&fx->f, NULL);
+  g_free (sandstep_test_run_ok (&fx->f, handle, "echo from make > /workspace/from-make.txt"));
+  sandstep_test_fixture_setenv (&fx->f, "E2B_HANDLE", handle);
+  report = run_script (fx, "code.mjs", "idle", fx->key_dag);
+  g_assert_null (execution_error (execution_of (report, "wrote")));
+  g_assert_cmpstr (json_object_get_string_member (report, "command"), ==, "from make\n");
+  o = execution_of (report, "afterIdle");
+  err = joined (o, "stderr");
+  sandstep_test_assert_contains (err, "no code ran for 2 s");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "NameError");
+  /* The DAG's next step claims the sandbox the agent left. */
+  out = sandstep_test_run_ok (&fx->f, handle, "cat /workspace/from-code.txt");
+  g_assert_cmpstr (out, ==, "from make\n");
 }
 
 static void
@@ -815,6 +867,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/code/run", test_code);
+  ADD ("/e2b/code/idle", test_code_idle);
   ADD ("/e2b/code/readme", test_code_readme);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);

@@ -3,7 +3,7 @@
 //
 // tests/test-e2b.c runs `node code.mjs AREA` as it runs sdk.mjs (E2B_API_URL and E2B_SANDBOX_URL set to its
 // sandstepd, E2B_API_KEY a key of its token file); this prints one JSON object of what each call gave (errors as
-// {error: NAME, message}), which the test checks.  AREA: code, readme.
+// {error: NAME, message}), which the test checks.  AREA: code, idle, readme.
 import { Sandbox } from '@e2b/code-interpreter';
 
 const report = {};
@@ -47,6 +47,10 @@ async function code() {
   // An exception: its name, value and traceback; the session lives on with its state.
   await take('raised', async () => shown(await sbx.runCode('def f():\n    return 1 / 0\n\nf()')));
   await take('after', async () => shown(await sbx.runCode('x')));
+  await take('syntax', async () => shown(await sbx.runCode('y = (')));
+  // The interpreter itself ends: the call says so, and the next one runs in a new interpreter and says that.
+  await take('died', async () => shown(await sbx.runCode('import os\nprint("bye", flush=True)\nos._exit(3)')));
+  await take('afterDeath', async () => shown(await sbx.runCode('x = 40\nx')));
   // What is not served says so.
   await take('language', async () => shown(await sbx.runCode('1', { language: 'js' })));
   await take('envs', async () => shown(await sbx.runCode('1', { envs: { A: 'b' } })));
@@ -70,6 +74,20 @@ async function code() {
   await take('afterKill', async () => shown(await sbx.runCode('1')));
 }
 
+// A make step provisioned E2B_HANDLE; agent code runs Python in it, then leaves it: after the session's idle time
+// (SANDSTEP_TEST_E2B_CODE_IDLE_S) the claim goes back, commands run again, and the next step can claim it.
+async function idle() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const idleMs = Number(process.env.SANDSTEP_TEST_E2B_CODE_IDLE_S) * 1000;
+  const sbx = await Sandbox.connect(process.env.E2B_HANDLE);
+  await take('wrote', async () => shown(await sbx.runCode(
+    'x = 1\nwith open("/workspace/from-code.txt", "w") as f:\n    f.write(open("/workspace/from-make.txt").read())')));
+  await sleep(idleMs + 2000);
+  await take('command', async () => (await sbx.commands.run('cat /workspace/from-code.txt')).stdout);
+  await take('afterIdle', async () => shown(await sbx.runCode('x')));
+  await sleep(idleMs + 2000);
+}
+
 // The SDK README's example (with the template 'base').
 async function readme() {
   const sbx = await Sandbox.create('base');
@@ -79,7 +97,7 @@ async function readme() {
   await sbx.kill();
 }
 
-const areas = { code, readme };
+const areas = { code, idle, readme };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node code.mjs ${Object.keys(areas).join('|')}`);
