@@ -28,6 +28,8 @@
 #define CODE_IDLE_S 300
 /* As envd's calls: the SDK never asks again, so a claim another holds is waited for this long. */
 #define CODE_CLAIM_WAIT_S 5.0
+/* How long a session whose interpreter went keeps the note for the next call (then the sandbox is likely gone). */
+#define CODE_LOST_KEEP_S (24 * 3600)
 /* The SDK shows an error's HTTP reason phrase, not its body (but for 404 and 502): the message goes there too. */
 #define MAX_REASON 400
 
@@ -39,6 +41,7 @@ typedef struct {
   gboolean attaching;
   guint idle_timer;
   char *lost;               /* why the last interpreter went, for the next call's stderr; NULL: none went */
+  gint64 lost_at;           /* when (monotonic) */
 } CodeSession;
 
 static GHashTable *sessions;  /* handle -> CodeSession */
@@ -74,9 +77,23 @@ session_check (CodeSession *s)
   if (s->lease == NULL || (!s->lease->ended && s->lease->worker != NULL))
     return;
   if (s->lost == NULL)
-    s->lost = g_strdup ("a call's client went away before its end (the SDK's timeoutMs), or the sandbox's claim "
-                        "ended on the server");
+    {
+      s->lost = g_strdup ("a call's client went away before its end (the SDK's timeoutMs), or the sandbox's claim "
+                          "ended on the server");
+      s->lost_at = g_get_monotonic_time ();
+    }
   g_clear_pointer (&s->lease, sandstepd_lease_unref);
+}
+
+static gboolean on_idle (gpointer data);
+
+/* Idle is counted from now: the end of the last call (or the start of one, which ends later). */
+static void
+session_arm_idle (CodeSession *s)
+{
+  if (s->idle_timer != 0)
+    g_source_remove (s->idle_timer);
+  s->idle_timer = g_timeout_add_seconds (idle_s (), on_idle, s);
 }
 
 static gboolean
@@ -90,14 +107,15 @@ on_idle (gpointer data)
   if (s->lease == NULL)
     return G_SOURCE_REMOVE;
   w = s->lease->worker;
-  /* A call still runs, or waits: idle is counted from the last. */
+  /* A call still runs, or waits: its end starts the count again. */
   if (w->inflight != NULL || !g_queue_is_empty (&w->queue))
     {
-      s->idle_timer = g_timeout_add_seconds (idle_s (), on_idle, s);
+      session_arm_idle (s);
       return G_SOURCE_REMOVE;
     }
   g_free (s->lost);
   s->lost = g_strdup_printf ("no code ran for %u s, and the sandbox was given back", idle_s ());
+  s->lost_at = g_get_monotonic_time ();
   sandstepd_lease_end (s->lease, "the code interpreter was idle", FALSE);
   g_clear_pointer (&s->lease, sandstepd_lease_unref);
   return G_SOURCE_REMOVE;
@@ -119,7 +137,9 @@ session_get (const char *handle)
       CodeSession *other = value;
 
       session_check (other);
-      if (other->lease == NULL && !other->attaching && strcmp (other->handle, handle) != 0)
+      if (other->lease == NULL && !other->attaching && strcmp (other->handle, handle) != 0 &&
+          (other->lost == NULL ||
+           g_get_monotonic_time () - other->lost_at > (gint64) CODE_LOST_KEEP_S * G_USEC_PER_SEC))
         g_hash_table_iter_remove (&iter);
     }
   s = g_hash_table_lookup (sessions, handle);
@@ -381,15 +401,26 @@ exec_free (Exec *x)
   g_free (x);
 }
 
+/* A call's exchange is over, however it ended. */
+static void
+on_exec_finished (SoupServerMessage *msg, gpointer data)
+{
+  CodeSession *s = sessions != NULL ? g_hash_table_lookup (sessions, data) : NULL;
+
+  if (s != NULL && s->lease != NULL)
+    session_arm_idle (s);
+}
+
 static void
 exec_run (CodeSession *s, Exec *x)
 {
   JsonObject *message = json_object_new ();
 
   json_object_set_string_member (message, "code", x->code);
-  if (s->idle_timer != 0)
-    g_source_remove (s->idle_timer);
-  s->idle_timer = g_timeout_add_seconds (idle_s (), on_idle, s);
+  session_arm_idle (s);
+  if (!x->req->finished)
+    g_signal_connect_data (x->req->msg, "finished", G_CALLBACK (on_exec_finished), g_strdup (s->handle),
+                           (GClosureNotify) (void (*) (void)) g_free, 0);
   starting_lost = s->lost;
   sandstepd_stream_op_framed (x->req, s->lease, "python", message, &code_framing);
   starting_lost = NULL;

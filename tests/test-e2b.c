@@ -713,22 +713,28 @@ test_code_idle (Fixture *fx, gconstpointer data)
   JsonObject *o, *e;
 
   g_test_summary ("a make step hands its sandbox to agent code that runs Python in it (runCode, key scoped to "
-                  "owner=DAG/): the code reads the step's file and writes one; once no code ran for the session's "
-                  "idle time, the claim is given back: a command runs, the next runCode says its interpreter is "
+                  "owner=DAG/): the code reads the step's file and writes one; a call longer than the session's "
+                  "idle time keeps it (idle counts from a call's end); once no code ran for the idle time, the "
+                  "claim is given back: a command runs, the next runCode says its interpreter is "
                   "new, and the DAG's next step reads what the code wrote");
   if (!code_sdk_ready ())
     return;
-  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_E2B_CODE_IDLE_S", "2");
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_E2B_CODE_IDLE_S", "4");
   server_start (fx);
   handle = sandstep_test_provision (&fx->f, NULL);
   g_free (sandstep_test_run_ok (&fx->f, handle, "echo from make > /workspace/from-make.txt"));
   sandstep_test_fixture_setenv (&fx->f, "E2B_HANDLE", handle);
   report = run_script (fx, "code.mjs", "idle", fx->key_dag);
   g_assert_null (execution_error (execution_of (report, "wrote")));
+  /* A call of 6 s, then 3 s without one: within the idle time of 4 s counted from the call's end. */
+  g_assert_null (execution_error (execution_of (report, "long")));
+  o = execution_of (report, "kept");
+  g_assert_cmpstr (json_object_get_string_member (o, "text"), ==, "2");
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "stderr")), ==, 0);
   g_assert_cmpstr (json_object_get_string_member (report, "command"), ==, "from make\n");
   o = execution_of (report, "afterIdle");
   err = joined (o, "stderr");
-  sandstep_test_assert_contains (err, "no code ran for 2 s");
+  sandstep_test_assert_contains (err, "no code ran for 4 s");
   e = execution_error (o);
   g_assert_nonnull (e);
   g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "NameError");

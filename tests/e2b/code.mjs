@@ -82,6 +82,10 @@ async function idle() {
   const sbx = await Sandbox.connect(process.env.E2B_HANDLE);
   await take('wrote', async () => shown(await sbx.runCode(
     'x = 1\nwith open("/workspace/from-code.txt", "w") as f:\n    f.write(open("/workspace/from-make.txt").read())')));
+  // Idle counts from a call's end: a call longer than the idle time, then less than it, keeps the state.
+  await take('long', async () => shown(await sbx.runCode(`import time\ntime.sleep(${idleMs / 1000 + 2})\nx = 2`)));
+  await sleep(idleMs - 1000);
+  await take('kept', async () => shown(await sbx.runCode('x')));
   await sleep(idleMs + 2000);
   await take('command', async () => (await sbx.commands.run('cat /workspace/from-code.txt')).stdout);
   await take('afterIdle', async () => shown(await sbx.runCode('x')));
