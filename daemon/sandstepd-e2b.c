@@ -10,6 +10,7 @@
  */
 #include "sandstepd-private.h"
 #include "sandstepd-e2b-answer.h"
+#include "sandstepd-e2b-code.h"
 
 #include <errno.h>
 #include <string.h>
@@ -44,7 +45,8 @@ gboolean
 sandstepd_e2b_is_path (const char *path)
 {
   return strcmp (path, "/sandboxes") == 0 || g_str_has_prefix (path, "/sandboxes/") ||
-         strcmp (path, "/v2/sandboxes") == 0 || is_unserved_area (path) || sandstepd_envd_is_path (path);
+         strcmp (path, "/v2/sandboxes") == 0 || is_unserved_area (path) || sandstepd_envd_is_path (path) ||
+         sandstepd_e2b_code_is_path (path);
 }
 
 const SandstepTokenEntry *
@@ -654,7 +656,9 @@ handle_platform (Request *req)
 void
 sandstepd_handle_e2b (Request *req)
 {
-  if (sandstepd_envd_is_path (req->path))
+  if (sandstepd_e2b_code_is_path (req->path))
+    sandstepd_handle_e2b_code (req);
+  else if (sandstepd_envd_is_path (req->path))
     sandstepd_handle_envd (req);
   else
     handle_platform (req);

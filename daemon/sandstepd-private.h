@@ -323,6 +323,11 @@ typedef struct {
 /* sandstepd_stream_step() framed by @framing, with no stdin: the stream holds @lease and ends it before the
  * last bytes go, or abruptly when the caller goes away. */
 void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing);
+/* Operation @op (taken @message) on @lease's worker, its two output pipes and its reply framed by @framing; the
+ * lease stays when the answer ends (E2B's runCode: the Python session lives on), and ends abruptly, with what
+ * it runs, when the caller goes away before. */
+void sandstepd_stream_op_framed (Request *req, Lease *lease, const char *op, JsonObject *message,
+                                 const SandstepdFraming *framing);
 
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 

@@ -41,6 +41,7 @@ struct _PipeStream {
   gboolean replied;
   gboolean stream_done;     /* the stream's reference is dropped */
   Lease *step;              /* claim-run: the lease this exchange holds (ref), released before the last line */
+  Lease *held;              /* runCode: a lease that outlives the answer (ref), but not its caller going away */
   gboolean released;
   const SandstepdFraming *framing;  /* NULL: sandstep's JSON lines */
   JsonObject *reply;        /* with a framing: the worker's reply, for its last bytes */
@@ -68,6 +69,7 @@ pipe_stream_unref (PipeStream *ps)
   sandstepd_request_unref (ps->req);
   sandstepd_worker_unref (ps->worker);
   sandstepd_lease_unref (ps->step);
+  sandstepd_lease_unref (ps->held);
   g_free (ps);
 }
 
@@ -185,6 +187,7 @@ on_pipe_stream_gone (Request *req)
 {
   PipeStream *ps = req->owner;
   Lease *step = ps->step;
+  Lease *held = ps->held;
 
   /* The caller went away: what it started is killed; the worker's writes now fail. */
   sandstepd_worker_forget (ps->worker, ps->call);
@@ -200,11 +203,17 @@ on_pipe_stream_gone (Request *req)
     }
   if (step != NULL)
     step->refs++;
+  if (held != NULL)
+    held->refs++;
   pipe_stream_done (ps);
   /* A step's claim ends with its connection, and whatever it runs. */
   if (step != NULL && !step->ended)
     sandstepd_lease_end (step, "the step's connection closed", TRUE);
   sandstepd_lease_unref (step);
+  /* What runs under a held lease cannot be stopped alone (a Python session's code): the claim ends with it. */
+  if (held != NULL && !held->ended)
+    sandstepd_lease_end (held, "the caller went away before its answer", TRUE);
+  sandstepd_lease_unref (held);
 }
 
 static void
@@ -226,11 +235,11 @@ on_pipe_stream_replied (Call *call, JsonObject *reply, int reply_fd, const GErro
 /* Starts the answer of @req, gives @op to @lease's worker with the write ends
  * of @n_pipes new pipes (numbered @numbers in the lines), and streams.  A
  * @step's stream (claim-run's, with its @first line; or one of @framing) holds
- * @lease and ends it. */
+ * @lease and ends it; a @held one ends it only when its caller goes away. */
 static void
 pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
                         const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd, gboolean step,
-                        const SandstepdFraming *framing)
+                        gboolean held, const SandstepdFraming *framing)
 {
   g_autoptr(JsonObject) owned = message;
   g_autoptr(JsonObject) owned_first = first;
@@ -279,6 +288,11 @@ pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *
       ps->step = lease;
       lease->refs++;
     }
+  else if (held)
+    {
+      ps->held = lease;
+      lease->refs++;
+    }
   req->owner = ps;
   if (framing != NULL)
     req->keepalive_frame = framing->keepalive (&req->keepalive_len);
@@ -306,7 +320,7 @@ static void
 pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
                    const int numbers[2], LastLine last_line)
 {
-  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE, NULL);
+  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE, FALSE, NULL);
 }
 
 /* ---- run: stdout and stderr, then the command's result ---- */
@@ -357,7 +371,7 @@ sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE, NULL);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE, FALSE, NULL);
 }
 
 void
@@ -365,7 +379,16 @@ sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, c
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, -1, TRUE, framing);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, -1, TRUE, FALSE, framing);
+}
+
+void
+sandstepd_stream_op_framed (Request *req, Lease *lease, const char *op, JsonObject *message,
+                            const SandstepdFraming *framing)
+{
+  static const int numbers[2] = { 1, 2 };
+
+  pipe_stream_start_full (req, lease, op, message, 2, numbers, run_last_line, NULL, -1, FALSE, TRUE, framing);
 }
 
 /* ---- export: the file's bytes, then the end ---- */

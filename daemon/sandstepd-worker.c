@@ -28,6 +28,7 @@
 #include "sandstep-error.h"
 #include "sandstep-wire.h"
 #include "sandstepd-channel.h"
+#include "sandstepd-e2b-code-worker.h"
 
 #define SEND_TIMEOUT_MS (30 * 1000)
 /* How long a cancel keeps killing before it gives up on a command that will not die. */
@@ -399,6 +400,8 @@ do_checkpoints (Worker *w)
 static void
 detach (Worker *w)
 {
+  /* runCode's Python session runs under the claim: it ends first. */
+  sandstepd_e2b_code_worker_end ();
   if (w->attachment != NULL)
     sandstep_attachment_detach (g_steal_pointer (&w->attachment));
 }
@@ -459,6 +462,8 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
         ;
       else if (strcmp (name, "run") == 0)
         reply = do_run (&w, op->message, op, id);
+      else if (strcmp (name, "python") == 0)
+        reply = sandstepd_e2b_code_worker_run (w.attachment, op->message, op->fds, op->n_fds);
       else if (strcmp (name, "read") == 0)
         reply = do_read (&w, op->message, &reply_fd);
       else if (strcmp (name, "write") == 0)

@@ -9,6 +9,8 @@
  *                                             driver (sandstep-python.c: one that sends bad frames)
  *   SANDSTEP_TEST_UIDS_DIR=PATH               the host-wide uid leases, instead of /var/lib/sandstep-uids
  *   SANDSTEP_TEST_UID_SLOT=N                  the slot a sandbox's uid probe starts at (sandstep-uids.h)
+ *   SANDSTEP_TEST_E2B_CODE_IDLE_S=N           how long sandstepd's runCode session keeps its claim without a
+ *                                             call, instead of 300 s (sandstepd-e2b-code.c)
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a

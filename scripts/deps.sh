@@ -80,8 +80,8 @@ sandstep_ensure_s3rver () {
   sandstep_ensure_npm_packages "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/s3"
 }
 
-# The official E2B SDK (npm "e2b", tests/e2b/package.json) that tests/test-e2b.c
-# drives against sandstepd's E2B API, installed into tests/e2b/node_modules from
+# The official E2B SDKs (npm "e2b" and "@e2b/code-interpreter", tests/e2b/package.json) that
+# tests/test-e2b.c drives against sandstepd's E2B API, installed into tests/e2b/node_modules from
 # tests/e2b/package-lock.json.  e2b 2.19.4: the newest whose engines say node >= 20
 # (this SDK reads E2B_API_URL and E2B_SANDBOX_URL only from 2.5; every such
 # release wants node 20 or later, so Debian 12's node 18 is not enough).

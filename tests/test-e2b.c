@@ -555,6 +555,207 @@ test_handed (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (out, ==, "agent\n");
 }
 
+/* TRUE when node and the code interpreter's SDK are here; otherwise skips (or fails) as sdk_ready(). */
+static gboolean
+code_sdk_ready (void)
+{
+  g_autofree char *sdk = g_test_build_filename (G_TEST_DIST, "e2b", "node_modules", "@e2b", "code-interpreter",
+                                                "package.json", NULL);
+
+  if (!sdk_ready ())
+    return FALSE;
+  if (!g_file_test (sdk, G_FILE_TEST_EXISTS))
+    return sandstep_test_node_missing ("the @e2b/code-interpreter SDK is not installed in tests/e2b/node_modules "
+                                       "(scripts/test runs npm there; or run: cd tests/e2b && npm ci)");
+  return TRUE;
+}
+
+/* The string array @name of @object, joined. */
+static char *
+joined (JsonObject *object, const char *name)
+{
+  JsonArray *array = json_object_get_array_member (object, name);
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    g_string_append (out, json_array_get_string_element (array, i));
+  return g_string_free (out, FALSE);
+}
+
+/* The member @name of an execution's report: its error ({name, value, traceback}), or NULL when it has none. */
+static JsonObject *
+execution_error (JsonObject *execution)
+{
+  JsonNode *node = json_object_get_member (execution, "error");
+
+  return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+}
+
+/* Execution @name of code.mjs's report: what runCode gave, not an error it threw. */
+static JsonObject *
+execution_of (JsonObject *report, const char *name)
+{
+  JsonObject *o = member_object (report, name);
+
+  if (json_object_has_member (o, "message"))
+    g_error ("runCode '%s' threw %s: %s", name, json_object_get_string_member_with_default (o, "error", ""),
+             json_object_get_string_member_with_default (o, "message", ""));
+  return o;
+}
+
+static void
+test_code (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *o, *e, *execution, *first;
+  JsonArray *lines;
+
+  g_test_summary ("runCode of @e2b/code-interpreter through sandstepd, served by run_python's session: state "
+                  "kept between calls; the last expression's value is the main text result; stdout and stderr "
+                  "stream to the callbacks as they are written (the first line before the code ends); an "
+                  "exception is an error with its name, value and traceback, and the state lives on; a call "
+                  "the SDK stops waiting for (timeoutMs) takes the interpreter with it and the next call says "
+                  "so; other languages, envs and contexts are refused naming what is not served; the session "
+                  "holds the sandbox's claim (a command waits, then is refused naming it); a killed sandbox is "
+                  "not found");
+  if (!code_sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "code.mjs", "code", fx->key);
+
+  o = execution_of (report, "first");
+  out = joined (o, "stdout");
+  g_assert_cmpstr (out, ==, "set\n");
+  g_assert_null (execution_error (o));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "results")), ==, 0);
+
+  o = execution_of (report, "state");
+  g_assert_cmpstr (json_object_get_string_member (o, "text"), ==, "42");
+  first = json_array_get_object_element (json_object_get_array_member (o, "results"), 0);
+  g_assert_true (json_object_get_boolean_member (first, "isMainResult"));
+  g_assert_null (execution_error (o));
+
+  o = execution_of (report, "streamed");
+  execution = member_object (o, "execution");
+  g_clear_pointer (&out, g_free);
+  out = joined (execution, "stdout");
+  err = joined (execution, "stderr");
+  g_assert_cmpstr (out, ==, "one\ntwo\n");
+  g_assert_cmpstr (err, ==, "err\n");
+  lines = json_object_get_array_member (o, "lines");
+  g_assert_cmpuint (json_array_get_length (lines), >=, 3);
+  first = json_array_get_object_element (lines, 0);
+  /* print() may write "one" and its newline apart. */
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (first, "line"), "one"));
+  g_assert_false (json_object_get_boolean_member (first, "error"));
+  /* "one" came while the code still slept its 2 s. */
+  g_assert_cmpint (json_object_get_int_member (first, "at") + 1000, <, json_object_get_int_member (o, "ended"));
+  g_assert_true (json_object_get_boolean_member (
+    json_array_get_object_element (lines, json_array_get_length (lines) - 1), "error"));
+
+  e = execution_error (execution_of (report, "raised"));
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "ZeroDivisionError");
+  g_assert_cmpstr (json_object_get_string_member (e, "value"), ==, "division by zero");
+  sandstep_test_assert_contains (json_object_get_string_member (e, "traceback"), "return 1 / 0");
+  sandstep_test_assert_contains (json_object_get_string_member (e, "traceback"), "ZeroDivisionError: division by zero");
+  g_assert_cmpstr (json_object_get_string_member (execution_of (report, "after"), "text"), ==, "40");
+  e = execution_error (execution_of (report, "syntax"));
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "SyntaxError");
+  sandstep_test_assert_contains (json_object_get_string_member (e, "traceback"), "y = (");
+
+  o = execution_of (report, "died");
+  g_clear_pointer (&out, g_free);
+  out = joined (o, "stdout");
+  g_assert_cmpstr (out, ==, "bye\n");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "InterpreterDied");
+  sandstep_test_assert_contains (json_object_get_string_member (e, "value"), "exit status 3");
+  o = execution_of (report, "afterDeath");
+  g_clear_pointer (&err, g_free);
+  err = joined (o, "stderr");
+  sandstep_test_assert_contains (err, "the last one died");
+  g_assert_cmpstr (json_object_get_string_member (o, "text"), ==, "40");
+
+  assert_threw (report, "language", "SandboxError", "Language 'js' is not served");
+  assert_threw (report, "envs", "SandboxError", "envs are not served");
+  o = member_object (report, "contexts");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 501);
+  g_assert_cmpint (json_object_get_int_member (member_object (o, "body"), "code"), ==, 501);
+  sandstep_test_assert_contains (json_object_get_string_member (member_object (o, "body"), "message"),
+                                 "Code contexts");
+  assert_threw (report, "busy", "SandboxError", "e2b/e2b-code");
+
+  assert_threw (report, "timeout", "TimeoutError", "Execution timed out");
+  o = execution_of (report, "afterTimeout");
+  g_clear_pointer (&err, g_free);
+  err = joined (o, "stderr");
+  sandstep_test_assert_contains (err, "new Python interpreter");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "NameError");
+  g_assert_cmpstr (json_object_get_string_member (execution_of (report, "fresh"), "text"), ==, "1");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+  assert_threw (report, "afterKill", "NotFoundError", "not found");
+}
+
+static void
+test_code_idle (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *handle = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *o, *e;
+
+  g_test_summary ("a make step hands its sandbox to agent code that runs Python in it (runCode, key scoped to "
+                  "owner=DAG/): the code reads the step's file and writes one; a call longer than the session's "
+                  "idle time keeps it (idle counts from a call's end); once no code ran for the idle time, the "
+                  "claim is given back: a command runs, the next runCode says its interpreter is "
+                  "new, and the DAG's next step reads what the code wrote");
+  if (!code_sdk_ready ())
+    return;
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_E2B_CODE_IDLE_S", "4");
+  server_start (fx);
+  handle = sandstep_test_provision (&fx->f, NULL);
+  g_free (sandstep_test_run_ok (&fx->f, handle, "echo from make > /workspace/from-make.txt"));
+  sandstep_test_fixture_setenv (&fx->f, "E2B_HANDLE", handle);
+  report = run_script (fx, "code.mjs", "idle", fx->key_dag);
+  g_assert_null (execution_error (execution_of (report, "wrote")));
+  /* A call of 6 s, then 3 s without one: within the idle time of 4 s counted from the call's end. */
+  g_assert_null (execution_error (execution_of (report, "long")));
+  o = execution_of (report, "kept");
+  g_assert_cmpstr (json_object_get_string_member (o, "text"), ==, "2");
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "stderr")), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member (report, "command"), ==, "from make\n");
+  o = execution_of (report, "afterIdle");
+  err = joined (o, "stderr");
+  sandstep_test_assert_contains (err, "no code ran for 4 s");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "NameError");
+  /* The DAG's next step claims the sandbox the agent left. */
+  out = sandstep_test_run_ok (&fx->f, handle, "cat /workspace/from-code.txt");
+  g_assert_cmpstr (out, ==, "from make\n");
+}
+
+static void
+test_code_readme (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+
+  g_test_summary ("the code interpreter SDK's README example (x = 1, then x+=1; x gives '2') through sandstepd");
+  if (!code_sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "code.mjs", "readme", fx->key);
+  g_assert_cmpstr (json_object_get_string_member (report, "text"), ==, "2");
+}
+
 /* Asserts that case @name of wire.mjs's report ended its stream (HTTP 200) with Connect's @code and @text. */
 static void
 assert_stream_error (JsonObject *report, const char *name, const char *code, const char *text)
@@ -671,6 +872,9 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
+  ADD ("/e2b/code/run", test_code);
+  ADD ("/e2b/code/idle", test_code_idle);
+  ADD ("/e2b/code/readme", test_code_readme);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
   return g_test_run ();

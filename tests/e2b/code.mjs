@@ -1,0 +1,112 @@
+// tests/e2b/code.mjs: E2B's code interpreter SDK (npm "@e2b/code-interpreter", unmodified) against sandstepd:
+// runCode served by sandstep's run_python session.
+//
+// tests/test-e2b.c runs `node code.mjs AREA` as it runs sdk.mjs (E2B_API_URL and E2B_SANDBOX_URL set to its
+// sandstepd, E2B_API_KEY a key of its token file); this prints one JSON object of what each call gave (errors as
+// {error: NAME, message}), which the test checks.  AREA: code, idle, readme.
+import { Sandbox } from '@e2b/code-interpreter';
+
+const report = {};
+
+async function take(name, fn) {
+  try {
+    report[name] = await fn();
+  } catch (e) {
+    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
+  }
+}
+
+// What an Execution holds, as plain JSON.
+function shown(x) {
+  return {
+    text: x.text ?? null,
+    results: x.results.map((r) => ({ text: r.text ?? null, isMainResult: r.isMainResult })),
+    stdout: x.logs.stdout,
+    stderr: x.logs.stderr,
+    error: x.error ? { name: x.error.name, value: x.error.value, traceback: x.error.traceback } : null,
+  };
+}
+
+async function code() {
+  // The code interpreter's own default template is E2B's image; sandstep's host-root sandbox is 'base'.
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('first', async () => shown(await sbx.runCode('x = 40\nprint("set")')));
+  // State is kept between calls; the last expression's value is the main result, as text/plain.
+  await take('state', async () => shown(await sbx.runCode('x + 2')));
+  // Output streams as it is written: the first line's callback comes before the code ends.
+  await take('streamed', async () => {
+    const lines = [];
+    const started = Date.now();
+    const x = await sbx.runCode('import sys, time\nprint("one", flush=True)\ntime.sleep(2)\nprint("two")\n'
+                                + 'print("err", file=sys.stderr)',
+                                { onStdout: (m) => lines.push({ line: m.line, error: m.error, at: Date.now() - started }),
+                                  onStderr: (m) => lines.push({ line: m.line, error: m.error, at: Date.now() - started }) });
+    return { lines, ended: Date.now() - started, execution: shown(x) };
+  });
+  // An exception: its name, value and traceback; the session lives on with its state.
+  await take('raised', async () => shown(await sbx.runCode('def f():\n    return 1 / 0\n\nf()')));
+  await take('after', async () => shown(await sbx.runCode('x')));
+  await take('syntax', async () => shown(await sbx.runCode('y = (')));
+  // The interpreter itself ends: the call says so, and the next one runs in a new interpreter and says that.
+  await take('died', async () => shown(await sbx.runCode('import os\nprint("bye", flush=True)\nos._exit(3)')));
+  await take('afterDeath', async () => shown(await sbx.runCode('x = 40\nx')));
+  // What is not served says so.
+  await take('language', async () => shown(await sbx.runCode('1', { language: 'js' })));
+  await take('envs', async () => shown(await sbx.runCode('1', { envs: { A: 'b' } })));
+  // The contexts routes, as the SDK would reach them with a key (it sends none to them: see docs/e2b.md).
+  await take('contexts', async () => {
+    const r = await fetch(`${process.env.E2B_SANDBOX_URL}/contexts`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49999',
+                 'X-Access-Token': process.env.E2B_API_KEY },
+      body: JSON.stringify({ language: 'python' }),
+    });
+    return { status: r.status, statusText: r.statusText, body: await r.json() };
+  });
+  // While the session holds the sandbox, a command waits for it, then answers busy.
+  await take('busy', async () => (await sbx.commands.run('echo free')).stdout);
+  // The SDK stops waiting after timeoutMs; the interpreter goes with the call, and the next call says so.
+  await take('timeout', async () => shown(await sbx.runCode('import time\ntime.sleep(30)', { timeoutMs: 2000 })));
+  await take('afterTimeout', async () => shown(await sbx.runCode('x')));
+  await take('fresh', async () => shown(await sbx.runCode('y = 1\ny')));
+  await take('killed', async () => { await sbx.kill(); return true; });
+  await take('afterKill', async () => shown(await sbx.runCode('1')));
+}
+
+// A make step provisioned E2B_HANDLE; agent code runs Python in it, then leaves it: after the session's idle time
+// (SANDSTEP_TEST_E2B_CODE_IDLE_S) the claim goes back, commands run again, and the next step can claim it.
+async function idle() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const idleMs = Number(process.env.SANDSTEP_TEST_E2B_CODE_IDLE_S) * 1000;
+  const sbx = await Sandbox.connect(process.env.E2B_HANDLE);
+  await take('wrote', async () => shown(await sbx.runCode(
+    'x = 1\nwith open("/workspace/from-code.txt", "w") as f:\n    f.write(open("/workspace/from-make.txt").read())')));
+  // Idle counts from a call's end: a call longer than the idle time, then less than it, keeps the state.
+  await take('long', async () => shown(await sbx.runCode(`import time\ntime.sleep(${idleMs / 1000 + 2})\nx = 2`)));
+  await sleep(idleMs - 1000);
+  await take('kept', async () => shown(await sbx.runCode('x')));
+  await sleep(idleMs + 2000);
+  await take('command', async () => (await sbx.commands.run('cat /workspace/from-code.txt')).stdout);
+  await take('afterIdle', async () => shown(await sbx.runCode('x')));
+  await sleep(idleMs + 2000);
+}
+
+// The SDK README's example (with the template 'base').
+async function readme() {
+  const sbx = await Sandbox.create('base');
+  await sbx.runCode('x = 1');
+  const execution = await sbx.runCode('x+=1; x');
+  report.text = execution.text;
+  await sbx.kill();
+}
+
+const areas = { code, idle, readme };
+const area = areas[process.argv[2]];
+if (area === undefined) {
+  console.error(`usage: node code.mjs ${Object.keys(areas).join('|')}`);
+  process.exit(2);
+}
+await area();
+// The SDK leaves its request timer (60 s) running after a call that failed: exit once the report is out.
+process.stdout.write(JSON.stringify(report) + '\n', () => process.exit(0));
