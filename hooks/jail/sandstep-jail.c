@@ -456,8 +456,8 @@ finish (SandstepJail *jail, SandstepJailStart *start, gboolean started, Sandstep
   gboolean ok = started;
 
   /* The child builds its root meanwhile: a sandbox's first move into its cgroup waits for the kernel
-   * (sandstep-cgroup-warm.h), and every cgroup operation with it. */
-  if (ok && attach != NULL)
+   * (sandstep-cgroup-warm.h), and every cgroup operation with it.  One born inside is not moved. */
+  if (ok && attach != NULL && !start->born_in_cgroup)
     ok = attach (start->pid, user_data, error);
   if (ok)
     {
@@ -492,15 +492,15 @@ finish (SandstepJail *jail, SandstepJailStart *start, gboolean started, Sandstep
 }
 
 gboolean
-sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc attach, gpointer user_data,
-                     SandstepJailProcess *out, GError **error)
+sandstep_jail_build (SandstepJail *jail, int egress_fd, int cgroup_fd, SandstepJailAttachFunc attach,
+                     gpointer user_data, SandstepJailProcess *out, GError **error)
 {
   SandstepJailStart start;
   SandstepJailStartFailure failure;
   gboolean started;
 
   *out = (SandstepJailProcess) { .pid = -1, .pidfd = -1, .control = -1 };
-  started = sandstep_jail_start (jail->image, jail->init_fd, egress_fd, NULL, &start, &failure) == 0;
+  started = sandstep_jail_start (jail->image, jail->init_fd, egress_fd, cgroup_fd, NULL, &start, &failure) == 0;
   if (!started)
     start_failed (jail, &failure, error);
   return finish (jail, &start, started, attach, NULL, user_data, out, error);

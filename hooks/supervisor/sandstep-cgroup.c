@@ -33,6 +33,7 @@ struct _SandstepCgroup {
   char *own_blkio_dir;
   int oom_fd;              /* memory.oom_control (v1) or memory.events, kept open for the counters */
   int pids_fd;             /* pids.events */
+  int dir_fd;              /* v2: memory_dir, O_PATH */
 };
 
 static gboolean
@@ -209,6 +210,8 @@ sandstep_cgroup_free (SandstepCgroup *cgroup)
     close (cgroup->oom_fd);
   if (cgroup->pids_fd >= 0)
     close (cgroup->pids_fd);
+  if (cgroup->dir_fd >= 0)
+    close (cgroup->dir_fd);
   g_free (cgroup->memory_dir);
   g_free (cgroup->pids_dir);
   g_free (cgroup->cpu_dir);
@@ -224,7 +227,7 @@ find (const char *name, gboolean make)
 {
   g_autoptr(SandstepCgroup) cgroup = g_new0 (SandstepCgroup, 1);
 
-  cgroup->oom_fd = cgroup->pids_fd = -1;
+  cgroup->oom_fd = cgroup->pids_fd = cgroup->dir_fd = -1;
   cgroup->kind = sandstep_cgroup_kind ();
   switch (cgroup->kind)
     {
@@ -349,6 +352,8 @@ sandstep_cgroup_make (const char *name, const SandstepCgroupLimits *limits, GErr
   cgroup->oom_fd = open_counter (cgroup->memory_dir,
                                  cgroup->kind == SANDSTEP_CGROUP_V1 ? "memory.oom_control" : "memory.events");
   cgroup->pids_fd = open_counter (pids_dir, "pids.events");
+  if (cgroup->kind == SANDSTEP_CGROUP_V2)
+    cgroup->dir_fd = open (cgroup->memory_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   return g_steal_pointer (&cgroup);
 
 fail:
@@ -421,6 +426,12 @@ sandstep_cgroup_io_weight_unavailable (void)
                        "(io.weight, io.bfq.weight)");
     }
   return NULL;
+}
+
+int
+sandstep_cgroup_dir_fd (SandstepCgroup *cgroup)
+{
+  return cgroup->dir_fd;
 }
 
 gboolean

@@ -134,7 +134,7 @@ become_supervisor (const char *program, const char *handle, const int *given, in
   if (fds[INIT_FD] >= 0)
     {
       fcntl (INIT_FD, F_SETFD, FD_CLOEXEC);
-      if (sandstep_jail_start (image, INIT_FD, -1, cpus, &jail, &failure) < 0)
+      if (sandstep_jail_start (image, INIT_FD, -1, -1, cpus, &jail, &failure) < 0)
         sandstep_jail_start_abandon (&jail);
       close (INIT_FD);
     }

@@ -1,0 +1,263 @@
+/* test-cgroup-birth.c: a jail's first process born in its cgroup (clone3's CLONE_INTO_CGROUP), or moved there.
+ *
+ * On cgroup v2 sandstep_jail_start() starts the child in the sandbox's cgroup,
+ * so that no process is ever moved (a move after a quiet spell waits for the
+ * kernel).  Its cgroup is read from /proc/PID/cgroup before the child is told
+ * to go on: nothing has moved it then.  Where the kernel refuses, the child
+ * starts where its starter is, for the caller to move, and no later start of
+ * the process tries again.  Making a cgroup needs root; the refusal does not.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <linux/filter.h>
+#include <linux/securebits.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "sandstep-jail-start.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+/* The uid a sandbox of root's is: not root, as sandstep's own are not. */
+#define SANDBOX_UID 65534
+
+/* A jail that builds a tmpfs root with a /workspace and then waits to be told it is in its cgroup. */
+typedef struct {
+  SandstepJailImage header;
+  SandstepJailImageOp ops[2];
+  struct sock_filter filters[1];
+  char strings[128];
+} Image;
+
+static guint32
+put_string (Image *image, guint32 *used, const char *text)
+{
+  guint32 offset = G_STRUCT_OFFSET (Image, strings) + *used;
+  gsize len = strlen (text) + 1;
+
+  g_assert_cmpuint (*used + len, <=, sizeof image->strings);
+  memcpy (image->strings + *used, text, len);
+  *used += len;
+  return offset;
+}
+
+static Image *
+waiting_image (void)
+{
+  Image *image = g_new0 (Image, 1);
+  guint32 used = 0;
+  guint32 uid = geteuid () == 0 ? SANDBOX_UID : geteuid ();
+  guint32 gid = geteuid () == 0 ? SANDBOX_UID : getegid ();
+
+  image->header = (SandstepJailImage) {
+    .magic = SANDSTEP_JAIL_IMAGE_MAGIC, .format = SANDSTEP_PLAN_FORMAT, .size = sizeof *image,
+    .outer_uid = uid, .outer_gid = gid,
+    .n_ops = 2, .ops = G_STRUCT_OFFSET (Image, ops),
+    .n_filters = 1, .filters = G_STRUCT_OFFSET (Image, filters),
+  };
+  image->ops[0] = (SandstepJailImageOp) { .kind = JAIL_OP_TMPFS, .slot = -1,
+                                          .path = put_string (image, &used, "/tmp"),
+                                          .what = put_string (image, &used, "mount the root") };
+  image->ops[0].data = put_string (image, &used, "size=1m");
+  image->ops[0].data_len = sizeof "size=1m";
+  image->ops[1] = (SandstepJailImageOp) { .kind = JAIL_OP_MKDIR, .slot = -1, .flags = 0755,
+                                          .path = put_string (image, &used, "/tmp/workspace"),
+                                          .what = put_string (image, &used, "make /workspace") };
+  image->filters[0] = (struct sock_filter) BPF_STMT (BPF_RET | BPF_K, 0x7fff0000);
+  g_assert_true (sandstep_jail_image_check (image, sizeof *image, SANDSTEP_PLAN_FORMAT) == &image->header);
+  return image;
+}
+
+/* The cgroup v2 path of @pid ("self" or a number), from its "0::" line; NULL without cgroup v2. */
+static char *
+v2_cgroup_of (const char *pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/cgroup", pid);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\n", -1);
+  for (char **line = lines; *line != NULL; line++)
+    if (g_str_has_prefix (*line, "0::"))
+      return g_strdup (*line + 3);
+  return NULL;
+}
+
+/* Where cgroup v2 is mounted, or NULL. */
+static const char *
+cgroup2_mount (void)
+{
+  static const char *const mounts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+  struct statfs st;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (mounts); i++)
+    if (statfs (mounts[i], &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC)
+      return mounts[i];
+  return NULL;
+}
+
+/* A cgroup of the test's own under the v2 mount's root (its path there in *@out_name), or NULL after a skip. */
+static char *
+make_cgroup (char **out_name)
+{
+  const char *mount = cgroup2_mount ();
+  g_autofree char *name = NULL;
+  char *dir;
+
+  if (geteuid () != 0)
+    {
+      g_test_skip ("making a cgroup at the cgroup v2 root needs root");
+      return NULL;
+    }
+  if (mount == NULL)
+    {
+      g_test_skip ("no cgroup v2 hierarchy is mounted here (/sys/fs/cgroup, /sys/fs/cgroup/unified)");
+      return NULL;
+    }
+  name = g_strdup_printf ("sandstep-test-birth-%d", (int) getpid ());
+  dir = g_build_filename (mount, name, NULL);
+  if (mkdir (dir, 0755) < 0)
+    g_assert_cmpint (errno, ==, EEXIST);
+  *out_name = g_strconcat ("/", name, NULL);
+  return dir;
+}
+
+/* Starts the waiting jail with @cgroup_fd; the child's v2 cgroup at birth in *@out_cgroup.  FALSE after a skip:
+ * an unprivileged user with no user namespace here. */
+static gboolean
+start_and_look (int cgroup_fd, SandstepJailStart *start, char **out_cgroup)
+{
+  g_autofree Image *image = waiting_image ();
+  SandstepJailStartFailure failure = { 0 };
+  int init_fd = open ("/bin/true", O_PATH | O_CLOEXEC);
+  g_autofree char *pid = NULL;
+  int r;
+
+  g_assert_cmpint (init_fd, >=, 0);
+  r = sandstep_jail_start (&image->header, init_fd, -1, cgroup_fd, NULL, start, &failure);
+  close (init_fd);
+  if (r < 0 && geteuid () != 0 && failure.stage == SANDSTEP_JAIL_START_CLONE)
+    {
+      sandstep_jail_start_abandon (start);
+      g_test_skip_printf ("no user namespace for uid %u here (clone3: %s)", (unsigned) geteuid (),
+                          g_strerror (failure.errsv));
+      return FALSE;
+    }
+  if (r < 0)
+    g_error ("The jail did not start: stage %d, %s", failure.stage, g_strerror (failure.errsv));
+  /* Not told to go on: nothing has moved it yet. */
+  pid = g_strdup_printf ("%d", (int) start->pid);
+  *out_cgroup = v2_cgroup_of (pid);
+  return TRUE;
+}
+
+static void
+test_born_inside (void)
+{
+  g_autofree char *name = NULL;
+  g_autofree char *dir = make_cgroup (&name);
+  long securebits = prctl (PR_GET_SECUREBITS);
+  int fd;
+
+  if (dir == NULL)
+    return;
+  fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+  /* Twice: the first start leaves the process as it found it, able to start the next one so. */
+  for (int i = 0; i < 2; i++)
+    {
+      SandstepJailStart start;
+      g_autofree char *born_in = NULL;
+
+      g_assert_true (start_and_look (fd, &start, &born_in));
+      g_assert_cmpint (start.born_in_cgroup, ==, 1);
+      g_assert_cmpstr (born_in, ==, name);
+      sandstep_jail_start_abandon (&start);
+      /* As root the starter kept its capabilities over the clone as the sandbox's uid: all back as they were. */
+      g_assert_cmpint (geteuid (), ==, 0);
+      g_assert_cmpint (getegid (), ==, 0);
+      g_assert_cmpint (prctl (PR_GET_SECUREBITS), ==, securebits);
+    }
+  g_assert_cmpint (sandstep_jail_start_clones_into_cgroup (), ==, 1);
+  close (fd);
+  g_assert_cmpint (rmdir (dir), ==, 0);
+}
+
+/* A cgroup removed after it was opened (a gc's sweep): started where we are, and the next start tries again. */
+static void
+test_removed_cgroup (void)
+{
+  g_autofree char *name = NULL;
+  g_autofree char *dir = make_cgroup (&name);
+  g_autofree char *ours = v2_cgroup_of ("self");
+  g_autofree char *born_in = NULL;
+  SandstepJailStart start;
+  int fd;
+
+  if (dir == NULL)
+    return;
+  fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (rmdir (dir), ==, 0);
+  g_assert_true (start_and_look (fd, &start, &born_in));
+  g_assert_cmpint (start.born_in_cgroup, ==, 0);
+  g_assert_cmpstr (born_in, ==, ours);
+  sandstep_jail_start_abandon (&start);
+  g_assert_cmpint (sandstep_jail_start_clones_into_cgroup (), ==, 1);
+  close (fd);
+}
+
+/* A directory that is no cgroup v2 one, as a v1 hierarchy's is not: the kernel refuses (EBADF), the child
+ * starts where we are, and no later start of this process asks the kernel again. */
+static void
+test_refused_falls_back (void)
+{
+  g_autofree char *tmp = NULL;
+  g_autofree char *ours = v2_cgroup_of ("self");
+  int fd;
+
+  if (ours == NULL)
+    {
+      g_test_skip ("no cgroup v2 hierarchy here: the child's cgroup v2 line is what this case reads");
+      return;
+    }
+  tmp = g_dir_make_tmp ("sandstep-birth-XXXXXX", NULL);
+  g_assert_nonnull (tmp);
+  fd = open (tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+  for (int i = 0; i < 2; i++)
+    {
+      SandstepJailStart start;
+      g_autofree char *born_in = NULL;
+
+      if (!start_and_look (fd, &start, &born_in))
+        break;
+      g_assert_cmpint (start.born_in_cgroup, ==, 0);
+      g_assert_cmpstr (born_in, ==, ours);
+      g_assert_cmpint (kill (start.pid, 0), ==, 0);
+      sandstep_jail_start_abandon (&start);
+      g_assert_cmpint (sandstep_jail_start_clones_into_cgroup (), ==, 0);
+    }
+  close (fd);
+  g_rmdir (tmp);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/cgroup-birth/born-inside", test_born_inside);
+  g_test_add_func ("/cgroup-birth/removed-cgroup", test_removed_cgroup);
+  /* Last: the refusal it provokes holds for the rest of the process. */
+  g_test_add_func ("/cgroup-birth/refused-falls-back", test_refused_falls_back);
+  return g_test_run ();
+}
