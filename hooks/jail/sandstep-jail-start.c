@@ -262,9 +262,27 @@ out:
 }
 
 int
-sandstep_jail_start_in_cgroup (SandstepJailStart *start)
+sandstep_jail_start_in_cgroup (SandstepJailStart *start, const int *fds, unsigned n_fds)
 {
-  if (send (start->go, "c", 1, MSG_NOSIGNAL) == 1)
+  union { char buf[CMSG_SPACE (SANDSTEP_JAIL_MAX_CGROUP_FDS * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  char byte = 'c';
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+  if (n_fds > SANDSTEP_JAIL_MAX_CGROUP_FDS)
+    return (errno = EINVAL, -1);
+  if (n_fds > 0)
+    {
+      struct cmsghdr *cmsg;
+      msg.msg_control = cmsg_buf.buf;
+      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+      cmsg = CMSG_FIRSTHDR (&msg);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+      memcpy (CMSG_DATA (cmsg), fds, n_fds * sizeof (int));
+    }
+  if (sendmsg (start->go, &msg, MSG_NOSIGNAL) == 1)
     return 0;
   if (errno == ECONNRESET)
     errno = EPIPE;

@@ -63,9 +63,10 @@ int sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress
  * no start pays a failed clone3 where it cannot work. */
 int sandstep_jail_start_clones_into_cgroup (void);
 
-/* The child is in the sandbox's cgroup (or it has none): it may exec init.  0, or -1 with errno (EPIPE: it
- * ended, and its report says why). */
-int sandstep_jail_start_in_cgroup (SandstepJailStart *start);
+/* The child is in the sandbox's cgroup (or it has none), or moves itself in with the @n_fds files of @fds (the
+ * `tasks` files of its v1 cgroups, opened for writing: sandstep_cgroup_open_moves()), which are sent, not taken:
+ * then it may exec init.  0, or -1 with errno (EPIPE: it ended, and its report says why). */
+int sandstep_jail_start_in_cgroup (SandstepJailStart *start, const int *fds, unsigned n_fds);
 
 /* Kills the child if there is one, reaps it, and closes every fd of @start. */
 void sandstep_jail_start_abandon (SandstepJailStart *start);

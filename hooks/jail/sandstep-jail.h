@@ -57,10 +57,13 @@ typedef struct {
   int control;
 } SandstepJailProcess;
 
-/* Moves the jail's child (@pid) into the sandbox's cgroup before it
- * starts, so that everything of the sandbox is born inside; not called
- * for a child born in it. */
-typedef gboolean (*SandstepJailAttachFunc) (int pid, gpointer user_data, GError **error);
+/* Puts the jail's child (@pid) into the sandbox's cgroup before it
+ * starts, so that everything of the sandbox is born inside: moves it, or
+ * gives in @out_fds (up to SANDSTEP_JAIL_MAX_CGROUP_FDS, *@out_n_fds of
+ * them, closed by the caller) the files it moves itself in with
+ * (sandstep_jail_start_in_cgroup()).  Not called for a child born in it. */
+typedef gboolean (*SandstepJailAttachFunc) (int pid, int *out_fds, guint *out_n_fds, gpointer user_data,
+                                            GError **error);
 
 /* Builds the sandbox and starts its init; @egress_fd (network=allow, else
  * -1) is where init hands the connections made to the proxy port;

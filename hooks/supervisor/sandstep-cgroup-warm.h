@@ -9,8 +9,11 @@
  *
  * One function for every caller that is about to start a supervisor or a
  * jail (the front, the helper, the go-between), and only on a host where
- * moves wait.  Plain C: the static front calls it too.  Where no cgroup file
- * is writable, nothing happens.
+ * moves wait and a sandbox's first process is moved by its pid: on cgroup
+ * v1 it moves itself (a thread that moves itself takes none of the wait:
+ * sandstep_cgroup_open_moves()), and there the warm-up would only hold the
+ * kernel's cgroup lock while that move comes.  Plain C: the static front
+ * calls it too.  Where no cgroup file is writable, nothing happens.
  */
 #pragma once
 
@@ -21,8 +24,12 @@ int sandstep_cgroup_moves_wait (void);
 /* The same from a mountinfo file of the caller's choosing (unreadable: 1). */
 int sandstep_cgroup_moves_wait_in (const char *mountinfo);
 
-/* Where moves wait: a no-op move of a detached grandchild with no descriptor of ours, which nobody waits for,
- * into the cgroups this process is in (its unified one and its v1 pids one, the first writable); returns at
- * once.  Elsewhere nothing.  Safe in a threaded caller: the grandchild makes only system calls and string
+/* Whether sandboxes' cgroups here are cgroup v1's: its memory and pids hierarchies are writable to this process
+ * (sandstep_cgroup_kind()'s first rule). */
+int sandstep_cgroup_v1_writable (void);
+
+/* Where moves wait, on cgroup v2: a no-op move of a detached grandchild with no descriptor of ours, which nobody
+ * waits for, into the cgroups this process is in (its unified one and its v1 pids one, the first writable);
+ * returns at once.  Elsewhere nothing.  Safe in a threaded caller: the grandchild makes only system calls and string
  * calls that take no lock. */
 void sandstep_cgroup_warm_up (void);

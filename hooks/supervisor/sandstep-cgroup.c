@@ -186,11 +186,9 @@ sandstep_cgroup_kind (void)
 
   if (g_once_init_enter (&once))
     {
-      g_autofree char *memory = v1_parent ("memory", FALSE);
-      g_autofree char *pids = v1_parent ("pids", FALSE);
       g_autofree char *v2 = NULL;
 
-      if (memory != NULL && pids != NULL)
+      if (sandstep_cgroup_v1_writable ())
         kind = SANDSTEP_CGROUP_V1;
       else if ((v2 = v2_parent (TRUE)) != NULL)
         kind = SANDSTEP_CGROUP_V2;
@@ -445,6 +443,35 @@ sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
     if (dirs[i] != NULL && !write_text (dirs[i], "cgroup.procs", text))
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
                                    "Could not move the sandbox into its cgroup '%s'", dirs[i]);
+  return TRUE;
+}
+
+gboolean
+sandstep_cgroup_open_moves (SandstepCgroup *cgroup, int *fds, guint *out_n, GError **error)
+{
+  const char *dirs[] = { cgroup->memory_dir, cgroup->pids_dir, cgroup->cpu_dir, cgroup->blkio_dir };
+
+  *out_n = 0;
+  if (cgroup->kind != SANDSTEP_CGROUP_V1)
+    return TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      g_autofree char *path = dirs[i] != NULL ? g_build_filename (dirs[i], "tasks", NULL) : NULL;
+      int fd = path != NULL ? open (path, O_WRONLY | O_CLOEXEC) : -2;
+
+      if (fd == -2)
+        continue;
+      if (fd < 0)
+        {
+          int errsv = errno;
+          for (guint k = 0; k < *out_n; k++)
+            close (fds[k]);
+          *out_n = 0;
+          return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
+                                       "Could not open the sandbox's cgroup '%s' to move it in", dirs[i]);
+        }
+      fds[(*out_n)++] = fd;
+    }
   return TRUE;
 }
 

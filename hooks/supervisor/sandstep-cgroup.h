@@ -53,6 +53,13 @@ int sandstep_cgroup_dir_fd (SandstepCgroup *cgroup);
 /* Moves the process @pid in. */
 gboolean sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error);
 
+/* v1: the `tasks` files of its cgroups, opened for writing (close-on-exec) into @fds (up to 4; *@out_n of them),
+ * with which a single-threaded process moves itself in by writing "0" there: a thread that moves itself takes no
+ * lock of every process's, so none of the kernel's wait for one (sandstep-cgroup-warm.h), which a move of a
+ * process by its pid takes.  The process needs no right of its own: the kernel checks the opener's.  v2: none
+ * (*@out_n 0): there a process is started inside, or moved (sandstep_cgroup_attach()). */
+gboolean sandstep_cgroup_open_moves (SandstepCgroup *cgroup, int *fds, guint *out_n, GError **error);
+
 /* Its count of OOM kills and of forks refused at its pids limit (0 for
  * NULL): a command that ran while they grew hit them. */
 void sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, guint64 *out_pids_max);
