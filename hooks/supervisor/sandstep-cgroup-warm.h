@@ -7,13 +7,14 @@
  * makes a move of its own, of a process into the cgroup it is already in (a
  * no-op), and the kernel's wait runs while the supervisor starts.
  *
- * One function for every caller that is about to start a supervisor or a
- * jail (the front, the helper, the go-between), and only on a host where
- * moves wait and a sandbox's first process is moved by its pid: on cgroup
- * v1 it moves itself (a thread that moves itself takes none of the wait:
- * sandstep_cgroup_open_moves()), and there the warm-up would only hold the
- * kernel's cgroup lock while that move comes.  Plain C: the static front
- * calls it too.  Where no cgroup file is writable, nothing happens.
+ * Only where a sandbox's first process is moved by its pid, and moves wait:
+ * a jail the supervisor builds is born in its cgroup on cgroup v2 (clone3's
+ * CLONE_INTO_CGROUP) and moves itself in on v1 (a thread that moves itself
+ * takes none of the wait: sandstep_cgroup_open_moves()), and there a warm-up
+ * would only hold the kernel's cgroup lock while those come.  So its one
+ * caller is the go-between, whose jail, started before the supervisor runs,
+ * is moved by its pid on v2.  Plain C: the static front links it.  Where no
+ * cgroup file is writable, nothing happens.
  */
 #pragma once
 
