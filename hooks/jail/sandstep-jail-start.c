@@ -181,7 +181,11 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
     {
       securebits = prctl (PR_GET_SECUREBITS);
       if (securebits < 0 || prctl (PR_SET_SECUREBITS, securebits | SECBIT_NO_SETUID_FIXUP) < 0)
-        into = 0, into_cgroup_refused = 1, securebits = -1;
+        {
+          into = 0;
+          into_cgroup_refused = 1;
+          securebits = -1;
+        }
     }
   if (as_root && (setresgid (-1, image->outer_gid, -1) < 0 || setresuid (-1, image->outer_uid, -1) < 0))
     {

@@ -456,21 +456,25 @@ sandstep_cgroup_open_moves (SandstepCgroup *cgroup, int *fds, guint *out_n, GErr
     return TRUE;
   for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
     {
-      g_autofree char *path = dirs[i] != NULL ? g_build_filename (dirs[i], "tasks", NULL) : NULL;
-      int fd = path != NULL ? open (path, O_WRONLY | O_CLOEXEC) : -2;
+      g_autofree char *path = NULL;
+      int fd, errsv;
 
-      if (fd == -2)
+      if (dirs[i] == NULL)
         continue;
-      if (fd < 0)
+      path = g_build_filename (dirs[i], "tasks", NULL);
+      fd = open (path, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0)
         {
-          int errsv = errno;
-          for (guint k = 0; k < *out_n; k++)
-            close (fds[k]);
-          *out_n = 0;
-          return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
-                                       "Could not open the sandbox's cgroup '%s' to move it in", dirs[i]);
+          fds[(*out_n)++] = fd;
+          continue;
         }
-      fds[(*out_n)++] = fd;
+      errsv = errno;
+      for (guint k = 0; k < *out_n; k++)
+        close (fds[k]);
+      *out_n = 0;
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
+                                   "Could not open the sandbox's cgroup '%s' to move it in; check that sandstep "
+                                   "may write the cgroup hierarchy there", dirs[i]);
     }
   return TRUE;
 }
