@@ -359,6 +359,20 @@ test_moves_itself_v1 (void)
       g_autofree char *now = v1_cgroup_of (start.pid, *c);
       g_assert_cmpstr (now, ==, expected);
     }
+  /* None of the files it moved itself with reaches init: they were opened by root. */
+  {
+    g_autofree char *fd_dir = g_strdup_printf ("/proc/%d/fd", (int) start.pid);
+    g_autoptr(GDir) dir = g_dir_open (fd_dir, 0, NULL);
+    const char *name;
+
+    g_assert_nonnull (dir);
+    while ((name = g_dir_read_name (dir)) != NULL)
+      {
+        g_autofree char *link = g_build_filename (fd_dir, name, NULL);
+        g_autofree char *target = g_file_read_link (link, NULL);
+        g_assert_false (target != NULL && g_str_has_prefix (target, "/sys/fs/cgroup/"));
+      }
+  }
   sandstep_jail_start_abandon (&start);
   sandstep_cgroup_remove (name);
 }
