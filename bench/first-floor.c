@@ -5,9 +5,12 @@
  * What a first command cannot do without when the sandbox has limits: make
  * its cgroup (v1: in the memory and pids hierarchies under "sandstep"; v2:
  * under /sys/fs/cgroup/sandstep), clone a child into new user, mount, pid,
- * net, ipc and uts namespaces, write its uid and gid maps, move it into the
- * cgroup, and in the child mount a tmpfs root with /usr bound read-only,
- * pivot into it and exec PROGRAM; then wait and remove the cgroup.  No
+ * net, ipc and uts namespaces, write its uid and gid maps, put it into the
+ * cgroup as sandstep does (v1: the child moves itself in through the `tasks`
+ * files opened here, which takes none of the kernel's wait that a move by
+ * pid takes after a quiet spell; v2: it is born inside, clone3's
+ * CLONE_INTO_CGROUP), and in the child mount a tmpfs root with /usr bound
+ * read-only, pivot into it and exec PROGRAM; then wait and remove the cgroup.  No
  * plan, no /etc, no seccomp, no init, no claim: a floor, not a sandbox.
  * bench/run builds it statically and measures it beside sandstep and
  * bubblewrap (which makes no cgroup).  Needs root.
@@ -19,6 +22,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -41,12 +45,19 @@ write_file (const char *path, const char *text)
 }
 
 static int
-child (int go, char **argv)
+child (int go, const int *tasks, int n_tasks, char **argv)
 {
   char byte;
 
   if (read (go, &byte, 1) != 1)
     _exit (126);
+  /* "0": this thread, our only one. */
+  for (int i = 0; i < n_tasks; i++)
+    if (write (tasks[i], "0", 1) != 1)
+      {
+        perror ("first-floor: the child's move into its cgroup");
+        _exit (126);
+      }
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
       mount ("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
       mkdir ("/tmp/usr", 0755) < 0 ||
@@ -68,7 +79,7 @@ main (int argc, char **argv)
 {
   const char *v1[] = { "/sys/fs/cgroup/memory/sandstep", "/sys/fs/cgroup/pids/sandstep" };
   char dirs[2][256], path[320], text[64];
-  int n_dirs = 0, pipe_fds[2], status;
+  int n_dirs = 0, pipe_fds[2], status, tasks[2], n_tasks = 0;
   struct clone_args args = { .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                                       CLONE_NEWUTS,
                              .exit_signal = SIGCHLD };
@@ -79,24 +90,43 @@ main (int argc, char **argv)
       fprintf (stderr, "usage: first-floor CGROUP-NAME PROGRAM [ARGS...]\n");
       return 2;
     }
-  if (access (v1[0], W_OK) == 0 && access (v1[1], W_OK) == 0)
+  int is_v1 = access (v1[0], W_OK) == 0 && access (v1[1], W_OK) == 0;
+
+  if (is_v1)
     for (int i = 0; i < 2; i++)
       snprintf (dirs[n_dirs++], sizeof dirs[0], "%s/%s", v1[i], argv[1]);
   else
     snprintf (dirs[n_dirs++], sizeof dirs[0], "/sys/fs/cgroup/sandstep/%s", argv[1]);
   for (int i = 0; i < n_dirs; i++)
-    if (mkdir (dirs[i], 0755) < 0 && errno != EEXIST)
-      {
-        perror (dirs[i]);
-        return 1;
-      }
+    {
+      int fd;
+      if (mkdir (dirs[i], 0755) < 0 && errno != EEXIST)
+        {
+          perror (dirs[i]);
+          return 1;
+        }
+      snprintf (path, sizeof path, "%s/%s", dirs[i], is_v1 ? "tasks" : "");
+      fd = open (path, is_v1 ? O_WRONLY | O_CLOEXEC : O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0)
+        {
+          perror (path);
+          return 1;
+        }
+      if (is_v1)
+        tasks[n_tasks++] = fd;
+      else
+        {
+          args.flags |= CLONE_INTO_CGROUP;
+          args.cgroup = (uint64_t) fd;
+        }
+    }
   if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
     return 1;
   pid = syscall (SYS_clone3, &args, sizeof args);
   if (pid == 0)
     {
       close (pipe_fds[1]);
-      return child (pipe_fds[0], argv + 2);
+      return child (pipe_fds[0], tasks, n_tasks, argv + 2);
     }
   if (pid < 0)
     {
@@ -112,13 +142,6 @@ main (int argc, char **argv)
   snprintf (text, sizeof text, "0 %u 1\n", (unsigned) getgid ());
   snprintf (path, sizeof path, "/proc/%d/gid_map", (int) pid);
   write_file (path, text);
-  snprintf (text, sizeof text, "%d", (int) pid);
-  for (int i = 0; i < n_dirs; i++)
-    {
-      snprintf (path, sizeof path, "%s/cgroup.procs", dirs[i]);
-      if (write_file (path, text) < 0)
-        perror (path);
-    }
   if (write (pipe_fds[1], "g", 1) != 1 || waitpid (pid, &status, 0) < 0)
     return 1;
   for (int i = 0; i < n_dirs; i++)

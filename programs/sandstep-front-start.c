@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandstep-cgroup-warm.h"
 #include "sandstep-run-wire.h"
 #include "sandstep-supervisor-start.h"
 
@@ -68,10 +67,8 @@ sandstep_front_start_supervisor (const char *program, const char *init, const ch
       munmap ((void *) image, image_size);
       image = NULL;
     }
-  /* The supervisor's first cgroup move waits for the kernel: let that wait start now (with a jail to start,
-   * the go-between does). */
-  if (image == NULL)
-    sandstep_cgroup_warm_up ();
+  /* With no jail to start here, the supervisor builds it, moving no process by its pid: no warm-up
+   * (sandstep-cgroup-warm.h). */
   ready = sandstep_supervisor_spawn (program, handle, store, lock, plan, pair[1], env, image, init_fd);
   if (ready < 0)
     {

@@ -192,16 +192,42 @@ receive_go (const SandstepJailImage *image, int go, int *slots)
   return next == image->n_trees ? 0 : -1;
 }
 
+/* The word that it is in the sandbox's cgroup, or with the `tasks` files of its v1 cgroups (opened by the starter,
+ * whose right to write them the kernel checks) to move itself in: a thread that moves itself takes none of the
+ * kernel's wait for a move of a process by its pid (sandstep-cgroup-warm.h), and it is our only one.  0, or -1
+ * with errno and the step that failed in *@out_step. */
 static int
-receive_byte (int go)
+receive_cgroup_word (int go, int *out_step)
 {
+  union { char buf[CMSG_SPACE (SANDSTEP_JAIL_MAX_CGROUP_FDS * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
   char byte;
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg;
+  int r = 0, errsv = 0;
   ssize_t n;
 
+  *out_step = SANDSTEP_JAIL_STEP_PARENT_GONE;
   do
-    n = recv (go, &byte, 1, 0);
+    n = recvmsg (go, &msg, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
-  return n == 1 ? 0 : -1;
+  if (n != 1)
+    return -1;
+  for (cmsg = CMSG_FIRSTHDR (&msg); cmsg != NULL; cmsg = CMSG_NXTHDR (&msg, cmsg))
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+      for (size_t i = 0; i < (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int); i++)
+        {
+          int fd;
+          memcpy (&fd, CMSG_DATA (cmsg) + i * sizeof (int), sizeof (int));
+          /* "0": the writer's own thread.  Each closed at once: none reaches init. */
+          if (r == 0 && write (fd, "0", 1) != 1)
+            r = -1, errsv = errno;
+          close (fd);
+        }
+  *out_step = SANDSTEP_JAIL_STEP_CGROUP_MOVE;
+  errno = errsv;
+  return r;
 }
 
 static void
@@ -232,6 +258,7 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
                                 .filter = (struct sock_filter *) ((char *) image + image->filters) };
   int report = args->report;
   int slots[SANDSTEP_JAIL_MAX_SLOTS];
+  int step;
   sigset_t none;
 
   for (int i = 0; i < 3; i++)
@@ -299,8 +326,8 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
     child_fail (report, SANDSTEP_JAIL_STEP_CHDIR, errno);
 
   /* Inside the sandbox's cgroup once told so: make that the root of what it sees. */
-  if (receive_byte (args->go) < 0)
-    child_fail (report, SANDSTEP_JAIL_STEP_PARENT_GONE, errno);
+  if (receive_cgroup_word (args->go, &step) < 0)
+    child_fail (report, step, errno);
   if (unshare (CLONE_NEWCGROUP) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_CGROUP_NS, errno);
   if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)

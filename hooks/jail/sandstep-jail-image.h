@@ -33,6 +33,9 @@ sandstep_kept_plan_trusted (const struct stat *st)
 #define SANDSTEP_JAIL_IMAGE_MAGIC 0x4c494a53u /* "SJIL" */
 #define SANDSTEP_JAIL_MAX_SLOTS 64
 #define SANDSTEP_JAIL_MAX_RLIMITS 8
+/* The most cgroups a jail's child moves itself into: v1's memory, pids, cpu and blkio hierarchies
+ * (sandstep_jail_start_in_cgroup()). */
+#define SANDSTEP_JAIL_MAX_CGROUP_FDS 4
 
 /* The jail's hostname, also in its /etc/hostname and /etc/hosts. */
 #define SANDSTEP_JAIL_HOSTNAME "sandstep"

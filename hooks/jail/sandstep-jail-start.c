@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +26,26 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* Set once the kernel refused to start a child in a cgroup (sandstep_jail_start_clones_into_cgroup()). */
+static int into_cgroup_refused;
+
+int
+sandstep_jail_start_clones_into_cgroup (void)
+{
+  return !into_cgroup_refused;
+}
+
+/* Whether a refusal of CLONE_INTO_CGROUP holds for every later start of this process: not for a cgroup removed
+ * meanwhile (ENOENT, ENODEV: the caller makes it again) nor one that holds controllers for children (EBUSY). */
+static int
+refused_for_good (int errsv)
+{
+  return errsv != ENOENT && errsv != ENODEV && errsv != EBUSY;
+}
 
 static int
 read_last_cap (void)
@@ -111,7 +133,7 @@ make_trees_and_go (const SandstepJailImage *image, pid_t pid, int go, SandstepJa
 }
 
 int
-sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, const cpu_set_t *cpus,
+sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, int cgroup_fd, const cpu_set_t *cpus,
                      SandstepJailStart *out, SandstepJailStartFailure *failure)
 {
   /* The network namespace the child makes itself (sandstep-jail-child.c). */
@@ -125,6 +147,8 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
   SandstepJailChildArgs args = { .image = image, .init_fd = init_fd, .egress = egress_fd, .argv = init_argv };
   int as_root = geteuid () == 0;
   SandstepHostAddresses host_addresses;
+  int into = cgroup_fd >= 0 && !into_cgroup_refused;
+  long securebits = -1;
   cpu_set_t allowed;
   int pidfd = -1, errsv, r = -1;
   pid_t pid;
@@ -160,10 +184,25 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
   /* As root, the namespaces belong to the sandbox's uid, so that its network stack (running as that uid) may
    * join them; nothing else on the host runs as that uid. */
   clone_args.pidfd = (uint64_t) (uintptr_t) &pidfd;
+  /* The kernel lets a child be born in a cgroup if its starter may write the cgroup's cgroup.procs, as the
+   * sandbox's uid it may not: as root, the capabilities (not root's uid) are kept over the clone alone.  The
+   * child's are its own user namespace's either way. */
+  if (into && as_root)
+    {
+      securebits = prctl (PR_GET_SECUREBITS);
+      if (securebits < 0 || prctl (PR_SET_SECUREBITS, securebits | SECBIT_NO_SETUID_FIXUP) < 0)
+        {
+          into = 0;
+          into_cgroup_refused = 1;
+          securebits = -1;
+        }
+    }
   if (as_root && (setresgid (-1, image->outer_gid, -1) < 0 || setresuid (-1, image->outer_uid, -1) < 0))
     {
       fail (failure, SANDSTEP_JAIL_START_TAKE_UID, 0, errno);
       setresgid (-1, 0, -1);
+      if (securebits >= 0 && prctl (PR_SET_SECUREBITS, securebits) < 0)
+        abort ();
       goto out;
     }
   /* The caller's CPUs for the child once it goes; started on another of them than ours. */
@@ -172,12 +211,32 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
   else if (sched_getaffinity (0, sizeof allowed, &allowed) < 0)
     CPU_ZERO (&allowed);
   args.cpus = allowed;
+  if (into)
+    {
+      clone_args.flags |= CLONE_INTO_CGROUP;
+      clone_args.cgroup = (uint64_t) cgroup_fd;
+    }
   pid = syscall (SYS_clone3, &clone_args, sizeof clone_args);
   if (pid == 0)
     _exit (sandstep_jail_child_main (&args));
+  if (pid < 0 && into)
+    {
+      /* Refused (a kernel before 5.7: EINVAL; not cgroup v2: EBADF): started where we are, for the caller to
+       * move, and not tried again where it never works. */
+      if (refused_for_good (errno))
+        into_cgroup_refused = 1;
+      into = 0;
+      clone_args.flags &= ~(uint64_t) CLONE_INTO_CGROUP;
+      clone_args.cgroup = 0;
+      pid = syscall (SYS_clone3, &clone_args, sizeof clone_args);
+      if (pid == 0)
+        _exit (sandstep_jail_child_main (&args));
+    }
   errsv = errno;
   /* Not taking root back would leave this process the sandbox's uid: nothing it could safely do then. */
   if (as_root && (setresuid (-1, 0, -1) < 0 || setresgid (-1, 0, -1) < 0))
+    abort ();
+  if (securebits >= 0 && prctl (PR_SET_SECUREBITS, securebits) < 0)
     abort ();
   if (pid < 0)
     {
@@ -186,6 +245,7 @@ sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd,
     }
   out->pid = pid;
   out->pidfd = pidfd;
+  out->born_in_cgroup = into;
   /* Its build and our start (the supervisor's exec) at once: it takes back every CPU once told to go
    * (sandstep-jail-child.c), which is after this. */
   sandstep_process_start_elsewhere (pid, &allowed);
@@ -216,9 +276,27 @@ out:
 }
 
 int
-sandstep_jail_start_in_cgroup (SandstepJailStart *start)
+sandstep_jail_start_in_cgroup (SandstepJailStart *start, const int *fds, unsigned n_fds)
 {
-  if (send (start->go, "c", 1, MSG_NOSIGNAL) == 1)
+  union { char buf[CMSG_SPACE (SANDSTEP_JAIL_MAX_CGROUP_FDS * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  char byte = 'c';
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+  if (n_fds > SANDSTEP_JAIL_MAX_CGROUP_FDS)
+    return (errno = EINVAL, -1);
+  if (n_fds > 0)
+    {
+      struct cmsghdr *cmsg;
+      msg.msg_control = cmsg_buf.buf;
+      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+      cmsg = CMSG_FIRSTHDR (&msg);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+      memcpy (CMSG_DATA (cmsg), fds, n_fds * sizeof (int));
+    }
+  if (sendmsg (start->go, &msg, MSG_NOSIGNAL) == 1)
     return 0;
   if (errno == ECONNRESET)
     errno = EPIPE;

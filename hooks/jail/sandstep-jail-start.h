@@ -9,7 +9,8 @@
  * third of a millisecond, meanwhile), waits for its uid and gid maps and
  * its trees, builds its root (sandstep-jail-child.c) and then waits to be told
  * that it is in the sandbox's cgroup before it drops every privilege and
- * execs init.
+ * execs init.  Given the cgroup (v2), the child is born in it instead
+ * (clone3's CLONE_INTO_CGROUP), and no process of the sandbox is ever moved.
  *
  * Plain C: the static front links it.
  */
@@ -26,6 +27,7 @@ typedef struct {
   int go;          /* the starter's end: sandstep_jail_start_in_cgroup() */
   int report;      /* EOF once init runs, else one SandstepJailFailure (sandstep-jail-init.h) */
   int control;     /* the starter's end of init's control socket */
+  int born_in_cgroup;  /* in the cgroup given from its birth: nothing to move */
 } SandstepJailStart;
 
 /* Where a start failed. */
@@ -49,16 +51,23 @@ typedef struct {
 } SandstepJailStartFailure;
 
 /* Clones @image's child, writes its maps, makes its trees and tells it to build.  @init_fd: sandstep-init, opened
- * O_PATH; @egress_fd: -1 unless network=allow; @cpus: the caller's CPUs, which the child takes once told to go
- * (NULL: this process's).  The caller is single-threaded; as root it briefly takes the
- * sandbox's uid as its effective one.  0, or -1 with *@failure; either way *@out holds what was made, for
- * sandstep_jail_start_abandon() once it is not wanted. */
-int sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, const cpu_set_t *cpus,
-                         SandstepJailStart *out, SandstepJailStartFailure *failure);
+ * O_PATH; @egress_fd: -1 unless network=allow; @cgroup_fd: the sandbox's cgroup v2 directory (O_PATH), which the
+ * child is born in where the kernel allows (out->born_in_cgroup says so; elsewhere the caller moves it), or -1;
+ * @cpus: the caller's CPUs, which the child takes once told to go (NULL: this process's).  The caller is
+ * single-threaded; as root it briefly takes the sandbox's uid as its effective one.  0, or -1 with *@failure;
+ * either way *@out holds what was made, for sandstep_jail_start_abandon() once it is not wanted. */
+int sandstep_jail_start (const SandstepJailImage *image, int init_fd, int egress_fd, int cgroup_fd,
+                         const cpu_set_t *cpus, SandstepJailStart *out, SandstepJailStartFailure *failure);
 
-/* The child is in the sandbox's cgroup (or it has none): it may exec init.  0, or -1 with errno (EPIPE: it
- * ended, and its report says why). */
-int sandstep_jail_start_in_cgroup (SandstepJailStart *start);
+/* Whether this process starts a child in a given cgroup: 1 until the kernel refused once (a kernel before 5.7,
+ * a directory not of cgroup v2, a caller that may not write there), then 0 for the rest of the process, so that
+ * no start pays a failed clone3 where it cannot work. */
+int sandstep_jail_start_clones_into_cgroup (void);
+
+/* The child is in the sandbox's cgroup (or it has none), or moves itself in with the @n_fds files of @fds (the
+ * `tasks` files of its v1 cgroups, opened for writing: sandstep_cgroup_open_moves()), which are sent, not taken:
+ * then it may exec init.  0, or -1 with errno (EPIPE: it ended, and its report says why). */
+int sandstep_jail_start_in_cgroup (SandstepJailStart *start, const int *fds, unsigned n_fds);
 
 /* Kills the child if there is one, reaps it, and closes every fd of @start. */
 void sandstep_jail_start_abandon (SandstepJailStart *start);

@@ -324,6 +324,7 @@ describe_step (SandstepJail *jail, int step)
     case SANDSTEP_JAIL_STEP_NETNS:       return g_strdup ("make the sandbox's network namespace");
     case SANDSTEP_JAIL_STEP_SETUID:      return g_strdup ("become the sandbox's uid 0");
     case SANDSTEP_JAIL_STEP_CGROUP_NS:   return g_strdup ("make the sandbox's cgroup namespace");
+    case SANDSTEP_JAIL_STEP_CGROUP_MOVE: return g_strdup ("move into the sandbox's cgroup");
     case SANDSTEP_JAIL_STEP_PRIVATE:     return g_strdup ("make the mount namespace private");
     case SANDSTEP_JAIL_STEP_PIVOT:       return g_strdup ("pivot into the sandbox's root");
     case SANDSTEP_JAIL_STEP_ROOT_RDONLY: return g_strdup ("make the sandbox's root read-only");
@@ -465,16 +466,21 @@ finish (SandstepJail *jail, SandstepJailStart *start, gboolean started, Sandstep
         SandstepJailCheckFunc check, gpointer user_data, SandstepJailProcess *out, GError **error)
 {
   gboolean ok = started;
+  int fds[SANDSTEP_JAIL_MAX_CGROUP_FDS];
+  guint n_fds = 0;
 
-  /* The child builds its root meanwhile: a sandbox's first move into its cgroup waits for the kernel
-   * (sandstep-cgroup-warm.h), and every cgroup operation with it. */
-  if (ok && attach != NULL)
-    ok = attach (start->pid, user_data, error);
+  /* The child builds its root meanwhile.  One born inside is not moved. */
+  if (ok && attach != NULL && !start->born_in_cgroup)
+    ok = attach (start->pid, fds, &n_fds, user_data, error);
   if (ok)
     {
-      /* Told it is in its cgroup; one that failed meanwhile, or died, says so on the report pipe instead. */
-      if (sandstep_jail_start_in_cgroup (start) < 0 && errno != EPIPE)
-        ok = sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
+      /* Told it is in its cgroup, or to move itself in; one that failed meanwhile, or died, says so on the report
+       * pipe instead. */
+      int sent = sandstep_jail_start_in_cgroup (start, fds, n_fds), errsv = errno;
+      for (guint i = 0; i < n_fds; i++)
+        close (fds[i]);
+      if (sent < 0 && errsv != EPIPE)
+        ok = sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
                                    "Could not tell the sandbox's first process to go on");
       else
         ok = (check == NULL || check (user_data, error)) && await_exec (jail, start, error);
@@ -503,15 +509,15 @@ finish (SandstepJail *jail, SandstepJailStart *start, gboolean started, Sandstep
 }
 
 gboolean
-sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc attach, gpointer user_data,
-                     SandstepJailProcess *out, GError **error)
+sandstep_jail_build (SandstepJail *jail, int egress_fd, int cgroup_fd, SandstepJailAttachFunc attach,
+                     gpointer user_data, SandstepJailProcess *out, GError **error)
 {
   SandstepJailStart start;
   SandstepJailStartFailure failure;
   gboolean started;
 
   *out = (SandstepJailProcess) { .pid = -1, .pidfd = -1, .control = -1 };
-  started = sandstep_jail_start (jail->image, jail->init_fd, egress_fd, NULL, &start, &failure) == 0;
+  started = sandstep_jail_start (jail->image, jail->init_fd, egress_fd, cgroup_fd, NULL, &start, &failure) == 0;
   if (!started)
     start_failed (jail, &failure, error);
   return finish (jail, &start, started, attach, NULL, user_data, out, error);

@@ -57,15 +57,20 @@ typedef struct {
   int control;
 } SandstepJailProcess;
 
-/* Moves the jail's child (@pid) into the sandbox's cgroup before it
- * starts, so that everything of the sandbox is born inside. */
-typedef gboolean (*SandstepJailAttachFunc) (int pid, gpointer user_data, GError **error);
+/* Puts the jail's child (@pid) into the sandbox's cgroup before it
+ * starts, so that everything of the sandbox is born inside: moves it, or
+ * gives in @out_fds (up to SANDSTEP_JAIL_MAX_CGROUP_FDS, *@out_n_fds of
+ * them, closed by the caller) the files it moves itself in with
+ * (sandstep_jail_start_in_cgroup()).  Not called for a child born in it. */
+typedef gboolean (*SandstepJailAttachFunc) (int pid, int *out_fds, guint *out_n_fds, gpointer user_data,
+                                            GError **error);
 
 /* Builds the sandbox and starts its init; @egress_fd (network=allow, else
- * -1) is where init hands the connections made to the proxy port.  The
- * caller must be single-threaded. */
-gboolean sandstep_jail_build (SandstepJail *jail, int egress_fd, SandstepJailAttachFunc attach, gpointer user_data,
-                              SandstepJailProcess *out, GError **error);
+ * -1) is where init hands the connections made to the proxy port;
+ * @cgroup_fd: the sandbox's cgroup v2 directory to start it in, or -1
+ * (sandstep_jail_start()).  The caller must be single-threaded. */
+gboolean sandstep_jail_build (SandstepJail *jail, int egress_fd, int cgroup_fd, SandstepJailAttachFunc attach,
+                              gpointer user_data, SandstepJailProcess *out, GError **error);
 
 /* Whether the plan may be used after all, asked while the child finishes: FALSE ends it unused. */
 typedef gboolean (*SandstepJailCheckFunc) (gpointer user_data, GError **error);

@@ -18,7 +18,6 @@
 
 #include "sandstep-backend.h"
 #include "sandstep-cgroup.h"
-#include "sandstep-cgroup-warm.h"
 #include "sandstep-error.h"
 #include "sandstep-read-libc.h"
 #include "sandstep-image-root.h"
@@ -335,9 +334,7 @@ sandstep_supervisor_connect (SandstepStore *store, const SandstepRecord *record,
           /* Nobody serves the sandbox: start its supervisor.  One that is killed as it starts ran nothing:
            * start another, a few times. */
           gboolean gone = FALSE;
-          /* Its first move of the sandbox into its cgroup waits for the kernel: let that wait start now. */
-          if (vanished == 0)
-            sandstep_cgroup_warm_up ();
+          /* It builds the jail, moving no process by its pid: no warm-up (sandstep-cgroup-warm.h). */
           started = start_supervisor (store, record, lock, &gone, error);
           close (lock);
           if (!started && gone && ++vanished < START_ATTEMPTS)

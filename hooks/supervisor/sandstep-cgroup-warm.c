@@ -117,12 +117,18 @@ sandstep_cgroup_moves_wait (void)
   return known;
 }
 
+int
+sandstep_cgroup_v1_writable (void)
+{
+  return access ("/sys/fs/cgroup/memory", W_OK) == 0 && access ("/sys/fs/cgroup/pids", W_OK) == 0;
+}
+
 void
 sandstep_cgroup_warm_up (void)
 {
   pid_t child;
 
-  if (!sandstep_cgroup_moves_wait ())
+  if (!sandstep_cgroup_moves_wait () || sandstep_cgroup_v1_writable ())
     return;
   child = fork ();
 

@@ -33,6 +33,7 @@ struct _SandstepCgroup {
   char *own_blkio_dir;
   int oom_fd;              /* memory.oom_control (v1) or memory.events, kept open for the counters */
   int pids_fd;             /* pids.events */
+  int dir_fd;              /* v2: memory_dir, O_PATH */
 };
 
 static gboolean
@@ -185,11 +186,9 @@ sandstep_cgroup_kind (void)
 
   if (g_once_init_enter (&once))
     {
-      g_autofree char *memory = v1_parent ("memory", FALSE);
-      g_autofree char *pids = v1_parent ("pids", FALSE);
       g_autofree char *v2 = NULL;
 
-      if (memory != NULL && pids != NULL)
+      if (sandstep_cgroup_v1_writable ())
         kind = SANDSTEP_CGROUP_V1;
       else if ((v2 = v2_parent (TRUE)) != NULL)
         kind = SANDSTEP_CGROUP_V2;
@@ -209,6 +208,8 @@ sandstep_cgroup_free (SandstepCgroup *cgroup)
     close (cgroup->oom_fd);
   if (cgroup->pids_fd >= 0)
     close (cgroup->pids_fd);
+  if (cgroup->dir_fd >= 0)
+    close (cgroup->dir_fd);
   g_free (cgroup->memory_dir);
   g_free (cgroup->pids_dir);
   g_free (cgroup->cpu_dir);
@@ -224,7 +225,7 @@ find (const char *name, gboolean make)
 {
   g_autoptr(SandstepCgroup) cgroup = g_new0 (SandstepCgroup, 1);
 
-  cgroup->oom_fd = cgroup->pids_fd = -1;
+  cgroup->oom_fd = cgroup->pids_fd = cgroup->dir_fd = -1;
   cgroup->kind = sandstep_cgroup_kind ();
   switch (cgroup->kind)
     {
@@ -349,6 +350,8 @@ sandstep_cgroup_make (const char *name, const SandstepCgroupLimits *limits, GErr
   cgroup->oom_fd = open_counter (cgroup->memory_dir,
                                  cgroup->kind == SANDSTEP_CGROUP_V1 ? "memory.oom_control" : "memory.events");
   cgroup->pids_fd = open_counter (pids_dir, "pids.events");
+  if (cgroup->kind == SANDSTEP_CGROUP_V2)
+    cgroup->dir_fd = open (cgroup->memory_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   return g_steal_pointer (&cgroup);
 
 fail:
@@ -423,6 +426,12 @@ sandstep_cgroup_io_weight_unavailable (void)
   return NULL;
 }
 
+int
+sandstep_cgroup_dir_fd (SandstepCgroup *cgroup)
+{
+  return cgroup->dir_fd;
+}
+
 gboolean
 sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
 {
@@ -434,6 +443,39 @@ sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error)
     if (dirs[i] != NULL && !write_text (dirs[i], "cgroup.procs", text))
       return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errno,
                                    "Could not move the sandbox into its cgroup '%s'", dirs[i]);
+  return TRUE;
+}
+
+gboolean
+sandstep_cgroup_open_moves (SandstepCgroup *cgroup, int *fds, guint *out_n, GError **error)
+{
+  const char *dirs[] = { cgroup->memory_dir, cgroup->pids_dir, cgroup->cpu_dir, cgroup->blkio_dir };
+
+  *out_n = 0;
+  if (cgroup->kind != SANDSTEP_CGROUP_V1)
+    return TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      g_autofree char *path = NULL;
+      int fd, errsv;
+
+      if (dirs[i] == NULL)
+        continue;
+      path = g_build_filename (dirs[i], "tasks", NULL);
+      fd = open (path, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0)
+        {
+          fds[(*out_n)++] = fd;
+          continue;
+        }
+      errsv = errno;
+      for (guint k = 0; k < *out_n; k++)
+        close (fds[k]);
+      *out_n = 0;
+      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED, errsv,
+                                   "Could not open the sandbox's cgroup '%s' to move it in; check that sandstep "
+                                   "may write the cgroup hierarchy there", dirs[i]);
+    }
   return TRUE;
 }
 

@@ -3,9 +3,9 @@
  * One cgroup per sandbox, under a parent of sandstep's own (the v1
  * hierarchies' or the v2 root's "sandstep"), never under the caller's
  * cgroup: a destroy from any cgroup finds it.  Every process of the sandbox
- * is born inside (the supervisor moves the jail's first process in before
- * it starts); the supervisor itself stays out, so that only the sandbox is
- * charged and counted.  Memory (swap included) and process counts are
+ * is born inside (on v2 the jail's first process is started in it, else the
+ * supervisor moves it in before it starts); the supervisor itself stays out,
+ * so that only the sandbox is charged and counted.  Memory (swap included) and process counts are
  * limited there.  GLib core only: the static supervisor links it.
  */
 #pragma once
@@ -46,8 +46,19 @@ char *sandstep_cgroup_io_weight_unavailable (void);
 void sandstep_cgroup_free (SandstepCgroup *cgroup);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SandstepCgroup, sandstep_cgroup_free)
 
+/* v2: its directory, opened O_PATH, to start a process in (sandstep_jail_start()); owned by @cgroup.  -1 on
+ * v1, whose hierarchies a process can only be moved into. */
+int sandstep_cgroup_dir_fd (SandstepCgroup *cgroup);
+
 /* Moves the process @pid in. */
 gboolean sandstep_cgroup_attach (SandstepCgroup *cgroup, int pid, GError **error);
+
+/* v1: the `tasks` files of its cgroups, opened for writing (close-on-exec) into @fds (up to 4; *@out_n of them),
+ * with which a single-threaded process moves itself in by writing "0" there: a thread that moves itself takes no
+ * lock of every process's, so none of the kernel's wait for one (sandstep-cgroup-warm.h), which a move of a
+ * process by its pid takes.  The process needs no right of its own: the kernel checks the opener's.  v2: none
+ * (*@out_n 0): there a process is started inside, or moved (sandstep_cgroup_attach()). */
+gboolean sandstep_cgroup_open_moves (SandstepCgroup *cgroup, int *fds, guint *out_n, GError **error);
 
 /* Its count of OOM kills and of forks refused at its pids limit (0 for
  * NULL): a command that ran while they grew hit them. */

@@ -521,24 +521,48 @@ start_proxy (Supervisor *s, int *out_egress, GError **error)
 
 /* ---- the sandbox ---- */
 
-/* The cgroup is made at the sandbox's first build, while its first process builds its root: both wait behind
- * the kernel's grace period that the first move needs (sandstep-cgroup-warm.h). */
+/* The cgroup is made at the sandbox's first build, while its first process builds its root (where provision did
+ * not make it).  On v1 the child moves itself in (sandstep_cgroup_open_moves()), so that no process is moved by its
+ * pid, which waits for the kernel after a quiet spell (sandstep-cgroup-warm.h). */
 static gboolean
-attach_to_cgroup (int pid, gpointer user_data, GError **error)
+attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, GError **error)
 {
   Supervisor *s = user_data;
   SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
 
+  *out_n_fds = 0;
   if (s->cgroup == NULL && sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
       (s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
     return FALSE;
-  if (s->cgroup == NULL || sandstep_cgroup_attach (s->cgroup, pid, NULL))
+  if (s->cgroup == NULL)
+    return TRUE;
+  if (sandstep_cgroup_kind () == SANDSTEP_CGROUP_V1 ? sandstep_cgroup_open_moves (s->cgroup, out_fds, out_n_fds, NULL)
+                                                    : sandstep_cgroup_attach (s->cgroup, pid, NULL))
     return TRUE;
   /* Removed between its making and this move (a gc's sweep of empty cgroups, sandstep_cgroup_sweep): once more. */
   g_clear_pointer (&s->cgroup, sandstep_cgroup_free);
   if ((s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
     return FALSE;
-  return sandstep_cgroup_attach (s->cgroup, pid, error);
+  return sandstep_cgroup_kind () == SANDSTEP_CGROUP_V1 ? sandstep_cgroup_open_moves (s->cgroup, out_fds, out_n_fds, error)
+                                                       : sandstep_cgroup_attach (s->cgroup, pid, error);
+}
+
+/* On cgroup v2 the jail's first process is born in the sandbox's cgroup, made before it (sandstep_jail_start()):
+ * its directory, or -1 (v1, or not made: attach_to_cgroup() makes it again and says why). */
+static int
+cgroup_to_start_in (Supervisor *s)
+{
+  SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
+  g_autoptr(GError) error = NULL;
+
+  if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_V2)
+    return -1;
+  if (s->cgroup == NULL && (s->cgroup = sandstep_cgroup_make (s->handle, &limits, &error)) == NULL)
+    {
+      g_debug ("No cgroup to start the sandbox in: %s", error != NULL ? error->message : "none here");
+      return -1;
+    }
+  return sandstep_cgroup_dir_fd (s->cgroup);
 }
 
 void
@@ -642,13 +666,13 @@ build_sandbox (Supervisor *s, GError **error)
   if (sandstep_jail_egress (s->jail) && !start_proxy (s, &egress, error))
     return FALSE;
   s->sources = sandstep_jail_sources (s->jail);
-  ok = sandstep_jail_build (s->jail, egress, attach_to_cgroup, s, &s->init, &local_error);
+  ok = sandstep_jail_build (s->jail, egress, cgroup_to_start_in (s), attach_to_cgroup, s, &s->init, &local_error);
   /* Its first process killed from outside while it started: nothing ran yet, so build it again. */
   for (int retry = 0; !ok && retry < BUILD_RETRIES &&
                       g_error_matches (local_error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_KILLED); retry++)
     {
       g_clear_error (&local_error);
-      ok = sandstep_jail_build (s->jail, egress, attach_to_cgroup, s, &s->init, &local_error);
+      ok = sandstep_jail_build (s->jail, egress, cgroup_to_start_in (s), attach_to_cgroup, s, &s->init, &local_error);
     }
   if (!ok)
     g_propagate_error (error, g_steal_pointer (&local_error));

@@ -134,7 +134,7 @@ become_supervisor (const char *program, const char *handle, const int *given, in
   if (fds[INIT_FD] >= 0)
     {
       fcntl (INIT_FD, F_SETFD, FD_CLOEXEC);
-      if (sandstep_jail_start (image, INIT_FD, -1, cpus, &jail, &failure) < 0)
+      if (sandstep_jail_start (image, INIT_FD, -1, -1, cpus, &jail, &failure) < 0)
         sandstep_jail_start_abandon (&jail);
       close (INIT_FD);
     }
@@ -180,8 +180,9 @@ sandstep_supervisor_spawn (const char *program, const char *handle, int store_fd
   if (errsv == 0 && image != NULL)
     {
       /* fork, not vfork: the go-between's child goes on in the go-between's memory.  The go-between then makes
-       * the kernel start the wait that the supervisor's first cgroup move has (sandstep-cgroup-warm.h), which
-       * may take it tens of milliseconds: nobody waits for it, and whoever reaps our children reaps it. */
+       * the kernel start the wait that the supervisor's move of this jail by its pid has on cgroup v2
+       * (sandstep-cgroup-warm.h), which may take it tens of milliseconds: nobody waits for it, and whoever
+       * reaps our children reaps it. */
       middle = fork ();
       if (middle == 0)
         {
