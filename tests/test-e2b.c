@@ -660,6 +660,54 @@ test_unary (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "workspaceKept"));
 }
 
+/* Asserts that the connection of contract case @name was closed as its answer said, or took a second request. */
+static void
+assert_connection_kept_or_closed (JsonObject *contract, const char *name)
+{
+  JsonObject *o = member_object (contract, name);
+  const char *connection = json_object_get_string_member_with_default (o, "connection", NULL);
+
+  g_test_message ("%s: Connection '%s', %s", name, connection != NULL ? connection : "(none)",
+                  json_object_has_member (o, "second") ? "second request sent" : "closed as said");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  if (g_strcmp0 (connection, "close") == 0)
+    g_assert_true (json_object_get_boolean_member (o, "closed"));
+  else
+    /* It said nothing (keep-alive): then it must answer the next request, not close under it. */
+    g_assert_cmpint (json_object_get_int_member_with_default (o, "second", 0), ==, 200);
+}
+
+static void
+test_connections (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *contract;
+  JsonArray *waited;
+
+  g_test_summary ("Every answer the SDK meets (the platform API's, envd's unary JSON, a command's stream that "
+                  "ends, a kill, a killed command's stream) either says 'Connection: close' and closes, or "
+                  "answers a second request on the same connection: sandstepd closes each connection after its "
+                  "answer, and a close it did not announce lost the client's next call when sent as the close "
+                  "came ('fetch failed' right after commands.kill, docs/e2b.md); then rounds of the SDK killing "
+                  "a background command and at once listing, stat-ing, getting info and running all succeed");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "killed.mjs", "", fx->key);
+  contract = member_object (report, "contract");
+  assert_connection_kept_or_closed (contract, "platform");
+  assert_connection_kept_or_closed (contract, "unary");
+  assert_connection_kept_or_closed (contract, "stream");
+  assert_connection_kept_or_closed (contract, "kill");
+  assert_connection_kept_or_closed (contract, "killedStream");
+  g_assert_true (json_object_get_boolean_member (member_object (contract, "killedStream"), "killed"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "failures")), ==, 0);
+  waited = json_object_get_array_member (report, "waited");
+  g_assert_cmpuint (json_array_get_length (waited), ==, json_object_get_int_member (report, "rounds"));
+  for (guint i = 0; i < json_array_get_length (waited); i++)
+    g_assert_cmpint (json_array_get_int_element (waited, i), ==, 128 + SIGKILL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -673,5 +721,6 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
+  ADD ("/e2b/wire/connections", test_connections);
   return g_test_run ();
 }
