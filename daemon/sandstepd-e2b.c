@@ -47,6 +47,43 @@ sandstepd_e2b_is_path (const char *path)
          strcmp (path, "/v2/sandboxes") == 0 || is_unserved_area (path) || sandstepd_envd_is_path (path);
 }
 
+gboolean
+sandstepd_e2b_set_templates (Daemon *d, char **pairs, GError **error)
+{
+  for (char **p = pairs; p != NULL && *p != NULL; p++)
+    {
+      const char *eq = strchr (*p, '=');
+      g_autofree char *name = eq != NULL ? g_strndup (*p, eq - *p) : NULL;
+
+      if (name == NULL || name[0] == '\0' || eq[1] == '\0')
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "--e2b-template '%s' is not NAME=REF; give a template name and an image reference, "
+                               "e.g. --e2b-template=python=docker://registry.example/python:3", *p);
+      /* "base" is the host's root, the SDK's default: an image under its name would change every default create. */
+      if (strcmp (name, E2B_BASE_TEMPLATE) == 0)
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "--e2b-template '%s': the template '" E2B_BASE_TEMPLATE "' is the host's root; "
+                               "give the image another name", *p);
+      if (d->e2b_templates == NULL)
+        d->e2b_templates = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      g_hash_table_replace (d->e2b_templates, g_steal_pointer (&name), g_strdup (eq + 1));
+    }
+  return TRUE;
+}
+
+/* The configured template names, for a message: "a, b", or "none". */
+static char *
+template_names (Daemon *d)
+{
+  g_autoptr(GList) names = d->e2b_templates != NULL ? g_hash_table_get_keys (d->e2b_templates) : NULL;
+  g_autoptr(GString) out = g_string_new (NULL);
+
+  names = g_list_sort (names, (GCompareFunc) strcmp);
+  for (GList *l = names; l != NULL; l = l->next)
+    g_string_append_printf (out, "%s'%s'", out->len > 0 ? ", " : "", (const char *) l->data);
+  return out->len > 0 ? g_string_free (g_steal_pointer (&out), FALSE) : g_strdup ("none");
+}
+
 const SandstepTokenEntry *
 sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
 {
@@ -90,27 +127,44 @@ meta_path (Daemon *d, const char *handle)
   return g_build_filename (d->state_dir, "e2b", name, NULL);
 }
 
-/* The metadata of @handle: an object, empty when it has none or its file is unreadable. */
+/* The record of @handle, or NULL when it has none or its file is unreadable. */
 static JsonObject *
-meta_load (Daemon *d, const char *handle)
+meta_record (Daemon *d, const char *handle)
 {
   g_autofree char *path = meta_path (d, handle);
   g_autofree char *text = NULL;
   gsize len = 0;
-  g_autoptr(JsonObject) record = NULL;
-  JsonNode *node;
 
-  if (!g_file_get_contents (path, &text, &len, NULL) ||
-      (record = sandstep_wire_parse_object (text, len, NULL)) == NULL)
-    return json_object_new ();
-  node = json_object_get_member (record, "metadata");
+  if (!g_file_get_contents (path, &text, &len, NULL))
+    return NULL;
+  return sandstep_wire_parse_object (text, len, NULL);
+}
+
+/* The metadata of @handle: an object, empty when it has none or its file is unreadable. */
+static JsonObject *
+meta_load (Daemon *d, const char *handle)
+{
+  g_autoptr(JsonObject) record = meta_record (d, handle);
+  JsonNode *node = record != NULL ? json_object_get_member (record, "metadata") : NULL;
+
   if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
     return json_object_new ();
   return json_object_ref (json_node_get_object (node));
 }
 
+/* The template @handle was made from: "base" for one without a record (a make step's) or made so. */
+static char *
+meta_template (Daemon *d, const char *handle)
+{
+  g_autoptr(JsonObject) record = meta_record (d, handle);
+  const char *template = record != NULL ? json_object_get_string_member_with_default (record, "template", NULL)
+                                        : NULL;
+
+  return g_strdup (template != NULL ? template : E2B_BASE_TEMPLATE);
+}
+
 static gboolean
-meta_save (Daemon *d, const char *handle, JsonObject *metadata, GError **error)
+meta_save (Daemon *d, const char *handle, JsonObject *metadata, const char *template, GError **error)
 {
   g_autofree char *path = meta_path (d, handle);
   g_autofree char *dir = g_path_get_dirname (path);
@@ -125,6 +179,7 @@ meta_save (Daemon *d, const char *handle, JsonObject *metadata, GError **error)
                                    "Cannot make '%s' for E2B's metadata", dir);
     }
   json_object_set_object_member (record, "metadata", json_object_ref (metadata));
+  json_object_set_string_member (record, "template", template);
   text = sandstep_wire_to_text (record, &len);
   return g_file_set_contents_full (path, text, len, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
@@ -224,9 +279,10 @@ sandbox_object (Request *req, const SandstepListEntry *entry, gboolean with_toke
   const char *key = soup_message_headers_get_one (soup_server_message_get_request_headers (req->msg), "X-API-Key");
   g_autofree char *started = iso8601 (entry->created);
   g_autofree char *ends = iso8601 (entry->expires);
+  g_autofree char *template = meta_template (req->d, entry->handle);
 
   json_object_set_string_member (o, "sandboxID", entry->handle);
-  json_object_set_string_member (o, "templateID", E2B_BASE_TEMPLATE);
+  json_object_set_string_member (o, "templateID", template);
   json_object_set_string_member (o, "clientID", "sandstep");
   json_object_set_object_member (o, "metadata", meta_load (req->d, entry->handle));
   json_object_set_string_member (o, "startedAt", started);
@@ -247,9 +303,10 @@ created_object (Request *req, const char *handle)
 {
   JsonObject *o = json_object_new ();
   const char *key = soup_message_headers_get_one (soup_server_message_get_request_headers (req->msg), "X-API-Key");
+  g_autofree char *template = meta_template (req->d, handle);
 
   json_object_set_string_member (o, "sandboxID", handle);
-  json_object_set_string_member (o, "templateID", E2B_BASE_TEMPLATE);
+  json_object_set_string_member (o, "templateID", template);
   json_object_set_string_member (o, "clientID", "sandstep");
   json_object_set_string_member (o, "envdVersion", E2B_ENVD_VERSION);
   /* envd's calls carry it back as X-Access-Token: the caller's own key, checked as every key is. */
@@ -276,6 +333,8 @@ typedef struct {
   char *owner;
   char *holder;
   JsonObject *metadata;     /* create: what to keep */
+  char *template;           /* create: the template as named */
+  gboolean template_is_name;  /* create: a configured name (--e2b-template), not a reference */
   GHashTable *filter;       /* list: the metadata it must have; NULL: any */
   gint64 timeout_s;         /* timeout, connect: the sandbox ends this long from now; 0: unchanged */
   /* results */
@@ -292,6 +351,7 @@ e2b_job_free (E2bJob *job)
   sandstep_spec_free (job->spec);
   g_free (job->owner);
   g_free (job->holder);
+  g_free (job->template);
   if (job->metadata != NULL)
     json_object_unref (job->metadata);
   if (job->filter != NULL)
@@ -328,7 +388,21 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       gboolean existing = FALSE;
       g_autofree char *handle = sandstep_backend_provision (b, job->spec, &who, &existing, &job->error);
 
-      if (handle != NULL && !meta_save (req->d, handle, job->metadata, &job->error))
+      /* A template that is neither base, a configured name nor an image reference is a name sandstepd lacks. */
+      if (handle == NULL && !job->template_is_name &&
+          g_error_matches (job->error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE))
+        {
+          g_autofree char *names = template_names (req->d);
+          g_autofree char *shown = sandstep_escape (job->template, -1, 200, SANDSTEP_ESCAPE_VALUE);
+          g_autofree char *why = g_strdup (job->error->message);
+
+          g_clear_error (&job->error);
+          g_set_error (&job->error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE,
+                       "Template '%s' is not served by sandstepd: use '" E2B_BASE_TEMPLATE "' (the host's root), "
+                       "a template sandstepd was started with (--e2b-template; here: %s), or an image's "
+                       "docker:// reference (as a template: %s)", shown, names, why);
+        }
+      if (handle != NULL && !meta_save (req->d, handle, job->metadata, job->template, &job->error))
         {
           /* A sandbox whose metadata is lost would not be found by it: none is made. */
           SandstepIdentity killer = { job->owner, job->holder, NULL };
@@ -459,13 +533,7 @@ read_create (Request *req, E2bJob *job)
   node = json_object_get_member (body, "templateID");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
     template = json_node_get_string (node);
-  if (strcmp (template, E2B_BASE_TEMPLATE) != 0)
-    {
-      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
-                           "Template '%s' is not served by sandstepd: use '" E2B_BASE_TEMPLATE
-                           "' (the host's root); images as templates are not served yet", template);
-      return FALSE;
-    }
+  job->template = g_strdup (template);
   job->metadata = meta_check (json_object_get_member (body, "metadata"), &error);
   if (job->metadata == NULL)
     {
@@ -473,6 +541,15 @@ read_create (Request *req, E2bJob *job)
       return FALSE;
     }
   job->spec = sandstep_spec_new ();
+  /* Any other template is an image: a configured name's, or the reference itself, which the backend pulls
+   * (and refuses when it names a file of this host, or does not parse). */
+  if (strcmp (template, E2B_BASE_TEMPLATE) != 0)
+    {
+      const char *configured = req->d->e2b_templates != NULL ? g_hash_table_lookup (req->d->e2b_templates, template)
+                                                             : NULL;
+      job->template_is_name = configured != NULL;
+      job->spec->image = g_strdup (configured != NULL ? configured : template);
+    }
   node = json_object_get_member (body, "timeout");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node))
     {

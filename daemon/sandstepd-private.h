@@ -85,6 +85,7 @@ struct _Daemon {
   int staging_fd;
   SandstepTokenSet *tokens;   /* every request needs one of them */
   char **server_names;        /* Host names accepted besides addresses, localhost and this host's name */
+  GHashTable *e2b_templates;  /* E2B template name -> image reference (--e2b-template); NULL: none */
   char *self_exe;
   GHashTable *leases;       /* claim id -> Lease (ref) */
   GQueue idle;              /* Workers without a lease (ref), the most recently used first */
@@ -337,6 +338,8 @@ void sandstepd_handle_put (Request *req);
 
 /* TRUE when @path is one of E2B's (the platform API's or envd's), whose requests sandstepd-e2b.c reads. */
 gboolean sandstepd_e2b_is_path (const char *path);
+/* Reads --e2b-template's NAME=REF pairs into @d; FALSE with @error naming a bad one. */
+gboolean sandstepd_e2b_set_templates (Daemon *d, char **pairs, GError **error);
 gboolean sandstepd_envd_is_path (const char *path);
 /* The token entry an E2B request carries (X-API-KEY, or envd's X-Access-Token), or NULL with why not. */
 const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why);

@@ -10,6 +10,7 @@
  * Environment: SANDSTEPD (the daemon), G_TEST_SRCDIR.
  */
 #include <fcntl.h>
+#include <gio/gio.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <poll.h>
@@ -34,6 +35,8 @@ typedef struct {
   GPid pid;
   int out_fd;
   char *url;
+  char *template_arg;       /* --e2b-template=... for the daemon, or NULL */
+  GPid registry_pid;        /* a docker-registry of the case's, or 0 */
 } Fixture;
 
 static char *
@@ -77,6 +80,12 @@ fixture_teardown (Fixture *fx, gconstpointer data)
           waitpid (fx->pid, &status, 0);
         }
     }
+  if (fx->registry_pid > 0)
+    {
+      kill (fx->registry_pid, SIGKILL);
+      waitpid (fx->registry_pid, &status, 0);
+    }
+  g_free (fx->template_arg);
   if (fx->out_fd >= 0)
     close (fx->out_fd);
   g_free (fx->token_file);
@@ -145,7 +154,7 @@ server_start (Fixture *fx)
   const char *daemon = g_getenv ("SANDSTEPD");
   g_autofree char *token_opt = g_strconcat ("--token-file=", fx->token_file, NULL);
   g_autofree char *state_opt = g_strconcat ("--state-dir=", fx->f.state_dir, NULL);
-  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, NULL };
+  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, fx->template_arg, NULL };
   g_autoptr(GString) out = g_string_new (NULL);
   g_autoptr(GError) error = NULL;
   gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
@@ -660,6 +669,138 @@ test_unary (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "workspaceKept"));
 }
 
+/* Runs @argv (a tool of the image tests), asserting that it succeeds. */
+static void
+run_tool (const char *const *argv)
+{
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("%s failed: %s", argv[0], err);
+}
+
+/* A busybox image (busybox-static, /bin/sh, /marker, and /bin/bash: the SDK runs commands with bash -l -c, and
+ * busybox has no bash, so a script hands them to its sh) in a docker-registry the case starts on loopback, as
+ * e2b/busybox:1; returns its docker:// reference. */
+static char *
+busybox_in_registry (Fixture *fx)
+{
+  g_autofree char *layout = g_build_filename (fx->f.host_dir, "image", NULL);
+  g_autofree char *image = g_strconcat (layout, ":t", NULL);
+  g_autofree char *bundle = g_build_filename (fx->f.host_dir, "bundle", NULL);
+  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  g_autofree char *busybox = g_build_filename (bin, "busybox", NULL);
+  g_autofree char *sh = g_build_filename (bin, "sh", NULL);
+  g_autofree char *bash = g_build_filename (bin, "bash", NULL);
+  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  g_autofree char *config = g_build_filename (fx->f.host_dir, "registry.yml", NULL);
+  g_autofree char *storage = g_build_filename (fx->f.host_dir, "registry", NULL);
+  g_autofree char *config_text = NULL, *src = NULL, *dst = NULL;
+  const char *registry[] = { "docker-registry", "serve", config, NULL };
+  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
+  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(GError) error = NULL;
+  guint16 port;
+  gboolean up = FALSE;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    {
+      g_autofree char *found = g_find_program_in_path (tools[i]);
+      if (found == NULL)
+        g_error ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry skopeo umoci "
+                 "busybox-static)", tools[i]);
+    }
+  {
+    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
+    const char *make[] = { "umoci", "new", "--image", image, NULL };
+    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
+    const char *copy[] = { "cp", "/bin/busybox", busybox, NULL };
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+
+    run_tool (init);
+    run_tool (make);
+    run_tool (unpack);
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    run_tool (copy);
+    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+    g_assert_true (g_file_set_contents_full (bash, "#!/bin/sh\nexec /bin/sh \"$@\"\n", -1,
+                                             G_FILE_SET_CONTENTS_NONE, 0755, NULL));
+    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
+    run_tool (repack);
+  }
+  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
+  bound = g_socket_get_local_address (probe, NULL);
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (probe, NULL);
+  config_text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                                 "http:\n  addr: 127.0.0.1:%u\n", storage, port);
+  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
+  g_spawn_async (NULL, (char **) registry, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &fx->registry_pid,
+                 &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200 && !up; i++)
+    {
+      g_autoptr(GSocketClient) client = g_socket_client_new ();
+      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
+      up = connection != NULL;
+      if (!up)
+        g_usleep (50000);
+    }
+  g_assert_true (up);
+  src = g_strconcat ("oci:", image, NULL);
+  dst = g_strdup_printf ("docker://127.0.0.1:%u/e2b/busybox:1", port);
+  {
+    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+    run_tool (push);
+  }
+  return g_steal_pointer (&dst);
+}
+
+static void
+test_template (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *image = NULL;
+  JsonObject *o;
+
+  g_test_summary ("Sandbox.create(template) with a template other than base: an image's docker:// reference, "
+                  "pulled from a loopback registry by sandstepd, and a name sandstepd was started with "
+                  "(--e2b-template=NAME=REF) make sandboxes whose root is the image (its /marker, no host /usr); "
+                  "getInfo and list name the template; a name that is neither is refused naming the configured "
+                  "ones, a file's reference (oci:) is refused, and an image the registry lacks is not found");
+  if (!sdk_ready ())
+    return;
+  image = busybox_in_registry (fx);
+  fx->template_arg = g_strdup_printf ("--e2b-template=box=%s", image);
+  server_start (fx);
+  fx->f.envp = g_environ_setenv (fx->f.envp, "E2B_TEST_IMAGE", image, TRUE);
+  report = run_sdk (fx, "template", fx->key);
+  o = member_object (report, "byReference");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "from the image\nno-host-usr\n");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, image);
+  g_assert_true (json_object_get_boolean_member (o, "listed"));
+  o = member_object (report, "byName");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "from the image\nno-host-usr\n");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, "box");
+  g_assert_cmpstr (json_object_get_string_member (o, "connectedTemplate"), ==, "box");
+  o = member_object (report, "base");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, "base");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "host-usr\n");
+  assert_threw (report, "unknown", "SandboxError", "400: Template 'no-such-template' is not served by sandstepd");
+  assert_threw (report, "unknown", "SandboxError", "here: 'box'");
+  assert_threw (report, "file", "SandboxError", "names a file");
+  assert_threw (report, "missing", "SandboxError", "404: ");
+}
+
 /* Asserts that the connection of contract case @name was closed as its answer said, or took a second request. */
 static void
 assert_connection_kept_or_closed (JsonObject *contract, const char *name)
@@ -719,6 +860,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
+  ADD ("/e2b/sdk/template", test_template);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
   ADD ("/e2b/wire/connections", test_connections);

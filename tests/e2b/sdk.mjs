@@ -3,7 +3,7 @@
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
-// files, handed.
+// files, handed, template.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -177,6 +177,40 @@ async function background() {
   await take('killedSandbox', async () => { await sbx.kill(); return true; });
 }
 
+// Templates other than base: an image's reference (E2B_TEST_IMAGE, in a loopback registry) and a name sandstepd
+// was started with (box, the same image); what is neither, a file's reference, and an image not there fail.
+async function template() {
+  const image = process.env.E2B_TEST_IMAGE;
+  const probe = 'cat /marker; [ -e /usr/bin/env ] && echo host-usr || echo no-host-usr';
+  await take('byReference', async () => {
+    const sbx = await Sandbox.create(image, { timeoutMs: 120_000 });
+    const r = await sbx.commands.run(probe);
+    const listed = (await Sandbox.list().nextItems()).some((s) => s.sandboxId === sbx.sandboxId && s.templateId === image);
+    const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId, listed };
+    await sbx.kill();
+    return out;
+  });
+  await take('byName', async () => {
+    const sbx = await Sandbox.create('box', { timeoutMs: 120_000 });
+    const r = await sbx.commands.run(probe);
+    const connected = await Sandbox.connect(sbx.sandboxId);
+    const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId,
+                  connectedTemplate: (await connected.getInfo()).templateId };
+    await sbx.kill();
+    return out;
+  });
+  await take('base', async () => {
+    const sbx = await Sandbox.create({ timeoutMs: 120_000 });
+    const r = await sbx.commands.run('[ -e /usr/bin/env ] && echo host-usr || echo no-host-usr');
+    const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId };
+    await sbx.kill();
+    return out;
+  });
+  await take('unknown', async () => (await Sandbox.create('no-such-template')).sandboxId);
+  await take('file', async () => (await Sandbox.create('oci:/etc:x')).sandboxId);
+  await take('missing', async () => (await Sandbox.create(image.replace(/:1$/, ':2'))).sandboxId);
+}
+
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
 async function scoped() {
   const other = { apiKey: process.env.E2B_OTHER_KEY };
@@ -287,7 +321,7 @@ async function handed() {
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
 }
 
-const areas = { lifecycle, scoped, commands, background, files, handed };
+const areas = { lifecycle, scoped, commands, background, files, handed, template };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
