@@ -34,6 +34,8 @@ sandstepd_envd_unref (Envd *job)
   g_free (job->tag);
   if (job->selector != NULL)
     json_object_unref (job->selector);
+  if (job->input != NULL)
+    g_bytes_unref (job->input);
   g_free (job->path);
   g_free (job->dest);
   if (job->fd >= 0)

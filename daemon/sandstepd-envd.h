@@ -20,6 +20,9 @@ typedef enum {
   ENVD_MKDIR,               /* filesystem.Filesystem/MakeDir */
   ENVD_PS,                  /* process.Process/List */
   ENVD_SIGNAL,              /* process.Process/SendSignal */
+  ENVD_CONNECT,             /* process.Process/Connect */
+  ENVD_INPUT,               /* process.Process/SendInput */
+  ENVD_CLOSE_STDIN,         /* process.Process/CloseStdin */
 } EnvdOp;
 
 typedef struct {
@@ -30,7 +33,9 @@ typedef struct {
   char *command;            /* start */
   JsonObject *process;      /* start: StartRequest.process, for commands.list */
   char *tag;
-  JsonObject *selector;     /* signal: ProcessSelector */
+  JsonObject *selector;     /* signal, connect, input, close-stdin: ProcessSelector */
+  gboolean stdin;           /* start: the command reads a pipe that SendInput writes */
+  GBytes *input;            /* input: the bytes for the command's stdin */
   double timeout_s;
   char *path;               /* the files' */
   char *dest;               /* move: where to */
@@ -73,6 +78,14 @@ void sandstepd_envd_fs_start (Envd *job);
  * @process, StartRequest.process) with @tag (NULL: none), until @lease ends; returns its pid, which the SDK
  * names it by. */
 guint32 sandstepd_envd_command_add (Request *req, JsonObject *process, const char *tag, Lease *lease);
+/* The command's stdin: @fd (taken; -1: none), the write end of the pipe it reads, for SendInput and CloseStdin. */
+void sandstepd_envd_command_set_stdin (guint32 pid, int fd);
+/* Streams to @req (a Connect of the command @selector names) a start event, then what the command's own stream
+ * gets from now on, and its end; FALSE (nothing answered) when no such command runs. */
+gboolean sandstepd_envd_command_connect (const char *handle, JsonObject *selector, Request *req);
+/* Writes @data to the stdin of the command @selector names (@data NULL: closes its stdin); NULL when done, else
+ * Connect's code of the failure, with @message (newly allocated) saying why and what to do. */
+const char *sandstepd_envd_command_input (const char *handle, JsonObject *selector, GBytes *data, char **message);
 /* ListResponse of process.proto: the commands of @handle that still run. */
 JsonObject *sandstepd_envd_command_list (const char *handle);
 /* Kills the command of @handle that @selector ({"pid": N} or {"tag": T}) names; FALSE when none runs. */

@@ -194,6 +194,9 @@ struct _Request {
    * its protocol (E2B's envd). */
   char *keepalive_frame;
   gsize keepalive_len;
+  /* Streamed answers that get a copy of every byte this one takes from now on, and end with it (E2B's
+   * commands.connect); NULL: none. */
+  GPtrArray *tees;
 };
 
 /* ---- sandstepd-http.c: logging, answers, streamed answers, connections ---- */
@@ -228,6 +231,9 @@ void sandstepd_stream_take (Request *req, char *data, gsize len);
 void sandstepd_stream_object (Request *req, JsonObject *object);
 void sandstepd_stream_end (Request *req);
 void sandstepd_stream_error (Request *req, const GError *error);
+/* @tee (begun already) gets a copy of what @req's stream takes from now on, and ends when it ends; a tee whose
+ * reader falls SANDSTEPD_TEE_MAX bytes behind is ended (with no last frame: its reader sees the stream cut). */
+void sandstepd_stream_tee (Request *req, Request *tee);
 /* libsoup's "finished": the exchange is over, whoever ended it. */
 void sandstepd_request_finished (SoupServerMessage *msg, gpointer user_data);
 
@@ -324,6 +330,9 @@ typedef struct {
 /* sandstepd_stream_step() framed by @framing, with no stdin: the stream holds @lease and ends it before the
  * last bytes go, or abruptly when the caller goes away. */
 void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing);
+/* The same with @stdin_fd (taken; -1: none) as the command's stdin. */
+void sandstepd_stream_step_framed_stdin (Request *req, Lease *lease, JsonObject *message,
+                                         const SandstepdFraming *framing, int stdin_fd);
 
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 

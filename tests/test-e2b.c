@@ -403,7 +403,7 @@ test_background (Fixture *fx, gconstpointer data)
                   "the output and exit code; commands.list() shows a running command (its pid and process) "
                   "and not one killed; kill() by the handle ends it and frees the sandbox, a second "
                   "kill or an unknown pid is false; a key of another owner neither lists nor kills; "
-                  "commands.connect and sendStdin say they are not served");
+                  "commands.connect reconnects to it, and sendStdin to a command started without stdin says so");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -424,8 +424,10 @@ test_background (Fixture *fx, gconstpointer data)
                    "echo started; sleep 60");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (p, "envs"), "A"), ==, "b");
   assert_threw (report, "busy", "SandboxError", "held by");
-  assert_threw (report, "reconnect", "SandboxError", "commands.connect) is not served");
-  assert_threw (report, "stdin", "SandboxError", "sendStdin) is not served");
+  g_assert_cmpint (json_object_get_int_member (report, "reconnect"), ==, pid);
+  assert_threw (report, "stdin", "SandboxError", "[failed_precondition] Command");
+  assert_threw (report, "stdin", "SandboxError", "has no stdin to write: start it with commands.run(cmd, "
+                "{background: true, stdin: true})");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
   /* A killed command's wait() ends as envd's does: CommandExitError, killed by SIGKILL (as the shell says it). */
   o = member_object (report, "waited");
@@ -585,7 +587,7 @@ test_wire (Fixture *fx, gconstpointer data)
 
   g_test_summary ("process.Process/Start refuses what the SDK never sends, each with Connect's code and what "
                   "to do: a body shorter than an envelope, an envelope whose length lies or that is followed by "
-                  "another, compressed, not JSON, no cmd, a bad environment name, stdin, the unary type, no or "
+                  "another, compressed, not JSON, no cmd, a bad environment name, the unary type, no or "
                   "a bad sandbox, another owner's sandbox (not found), no key (401), a body over 1 MiB (413)");
   if (!sdk_ready ())
     return;
@@ -598,7 +600,11 @@ test_wire (Fixture *fx, gconstpointer data)
   assert_stream_error (report, "notJson", "invalid_argument", "JSON");
   assert_stream_error (report, "noCmd", "invalid_argument", "no 'cmd'");
   assert_stream_error (report, "badEnvName", "invalid_argument", "'A=B' cannot be set");
-  assert_stream_error (report, "stdin", "unimplemented", "stdin is not served");
+  /* stdin: true is served: the command reads a pipe (test_stdin); /bin/true ends at once. */
+  o = member_object (report, "stdin");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpint (json_object_get_int_member (o, "endFlags"), ==, 2);
+  g_assert_false (json_object_has_member (o, "code"));
   assert_stream_error (report, "unaryType", "invalid_argument", "application/connect+json, not 'application/json'");
   assert_stream_error (report, "noSandbox", "not_found", "E2b-Sandbox-Id");
   assert_stream_error (report, "badSandbox", "not_found", "'../../etc' not found");
@@ -667,6 +673,45 @@ test_unary (Fixture *fx, gconstpointer data)
   assert_unary (report, "signalStringPid", 404, "not_found", "No command with that pid");
   assert_unary (report, "signalNoSandbox", 404, "not_found", "E2b-Sandbox-Id");
   g_assert_true (json_object_get_boolean_member (report, "workspaceKept"));
+}
+
+static void
+test_stdin (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o;
+
+  g_test_summary ("A command's stdin and reconnecting to a command through the SDK: run({background: true, "
+                  "stdin: true}) reads what sendStdin sends (a string, then bytes) until closeStdin; "
+                  "commands.connect(pid) streams what the command writes from then on and its exit code (not "
+                  "what it wrote before), and a command killed while connected ends the connected handle as "
+                  "killed; sendStdin to a command without stdin, and sendStdin or connect to a pid that runs "
+                  "no command, fail saying so, and another owner's key feeds nothing; the sandbox is free after");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "stdin", fx->key);
+  o = member_object (report, "fed");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "got hello\nmore\ndone\n");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 0);
+  o = member_object (report, "connected");
+  g_assert_true (json_object_get_boolean_member (o, "pid"));
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "two-y\n");
+  g_assert_cmpstr (json_object_get_string_member (o, "streamed"), ==, "two-y\n");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member (o, "ownStdout"), ==, "one\ntwo-y\n");
+  o = member_object (report, "connectedKilled");
+  g_assert_cmpstr (json_object_get_string_member (o, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 128 + SIGKILL);
+  g_assert_cmpstr (json_object_get_string_member (o, "error"), ==, "signal: killed");
+  assert_threw (report, "noStdin", "SandboxError", "has no stdin to write");
+  assert_threw (report, "inputGone", "NotFoundError", "No command with that pid runs");
+  assert_threw (report, "connectGone", "NotFoundError", "No command with that pid runs");
+  o = member_object (report, "otherInput");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
+  g_assert_cmpstr (json_object_get_string_member (o, "code"), ==, "not_found");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "");
+  g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
 }
 
 /* Runs @argv (a tool of the image tests), asserting that it succeeds. */
@@ -861,6 +906,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/sdk/template", test_template);
+  ADD ("/e2b/sdk/stdin", test_stdin);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
   ADD ("/e2b/wire/connections", test_connections);

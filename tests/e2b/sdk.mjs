@@ -3,7 +3,7 @@
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
-// files, handed, template.
+// files, handed, template, stdin.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -211,6 +211,69 @@ async function template() {
   await take('missing', async () => (await Sandbox.create(image.replace(/:1$/, ':2'))).sandboxId);
 }
 
+// A command's stdin (run({stdin: true}), sendStdin, closeStdin) and commands.connect(pid): what the command
+// streams from then on, its end included.
+async function stdin() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('fed', async () => {
+    const h = await sbx.commands.run('read line; echo "got $line"; cat; echo done', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'hello\n');
+    await sbx.commands.sendStdin(h.pid, new TextEncoder().encode('more\n'));
+    await sbx.commands.closeStdin(h.pid);
+    const r = await h.wait();
+    return { stdout: r.stdout, exitCode: r.exitCode };
+  });
+  await take('connected', async () => {
+    const h = await sbx.commands.run('echo one; read x; echo "two-$x"', { background: true, stdin: true });
+    for (let i = 0; i < 200 && !h.stdout.includes('one'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    const seen = [];
+    const c = await sbx.commands.connect(h.pid, { onStdout: (d) => seen.push(d) });
+    await sbx.commands.sendStdin(h.pid, 'y\n');
+    const r = await c.wait();
+    const own = await h.wait();
+    return { pid: c.pid === h.pid, stdout: r.stdout, streamed: seen.join(''), exitCode: r.exitCode,
+             ownStdout: own.stdout };
+  });
+  await take('connectedKilled', async () => {
+    const h = await sbx.commands.run('sleep 60', { background: true });
+    const c = await sbx.commands.connect(h.pid);
+    await h.kill();
+    try {
+      await c.wait();
+      return { threw: null };
+    } catch (e) {
+      return { threw: e?.constructor?.name, exitCode: e.exitCode, error: e.error ?? null };
+    }
+  });
+  await take('noStdin', async () => {
+    const h = await sbx.commands.run('sleep 60', { background: true });
+    try {
+      await sbx.commands.sendStdin(h.pid, 'x');
+      return true;
+    } finally {
+      await h.kill();
+    }
+  });
+  await take('inputGone', async () => { await sbx.commands.sendStdin(4_000_000, 'x'); return true; });
+  await take('connectGone', async () => (await sbx.commands.connect(4_000_000)).pid);
+  // A key of another owner neither feeds nor watches this sandbox's commands.
+  await take('otherInput', async () => {
+    const h = await sbx.commands.run('cat', { background: true, stdin: true });
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/SendInput`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId,
+                 'X-Access-Token': process.env.E2B_OTHER_KEY },
+      body: JSON.stringify({ process: { pid: h.pid },
+                             input: { stdin: Buffer.from('theirs\n').toString('base64') } }) });
+    const body = await res.json();
+    await sbx.commands.closeStdin(h.pid);
+    return { status: res.status, code: body.code, stdout: (await h.wait()).stdout };
+  });
+  await take('after', async () => (await sbx.commands.run('echo free')).stdout);
+  await sbx.kill();
+}
+
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
 async function scoped() {
   const other = { apiKey: process.env.E2B_OTHER_KEY };
@@ -321,7 +384,7 @@ async function handed() {
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
 }
 
-const areas = { lifecycle, scoped, commands, background, files, handed, template };
+const areas = { lifecycle, scoped, commands, background, files, handed, template, stdin };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
@@ -329,3 +392,5 @@ if (area === undefined) {
 }
 await area();
 console.log(JSON.stringify(report));
+// The report is whole: a call that failed left the SDK's request timer (60 s) running, which would hold node.
+process.exit(0);
