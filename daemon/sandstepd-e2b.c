@@ -10,6 +10,7 @@
  */
 #include "sandstepd-private.h"
 #include "sandstepd-e2b-answer.h"
+#include "sandstepd-envd.h"
 
 #include <errno.h>
 #include <string.h>
@@ -163,8 +164,18 @@ meta_template (Daemon *d, const char *handle)
   return g_strdup (template != NULL ? template : E2B_BASE_TEMPLATE);
 }
 
+/* The sandbox @handle is a snapshot of (E2B's createSnapshot): NULL for a sandbox that is none. */
+static char *
+meta_snapshot_of (Daemon *d, const char *handle)
+{
+  g_autoptr(JsonObject) record = meta_record (d, handle);
+
+  return record != NULL ? g_strdup (json_object_get_string_member_with_default (record, "snapshot_of", NULL)) : NULL;
+}
+
 static gboolean
-meta_save (Daemon *d, const char *handle, JsonObject *metadata, const char *template, GError **error)
+meta_save (Daemon *d, const char *handle, JsonObject *metadata, const char *template, const char *snapshot_of,
+           GError **error)
 {
   g_autofree char *path = meta_path (d, handle);
   g_autofree char *dir = g_path_get_dirname (path);
@@ -180,6 +191,8 @@ meta_save (Daemon *d, const char *handle, JsonObject *metadata, const char *temp
     }
   json_object_set_object_member (record, "metadata", json_object_ref (metadata));
   json_object_set_string_member (record, "template", template);
+  if (snapshot_of != NULL)
+    json_object_set_string_member (record, "snapshot_of", snapshot_of);
   text = sandstep_wire_to_text (record, &len);
   return g_file_set_contents_full (path, text, len, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
@@ -323,6 +336,11 @@ typedef enum {
   E2B_KILL,
   E2B_CONNECT,
   E2B_TIMEOUT,
+  E2B_SNAPSHOT,             /* POST /sandboxes/{id}/snapshots: a fork of the sandbox that runs nothing */
+  E2B_SNAPSHOT_MADE,        /* its fork is made: the snapshot's record, then the answer */
+  E2B_FORK_MADE,            /* create from a snapshot: its fork is made: the sandbox's record, then the answer */
+  E2B_SNAPSHOTS,            /* GET /snapshots */
+  E2B_DELETE_SNAPSHOT,      /* DELETE /templates/{id} */
 } E2bOp;
 
 typedef struct {
@@ -335,6 +353,9 @@ typedef struct {
   JsonObject *metadata;     /* create: what to keep */
   char *template;           /* create: the template as named */
   gboolean template_is_name;  /* create: a configured name (--e2b-template), not a reference */
+  char *from_snapshot;      /* create: the snapshot (a sandbox's handle) to fork; NULL: none */
+  char *fork;               /* snapshot, create from one: the fork made */
+  char *source;             /* snapshots: the sandbox whose snapshots are listed; NULL: all */
   GHashTable *filter;       /* list: the metadata it must have; NULL: any */
   gint64 timeout_s;         /* timeout, connect: the sandbox ends this long from now; 0: unchanged */
   /* results */
@@ -352,6 +373,9 @@ e2b_job_free (E2bJob *job)
   g_free (job->owner);
   g_free (job->holder);
   g_free (job->template);
+  g_free (job->from_snapshot);
+  g_free (job->fork);
+  g_free (job->source);
   if (job->metadata != NULL)
     json_object_unref (job->metadata);
   if (job->filter != NULL)
@@ -402,7 +426,7 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
                        "a template sandstepd was started with (--e2b-template; here: %s), or an image's "
                        "docker:// reference (as a template: %s)", shown, names, why);
         }
-      if (handle != NULL && !meta_save (req->d, handle, job->metadata, job->template, &job->error))
+      if (handle != NULL && !meta_save (req->d, handle, job->metadata, job->template, NULL, &job->error))
         {
           /* A sandbox whose metadata is lost would not be found by it: none is made. */
           SandstepIdentity killer = { job->owner, job->holder, NULL };
@@ -422,9 +446,70 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       g_task_return_boolean (task, TRUE);
       return;
     }
+  if (job->op == E2B_SNAPSHOT_MADE || job->op == E2B_FORK_MADE)
+    {
+      gboolean snapshot = job->op == E2B_SNAPSHOT_MADE;
+      g_autofree char *template = snapshot ? meta_template (req->d, job->handle) : NULL;
+      g_autoptr(JsonObject) none = json_object_new ();
+      g_autoptr(GPtrArray) made = sandstepd_e2b_covered (req, job->fork, NULL);
+      const SandstepListEntry *entry = made != NULL && made->len == 1 ? made->pdata[0] : NULL;
+
+      /* A snapshot keeps its sandbox's template; a sandbox made from one names the snapshot, as E2B's does.  The
+       * snapshot ends when its sandbox would have (a fork's end is its parent's); a sandbox made from one lives
+       * create's timeout. */
+      if (entry == NULL)
+        g_set_error (&job->error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                     "The fork '%s' is not among the key's sandboxes", job->fork);
+      else if (meta_save (req->d, job->fork, snapshot ? none : job->metadata,
+                          snapshot ? template : job->from_snapshot, snapshot ? job->handle : NULL, &job->error) &&
+               (snapshot || set_end (b, entry, job->spec->lifetime_s, &job->error)))
+        {
+          JsonObject *o = snapshot ? json_object_new () : created_object (req, job->fork);
+
+          if (snapshot)
+            json_object_set_string_member (o, "snapshotID", job->fork);
+          job->status = SOUP_STATUS_CREATED;
+          job->answer = json_node_init_object (json_node_alloc (), o);
+          json_object_unref (o);
+          g_task_return_boolean (task, TRUE);
+          return;
+        }
+      if (entry != NULL)
+        {
+          /* A fork that cannot be kept as asked is not left behind. */
+          g_autofree char *holder = g_strconcat (entry->owner, "/e2b-kill", NULL);
+          SandstepIdentity who = { entry->owner, holder, NULL };
+
+          sandstep_backend_destroy (b, job->fork, &who, NULL);
+          meta_remove (req->d, job->fork);
+        }
+      g_task_return_boolean (task, TRUE);
+      return;
+    }
   entries = sandstepd_e2b_covered (req, job->handle, &job->error);
   if (entries == NULL)
     {
+      g_task_return_boolean (task, TRUE);
+      return;
+    }
+  if (job->op == E2B_SNAPSHOTS)
+    {
+      JsonArray *array = json_array_new ();
+      for (guint i = 0; i < entries->len; i++)
+        {
+          const SandstepListEntry *entry = entries->pdata[i];
+          g_autofree char *of = meta_snapshot_of (req->d, entry->handle);
+          if (of != NULL && (job->source == NULL || strcmp (of, job->source) == 0))
+            {
+              JsonObject *o = json_object_new ();
+              json_object_set_string_member (o, "snapshotID", entry->handle);
+              json_object_set_array_member (o, "names", json_array_new ());
+              json_array_add_object_element (array, o);
+            }
+        }
+      job->status = SOUP_STATUS_OK;
+      job->answer = json_node_init_array (json_node_alloc (), array);
+      json_array_unref (array);
       g_task_return_boolean (task, TRUE);
       return;
     }
@@ -435,7 +520,9 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
         {
           const SandstepListEntry *entry = entries->pdata[i];
           g_autoptr(JsonObject) metadata = meta_load (req->d, entry->handle);
-          if (meta_matches (metadata, job->filter))
+          g_autofree char *of = meta_snapshot_of (req->d, entry->handle);
+          /* A snapshot is no running sandbox: listSnapshots shows it. */
+          if (of == NULL && meta_matches (metadata, job->filter))
             json_array_add_object_element (array, sandbox_object (req, entry, FALSE));
         }
       job->status = SOUP_STATUS_OK;
@@ -451,7 +538,23 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       g_task_return_boolean (task, TRUE);
       return;
     }
-  if (job->op == E2B_KILL)
+  if (job->op == E2B_DELETE_SNAPSHOT)
+    {
+      const SandstepListEntry *entry = entries->pdata[0];
+      g_autofree char *of = meta_snapshot_of (req->d, entry->handle);
+      g_autofree char *holder = g_strconcat (entry->owner, "/e2b-kill", NULL);
+      SandstepIdentity who = { entry->owner, holder, NULL };
+
+      /* Only a snapshot is deleted as a template: a sandbox is killed (DELETE /sandboxes/{id}). */
+      if (of == NULL)
+        job->status = SOUP_STATUS_NOT_FOUND;
+      else if (sandstep_backend_destroy (b, job->handle, &who, &job->error))
+        {
+          meta_remove (req->d, job->handle);
+          job->status = SOUP_STATUS_NO_CONTENT;
+        }
+    }
+  else if (job->op == E2B_KILL)
     {
       const SandstepListEntry *entry = entries->pdata[0];
       g_autofree char *holder = g_strconcat (entry->owner, "/e2b-kill", NULL);
@@ -516,6 +619,17 @@ e2b_done (GObject *source, GAsyncResult *result, gpointer data)
     }
 }
 
+/* A template named by a sandbox's ID that is no snapshot this key has: one text for all, so that another owner's
+ * snapshot is not told from none. */
+static void
+no_snapshot (Request *req, const char *template)
+{
+  sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
+                       "Template '%s' is not a snapshot sandstepd has for this key: it was deleted, is another "
+                       "owner's, or is a sandbox (connect to it, or make a snapshot of it with createSnapshot())",
+                       template);
+}
+
 /* POST /sandboxes's body into @job's spec; FALSE after answering 400. */
 static gboolean
 read_create (Request *req, E2bJob *job)
@@ -541,9 +655,20 @@ read_create (Request *req, E2bJob *job)
       return FALSE;
     }
   job->spec = sandstep_spec_new ();
-  /* Any other template is an image: a configured name's, or the reference itself, which the backend pulls
-   * (and refuses when it names a file of this host, or does not parse). */
-  if (strcmp (template, E2B_BASE_TEMPLATE) != 0)
+  /* A snapshot's ID (a sandbox's handle) makes a fork of it; any other template is an image: a configured
+   * name's, or the reference itself, which the backend pulls (and refuses when it names a file of this host, or
+   * does not parse). */
+  if (sandstep_handle_is_local (template))
+    {
+      g_autofree char *of = meta_snapshot_of (req->d, template);
+      if (of == NULL)
+        {
+          no_snapshot (req, template);
+          return FALSE;
+        }
+      job->from_snapshot = g_strdup (template);
+    }
+  else if (strcmp (template, E2B_BASE_TEMPLATE) != 0)
     {
       const char *configured = req->d->e2b_templates != NULL ? g_hash_table_lookup (req->d->e2b_templates, template)
                                                              : NULL;
@@ -662,6 +787,37 @@ read_filter (Request *req)
   return filter;
 }
 
+/* The fork of a snapshot (or for one) is made: its record and answer are written off the main loop. */
+static void
+on_forked (Request *req, const char *handle, const GError *error, gpointer data)
+{
+  E2bJob *old = data;
+  E2bJob *job;
+  g_autoptr(GTask) task = NULL;
+
+  if (error != NULL)
+    {
+      gboolean not_found = g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND);
+
+      if (old->from_snapshot != NULL && not_found)
+        no_snapshot (req, old->from_snapshot);
+      else if (not_found)
+        sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "%s", error->message);
+      else
+        sandstepd_e2b_backend_error (req, error);
+      return;
+    }
+  /* The fork's call frees @old when it is done: what the answer needs moves to a job of the task's own. */
+  job = g_new0 (E2bJob, 1);
+  *job = *old;
+  memset (old, 0, sizeof *old);
+  job->fork = g_strdup (handle);
+  job->op = job->op == E2B_SNAPSHOT ? E2B_SNAPSHOT_MADE : E2B_FORK_MADE;
+  task = g_task_new (NULL, NULL, e2b_done, NULL);
+  g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
+  g_task_run_in_thread (task, e2b_thread);
+}
+
 static void
 handle_platform (Request *req)
 {
@@ -674,12 +830,48 @@ handle_platform (Request *req)
   g_autoptr(GTask) task = NULL;
   E2bJob *job;
 
+  /* Snapshots: listed (GET /snapshots?sandboxID=) and deleted as templates (DELETE /templates/{id}). */
+  if ((n == 1 && strcmp (parts[0], "snapshots") == 0 && strcmp (method, "GET") == 0) ||
+      (n == 2 && strcmp (parts[0], "templates") == 0 && strcmp (method, "DELETE") == 0))
+    {
+      job = g_new0 (E2bJob, 1);
+      job->req = sandstepd_request_ref (req);
+      if (n == 1)
+        {
+          GUri *uri = soup_server_message_get_uri (req->msg);
+          g_autoptr(GHashTable) query = uri != NULL && g_uri_get_query (uri) != NULL
+                                          ? soup_form_decode (g_uri_get_query (uri))
+                                          : NULL;
+          const char *source = query != NULL ? g_hash_table_lookup (query, "sandboxID") : NULL;
+
+          job->op = E2B_SNAPSHOTS;
+          job->source = source != NULL && source[0] != '\0' ? g_strdup (source) : NULL;
+        }
+      else if (!sandstep_handle_is_local (parts[1]))
+        {
+          g_autofree char *shown = sandstep_escape (parts[1], -1, 200, SANDSTEP_ESCAPE_VALUE);
+          sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "Snapshot '%s' not found: sandstepd has snapshots only "
+                               "(IDs like sandstep-0123456789abcdef), no templates to delete", shown);
+          e2b_job_free (job);
+          return;
+        }
+      else
+        {
+          job->op = E2B_DELETE_SNAPSHOT;
+          job->handle = g_strdup (parts[1]);
+        }
+      task = g_task_new (NULL, NULL, e2b_done, NULL);
+      g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
+      g_task_run_in_thread (task, e2b_thread);
+      return;
+    }
   if (is_unserved_area (req->path))
     {
       sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
-                           "%s %s is not served by sandstepd's E2B API: it has no snapshots, templates or volumes "
-                           "(a template names the host's root, 'base'); it serves create, connect, list, get, "
-                           "setTimeout and kill of sandboxes (docs/e2b.md)", req->method, req->path);
+                           "%s %s is not served by sandstepd's E2B API: it has no templates to build or manage, "
+                           "and no volumes (a template names the host's root, 'base', or an image); it serves "
+                           "create, connect, list, get, setTimeout and kill of sandboxes, and their snapshots "
+                           "(docs/e2b.md)", req->method, req->path);
       return;
     }
   job = g_new0 (E2bJob, 1);
@@ -696,11 +888,13 @@ handle_platform (Request *req)
     job->op = E2B_CONNECT;
   else if (!v2 && np == 3 && strcmp (method, "POST") == 0 && strcmp (p[2], "timeout") == 0)
     job->op = E2B_TIMEOUT;
+  else if (!v2 && np == 3 && strcmp (method, "POST") == 0 && strcmp (p[2], "snapshots") == 0)
+    job->op = E2B_SNAPSHOT;
   else
     {
       sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
                            "%s %s is not served by sandstepd's E2B API; it serves create, connect, list, get, "
-                           "setTimeout and kill of sandboxes (docs/e2b.md)", method, req->path);
+                           "setTimeout and kill of sandboxes, and their snapshots (docs/e2b.md)", method, req->path);
       e2b_job_free (job);
       return;
     }
@@ -723,6 +917,22 @@ handle_platform (Request *req)
     }
   if (job->op == E2B_LIST)
     job->filter = read_filter (req);
+  /* A snapshot is a fork of the sandbox, and a create from one a fork of it: under a claim, as a step's fork. */
+  if (job->op == E2B_SNAPSHOT || job->from_snapshot != NULL)
+    {
+      g_autofree char *holder = NULL;
+      const char *parent = job->op == E2B_SNAPSHOT ? job->handle : job->from_snapshot;
+
+      if (job->op == E2B_SNAPSHOT)
+        {
+          g_autofree char *owner = sandstepd_e2b_owner (req->scope);
+          holder = g_strdup_printf ("%s/e2b-snapshot-%08x%08x", owner, g_random_int (), g_random_int ());
+        }
+      else
+        holder = g_strdup (job->holder);
+      sandstepd_envd_fork (req, parent, holder, on_forked, job, (GDestroyNotify) e2b_job_free);
+      return;
+    }
   task = g_task_new (NULL, NULL, e2b_done, NULL);
   g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
   g_task_run_in_thread (task, e2b_thread);

@@ -261,6 +261,21 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 }
 
 static void
+on_forked (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+  g_autoptr(GPtrArray) handles = error == NULL ? sandstep_wire_read_strings (reply, "handles") : NULL;
+  g_autoptr(GError) none = NULL;
+
+  if (error == NULL && (handles == NULL || handles->len != 1))
+    error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                "The worker forked '%s' but named no fork", job->req->handle);
+  if (error == NULL)
+    job->fork_handle = g_strdup (handles->pdata[0]);
+  sandstepd_envd_files_finish (job, error);
+}
+
+static void
 on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
   Envd *job = call->data;
@@ -288,6 +303,10 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     case ENVD_INPUT:
     case ENVD_CLOSE_STDIN:
       g_assert_not_reached ();
+    case ENVD_FORK:
+      sandstepd_worker_call (lease->worker, "fork", sandstep_wire_fork_request (NULL, job->fork_holder, 1), NULL, 0,
+                             on_forked, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
+      return;
     case ENVD_START:
       {
         int stdin_pipe[2] = { -1, -1 };
@@ -490,6 +509,21 @@ handle_start (Request *req)
   job->timeout_s = connect_timeout_s (req);
   job->stdin = stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) &&
                json_node_get_value_type (stdin_node) == G_TYPE_BOOLEAN && json_node_get_boolean (stdin_node);
+  envd_go (job);
+}
+
+void
+sandstepd_envd_fork (Request *req, const char *handle, const char *holder, EnvdForked forked, gpointer data,
+                     GDestroyNotify destroy)
+{
+  Envd *job = sandstepd_envd_new (req, ENVD_FORK);
+
+  g_free (req->handle);
+  req->handle = g_strdup (handle);
+  job->fork_holder = g_strdup (holder);
+  job->forked = forked;
+  job->forked_data = data;
+  job->forked_destroy = destroy;
   envd_go (job);
 }
 

@@ -23,7 +23,11 @@ typedef enum {
   ENVD_CONNECT,             /* process.Process/Connect */
   ENVD_INPUT,               /* process.Process/SendInput */
   ENVD_CLOSE_STDIN,         /* process.Process/CloseStdin */
+  ENVD_FORK,                /* a fork of the sandbox, for E2B's snapshots (sandstepd-e2b.c) */
 } EnvdOp;
+
+/* What a fork gives back instead of an answer: the fork's handle, or @error. */
+typedef void (*EnvdForked) (Request *req, const char *handle, const GError *error, gpointer data);
 
 typedef struct {
   int refs;
@@ -36,6 +40,11 @@ typedef struct {
   JsonObject *selector;     /* signal, connect, input, close-stdin: ProcessSelector */
   gboolean stdin;           /* start: the command reads a pipe that SendInput writes */
   GBytes *input;            /* input: the bytes for the command's stdin */
+  char *fork_holder;        /* fork: the holder of the fork */
+  char *fork_handle;        /* fork: the fork made */
+  EnvdForked forked;        /* fork: called once (the claim gone), instead of an answer */
+  gpointer forked_data;
+  GDestroyNotify forked_destroy;
   double timeout_s;
   char *path;               /* the files' */
   char *dest;               /* move: where to */
@@ -66,6 +75,11 @@ void sandstepd_envd_files_finish (Envd *job, const GError *error);
 void sandstepd_envd_answer_json (Envd *job, JsonNode *node);
 /* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
 JsonObject *sandstepd_envd_entry_info (const char *dir, const char *name, gboolean is_dir);
+
+/* Forks sandbox @handle for @holder (of the sandbox's owner) under a claim of its own, as a step's fork does, once
+ * the key of @req covers the sandbox; then calls @forked (its claim gone), which answers @req. */
+void sandstepd_envd_fork (Request *req, const char *handle, const char *holder, EnvdForked forked, gpointer data,
+                          GDestroyNotify destroy);
 
 /* ---- sandstepd-envd-jail.c: Stat, Remove, Move, MakeDir as commands in the jail ---- */
 

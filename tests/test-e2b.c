@@ -319,7 +319,8 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_assert_false (array_has (report, "briefListed", brief));
   assert_threw (report, "pause", "SandboxError", "/pause is not served by sandstepd's E2B API");
   assert_threw (report, "metrics", "SandboxError", "/metrics is not served by sandstepd's E2B API");
-  assert_threw (report, "snapshots", "SandboxError", "has no snapshots");
+  /* No snapshot made here: none listed (test_snapshots makes them). */
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "snapshots")), ==, 0);
   assert_threw (report, "badMetadata", "SandboxError", "400: The value of metadata 'n' is not a string");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
@@ -714,6 +715,62 @@ test_stdin (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
 }
 
+static void
+test_snapshots (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  const char *id, *snap;
+  JsonObject *o;
+
+  g_test_summary ("E2B's snapshots through the SDK, as sandstep forks: createSnapshot() keeps the sandbox's files "
+                  "as they are; Sandbox.create(snapshotId) makes a sandbox of them (its templateId the snapshot, "
+                  "its lifetime create's timeout), which changes alone, as the sandbox does; listSnapshots (of "
+                  "the sandbox, and all) lists it and list() does not; deleteSnapshot deletes it once; a sandbox "
+                  "or a deleted snapshot is no template; another owner's key neither lists, makes, uses nor "
+                  "deletes one");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "snapshots", fx->key);
+  id = json_object_get_string_member (report, "sandboxId");
+  snap = json_object_get_string_member (report, "snapshot");
+  g_assert_true (g_str_has_prefix (snap, "sandstep-"));
+  g_assert_cmpstr (snap, !=, id);
+  o = member_object (report, "fromSnapshot");
+  g_assert_cmpstr (json_object_get_string_member (o, "read"), ==, "step 1");
+  g_assert_cmpstr (json_object_get_string_member (o, "run"), ==, "step 1");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, snap);
+  g_assert_cmpint (json_object_get_int_member (o, "lifetimeS"), >=, 55);
+  g_assert_cmpint (json_object_get_int_member (o, "lifetimeS"), <=, 61);
+  g_assert_cmpstr (json_object_get_string_member (report, "sandboxAfter"), ==, "step 2");
+  g_assert_cmpstr (json_object_get_string_member (report, "snapshotAfter"), ==, "step 1");
+  g_assert_true (array_has (report, "listed", snap));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "listed")), ==, 1);
+  g_assert_true (array_has (report, "listedAll", snap));
+  g_assert_true (array_has (report, "sandboxes", id));
+  g_assert_false (array_has (report, "sandboxes", snap));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "otherListed")), ==, 0);
+  assert_threw (report, "otherSnapshot", "SandboxNotFoundError", id);
+  assert_threw (report, "otherCreate", "SandboxError", "is not a snapshot sandstepd has for this key");
+  g_assert_false (json_object_get_boolean_member (report, "otherDelete"));
+  assert_threw (report, "fromSandbox", "SandboxError", "is not a snapshot sandstepd has for this key");
+  g_assert_false (json_object_get_boolean_member (report, "deleteSandbox"));
+  g_assert_true (json_object_get_boolean_member (report, "deleted"));
+  g_assert_false (json_object_get_boolean_member (report, "deletedAgain"));
+  assert_threw (report, "fromDeleted", "SandboxError", "is not a snapshot sandstepd has for this key");
+  assert_threw (report, "snapshotGone", "SandboxNotFoundError", "sandstep-00000000000000ff");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+  /* Deleted means gone from the state directory, with its record. */
+  {
+    g_autofree char *sandboxes = g_build_filename (fx->f.state_dir, "sandboxes", NULL);
+    g_autofree char *names = sandstep_test_dir_names (sandboxes);
+    g_autofree char *meta_name = g_strconcat (snap, ".json", NULL);
+    g_autofree char *meta = g_build_filename (fx->f.state_dir, "e2b", meta_name, NULL);
+    sandstep_test_assert_not_contains (names, snap);
+    g_assert_false (g_file_test (meta, G_FILE_TEST_EXISTS));
+  }
+}
+
 /* Runs @argv (a tool of the image tests), asserting that it succeeds. */
 static void
 run_tool (const char *const *argv)
@@ -907,6 +964,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/sdk/template", test_template);
   ADD ("/e2b/sdk/stdin", test_stdin);
+  ADD ("/e2b/sdk/snapshots", test_snapshots);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
   ADD ("/e2b/wire/connections", test_connections);

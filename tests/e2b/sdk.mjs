@@ -3,7 +3,7 @@
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
-// files, handed, template, stdin.
+// files, handed, template, stdin, snapshots.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -71,7 +71,7 @@ async function lifecycle() {
   await take('briefInfo', async () => (await brief.getInfo()).sandboxId);
   await take('briefRun', async () => (await brief.commands.run('echo alive')).stdout);
   await take('briefListed', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
-  // What has no sandstep meaning says it is not served, in E2B's shape.
+  // What has no sandstep meaning says it is not served, in E2B's shape; no snapshot is made here, so none lists.
   await take('pause', async () => { await sbx.pause(); return true; });
   await take('metrics', async () => await sbx.getMetrics());
   await take('snapshots', async () => await Sandbox.listSnapshots().nextItems());
@@ -274,6 +274,48 @@ async function stdin() {
   await sbx.kill();
 }
 
+// Snapshots: createSnapshot() is a fork of the sandbox's files as they are; Sandbox.create(snapshotId) a sandbox
+// of them; listSnapshots and deleteSnapshot; another owner's key sees, uses and deletes none.
+async function snapshots() {
+  const other = { apiKey: process.env.E2B_OTHER_KEY };
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { from: 'snapshots' } });
+  report.sandboxId = sbx.sandboxId;
+  await sbx.files.write('/workspace/state.txt', 'step 1');
+  await take('snapshot', async () => (await sbx.createSnapshot()).snapshotId);
+  const snap = report.snapshot;
+  await sbx.files.write('/workspace/state.txt', 'step 2');
+  await take('fromSnapshot', async () => {
+    const made = await Sandbox.create(snap, { timeoutMs: 60_000 });
+    const info = await made.getInfo();
+    const out = { read: await made.files.read('/workspace/state.txt'), templateId: info.templateId,
+                  lifetimeS: Math.round((info.endAt - Date.now()) / 1000),
+                  run: (await made.commands.run('cat state.txt; echo " again" >> state.txt', { cwd: '/workspace' })).stdout };
+    await made.kill();
+    return out;
+  });
+  await take('sandboxAfter', async () => await sbx.files.read('/workspace/state.txt'));
+  await take('snapshotAfter', async () => {
+    const made = await Sandbox.create(snap, { timeoutMs: 60_000 });
+    const read = await made.files.read('/workspace/state.txt');
+    await made.kill();
+    return read;
+  });
+  await take('listed', async () => (await sbx.listSnapshots().nextItems()).map((x) => x.snapshotId));
+  await take('listedAll', async () => (await Sandbox.listSnapshots().nextItems()).map((x) => x.snapshotId));
+  await take('sandboxes', async () => (await Sandbox.list().nextItems()).map((x) => x.sandboxId));
+  await take('otherListed', async () => (await Sandbox.listSnapshots(other).nextItems()).map((x) => x.snapshotId));
+  await take('otherSnapshot', async () => (await Sandbox.createSnapshot(sbx.sandboxId, other)).snapshotId);
+  await take('otherCreate', async () => (await Sandbox.create(snap, other)).sandboxId);
+  await take('otherDelete', async () => await Sandbox.deleteSnapshot(snap, other));
+  await take('fromSandbox', async () => (await Sandbox.create(sbx.sandboxId)).sandboxId);
+  await take('deleteSandbox', async () => await Sandbox.deleteSnapshot(sbx.sandboxId));
+  await take('deleted', async () => await Sandbox.deleteSnapshot(snap));
+  await take('deletedAgain', async () => await Sandbox.deleteSnapshot(snap));
+  await take('fromDeleted', async () => (await Sandbox.create(snap)).sandboxId);
+  await take('snapshotGone', async () => (await Sandbox.createSnapshot('sandstep-00000000000000ff')).snapshotId);
+  await take('killed', async () => { await sbx.kill(); return true; });
+}
+
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
 async function scoped() {
   const other = { apiKey: process.env.E2B_OTHER_KEY };
@@ -384,7 +426,7 @@ async function handed() {
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
 }
 
-const areas = { lifecycle, scoped, commands, background, files, handed, template, stdin };
+const areas = { lifecycle, scoped, commands, background, files, handed, template, stdin, snapshots };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
