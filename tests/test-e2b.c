@@ -726,8 +726,8 @@ test_snapshots (Fixture *fx, gconstpointer data)
                   "as they are; Sandbox.create(snapshotId) makes a sandbox of them (its templateId the snapshot, "
                   "its lifetime create's timeout), which changes alone, as the sandbox does; listSnapshots (of "
                   "the sandbox, and all) lists it and list() does not; deleteSnapshot deletes it once; a sandbox "
-                  "or a deleted snapshot is no template; another owner's key neither lists, makes, uses nor "
-                  "deletes one");
+                  "or a deleted snapshot is no template; a snapshot outlives its sandbox's kill; another owner's key "
+                  "neither lists, makes, uses nor deletes one");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -760,6 +760,7 @@ test_snapshots (Fixture *fx, gconstpointer data)
   assert_threw (report, "fromDeleted", "SandboxError", "is not a snapshot sandstepd has for this key");
   assert_threw (report, "snapshotGone", "SandboxNotFoundError", "sandstep-00000000000000ff");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
+  g_assert_cmpstr (json_object_get_string_member (report, "afterKill"), ==, "step 2");
   /* Deleted means gone from the state directory, with its record. */
   {
     g_autofree char *sandboxes = g_build_filename (fx->f.state_dir, "sandboxes", NULL);

@@ -313,7 +313,16 @@ async function snapshots() {
   await take('deletedAgain', async () => await Sandbox.deleteSnapshot(snap));
   await take('fromDeleted', async () => (await Sandbox.create(snap)).sandboxId);
   await take('snapshotGone', async () => (await Sandbox.createSnapshot('sandstep-00000000000000ff')).snapshotId);
+  // A snapshot outlives its sandbox's kill.
+  const kept = (await sbx.createSnapshot()).snapshotId;
   await take('killed', async () => { await sbx.kill(); return true; });
+  await take('afterKill', async () => {
+    const made = await Sandbox.create(kept, { timeoutMs: 60_000 });
+    const read = await made.files.read('/workspace/state.txt');
+    await made.kill();
+    await Sandbox.deleteSnapshot(kept);
+    return read;
+  });
 }
 
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
