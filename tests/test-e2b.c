@@ -35,7 +35,7 @@ typedef struct {
   GPid pid;
   int out_fd;
   char *url;
-  char *template_arg;       /* --e2b-template=... for the daemon, or NULL */
+  char *extra_args[3];      /* more options for the daemon, NULL-terminated */
   GPid registry_pid;        /* a docker-registry of the case's, or 0 */
 } Fixture;
 
@@ -85,7 +85,8 @@ fixture_teardown (Fixture *fx, gconstpointer data)
       kill (fx->registry_pid, SIGKILL);
       waitpid (fx->registry_pid, &status, 0);
     }
-  g_free (fx->template_arg);
+  for (gsize i = 0; i < G_N_ELEMENTS (fx->extra_args); i++)
+    g_free (fx->extra_args[i]);
   if (fx->out_fd >= 0)
     close (fx->out_fd);
   g_free (fx->token_file);
@@ -154,7 +155,8 @@ server_start (Fixture *fx)
   const char *daemon = g_getenv ("SANDSTEPD");
   g_autofree char *token_opt = g_strconcat ("--token-file=", fx->token_file, NULL);
   g_autofree char *state_opt = g_strconcat ("--state-dir=", fx->f.state_dir, NULL);
-  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, fx->template_arg, NULL };
+  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, fx->extra_args[0], fx->extra_args[1],
+                         NULL };
   g_autoptr(GString) out = g_string_new (NULL);
   g_autoptr(GError) error = NULL;
   gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
@@ -363,20 +365,12 @@ test_scoped (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
 
+/* The checks of sdk.mjs commands's @report. */
 static void
-test_commands (Fixture *fx, gconstpointer data)
+assert_commands (JsonObject *report)
 {
-  g_autoptr(JsonObject) report = NULL;
   JsonObject *run, *cwd_envs;
 
-  g_test_summary ("commands.run through sandstepd's envd (Connect's JSON streams): `echo hi; exit 3` gives "
-                  "stdout 'hi', stderr apart and exit code 3 (CommandExitError); cwd and envs apply; output "
-                  "streams as it comes (it arrives before a command's timeout kills it); a killed command "
-                  "frees the sandbox for the next");
-  if (!sdk_ready ())
-    return;
-  server_start (fx);
-  report = run_sdk (fx, "commands", fx->key);
   run = member_object (report, "run");
   g_assert_cmpstr (json_object_get_string_member (run, "threw"), ==, "CommandExitError");
   g_assert_cmpint (json_object_get_int_member (run, "exitCode"), ==, 3);
@@ -390,6 +384,57 @@ test_commands (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (report, "early"), ==, "ready\n");
   g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
+}
+
+static void
+test_commands (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+
+  g_test_summary ("commands.run through sandstepd's envd (Connect's JSON streams): `echo hi; exit 3` gives "
+                  "stdout 'hi', stderr apart and exit code 3 (CommandExitError); cwd and envs apply; output "
+                  "streams as it comes (it arrives before a command's timeout kills it); a killed command "
+                  "frees the sandbox for the next");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "commands", fx->key);
+  assert_commands (report);
+}
+
+static void
+test_https (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *openssl = g_find_program_in_path ("openssl");
+  g_autofree char *cert = g_build_filename (fx->f.base_dir, "cert.pem", NULL);
+  g_autofree char *key = g_build_filename (fx->f.base_dir, "key.pem", NULL);
+  g_autoptr(JsonObject) report = NULL;
+  g_autoptr(GError) error = NULL;
+  int status = -1;
+
+  g_test_summary ("The E2B SDK over HTTPS: sandstepd with --tls-cert and --tls-key, both URLs https:// and node "
+                  "trusting the certificate (NODE_EXTRA_CA_CERTS): create, commands.run (streams, exit codes, "
+                  "cwd and envs, timeouts, kill) and kill work as over HTTP");
+  if (!sdk_ready ())
+    return;
+  if (openssl == NULL)
+    g_error ("openssl is not installed; scripts/deps.sh installs it (apt-get install openssl)");
+  {
+    const char *argv[] = { openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                           "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
+                           NULL };
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                  NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  fx->extra_args[0] = g_strconcat ("--tls-cert=", cert, NULL);
+  fx->extra_args[1] = g_strconcat ("--tls-key=", key, NULL);
+  server_start (fx);
+  g_assert_true (g_str_has_prefix (fx->url, "https://127.0.0.1:"));
+  fx->f.envp = g_environ_setenv (fx->f.envp, "NODE_EXTRA_CA_CERTS", cert, TRUE);
+  report = run_sdk (fx, "commands", fx->key);
+  assert_commands (report);
 }
 
 static void
@@ -883,7 +928,7 @@ test_template (Fixture *fx, gconstpointer data)
   if (!sdk_ready ())
     return;
   image = busybox_in_registry (fx);
-  fx->template_arg = g_strdup_printf ("--e2b-template=box=%s", image);
+  fx->extra_args[0] = g_strdup_printf ("--e2b-template=box=%s", image);
   server_start (fx);
   fx->f.envp = g_environ_setenv (fx->f.envp, "E2B_TEST_IMAGE", image, TRUE);
   report = run_sdk (fx, "template", fx->key);
@@ -960,6 +1005,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/lifecycle", test_lifecycle);
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
+  ADD ("/e2b/sdk/https", test_https);
   ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
