@@ -51,6 +51,15 @@ status_of (const GError *error)
     return SOUP_STATUS_CONFLICT;
   if (error->domain == SANDSTEP_USAGE_ERROR)
     return SOUP_STATUS_BAD_REQUEST;
+  /* A template's image: one that is not there is not found; a reference that is refused is the caller's. */
+  if (error->domain == SANDSTEP_IMAGE_ERROR && error->code == SANDSTEP_IMAGE_ERROR_NOT_FOUND)
+    return SOUP_STATUS_NOT_FOUND;
+  if (error->domain == SANDSTEP_IMAGE_ERROR &&
+      (error->code == SANDSTEP_IMAGE_ERROR_BAD_REFERENCE || error->code == SANDSTEP_IMAGE_ERROR_UNSUPPORTED ||
+       error->code == SANDSTEP_IMAGE_ERROR_INSECURE || error->code == SANDSTEP_IMAGE_ERROR_PLATFORM))
+    return SOUP_STATUS_BAD_REQUEST;
+  if (error->domain == SANDSTEP_IMAGE_ERROR && error->code == SANDSTEP_IMAGE_ERROR_NETWORK)
+    return SOUP_STATUS_BAD_GATEWAY;
   return SOUP_STATUS_INTERNAL_SERVER_ERROR;
 }
 

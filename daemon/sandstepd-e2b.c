@@ -11,6 +11,7 @@
 #include "sandstepd-private.h"
 #include "sandstepd-e2b-answer.h"
 #include "sandstepd-e2b-code.h"
+#include "sandstepd-envd.h"
 
 #include <errno.h>
 #include <string.h>
@@ -47,6 +48,43 @@ sandstepd_e2b_is_path (const char *path)
   return strcmp (path, "/sandboxes") == 0 || g_str_has_prefix (path, "/sandboxes/") ||
          strcmp (path, "/v2/sandboxes") == 0 || is_unserved_area (path) || sandstepd_envd_is_path (path) ||
          sandstepd_e2b_code_is_path (path);
+}
+
+gboolean
+sandstepd_e2b_set_templates (Daemon *d, char **pairs, GError **error)
+{
+  for (char **p = pairs; p != NULL && *p != NULL; p++)
+    {
+      const char *eq = strchr (*p, '=');
+      g_autofree char *name = eq != NULL ? g_strndup (*p, eq - *p) : NULL;
+
+      if (name == NULL || name[0] == '\0' || eq[1] == '\0')
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "--e2b-template '%s' is not NAME=REF; give a template name and an image reference, "
+                               "e.g. --e2b-template=python=docker://registry.example/python:3", *p);
+      /* "base" is the host's root, the SDK's default: an image under its name would change every default create. */
+      if (strcmp (name, E2B_BASE_TEMPLATE) == 0)
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "--e2b-template '%s': the template '" E2B_BASE_TEMPLATE "' is the host's root; "
+                               "give the image another name", *p);
+      if (d->e2b_templates == NULL)
+        d->e2b_templates = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      g_hash_table_replace (d->e2b_templates, g_steal_pointer (&name), g_strdup (eq + 1));
+    }
+  return TRUE;
+}
+
+/* The configured template names, for a message: "a, b", or "none". */
+static char *
+template_names (Daemon *d)
+{
+  g_autoptr(GList) names = d->e2b_templates != NULL ? g_hash_table_get_keys (d->e2b_templates) : NULL;
+  g_autoptr(GString) out = g_string_new (NULL);
+
+  names = g_list_sort (names, (GCompareFunc) strcmp);
+  for (GList *l = names; l != NULL; l = l->next)
+    g_string_append_printf (out, "%s'%s'", out->len > 0 ? ", " : "", (const char *) l->data);
+  return out->len > 0 ? g_string_free (g_steal_pointer (&out), FALSE) : g_strdup ("none");
 }
 
 const SandstepTokenEntry *
@@ -92,27 +130,54 @@ meta_path (Daemon *d, const char *handle)
   return g_build_filename (d->state_dir, "e2b", name, NULL);
 }
 
-/* The metadata of @handle: an object, empty when it has none or its file is unreadable. */
+/* The record of @handle, or NULL when it has none or its file is unreadable. */
 static JsonObject *
-meta_load (Daemon *d, const char *handle)
+meta_record (Daemon *d, const char *handle)
 {
   g_autofree char *path = meta_path (d, handle);
   g_autofree char *text = NULL;
   gsize len = 0;
-  g_autoptr(JsonObject) record = NULL;
-  JsonNode *node;
 
-  if (!g_file_get_contents (path, &text, &len, NULL) ||
-      (record = sandstep_wire_parse_object (text, len, NULL)) == NULL)
-    return json_object_new ();
-  node = json_object_get_member (record, "metadata");
+  if (!g_file_get_contents (path, &text, &len, NULL))
+    return NULL;
+  return sandstep_wire_parse_object (text, len, NULL);
+}
+
+/* The metadata of @handle: an object, empty when it has none or its file is unreadable. */
+static JsonObject *
+meta_load (Daemon *d, const char *handle)
+{
+  g_autoptr(JsonObject) record = meta_record (d, handle);
+  JsonNode *node = record != NULL ? json_object_get_member (record, "metadata") : NULL;
+
   if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
     return json_object_new ();
   return json_object_ref (json_node_get_object (node));
 }
 
+/* The template @handle was made from: "base" for one without a record (a make step's) or made so. */
+static char *
+meta_template (Daemon *d, const char *handle)
+{
+  g_autoptr(JsonObject) record = meta_record (d, handle);
+  const char *template = record != NULL ? json_object_get_string_member_with_default (record, "template", NULL)
+                                        : NULL;
+
+  return g_strdup (template != NULL ? template : E2B_BASE_TEMPLATE);
+}
+
+/* The sandbox @handle is a snapshot of (E2B's createSnapshot): NULL for a sandbox that is none. */
+static char *
+meta_snapshot_of (Daemon *d, const char *handle)
+{
+  g_autoptr(JsonObject) record = meta_record (d, handle);
+
+  return record != NULL ? g_strdup (json_object_get_string_member_with_default (record, "snapshot_of", NULL)) : NULL;
+}
+
 static gboolean
-meta_save (Daemon *d, const char *handle, JsonObject *metadata, GError **error)
+meta_save (Daemon *d, const char *handle, JsonObject *metadata, const char *template, const char *snapshot_of,
+           GError **error)
 {
   g_autofree char *path = meta_path (d, handle);
   g_autofree char *dir = g_path_get_dirname (path);
@@ -127,6 +192,9 @@ meta_save (Daemon *d, const char *handle, JsonObject *metadata, GError **error)
                                    "Cannot make '%s' for E2B's metadata", dir);
     }
   json_object_set_object_member (record, "metadata", json_object_ref (metadata));
+  json_object_set_string_member (record, "template", template);
+  if (snapshot_of != NULL)
+    json_object_set_string_member (record, "snapshot_of", snapshot_of);
   text = sandstep_wire_to_text (record, &len);
   return g_file_set_contents_full (path, text, len, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
@@ -226,9 +294,10 @@ sandbox_object (Request *req, const SandstepListEntry *entry, gboolean with_toke
   const char *key = soup_message_headers_get_one (soup_server_message_get_request_headers (req->msg), "X-API-Key");
   g_autofree char *started = iso8601 (entry->created);
   g_autofree char *ends = iso8601 (entry->expires);
+  g_autofree char *template = meta_template (req->d, entry->handle);
 
   json_object_set_string_member (o, "sandboxID", entry->handle);
-  json_object_set_string_member (o, "templateID", E2B_BASE_TEMPLATE);
+  json_object_set_string_member (o, "templateID", template);
   json_object_set_string_member (o, "clientID", "sandstep");
   json_object_set_object_member (o, "metadata", meta_load (req->d, entry->handle));
   json_object_set_string_member (o, "startedAt", started);
@@ -249,9 +318,10 @@ created_object (Request *req, const char *handle)
 {
   JsonObject *o = json_object_new ();
   const char *key = soup_message_headers_get_one (soup_server_message_get_request_headers (req->msg), "X-API-Key");
+  g_autofree char *template = meta_template (req->d, handle);
 
   json_object_set_string_member (o, "sandboxID", handle);
-  json_object_set_string_member (o, "templateID", E2B_BASE_TEMPLATE);
+  json_object_set_string_member (o, "templateID", template);
   json_object_set_string_member (o, "clientID", "sandstep");
   json_object_set_string_member (o, "envdVersion", E2B_ENVD_VERSION);
   /* envd's calls carry it back as X-Access-Token: the caller's own key, checked as every key is. */
@@ -268,6 +338,11 @@ typedef enum {
   E2B_KILL,
   E2B_CONNECT,
   E2B_TIMEOUT,
+  E2B_SNAPSHOT,             /* POST /sandboxes/{id}/snapshots: a fork of the sandbox that runs nothing */
+  E2B_SNAPSHOT_MADE,        /* its fork is made: the snapshot's record, then the answer */
+  E2B_FORK_MADE,            /* create from a snapshot: its fork is made: the sandbox's record, then the answer */
+  E2B_SNAPSHOTS,            /* GET /snapshots */
+  E2B_DELETE_SNAPSHOT,      /* DELETE /templates/{id} */
 } E2bOp;
 
 typedef struct {
@@ -278,6 +353,11 @@ typedef struct {
   char *owner;
   char *holder;
   JsonObject *metadata;     /* create: what to keep */
+  char *template;           /* create: the template as named */
+  gboolean template_is_name;  /* create: a configured name (--e2b-template), not a reference */
+  char *from_snapshot;      /* create: the snapshot (a sandbox's handle) to fork; NULL: none */
+  char *fork;               /* snapshot, create from one: the fork made */
+  char *source;             /* snapshots: the sandbox whose snapshots are listed; NULL: all */
   GHashTable *filter;       /* list: the metadata it must have; NULL: any */
   gint64 timeout_s;         /* timeout, connect: the sandbox ends this long from now; 0: unchanged */
   /* results */
@@ -294,6 +374,10 @@ e2b_job_free (E2bJob *job)
   sandstep_spec_free (job->spec);
   g_free (job->owner);
   g_free (job->holder);
+  g_free (job->template);
+  g_free (job->from_snapshot);
+  g_free (job->fork);
+  g_free (job->source);
   if (job->metadata != NULL)
     json_object_unref (job->metadata);
   if (job->filter != NULL)
@@ -330,7 +414,21 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       gboolean existing = FALSE;
       g_autofree char *handle = sandstep_backend_provision (b, job->spec, &who, &existing, &job->error);
 
-      if (handle != NULL && !meta_save (req->d, handle, job->metadata, &job->error))
+      /* A template that is neither base, a configured name nor an image reference is a name sandstepd lacks. */
+      if (handle == NULL && !job->template_is_name &&
+          g_error_matches (job->error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE))
+        {
+          g_autofree char *names = template_names (req->d);
+          g_autofree char *shown = sandstep_escape (job->template, -1, 200, SANDSTEP_ESCAPE_VALUE);
+          g_autofree char *why = g_strdup (job->error->message);
+
+          g_clear_error (&job->error);
+          g_set_error (&job->error, SANDSTEP_IMAGE_ERROR, SANDSTEP_IMAGE_ERROR_BAD_REFERENCE,
+                       "Template '%s' is not served by sandstepd: use '" E2B_BASE_TEMPLATE "' (the host's root), "
+                       "a template sandstepd was started with (--e2b-template; here: %s), or an image's "
+                       "docker:// reference (as a template: %s)", shown, names, why);
+        }
+      if (handle != NULL && !meta_save (req->d, handle, job->metadata, job->template, NULL, &job->error))
         {
           /* A sandbox whose metadata is lost would not be found by it: none is made. */
           SandstepIdentity killer = { job->owner, job->holder, NULL };
@@ -350,9 +448,70 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       g_task_return_boolean (task, TRUE);
       return;
     }
+  if (job->op == E2B_SNAPSHOT_MADE || job->op == E2B_FORK_MADE)
+    {
+      gboolean snapshot = job->op == E2B_SNAPSHOT_MADE;
+      g_autofree char *template = snapshot ? meta_template (req->d, job->handle) : NULL;
+      g_autoptr(JsonObject) none = json_object_new ();
+      g_autoptr(GPtrArray) made = sandstepd_e2b_covered (req, job->fork, NULL);
+      const SandstepListEntry *entry = made != NULL && made->len == 1 ? made->pdata[0] : NULL;
+
+      /* A snapshot keeps its sandbox's template; a sandbox made from one names the snapshot, as E2B's does.  The
+       * snapshot ends when its sandbox would have (a fork's end is its parent's); a sandbox made from one lives
+       * create's timeout. */
+      if (entry == NULL)
+        g_set_error (&job->error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                     "The fork '%s' is not among the key's sandboxes", job->fork);
+      else if (meta_save (req->d, job->fork, snapshot ? none : job->metadata,
+                          snapshot ? template : job->from_snapshot, snapshot ? job->handle : NULL, &job->error) &&
+               (snapshot || set_end (b, entry, job->spec->lifetime_s, &job->error)))
+        {
+          JsonObject *o = snapshot ? json_object_new () : created_object (req, job->fork);
+
+          if (snapshot)
+            json_object_set_string_member (o, "snapshotID", job->fork);
+          job->status = SOUP_STATUS_CREATED;
+          job->answer = json_node_init_object (json_node_alloc (), o);
+          json_object_unref (o);
+          g_task_return_boolean (task, TRUE);
+          return;
+        }
+      if (entry != NULL)
+        {
+          /* A fork that cannot be kept as asked is not left behind. */
+          g_autofree char *holder = g_strconcat (entry->owner, "/e2b-kill", NULL);
+          SandstepIdentity who = { entry->owner, holder, NULL };
+
+          sandstep_backend_destroy (b, job->fork, &who, NULL);
+          meta_remove (req->d, job->fork);
+        }
+      g_task_return_boolean (task, TRUE);
+      return;
+    }
   entries = sandstepd_e2b_covered (req, job->handle, &job->error);
   if (entries == NULL)
     {
+      g_task_return_boolean (task, TRUE);
+      return;
+    }
+  if (job->op == E2B_SNAPSHOTS)
+    {
+      JsonArray *array = json_array_new ();
+      for (guint i = 0; i < entries->len; i++)
+        {
+          const SandstepListEntry *entry = entries->pdata[i];
+          g_autofree char *of = meta_snapshot_of (req->d, entry->handle);
+          if (of != NULL && (job->source == NULL || strcmp (of, job->source) == 0))
+            {
+              JsonObject *o = json_object_new ();
+              json_object_set_string_member (o, "snapshotID", entry->handle);
+              json_object_set_array_member (o, "names", json_array_new ());
+              json_array_add_object_element (array, o);
+            }
+        }
+      job->status = SOUP_STATUS_OK;
+      job->answer = json_node_init_array (json_node_alloc (), array);
+      json_array_unref (array);
       g_task_return_boolean (task, TRUE);
       return;
     }
@@ -363,7 +522,9 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
         {
           const SandstepListEntry *entry = entries->pdata[i];
           g_autoptr(JsonObject) metadata = meta_load (req->d, entry->handle);
-          if (meta_matches (metadata, job->filter))
+          g_autofree char *of = meta_snapshot_of (req->d, entry->handle);
+          /* A snapshot is no running sandbox: listSnapshots shows it. */
+          if (of == NULL && meta_matches (metadata, job->filter))
             json_array_add_object_element (array, sandbox_object (req, entry, FALSE));
         }
       job->status = SOUP_STATUS_OK;
@@ -379,7 +540,23 @@ e2b_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       g_task_return_boolean (task, TRUE);
       return;
     }
-  if (job->op == E2B_KILL)
+  if (job->op == E2B_DELETE_SNAPSHOT)
+    {
+      const SandstepListEntry *entry = entries->pdata[0];
+      g_autofree char *of = meta_snapshot_of (req->d, entry->handle);
+      g_autofree char *holder = g_strconcat (entry->owner, "/e2b-kill", NULL);
+      SandstepIdentity who = { entry->owner, holder, NULL };
+
+      /* Only a snapshot is deleted as a template: a sandbox is killed (DELETE /sandboxes/{id}). */
+      if (of == NULL)
+        job->status = SOUP_STATUS_NOT_FOUND;
+      else if (sandstep_backend_destroy (b, job->handle, &who, &job->error))
+        {
+          meta_remove (req->d, job->handle);
+          job->status = SOUP_STATUS_NO_CONTENT;
+        }
+    }
+  else if (job->op == E2B_KILL)
     {
       const SandstepListEntry *entry = entries->pdata[0];
       g_autofree char *holder = g_strconcat (entry->owner, "/e2b-kill", NULL);
@@ -444,6 +621,17 @@ e2b_done (GObject *source, GAsyncResult *result, gpointer data)
     }
 }
 
+/* A template named by a sandbox's ID that is no snapshot this key has: one text for all, so that another owner's
+ * snapshot is not told from none. */
+static void
+no_snapshot (Request *req, const char *template)
+{
+  sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
+                       "Template '%s' is not a snapshot sandstepd has for this key: it was deleted, is another "
+                       "owner's, or is a sandbox (connect to it, or make a snapshot of it with createSnapshot())",
+                       template);
+}
+
 /* POST /sandboxes's body into @job's spec; FALSE after answering 400. */
 static gboolean
 read_create (Request *req, E2bJob *job)
@@ -461,13 +649,7 @@ read_create (Request *req, E2bJob *job)
   node = json_object_get_member (body, "templateID");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
     template = json_node_get_string (node);
-  if (strcmp (template, E2B_BASE_TEMPLATE) != 0)
-    {
-      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
-                           "Template '%s' is not served by sandstepd: use '" E2B_BASE_TEMPLATE
-                           "' (the host's root); images as templates are not served yet", template);
-      return FALSE;
-    }
+  job->template = g_strdup (template);
   job->metadata = meta_check (json_object_get_member (body, "metadata"), &error);
   if (job->metadata == NULL)
     {
@@ -475,6 +657,26 @@ read_create (Request *req, E2bJob *job)
       return FALSE;
     }
   job->spec = sandstep_spec_new ();
+  /* A snapshot's ID (a sandbox's handle) makes a fork of it; any other template is an image: a configured
+   * name's, or the reference itself, which the backend pulls (and refuses when it names a file of this host, or
+   * does not parse). */
+  if (sandstep_handle_is_local (template))
+    {
+      g_autofree char *of = meta_snapshot_of (req->d, template);
+      if (of == NULL)
+        {
+          no_snapshot (req, template);
+          return FALSE;
+        }
+      job->from_snapshot = g_strdup (template);
+    }
+  else if (strcmp (template, E2B_BASE_TEMPLATE) != 0)
+    {
+      const char *configured = req->d->e2b_templates != NULL ? g_hash_table_lookup (req->d->e2b_templates, template)
+                                                             : NULL;
+      job->template_is_name = configured != NULL;
+      job->spec->image = g_strdup (configured != NULL ? configured : template);
+    }
   node = json_object_get_member (body, "timeout");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node))
     {
@@ -587,6 +789,37 @@ read_filter (Request *req)
   return filter;
 }
 
+/* The fork of a snapshot (or for one) is made: its record and answer are written off the main loop. */
+static void
+on_forked (Request *req, const char *handle, const GError *error, gpointer data)
+{
+  E2bJob *old = data;
+  E2bJob *job;
+  g_autoptr(GTask) task = NULL;
+
+  if (error != NULL)
+    {
+      gboolean not_found = g_error_matches (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND);
+
+      if (old->from_snapshot != NULL && not_found)
+        no_snapshot (req, old->from_snapshot);
+      else if (not_found)
+        sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "%s", error->message);
+      else
+        sandstepd_e2b_backend_error (req, error);
+      return;
+    }
+  /* The fork's call frees @old when it is done: what the answer needs moves to a job of the task's own. */
+  job = g_new0 (E2bJob, 1);
+  *job = *old;
+  memset (old, 0, sizeof *old);
+  job->fork = g_strdup (handle);
+  job->op = job->op == E2B_SNAPSHOT ? E2B_SNAPSHOT_MADE : E2B_FORK_MADE;
+  task = g_task_new (NULL, NULL, e2b_done, NULL);
+  g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
+  g_task_run_in_thread (task, e2b_thread);
+}
+
 static void
 handle_platform (Request *req)
 {
@@ -599,12 +832,48 @@ handle_platform (Request *req)
   g_autoptr(GTask) task = NULL;
   E2bJob *job;
 
+  /* Snapshots: listed (GET /snapshots?sandboxID=) and deleted as templates (DELETE /templates/{id}). */
+  if ((n == 1 && strcmp (parts[0], "snapshots") == 0 && strcmp (method, "GET") == 0) ||
+      (n == 2 && strcmp (parts[0], "templates") == 0 && strcmp (method, "DELETE") == 0))
+    {
+      job = g_new0 (E2bJob, 1);
+      job->req = sandstepd_request_ref (req);
+      if (n == 1)
+        {
+          GUri *uri = soup_server_message_get_uri (req->msg);
+          g_autoptr(GHashTable) query = uri != NULL && g_uri_get_query (uri) != NULL
+                                          ? soup_form_decode (g_uri_get_query (uri))
+                                          : NULL;
+          const char *source = query != NULL ? g_hash_table_lookup (query, "sandboxID") : NULL;
+
+          job->op = E2B_SNAPSHOTS;
+          job->source = source != NULL && source[0] != '\0' ? g_strdup (source) : NULL;
+        }
+      else if (!sandstep_handle_is_local (parts[1]))
+        {
+          g_autofree char *shown = sandstep_escape (parts[1], -1, 200, SANDSTEP_ESCAPE_VALUE);
+          sandstepd_e2b_error (req, SOUP_STATUS_NOT_FOUND, "Snapshot '%s' not found: sandstepd has snapshots only "
+                               "(IDs like sandstep-0123456789abcdef), no templates to delete", shown);
+          e2b_job_free (job);
+          return;
+        }
+      else
+        {
+          job->op = E2B_DELETE_SNAPSHOT;
+          job->handle = g_strdup (parts[1]);
+        }
+      task = g_task_new (NULL, NULL, e2b_done, NULL);
+      g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
+      g_task_run_in_thread (task, e2b_thread);
+      return;
+    }
   if (is_unserved_area (req->path))
     {
       sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
-                           "%s %s is not served by sandstepd's E2B API: it has no snapshots, templates or volumes "
-                           "(a template names the host's root, 'base'); it serves create, connect, list, get, "
-                           "setTimeout and kill of sandboxes (docs/e2b.md)", req->method, req->path);
+                           "%s %s is not served by sandstepd's E2B API: it has no templates to build or manage, "
+                           "and no volumes (a template names the host's root, 'base', or an image); it serves "
+                           "create, connect, list, get, setTimeout and kill of sandboxes, and their snapshots "
+                           "(docs/e2b.md)", req->method, req->path);
       return;
     }
   job = g_new0 (E2bJob, 1);
@@ -621,11 +890,13 @@ handle_platform (Request *req)
     job->op = E2B_CONNECT;
   else if (!v2 && np == 3 && strcmp (method, "POST") == 0 && strcmp (p[2], "timeout") == 0)
     job->op = E2B_TIMEOUT;
+  else if (!v2 && np == 3 && strcmp (method, "POST") == 0 && strcmp (p[2], "snapshots") == 0)
+    job->op = E2B_SNAPSHOT;
   else
     {
       sandstepd_e2b_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
                            "%s %s is not served by sandstepd's E2B API; it serves create, connect, list, get, "
-                           "setTimeout and kill of sandboxes (docs/e2b.md)", method, req->path);
+                           "setTimeout and kill of sandboxes, and their snapshots (docs/e2b.md)", method, req->path);
       e2b_job_free (job);
       return;
     }
@@ -648,6 +919,22 @@ handle_platform (Request *req)
     }
   if (job->op == E2B_LIST)
     job->filter = read_filter (req);
+  /* A snapshot is a fork of the sandbox, and a create from one a fork of it: under a claim, as a step's fork. */
+  if (job->op == E2B_SNAPSHOT || job->from_snapshot != NULL)
+    {
+      g_autofree char *holder = NULL;
+      const char *parent = job->op == E2B_SNAPSHOT ? job->handle : job->from_snapshot;
+
+      if (job->op == E2B_SNAPSHOT)
+        {
+          g_autofree char *owner = sandstepd_e2b_owner (req->scope);
+          holder = g_strdup_printf ("%s/e2b-snapshot-%08x%08x", owner, g_random_int (), g_random_int ());
+        }
+      else
+        holder = g_strdup (job->holder);
+      sandstepd_envd_fork (req, parent, holder, on_forked, job, (GDestroyNotify) e2b_job_free);
+      return;
+    }
   task = g_task_new (NULL, NULL, e2b_done, NULL);
   g_task_set_task_data (task, job, (GDestroyNotify) e2b_job_free);
   g_task_run_in_thread (task, e2b_thread);

@@ -1,16 +1,20 @@
-/* sandstepd-envd-commands.c: the commands E2B's envd runs, by pid: commands.list and commands.kill.
+/* sandstepd-envd-commands.c: the commands E2B's envd runs, by pid: commands.list, kill, connect, sendStdin and
+ * closeStdin.
  *
  * A command started by process.Process/Start streams to the call that started it and holds its sandbox's
  * claim while it runs (sandstepd-envd.c).  Here each one is known by a pid of sandstepd's own (the SDK's
  * handle.pid: not the process's pid in the sandbox, which the daemon never learns), with the process it
  * was asked to run, until its claim ends.  process.Process/List lists a sandbox's; SendSignal ends the claim,
  * which kills the command and everything it started, and ends its stream as envd's says a killed command
- * ended.  Main loop only.
+ * ended.  Connect tees the command's stream into another (sandstepd_stream_tee()); a command started with
+ * stdin: true reads a pipe whose write end is kept here, for SendInput and CloseStdin.  Main loop only.
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Shown as the first pid, so that no one takes it for the sandbox's init (1). */
 #define FIRST_PID 1000
@@ -22,6 +26,7 @@ typedef struct {
   char *tag;                /* NULL: none */
   JsonObject *process;      /* cmd, args, envs, cwd, as sent */
   Lease *lease;             /* ref */
+  int stdin_fd;             /* the write end of the pipe it reads (non-blocking); -1: none, or closed */
 } Command;
 
 static GHashTable *commands;  /* pid -> Command */
@@ -36,6 +41,8 @@ command_free (Command *c)
   if (c->process != NULL)
     json_object_unref (c->process);
   sandstepd_lease_unref (c->lease);
+  if (c->stdin_fd >= 0)
+    close (c->stdin_fd);
   g_free (c);
 }
 
@@ -71,6 +78,7 @@ sandstepd_envd_command_add (Request *req, JsonObject *process, const char *tag, 
   c->tag = g_strdup (tag);
   c->process = process != NULL ? json_object_ref (process) : json_object_new ();
   c->lease = lease;
+  c->stdin_fd = -1;
   lease->refs++;
   g_hash_table_insert (commands, GUINT_TO_POINTER (c->pid), c);
   return c->pid;
@@ -146,4 +154,96 @@ sandstepd_envd_command_kill (const char *handle, JsonObject *selector)
   sandstepd_envd_end_killed (c->req);
   prune ();
   return TRUE;
+}
+
+void
+sandstepd_envd_command_set_stdin (guint32 pid, int fd)
+{
+  Command *c = commands != NULL ? g_hash_table_lookup (commands, GUINT_TO_POINTER (pid)) : NULL;
+
+  if (c == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return;
+    }
+  if (c->stdin_fd >= 0)
+    close (c->stdin_fd);
+  c->stdin_fd = fd;
+}
+
+gboolean
+sandstepd_envd_command_connect (const char *handle, JsonObject *selector, Request *req)
+{
+  Command *c = find (handle, selector);
+  JsonObject *start;
+  gsize len = 0;
+  char *bytes;
+
+  if (c == NULL || c->req->finished || c->req->completed)
+    return FALSE;
+  req->keepalive_frame = sandstepd_envd_event ("keepalive", json_object_new (), &req->keepalive_len);
+  sandstepd_stream_begin (req);
+  soup_message_headers_set_content_type (soup_server_message_get_response_headers (req->msg), CONNECT_STREAM_TYPE,
+                                         NULL);
+  /* ConnectResponse is StartResponse's shape ({event}): the start event, then the command's own frames as they
+   * come, its end included.  Its output before now is not kept. */
+  start = json_object_new ();
+  json_object_set_int_member (start, "pid", c->pid);
+  bytes = sandstepd_envd_event ("start", start, &len);
+  sandstepd_stream_take (req, bytes, len);
+  sandstepd_stream_tee (c->req, req);
+  return TRUE;
+}
+
+const char *
+sandstepd_envd_command_input (const char *handle, JsonObject *selector, GBytes *data, char **message)
+{
+  Command *c = find (handle, selector);
+  gsize len = 0, done = 0;
+  const char *bytes = data != NULL ? g_bytes_get_data (data, &len) : NULL;
+
+  if (c == NULL)
+    {
+      *message = g_strdup ("No command with that pid runs in the sandbox: it ended, or was killed; "
+                           "commands.list() shows those that run");
+      return "not_found";
+    }
+  if (c->stdin_fd < 0)
+    {
+      *message = g_strdup_printf ("Command %" G_GUINT32_FORMAT " has no stdin to write: start it with "
+                                  "commands.run(cmd, {background: true, stdin: true}) (or its stdin was closed)",
+                                  c->pid);
+      return "failed_precondition";
+    }
+  if (data == NULL)
+    {
+      close (c->stdin_fd);
+      c->stdin_fd = -1;
+      return NULL;
+    }
+  /* Never waits: the main loop serves everyone.  What the command has not read yet waits in the pipe. */
+  while (done < len)
+    {
+      ssize_t n = write (c->stdin_fd, bytes + done, len - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        {
+          *message = g_strdup_printf ("Command %" G_GUINT32_FORMAT " has not read its stdin: %" G_GSIZE_FORMAT
+                                      " of %" G_GSIZE_FORMAT " bytes went in and the pipe is full; send the rest "
+                                      "once it has read", c->pid, done, len);
+          return "resource_exhausted";
+        }
+      if (n < 0)
+        {
+          int errsv = errno;
+          *message = g_strdup_printf ("Command %" G_GUINT32_FORMAT "'s stdin cannot be written (%s): it closed "
+                                      "its stdin or ended", c->pid, g_strerror (errsv));
+          return errsv == EPIPE ? "failed_precondition" : "internal";
+        }
+      done += n;
+    }
+  return NULL;
 }

@@ -173,6 +173,7 @@ sandstepd_envd_answer_unary_error (Request *req, const char *code, const char *m
   guint status = strcmp (code, "not_found") == 0          ? SOUP_STATUS_NOT_FOUND
                  : strcmp (code, "invalid_argument") == 0 ? SOUP_STATUS_BAD_REQUEST
                  : strcmp (code, "aborted") == 0          ? SOUP_STATUS_CONFLICT
+                 : strcmp (code, "failed_precondition") == 0 ? SOUP_STATUS_BAD_REQUEST
                  : strcmp (code, "already_exists") == 0   ? SOUP_STATUS_CONFLICT
                  : strcmp (code, "deadline_exceeded") == 0 ? SOUP_STATUS_GATEWAY_TIMEOUT
                  : strcmp (code, "unimplemented") == 0    ? SOUP_STATUS_NOT_FOUND

@@ -7,6 +7,7 @@
 #include "sandstepd-envd.h"
 #include "sandstepd-e2b-answer.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
@@ -34,6 +35,12 @@ sandstepd_envd_unref (Envd *job)
   g_free (job->tag);
   if (job->selector != NULL)
     json_object_unref (job->selector);
+  if (job->input != NULL)
+    g_bytes_unref (job->input);
+  g_free (job->fork_holder);
+  g_free (job->fork_handle);
+  if (job->forked_destroy != NULL)
+    job->forked_destroy (job->forked_data);
   g_free (job->path);
   g_free (job->dest);
   if (job->fd >= 0)
@@ -64,9 +71,29 @@ sandstepd_envd_new (Request *req, EnvdOp op)
   return job;
 }
 
+/* A fork's end: its handle or @error to whom asked for it, once. */
+static void
+forked (Envd *job, const char *handle, const GError *error)
+{
+  EnvdForked done = g_steal_pointer (&job->forked);
+
+  if (done != NULL)
+    done (job->req, handle, error, job->forked_data);
+}
+
 void
 sandstepd_envd_fail (Envd *job, const char *code, const char *message)
 {
+  if (job->op == ENVD_FORK)
+    {
+      g_autoptr(GError) error = g_error_new_literal (SANDSTEP_SANDBOX_ERROR,
+                                                     strcmp (code, "not_found") == 0 ? SANDSTEP_SANDBOX_ERROR_NOT_FOUND
+                                                     : strcmp (code, "aborted") == 0 ? SANDSTEP_SANDBOX_ERROR_BUSY
+                                                                                     : SANDSTEP_SANDBOX_ERROR_STATE,
+                                                     message);
+      forked (job, NULL, error);
+      return;
+    }
   if (job->op == ENVD_START)
     sandstepd_envd_answer_stream_error (job->req, code, message);
   else
@@ -89,7 +116,9 @@ on_released (gpointer data)
 {
   Envd *job = data;
 
-  if (job->error != NULL)
+  if (job->op == ENVD_FORK)
+    forked (job, job->error == NULL ? job->fork_handle : NULL, job->error);
+  else if (job->error != NULL)
     sandstepd_envd_fail (job, job->fail_code != NULL ? job->fail_code : files_code (job->error), job->error->message);
   else
     {

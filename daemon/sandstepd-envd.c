@@ -8,9 +8,10 @@
  * for it (so a sandbox runs one command at a time, as a make step's does) and it streams out as it comes.
  * Files (GET and POST /files, ListDir; Stat, Remove, Move and MakeDir as commands in the jail,
  * sandstepd-envd-jail.c) go through the same claim, one operation each, answered once the claim is gone.
- * List and SendSignal of commands claim nothing (sandstepd-envd-commands.c).  What is not served answers
- * Connect's "unimplemented" naming the call (docs/e2b.md).  Connect's framing is sandstepd-envd-connect.c's,
- * a claiming call's life (Envd) sandstepd-envd-job.c's: both below this file, which they never call.
+ * List, SendSignal, Connect, SendInput and CloseStdin of commands claim nothing (sandstepd-envd-commands.c).
+ * What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).  Connect's framing is
+ * sandstepd-envd-connect.c's, a claiming call's life (Envd) sandstepd-envd-job.c's: both below this file, which
+ * they never call.
  */
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
@@ -260,6 +261,21 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 }
 
 static void
+on_forked (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+  g_autoptr(GPtrArray) handles = error == NULL ? sandstep_wire_read_strings (reply, "handles") : NULL;
+  g_autoptr(GError) none = NULL;
+
+  if (error == NULL && (handles == NULL || handles->len != 1))
+    error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                "The worker forked '%s' but named no fork", job->req->handle);
+  if (error == NULL)
+    job->fork_handle = g_strdup (handles->pdata[0]);
+  sandstepd_envd_files_finish (job, error);
+}
+
+static void
 on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
   Envd *job = call->data;
@@ -283,11 +299,37 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     {
     case ENVD_PS:
     case ENVD_SIGNAL:
+    case ENVD_CONNECT:
+    case ENVD_INPUT:
+    case ENVD_CLOSE_STDIN:
       g_assert_not_reached ();
+    case ENVD_FORK:
+      sandstepd_worker_call (lease->worker, "fork", sandstep_wire_fork_request (NULL, job->fork_holder, 1), NULL, 0,
+                             on_forked, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
+      return;
     case ENVD_START:
-      starting_pid = sandstepd_envd_command_add (req, job->process, job->tag, lease);
-      sandstepd_stream_step_framed (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
-                                    &start_framing);
+      {
+        int stdin_pipe[2] = { -1, -1 };
+
+        /* stdin: true: the command reads a pipe whose write end SendInput writes and CloseStdin closes. */
+        if (job->stdin && pipe2 (stdin_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+          {
+            int errsv = errno;
+            g_autofree char *message = g_strdup_printf ("Cannot make the command's stdin pipe: %s",
+                                                        g_strerror (errsv));
+            sandstepd_lease_end (lease, "the server could not start the command", FALSE);
+            sandstepd_envd_fail (job, "internal", message);
+            return;
+          }
+        /* The command's end blocks on a read: only the write end is non-blocking. */
+        if (stdin_pipe[0] >= 0)
+          fcntl (stdin_pipe[0], F_SETFL, fcntl (stdin_pipe[0], F_GETFL) & ~O_NONBLOCK);
+        starting_pid = sandstepd_envd_command_add (req, job->process, job->tag, lease);
+        sandstepd_envd_command_set_stdin (starting_pid, stdin_pipe[1]);
+        sandstepd_stream_step_framed_stdin (req, lease,
+                                            sandstep_wire_run_request (NULL, job->command, job->timeout_s),
+                                            &start_framing, stdin_pipe[0]);
+      }
       return;
     case ENVD_READ:
       sandstepd_worker_call (lease->worker, "read",
@@ -335,11 +377,32 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
       sandstepd_envd_fail (job, sandstepd_envd_connect_code (job->error), job->error->message);
       return;
     }
-  /* List and SendSignal read the commands that run; they claim nothing (the command holds the claim). */
+  /* List, SendSignal, Connect, SendInput and CloseStdin use the commands that run; they claim nothing (the
+   * command holds the claim). */
   if (job->op == ENVD_PS)
     {
       g_autoptr(JsonObject) answer = sandstepd_envd_command_list (req->handle);
       sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
+      return;
+    }
+  if (job->op == ENVD_CONNECT)
+    {
+      if (!sandstepd_envd_command_connect (req->handle, job->selector, req))
+        sandstepd_envd_answer_stream_error (req, "not_found",
+                                            "No command with that pid runs in the sandbox: it ended, or was "
+                                            "killed; commands.list() shows those that run");
+      return;
+    }
+  if (job->op == ENVD_INPUT || job->op == ENVD_CLOSE_STDIN)
+    {
+      g_autofree char *message = NULL;
+      const char *code = sandstepd_envd_command_input (req->handle, job->selector, job->input, &message);
+      g_autoptr(JsonObject) answer = json_object_new ();
+
+      if (code != NULL)
+        sandstepd_envd_answer_unary_error (req, code, message);
+      else
+        sandstepd_answer_json (req, SOUP_STATUS_OK, answer);
       return;
     }
   if (job->op == ENVD_SIGNAL)
@@ -423,14 +486,6 @@ handle_start (Request *req)
       return;
     }
   stdin_node = json_object_get_member (request, "stdin");
-  if (stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) &&
-      json_node_get_value_type (stdin_node) == G_TYPE_BOOLEAN && json_node_get_boolean (stdin_node))
-    {
-      sandstepd_envd_answer_stream_error (req, "unimplemented",
-                                          "A command's stdin is not served by sandstepd's E2B envd yet; run it "
-                                          "without stdin");
-      return;
-    }
   if (json_object_has_member (request, "pty"))
     {
       sandstepd_envd_answer_stream_error (req, "unimplemented",
@@ -452,6 +507,59 @@ handle_start (Request *req)
       return;
     }
   job->timeout_s = connect_timeout_s (req);
+  job->stdin = stdin_node != NULL && JSON_NODE_HOLDS_VALUE (stdin_node) &&
+               json_node_get_value_type (stdin_node) == G_TYPE_BOOLEAN && json_node_get_boolean (stdin_node);
+  envd_go (job);
+}
+
+void
+sandstepd_envd_fork (Request *req, const char *handle, const char *holder, EnvdForked forked, gpointer data,
+                     GDestroyNotify destroy)
+{
+  Envd *job = sandstepd_envd_new (req, ENVD_FORK);
+
+  g_free (req->handle);
+  req->handle = g_strdup (handle);
+  job->fork_holder = g_strdup (holder);
+  job->forked = forked;
+  job->forked_data = data;
+  job->forked_destroy = destroy;
+  envd_go (job);
+}
+
+/* process.Process/Connect ({process: selector}, streaming): what a running command streams from now on. */
+static void
+handle_connect (Request *req)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  JsonNode *selector;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
+    {
+      sandstepd_envd_answer_stream_error (req, "invalid_argument",
+                                          "/process.Process/Connect takes a body of type " CONNECT_STREAM_TYPE);
+      return;
+    }
+  request = sandstepd_envd_read_envelope (req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
+      return;
+    }
+  selector = json_object_get_member (request, "process");
+  if (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector))
+    {
+      sandstepd_envd_answer_stream_error (req, "invalid_argument",
+                                          "The request has no 'process'; name the command as {process: {pid: N}} "
+                                          "or {process: {tag: T}}");
+      return;
+    }
+  job = sandstepd_envd_new (req, ENVD_CONNECT);
+  job->selector = json_object_ref (json_node_get_object (selector));
   envd_go (job);
 }
 
@@ -652,7 +760,7 @@ handle_process (Request *req, EnvdOp op)
       return;
     }
   selector = json_object_get_member (request, "process");
-  if (op == ENVD_SIGNAL && (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector)))
+  if (op != ENVD_PS && (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector)))
     {
       sandstepd_envd_answer_unary_error (req, "invalid_argument",
                                          "The request has no 'process'; name the command as "
@@ -660,8 +768,31 @@ handle_process (Request *req, EnvdOp op)
       return;
     }
   job = sandstepd_envd_new (req, op);
-  if (op == ENVD_SIGNAL)
+  if (op != ENVD_PS)
     job->selector = json_object_ref (json_node_get_object (selector));
+  if (op == ENVD_INPUT)
+    {
+      /* ProcessInput {stdin: BASE64}; a PTY's input has no PTY here. */
+      JsonNode *input = json_object_get_member (request, "input");
+      JsonObject *o = input != NULL && JSON_NODE_HOLDS_OBJECT (input) ? json_node_get_object (input) : NULL;
+      const char *b64 = o != NULL ? string_member (o, "stdin") : NULL;
+      gsize len = 0;
+      guchar *bytes;
+
+      if (b64 == NULL)
+        {
+          sandstepd_envd_answer_unary_error (req, o != NULL && json_object_has_member (o, "pty") ? "unimplemented"
+                                                                                                 : "invalid_argument",
+                                             o != NULL && json_object_has_member (o, "pty")
+                                               ? "A PTY's input is not served: sandstepd's E2B envd has no PTYs"
+                                               : "The request has no 'input.stdin'; send {process: {pid: N}, "
+                                                 "input: {stdin: BASE64}}");
+          sandstepd_envd_unref (job);
+          return;
+        }
+      bytes = g_base64_decode (b64, &len);
+      job->input = g_bytes_new_take (bytes, len);
+    }
   envd_go (job);
 }
 
@@ -704,18 +835,18 @@ sandstepd_handle_envd (Request *req)
     handle_process (req, ENVD_PS);
   else if (strcmp (req->path, "/process.Process/SendSignal") == 0)
     handle_process (req, ENVD_SIGNAL);
+  else if (strcmp (req->path, "/process.Process/SendInput") == 0)
+    handle_process (req, ENVD_INPUT);
+  else if (strcmp (req->path, "/process.Process/CloseStdin") == 0)
+    handle_process (req, ENVD_CLOSE_STDIN);
+  else if (strcmp (req->path, "/process.Process/Connect") == 0)
+    handle_connect (req);
   else
     {
       const char *why = "";
 
-      if (strcmp (req->path, "/process.Process/Connect") == 0)
-        why = ": reconnecting to a command (commands.connect) is not served, a command's output goes to the call "
-              "that started it only; keep its handle (commands.run with background: true)";
-      else if (strcmp (req->path, "/process.Process/SendInput") == 0 ||
-               strcmp (req->path, "/process.Process/StreamInput") == 0 ||
-               strcmp (req->path, "/process.Process/CloseStdin") == 0)
-        why = ": a command's stdin (sendStdin) is not served, commands run with none; write the input to a file "
-              "and redirect it";
+      if (strcmp (req->path, "/process.Process/StreamInput") == 0)
+        why = ": a client stream of stdin is not served; send it with SendInput (commands.sendStdin)";
       else if (strcmp (req->path, "/process.Process/Update") == 0)
         why = ": PTYs are not served";
       message = g_strdup_printf ("%s is not served by sandstepd's E2B envd%s (docs/e2b.md)", req->path, why);

@@ -20,7 +20,14 @@ typedef enum {
   ENVD_MKDIR,               /* filesystem.Filesystem/MakeDir */
   ENVD_PS,                  /* process.Process/List */
   ENVD_SIGNAL,              /* process.Process/SendSignal */
+  ENVD_CONNECT,             /* process.Process/Connect */
+  ENVD_INPUT,               /* process.Process/SendInput */
+  ENVD_CLOSE_STDIN,         /* process.Process/CloseStdin */
+  ENVD_FORK,                /* a fork of the sandbox, for E2B's snapshots (sandstepd-e2b.c) */
 } EnvdOp;
+
+/* What a fork gives back instead of an answer: the fork's handle, or @error. */
+typedef void (*EnvdForked) (Request *req, const char *handle, const GError *error, gpointer data);
 
 typedef struct {
   int refs;
@@ -30,7 +37,14 @@ typedef struct {
   char *command;            /* start */
   JsonObject *process;      /* start: StartRequest.process, for commands.list */
   char *tag;
-  JsonObject *selector;     /* signal: ProcessSelector */
+  JsonObject *selector;     /* signal, connect, input, close-stdin: ProcessSelector */
+  gboolean stdin;           /* start: the command reads a pipe that SendInput writes */
+  GBytes *input;            /* input: the bytes for the command's stdin */
+  char *fork_holder;        /* fork: the holder of the fork */
+  char *fork_handle;        /* fork: the fork made */
+  EnvdForked forked;        /* fork: called once (the claim gone), instead of an answer */
+  gpointer forked_data;
+  GDestroyNotify forked_destroy;
   double timeout_s;
   char *path;               /* the files' */
   char *dest;               /* move: where to */
@@ -62,6 +76,11 @@ void sandstepd_envd_answer_json (Envd *job, JsonNode *node);
 /* EntryInfo of filesystem.proto, as protobuf's JSON writes it. */
 JsonObject *sandstepd_envd_entry_info (const char *dir, const char *name, gboolean is_dir);
 
+/* Forks sandbox @handle for @holder (of the sandbox's owner) under a claim of its own, as a step's fork does, once
+ * the key of @req covers the sandbox; then calls @forked (its claim gone), which answers @req. */
+void sandstepd_envd_fork (Request *req, const char *handle, const char *holder, EnvdForked forked, gpointer data,
+                          GDestroyNotify destroy);
+
 /* ---- sandstepd-envd-jail.c: Stat, Remove, Move, MakeDir as commands in the jail ---- */
 
 /* Runs @job (its lease attached) as a command in its sandbox, then answers it. */
@@ -73,6 +92,14 @@ void sandstepd_envd_fs_start (Envd *job);
  * @process, StartRequest.process) with @tag (NULL: none), until @lease ends; returns its pid, which the SDK
  * names it by. */
 guint32 sandstepd_envd_command_add (Request *req, JsonObject *process, const char *tag, Lease *lease);
+/* The command's stdin: @fd (taken; -1: none), the write end of the pipe it reads, for SendInput and CloseStdin. */
+void sandstepd_envd_command_set_stdin (guint32 pid, int fd);
+/* Streams to @req (a Connect of the command @selector names) a start event, then what the command's own stream
+ * gets from now on, and its end; FALSE (nothing answered) when no such command runs. */
+gboolean sandstepd_envd_command_connect (const char *handle, JsonObject *selector, Request *req);
+/* Writes @data to the stdin of the command @selector names (@data NULL: closes its stdin); NULL when done, else
+ * Connect's code of the failure, with @message (newly allocated) saying why and what to do. */
+const char *sandstepd_envd_command_input (const char *handle, JsonObject *selector, GBytes *data, char **message);
 /* ListResponse of process.proto: the commands of @handle that still run. */
 JsonObject *sandstepd_envd_command_list (const char *handle);
 /* Kills the command of @handle that @selector ({"pid": N} or {"tag": T}) names; FALSE when none runs. */

@@ -61,6 +61,8 @@ sandstepd_request_unref (Request *req)
   g_free (req->method);
   g_free (req->path);
   g_free (req->keepalive_frame);
+  if (req->tees != NULL)
+    g_ptr_array_unref (req->tees);
   g_free (req);
 }
 
@@ -338,6 +340,38 @@ sandstepd_stream_begin (Request *req)
   req->keepalive = g_timeout_add_seconds (SANDSTEP_KEEPALIVE_S, on_keepalive, req);
 }
 
+/* A slow tee is not waited for (the stream it copies waits for its own reader only): past this, it is cut. */
+#define SANDSTEPD_TEE_MAX (4 * SANDSTEPD_HIGH_WATER)
+
+void
+sandstepd_stream_tee (Request *req, Request *tee)
+{
+  if (req->tees == NULL)
+    req->tees = g_ptr_array_new_with_free_func ((GDestroyNotify) sandstepd_request_unref);
+  g_ptr_array_add (req->tees, sandstepd_request_ref (tee));
+}
+
+/* Copies @data to @req's tees, forgetting those that are over. */
+static void
+tees_take (Request *req, const char *data, gsize len)
+{
+  for (guint i = 0; req->tees != NULL && i < req->tees->len;)
+    {
+      Request *tee = req->tees->pdata[i];
+
+      if (tee->finished || tee->completed)
+        {
+          g_ptr_array_remove_index_fast (req->tees, i);
+          continue;
+        }
+      if (tee->pending > SANDSTEPD_TEE_MAX)
+        sandstepd_stream_end (tee);
+      else
+        sandstepd_stream_take (tee, g_memdup2 (data, len), len);
+      i++;
+    }
+}
+
 void
 sandstepd_stream_take (Request *req, char *data, gsize len)
 {
@@ -346,6 +380,7 @@ sandstepd_stream_take (Request *req, char *data, gsize len)
       g_free (data);
       return;
     }
+  tees_take (req, data, len);
   soup_message_body_append (soup_server_message_get_response_body (req->msg), SOUP_MEMORY_TAKE, data, len);
   req->pending += len;
   req->paused = TRUE;
@@ -366,6 +401,9 @@ sandstepd_stream_end (Request *req)
 {
   if (req->finished || req->completed)
     return;
+  for (guint i = 0; req->tees != NULL && i < req->tees->len; i++)
+    sandstepd_stream_end (req->tees->pdata[i]);
+  g_clear_pointer (&req->tees, g_ptr_array_unref);
   req->completed = TRUE;
   soup_message_body_complete (soup_server_message_get_response_body (req->msg));
   req->paused = TRUE;
@@ -415,6 +453,10 @@ sandstepd_request_finished (SoupServerMessage *msg, gpointer user_data)
 
   req->finished = TRUE;
   stop_watches (req);
+  /* Its tees end with it, cut when it ended early. */
+  for (guint i = 0; req->tees != NULL && i < req->tees->len; i++)
+    sandstepd_stream_end (req->tees->pdata[i]);
+  g_clear_pointer (&req->tees, g_ptr_array_unref);
   sandstepd_conn_body_done (msg);
   g_signal_handlers_disconnect_by_data (msg, req);
   if (early || req->on_gone != NULL)

@@ -85,6 +85,7 @@ struct _Daemon {
   int staging_fd;
   SandstepTokenSet *tokens;   /* every request needs one of them */
   char **server_names;        /* Host names accepted besides addresses, localhost and this host's name */
+  GHashTable *e2b_templates;  /* E2B template name -> image reference (--e2b-template); NULL: none */
   char *self_exe;
   GHashTable *leases;       /* claim id -> Lease (ref) */
   GQueue idle;              /* Workers without a lease (ref), the most recently used first */
@@ -193,6 +194,9 @@ struct _Request {
    * its protocol (E2B's envd). */
   char *keepalive_frame;
   gsize keepalive_len;
+  /* Streamed answers that get a copy of every byte this one takes from now on, and end with it (E2B's
+   * commands.connect); NULL: none. */
+  GPtrArray *tees;
 };
 
 /* ---- sandstepd-http.c: logging, answers, streamed answers, connections ---- */
@@ -227,6 +231,9 @@ void sandstepd_stream_take (Request *req, char *data, gsize len);
 void sandstepd_stream_object (Request *req, JsonObject *object);
 void sandstepd_stream_end (Request *req);
 void sandstepd_stream_error (Request *req, const GError *error);
+/* @tee (begun already) gets a copy of what @req's stream takes from now on, and ends when it ends; a tee whose
+ * reader falls SANDSTEPD_TEE_MAX bytes behind is ended (with no last frame: its reader sees the stream cut). */
+void sandstepd_stream_tee (Request *req, Request *tee);
 /* libsoup's "finished": the exchange is over, whoever ended it. */
 void sandstepd_request_finished (SoupServerMessage *msg, gpointer user_data);
 
@@ -328,6 +335,9 @@ void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *messa
  * it runs, when the caller goes away before. */
 void sandstepd_stream_op_framed (Request *req, Lease *lease, const char *op, JsonObject *message,
                                  const SandstepdFraming *framing);
+/* The same with @stdin_fd (taken; -1: none) as the command's stdin. */
+void sandstepd_stream_step_framed_stdin (Request *req, Lease *lease, JsonObject *message,
+                                         const SandstepdFraming *framing, int stdin_fd);
 
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 
@@ -342,6 +352,8 @@ void sandstepd_handle_put (Request *req);
 
 /* TRUE when @path is one of E2B's (the platform API's or envd's), whose requests sandstepd-e2b.c reads. */
 gboolean sandstepd_e2b_is_path (const char *path);
+/* Reads --e2b-template's NAME=REF pairs into @d; FALSE with @error naming a bad one. */
+gboolean sandstepd_e2b_set_templates (Daemon *d, char **pairs, GError **error);
 gboolean sandstepd_envd_is_path (const char *path);
 /* The token entry an E2B request carries (X-API-KEY, or envd's X-Access-Token), or NULL with why not. */
 const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why);

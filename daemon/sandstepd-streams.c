@@ -377,9 +377,16 @@ sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject
 void
 sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing)
 {
+  sandstepd_stream_step_framed_stdin (req, lease, message, framing, -1);
+}
+
+void
+sandstepd_stream_step_framed_stdin (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing,
+                                    int stdin_fd)
+{
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, -1, TRUE, FALSE, framing);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, stdin_fd, TRUE, FALSE, framing);
 }
 
 void

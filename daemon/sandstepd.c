@@ -129,6 +129,7 @@ main (int argc, char **argv)
   g_autofree char *state_dir = NULL;
   g_autofree char *max_upload = NULL;
   g_auto(GStrv) server_names = NULL;
+  g_auto(GStrv) e2b_templates = NULL;
   int header_timeout = SANDSTEPD_HEADERS_DEADLINE_S;
   int idle_timeout = SANDSTEPD_BODY_IDLE_S;
   g_autofree char *own_token_path = NULL;
@@ -140,6 +141,7 @@ main (int argc, char **argv)
     { "listen", 0, 0, G_OPTION_ARG_STRING, &listen, "Address and port to serve (default " DEFAULT_LISTEN "; port 0: any free one)", "ADDR:PORT" },
     { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file, "Require a bearer token of this file on every request: one a line, 'TOKEN' (admin) or 'TOKEN owner=PREFIX/' (default: STATE/" OWN_TOKEN_FILE ", made on first start)", "FILE" },
     { "server-name", 0, 0, G_OPTION_ARG_STRING_ARRAY, &server_names, "A name clients reach this server by (Host), besides its addresses, localhost and this host's name; repeatable", "NAME" },
+    { "e2b-template", 0, 0, G_OPTION_ARG_STRING_ARRAY, &e2b_templates, "An E2B template: Sandbox.create(NAME) makes a sandbox whose root is the image REF (docker://...); repeatable", "NAME=REF" },
     { "tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &tls_cert, "Serve HTTPS with this PEM certificate (chain)", "FILE" },
     { "tls-key", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The certificate's PEM private key", "FILE" },
     { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir, "Where sandboxes live (default $SANDSTEP_STATE_DIR, else sandstep's default)", "DIR" },
@@ -206,6 +208,8 @@ main (int argc, char **argv)
     return usage_error ("refusing to listen beyond loopback without a token: anyone who reaches the port could run "
                         "commands; pass --token-file=FILE (and --tls-cert/--tls-key), or listen on 127.0.0.1");
   d->server_names = g_steal_pointer (&server_names);
+  if (!sandstepd_e2b_set_templates (d, e2b_templates, &error))
+    return usage_error (error->message);
   if ((tls_cert != NULL) != (tls_key != NULL))
     return usage_error ("--tls-cert and --tls-key go together");
 

@@ -125,6 +125,10 @@ sandstep_http_guard_got_headers (SoupServerMessage *msg)
 {
   Conn *conn = conn_of (msg);
 
+  /* libsoup keeps a connection for the next request only when it has listeners of its own, and the server fed
+   * here has none: it closes the connection after this answer, so the answer says so.  Unsaid, a client keeps
+   * the connection and may send its next request as the close arrives ('other side closed'). */
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
   if (conn == NULL || conn->closed)
     return;
   conn_unpend (conn);

@@ -8,7 +8,8 @@
  * connection a client closes while idle (d20c6601), so ~1,000 idle
  * connections once left a server without descriptors for good.  A server
  * without listeners also closes each connection after its answer, so none
- * idles.
+ * idles; every answer says "Connection: close" (set with the request's
+ * headers), so that no client sends a second request on it.
  *
  * Slow and hostile clients: a connection must bring its request's headers
  * within the header deadline of being accepted (TLS handshake included), and

@@ -10,6 +10,7 @@
  * Environment: SANDSTEPD (the daemon), G_TEST_SRCDIR.
  */
 #include <fcntl.h>
+#include <gio/gio.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <poll.h>
@@ -34,6 +35,8 @@ typedef struct {
   GPid pid;
   int out_fd;
   char *url;
+  char *extra_args[3];      /* more options for the daemon, NULL-terminated */
+  GPid registry_pid;        /* a docker-registry of the case's, or 0 */
 } Fixture;
 
 static char *
@@ -77,6 +80,13 @@ fixture_teardown (Fixture *fx, gconstpointer data)
           waitpid (fx->pid, &status, 0);
         }
     }
+  if (fx->registry_pid > 0)
+    {
+      kill (fx->registry_pid, SIGKILL);
+      waitpid (fx->registry_pid, &status, 0);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (fx->extra_args); i++)
+    g_free (fx->extra_args[i]);
   if (fx->out_fd >= 0)
     close (fx->out_fd);
   g_free (fx->token_file);
@@ -145,7 +155,8 @@ server_start (Fixture *fx)
   const char *daemon = g_getenv ("SANDSTEPD");
   g_autofree char *token_opt = g_strconcat ("--token-file=", fx->token_file, NULL);
   g_autofree char *state_opt = g_strconcat ("--state-dir=", fx->f.state_dir, NULL);
-  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, NULL };
+  const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, fx->extra_args[0], fx->extra_args[1],
+                         NULL };
   g_autoptr(GString) out = g_string_new (NULL);
   g_autoptr(GError) error = NULL;
   gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
@@ -310,7 +321,8 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_assert_false (array_has (report, "briefListed", brief));
   assert_threw (report, "pause", "SandboxError", "/pause is not served by sandstepd's E2B API");
   assert_threw (report, "metrics", "SandboxError", "/metrics is not served by sandstepd's E2B API");
-  assert_threw (report, "snapshots", "SandboxError", "has no snapshots");
+  /* No snapshot made here: none listed (test_snapshots makes them). */
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "snapshots")), ==, 0);
   assert_threw (report, "badMetadata", "SandboxError", "400: The value of metadata 'n' is not a string");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
@@ -353,20 +365,12 @@ test_scoped (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killed"));
 }
 
+/* The checks of sdk.mjs commands's @report. */
 static void
-test_commands (Fixture *fx, gconstpointer data)
+assert_commands (JsonObject *report)
 {
-  g_autoptr(JsonObject) report = NULL;
   JsonObject *run, *cwd_envs;
 
-  g_test_summary ("commands.run through sandstepd's envd (Connect's JSON streams): `echo hi; exit 3` gives "
-                  "stdout 'hi', stderr apart and exit code 3 (CommandExitError); cwd and envs apply; output "
-                  "streams as it comes (it arrives before a command's timeout kills it); a killed command "
-                  "frees the sandbox for the next");
-  if (!sdk_ready ())
-    return;
-  server_start (fx);
-  report = run_sdk (fx, "commands", fx->key);
   run = member_object (report, "run");
   g_assert_cmpstr (json_object_get_string_member (run, "threw"), ==, "CommandExitError");
   g_assert_cmpint (json_object_get_int_member (run, "exitCode"), ==, 3);
@@ -383,6 +387,57 @@ test_commands (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_commands (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+
+  g_test_summary ("commands.run through sandstepd's envd (Connect's JSON streams): `echo hi; exit 3` gives "
+                  "stdout 'hi', stderr apart and exit code 3 (CommandExitError); cwd and envs apply; output "
+                  "streams as it comes (it arrives before a command's timeout kills it); a killed command "
+                  "frees the sandbox for the next");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "commands", fx->key);
+  assert_commands (report);
+}
+
+static void
+test_https (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *openssl = g_find_program_in_path ("openssl");
+  g_autofree char *cert = g_build_filename (fx->f.base_dir, "cert.pem", NULL);
+  g_autofree char *key = g_build_filename (fx->f.base_dir, "key.pem", NULL);
+  g_autoptr(JsonObject) report = NULL;
+  g_autoptr(GError) error = NULL;
+  int status = -1;
+
+  g_test_summary ("The E2B SDK over HTTPS: sandstepd with --tls-cert and --tls-key, both URLs https:// and node "
+                  "trusting the certificate (NODE_EXTRA_CA_CERTS): create, commands.run (streams, exit codes, "
+                  "cwd and envs, timeouts, kill) and kill work as over HTTP");
+  if (!sdk_ready ())
+    return;
+  if (openssl == NULL)
+    g_error ("openssl is not installed; scripts/deps.sh installs it (apt-get install openssl)");
+  {
+    const char *argv[] = { openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                           "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
+                           NULL };
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                  NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  fx->extra_args[0] = g_strconcat ("--tls-cert=", cert, NULL);
+  fx->extra_args[1] = g_strconcat ("--tls-key=", key, NULL);
+  server_start (fx);
+  g_assert_true (g_str_has_prefix (fx->url, "https://127.0.0.1:"));
+  fx->f.envp = g_environ_setenv (fx->f.envp, "NODE_EXTRA_CA_CERTS", cert, TRUE);
+  report = run_sdk (fx, "commands", fx->key);
+  assert_commands (report);
+}
+
+static void
 test_background (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
@@ -394,7 +449,7 @@ test_background (Fixture *fx, gconstpointer data)
                   "the output and exit code; commands.list() shows a running command (its pid and process) "
                   "and not one killed; kill() by the handle ends it and frees the sandbox, a second "
                   "kill or an unknown pid is false; a key of another owner neither lists nor kills; "
-                  "commands.connect and sendStdin say they are not served");
+                  "commands.connect reconnects to it, and sendStdin to a command started without stdin says so");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -415,8 +470,10 @@ test_background (Fixture *fx, gconstpointer data)
                    "echo started; sleep 60");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (p, "envs"), "A"), ==, "b");
   assert_threw (report, "busy", "SandboxError", "held by");
-  assert_threw (report, "reconnect", "SandboxError", "commands.connect) is not served");
-  assert_threw (report, "stdin", "SandboxError", "sendStdin) is not served");
+  g_assert_cmpint (json_object_get_int_member (report, "reconnect"), ==, pid);
+  assert_threw (report, "stdin", "SandboxError", "[failed_precondition] Command");
+  assert_threw (report, "stdin", "SandboxError", "has no stdin to write: start it with commands.run(cmd, "
+                "{background: true, stdin: true})");
   g_assert_true (json_object_get_boolean_member (report, "killed"));
   /* A killed command's wait() ends as envd's does: CommandExitError, killed by SIGKILL (as the shell says it). */
   o = member_object (report, "waited");
@@ -777,7 +834,7 @@ test_wire (Fixture *fx, gconstpointer data)
 
   g_test_summary ("process.Process/Start refuses what the SDK never sends, each with Connect's code and what "
                   "to do: a body shorter than an envelope, an envelope whose length lies or that is followed by "
-                  "another, compressed, not JSON, no cmd, a bad environment name, stdin, the unary type, no or "
+                  "another, compressed, not JSON, no cmd, a bad environment name, the unary type, no or "
                   "a bad sandbox, another owner's sandbox (not found), no key (401), a body over 1 MiB (413)");
   if (!sdk_ready ())
     return;
@@ -790,7 +847,11 @@ test_wire (Fixture *fx, gconstpointer data)
   assert_stream_error (report, "notJson", "invalid_argument", "JSON");
   assert_stream_error (report, "noCmd", "invalid_argument", "no 'cmd'");
   assert_stream_error (report, "badEnvName", "invalid_argument", "'A=B' cannot be set");
-  assert_stream_error (report, "stdin", "unimplemented", "stdin is not served");
+  /* stdin: true is served: the command reads a pipe (test_stdin); /bin/true ends at once. */
+  o = member_object (report, "stdin");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpint (json_object_get_int_member (o, "endFlags"), ==, 2);
+  g_assert_false (json_object_has_member (o, "code"));
   assert_stream_error (report, "unaryType", "invalid_argument", "application/connect+json, not 'application/json'");
   assert_stream_error (report, "noSandbox", "not_found", "E2b-Sandbox-Id");
   assert_stream_error (report, "badSandbox", "not_found", "'../../etc' not found");
@@ -861,6 +922,282 @@ test_unary (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "workspaceKept"));
 }
 
+static void
+test_stdin (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *o;
+
+  g_test_summary ("A command's stdin and reconnecting to a command through the SDK: run({background: true, "
+                  "stdin: true}) reads what sendStdin sends (a string, then bytes) until closeStdin; "
+                  "commands.connect(pid) streams what the command writes from then on and its exit code (not "
+                  "what it wrote before), and a command killed while connected ends the connected handle as "
+                  "killed; sendStdin to a command without stdin, and sendStdin or connect to a pid that runs "
+                  "no command, fail saying so, and another owner's key feeds nothing; the sandbox is free after");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "stdin", fx->key);
+  o = member_object (report, "fed");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "got hello\nmore\ndone\n");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 0);
+  o = member_object (report, "connected");
+  g_assert_true (json_object_get_boolean_member (o, "pid"));
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "two-y\n");
+  g_assert_cmpstr (json_object_get_string_member (o, "streamed"), ==, "two-y\n");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member (o, "ownStdout"), ==, "one\ntwo-y\n");
+  o = member_object (report, "connectedKilled");
+  g_assert_cmpstr (json_object_get_string_member (o, "threw"), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 128 + SIGKILL);
+  g_assert_cmpstr (json_object_get_string_member (o, "error"), ==, "signal: killed");
+  assert_threw (report, "noStdin", "SandboxError", "has no stdin to write");
+  assert_threw (report, "inputGone", "NotFoundError", "No command with that pid runs");
+  assert_threw (report, "connectGone", "NotFoundError", "No command with that pid runs");
+  o = member_object (report, "otherInput");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 404);
+  g_assert_cmpstr (json_object_get_string_member (o, "code"), ==, "not_found");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "");
+  g_assert_cmpstr (json_object_get_string_member (report, "after"), ==, "free\n");
+}
+
+static void
+test_snapshots (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  const char *id, *snap;
+  JsonObject *o;
+
+  g_test_summary ("E2B's snapshots through the SDK, as sandstep forks: createSnapshot() keeps the sandbox's files "
+                  "as they are; Sandbox.create(snapshotId) makes a sandbox of them (its templateId the snapshot, "
+                  "its lifetime create's timeout), which changes alone, as the sandbox does; listSnapshots (of "
+                  "the sandbox, and all) lists it and list() does not; deleteSnapshot deletes it once; a sandbox "
+                  "or a deleted snapshot is no template; a snapshot outlives its sandbox's kill; another owner's key "
+                  "neither lists, makes, uses nor deletes one");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_sdk (fx, "snapshots", fx->key);
+  id = json_object_get_string_member (report, "sandboxId");
+  snap = json_object_get_string_member (report, "snapshot");
+  g_assert_true (g_str_has_prefix (snap, "sandstep-"));
+  g_assert_cmpstr (snap, !=, id);
+  o = member_object (report, "fromSnapshot");
+  g_assert_cmpstr (json_object_get_string_member (o, "read"), ==, "step 1");
+  g_assert_cmpstr (json_object_get_string_member (o, "run"), ==, "step 1");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, snap);
+  g_assert_cmpint (json_object_get_int_member (o, "lifetimeS"), >=, 55);
+  g_assert_cmpint (json_object_get_int_member (o, "lifetimeS"), <=, 61);
+  g_assert_cmpstr (json_object_get_string_member (report, "sandboxAfter"), ==, "step 2");
+  g_assert_cmpstr (json_object_get_string_member (report, "snapshotAfter"), ==, "step 1");
+  g_assert_true (array_has (report, "listed", snap));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "listed")), ==, 1);
+  g_assert_true (array_has (report, "listedAll", snap));
+  g_assert_true (array_has (report, "sandboxes", id));
+  g_assert_false (array_has (report, "sandboxes", snap));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "otherListed")), ==, 0);
+  assert_threw (report, "otherSnapshot", "SandboxNotFoundError", id);
+  assert_threw (report, "otherCreate", "SandboxError", "is not a snapshot sandstepd has for this key");
+  g_assert_false (json_object_get_boolean_member (report, "otherDelete"));
+  assert_threw (report, "fromSandbox", "SandboxError", "is not a snapshot sandstepd has for this key");
+  g_assert_false (json_object_get_boolean_member (report, "deleteSandbox"));
+  g_assert_true (json_object_get_boolean_member (report, "deleted"));
+  g_assert_false (json_object_get_boolean_member (report, "deletedAgain"));
+  assert_threw (report, "fromDeleted", "SandboxError", "is not a snapshot sandstepd has for this key");
+  assert_threw (report, "snapshotGone", "SandboxNotFoundError", "sandstep-00000000000000ff");
+  g_assert_true (json_object_get_boolean_member (report, "killed"));
+  g_assert_cmpstr (json_object_get_string_member (report, "afterKill"), ==, "step 2");
+  /* Deleted means gone from the state directory, with its record. */
+  {
+    g_autofree char *sandboxes = g_build_filename (fx->f.state_dir, "sandboxes", NULL);
+    g_autofree char *names = sandstep_test_dir_names (sandboxes);
+    g_autofree char *meta_name = g_strconcat (snap, ".json", NULL);
+    g_autofree char *meta = g_build_filename (fx->f.state_dir, "e2b", meta_name, NULL);
+    sandstep_test_assert_not_contains (names, snap);
+    g_assert_false (g_file_test (meta, G_FILE_TEST_EXISTS));
+  }
+}
+
+/* Runs @argv (a tool of the image tests), asserting that it succeeds. */
+static void
+run_tool (const char *const *argv)
+{
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("%s failed: %s", argv[0], err);
+}
+
+/* A busybox image (busybox-static, /bin/sh, /marker, and /bin/bash: the SDK runs commands with bash -l -c, and
+ * busybox has no bash, so a script hands them to its sh) in a docker-registry the case starts on loopback, as
+ * e2b/busybox:1; returns its docker:// reference. */
+static char *
+busybox_in_registry (Fixture *fx)
+{
+  g_autofree char *layout = g_build_filename (fx->f.host_dir, "image", NULL);
+  g_autofree char *image = g_strconcat (layout, ":t", NULL);
+  g_autofree char *bundle = g_build_filename (fx->f.host_dir, "bundle", NULL);
+  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  g_autofree char *busybox = g_build_filename (bin, "busybox", NULL);
+  g_autofree char *sh = g_build_filename (bin, "sh", NULL);
+  g_autofree char *bash = g_build_filename (bin, "bash", NULL);
+  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  g_autofree char *config = g_build_filename (fx->f.host_dir, "registry.yml", NULL);
+  g_autofree char *storage = g_build_filename (fx->f.host_dir, "registry", NULL);
+  g_autofree char *config_text = NULL, *src = NULL, *dst = NULL;
+  const char *registry[] = { "docker-registry", "serve", config, NULL };
+  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
+  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(GError) error = NULL;
+  guint16 port;
+  gboolean up = FALSE;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    {
+      g_autofree char *found = g_find_program_in_path (tools[i]);
+      if (found == NULL)
+        g_error ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry skopeo umoci "
+                 "busybox-static)", tools[i]);
+    }
+  {
+    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
+    const char *make[] = { "umoci", "new", "--image", image, NULL };
+    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
+    const char *copy[] = { "cp", "/bin/busybox", busybox, NULL };
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+
+    run_tool (init);
+    run_tool (make);
+    run_tool (unpack);
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    run_tool (copy);
+    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+    g_assert_true (g_file_set_contents_full (bash, "#!/bin/sh\nexec /bin/sh \"$@\"\n", -1,
+                                             G_FILE_SET_CONTENTS_NONE, 0755, NULL));
+    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
+    run_tool (repack);
+  }
+  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
+  bound = g_socket_get_local_address (probe, NULL);
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (probe, NULL);
+  config_text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                                 "http:\n  addr: 127.0.0.1:%u\n", storage, port);
+  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
+  g_spawn_async (NULL, (char **) registry, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &fx->registry_pid,
+                 &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200 && !up; i++)
+    {
+      g_autoptr(GSocketClient) client = g_socket_client_new ();
+      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
+      up = connection != NULL;
+      if (!up)
+        g_usleep (50000);
+    }
+  g_assert_true (up);
+  src = g_strconcat ("oci:", image, NULL);
+  dst = g_strdup_printf ("docker://127.0.0.1:%u/e2b/busybox:1", port);
+  {
+    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+    run_tool (push);
+  }
+  return g_steal_pointer (&dst);
+}
+
+static void
+test_template (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *image = NULL;
+  JsonObject *o;
+
+  g_test_summary ("Sandbox.create(template) with a template other than base: an image's docker:// reference, "
+                  "pulled from a loopback registry by sandstepd, and a name sandstepd was started with "
+                  "(--e2b-template=NAME=REF) make sandboxes whose root is the image (its /marker, no host /usr); "
+                  "getInfo and list name the template; a name that is neither is refused naming the configured "
+                  "ones, a file's reference (oci:) is refused, and an image the registry lacks is not found");
+  if (!sdk_ready ())
+    return;
+  image = busybox_in_registry (fx);
+  fx->extra_args[0] = g_strdup_printf ("--e2b-template=box=%s", image);
+  server_start (fx);
+  fx->f.envp = g_environ_setenv (fx->f.envp, "E2B_TEST_IMAGE", image, TRUE);
+  report = run_sdk (fx, "template", fx->key);
+  o = member_object (report, "byReference");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "from the image\nno-host-usr\n");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, image);
+  g_assert_true (json_object_get_boolean_member (o, "listed"));
+  o = member_object (report, "byName");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "from the image\nno-host-usr\n");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, "box");
+  g_assert_cmpstr (json_object_get_string_member (o, "connectedTemplate"), ==, "box");
+  o = member_object (report, "base");
+  g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, "base");
+  g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "host-usr\n");
+  assert_threw (report, "unknown", "SandboxError", "400: Template 'no-such-template' is not served by sandstepd");
+  assert_threw (report, "unknown", "SandboxError", "here: 'box'");
+  assert_threw (report, "file", "SandboxError", "names a file");
+  assert_threw (report, "missing", "SandboxError", "404: ");
+}
+
+/* Asserts that the connection of contract case @name was closed as its answer said, or took a second request. */
+static void
+assert_connection_kept_or_closed (JsonObject *contract, const char *name)
+{
+  JsonObject *o = member_object (contract, name);
+  const char *connection = json_object_get_string_member_with_default (o, "connection", NULL);
+
+  g_test_message ("%s: Connection '%s', %s", name, connection != NULL ? connection : "(none)",
+                  json_object_has_member (o, "second") ? "second request sent" : "closed as said");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  if (g_strcmp0 (connection, "close") == 0)
+    g_assert_true (json_object_get_boolean_member (o, "closed"));
+  else
+    /* It said nothing (keep-alive): then it must answer the next request, not close under it. */
+    g_assert_cmpint (json_object_get_int_member_with_default (o, "second", 0), ==, 200);
+}
+
+static void
+test_connections (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *contract;
+  JsonArray *waited;
+
+  g_test_summary ("Every answer the SDK meets (the platform API's, envd's unary JSON, a command's stream that "
+                  "ends, a kill, a killed command's stream) either says 'Connection: close' and closes, or "
+                  "answers a second request on the same connection: sandstepd closes each connection after its "
+                  "answer, and a close it did not announce lost the client's next call when sent as the close "
+                  "came ('fetch failed' right after commands.kill, docs/e2b.md); then rounds of the SDK killing "
+                  "a background command and at once listing, stat-ing, getting info and running all succeed");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "killed.mjs", "", fx->key);
+  contract = member_object (report, "contract");
+  assert_connection_kept_or_closed (contract, "platform");
+  assert_connection_kept_or_closed (contract, "unary");
+  assert_connection_kept_or_closed (contract, "stream");
+  assert_connection_kept_or_closed (contract, "kill");
+  assert_connection_kept_or_closed (contract, "killedStream");
+  g_assert_true (json_object_get_boolean_member (member_object (contract, "killedStream"), "killed"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "failures")), ==, 0);
+  waited = json_object_get_array_member (report, "waited");
+  g_assert_cmpuint (json_array_get_length (waited), ==, json_object_get_int_member (report, "rounds"));
+  for (guint i = 0; i < json_array_get_length (waited); i++)
+    g_assert_cmpint (json_array_get_int_element (waited, i), ==, 128 + SIGKILL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -869,13 +1206,18 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/lifecycle", test_lifecycle);
   ADD ("/e2b/sdk/scoped", test_scoped);
   ADD ("/e2b/sdk/commands", test_commands);
+  ADD ("/e2b/sdk/https", test_https);
   ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/code/run", test_code);
   ADD ("/e2b/code/idle", test_code_idle);
   ADD ("/e2b/code/readme", test_code_readme);
+  ADD ("/e2b/sdk/template", test_template);
+  ADD ("/e2b/sdk/stdin", test_stdin);
+  ADD ("/e2b/sdk/snapshots", test_snapshots);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
+  ADD ("/e2b/wire/connections", test_connections);
   return g_test_run ();
 }

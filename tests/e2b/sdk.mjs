@@ -3,7 +3,7 @@
 // tests/test-e2b.c runs `node sdk.mjs AREA` with E2B_API_URL and E2B_SANDBOX_URL set to a sandstepd it
 // started and E2B_API_KEY a token of its token file; this prints one JSON object of what each call gave
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
-// files, handed.
+// files, handed, template, stdin, snapshots.
 import { Sandbox } from 'e2b';
 
 const report = {};
@@ -71,7 +71,7 @@ async function lifecycle() {
   await take('briefInfo', async () => (await brief.getInfo()).sandboxId);
   await take('briefRun', async () => (await brief.commands.run('echo alive')).stdout);
   await take('briefListed', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
-  // What has no sandstep meaning says it is not served, in E2B's shape.
+  // What has no sandstep meaning says it is not served, in E2B's shape; no snapshot is made here, so none lists.
   await take('pause', async () => { await sbx.pause(); return true; });
   await take('metrics', async () => await sbx.getMetrics());
   await take('snapshots', async () => await Sandbox.listSnapshots().nextItems());
@@ -175,6 +175,154 @@ async function background() {
   await take('killedSecond', async () => await sbx.commands.kill(h2.pid));
   await take('pty', async () => (await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} })).pid);
   await take('killedSandbox', async () => { await sbx.kill(); return true; });
+}
+
+// Templates other than base: an image's reference (E2B_TEST_IMAGE, in a loopback registry) and a name sandstepd
+// was started with (box, the same image); what is neither, a file's reference, and an image not there fail.
+async function template() {
+  const image = process.env.E2B_TEST_IMAGE;
+  const probe = 'cat /marker; [ -e /usr/bin/env ] && echo host-usr || echo no-host-usr';
+  await take('byReference', async () => {
+    const sbx = await Sandbox.create(image, { timeoutMs: 120_000 });
+    const r = await sbx.commands.run(probe);
+    const listed = (await Sandbox.list().nextItems()).some((s) => s.sandboxId === sbx.sandboxId && s.templateId === image);
+    const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId, listed };
+    await sbx.kill();
+    return out;
+  });
+  await take('byName', async () => {
+    const sbx = await Sandbox.create('box', { timeoutMs: 120_000 });
+    const r = await sbx.commands.run(probe);
+    const connected = await Sandbox.connect(sbx.sandboxId);
+    const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId,
+                  connectedTemplate: (await connected.getInfo()).templateId };
+    await sbx.kill();
+    return out;
+  });
+  await take('base', async () => {
+    const sbx = await Sandbox.create({ timeoutMs: 120_000 });
+    const r = await sbx.commands.run('[ -e /usr/bin/env ] && echo host-usr || echo no-host-usr');
+    const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId };
+    await sbx.kill();
+    return out;
+  });
+  await take('unknown', async () => (await Sandbox.create('no-such-template')).sandboxId);
+  await take('file', async () => (await Sandbox.create('oci:/etc:x')).sandboxId);
+  await take('missing', async () => (await Sandbox.create(image.replace(/:1$/, ':2'))).sandboxId);
+}
+
+// A command's stdin (run({stdin: true}), sendStdin, closeStdin) and commands.connect(pid): what the command
+// streams from then on, its end included.
+async function stdin() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await take('fed', async () => {
+    const h = await sbx.commands.run('read line; echo "got $line"; cat; echo done', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'hello\n');
+    await sbx.commands.sendStdin(h.pid, new TextEncoder().encode('more\n'));
+    await sbx.commands.closeStdin(h.pid);
+    const r = await h.wait();
+    return { stdout: r.stdout, exitCode: r.exitCode };
+  });
+  await take('connected', async () => {
+    const h = await sbx.commands.run('echo one; read x; echo "two-$x"', { background: true, stdin: true });
+    for (let i = 0; i < 200 && !h.stdout.includes('one'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    const seen = [];
+    const c = await sbx.commands.connect(h.pid, { onStdout: (d) => seen.push(d) });
+    await sbx.commands.sendStdin(h.pid, 'y\n');
+    const r = await c.wait();
+    const own = await h.wait();
+    return { pid: c.pid === h.pid, stdout: r.stdout, streamed: seen.join(''), exitCode: r.exitCode,
+             ownStdout: own.stdout };
+  });
+  await take('connectedKilled', async () => {
+    const h = await sbx.commands.run('sleep 60', { background: true });
+    const c = await sbx.commands.connect(h.pid);
+    await h.kill();
+    try {
+      await c.wait();
+      return { threw: null };
+    } catch (e) {
+      return { threw: e?.constructor?.name, exitCode: e.exitCode, error: e.error ?? null };
+    }
+  });
+  await take('noStdin', async () => {
+    const h = await sbx.commands.run('sleep 60', { background: true });
+    try {
+      await sbx.commands.sendStdin(h.pid, 'x');
+      return true;
+    } finally {
+      await h.kill();
+    }
+  });
+  await take('inputGone', async () => { await sbx.commands.sendStdin(4_000_000, 'x'); return true; });
+  await take('connectGone', async () => (await sbx.commands.connect(4_000_000)).pid);
+  // A key of another owner neither feeds nor watches this sandbox's commands.
+  await take('otherInput', async () => {
+    const h = await sbx.commands.run('cat', { background: true, stdin: true });
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/SendInput`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId,
+                 'X-Access-Token': process.env.E2B_OTHER_KEY },
+      body: JSON.stringify({ process: { pid: h.pid },
+                             input: { stdin: Buffer.from('theirs\n').toString('base64') } }) });
+    const body = await res.json();
+    await sbx.commands.closeStdin(h.pid);
+    return { status: res.status, code: body.code, stdout: (await h.wait()).stdout };
+  });
+  await take('after', async () => (await sbx.commands.run('echo free')).stdout);
+  await sbx.kill();
+}
+
+// Snapshots: createSnapshot() is a fork of the sandbox's files as they are; Sandbox.create(snapshotId) a sandbox
+// of them; listSnapshots and deleteSnapshot; another owner's key sees, uses and deletes none.
+async function snapshots() {
+  const other = { apiKey: process.env.E2B_OTHER_KEY };
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { from: 'snapshots' } });
+  report.sandboxId = sbx.sandboxId;
+  await sbx.files.write('/workspace/state.txt', 'step 1');
+  await take('snapshot', async () => (await sbx.createSnapshot()).snapshotId);
+  const snap = report.snapshot;
+  await sbx.files.write('/workspace/state.txt', 'step 2');
+  await take('fromSnapshot', async () => {
+    const made = await Sandbox.create(snap, { timeoutMs: 60_000 });
+    const info = await made.getInfo();
+    const out = { read: await made.files.read('/workspace/state.txt'), templateId: info.templateId,
+                  lifetimeS: Math.round((info.endAt - Date.now()) / 1000),
+                  run: (await made.commands.run('cat state.txt; echo " again" >> state.txt', { cwd: '/workspace' })).stdout };
+    await made.kill();
+    return out;
+  });
+  await take('sandboxAfter', async () => await sbx.files.read('/workspace/state.txt'));
+  await take('snapshotAfter', async () => {
+    const made = await Sandbox.create(snap, { timeoutMs: 60_000 });
+    const read = await made.files.read('/workspace/state.txt');
+    await made.kill();
+    return read;
+  });
+  await take('listed', async () => (await sbx.listSnapshots().nextItems()).map((x) => x.snapshotId));
+  await take('listedAll', async () => (await Sandbox.listSnapshots().nextItems()).map((x) => x.snapshotId));
+  await take('sandboxes', async () => (await Sandbox.list().nextItems()).map((x) => x.sandboxId));
+  await take('otherListed', async () => (await Sandbox.listSnapshots(other).nextItems()).map((x) => x.snapshotId));
+  await take('otherSnapshot', async () => (await Sandbox.createSnapshot(sbx.sandboxId, other)).snapshotId);
+  await take('otherCreate', async () => (await Sandbox.create(snap, other)).sandboxId);
+  await take('otherDelete', async () => await Sandbox.deleteSnapshot(snap, other));
+  await take('fromSandbox', async () => (await Sandbox.create(sbx.sandboxId)).sandboxId);
+  await take('deleteSandbox', async () => await Sandbox.deleteSnapshot(sbx.sandboxId));
+  await take('deleted', async () => await Sandbox.deleteSnapshot(snap));
+  await take('deletedAgain', async () => await Sandbox.deleteSnapshot(snap));
+  await take('fromDeleted', async () => (await Sandbox.create(snap)).sandboxId);
+  await take('snapshotGone', async () => (await Sandbox.createSnapshot('sandstep-00000000000000ff')).snapshotId);
+  // A snapshot outlives its sandbox's kill.
+  const kept = (await sbx.createSnapshot()).snapshotId;
+  await take('killed', async () => { await sbx.kill(); return true; });
+  await take('afterKill', async () => {
+    const made = await Sandbox.create(kept, { timeoutMs: 60_000 });
+    const read = await made.files.read('/workspace/state.txt');
+    await made.kill();
+    await Sandbox.deleteSnapshot(kept);
+    return read;
+  });
 }
 
 // A key scoped to another owner (E2B_OTHER_KEY) sees nothing of this key's sandbox, nor can it end it.
@@ -287,7 +435,7 @@ async function handed() {
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
 }
 
-const areas = { lifecycle, scoped, commands, background, files, handed };
+const areas = { lifecycle, scoped, commands, background, files, handed, template, stdin, snapshots };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node sdk.mjs ${Object.keys(areas).join('|')}`);
@@ -295,3 +443,5 @@ if (area === undefined) {
 }
 await area();
 console.log(JSON.stringify(report));
+// The report is whole: a call that failed left the SDK's request timer (60 s) running, which would hold node.
+process.exit(0);
