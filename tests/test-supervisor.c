@@ -1806,6 +1806,51 @@ test_no_host_wide_per_sandbox (Fixture *f, gconstpointer data)
   close (probe);
 }
 
+/* What issue 33 asks of one host: this many sandboxes live at once. */
+#define HOST_LIVE 300
+
+/* Whether this process can still make an inotify instance and open a file: what a host-wide use per sandbox took
+ * from every process of its user before (issue 33). */
+static void
+assert_host_not_used_up (void)
+{
+  int probe = inotify_init1 (IN_CLOEXEC);
+  int file = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  g_assert_cmpint (probe, >=, 0);
+  g_assert_cmpint (file, >=, 0);
+  close (probe);
+  close (file);
+}
+
+static void
+test_host_live (Fixture *f, gconstpointer data)
+{
+  g_autoptr(GPtrArray) handles = g_ptr_array_new_with_free_func (g_free);
+
+  g_test_summary ("300 sandboxes live at once, each having run a command: their caller can still make inotify "
+                  "instances and open files while they live, and every one answers its next command (issue 33)");
+  for (int i = 0; i < HOST_LIVE; i++)
+    {
+      g_autofree char *holder = g_strdup_printf ("--holder=host-live-%d", i);
+      g_autofree char *handle = sandstep_test_provision (f, holder, NULL);
+      g_autofree char *command = g_strdup_printf ("echo %d", i);
+      g_autofree char *expected = g_strdup_printf ("%d\n", i);
+      g_autofree char *out = sandstep_test_run_ok (f, handle, command);
+
+      g_assert_cmpstr (out, ==, expected);
+      g_ptr_array_add (handles, g_steal_pointer (&handle));
+      if (i % 50 == 49)
+        assert_host_not_used_up ();
+    }
+  for (guint i = 0; i < handles->len; i++)
+    {
+      g_autofree char *out = sandstep_test_run_ok (f, handles->pdata[i], "echo again");
+      g_assert_cmpstr (out, ==, "again\n");
+    }
+  assert_host_not_used_up ();
+}
+
 static void
 test_inotify_share (Fixture *f, gconstpointer data)
 {
@@ -2168,6 +2213,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/mountinfo-names-little", test_mountinfo_names_little);
   ADD ("/supervisor/stable-over-1000-commands", test_stable_over_many);
   ADD ("/supervisor/no-host-wide-per-sandbox", test_no_host_wide_per_sandbox);
+  ADD ("/supervisor/host-live", test_host_live);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);
