@@ -23,6 +23,9 @@
 /* The envd version the SDK is told: its features are switched by it (>= 0.4.0: no user is needed). */
 #define E2B_ENVD_VERSION "0.5.7"
 #define E2B_BASE_TEMPLATE "base"
+/* @e2b/code-interpreter's default template (its Sandbox.defaultTemplate): E2B's image with Python; the host's root
+ * has python3, so it is "base" unless --e2b-template names it. */
+#define E2B_CODE_TEMPLATE "code-interpreter-v1"
 /* The owner of an admin key's sandboxes; a scoped key's are under its prefix. */
 #define E2B_OWNER "e2b"
 
@@ -675,7 +678,8 @@ read_create (Request *req, E2bJob *job)
       const char *configured = req->d->e2b_templates != NULL ? g_hash_table_lookup (req->d->e2b_templates, template)
                                                              : NULL;
       job->template_is_name = configured != NULL;
-      job->spec->image = g_strdup (configured != NULL ? configured : template);
+      if (configured != NULL || strcmp (template, E2B_CODE_TEMPLATE) != 0)
+        job->spec->image = g_strdup (configured != NULL ? configured : template);
     }
   node = json_object_get_member (body, "timeout");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node))

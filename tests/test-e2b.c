@@ -805,11 +805,14 @@ test_code_readme (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
 
-  g_test_summary ("the code interpreter SDK's README example (x = 1, then x+=1; x gives '2') through sandstepd");
+  g_test_summary ("the code interpreter SDK's README example (Sandbox.create() with no template, x = 1, then "
+                  "x+=1; x gives '2') through sandstepd: the SDK's default template code-interpreter-v1 is the "
+                  "host-root sandbox, and getInfo names it as asked");
   if (!code_sdk_ready ())
     return;
   server_start (fx);
   report = run_script (fx, "code.mjs", "readme", fx->key);
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "templateId", ""), ==, "code-interpreter-v1");
   g_assert_cmpstr (json_object_get_string_member (report, "text"), ==, "2");
 }
 

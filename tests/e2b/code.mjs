@@ -92,9 +92,10 @@ async function idle() {
   await sleep(idleMs + 2000);
 }
 
-// The SDK README's example (with the template 'base').
+// The SDK README's example, as it is: no template, so the SDK asks for its own default (code-interpreter-v1).
 async function readme() {
-  const sbx = await Sandbox.create('base');
+  const sbx = await Sandbox.create();
+  report.templateId = (await sbx.getInfo()).templateId;
   await sbx.runCode('x = 1');
   const execution = await sbx.runCode('x+=1; x');
   report.text = execution.text;
