@@ -674,7 +674,7 @@ test_code (Fixture *fx, gconstpointer data)
                   "stream to the callbacks as they are written (the first line before the code ends); an "
                   "exception is an error with its name, value and traceback, and the state lives on; a call "
                   "the SDK stops waiting for (timeoutMs) takes the interpreter with it and the next call says "
-                  "so; other languages, envs and contexts are refused naming what is not served; the session "
+                  "so; other languages and envs are refused naming what is not served; the session "
                   "holds the sandbox's claim (a command waits, then is refused naming it); a killed sandbox is "
                   "not found");
   if (!code_sdk_ready ())
@@ -740,11 +740,10 @@ test_code (Fixture *fx, gconstpointer data)
 
   assert_threw (report, "language", "SandboxError", "Language 'js' is not served");
   assert_threw (report, "envs", "SandboxError", "envs are not served");
+  /* With the key too, the one context is given (its token's calls are /e2b/code/contexts'). */
   o = member_object (report, "contexts");
-  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 501);
-  g_assert_cmpint (json_object_get_int_member (member_object (o, "body"), "code"), ==, 501);
-  sandstep_test_assert_contains (json_object_get_string_member (member_object (o, "body"), "message"),
-                                 "Code contexts");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpstr (json_object_get_string_member (member_object (o, "body"), "id"), ==, "default");
   assert_threw (report, "busy", "SandboxError", "e2b/e2b-code");
 
   assert_threw (report, "timeout", "TimeoutError", "Execution timed out");
@@ -814,6 +813,78 @@ test_code_readme (Fixture *fx, gconstpointer data)
   report = run_script (fx, "code.mjs", "readme", fx->key);
   g_assert_cmpstr (json_object_get_string_member_with_default (report, "templateId", ""), ==, "code-interpreter-v1");
   g_assert_cmpstr (json_object_get_string_member (report, "text"), ==, "2");
+}
+
+/* Asserts that the raw request @name of code.mjs's report was answered @status, its body containing @text. */
+static void
+assert_raw (JsonObject *report, const char *name, gint64 status, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_test_message ("%s: %" G_GINT64_FORMAT " %s", name, json_object_get_int_member_with_default (o, "status", 0),
+                  json_object_get_string_member_with_default (o, "body", ""));
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "status", 0), ==, status);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "body", ""), text);
+}
+
+static void
+test_code_contexts (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *o, *e;
+  JsonArray *all;
+
+  g_test_summary ("the code interpreter SDK's contexts calls, which carry no key but the sandbox's "
+                  "trafficAccessToken from create: listCodeContexts and createCodeContext({language: 'python'}) "
+                  "give the one context 'default' (the Python session), runCode in it keeps its state, "
+                  "restartCodeContext gives the sandbox back and a new interpreter, a second context (another "
+                  "language, cwd or id) and removing 'default' are refused naming why; the token is per sandbox "
+                  "and opens only its code routes: as an API key, an access token, on envd, as sandstepd's "
+                  "bearer, for another sandbox, altered, or after the sandbox's kill it is refused");
+  if (!code_sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "code.mjs", "contexts", fx->key);
+  g_assert_true (json_object_get_boolean_member (report, "token"));
+  g_assert_true (json_object_get_boolean_member (report, "otherToken"));
+  g_assert_true (json_object_get_boolean_member (report, "notKey"));
+
+  all = json_object_get_array_member (report, "list");
+  g_assert_cmpuint (json_array_get_length (all), ==, 1);
+  o = json_array_get_object_element (all, 0);
+  g_assert_cmpstr (json_object_get_string_member (o, "id"), ==, "default");
+  g_assert_cmpstr (json_object_get_string_member (o, "language"), ==, "python");
+  o = member_object (report, "create");
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "id", ""), ==, "default");
+  assert_threw (report, "createJs", "SandboxError", "language 'js' is not served");
+  assert_threw (report, "createCwd", "SandboxError", "A second code context");
+  g_assert_null (execution_error (execution_of (report, "set")));
+  g_assert_cmpstr (json_object_get_string_member (execution_of (report, "kept"), "text"), ==, "5");
+  assert_threw (report, "otherContext", "SandboxError", "Code context 'nope' is not served");
+
+  g_assert_true (json_object_get_boolean_member (report, "restart"));
+  g_assert_cmpstr (json_object_get_string_member (report, "freed"), ==, "free\n");
+  o = execution_of (report, "afterRestart");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "NameError");
+  /* A restart asked for is no news on the next call's stderr. */
+  err = joined (o, "stderr");
+  g_assert_cmpstr (err, ==, "");
+  assert_threw (report, "remove", "SandboxError", "is not removed");
+  assert_threw (report, "restartOther", "NotFoundError", "not served");
+
+  assert_raw (report, "asApiKey", 401, "wrong E2B API key");
+  assert_raw (report, "killWithIt", 401, "wrong E2B API key");
+  assert_raw (report, "asAccessToken", 401, "wrong E2B API key");
+  assert_raw (report, "onEnvd", 401, "no E2B API key");
+  assert_raw (report, "asBearer", 401, "unauthorized");
+  assert_raw (report, "otherSandbox", 401, "not the sandbox's");
+  assert_raw (report, "otherOwn", 200, "\"default\"");
+  assert_raw (report, "forged", 401, "not the sandbox's");
+  assert_raw (report, "executeWithIt", 401, "not the sandbox's");
+  assert_raw (report, "afterKill", 404, "not found");
 }
 
 /* Asserts that case @name of wire.mjs's report ended its stream (HTTP 200) with Connect's @code and @text. */
@@ -1216,6 +1287,7 @@ main (int argc, char **argv)
   ADD ("/e2b/code/run", test_code);
   ADD ("/e2b/code/idle", test_code_idle);
   ADD ("/e2b/code/readme", test_code_readme);
+  ADD ("/e2b/code/contexts", test_code_contexts);
   ADD ("/e2b/sdk/template", test_template);
   ADD ("/e2b/sdk/stdin", test_stdin);
   ADD ("/e2b/sdk/snapshots", test_snapshots);
