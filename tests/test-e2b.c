@@ -1092,102 +1092,6 @@ test_snapshots (Fixture *fx, gconstpointer data)
   }
 }
 
-/* Runs @argv (a tool of the image tests), asserting that it succeeds. */
-static void
-run_tool (const char *const *argv)
-{
-  g_autofree char *err = NULL;
-  int status = 0;
-  g_autoptr(GError) error = NULL;
-
-  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
-                &status, &error);
-  g_assert_no_error (error);
-  if (!g_spawn_check_wait_status (status, NULL))
-    g_error ("%s failed: %s", argv[0], err);
-}
-
-/* A busybox image (busybox-static, /bin/sh, /marker, and /bin/bash: the SDK runs commands with bash -l -c, and
- * busybox has no bash, so a script hands them to its sh) in a docker-registry the case starts on loopback, as
- * e2b/busybox:1; returns its docker:// reference. */
-static char *
-busybox_in_registry (Fixture *fx)
-{
-  g_autofree char *layout = g_build_filename (fx->f.host_dir, "image", NULL);
-  g_autofree char *image = g_strconcat (layout, ":t", NULL);
-  g_autofree char *bundle = g_build_filename (fx->f.host_dir, "bundle", NULL);
-  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
-  g_autofree char *busybox = g_build_filename (bin, "busybox", NULL);
-  g_autofree char *sh = g_build_filename (bin, "sh", NULL);
-  g_autofree char *bash = g_build_filename (bin, "bash", NULL);
-  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
-  g_autofree char *config = g_build_filename (fx->f.host_dir, "registry.yml", NULL);
-  g_autofree char *storage = g_build_filename (fx->f.host_dir, "registry", NULL);
-  g_autofree char *config_text = NULL, *src = NULL, *dst = NULL;
-  const char *registry[] = { "docker-registry", "serve", config, NULL };
-  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
-  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
-  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
-  g_autoptr(GSocketAddress) bound = NULL;
-  g_autoptr(GError) error = NULL;
-  guint16 port;
-  gboolean up = FALSE;
-
-  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
-    {
-      g_autofree char *found = g_find_program_in_path (tools[i]);
-      if (found == NULL)
-        g_error ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry skopeo umoci "
-                 "busybox-static)", tools[i]);
-    }
-  {
-    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
-    const char *make[] = { "umoci", "new", "--image", image, NULL };
-    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
-    const char *copy[] = { "cp", "/bin/busybox", busybox, NULL };
-    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
-
-    run_tool (init);
-    run_tool (make);
-    run_tool (unpack);
-    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
-    run_tool (copy);
-    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
-    g_assert_true (g_file_set_contents_full (bash, "#!/bin/sh\nexec /bin/sh \"$@\"\n", -1,
-                                             G_FILE_SET_CONTENTS_NONE, 0755, NULL));
-    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
-    run_tool (repack);
-  }
-  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
-  bound = g_socket_get_local_address (probe, NULL);
-  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-  g_socket_close (probe, NULL);
-  config_text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
-                                 "http:\n  addr: 127.0.0.1:%u\n", storage, port);
-  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
-  g_spawn_async (NULL, (char **) registry, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
-                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &fx->registry_pid,
-                 &error);
-  g_assert_no_error (error);
-  for (int i = 0; i < 200 && !up; i++)
-    {
-      g_autoptr(GSocketClient) client = g_socket_client_new ();
-      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
-      up = connection != NULL;
-      if (!up)
-        g_usleep (50000);
-    }
-  g_assert_true (up);
-  src = g_strconcat ("oci:", image, NULL);
-  dst = g_strdup_printf ("docker://127.0.0.1:%u/e2b/busybox:1", port);
-  {
-    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
-    run_tool (push);
-  }
-  return g_steal_pointer (&dst);
-}
-
 static void
 test_template (Fixture *fx, gconstpointer data)
 {
@@ -1202,7 +1106,8 @@ test_template (Fixture *fx, gconstpointer data)
                   "ones, a file's reference (oci:) is refused, and an image the registry lacks is not found");
   if (!sdk_ready ())
     return;
-  image = busybox_in_registry (fx);
+  /* busybox has no bash, so the image's /bin/bash hands the SDK's commands to its sh. */
+  fx->registry_pid = sandstep_test_busybox_in_registry (fx->f.host_dir, "e2b/busybox:1", TRUE, &image);
   fx->extra_args[0] = g_strdup_printf ("--e2b-template=box=%s", image);
   server_start (fx);
   fx->f.envp = g_environ_setenv (fx->f.envp, "E2B_TEST_IMAGE", image, TRUE);
