@@ -838,7 +838,7 @@ test_code_contexts (Fixture *fx, gconstpointer data)
   g_test_summary ("the code interpreter SDK's contexts calls, which carry no key but the sandbox's "
                   "trafficAccessToken from create: listCodeContexts and createCodeContext({language: 'python'}) "
                   "give the one context 'default' (the Python session), runCode in it keeps its state, "
-                  "restartCodeContext gives the sandbox back and a new interpreter, a second context (another "
+                  "restartCodeContext gives the sandbox back and a new interpreter, Sandbox.connect hands out the same token, a second context (another "
                   "language, cwd or id) and removing 'default' are refused naming why; the token is per sandbox "
                   "and opens only its code routes: as an API key, an access token, on envd, as sandstepd's "
                   "bearer, for another sandbox, altered, or after the sandbox's kill it is refused");
@@ -872,6 +872,9 @@ test_code_contexts (Fixture *fx, gconstpointer data)
   /* A restart asked for is no news on the next call's stderr. */
   err = joined (o, "stderr");
   g_assert_cmpstr (err, ==, "");
+  o = member_object (report, "connected");
+  g_assert_true (json_object_get_boolean_member (o, "same"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "contexts")), ==, 1);
   assert_threw (report, "remove", "SandboxError", "is not removed");
   assert_threw (report, "restartOther", "NotFoundError", "not served");
 

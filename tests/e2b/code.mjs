@@ -128,6 +128,11 @@ async function contexts() {
   await take('restart', async () => { await sbx.restartCodeContext('default'); return true; });
   await take('freed', async () => (await sbx.commands.run('echo free')).stdout);
   await take('afterRestart', async () => shown(await sbx.runCode('x')));
+  // Sandbox.connect hands the same token out (a make step's sandbox is taken over that way).
+  await take('connected', async () => {
+    const again = await Sandbox.connect(sbx.sandboxId);
+    return { same: again.trafficAccessToken === token, contexts: await again.listCodeContexts() };
+  });
   await take('remove', async () => { await sbx.removeCodeContext('default'); return true; });
   await take('restartOther', async () => { await sbx.restartCodeContext('nope'); return true; });
   // The token is no key: not for the platform API, envd, sandstepd's own API, another sandbox, or with a key.
