@@ -24,6 +24,8 @@
 #include "sandstep-wire.h"
 
 #define CODE_PORT "49999"
+/* The one code context of a sandbox: its Python session. */
+#define CODE_CONTEXT "default"
 /* A session with no call for this long gives the sandbox back (its state goes). */
 #define CODE_IDLE_S 300
 /* As envd's calls: the SDK never asks again, so a claim another holds is waited for this long. */
@@ -386,7 +388,7 @@ static const SandstepdFraming code_framing = {
 
 typedef struct {
   Request *req;             /* ref */
-  char *code;
+  char *code;               /* NULL: a contexts call */
   char *owner;
   GError *error;
 } Exec;
@@ -577,11 +579,13 @@ handle_execute (Request *req)
       return;
     }
   context = string_member (body, "context_id", &bad);
-  if (bad || context != NULL)
+  if (bad || (context != NULL && strcmp (context, CODE_CONTEXT) != 0))
     {
+      g_autofree char *shown = sandstep_escape (context != NULL ? context : "(not a string)", -1, 100,
+                                                SANDSTEP_ESCAPE_VALUE);
       code_error (req, SOUP_STATUS_BAD_REQUEST,
-                  "Code contexts are not served by sandstepd: each sandbox has one Python session; call runCode "
-                  "without a context");
+                  "Code context '%s' is not served by sandstepd: each sandbox has one, '" CODE_CONTEXT "' (its "
+                  "Python session); call runCode without a context or with that one", shown);
       return;
     }
   envs = json_object_get_member (body, "env_vars");
@@ -597,6 +601,171 @@ handle_execute (Request *req)
   x->req = sandstepd_request_ref (req);
   x->code = g_strdup (code);
   task = g_task_new (NULL, NULL, owner_done, NULL);
+  g_task_set_task_data (task, x, (GDestroyNotify) exec_free);
+  g_task_run_in_thread (task, owner_thread);
+}
+
+/* ---- /contexts: the one context, the Python session ---- */
+
+/* The context the SDK reads: {id, language, cwd}. */
+static JsonObject *
+context_object (void)
+{
+  JsonObject *o = json_object_new ();
+
+  json_object_set_string_member (o, "id", CODE_CONTEXT);
+  json_object_set_string_member (o, "language", "python");
+  json_object_set_string_member (o, "cwd", "/workspace");
+  return o;
+}
+
+static void
+answer_node (Request *req, JsonNode *node)
+{
+  gsize len = 0;
+  char *text = json_to_string (node, FALSE);
+
+  len = strlen (text);
+  sandstepd_e2b_answer (req, SOUP_STATUS_OK, "application/json", text, len);
+}
+
+/* The sandbox is the key's (or the traffic token's): the call is served. */
+static void
+contexts_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  Exec *x = g_task_get_task_data (G_TASK (result));
+  Request *req = x->req;
+  g_autoptr(JsonNode) node = NULL;
+  CodeSession *s;
+
+  if (x->error != NULL)
+    {
+      code_backend_error (req, x->error);
+      return;
+    }
+  if (strcmp (req->path, "/contexts") == 0)
+    {
+      /* GET lists the one context; POST (checked before) "creates" it: it is there already. */
+      if (strcmp (req->method, "GET") == 0)
+        {
+          JsonArray *all = json_array_new ();
+          json_array_add_object_element (all, context_object ());
+          node = json_node_init_array (json_node_alloc (), all);
+          json_array_unref (all);
+        }
+      else
+        {
+          JsonObject *o = context_object ();
+          node = json_node_init_object (json_node_alloc (), o);
+          json_object_unref (o);
+        }
+      answer_node (req, node);
+      return;
+    }
+  /* POST /contexts/default/restart: the interpreter ends with its claim, and the next runCode starts a new one
+   * (without a note on its stderr: this end was asked for). */
+  s = session_get (req->handle);
+  session_check (s);
+  if (s->attaching)
+    {
+      code_error (req, SOUP_STATUS_CONFLICT,
+                  "Sandbox '%s' is busy: a runCode call is starting its Python interpreter; restart it after that "
+                  "call", req->handle);
+      return;
+    }
+  if (s->lease != NULL)
+    {
+      sandstepd_lease_end (s->lease, "the code context was restarted (restartCodeContext)", FALSE);
+      g_clear_pointer (&s->lease, sandstepd_lease_unref);
+    }
+  if (s->idle_timer != 0)
+    g_clear_handle_id (&s->idle_timer, g_source_remove);
+  g_clear_pointer (&s->lost, g_free);
+  sandstepd_e2b_answer (req, SOUP_STATUS_NO_CONTENT, NULL, NULL, 0);
+}
+
+/* Checks a contexts call before the sandbox is looked up; FALSE after answering. */
+static gboolean
+contexts_check (Request *req)
+{
+  const char *rest = req->path + strlen ("/contexts");
+  g_autoptr(GError) error = NULL;
+
+  if (rest[0] == '\0')
+    {
+      g_autoptr(JsonObject) body = NULL;
+      const char *language, *cwd;
+      gboolean bad_language = FALSE, bad_cwd = FALSE;
+
+      if (strcmp (req->method, "GET") == 0)
+        return TRUE;
+      if (strcmp (req->method, "POST") != 0)
+        {
+          code_error (req, SOUP_STATUS_METHOD_NOT_ALLOWED, "%s /contexts is not served; GET lists the sandbox's "
+                      "code context, POST gives it", req->method);
+          return FALSE;
+        }
+      body = sandstep_wire_parse_object (req->body->len > 0 ? (const char *) req->body->data : "{}",
+                                         req->body->len > 0 ? req->body->len : 2, &error);
+      if (body == NULL)
+        {
+          code_error (req, SOUP_STATUS_BAD_REQUEST, "POST /contexts: %s; send {\"language\": \"python\"}",
+                      error->message);
+          return FALSE;
+        }
+      language = string_member (body, "language", &bad_language);
+      cwd = string_member (body, "cwd", &bad_cwd);
+      if (bad_language || (language != NULL && g_ascii_strcasecmp (language, "python") != 0))
+        {
+          g_autofree char *shown = sandstep_escape (language != NULL ? language : "(not a string)", -1, 100,
+                                                    SANDSTEP_ESCAPE_VALUE);
+          code_error (req, SOUP_STATUS_BAD_REQUEST,
+                      "A code context of language '%s' is not served by sandstepd: only 'python' (the sandbox's "
+                      "python3); run other languages with commands.run", shown);
+          return FALSE;
+        }
+      /* A context of its own cwd would be a second session: the sandbox has one, which starts in /workspace. */
+      if (bad_cwd || (cwd != NULL && strcmp (cwd, "/workspace") != 0))
+        {
+          g_autofree char *shown = sandstep_escape (cwd != NULL ? cwd : "(not a string)", -1, 200,
+                                                    SANDSTEP_ESCAPE_VALUE);
+          code_error (req, SOUP_STATUS_BAD_REQUEST,
+                      "A second code context (cwd '%s') is not served by sandstepd: each sandbox has one, '"
+                      CODE_CONTEXT "' (its Python session, in /workspace); use it and os.chdir() in the code",
+                      shown);
+          return FALSE;
+        }
+      return TRUE;
+    }
+  if (strcmp (rest, "/" CODE_CONTEXT "/restart") == 0 && strcmp (req->method, "POST") == 0)
+    return TRUE;
+  if (strcmp (rest, "/" CODE_CONTEXT) == 0 && strcmp (req->method, "DELETE") == 0)
+    {
+      code_error (req, SOUP_STATUS_BAD_REQUEST,
+                  "The code context '" CODE_CONTEXT "' is the sandbox's Python session and is not removed; "
+                  "restartCodeContext gives it a new interpreter");
+      return FALSE;
+    }
+  {
+    g_autofree char *shown = sandstep_escape (rest + 1, -1, 200, SANDSTEP_ESCAPE_VALUE);
+    code_error (req, SOUP_STATUS_NOT_FOUND,
+                "%s /contexts/%s is not served: each sandbox has one code context, '" CODE_CONTEXT "' (its Python "
+                "session), which restartCodeContext restarts", req->method, shown);
+  }
+  return FALSE;
+}
+
+static void
+handle_contexts (Request *req)
+{
+  g_autoptr(GTask) task = NULL;
+  Exec *x;
+
+  if (!contexts_check (req))
+    return;
+  x = g_new0 (Exec, 1);
+  x->req = sandstepd_request_ref (req);
+  task = g_task_new (NULL, NULL, contexts_done, NULL);
   g_task_set_task_data (task, x, (GDestroyNotify) exec_free);
   g_task_run_in_thread (task, owner_thread);
 }
@@ -633,7 +802,5 @@ sandstepd_handle_e2b_code (Request *req)
   if (strcmp (req->path, "/execute") == 0)
     handle_execute (req);
   else
-    code_error (req, SOUP_STATUS_NOT_IMPLEMENTED,
-                "Code contexts (createCodeContext, listCodeContexts, restartCodeContext, removeCodeContext) are "
-                "not served by sandstepd: each sandbox has one Python session, which runCode uses (docs/e2b.md)");
+    handle_contexts (req);
 }

@@ -4,7 +4,8 @@
  * and envd inside each sandbox (E2B_SANDBOX_URL, each call naming its sandbox in E2b-Sandbox-Id;
  * sandstepd-envd.c).  Both are served here on sandstepd's own port beside /v1, behind its tokens: the SDK's
  * API key (X-API-KEY, "e2b_" and hex) is a token of the token file, and so is the envd access token a
- * sandbox's create or connect answers (the caller's own key), so one rule authorizes both.
+ * sandbox's create or connect answers (the caller's own key), so one rule authorizes both; the code
+ * interpreter's contexts calls carry only the sandbox's traffic access token, which opens its code routes alone.
  * A sandbox ID is a sandstep handle; the template "base" is a host-root sandbox; errors take E2B's shape
  * {"code", "message"}.  What the subset does not serve says so (docs/e2b.md).
  */
@@ -15,14 +16,19 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
+#include "sandstep-token.h"
 #include "sandstep-wire.h"
 
 /* The envd version the SDK is told: its features are switched by it (>= 0.4.0: no user is needed). */
 #define E2B_ENVD_VERSION "0.5.7"
 #define E2B_BASE_TEMPLATE "base"
+/* @e2b/code-interpreter's default template (its Sandbox.defaultTemplate): E2B's image with Python; the host's root
+ * has python3, so it is "base" unless --e2b-template names it. */
+#define E2B_CODE_TEMPLATE "code-interpreter-v1"
 /* The owner of an admin key's sandboxes; a scoped key's are under its prefix. */
 #define E2B_OWNER "e2b"
 
@@ -87,16 +93,78 @@ template_names (Daemon *d)
   return out->len > 0 ? g_string_free (g_steal_pointer (&out), FALSE) : g_strdup ("none");
 }
 
+/* ---- traffic access tokens: the code interpreter's key to one sandbox ----
+ *
+ * @e2b/code-interpreter sends its contexts calls no API key, only the trafficAccessToken of the create or
+ * connect answer (E2B-Traffic-Access-Token).  It is an HMAC of the sandbox's handle under a key this process
+ * draws at its start: it names one sandbox, is no token of the token file, and is accepted on that sandbox's
+ * code-interpreter routes only (sandstepd_e2b_code_is_path()); a restarted sandstepd's are new (connect again). */
+#define E2B_TRAFFIC_PREFIX "sandstep-traffic-"
+
+static guint8 traffic_key[32];
+
+static void
+traffic_key_init (void)
+{
+  static gsize ready;
+
+  if (g_once_init_enter (&ready))
+    {
+      if (getrandom (traffic_key, sizeof traffic_key, 0) != sizeof traffic_key)
+        g_error ("getrandom() failed: %s", g_strerror (errno));
+      g_once_init_leave (&ready, 1);
+    }
+}
+
+/* The traffic access token of sandbox @handle. */
+static char *
+traffic_token (const char *handle)
+{
+  g_autofree char *message = g_strconcat ("e2b-traffic-access-token\n", handle, NULL);
+  g_autofree char *mac = NULL;
+
+  traffic_key_init ();
+  mac = g_compute_hmac_for_string (G_CHECKSUM_SHA256, traffic_key, sizeof traffic_key, message, -1);
+  return g_strconcat (E2B_TRAFFIC_PREFIX, mac, NULL);
+}
+
+/* TRUE when @token is sandbox @handle's traffic access token; in constant time. */
+static gboolean
+traffic_token_matches (const char *handle, const char *token)
+{
+  g_autofree char *expected = traffic_token (handle);
+  guint8 a[32], b[32];
+
+  sandstep_token_digest (expected, a);
+  sandstep_token_digest (token, b);
+  return sandstep_token_digest_equal (a, b);
+}
+
+/* What a traffic access token authorizes: any owner's sandbox, but only the one its E2b-Sandbox-Id names and the
+ * token was made for, on the code routes: the key of the create or connect that handed it out covered it. */
+static const SandstepTokenEntry traffic_scope = { { 0 }, NULL };
+
 const SandstepTokenEntry *
-sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why)
+sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char *path, const char **out_why)
 {
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
   const char *key = soup_message_headers_get_one (headers, "X-API-Key");
+  const char *traffic = soup_message_headers_get_one (headers, "E2B-Traffic-Access-Token");
   const SandstepTokenEntry *entry;
   g_autofree char *bearer = NULL;
 
   if (key == NULL)
     key = soup_message_headers_get_one (headers, "X-Access-Token");
+  if (key == NULL && traffic != NULL && sandstepd_e2b_code_is_path (path))
+    {
+      const char *id = soup_message_headers_get_one (headers, "E2b-Sandbox-Id");
+
+      if (id != NULL && sandstep_handle_is_local (id) && traffic_token_matches (id, traffic))
+        return &traffic_scope;
+      *out_why = "a traffic access token (E2B-Traffic-Access-Token) that is not the sandbox's (Sandbox.connect "
+                 "gives its token, anew after sandstepd restarted)";
+      return NULL;
+    }
   if (key == NULL)
     {
       *out_why = "no E2B API key (X-API-KEY) or access token (X-Access-Token)";
@@ -327,6 +395,10 @@ created_object (Request *req, const char *handle)
   /* envd's calls carry it back as X-Access-Token: the caller's own key, checked as every key is. */
   if (key != NULL)
     json_object_set_string_member (o, "envdAccessToken", key);
+  {
+    g_autofree char *traffic = traffic_token (handle);
+    json_object_set_string_member (o, "trafficAccessToken", traffic);
+  }
   json_object_set_null_member (o, "domain");
   return o;
 }
@@ -675,7 +747,8 @@ read_create (Request *req, E2bJob *job)
       const char *configured = req->d->e2b_templates != NULL ? g_hash_table_lookup (req->d->e2b_templates, template)
                                                              : NULL;
       job->template_is_name = configured != NULL;
-      job->spec->image = g_strdup (configured != NULL ? configured : template);
+      if (configured != NULL || strcmp (template, E2B_CODE_TEMPLATE) != 0)
+        job->spec->image = g_strdup (configured != NULL ? configured : template);
     }
   node = json_object_get_member (body, "timeout");
   if (node != NULL && JSON_NODE_HOLDS_VALUE (node))

@@ -355,8 +355,10 @@ gboolean sandstepd_e2b_is_path (const char *path);
 /* Reads --e2b-template's NAME=REF pairs into @d; FALSE with @error naming a bad one. */
 gboolean sandstepd_e2b_set_templates (Daemon *d, char **pairs, GError **error);
 gboolean sandstepd_envd_is_path (const char *path);
-/* The token entry an E2B request carries (X-API-KEY, or envd's X-Access-Token), or NULL with why not. */
-const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char **out_why);
+/* The token entry an E2B request for @path carries (X-API-KEY, or envd's X-Access-Token; on the code
+ * interpreter's routes, a sandbox's E2B-Traffic-Access-Token), or NULL with why not. */
+const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char *path,
+                                                    const char **out_why);
 void sandstepd_handle_e2b (Request *req);
 void sandstepd_handle_envd (Request *req);
 /* The owner of the sandboxes an E2B key of @scope creates. */

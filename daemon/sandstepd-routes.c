@@ -419,7 +419,7 @@ on_got_headers (SoupServerMessage *msg, gpointer user_data)
   if (sandstepd_e2b_is_path (req->path))
     {
       /* E2B's SDK sends its key as X-API-KEY and wants its errors in its own shape. */
-      req->scope = sandstepd_e2b_authorized (d, msg, &why);
+      req->scope = sandstepd_e2b_authorized (d, msg, req->path, &why);
       if (req->scope == NULL)
         {
           req->refused = TRUE;

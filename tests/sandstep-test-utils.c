@@ -1,6 +1,8 @@
 /* sandstep-test-utils.c: driving the real `sandstep` helper from GTest suites. */
 #include "sandstep-test-utils.h"
 
+#include <gio/gio.h>
+
 #include "sandstep-handle.h"
 #include "sandstep-host-files.h"
 #include "sandstep-store.h"
@@ -1263,4 +1265,121 @@ sandstep_test_node_missing (const char *reason)
   else
     g_test_skip (reason);
   return FALSE;
+}
+
+/* ---- images ---- */
+
+static void
+registry_dies_with_test (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Runs @argv, asserting that it succeeds. */
+static void
+run_image_tool (const char *const *argv)
+{
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("%s failed: %s", argv[0], err);
+}
+
+/* A docker-registry on a free loopback port, its storage under @dir; its pid. */
+static GPid
+start_registry (const char *dir, guint16 *out_port)
+{
+  g_autofree char *config = g_build_filename (dir, "registry.yml", NULL);
+  g_autofree char *storage = g_build_filename (dir, "registry", NULL);
+  g_autofree char *text = NULL;
+  const char *argv[] = { "docker-registry", "serve", config, NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  GPid pid;
+
+  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
+  bound = g_socket_get_local_address (probe, NULL);
+  *out_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (probe, NULL);
+  text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                          "http:\n  addr: 127.0.0.1:%u\n", storage, *out_port);
+  g_assert_true (g_file_set_contents (config, text, -1, NULL));
+  g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, registry_dies_with_test, NULL, &pid, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200; i++)
+    {
+      g_autoptr(GSocketClient) client = g_socket_client_new ();
+      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", *out_port, NULL,
+                                                                                 NULL);
+      if (connection != NULL)
+        return pid;
+      g_usleep (50000);
+    }
+  kill (pid, SIGKILL);
+  waitpid (pid, NULL, 0);
+  g_error ("docker-registry did not answer on 127.0.0.1:%u", *out_port);
+}
+
+GPid
+sandstep_test_busybox_in_registry (const char *dir, const char *repo_tag, gboolean bash, char **out_ref)
+{
+  g_autofree char *layout = g_build_filename (dir, "image", NULL);
+  g_autofree char *image = g_strconcat (layout, ":t", NULL);
+  g_autofree char *bundle = g_build_filename (dir, "bundle", NULL);
+  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
+  g_autofree char *busybox = g_build_filename (bin, "busybox", NULL);
+  g_autofree char *sh = g_build_filename (bin, "sh", NULL);
+  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
+  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
+  guint16 port = 0;
+  GPid pid;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
+    {
+      g_autofree char *found = g_find_program_in_path (tools[i]);
+      if (found == NULL)
+        g_error ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry skopeo umoci "
+                 "busybox-static)", tools[i]);
+    }
+  {
+    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
+    const char *make[] = { "umoci", "new", "--image", image, NULL };
+    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
+    const char *copy[] = { "cp", "/bin/busybox", busybox, NULL };
+    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
+
+    run_image_tool (init);
+    run_image_tool (make);
+    run_image_tool (unpack);
+    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
+    run_image_tool (copy);
+    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
+    if (bash)
+      {
+        g_autofree char *path = g_build_filename (bin, "bash", NULL);
+        g_assert_true (g_file_set_contents_full (path, "#!/bin/sh\nexec /bin/sh \"$@\"\n", -1,
+                                                 G_FILE_SET_CONTENTS_NONE, 0755, NULL));
+      }
+    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
+    run_image_tool (repack);
+  }
+  pid = start_registry (dir, &port);
+  {
+    g_autofree char *src = g_strconcat ("oci:", image, NULL);
+    g_autofree char *dst = g_strdup_printf ("docker://127.0.0.1:%u/%s", port, repo_tag);
+    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
+
+    run_image_tool (push);
+    *out_ref = g_steal_pointer (&dst);
+  }
+  return pid;
 }

@@ -202,4 +202,13 @@ gboolean sandstep_test_wait_for_process (const char *const *argv, gboolean prese
  * scripts/test asks for them (SANDSTEP_TESTS_REQUIRE_NODE=1).  Returns FALSE, for `return sandstep_test_...`. */
 gboolean sandstep_test_node_missing (const char *reason);
 
+/* ---- images ---- */
+
+/* A busybox image built with umoci in the OCI layout @dir/image (tag t): busybox-static as /bin/busybox and
+ * /bin/sh, /marker ("from the image\n"), and with @bash a /bin/bash script that hands its arguments to sh (E2B's
+ * SDK runs commands with bash -l -c); pushed with skopeo as @repo_tag to a docker-registry started here on a free
+ * loopback port, its storage under @dir.  Returns the registry's pid (the test kills it; it dies with the test)
+ * and *@out_ref, the image's docker:// reference.  A missing tool ends the test naming its package. */
+GPid sandstep_test_busybox_in_registry (const char *dir, const char *repo_tag, gboolean bash, char **out_ref);
+
 G_END_DECLS

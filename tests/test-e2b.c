@@ -674,7 +674,7 @@ test_code (Fixture *fx, gconstpointer data)
                   "stream to the callbacks as they are written (the first line before the code ends); an "
                   "exception is an error with its name, value and traceback, and the state lives on; a call "
                   "the SDK stops waiting for (timeoutMs) takes the interpreter with it and the next call says "
-                  "so; other languages, envs and contexts are refused naming what is not served; the session "
+                  "so; other languages and envs are refused naming what is not served; the session "
                   "holds the sandbox's claim (a command waits, then is refused naming it); a killed sandbox is "
                   "not found");
   if (!code_sdk_ready ())
@@ -740,11 +740,10 @@ test_code (Fixture *fx, gconstpointer data)
 
   assert_threw (report, "language", "SandboxError", "Language 'js' is not served");
   assert_threw (report, "envs", "SandboxError", "envs are not served");
+  /* With the key too, the one context is given (its token's calls are /e2b/code/contexts'). */
   o = member_object (report, "contexts");
-  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 501);
-  g_assert_cmpint (json_object_get_int_member (member_object (o, "body"), "code"), ==, 501);
-  sandstep_test_assert_contains (json_object_get_string_member (member_object (o, "body"), "message"),
-                                 "Code contexts");
+  g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
+  g_assert_cmpstr (json_object_get_string_member (member_object (o, "body"), "id"), ==, "default");
   assert_threw (report, "busy", "SandboxError", "e2b/e2b-code");
 
   assert_threw (report, "timeout", "TimeoutError", "Execution timed out");
@@ -805,12 +804,90 @@ test_code_readme (Fixture *fx, gconstpointer data)
 {
   g_autoptr(JsonObject) report = NULL;
 
-  g_test_summary ("the code interpreter SDK's README example (x = 1, then x+=1; x gives '2') through sandstepd");
+  g_test_summary ("the code interpreter SDK's README example (Sandbox.create() with no template, x = 1, then "
+                  "x+=1; x gives '2') through sandstepd: the SDK's default template code-interpreter-v1 is the "
+                  "host-root sandbox, and getInfo names it as asked");
   if (!code_sdk_ready ())
     return;
   server_start (fx);
   report = run_script (fx, "code.mjs", "readme", fx->key);
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "templateId", ""), ==, "code-interpreter-v1");
   g_assert_cmpstr (json_object_get_string_member (report, "text"), ==, "2");
+}
+
+/* Asserts that the raw request @name of code.mjs's report was answered @status, its body containing @text. */
+static void
+assert_raw (JsonObject *report, const char *name, gint64 status, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  g_test_message ("%s: %" G_GINT64_FORMAT " %s", name, json_object_get_int_member_with_default (o, "status", 0),
+                  json_object_get_string_member_with_default (o, "body", ""));
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "status", 0), ==, status);
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "body", ""), text);
+}
+
+static void
+test_code_contexts (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *o, *e;
+  JsonArray *all;
+
+  g_test_summary ("the code interpreter SDK's contexts calls, which carry no key but the sandbox's "
+                  "trafficAccessToken from create: listCodeContexts and createCodeContext({language: 'python'}) "
+                  "give the one context 'default' (the Python session), runCode in it keeps its state, "
+                  "restartCodeContext gives the sandbox back and a new interpreter, Sandbox.connect hands out the same token, a second context (another "
+                  "language, cwd or id) and removing 'default' are refused naming why; the token is per sandbox "
+                  "and opens only its code routes: as an API key, an access token, on envd, as sandstepd's "
+                  "bearer, for another sandbox, altered, or after the sandbox's kill it is refused");
+  if (!code_sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "code.mjs", "contexts", fx->key);
+  g_assert_true (json_object_get_boolean_member (report, "token"));
+  g_assert_true (json_object_get_boolean_member (report, "otherToken"));
+  g_assert_true (json_object_get_boolean_member (report, "notKey"));
+
+  all = json_object_get_array_member (report, "list");
+  g_assert_cmpuint (json_array_get_length (all), ==, 1);
+  o = json_array_get_object_element (all, 0);
+  g_assert_cmpstr (json_object_get_string_member (o, "id"), ==, "default");
+  g_assert_cmpstr (json_object_get_string_member (o, "language"), ==, "python");
+  o = member_object (report, "create");
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "id", ""), ==, "default");
+  assert_threw (report, "createJs", "SandboxError", "language 'js' is not served");
+  assert_threw (report, "createCwd", "SandboxError", "A second code context");
+  g_assert_null (execution_error (execution_of (report, "set")));
+  g_assert_cmpstr (json_object_get_string_member (execution_of (report, "kept"), "text"), ==, "5");
+  assert_threw (report, "otherContext", "SandboxError", "Code context 'nope' is not served");
+
+  g_assert_true (json_object_get_boolean_member (report, "restart"));
+  g_assert_cmpstr (json_object_get_string_member (report, "freed"), ==, "free\n");
+  o = execution_of (report, "afterRestart");
+  e = execution_error (o);
+  g_assert_nonnull (e);
+  g_assert_cmpstr (json_object_get_string_member (e, "name"), ==, "NameError");
+  /* A restart asked for is no news on the next call's stderr. */
+  err = joined (o, "stderr");
+  g_assert_cmpstr (err, ==, "");
+  o = member_object (report, "connected");
+  g_assert_true (json_object_get_boolean_member (o, "same"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "contexts")), ==, 1);
+  assert_threw (report, "remove", "SandboxError", "is not removed");
+  assert_threw (report, "restartOther", "NotFoundError", "not served");
+
+  assert_raw (report, "asApiKey", 401, "wrong E2B API key");
+  assert_raw (report, "killWithIt", 401, "wrong E2B API key");
+  assert_raw (report, "asAccessToken", 401, "wrong E2B API key");
+  assert_raw (report, "onEnvd", 401, "no E2B API key");
+  assert_raw (report, "asBearer", 401, "unauthorized");
+  assert_raw (report, "otherSandbox", 401, "not the sandbox's");
+  assert_raw (report, "otherOwn", 200, "\"default\"");
+  assert_raw (report, "forged", 401, "not the sandbox's");
+  assert_raw (report, "executeWithIt", 401, "not the sandbox's");
+  assert_raw (report, "afterKill", 404, "not found");
 }
 
 /* Asserts that case @name of wire.mjs's report ended its stream (HTTP 200) with Connect's @code and @text. */
@@ -1018,102 +1095,6 @@ test_snapshots (Fixture *fx, gconstpointer data)
   }
 }
 
-/* Runs @argv (a tool of the image tests), asserting that it succeeds. */
-static void
-run_tool (const char *const *argv)
-{
-  g_autofree char *err = NULL;
-  int status = 0;
-  g_autoptr(GError) error = NULL;
-
-  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
-                &status, &error);
-  g_assert_no_error (error);
-  if (!g_spawn_check_wait_status (status, NULL))
-    g_error ("%s failed: %s", argv[0], err);
-}
-
-/* A busybox image (busybox-static, /bin/sh, /marker, and /bin/bash: the SDK runs commands with bash -l -c, and
- * busybox has no bash, so a script hands them to its sh) in a docker-registry the case starts on loopback, as
- * e2b/busybox:1; returns its docker:// reference. */
-static char *
-busybox_in_registry (Fixture *fx)
-{
-  g_autofree char *layout = g_build_filename (fx->f.host_dir, "image", NULL);
-  g_autofree char *image = g_strconcat (layout, ":t", NULL);
-  g_autofree char *bundle = g_build_filename (fx->f.host_dir, "bundle", NULL);
-  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
-  g_autofree char *busybox = g_build_filename (bin, "busybox", NULL);
-  g_autofree char *sh = g_build_filename (bin, "sh", NULL);
-  g_autofree char *bash = g_build_filename (bin, "bash", NULL);
-  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
-  g_autofree char *config = g_build_filename (fx->f.host_dir, "registry.yml", NULL);
-  g_autofree char *storage = g_build_filename (fx->f.host_dir, "registry", NULL);
-  g_autofree char *config_text = NULL, *src = NULL, *dst = NULL;
-  const char *registry[] = { "docker-registry", "serve", config, NULL };
-  const char *tools[] = { "docker-registry", "umoci", "skopeo" };
-  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
-  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
-  g_autoptr(GSocketAddress) bound = NULL;
-  g_autoptr(GError) error = NULL;
-  guint16 port;
-  gboolean up = FALSE;
-
-  for (gsize i = 0; i < G_N_ELEMENTS (tools); i++)
-    {
-      g_autofree char *found = g_find_program_in_path (tools[i]);
-      if (found == NULL)
-        g_error ("'%s' is not installed; scripts/deps.sh installs it (apt-get install docker-registry skopeo umoci "
-                 "busybox-static)", tools[i]);
-    }
-  {
-    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
-    const char *make[] = { "umoci", "new", "--image", image, NULL };
-    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
-    const char *copy[] = { "cp", "/bin/busybox", busybox, NULL };
-    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
-
-    run_tool (init);
-    run_tool (make);
-    run_tool (unpack);
-    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
-    run_tool (copy);
-    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
-    g_assert_true (g_file_set_contents_full (bash, "#!/bin/sh\nexec /bin/sh \"$@\"\n", -1,
-                                             G_FILE_SET_CONTENTS_NONE, 0755, NULL));
-    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
-    run_tool (repack);
-  }
-  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
-  bound = g_socket_get_local_address (probe, NULL);
-  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-  g_socket_close (probe, NULL);
-  config_text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
-                                 "http:\n  addr: 127.0.0.1:%u\n", storage, port);
-  g_assert_true (g_file_set_contents (config, config_text, -1, NULL));
-  g_spawn_async (NULL, (char **) registry, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
-                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &fx->registry_pid,
-                 &error);
-  g_assert_no_error (error);
-  for (int i = 0; i < 200 && !up; i++)
-    {
-      g_autoptr(GSocketClient) client = g_socket_client_new ();
-      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
-      up = connection != NULL;
-      if (!up)
-        g_usleep (50000);
-    }
-  g_assert_true (up);
-  src = g_strconcat ("oci:", image, NULL);
-  dst = g_strdup_printf ("docker://127.0.0.1:%u/e2b/busybox:1", port);
-  {
-    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
-    run_tool (push);
-  }
-  return g_steal_pointer (&dst);
-}
-
 static void
 test_template (Fixture *fx, gconstpointer data)
 {
@@ -1128,7 +1109,8 @@ test_template (Fixture *fx, gconstpointer data)
                   "ones, a file's reference (oci:) is refused, and an image the registry lacks is not found");
   if (!sdk_ready ())
     return;
-  image = busybox_in_registry (fx);
+  /* busybox has no bash, so the image's /bin/bash hands the SDK's commands to its sh. */
+  fx->registry_pid = sandstep_test_busybox_in_registry (fx->f.host_dir, "e2b/busybox:1", TRUE, &image);
   fx->extra_args[0] = g_strdup_printf ("--e2b-template=box=%s", image);
   server_start (fx);
   fx->f.envp = g_environ_setenv (fx->f.envp, "E2B_TEST_IMAGE", image, TRUE);
@@ -1213,6 +1195,7 @@ main (int argc, char **argv)
   ADD ("/e2b/code/run", test_code);
   ADD ("/e2b/code/idle", test_code_idle);
   ADD ("/e2b/code/readme", test_code_readme);
+  ADD ("/e2b/code/contexts", test_code_contexts);
   ADD ("/e2b/sdk/template", test_template);
   ADD ("/e2b/sdk/stdin", test_stdin);
   ADD ("/e2b/sdk/snapshots", test_snapshots);

@@ -36,6 +36,7 @@
 #include "sandstep-remote.h"
 #include "sandstep-store.h"
 #include "sandstep-token.h"
+#include "sandstep-test-utils.h"
 #include "sandstep-token-libc.h"
 
 #define HELPER_TIMEOUT_S 60.0
@@ -812,110 +813,11 @@ test_round_trip (Fixture *f, gconstpointer data)
 /* ---- leases: a claim lives as long as its holder's connection ---- */
 
 static void
-die_with_test (gpointer data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
-/* A docker-registry on a free loopback port, its storage under the fixture; its pid (the test kills it). */
-static GPid
-start_registry (Fixture *f, guint16 *out_port)
-{
-  g_autofree char *config = g_build_filename (f->host_dir, "registry.yml", NULL);
-  g_autofree char *storage = g_build_filename (f->host_dir, "registry", NULL);
-  g_autofree char *text = NULL;
-  const char *argv[] = { "docker-registry", "serve", config, NULL };
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GSocket) probe = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
-  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
-  g_autoptr(GSocketAddress) bound = NULL;
-  GPid pid;
-
-  g_assert_true (g_socket_bind (probe, any, FALSE, NULL));
-  bound = g_socket_get_local_address (probe, NULL);
-  *out_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-  g_socket_close (probe, NULL);
-  text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
-                          "http:\n  addr: 127.0.0.1:%u\n", storage, *out_port);
-  g_assert_true (g_file_set_contents (config, text, -1, NULL));
-  g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
-                 G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, die_with_test, NULL, &pid, &error);
-  g_assert_no_error (error);
-  for (int i = 0; i < 200; i++)
-    {
-      g_autoptr(GSocketClient) client = g_socket_client_new ();
-      g_autoptr(GSocketConnection) connection = g_socket_client_connect_to_host (client, "127.0.0.1", *out_port, NULL,
-                                                                                 NULL);
-      if (connection != NULL)
-        return pid;
-      g_usleep (50000);
-    }
-  g_error ("docker-registry did not answer on 127.0.0.1:%u", *out_port);
-}
-
-/* Runs @argv, asserting that it succeeds. */
-static void
-run_tool (const char *const *argv)
-{
-  g_autofree char *err = NULL;
-  int status = 0;
-  g_autoptr(GError) error = NULL;
-
-  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
-                &status, &error);
-  g_assert_no_error (error);
-  if (!g_spawn_check_wait_status (status, NULL))
-    g_error ("%s failed: %s", argv[0], err);
-}
-
-/* A busybox image with /marker, made with umoci in the layout host_dir/image (tag t) and pushed to a loopback
- * registry started here as remote/busybox:1; returns the registry's pid, and --image=docker://... */
-static GPid
-busybox_image (Fixture *f, char **out_image_arg)
-{
-  g_autofree char *layout = g_build_filename (f->host_dir, "image", NULL);
-  g_autofree char *image = g_strconcat (layout, ":t", NULL);
-  g_autofree char *bundle = g_build_filename (f->host_dir, "bundle", NULL);
-  g_autofree char *bin = g_build_filename (bundle, "rootfs", "bin", NULL);
-  g_autofree char *marker = g_build_filename (bundle, "rootfs", "marker", NULL);
-  guint16 port = 0;
-  GPid registry_pid;
-
-  {
-    const char *init[] = { "umoci", "init", "--layout", layout, NULL };
-    const char *make[] = { "umoci", "new", "--image", image, NULL };
-    const char *unpack[] = { "umoci", "unpack", "--rootless", "--image", image, bundle, NULL };
-    const char *copy[] = { "cp", "/bin/busybox", bin, NULL };
-    const char *repack[] = { "umoci", "repack", "--image", image, bundle, NULL };
-    g_autofree char *sh = g_build_filename (bin, "sh", NULL);
-
-    run_tool (init);
-    run_tool (make);
-    run_tool (unpack);
-    g_assert_cmpint (g_mkdir_with_parents (bin, 0755), ==, 0);
-    run_tool (copy);
-    g_assert_cmpint (symlink ("busybox", sh), ==, 0);
-    g_assert_true (g_file_set_contents (marker, "from the image\n", -1, NULL));
-    run_tool (repack);
-  }
-  registry_pid = start_registry (f, &port);
-  {
-    g_autofree char *src = g_strconcat ("oci:", image, NULL);
-    g_autofree char *dst = g_strdup_printf ("docker://127.0.0.1:%u/remote/busybox:1", port);
-    const char *push[] = { "skopeo", "copy", "--quiet", "--dest-tls-verify=false", src, dst, NULL };
-    run_tool (push);
-    *out_image_arg = g_strdup_printf ("--image=docker://127.0.0.1:%u/remote/busybox:1", port);
-  }
-  return registry_pid;
-}
-
-static void
 test_image_through_server (Fixture *f, gconstpointer data)
 {
   g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
   g_autofree char *image = g_build_filename (f->host_dir, "image:t", NULL);
-  g_autofree char *image_arg = NULL;
+  g_autofree char *image_arg = NULL, *image_ref = NULL;
   g_autofree char *h = NULL;
   GPid registry_pid;
   g_autoptr(Result) r = NULL, run = NULL, described = NULL;
@@ -924,7 +826,8 @@ test_image_through_server (Fixture *f, gconstpointer data)
                   "loopback registry into its own store, and the sandbox's root is the image; a file's reference "
                   "(oci:) is refused, as the server would read its own host's files for the client");
   SKIP_IF_NO_JAIL (f);
-  registry_pid = busybox_image (f, &image_arg);
+  registry_pid = sandstep_test_busybox_in_registry (f->host_dir, "remote/busybox:1", FALSE, &image_ref);
+  image_arg = g_strconcat ("--image=", image_ref, NULL);
   {
     g_autofree char *file_arg = g_strconcat ("--image=oci:", image, NULL);
     g_autoptr(Result) refused = NULL;
@@ -1037,7 +940,7 @@ static void
 test_image_gc_race_through_server (Fixture *f, gconstpointer data)
 {
   g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
-  g_autofree char *image_arg = NULL, *images = NULL, *locks = NULL, *h = NULL;
+  g_autofree char *image_arg = NULL, *image_ref = NULL, *images = NULL, *locks = NULL, *h = NULL;
   g_auto(GStrv) gc_env = NULL;
   g_autoptr(Result) r = NULL, run = NULL;
   GPid registry_pid;
@@ -1048,7 +951,8 @@ test_image_gc_race_through_server (Fixture *f, gconstpointer data)
                   "image of a provision, removes nothing the provision uses: the server holds the store from its "
                   "pull until the sandbox is among the image's users");
   SKIP_IF_NO_JAIL (f);
-  registry_pid = busybox_image (f, &image_arg);
+  registry_pid = sandstep_test_busybox_in_registry (f->host_dir, "remote/busybox:1", FALSE, &image_ref);
+  image_arg = g_strconcat ("--image=", image_ref, NULL);
   /* The server's store, named, for gc to work on (SANDSTEP_IMAGE_DIR wins over --state-dir). The server's
    * pull waits under the layer's lock: gc is asked while it is under way. */
   images = g_build_filename (f->dir, "server-images", NULL);

@@ -3,7 +3,7 @@
 //
 // tests/test-e2b.c runs `node code.mjs AREA` as it runs sdk.mjs (E2B_API_URL and E2B_SANDBOX_URL set to its
 // sandstepd, E2B_API_KEY a key of its token file); this prints one JSON object of what each call gave (errors as
-// {error: NAME, message}), which the test checks.  AREA: code, idle, readme.
+// {error: NAME, message}), which the test checks.  AREA: code, idle, readme, contexts.
 import { Sandbox } from '@e2b/code-interpreter';
 
 const report = {};
@@ -92,16 +92,72 @@ async function idle() {
   await sleep(idleMs + 2000);
 }
 
-// The SDK README's example (with the template 'base').
+// The SDK README's example, as it is: no template, so the SDK asks for its own default (code-interpreter-v1).
 async function readme() {
-  const sbx = await Sandbox.create('base');
+  const sbx = await Sandbox.create();
+  report.templateId = (await sbx.getInfo()).templateId;
   await sbx.runCode('x = 1');
   const execution = await sbx.runCode('x+=1; x');
   report.text = execution.text;
   await sbx.kill();
 }
 
-const areas = { code, idle, readme };
+// Code contexts, as the SDK calls them: with no key, only the sandbox's trafficAccessToken.  The one context,
+// 'default', is the Python session; the token opens that sandbox's code routes and nothing else.
+async function contexts() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  const other = await Sandbox.create('base', { timeoutMs: 120_000 });
+  const token = sbx.trafficAccessToken;
+  const url = process.env.E2B_SANDBOX_URL;
+  const raw = async (path, headers, init = {}) => {
+    const r = await fetch(url + path, { ...init, headers });
+    return { status: r.status, body: await r.text() };
+  };
+  const code = (id) => ({ 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49999' });
+  report.token = typeof token === 'string' && token.length > 0;
+  report.otherToken = typeof other.trafficAccessToken === 'string' && other.trafficAccessToken !== token;
+  report.notKey = token !== process.env.E2B_API_KEY;
+  await take('list', async () => await sbx.listCodeContexts());
+  await take('create', async () => await sbx.createCodeContext({ language: 'python' }));
+  await take('createJs', async () => await sbx.createCodeContext({ language: 'js' }));
+  await take('createCwd', async () => await sbx.createCodeContext({ cwd: '/tmp' }));
+  await take('set', async () => shown(await sbx.runCode('x = 5', { context: report.create })));
+  await take('kept', async () => shown(await sbx.runCode('x', { context: { id: 'default' } })));
+  await take('otherContext', async () => shown(await sbx.runCode('1', { context: { id: 'nope' } })));
+  // While the session holds the sandbox a command is busy; a restart gives the claim back with the state.
+  await take('restart', async () => { await sbx.restartCodeContext('default'); return true; });
+  await take('freed', async () => (await sbx.commands.run('echo free')).stdout);
+  await take('afterRestart', async () => shown(await sbx.runCode('x')));
+  // Sandbox.connect hands the same token out (a make step's sandbox is taken over that way).
+  await take('connected', async () => {
+    const again = await Sandbox.connect(sbx.sandboxId);
+    return { same: again.trafficAccessToken === token, contexts: await again.listCodeContexts() };
+  });
+  await take('remove', async () => { await sbx.removeCodeContext('default'); return true; });
+  await take('restartOther', async () => { await sbx.restartCodeContext('nope'); return true; });
+  // The token is no key: not for the platform API, envd, sandstepd's own API, another sandbox, or with a key.
+  await take('asApiKey', () => raw('/v2/sandboxes', { 'X-API-KEY': token }));
+  await take('killWithIt', () => raw(`/sandboxes/${sbx.sandboxId}`, { 'X-API-KEY': token }, { method: 'DELETE' }));
+  await take('asAccessToken', () => raw('/contexts', { ...code(sbx.sandboxId), 'X-Access-Token': token }));
+  await take('onEnvd', () => raw('/filesystem.Filesystem/ListDir',
+    { 'E2B-Traffic-Access-Token': token, 'E2b-Sandbox-Id': sbx.sandboxId, 'Content-Type': 'application/json',
+      'Connect-Protocol-Version': '1' },
+    { method: 'POST', body: JSON.stringify({ path: '/workspace', depth: 1 }) }));
+  await take('asBearer', () => raw('/v1/sandboxes', { Authorization: `Bearer ${token}` }));
+  await take('otherSandbox', () => raw('/contexts', { ...code(other.sandboxId), 'E2B-Traffic-Access-Token': token }));
+  await take('otherOwn', () => raw('/contexts', { ...code(other.sandboxId),
+                                                  'E2B-Traffic-Access-Token': other.trafficAccessToken }));
+  await take('forged', () => raw('/contexts', { ...code(sbx.sandboxId),
+                                                'E2B-Traffic-Access-Token': token.slice(0, -1) + (token.endsWith('0') ? '1' : '0') }));
+  await take('executeWithIt', () => raw('/execute', { ...code(other.sandboxId), 'E2B-Traffic-Access-Token': token,
+                                                      'Content-Type': 'application/json' },
+                                        { method: 'POST', body: JSON.stringify({ code: '1' }) }));
+  await sbx.kill();
+  await other.kill();
+  await take('afterKill', () => raw('/contexts', { ...code(sbx.sandboxId), 'E2B-Traffic-Access-Token': token }));
+}
+
+const areas = { code, idle, readme, contexts };
 const area = areas[process.argv[2]];
 if (area === undefined) {
   console.error(`usage: node code.mjs ${Object.keys(areas).join('|')}`);
