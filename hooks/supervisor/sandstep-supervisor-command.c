@@ -226,44 +226,11 @@ release_claim (Supervisor *s, Command *command)
   command->caller_claim = -1;
 }
 
-static gboolean
-send_run (Supervisor *s, const char *command, char **caller_env, const int stdio[3])
+/* Its lifetime is not over. */
+gboolean
+sandstep_supervisor_alive (Supervisor *s)
 {
-  g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
-  g_autoptr(GPtrArray) envp = sandstep_jail_environment (s->jail, caller_env);
-  g_autoptr(GString) body = g_string_new (NULL);
-  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
-  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
-  struct iovec iov[2];
-  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
-                        .msg_controllen = sizeof cmsg_buf.buf };
-  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
-  ssize_t n;
-
-  g_string_append_printf (body, "%u", argv->len);
-  g_string_append_c (body, '\0');
-  for (guint i = 0; i < argv->len; i++)
-    g_string_append_len (body, argv->pdata[i], strlen (argv->pdata[i]) + 1);
-  for (guint i = 0; i < envp->len; i++)
-    g_string_append_len (body, envp->pdata[i], strlen (envp->pdata[i]) + 1);
-  iov[0] = (struct iovec) { &header, sizeof header };
-  iov[1] = (struct iovec) { body->str, body->len };
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
-  memcpy (CMSG_DATA (cmsg), stdio, 3 * sizeof (int));
-  do
-    n = sendmsg (s->init.control, &msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n == (ssize_t) (sizeof header + body->len);
-}
-
-static void
-tell_init (Supervisor *s, SandstepInitKind kind)
-{
-  SandstepInitMessage message = { .kind = kind };
-
-  send (s->init.control, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  return g_get_real_time () / G_USEC_PER_SEC < s->expires;
 }
 
 void
@@ -273,7 +240,7 @@ sandstep_supervisor_kill_command (Supervisor *s, Command *command)
     return;
   command->killed = TRUE;
   command->kill_deadline = g_get_monotonic_time () + KILL_GRACE_US;
-  tell_init (s, SANDSTEP_INIT_KILL);
+  sandstep_supervisor_sandbox_kill (s->sandbox);
 }
 
 void
@@ -284,11 +251,11 @@ sandstep_supervisor_finish (Supervisor *s, int status, int exec_error)
     .kind = SANDSTEP_RUN_DONE,
     .exit_status = exec_error != 0 ? exec_error : status,
     .applied_timeout_s = command->applied_timeout_s,
-    .memory = s->memory, .pids = s->pids, .cpu_time_s = s->cpu_time_s, .disk = s->disk,
+    .memory = s->terms.memory, .pids = s->terms.pids, .cpu_time_s = s->terms.cpu_time_s, .disk = s->terms.disk,
   };
   guint64 oom_kills, pids_max;
 
-  sandstep_cgroup_counters (s->cgroup, &oom_kills, &pids_max);
+  sandstep_supervisor_sandbox_counters (s->sandbox, &oom_kills, &pids_max);
   if (command->timed_out)
     message.flags |= SANDSTEP_RUN_TIMED_OUT;
   if (command->clamped)
@@ -332,12 +299,12 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
     goto drop;
   /* Anything the ordinary path would judge, it judges, word for word. */
   owner = request.text.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.text.field[SANDSTEP_RUN_FIELD_OWNER]
-                                                           : s->default_owner;
+                                                           : s->terms.default_owner;
   holder = request.text.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.text.field[SANDSTEP_RUN_FIELD_HOLDER]
-                                                             : s->default_holder;
+                                                             : s->terms.default_holder;
   have_timeout = request.text.have_timeout;
   timeout_s = request.text.timeout_s;
-  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_HANDLE], s->handle) != 0 || strcmp (owner, s->owner) != 0 ||
+  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_HANDLE], s->handle) != 0 || strcmp (owner, s->terms.owner) != 0 ||
       !g_utf8_validate (holder, -1, NULL) || !sandstep_supervisor_alive (s))
     goto drop;
 
@@ -364,7 +331,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
           goto drop;
         }
       /* A retry-safe sandbox's recipe lines go through the helper, which checkpoints and rolls back. */
-      if (s->retry_clean && command->step.pid > 0)
+      if (s->terms.retry_clean && command->step.pid > 0)
         {
           command->step.pid = 0;
           goto drop;
@@ -375,10 +342,9 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
         g_debug ("Could not leave the recipe's hold on '%s': %s", s->handle, g_strerror (errno));
     }
 
-  if (!sandstep_supervisor_sandbox_current (s) && !sandstep_supervisor_build_sandbox (s, &error))
+  if (!sandstep_supervisor_sandbox_ready (s->sandbox, &error))
     {
       answer = SANDSTEP_RUN_ERROR;
-      s->stale = TRUE;
       goto drop;
     }
 
@@ -387,7 +353,7 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
   command->applied_timeout_s = have_timeout ? MIN (timeout_s, remaining) : remaining;
   command->clamped = !have_timeout || timeout_s > remaining;
   command->deadline = g_get_monotonic_time () + (gint64) (command->applied_timeout_s * G_USEC_PER_SEC);
-  sandstep_cgroup_counters (s->cgroup, &command->oom_kills, &command->pids_max);
+  sandstep_supervisor_sandbox_counters (s->sandbox, &command->oom_kills, &command->pids_max);
 
   /* From here on the command may run: the caller must never run it again.  A caller that cannot read the
    * mark is gone, and nothing runs for it; a mark with no room is refused the same way, never waited on. */
@@ -399,10 +365,11 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
     }
   s->current = command;
   memcpy (stdio, request.fds, sizeof stdio);
-  if (!send_run (s, request.text.field[SANDSTEP_RUN_FIELD_COMMAND], (char **) request.text.env->pdata, stdio))
+  if (!sandstep_supervisor_sandbox_run (s->sandbox, request.text.field[SANDSTEP_RUN_FIELD_COMMAND],
+                                        (char **) request.text.env->pdata, stdio))
     {
       command->interrupted = TRUE;
-      s->stale = TRUE;
+      sandstep_supervisor_sandbox_mark_stale (s->sandbox);
       sandstep_supervisor_finish (s, SANDSTEP_EXIT_INTERNAL, 0);
     }
   request_clear (&request);
@@ -427,51 +394,34 @@ drop:
 void
 sandstep_supervisor_on_init_message (Supervisor *s)
 {
-  SandstepInitMessage message;
-  ssize_t n;
+  int status, exec_error;
 
-  do
-    n = recv (s->init.control, &message, sizeof message, MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN)
-    return;
-  if (n != (ssize_t) sizeof message || message.kind != SANDSTEP_INIT_EXITED)
+  switch (sandstep_supervisor_sandbox_read_init (s->sandbox, &status, &exec_error))
     {
-      /* init is gone, or says nonsense: the sandbox is rebuilt for the next command. */
-      s->stale = TRUE;
+    case SUPERVISOR_INIT_QUIET:
+      break;
+    case SUPERVISOR_INIT_LOST:
+      /* The sandbox is rebuilt for the next command. */
       if (s->current != NULL)
         {
           s->current->interrupted = TRUE;
           sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
         }
-      sandstep_jail_end (&s->init);
-      return;
+      sandstep_supervisor_sandbox_end_init (s->sandbox);
+      break;
+    case SUPERVISOR_INIT_EXITED:
+      if (s->current != NULL)
+        sandstep_supervisor_finish (s, status, exec_error);
+      break;
     }
-  if (s->current != NULL)
-    sandstep_supervisor_finish (s, message.status, message.error);
 }
 
+/* A refusal of the egress proxy's, told to the caller of the command that ran into it. */
 void
-sandstep_supervisor_on_notices (Supervisor *s)
+sandstep_supervisor_on_notice (const char *line, gpointer user_data)
 {
-  char buf[4096];
-  ssize_t n;
-  char *eol;
+  Supervisor *s = user_data;
 
-  while ((n = read (s->notices, buf, sizeof buf)) > 0)
-    g_string_append_len (s->notice_text, buf, n);
-  while ((eol = strchr (s->notice_text->str, '\n')) != NULL)
-    {
-      *eol = '\0';
-      if (s->current != NULL && !s->current->caller_gone)
-        reply_text (s->current->conn, SANDSTEP_RUN_NOTICE, s->notice_text->str);
-      g_string_erase (s->notice_text, 0, eol - s->notice_text->str + 1);
-    }
-  if (n == 0)
-    {
-      /* The proxy ended: the next command gets a new sandbox with a new one. */
-      close (s->notices);
-      s->notices = -1;
-      s->stale = TRUE;
-    }
+  if (s->current != NULL && !s->current->caller_gone)
+    reply_text (s->current->conn, SANDSTEP_RUN_NOTICE, line);
 }

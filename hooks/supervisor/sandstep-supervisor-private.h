@@ -10,32 +10,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "sandstep-cgroup.h"
-#include "sandstep-jail.h"
 #include "sandstep-run-wire.h"
 #include "sandstep-step.h"
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
-/* How often a sandbox whose first process was killed as it started is built again. */
-#define BUILD_RETRIES 3
+#include "sandstep-supervisor-sandbox.h"
 
 /* How long a caller has to send its request once connected. */
 #define REQUEST_TIMEOUT_MS 2000
-/* How long the user-mode network stack may take to come up. */
-#define NETWORK_TIMEOUT_MS 10000
 /* After KILL, how long init may take to report before it is killed itself. */
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
 /* How often a supervisor looks whether its sandbox's directory changed under it (destroyed by hand, released,
  * its record or claim replaced); a command always looks first. */
 #define CHECK_INTERVAL_US (1 * G_USEC_PER_SEC)
-
-typedef struct {
-  int pid;
-  int pidfd;
-} Child;
 
 typedef struct {
   int conn;
@@ -56,20 +41,7 @@ typedef struct {
 
 typedef struct {
   char *handle;
-  GVariant *plan;
-  char *owner;
-  char *default_owner;
-  char *default_holder;
-  char *network;
-  guint64 memory;
-  gint64 pids, cpu_time_s;
-  gint64 millicpus, io_weight;
-  gboolean retry_clean;     /* --retry=clean: a make recipe's lines go through the helper (FALLBACK), which keeps
-                             * the target's checkpoint (sandstep-local-fork.c) */
-  guint64 disk;
-  char *core_path;         /* sandstep-core: the egress proxy, and the reclaim of a released sandbox */
-  char *pasta_path;
-  char **helper_env;
+  SupervisorTerms terms;
 
   int store_fd;
   int dir_fd;              /* the sandbox's directory */
@@ -91,27 +63,11 @@ typedef struct {
   gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
   int stop_signal;
 
-  SandstepJail *jail;
-  SandstepJailStart adopt;  /* the jail the front started for us, until adopted (sandstep-supervisor-start.h) */
-  gboolean plan_checked;    /* a kept plan's inputs were found current (a fresh one is by its making) */
-  struct stat plan_stat;
-  SandstepCgroup *cgroup;
-  SandstepJailProcess init;
-  GArray *sources;         /* as they were when the sandbox was built */
-  gboolean stale;          /* rebuild before the next command */
-  Child pasta;
-  Child proxy;
-  int notices;             /* the proxy's refusal lines */
-  GString *notice_text;
-
+  SandstepJailStart adopt;  /* the jail the front started for us, until the sandbox takes it */
+  SupervisorSandbox *sandbox;
   Command *current;
 } Supervisor;
 
-gboolean sandstep_supervisor_load_plan (Supervisor *s, GError **error);
-gboolean sandstep_supervisor_build_sandbox (Supervisor *s, GError **error);
-
-void sandstep_supervisor_end_sandbox (Supervisor *s);
-gboolean sandstep_supervisor_sandbox_current (Supervisor *s);
 gboolean sandstep_supervisor_alive (Supervisor *s);
 
 void sandstep_supervisor_begin (Supervisor *s, int conn);
@@ -119,4 +75,4 @@ void sandstep_supervisor_refuse (int conn, SandstepRunKind kind);
 void sandstep_supervisor_kill_command (Supervisor *s, Command *command);
 void sandstep_supervisor_finish (Supervisor *s, int status, int exec_error);
 void sandstep_supervisor_on_init_message (Supervisor *s);
-void sandstep_supervisor_on_notices (Supervisor *s);
+void sandstep_supervisor_on_notice (const char *line, gpointer user_data);

@@ -1,6 +1,6 @@
-/* sandstep-supervisor-sandbox.c: the live sandbox a supervisor keeps: its jail and network helpers; see sandstep-supervisor-private.h. */
+/* sandstep-supervisor-sandbox.c: the live sandbox a supervisor keeps: its jail and network helpers; see sandstep-supervisor-sandbox.h. */
+#include "sandstep-supervisor-sandbox.h"
 #include "sandstep-supervisor.h"
-#include "sandstep-supervisor-private.h"
 #include "sandstep-read-libc.h"
 
 #include <errno.h>
@@ -24,6 +24,43 @@
 #include "sandstep-jail-init.h"
 #include "sandstep-plan-inputs.h"
 #include "sandstep-uids.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* How often a sandbox whose first process was killed as it started is built again. */
+#define BUILD_RETRIES 3
+/* How long the user-mode network stack may take to come up. */
+#define NETWORK_TIMEOUT_MS 10000
+
+typedef struct {
+  int pid;
+  int pidfd;
+} Child;
+
+struct _SupervisorSandbox {
+  char *handle;
+  int dir_fd;               /* borrowed: the sandbox's directory */
+  GVariant *plan;
+  SandstepCgroupLimits limits;
+  char *core_path;          /* sandstep-core: the egress proxy */
+  char *pasta_path;
+  char **helper_env;
+
+  SandstepJail *jail;
+  SandstepJailStart adopt;  /* the jail the front started for us, until adopted (sandstep-supervisor-start.h) */
+  gboolean plan_checked;    /* a kept plan's inputs were found current (a fresh one is by its making) */
+  struct stat plan_stat;
+  SandstepCgroup *cgroup;
+  SandstepJailProcess init;
+  GArray *sources;          /* as they were when the sandbox was built */
+  gboolean stale;           /* rebuild before the next command */
+  Child pasta;
+  Child proxy;
+  int notices;              /* the proxy's refusal lines */
+  GString *notice_text;
+};
 
 /* ---- small things ---- */
 
@@ -124,7 +161,7 @@ fresh_plan (int fd)
 /* A kept plan is used only while it is what the helper would compile now, and only if nobody but the
  * state directory's owner could have written it. */
 static gboolean
-check_kept_plan (Supervisor *s, const struct stat *st, GError **error)
+check_kept_plan (SupervisorSandbox *s, const struct stat *st, GError **error)
 {
   g_autoptr(GVariant) inputs = NULL;
   const char *host, *changed;
@@ -149,8 +186,8 @@ check_kept_plan (Supervisor *s, const struct stat *st, GError **error)
   return TRUE;
 }
 
-gboolean
-sandstep_supervisor_load_plan (Supervisor *s, GError **error)
+static gboolean
+load_plan (SupervisorSandbox *s, SupervisorTerms *out, GError **error)
 {
   g_autoptr(GVariant) jail = NULL;
   const SandstepJailImage *image = NULL;
@@ -158,7 +195,7 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
   gboolean ok;
 
   /* One the helper has just compiled is current by its making.  A kept one with a jail the front started on
-   * it is checked while that jail finishes (sandstep_supervisor_build_sandbox()). */
+   * it is checked while that jail finishes (sandstep_supervisor_sandbox_build()). */
   s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, &image, error);
   ok = s->plan != NULL;
   if (ok && fresh_plan (SANDSTEP_SUPERVISOR_PLAN_FD))
@@ -173,25 +210,52 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
       !g_variant_lookup (s->plan, "default-owner", "^&ay", &default_owner) ||
       !g_variant_lookup (s->plan, "default-holder", "^&ay", &default_holder) ||
       !g_variant_lookup (s->plan, "network", "^&ay", &network) ||
-      !g_variant_lookup (s->plan, "limits", "(txxt)", &s->memory, &s->pids, &s->cpu_time_s, &s->disk) ||
+      !g_variant_lookup (s->plan, "limits", "(txxt)", &out->memory, &out->pids, &out->cpu_time_s, &out->disk) ||
       !g_variant_lookup (s->plan, "pasta", "^&ay", &pasta) ||
-      !g_variant_lookup (s->plan, "cpu-io", "(xx)", &s->millicpus, &s->io_weight) ||
+      !g_variant_lookup (s->plan, "cpu-io", "(xx)", &s->limits.millicpus, &s->limits.io_weight) ||
       (jail = g_variant_lookup_value (s->plan, "jail", G_VARIANT_TYPE_VARDICT)) == NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                            "The sandbox's plan is damaged (a member is missing); reinstall sandstep if this persists");
+  s->limits.memory = out->memory;
+  s->limits.pids = out->pids;
   /* Absent from a plan an older helper kept: no retry-safe steps then. */
-  if (!g_variant_lookup (s->plan, "retry-clean", "b", &s->retry_clean))
-    s->retry_clean = FALSE;
-  s->owner = g_strdup (owner);
-  s->default_owner = g_strdup (default_owner);
-  s->default_holder = g_strdup (default_holder);
-  s->network = g_strdup (network);
+  if (!g_variant_lookup (s->plan, "retry-clean", "b", &out->retry_clean))
+    out->retry_clean = FALSE;
+  out->owner = g_strdup (owner);
+  out->default_owner = g_strdup (default_owner);
+  out->default_holder = g_strdup (default_holder);
   s->core_path = sandstep_program_path (NULL, "sandstep-core");
+  out->core_path = g_strdup (s->core_path);
   s->pasta_path = g_strdup (pasta);
   /* Its own, which its starter set as sandstep-supervisor-start.h says. */
   s->helper_env = g_get_environ ();
+  out->helper_env = g_strdupv (s->helper_env);
   s->jail = sandstep_jail_from_variant (image, jail, error);
   return s->jail != NULL;
+}
+
+SupervisorSandbox *
+sandstep_supervisor_sandbox_load (const char *handle, int dir_fd, SandstepJailStart *adopt, SupervisorTerms *out_terms,
+                                  GError **error)
+{
+  SupervisorSandbox *s = g_new0 (SupervisorSandbox, 1);
+
+  s->handle = g_strdup (handle);
+  s->dir_fd = dir_fd;
+  s->adopt = *adopt;
+  s->init = (SandstepJailProcess) { .pidfd = -1, .control = -1 };
+  s->pasta = s->proxy = (Child) { .pidfd = -1 };
+  s->notices = -1;
+  s->notice_text = g_string_new (NULL);
+  if (!load_plan (s, out_terms, error))
+    {
+      /* The front's jail stays the caller's to abandon. */
+      s->adopt = (SandstepJailStart) { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 };
+      sandstep_supervisor_sandbox_free (s);
+      return NULL;
+    }
+  *adopt = (SandstepJailStart) { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 };
+  return s;
 }
 
 /* ---- the sandbox's network helpers ---- */
@@ -215,7 +279,7 @@ helper_child_setup (int keep_from, const int *keep, int n_keep)
 
 /* Forks and execs @argv with @keep at fds 3, 4, ... and /dev/null as stdio. */
 static gboolean
-spawn_helper (Supervisor *s, char **argv, const int *keep, int n_keep, Child *out, GError **error)
+spawn_helper (SupervisorSandbox *s, char **argv, const int *keep, int n_keep, Child *out, GError **error)
 {
   struct clone_args args = { .flags = CLONE_PIDFD, .exit_signal = SIGCHLD };
   int pidfd = -1;
@@ -252,7 +316,7 @@ spawn_helper (Supervisor *s, char **argv, const int *keep, int n_keep, Child *ou
 #define HOST_FILTER_CHAIN "open-network-no-host-addresses"
 
 static gboolean
-close_host_addresses (Supervisor *s, guint32 pasta_gid, GError **error)
+close_host_addresses (SupervisorSandbox *s, guint32 pasta_gid, GError **error)
 {
   static const char *const nft_paths[] = { "/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft" };
   SandstepUidRange range = sandstep_uids_range ();
@@ -375,7 +439,7 @@ pasta_ready_remove (char *dir, char *fifo)
  * not mapped to the host: the sandbox reaches the network as a process of
  * the sandbox's uid would, never the host's loopback services. */
 static gboolean
-start_pasta (Supervisor *s, GError **error)
+start_pasta (SupervisorSandbox *s, GError **error)
 {
   g_autofree char *netns_path = g_strdup_printf ("/proc/%d/ns/net", s->init.pid);
   g_autofree char *userns_path = g_strdup_printf ("/proc/%d/ns/user", s->init.pid);
@@ -486,7 +550,7 @@ sandstep_network_open_usable (GError **error)
 /* network=allow: the egress proxy, a helper of its own (it resolves names
  * on the host); init hands it every connection made to the proxy port. */
 static gboolean
-start_proxy (Supervisor *s, int *out_egress, GError **error)
+start_proxy (SupervisorSandbox *s, int *out_egress, GError **error)
 {
   char *argv[] = { s->core_path, (char *) "--egress", s->handle, NULL };
   int pair[2], notices[2];
@@ -527,12 +591,12 @@ start_proxy (Supervisor *s, int *out_egress, GError **error)
 static gboolean
 attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, GError **error)
 {
-  Supervisor *s = user_data;
-  SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
+  SupervisorSandbox *s = user_data;
+  const SandstepCgroupLimits *limits = &s->limits;
 
   *out_n_fds = 0;
   if (s->cgroup == NULL && sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
-      (s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
+      (s->cgroup = sandstep_cgroup_make (s->handle, limits, error)) == NULL)
     return FALSE;
   if (s->cgroup == NULL)
     return TRUE;
@@ -541,7 +605,7 @@ attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, G
     return TRUE;
   /* Removed between its making and this move (a gc's sweep of empty cgroups, sandstep_cgroup_sweep): once more. */
   g_clear_pointer (&s->cgroup, sandstep_cgroup_free);
-  if ((s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
+  if ((s->cgroup = sandstep_cgroup_make (s->handle, limits, error)) == NULL)
     return FALSE;
   return sandstep_cgroup_kind () == SANDSTEP_CGROUP_V1 ? sandstep_cgroup_open_moves (s->cgroup, out_fds, out_n_fds, error)
                                                        : sandstep_cgroup_attach (s->cgroup, pid, error);
@@ -550,14 +614,14 @@ attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, G
 /* On cgroup v2 the jail's first process is born in the sandbox's cgroup, made before it (sandstep_jail_start()):
  * its directory, or -1 (v1, or not made: attach_to_cgroup() makes it again and says why). */
 static int
-cgroup_to_start_in (Supervisor *s)
+cgroup_to_start_in (SupervisorSandbox *s)
 {
-  SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
+  const SandstepCgroupLimits *limits = &s->limits;
   g_autoptr(GError) error = NULL;
 
   if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_V2)
     return -1;
-  if (s->cgroup == NULL && (s->cgroup = sandstep_cgroup_make (s->handle, &limits, &error)) == NULL)
+  if (s->cgroup == NULL && (s->cgroup = sandstep_cgroup_make (s->handle, limits, &error)) == NULL)
     {
       g_debug ("No cgroup to start the sandbox in: %s", error != NULL ? error->message : "none here");
       return -1;
@@ -565,8 +629,8 @@ cgroup_to_start_in (Supervisor *s)
   return sandstep_cgroup_dir_fd (s->cgroup);
 }
 
-void
-sandstep_supervisor_end_sandbox (Supervisor *s)
+static void
+end_sandbox (SupervisorSandbox *s)
 {
   sandstep_jail_end (&s->init);
   child_end (&s->pasta);
@@ -581,14 +645,14 @@ sandstep_supervisor_end_sandbox (Supervisor *s)
 static gboolean
 check_adopted_plan (gpointer user_data, GError **error)
 {
-  Supervisor *s = user_data;
+  SupervisorSandbox *s = user_data;
 
   return (s->plan_checked = check_kept_plan (s, &s->plan_stat, error));
 }
 
 /* The jail the front started, as the sandbox; FALSE with no error when this supervisor is to build its own. */
 static gboolean
-adopt_sandbox (Supervisor *s, GError **error)
+adopt_sandbox (SupervisorSandbox *s, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
 
@@ -607,7 +671,7 @@ adopt_sandbox (Supervisor *s, GError **error)
 /* Where the helper's file tools find a layered sandbox's files: init's cwd (sandstep-jail-plan.c), named by the
  * pid and start time of init, whole or not at all. */
 static void
-note_init (Supervisor *s)
+note_init (SupervisorSandbox *s)
 {
   g_autofree char *text = NULL;
   int fd;
@@ -626,25 +690,14 @@ note_init (Supervisor *s)
   close (fd);
 }
 
-static gboolean build_sandbox (Supervisor *s, GError **error);
-
-gboolean
-sandstep_supervisor_build_sandbox (Supervisor *s, GError **error)
-{
-  if (!build_sandbox (s, error))
-    return FALSE;
-  note_init (s);
-  return TRUE;
-}
-
 static gboolean
-build_sandbox (Supervisor *s, GError **error)
+build_sandbox (SupervisorSandbox *s, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
   int egress = -1;
   gboolean ok;
 
-  sandstep_supervisor_end_sandbox (s);
+  end_sandbox (s);
   s->stale = FALSE;
   if (s->adopt.pidfd >= 0)
     {
@@ -652,7 +705,7 @@ build_sandbox (Supervisor *s, GError **error)
         {
           if (sandstep_jail_open_network (s->jail) && !start_pasta (s, error))
             {
-              sandstep_supervisor_end_sandbox (s);
+              end_sandbox (s);
               return FALSE;
             }
           return TRUE;
@@ -681,20 +734,13 @@ build_sandbox (Supervisor *s, GError **error)
   if (ok && sandstep_jail_open_network (s->jail))
     ok = start_pasta (s, error);
   if (!ok)
-    sandstep_supervisor_end_sandbox (s);
+    end_sandbox (s);
   return ok;
 }
 
-/* Its lifetime is not over. */
-gboolean
-sandstep_supervisor_alive (Supervisor *s)
-{
-  return g_get_real_time () / G_USEC_PER_SEC < s->expires;
-}
-
 /* Is the sandbox there, as it should be for the next command? */
-gboolean
-sandstep_supervisor_sandbox_current (Supervisor *s)
+static gboolean
+sandbox_current (SupervisorSandbox *s)
 {
   g_autoptr(GArray) now = NULL;
 
@@ -704,4 +750,179 @@ sandstep_supervisor_sandbox_current (Supervisor *s)
     return FALSE;
   now = sandstep_jail_sources (s->jail);
   return sandstep_jail_sources_equal (s->sources, now);
+}
+
+gboolean
+sandstep_supervisor_sandbox_build (SupervisorSandbox *s, GError **error)
+{
+  if (!build_sandbox (s, error))
+    return FALSE;
+  note_init (s);
+  return TRUE;
+}
+
+gboolean
+sandstep_supervisor_sandbox_ready (SupervisorSandbox *s, GError **error)
+{
+  if (sandbox_current (s) || sandstep_supervisor_sandbox_build (s, error))
+    return TRUE;
+  s->stale = TRUE;
+  return FALSE;
+}
+
+void
+sandstep_supervisor_sandbox_abandon_start (SupervisorSandbox *s)
+{
+  sandstep_jail_start_abandon (&s->adopt);
+}
+
+void
+sandstep_supervisor_sandbox_mark_stale (SupervisorSandbox *s)
+{
+  s->stale = TRUE;
+}
+
+void
+sandstep_supervisor_sandbox_end_init (SupervisorSandbox *s)
+{
+  sandstep_jail_end (&s->init);
+}
+
+void
+sandstep_supervisor_sandbox_free (SupervisorSandbox *s)
+{
+  if (s == NULL)
+    return;
+  end_sandbox (s);
+  sandstep_jail_start_abandon (&s->adopt);
+  sandstep_cgroup_free (s->cgroup);
+  g_clear_pointer (&s->jail, sandstep_jail_free);
+  g_clear_pointer (&s->plan, g_variant_unref);
+  g_string_free (s->notice_text, TRUE);
+  g_strfreev (s->helper_env);
+  g_free (s->pasta_path);
+  g_free (s->core_path);
+  g_free (s->handle);
+  g_free (s);
+}
+
+guint32
+sandstep_supervisor_sandbox_outer_uid (SupervisorSandbox *s)
+{
+  guint32 uid, gid;
+
+  sandstep_jail_outer_ids (s->jail, &uid, &gid);
+  return uid;
+}
+
+int
+sandstep_supervisor_sandbox_control_fd (SupervisorSandbox *s)
+{
+  return s->init.control;
+}
+
+int
+sandstep_supervisor_sandbox_init_pidfd (SupervisorSandbox *s)
+{
+  return s->init.pidfd;
+}
+
+int
+sandstep_supervisor_sandbox_notices_fd (SupervisorSandbox *s)
+{
+  return s->notices;
+}
+
+/* ---- what init is told and says ---- */
+
+gboolean
+sandstep_supervisor_sandbox_run (SupervisorSandbox *s, const char *command, char **caller_env, const int stdio[3])
+{
+  g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
+  g_autoptr(GPtrArray) envp = sandstep_jail_environment (s->jail, caller_env);
+  g_autoptr(GString) body = g_string_new (NULL);
+  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
+  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  struct iovec iov[2];
+  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  ssize_t n;
+
+  g_string_append_printf (body, "%u", argv->len);
+  g_string_append_c (body, '\0');
+  for (guint i = 0; i < argv->len; i++)
+    g_string_append_len (body, argv->pdata[i], strlen (argv->pdata[i]) + 1);
+  for (guint i = 0; i < envp->len; i++)
+    g_string_append_len (body, envp->pdata[i], strlen (envp->pdata[i]) + 1);
+  iov[0] = (struct iovec) { &header, sizeof header };
+  iov[1] = (struct iovec) { body->str, body->len };
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
+  memcpy (CMSG_DATA (cmsg), stdio, 3 * sizeof (int));
+  do
+    n = sendmsg (s->init.control, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t) (sizeof header + body->len);
+}
+
+void
+sandstep_supervisor_sandbox_kill (SupervisorSandbox *s)
+{
+  SandstepInitMessage message = { .kind = SANDSTEP_INIT_KILL };
+
+  send (s->init.control, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+sandstep_supervisor_sandbox_counters (SupervisorSandbox *s, guint64 *out_oom_kills, guint64 *out_pids_max)
+{
+  sandstep_cgroup_counters (s->cgroup, out_oom_kills, out_pids_max);
+}
+
+SupervisorInitEvent
+sandstep_supervisor_sandbox_read_init (SupervisorSandbox *s, int *out_status, int *out_exec_error)
+{
+  SandstepInitMessage message;
+  ssize_t n;
+
+  do
+    n = recv (s->init.control, &message, sizeof message, MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return SUPERVISOR_INIT_QUIET;
+  if (n != (ssize_t) sizeof message || message.kind != SANDSTEP_INIT_EXITED)
+    {
+      /* init is gone, or says nonsense: the sandbox is rebuilt for the next command. */
+      s->stale = TRUE;
+      return SUPERVISOR_INIT_LOST;
+    }
+  *out_status = message.status;
+  *out_exec_error = message.error;
+  return SUPERVISOR_INIT_EXITED;
+}
+
+void
+sandstep_supervisor_sandbox_read_notices (SupervisorSandbox *s, SupervisorNoticeFunc say, gpointer user_data)
+{
+  char buf[4096];
+  ssize_t n;
+  char *eol;
+
+  while ((n = read (s->notices, buf, sizeof buf)) > 0)
+    g_string_append_len (s->notice_text, buf, n);
+  while ((eol = strchr (s->notice_text->str, '\n')) != NULL)
+    {
+      *eol = '\0';
+      say (s->notice_text->str, user_data);
+      g_string_erase (s->notice_text, 0, eol - s->notice_text->str + 1);
+    }
+  if (n == 0)
+    {
+      /* The proxy ended: the next command gets a new sandbox with a new one. */
+      close (s->notices);
+      s->notices = -1;
+      s->stale = TRUE;
+    }
 }

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-error.h"
 #include "sandstep-process-state.h"
 
@@ -148,10 +149,10 @@ loop (Supervisor *s)
       struct pollfd fds[6] = {
         { .fd = s->signals, .events = POLLIN },
         { .fd = s->done ? -1 : s->listener, .events = POLLIN },
-        { .fd = s->init.control, .events = POLLIN },
+        { .fd = sandstep_supervisor_sandbox_control_fd (s->sandbox), .events = POLLIN },
         { .fd = command != NULL && !command->caller_gone ? command->conn : -1, .events = POLLIN },
-        { .fd = s->notices, .events = POLLIN },
-        { .fd = s->init.pidfd, .events = POLLIN },
+        { .fd = sandstep_supervisor_sandbox_notices_fd (s->sandbox), .events = POLLIN },
+        { .fd = sandstep_supervisor_sandbox_init_pidfd (s->sandbox), .events = POLLIN },
       };
       gint64 now = g_get_monotonic_time ();
       gint64 until;
@@ -188,19 +189,19 @@ loop (Supervisor *s)
                        (s->current == NULL && !sandstep_supervisor_alive (s))))
         check_state (s);
       if (fds[4].revents & (POLLIN | POLLHUP))
-        sandstep_supervisor_on_notices (s);
+        sandstep_supervisor_sandbox_read_notices (s->sandbox, sandstep_supervisor_on_notice, s);
       if (fds[2].revents & (POLLIN | POLLHUP | POLLERR))
         sandstep_supervisor_on_init_message (s);
       else if (fds[5].revents & POLLIN)
         {
           /* init died without a word (the kernel's OOM killer, or someone with the rights). */
-          s->stale = TRUE;
+          sandstep_supervisor_sandbox_mark_stale (s->sandbox);
           if (s->current != NULL)
             {
               s->current->interrupted = TRUE;
               sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
             }
-          sandstep_jail_end (&s->init);
+          sandstep_supervisor_sandbox_end_init (s->sandbox);
         }
 
       command = s->current;
@@ -221,8 +222,8 @@ loop (Supervisor *s)
             {
               /* init did not answer: the sandbox goes, and with it the command. */
               command->interrupted = TRUE;
-              s->stale = TRUE;
-              sandstep_jail_end (&s->init);
+              sandstep_supervisor_sandbox_mark_stale (s->sandbox);
+              sandstep_supervisor_sandbox_end_init (s->sandbox);
               sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
             }
         }
@@ -331,18 +332,14 @@ start (Supervisor *s, GError **error)
   if (!sandstep_supervisor_alive (s))
     return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
                            "Sandbox '%s' expired", s->handle);
-  if (!sandstep_supervisor_load_plan (s, error))
+  if ((s->sandbox = sandstep_supervisor_sandbox_load (s->handle, s->dir_fd, &s->adopt, &s->terms, error)) == NULL)
     return FALSE;
-  {
-    guint32 uid, gid;
-    sandstep_jail_outer_ids (s->jail, &uid, &gid);
-    s->jail_is_peer = uid == getuid ();
-    if (s->jail_is_peer)
-      s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
-  }
+  s->jail_is_peer = sandstep_supervisor_sandbox_outer_uid (s->sandbox) == getuid ();
+  if (s->jail_is_peer)
+    s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
   /* Listening first: a caller that comes while the sandbox is built waits in the queue, and is told to ask
    * again if it cannot be. */
-  if (!listen_socket (s, error) || !sandstep_supervisor_build_sandbox (s, error))
+  if (!listen_socket (s, error) || !sandstep_supervisor_sandbox_build (s->sandbox, error))
     return FALSE;
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
   return TRUE;
@@ -365,9 +362,9 @@ record_pid (guint64 start)
 static void
 reclaim (Supervisor *s)
 {
-  char *argv[] = { s->core_path, (char *) "--reclaim", s->handle, NULL };
+  char *argv[] = { s->terms.core_path, (char *) "--reclaim", s->handle, NULL };
 
-  execve (argv[0], argv, s->helper_env);
+  execve (argv[0], argv, s->terms.helper_env);
   g_debug ("Could not reclaim '%s': %s", s->handle, g_strerror (errno));
 }
 
@@ -377,8 +374,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   g_autoptr(GError) error = NULL;
   Supervisor s = {
     .handle = g_strdup (handle), .store_fd = SANDSTEP_SUPERVISOR_STORE_FD, .dir_fd = -1, .claim_fd = -1,
-    .listener = -1, .signals = -1, .init = { .pidfd = -1, .control = -1 },
-    .pasta = { .pidfd = -1 }, .proxy = { .pidfd = -1 }, .notices = -1, .notice_text = g_string_new (NULL),
+    .listener = -1, .signals = -1,
     .adopt = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 },
   };
   gboolean ok;
@@ -396,6 +392,8 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
     sandstep_process_state_reset ();
   ok = start (&s, &error);
   /* One not adopted (its plan refused, or this supervisor could not start) is of no use. */
+  if (s.sandbox != NULL)
+    sandstep_supervisor_sandbox_abandon_start (s.sandbox);
   sandstep_jail_start_abandon (&s.adopt);
   say_ready (ok ? NULL : error);
   if (ok)
@@ -412,8 +410,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
     close (SANDSTEP_SUPERVISOR_CALLER_FD);
   if (s.listener >= 0)
     close_listener (&s);
-  sandstep_supervisor_end_sandbox (&s);
-  sandstep_cgroup_free (s.cgroup);
+  sandstep_supervisor_sandbox_free (s.sandbox);
   /* The cgroup goes with us (provision makes the first one, the next supervisor its own): one kept would
    * outlive a state directory removed by hand. */
   sandstep_cgroup_remove (handle);
