@@ -21,9 +21,11 @@ static const Ranked e2b_order[] = {
   { "sandstepd-e2b-answer.c", 5 },
 };
 
-/* The supervisor's (docs/architecture.md's hooks/supervisor row): its loop, one command, the live sandbox. */
+/* The supervisor's (docs/architecture.md's hooks/supervisor row): its loop, one command, the live sandbox, its
+ * network helpers. */
 static const Ranked supervisor_order[] = {
   { "sandstep-supervisor.c", 0 }, { "sandstep-supervisor-command.c", 1 }, { "sandstep-supervisor-sandbox.c", 2 },
+  { "sandstep-supervisor-network.c", 3 },
 };
 
 typedef struct {
@@ -302,8 +304,8 @@ test_supervisor_order (void)
   static const char *const supervisor[] = { "hooks/supervisor", NULL };
   g_autoptr(Calls) c = read_calls_in (supervisor, TRUE);
 
-  g_test_summary ("The supervisor's files name only files below them: its loop, one command, the live sandbox "
-                  "(issue 31: a real API between the parts of its state)");
+  g_test_summary ("The supervisor's files name only files below them: its loop, one command, the live sandbox, its "
+                  "network helpers (issue 31: a real API between the parts of its state)");
   /* The reading finds what it looks for: the loop names the command's begin. */
   g_assert_cmpstr (g_hash_table_lookup (c->definer, "sandstep_supervisor_command_begin"), ==,
                    "sandstep-supervisor-command.c");
