@@ -8,14 +8,24 @@
 #include <glib.h>
 #include <string.h>
 
-/* E2B's files, top first (docs/architecture.md's daemon row); files of one rank may not name each other. */
-static const struct {
+/* Files of one part, top first; files of one rank may not name each other. */
+typedef struct {
   const char *file;
   int rank;
-} e2b_order[] = {
+} Ranked;
+
+/* E2B's files (docs/architecture.md's daemon row). */
+static const Ranked e2b_order[] = {
   { "sandstepd-e2b.c", 0 },          { "sandstepd-envd.c", 1 },         { "sandstepd-envd-commands.c", 2 },
   { "sandstepd-envd-jail.c", 2 },    { "sandstepd-envd-job.c", 3 },     { "sandstepd-envd-connect.c", 4 },
   { "sandstepd-e2b-answer.c", 5 },
+};
+
+/* The supervisor's (docs/architecture.md's hooks/supervisor row): its loop, one command, the live sandbox, its
+ * network helpers. */
+static const Ranked supervisor_order[] = {
+  { "sandstep-supervisor.c", 0 }, { "sandstep-supervisor-command.c", 1 }, { "sandstep-supervisor-sandbox.c", 2 },
+  { "sandstep-supervisor-network.c", 3 },
 };
 
 typedef struct {
@@ -238,12 +248,44 @@ test_no_circle (void)
 }
 
 static int
-e2b_rank (const char *file)
+rank_of (const Ranked *order, gsize n, const char *file)
 {
-  for (gsize i = 0; i < G_N_ELEMENTS (e2b_order); i++)
-    if (strcmp (e2b_order[i].file, file) == 0)
-      return e2b_order[i].rank;
+  for (gsize i = 0; i < n; i++)
+    if (strcmp (order[i].file, file) == 0)
+      return order[i].rank;
   return -1;
+}
+
+/* Fails the case when a file of @order (in @folder) names a file of @order that is not below it. */
+static void
+assert_order (Calls *c, const char *folder, const Ranked *order, gsize n)
+{
+  for (gsize i = 0; i < n; i++)
+    {
+      GHashTable *named = g_hash_table_lookup (c->edges, order[i].file);
+      GHashTableIter iter;
+      gpointer other, fn;
+
+      if (named == NULL)
+        {
+          g_test_message ("%s/%s is not there; keep docs/architecture.md and this order in step", folder,
+                          order[i].file);
+          g_test_fail ();
+          continue;
+        }
+      g_hash_table_iter_init (&iter, named);
+      while (g_hash_table_iter_next (&iter, &other, &fn))
+        {
+          int rank = rank_of (order, n, other);
+
+          if (rank >= 0 && rank <= order[i].rank)
+            {
+              g_test_message ("%s/%s calls %s of %s/%s, which is not below it", folder, order[i].file,
+                              (const char *) fn, folder, (const char *) other);
+              g_test_fail ();
+            }
+        }
+    }
 }
 
 static void
@@ -253,32 +295,23 @@ test_e2b_order (void)
 
   g_test_summary ("E2B's files name only files below them: e2b.c, envd.c, envd-commands.c and envd-jail.c, "
                   "envd-job.c, envd-connect.c, e2b-answer.c");
-  for (gsize i = 0; i < G_N_ELEMENTS (e2b_order); i++)
-    {
-      GHashTable *named = g_hash_table_lookup (c->edges, e2b_order[i].file);
-      GHashTableIter iter;
-      gpointer other, fn;
+  assert_order (c, "daemon", e2b_order, G_N_ELEMENTS (e2b_order));
+}
 
-      if (named == NULL)
-        {
-          g_test_message ("daemon/%s is not there; keep docs/architecture.md and this order in step",
-                          e2b_order[i].file);
-          g_test_fail ();
-          continue;
-        }
-      g_hash_table_iter_init (&iter, named);
-      while (g_hash_table_iter_next (&iter, &other, &fn))
-        {
-          int rank = e2b_rank (other);
+static void
+test_supervisor_order (void)
+{
+  static const char *const supervisor[] = { "hooks/supervisor", NULL };
+  g_autoptr(Calls) c = read_calls_in (supervisor, TRUE);
 
-          if (rank >= 0 && rank <= e2b_order[i].rank)
-            {
-              g_test_message ("daemon/%s calls %s of daemon/%s, which is not below it", e2b_order[i].file,
-                              (const char *) fn, (const char *) other);
-              g_test_fail ();
-            }
-        }
-    }
+  g_test_summary ("The supervisor's files name only files below them: its loop, one command, the live sandbox, its "
+                  "network helpers (issue 31: a real API between the parts of its state)");
+  /* The reading finds what it looks for: the loop names the command's begin. */
+  g_assert_cmpstr (g_hash_table_lookup (c->definer, "sandstep_supervisor_command_begin"), ==,
+                   "sandstep-supervisor-command.c");
+  g_assert_true (g_hash_table_contains (g_hash_table_lookup (c->edges, "sandstep-supervisor.c"),
+                                        "sandstep-supervisor-command.c"));
+  assert_order (c, "hooks/supervisor", supervisor_order, G_N_ELEMENTS (supervisor_order));
 }
 
 /* Every folder of the product (not tests/): no file reaches itself through the functions it names. */
@@ -305,6 +338,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/layering/daemon/no-circle", test_no_circle);
   g_test_add_func ("/layering/daemon/e2b-order", test_e2b_order);
+  g_test_add_func ("/layering/supervisor-order", test_supervisor_order);
   g_test_add_func ("/layering/no-circle-anywhere", test_no_circle_anywhere);
   return g_test_run ();
 }

@@ -1,6 +1,6 @@
-/* sandstep-supervisor-command.c: one command served in a live sandbox, from request to status; see sandstep-supervisor-private.h. */
+/* sandstep-supervisor-command.c: one command served in a live sandbox, from request to status; see sandstep-supervisor-command.h. */
+#include "sandstep-supervisor-command.h"
 #include "sandstep-supervisor.h"
-#include "sandstep-supervisor-private.h"
 #include "sandstep-units.h"
 
 #include <errno.h>
@@ -14,7 +14,29 @@
 #include <unistd.h>
 
 #include "sandstep-error.h"
-#include "sandstep-jail-init.h"
+#include "sandstep-step.h"
+
+/* How long a caller has to send its request once connected. */
+#define REQUEST_TIMEOUT_MS 2000
+/* After KILL, how long init may take to report before it is killed itself. */
+#define KILL_GRACE_US (5 * G_USEC_PER_SEC)
+
+struct _SupervisorCommand {
+  int conn;
+  gboolean own_claim;      /* the supervisor holds the claim for the caller */
+  int caller_claim;        /* the caller's claim fd, held while its command runs */
+  SandstepStep step;       /* the make recipe line it serves, when the claim is ours */
+  char *holder;
+  gint64 deadline;         /* monotonic µs */
+  gint64 kill_deadline;    /* after KILL: when init is given up on */
+  gboolean timed_out;
+  gboolean caller_gone;
+  gboolean killed;
+  gboolean interrupted;
+  double applied_timeout_s;
+  gboolean clamped;
+  guint64 oom_kills, pids_max;
+};
 
 /* @text as a JSON string: the claim file is JSON, and a holder's name is the caller's. */
 static void
@@ -64,7 +86,7 @@ reply_text (int conn, SandstepRunKind kind, const char *raw)
 /* The caller must be this user, in this user namespace: never a process of a sandbox.  Where the
  * sandbox's uid is not ours, the uid alone tells. */
 static gboolean
-peer_is_ours (Supervisor *s, int conn)
+peer_is_ours (const SupervisorRules *rules, int conn)
 {
   struct ucred cred;
   socklen_t len = sizeof cred;
@@ -73,11 +95,11 @@ peer_is_ours (Supervisor *s, int conn)
 
   if (getsockopt (conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid () || cred.pid <= 0)
     return FALSE;
-  if (!s->jail_is_peer)
+  if (!rules->jail_is_peer)
     return TRUE;
   path = g_strdup_printf ("/proc/%d/ns/user", (int) cred.pid);
   theirs = g_file_read_link (path, NULL);
-  return theirs != NULL && s->own_userns != NULL && strcmp (theirs, s->own_userns) == 0;
+  return theirs != NULL && rules->own_userns != NULL && strcmp (theirs, rules->own_userns) == 0;
 }
 
 typedef struct {
@@ -155,7 +177,6 @@ sandstep_supervisor_parse_request (char *buf, gsize size, SandstepSupervisorRequ
          (!out->have_timeout || parse_seconds (out->field[SANDSTEP_RUN_FIELD_TIMEOUT], FALSE, &out->timeout_s));
 }
 
-/* Answers a caller without running anything; its request is read first, so that the answer arrives. */
 void
 sandstep_supervisor_refuse (int conn, SandstepRunKind kind)
 {
@@ -177,118 +198,132 @@ is_pipe (int fd)
 
 /* The caller's claim: the claim file of this sandbox, locked through that very fd. */
 static gboolean
-caller_holds_claim (Supervisor *s, int fd)
+caller_holds_claim (const SupervisorRules *rules, int fd)
 {
   struct stat given, ours;
 
-  return fstat (fd, &given) == 0 && fstat (s->claim_fd, &ours) == 0 && given.st_dev == ours.st_dev &&
+  return fstat (fd, &given) == 0 && fstat (rules->claim_fd, &ours) == 0 && given.st_dev == ours.st_dev &&
          given.st_ino == ours.st_ino && flock (fd, LOCK_EX | LOCK_NB) == 0;
 }
 
 static gboolean
-take_claim (Supervisor *s, const char *holder)
+take_claim (const SupervisorRules *rules, const char *holder)
 {
   g_autoptr(GString) text = g_string_new ("{\"holder\":");
   struct stat st;
 
-  if (flock (s->claim_fd, LOCK_EX | LOCK_NB) < 0)
+  if (flock (rules->claim_fd, LOCK_EX | LOCK_NB) < 0)
     return FALSE;
   append_json_string (text, holder);
   g_string_append_printf (text, ",\"pid\":%d,\"start\":%" G_GUINT64_FORMAT "}", (int) getpid (),
-                          s->start_time);
+                          rules->start_time);
   /* Overwritten in place, cut only when shorter (truncating costs a journal transaction). */
-  if (fstat (s->claim_fd, &st) < 0 || pwrite (s->claim_fd, text->str, text->len, 0) != (ssize_t) text->len ||
-      ((gsize) st.st_size > text->len && ftruncate (s->claim_fd, text->len) < 0))
-    g_debug ("Could not record the holder of '%s': %s", s->handle, g_strerror (errno));
+  if (fstat (rules->claim_fd, &st) < 0 || pwrite (rules->claim_fd, text->str, text->len, 0) != (ssize_t) text->len ||
+      ((gsize) st.st_size > text->len && ftruncate (rules->claim_fd, text->len) < 0))
+    g_debug ("Could not record the holder of '%s': %s", rules->handle, g_strerror (errno));
   return TRUE;
 }
 
 /* Under our claim: does another make recipe hold the sandbox between its lines? */
 static gboolean
-held_by_other_step (Supervisor *s, const char *holder, const SandstepStep *step)
+held_by_other_step (const SupervisorRules *rules, const char *holder, const SandstepStep *step)
 {
   char current[SANDSTEP_STEP_HOLDER_MAX];
 
-  return sandstep_step_bars (s->dir_fd, holder, step, current, sizeof current, NULL);
+  return sandstep_step_bars (rules->dir_fd, holder, step, current, sizeof current, NULL);
 }
 
 static void
-release_claim (Supervisor *s, Command *command)
+release_claim (const SupervisorRules *rules, SupervisorCommand *command)
 {
   /* The recipe's last line for this sandbox ends its hold, before the claim goes. */
   if (command->own_claim && command->step.pid > 0 && command->step.ends)
-    sandstep_step_update (s->dir_fd, command->holder, &command->step);
+    sandstep_step_update (rules->dir_fd, command->holder, &command->step);
   if (command->own_claim)
-    flock (s->claim_fd, LOCK_UN);
+    flock (rules->claim_fd, LOCK_UN);
   if (command->caller_claim >= 0)
     close (command->caller_claim);
   command->own_claim = FALSE;
   command->caller_claim = -1;
 }
 
-static gboolean
-send_run (Supervisor *s, const char *command, char **caller_env, const int stdio[3])
-{
-  g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
-  g_autoptr(GPtrArray) envp = sandstep_jail_environment (s->jail, caller_env);
-  g_autoptr(GString) body = g_string_new (NULL);
-  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
-  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
-  struct iovec iov[2];
-  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
-                        .msg_controllen = sizeof cmsg_buf.buf };
-  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
-  ssize_t n;
-
-  g_string_append_printf (body, "%u", argv->len);
-  g_string_append_c (body, '\0');
-  for (guint i = 0; i < argv->len; i++)
-    g_string_append_len (body, argv->pdata[i], strlen (argv->pdata[i]) + 1);
-  for (guint i = 0; i < envp->len; i++)
-    g_string_append_len (body, envp->pdata[i], strlen (envp->pdata[i]) + 1);
-  iov[0] = (struct iovec) { &header, sizeof header };
-  iov[1] = (struct iovec) { body->str, body->len };
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
-  memcpy (CMSG_DATA (cmsg), stdio, 3 * sizeof (int));
-  do
-    n = sendmsg (s->init.control, &msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n == (ssize_t) (sizeof header + body->len);
-}
-
 static void
-tell_init (Supervisor *s, SandstepInitKind kind)
-{
-  SandstepInitMessage message = { .kind = kind };
-
-  send (s->init.control, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-void
-sandstep_supervisor_kill_command (Supervisor *s, Command *command)
+kill_command (SupervisorCommand *command, SupervisorSandbox *sandbox)
 {
   if (command->killed)
     return;
   command->killed = TRUE;
   command->kill_deadline = g_get_monotonic_time () + KILL_GRACE_US;
-  tell_init (s, SANDSTEP_INIT_KILL);
+  sandstep_supervisor_sandbox_kill (sandbox);
 }
 
 void
-sandstep_supervisor_finish (Supervisor *s, int status, int exec_error)
+sandstep_supervisor_command_caller_gone (SupervisorCommand *command, SupervisorSandbox *sandbox)
 {
-  Command *command = s->current;
+  command->caller_gone = TRUE;
+  kill_command (command, sandbox);
+}
+
+void
+sandstep_supervisor_command_stop (SupervisorCommand *command, SupervisorSandbox *sandbox)
+{
+  command->interrupted = TRUE;
+  kill_command (command, sandbox);
+}
+
+gboolean
+sandstep_supervisor_command_overdue (SupervisorCommand *command, SupervisorSandbox *sandbox, gint64 now)
+{
+  if (!command->killed && now >= command->deadline)
+    {
+      command->timed_out = TRUE;
+      kill_command (command, sandbox);
+      return FALSE;
+    }
+  return command->killed && now >= command->kill_deadline;
+}
+
+int
+sandstep_supervisor_command_caller_fd (SupervisorCommand *command)
+{
+  return command->caller_gone ? -1 : command->conn;
+}
+
+gint64
+sandstep_supervisor_command_deadline (SupervisorCommand *command)
+{
+  return command->killed ? command->kill_deadline : command->deadline;
+}
+
+gboolean
+sandstep_supervisor_command_own_claim (SupervisorCommand *command)
+{
+  return command->own_claim;
+}
+
+void
+sandstep_supervisor_command_notice (SupervisorCommand *command, const char *line)
+{
+  if (!command->caller_gone)
+    reply_text (command->conn, SANDSTEP_RUN_NOTICE, line);
+}
+
+void
+sandstep_supervisor_command_finish (SupervisorCommand *command, SupervisorSandbox *sandbox,
+                                    const SupervisorRules *rules, int status, int exec_error, gboolean interrupted)
+{
   SandstepRunReply message = {
     .kind = SANDSTEP_RUN_DONE,
     .exit_status = exec_error != 0 ? exec_error : status,
     .applied_timeout_s = command->applied_timeout_s,
-    .memory = s->memory, .pids = s->pids, .cpu_time_s = s->cpu_time_s, .disk = s->disk,
+    .memory = rules->terms->memory, .pids = rules->terms->pids, .cpu_time_s = rules->terms->cpu_time_s,
+    .disk = rules->terms->disk,
   };
   guint64 oom_kills, pids_max;
 
-  sandstep_cgroup_counters (s->cgroup, &oom_kills, &pids_max);
+  if (interrupted)
+    command->interrupted = TRUE;
+  sandstep_supervisor_sandbox_counters (sandbox, &oom_kills, &pids_max);
   if (command->timed_out)
     message.flags |= SANDSTEP_RUN_TIMED_OUT;
   if (command->clamped)
@@ -301,93 +336,90 @@ sandstep_supervisor_finish (Supervisor *s, int status, int exec_error)
     message.flags |= SANDSTEP_RUN_INTERRUPTED;
   if (exec_error != 0)
     message.flags |= SANDSTEP_RUN_EXEC_FAILED;
-  /* A release that came while the command ran left the destruction to its holder: us, when the claim was ours. */
-  if (command->own_claim && s->released && !sandstep_supervisor_alive (s))
-    s->done = s->reclaim = TRUE;
   /* The claim goes before the caller hears: its next step may claim the sandbox at once. */
-  release_claim (s, command);
+  release_claim (rules, command);
   if (!command->caller_gone)
     send (command->conn, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
   close (command->conn);
   g_free (command->holder);
-  g_clear_pointer (&s->current, g_free);
-  s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+  g_free (command);
 }
 
-void
-sandstep_supervisor_begin (Supervisor *s, int conn)
+SupervisorCommand *
+sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox, gint64 expires, int conn,
+                                   gboolean *out_running)
 {
   Request request = { 0 };
   g_autoptr(GError) error = NULL;
-  Command *command = NULL;
+  SupervisorCommand *command = NULL;
   SandstepRunKind answer = SANDSTEP_RUN_FALLBACK;   /* what a caller sent away hears; 0: nothing */
   const char *owner, *holder;
   double timeout_s, remaining;
   gboolean have_timeout;
   int stdio[3];
 
+  *out_running = FALSE;
   /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
-  if (!receive_request (conn, &request) || !peer_is_ours (s, conn) || request.n_fds < 4 ||
+  if (!receive_request (conn, &request) || !peer_is_ours (rules, conn) || request.n_fds < 4 ||
       !is_pipe (request.fds[3]))
     goto drop;
   /* Anything the ordinary path would judge, it judges, word for word. */
   owner = request.text.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.text.field[SANDSTEP_RUN_FIELD_OWNER]
-                                                           : s->default_owner;
+                                                           : rules->terms->default_owner;
   holder = request.text.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.text.field[SANDSTEP_RUN_FIELD_HOLDER]
-                                                             : s->default_holder;
+                                                             : rules->terms->default_holder;
   have_timeout = request.text.have_timeout;
   timeout_s = request.text.timeout_s;
-  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_HANDLE], s->handle) != 0 || strcmp (owner, s->owner) != 0 ||
-      !g_utf8_validate (holder, -1, NULL) || !sandstep_supervisor_alive (s))
+  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_HANDLE], rules->handle) != 0 ||
+      strcmp (owner, rules->terms->owner) != 0 || !g_utf8_validate (holder, -1, NULL))
     goto drop;
 
-  command = g_new0 (Command, 1);
+  command = g_new0 (SupervisorCommand, 1);
   command->conn = conn;
   command->caller_claim = -1;
   if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
     {
-      if (request.n_fds < 5 || !caller_holds_claim (s, request.fds[4]))
+      if (request.n_fds < 5 || !caller_holds_claim (rules, request.fds[4]))
         goto drop;
       command->caller_claim = request.fds[4];
       request.n_fds = 4;
     }
-  else if (!take_claim (s, holder))
+  else if (!take_claim (rules, holder))
     goto drop;
   else
     {
       command->own_claim = TRUE;
       /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
       if (!sandstep_step_scan (request.text.field[SANDSTEP_RUN_FIELD_STEP], &command->step) ||
-          held_by_other_step (s, holder, &command->step))
+          held_by_other_step (rules, holder, &command->step))
         {
           command->step.pid = 0;
           goto drop;
         }
       /* A retry-safe sandbox's recipe lines go through the helper, which checkpoints and rolls back. */
-      if (s->retry_clean && command->step.pid > 0)
+      if (rules->terms->retry_clean && command->step.pid > 0)
         {
           command->step.pid = 0;
           goto drop;
         }
       command->holder = g_strdup (holder);
       if (command->step.pid > 0 && !command->step.ends &&
-          !sandstep_step_update (s->dir_fd, holder, &command->step))
-        g_debug ("Could not leave the recipe's hold on '%s': %s", s->handle, g_strerror (errno));
+          !sandstep_step_update (rules->dir_fd, holder, &command->step))
+        g_debug ("Could not leave the recipe's hold on '%s': %s", rules->handle, g_strerror (errno));
     }
 
-  if (!sandstep_supervisor_sandbox_current (s) && !sandstep_supervisor_build_sandbox (s, &error))
+  if (!sandstep_supervisor_sandbox_ready (sandbox, &error))
     {
       answer = SANDSTEP_RUN_ERROR;
-      s->stale = TRUE;
       goto drop;
     }
 
   /* The command's budget never outlives the sandbox. */
-  remaining = MAX (s->expires - g_get_real_time () / (double) G_USEC_PER_SEC, 0);
+  remaining = MAX (expires - g_get_real_time () / (double) G_USEC_PER_SEC, 0);
   command->applied_timeout_s = have_timeout ? MIN (timeout_s, remaining) : remaining;
   command->clamped = !have_timeout || timeout_s > remaining;
   command->deadline = g_get_monotonic_time () + (gint64) (command->applied_timeout_s * G_USEC_PER_SEC);
-  sandstep_cgroup_counters (s->cgroup, &command->oom_kills, &command->pids_max);
+  sandstep_supervisor_sandbox_counters (sandbox, &command->oom_kills, &command->pids_max);
 
   /* From here on the command may run: the caller must never run it again.  A caller that cannot read the
    * mark is gone, and nothing runs for it; a mark with no room is refused the same way, never waited on. */
@@ -397,22 +429,20 @@ sandstep_supervisor_begin (Supervisor *s, int conn)
       answer = 0;
       goto drop;
     }
-  s->current = command;
   memcpy (stdio, request.fds, sizeof stdio);
-  if (!send_run (s, request.text.field[SANDSTEP_RUN_FIELD_COMMAND], (char **) request.text.env->pdata, stdio))
-    {
-      command->interrupted = TRUE;
-      s->stale = TRUE;
-      sandstep_supervisor_finish (s, SANDSTEP_EXIT_INTERNAL, 0);
-    }
+  *out_running = sandstep_supervisor_sandbox_run (sandbox, request.text.field[SANDSTEP_RUN_FIELD_COMMAND],
+                                                  (char **) request.text.env->pdata, stdio);
+  /* Not handed to init: the sandbox is built again for the next command. */
+  if (!*out_running)
+    sandstep_supervisor_sandbox_mark_stale (sandbox);
   request_clear (&request);
-  return;
+  return command;
 
 drop:
   /* Nothing ran: whatever claim was taken goes, and the caller hears why, unless it is gone. */
   if (command != NULL)
     {
-      release_claim (s, command);
+      release_claim (rules, command);
       g_free (command->holder);
       g_free (command);
     }
@@ -422,56 +452,5 @@ drop:
     reply (conn, answer);
   close (conn);
   request_clear (&request);
-}
-
-void
-sandstep_supervisor_on_init_message (Supervisor *s)
-{
-  SandstepInitMessage message;
-  ssize_t n;
-
-  do
-    n = recv (s->init.control, &message, sizeof message, MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN)
-    return;
-  if (n != (ssize_t) sizeof message || message.kind != SANDSTEP_INIT_EXITED)
-    {
-      /* init is gone, or says nonsense: the sandbox is rebuilt for the next command. */
-      s->stale = TRUE;
-      if (s->current != NULL)
-        {
-          s->current->interrupted = TRUE;
-          sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
-        }
-      sandstep_jail_end (&s->init);
-      return;
-    }
-  if (s->current != NULL)
-    sandstep_supervisor_finish (s, message.status, message.error);
-}
-
-void
-sandstep_supervisor_on_notices (Supervisor *s)
-{
-  char buf[4096];
-  ssize_t n;
-  char *eol;
-
-  while ((n = read (s->notices, buf, sizeof buf)) > 0)
-    g_string_append_len (s->notice_text, buf, n);
-  while ((eol = strchr (s->notice_text->str, '\n')) != NULL)
-    {
-      *eol = '\0';
-      if (s->current != NULL && !s->current->caller_gone)
-        reply_text (s->current->conn, SANDSTEP_RUN_NOTICE, s->notice_text->str);
-      g_string_erase (s->notice_text, 0, eol - s->notice_text->str + 1);
-    }
-  if (n == 0)
-    {
-      /* The proxy ended: the next command gets a new sandbox with a new one. */
-      close (s->notices);
-      s->notices = -1;
-      s->stale = TRUE;
-    }
+  return NULL;
 }

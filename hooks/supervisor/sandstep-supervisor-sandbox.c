@@ -1,21 +1,18 @@
-/* sandstep-supervisor-sandbox.c: the live sandbox a supervisor keeps: its jail and network helpers; see sandstep-supervisor-private.h. */
+/* sandstep-supervisor-sandbox.c: the live sandbox a supervisor keeps: its plan, jail, cgroup and init; see sandstep-supervisor-sandbox.h. */
+#include "sandstep-supervisor-sandbox.h"
+#include "sandstep-supervisor-network.h"
 #include "sandstep-supervisor.h"
-#include "sandstep-supervisor-private.h"
 #include "sandstep-read-libc.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandstep-cgroup.h"
@@ -23,22 +20,34 @@
 #include "sandstep-programs-libc.h"
 #include "sandstep-jail-init.h"
 #include "sandstep-plan-inputs.h"
-#include "sandstep-uids.h"
+
+/* How often a sandbox whose first process was killed as it started is built again. */
+#define BUILD_RETRIES 3
+
+struct _SupervisorSandbox {
+  char *handle;
+  int dir_fd;               /* borrowed: the sandbox's directory */
+  GVariant *plan;
+  SandstepCgroupLimits limits;
+  char *core_path;          /* sandstep-core: the egress proxy */
+  char *pasta_path;
+  char **helper_env;
+
+  SandstepJail *jail;
+  SandstepJailStart adopt;  /* the jail the front started for us, until adopted (sandstep-supervisor-start.h) */
+  gboolean plan_checked;    /* a kept plan's inputs were found current (a fresh one is by its making) */
+  struct stat plan_stat;
+  SandstepCgroup *cgroup;
+  SandstepJailProcess init;
+  GArray *sources;          /* as they were when the sandbox was built */
+  gboolean stale;           /* rebuild before the next command */
+  SupervisorChild pasta;
+  SupervisorChild proxy;
+  int notices;              /* the proxy's refusal lines */
+  GString *notice_text;
+};
 
 /* ---- small things ---- */
-
-static void
-child_end (Child *child)
-{
-  if (child->pidfd < 0)
-    return;
-  syscall (SYS_pidfd_send_signal, child->pidfd, SIGKILL, NULL, 0);
-  while (waitid (P_PIDFD, child->pidfd, &(siginfo_t) { 0 }, WEXITED) < 0 && errno == EINTR)
-    ;
-  close (child->pidfd);
-  child->pidfd = -1;
-  child->pid = 0;
-}
 
 static gboolean
 pidfd_ended (int pidfd)
@@ -124,7 +133,7 @@ fresh_plan (int fd)
 /* A kept plan is used only while it is what the helper would compile now, and only if nobody but the
  * state directory's owner could have written it. */
 static gboolean
-check_kept_plan (Supervisor *s, const struct stat *st, GError **error)
+check_kept_plan (SupervisorSandbox *s, const struct stat *st, GError **error)
 {
   g_autoptr(GVariant) inputs = NULL;
   const char *host, *changed;
@@ -149,8 +158,8 @@ check_kept_plan (Supervisor *s, const struct stat *st, GError **error)
   return TRUE;
 }
 
-gboolean
-sandstep_supervisor_load_plan (Supervisor *s, GError **error)
+static gboolean
+load_plan (SupervisorSandbox *s, SupervisorTerms *out, GError **error)
 {
   g_autoptr(GVariant) jail = NULL;
   const SandstepJailImage *image = NULL;
@@ -158,7 +167,7 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
   gboolean ok;
 
   /* One the helper has just compiled is current by its making.  A kept one with a jail the front started on
-   * it is checked while that jail finishes (sandstep_supervisor_build_sandbox()). */
+   * it is checked while that jail finishes (sandstep_supervisor_sandbox_build()). */
   s->plan = read_plan (SANDSTEP_SUPERVISOR_PLAN_FD, &image, error);
   ok = s->plan != NULL;
   if (ok && fresh_plan (SANDSTEP_SUPERVISOR_PLAN_FD))
@@ -173,350 +182,52 @@ sandstep_supervisor_load_plan (Supervisor *s, GError **error)
       !g_variant_lookup (s->plan, "default-owner", "^&ay", &default_owner) ||
       !g_variant_lookup (s->plan, "default-holder", "^&ay", &default_holder) ||
       !g_variant_lookup (s->plan, "network", "^&ay", &network) ||
-      !g_variant_lookup (s->plan, "limits", "(txxt)", &s->memory, &s->pids, &s->cpu_time_s, &s->disk) ||
+      !g_variant_lookup (s->plan, "limits", "(txxt)", &out->memory, &out->pids, &out->cpu_time_s, &out->disk) ||
       !g_variant_lookup (s->plan, "pasta", "^&ay", &pasta) ||
-      !g_variant_lookup (s->plan, "cpu-io", "(xx)", &s->millicpus, &s->io_weight) ||
+      !g_variant_lookup (s->plan, "cpu-io", "(xx)", &s->limits.millicpus, &s->limits.io_weight) ||
       (jail = g_variant_lookup_value (s->plan, "jail", G_VARIANT_TYPE_VARDICT)) == NULL)
     return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
                            "The sandbox's plan is damaged (a member is missing); reinstall sandstep if this persists");
+  s->limits.memory = out->memory;
+  s->limits.pids = out->pids;
   /* Absent from a plan an older helper kept: no retry-safe steps then. */
-  if (!g_variant_lookup (s->plan, "retry-clean", "b", &s->retry_clean))
-    s->retry_clean = FALSE;
-  s->owner = g_strdup (owner);
-  s->default_owner = g_strdup (default_owner);
-  s->default_holder = g_strdup (default_holder);
-  s->network = g_strdup (network);
+  if (!g_variant_lookup (s->plan, "retry-clean", "b", &out->retry_clean))
+    out->retry_clean = FALSE;
+  out->owner = g_strdup (owner);
+  out->default_owner = g_strdup (default_owner);
+  out->default_holder = g_strdup (default_holder);
   s->core_path = sandstep_program_path (NULL, "sandstep-core");
+  out->core_path = g_strdup (s->core_path);
   s->pasta_path = g_strdup (pasta);
   /* Its own, which its starter set as sandstep-supervisor-start.h says. */
   s->helper_env = g_get_environ ();
+  out->helper_env = g_strdupv (s->helper_env);
   s->jail = sandstep_jail_from_variant (image, jail, error);
   return s->jail != NULL;
 }
 
-/* ---- the sandbox's network helpers ---- */
-
-static void
-helper_child_setup (int keep_from, const int *keep, int n_keep)
+SupervisorSandbox *
+sandstep_supervisor_sandbox_load (const char *handle, int dir_fd, SandstepJailStart *adopt, SupervisorTerms *out_terms,
+                                  GError **error)
 {
-  sigset_t none;
+  SupervisorSandbox *s = g_new0 (SupervisorSandbox, 1);
 
-  prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  /* Nothing of ours: an ignored SIGPIPE survives exec, and pasta takes it for a failure. */
-  for (int sig = 1; sig < NSIG; sig++)
-    signal (sig, SIG_DFL);
-  sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
-  for (int i = 0; i < n_keep; i++)
-    if (keep[i] >= 0 && dup2 (keep[i], keep_from + i) < 0)
-      _exit (127);
-  syscall (SYS_close_range, keep_from + n_keep, ~0U, 0);
-}
-
-/* Forks and execs @argv with @keep at fds 3, 4, ... and /dev/null as stdio. */
-static gboolean
-spawn_helper (Supervisor *s, char **argv, const int *keep, int n_keep, Child *out, GError **error)
-{
-  struct clone_args args = { .flags = CLONE_PIDFD, .exit_signal = SIGCHLD };
-  int pidfd = -1;
-  pid_t pid;
-
-  args.pidfd = (guint64) (guintptr) &pidfd;
-  pid = syscall (SYS_clone3, &args, sizeof args);
-  if (pid == 0)
+  s->handle = g_strdup (handle);
+  s->dir_fd = dir_fd;
+  s->adopt = *adopt;
+  s->init = (SandstepJailProcess) { .pidfd = -1, .control = -1 };
+  s->pasta = s->proxy = (SupervisorChild) { .pidfd = -1 };
+  s->notices = -1;
+  s->notice_text = g_string_new (NULL);
+  if (!load_plan (s, out_terms, error))
     {
-      int null = open ("/dev/null", O_RDWR);
-      if (null < 0 || dup2 (null, 0) < 0 || dup2 (null, 1) < 0 || dup2 (null, 2) < 0)
-        _exit (127);
-      helper_child_setup (3, keep, n_keep);
-      execve (argv[0], argv, s->helper_env);
-      _exit (127);
+      /* The front's jail stays the caller's to abandon. */
+      s->adopt = (SandstepJailStart) { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 };
+      sandstep_supervisor_sandbox_free (s);
+      return NULL;
     }
-  if (pid < 0)
-    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                                 "Could not start '%s' for the sandbox", argv[0]);
-  out->pid = pid;
-  out->pidfd = pidfd;
-  return TRUE;
-}
-
-/* network=open as root: pasta's sockets are the host's, so a sandbox that
- * dials any address of the host (a second NIC, docker0, a VPN, not only
- * loopback and the gateway) would reach what listens there.  One host-side
- * rule refuses every local destination to the gids sandstep gives
- * sandboxes, which pasta runs as (with uid 0 where only root may open
- * /dev/net/tun): for the whole range, so nothing is left behind when a
- * sandbox ends, and set again by each start as one atomic nft transaction
- * (the same rule, never a second copy). */
-#define HOST_FILTER_TABLE "sandstep"
-#define HOST_FILTER_CHAIN "open-network-no-host-addresses"
-
-static gboolean
-close_host_addresses (Supervisor *s, guint32 pasta_gid, GError **error)
-{
-  static const char *const nft_paths[] = { "/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft" };
-  SandstepUidRange range = sandstep_uids_range ();
-  g_autofree char *nft = NULL;
-  g_autofree char *rules = NULL;
-  char *argv[] = { NULL, (char *) "-f", (char *) "/proc/self/fd/3", NULL };
-  Child child = { .pidfd = -1 };
-  siginfo_t info = { 0 };
-  struct pollfd pfd;
-  int memfd, keep[1];
-  gboolean ok;
-
-  /* The sandbox's outer gid comes from this range (sandstep-uids.c), unless /etc/subgid changed since. */
-  if (pasta_gid < range.gid_base || pasta_gid - range.gid_base >= range.count)
-    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
-                           "The sandbox's gid %u is outside sandstep's sandbox gids (%u-%u), so no host-side rule "
-                           "could keep --network=open from the host's own addresses; was /etc/subgid's '"
-                           SANDSTEP_UIDS_USER "' range changed? Destroy and provision the sandbox again",
-                           pasta_gid, range.gid_base, range.gid_base + range.count - 1);
-  for (gsize i = 0; i < G_N_ELEMENTS (nft_paths) && nft == NULL; i++)
-    if (access (nft_paths[i], X_OK) == 0)
-      nft = g_strdup (nft_paths[i]);
-  if (nft == NULL)
-    nft = g_find_program_in_path ("nft");
-  if (nft == NULL)
-    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
-                           "--network=open as root needs nftables' 'nft' to keep the sandbox from the host's own "
-                           "addresses, and it is not installed (apt-get install nftables); or provision with "
-                           "--network=none or --allow=HOST");
-  rules = g_strdup_printf ("table inet " HOST_FILTER_TABLE " {\n"
-                           "  chain " HOST_FILTER_CHAIN " { type filter hook output priority filter; policy accept; }\n"
-                           "}\n"
-                           "flush chain inet " HOST_FILTER_TABLE " " HOST_FILTER_CHAIN "\n"
-                           /* A reset for TCP, so that pasta's connect fails at once (an ICMP error is soft to a
-                            * SYN, retried until the sandbox gives up). */
-                           "add rule inet " HOST_FILTER_TABLE " " HOST_FILTER_CHAIN " meta skgid %u-%u "
-                           "fib daddr type { local, broadcast, anycast, multicast } meta l4proto tcp counter "
-                           "reject with tcp reset\n"
-                           "add rule inet " HOST_FILTER_TABLE " " HOST_FILTER_CHAIN " meta skgid %u-%u "
-                           "fib daddr type { local, broadcast, anycast, multicast } counter reject\n",
-                           range.gid_base, range.gid_base + range.count - 1, range.gid_base,
-                           range.gid_base + range.count - 1);
-  memfd = memfd_create ("sandstep-nft", MFD_CLOEXEC);
-  if (memfd < 0 || write (memfd, rules, strlen (rules)) != (gssize) strlen (rules))
-    {
-      int errsv = errno;
-      if (memfd >= 0)
-        close (memfd);
-      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
-                                   "Could not write the sandbox's host-side network rule");
-    }
-  argv[0] = nft;
-  keep[0] = memfd;
-  ok = spawn_helper (s, argv, keep, 1, &child, error);
-  close (memfd);
-  if (!ok)
-    return FALSE;
-  pfd = (struct pollfd) { .fd = child.pidfd, .events = POLLIN };
-  if (poll (&pfd, 1, NETWORK_TIMEOUT_MS) <= 0)
-    {
-      child_end (&child);
-      return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
-                             "'%s' did not set the sandbox's host-side network rule within %d s; check that nftables "
-                             "works here, or provision with --network=none or --allow=HOST", nft,
-                             NETWORK_TIMEOUT_MS / 1000);
-    }
-  while (waitid (P_PIDFD, child.pidfd, &info, WEXITED) < 0 && errno == EINTR)
-    ;
-  close (child.pidfd);
-  if (info.si_code != CLD_EXITED || info.si_status != 0)
-    return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
-                           "'%s -f' could not set the sandbox's host-side network rule (status %d); check that "
-                           "nftables works here (the kernel's nf_tables with its fib expression), or provision "
-                           "with --network=none or --allow=HOST", nft, info.si_status);
-  return TRUE;
-}
-
-/* pasta says it is up by writing its pid to the file --pid names.  It opens that file after switching
- * to its --runas user (passt 0.0~git20230309, Debian 12's), and passt's AppArmor profile lets it write
- * only files of its own under /tmp or a home: so a FIFO of that user's in a directory of that user's
- * under /tmp (never TMPDIR, which the profile does not know), read here.  Returns its read end (or -1,
- * errno set) and the directory, for pasta_ready_remove(). */
-static int
-pasta_ready_open (uid_t uid, gid_t gid, char **out_dir, char **out_fifo)
-{
-  g_autofree char *dir = g_strdup ("/tmp/sandstep-pasta-XXXXXX");
-  g_autofree char *fifo = NULL;
-  int fd, errsv;
-
-  if (g_mkdtemp_full (dir, 0700) == NULL)
-    return -1;
-  fifo = g_build_filename (dir, "ready", NULL);
-  if ((geteuid () != uid && chown (dir, uid, gid) < 0) || mkfifo (fifo, 0600) < 0 ||
-      (geteuid () != uid && chown (fifo, uid, gid) < 0) ||
-      /* Non-blocking: no writer yet; no POLLHUP either until one has come and gone. */
-      (fd = open (fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
-    {
-      errsv = errno;
-      unlink (fifo);
-      rmdir (dir);
-      errno = errsv;
-      return -1;
-    }
-  *out_dir = g_steal_pointer (&dir);
-  *out_fifo = g_steal_pointer (&fifo);
-  return fd;
-}
-
-static void
-pasta_ready_remove (char *dir, char *fifo)
-{
-  unlink (fifo);
-  rmdir (dir);
-  g_free (fifo);
-  g_free (dir);
-}
-
-/* network=open: pasta joins the sandbox's network namespace to a user-mode
- * stack on the host side, with no port mapped either way and the gateway
- * not mapped to the host: the sandbox reaches the network as a process of
- * the sandbox's uid would, never the host's loopback services. */
-static gboolean
-start_pasta (Supervisor *s, GError **error)
-{
-  g_autofree char *netns_path = g_strdup_printf ("/proc/%d/ns/net", s->init.pid);
-  g_autofree char *userns_path = g_strdup_printf ("/proc/%d/ns/user", s->init.pid);
-  g_autofree char *runas = NULL;
-  char *ready_dir = NULL, *ready_fifo = NULL;
-  int ready, keep[2];
-  char *argv[24];
-  int n = 0;
-  char buf[32];
-  struct pollfd pfd[2];
-  gboolean spawned, ok = FALSE;
-  uid_t uid = geteuid ();
-  gid_t gid = getegid ();
-
-  if (uid == 0)
-    {
-      /* The sandbox's own uid owns its namespaces (sandstep-jail.c): the stack runs as that, unless the
-       * host keeps /dev/net/tun to root (0600; Debian's default is 0666), where it runs as root, within
-       * pasta's own confinement.  Its gid is the sandbox's either way: the host-side rule knows it by that. */
-      struct stat tun;
-      guint32 outer_uid, outer_gid;
-      sandstep_jail_outer_ids (s->jail, &outer_uid, &outer_gid);
-      if (stat ("/dev/net/tun", &tun) == 0 && (tun.st_mode & 0006) != 0006)
-        outer_uid = 0;
-      if (!close_host_addresses (s, outer_gid, error))
-        return FALSE;
-      uid = outer_uid;
-      gid = outer_gid;
-      runas = g_strdup_printf ("%u:%u", (unsigned) uid, (unsigned) gid);
-    }
-
-  /* The namespaces as fds: pasta, with fewer rights than this process, could not open init's. */
-  keep[0] = open (netns_path, O_RDONLY | O_CLOEXEC);
-  keep[1] = open (userns_path, O_RDONLY | O_CLOEXEC);
-  ready = keep[0] >= 0 && keep[1] >= 0 ? pasta_ready_open (uid, gid, &ready_dir, &ready_fifo) : -1;
-  if (ready < 0)
-    {
-      int errsv = errno;
-      for (int i = 0; i < 2; i++)
-        if (keep[i] >= 0)
-          close (keep[i]);
-      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errsv,
-                                   "Could not start the sandbox's network");
-    }
-  argv[n++] = s->pasta_path;
-  argv[n++] = (char *) "--config-net";
-  argv[n++] = (char *) "--no-map-gw";
-  argv[n++] = (char *) "-t";
-  argv[n++] = (char *) "none";
-  argv[n++] = (char *) "-u";
-  argv[n++] = (char *) "none";
-  argv[n++] = (char *) "-T";
-  argv[n++] = (char *) "none";
-  argv[n++] = (char *) "-U";
-  argv[n++] = (char *) "none";
-  argv[n++] = (char *) "--foreground";
-  argv[n++] = (char *) "--quiet";
-  argv[n++] = (char *) "--netns";
-  argv[n++] = (char *) "/proc/self/fd/3";
-  argv[n++] = (char *) "--userns";
-  argv[n++] = (char *) "/proc/self/fd/4";
-  /* It writes its pid once the namespace's interface is up. */
-  argv[n++] = (char *) "--pid";
-  argv[n++] = ready_fifo;
-  if (runas != NULL)
-    {
-      argv[n++] = (char *) "--runas";
-      argv[n++] = runas;
-    }
-  argv[n] = NULL;
-  spawned = spawn_helper (s, argv, keep, 2, &s->pasta, error);
-  for (int i = 0; i < 2; i++)
-    close (keep[i]);
-  if (spawned)
-    {
-      /* Up when it writes; gone if it exits first. */
-      pfd[0] = (struct pollfd) { .fd = ready, .events = POLLIN };
-      pfd[1] = (struct pollfd) { .fd = s->pasta.pidfd, .events = POLLIN };
-      ok = poll (pfd, 2, NETWORK_TIMEOUT_MS) > 0 && (pfd[0].revents & POLLIN) && read (ready, buf, sizeof buf) > 0;
-    }
-  close (ready);
-  pasta_ready_remove (ready_dir, ready_fifo);
-  if (!spawned)
-    return FALSE;
-  if (!ok)
-    {
-      child_end (&s->pasta);
-      if (!sandstep_network_open_usable (error))
-        return FALSE;
-      return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP,
-                             "The sandbox's network stack ('%s') did not come up; check that the passt "
-                             "package works here, or provision with --network=none", s->pasta_path);
-    }
-  return TRUE;
-}
-
-gboolean
-sandstep_network_open_usable (GError **error)
-{
-  if (geteuid () == 0 || access ("/dev/net/tun", R_OK | W_OK) == 0)
-    return TRUE;
-  return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_UNSUPPORTED,
-                         "--network=open needs /dev/net/tun for its user-mode network stack, and this user may "
-                         "not open it (%s); make it mode 0666 (udev's default), run as root, or provision "
-                         "with --network=none or --allow=HOST", g_strerror (errno));
-}
-
-/* network=allow: the egress proxy, a helper of its own (it resolves names
- * on the host); init hands it every connection made to the proxy port. */
-static gboolean
-start_proxy (Supervisor *s, int *out_egress, GError **error)
-{
-  char *argv[] = { s->core_path, (char *) "--egress", s->handle, NULL };
-  int pair[2], notices[2];
-  int keep[2];
-  gboolean ok;
-
-  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-    return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                                 "Could not start the sandbox's egress proxy");
-  if (pipe2 (notices, O_CLOEXEC | O_NONBLOCK) < 0)
-    {
-      close (pair[0]);
-      close (pair[1]);
-      return sandstep_throw_errno (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, errno,
-                                   "Could not start the sandbox's egress proxy");
-    }
-  keep[0] = pair[0];
-  keep[1] = notices[1];
-  ok = spawn_helper (s, argv, keep, 2, &s->proxy, error);
-  close (pair[0]);
-  close (notices[1]);
-  if (!ok)
-    {
-      close (pair[1]);
-      close (notices[0]);
-      return FALSE;
-    }
-  s->notices = notices[0];
-  *out_egress = pair[1];
-  return TRUE;
+  *adopt = (SandstepJailStart) { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 };
+  return s;
 }
 
 /* ---- the sandbox ---- */
@@ -527,12 +238,12 @@ start_proxy (Supervisor *s, int *out_egress, GError **error)
 static gboolean
 attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, GError **error)
 {
-  Supervisor *s = user_data;
-  SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
+  SupervisorSandbox *s = user_data;
+  const SandstepCgroupLimits *limits = &s->limits;
 
   *out_n_fds = 0;
   if (s->cgroup == NULL && sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE &&
-      (s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
+      (s->cgroup = sandstep_cgroup_make (s->handle, limits, error)) == NULL)
     return FALSE;
   if (s->cgroup == NULL)
     return TRUE;
@@ -541,7 +252,7 @@ attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, G
     return TRUE;
   /* Removed between its making and this move (a gc's sweep of empty cgroups, sandstep_cgroup_sweep): once more. */
   g_clear_pointer (&s->cgroup, sandstep_cgroup_free);
-  if ((s->cgroup = sandstep_cgroup_make (s->handle, &limits, error)) == NULL)
+  if ((s->cgroup = sandstep_cgroup_make (s->handle, limits, error)) == NULL)
     return FALSE;
   return sandstep_cgroup_kind () == SANDSTEP_CGROUP_V1 ? sandstep_cgroup_open_moves (s->cgroup, out_fds, out_n_fds, error)
                                                        : sandstep_cgroup_attach (s->cgroup, pid, error);
@@ -550,14 +261,14 @@ attach_to_cgroup (int pid, int *out_fds, guint *out_n_fds, gpointer user_data, G
 /* On cgroup v2 the jail's first process is born in the sandbox's cgroup, made before it (sandstep_jail_start()):
  * its directory, or -1 (v1, or not made: attach_to_cgroup() makes it again and says why). */
 static int
-cgroup_to_start_in (Supervisor *s)
+cgroup_to_start_in (SupervisorSandbox *s)
 {
-  SandstepCgroupLimits limits = { s->memory, s->pids, s->millicpus, s->io_weight };
+  const SandstepCgroupLimits *limits = &s->limits;
   g_autoptr(GError) error = NULL;
 
   if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_V2)
     return -1;
-  if (s->cgroup == NULL && (s->cgroup = sandstep_cgroup_make (s->handle, &limits, &error)) == NULL)
+  if (s->cgroup == NULL && (s->cgroup = sandstep_cgroup_make (s->handle, limits, &error)) == NULL)
     {
       g_debug ("No cgroup to start the sandbox in: %s", error != NULL ? error->message : "none here");
       return -1;
@@ -565,12 +276,12 @@ cgroup_to_start_in (Supervisor *s)
   return sandstep_cgroup_dir_fd (s->cgroup);
 }
 
-void
-sandstep_supervisor_end_sandbox (Supervisor *s)
+static void
+end_sandbox (SupervisorSandbox *s)
 {
   sandstep_jail_end (&s->init);
-  child_end (&s->pasta);
-  child_end (&s->proxy);
+  sandstep_supervisor_child_end (&s->pasta);
+  sandstep_supervisor_child_end (&s->proxy);
   if (s->notices >= 0)
     close (s->notices);
   s->notices = -1;
@@ -581,14 +292,14 @@ sandstep_supervisor_end_sandbox (Supervisor *s)
 static gboolean
 check_adopted_plan (gpointer user_data, GError **error)
 {
-  Supervisor *s = user_data;
+  SupervisorSandbox *s = user_data;
 
   return (s->plan_checked = check_kept_plan (s, &s->plan_stat, error));
 }
 
 /* The jail the front started, as the sandbox; FALSE with no error when this supervisor is to build its own. */
 static gboolean
-adopt_sandbox (Supervisor *s, GError **error)
+adopt_sandbox (SupervisorSandbox *s, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
 
@@ -607,7 +318,7 @@ adopt_sandbox (Supervisor *s, GError **error)
 /* Where the helper's file tools find a layered sandbox's files: init's cwd (sandstep-jail-plan.c), named by the
  * pid and start time of init, whole or not at all. */
 static void
-note_init (Supervisor *s)
+note_init (SupervisorSandbox *s)
 {
   g_autofree char *text = NULL;
   int fd;
@@ -626,33 +337,23 @@ note_init (Supervisor *s)
   close (fd);
 }
 
-static gboolean build_sandbox (Supervisor *s, GError **error);
-
-gboolean
-sandstep_supervisor_build_sandbox (Supervisor *s, GError **error)
-{
-  if (!build_sandbox (s, error))
-    return FALSE;
-  note_init (s);
-  return TRUE;
-}
-
 static gboolean
-build_sandbox (Supervisor *s, GError **error)
+build_sandbox (SupervisorSandbox *s, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
   int egress = -1;
   gboolean ok;
 
-  sandstep_supervisor_end_sandbox (s);
+  end_sandbox (s);
   s->stale = FALSE;
   if (s->adopt.pidfd >= 0)
     {
       if (adopt_sandbox (s, error))
         {
-          if (sandstep_jail_open_network (s->jail) && !start_pasta (s, error))
+          if (sandstep_jail_open_network (s->jail) &&
+              !sandstep_supervisor_start_pasta (s->pasta_path, s->helper_env, s->init.pid, s->jail, &s->pasta, error))
             {
-              sandstep_supervisor_end_sandbox (s);
+              end_sandbox (s);
               return FALSE;
             }
           return TRUE;
@@ -663,7 +364,8 @@ build_sandbox (Supervisor *s, GError **error)
   if (!s->plan_checked && !check_kept_plan (s, &s->plan_stat, error))
     return FALSE;
   s->plan_checked = TRUE;
-  if (sandstep_jail_egress (s->jail) && !start_proxy (s, &egress, error))
+  if (sandstep_jail_egress (s->jail) &&
+      !sandstep_supervisor_start_proxy (s->core_path, s->helper_env, s->handle, &s->proxy, &s->notices, &egress, error))
     return FALSE;
   s->sources = sandstep_jail_sources (s->jail);
   ok = sandstep_jail_build (s->jail, egress, cgroup_to_start_in (s), attach_to_cgroup, s, &s->init, &local_error);
@@ -679,22 +381,15 @@ build_sandbox (Supervisor *s, GError **error)
   if (egress >= 0)
     close (egress);
   if (ok && sandstep_jail_open_network (s->jail))
-    ok = start_pasta (s, error);
+    ok = sandstep_supervisor_start_pasta (s->pasta_path, s->helper_env, s->init.pid, s->jail, &s->pasta, error);
   if (!ok)
-    sandstep_supervisor_end_sandbox (s);
+    end_sandbox (s);
   return ok;
 }
 
-/* Its lifetime is not over. */
-gboolean
-sandstep_supervisor_alive (Supervisor *s)
-{
-  return g_get_real_time () / G_USEC_PER_SEC < s->expires;
-}
-
 /* Is the sandbox there, as it should be for the next command? */
-gboolean
-sandstep_supervisor_sandbox_current (Supervisor *s)
+static gboolean
+sandbox_current (SupervisorSandbox *s)
 {
   g_autoptr(GArray) now = NULL;
 
@@ -704,4 +399,179 @@ sandstep_supervisor_sandbox_current (Supervisor *s)
     return FALSE;
   now = sandstep_jail_sources (s->jail);
   return sandstep_jail_sources_equal (s->sources, now);
+}
+
+gboolean
+sandstep_supervisor_sandbox_build (SupervisorSandbox *s, GError **error)
+{
+  if (!build_sandbox (s, error))
+    return FALSE;
+  note_init (s);
+  return TRUE;
+}
+
+gboolean
+sandstep_supervisor_sandbox_ready (SupervisorSandbox *s, GError **error)
+{
+  if (sandbox_current (s) || sandstep_supervisor_sandbox_build (s, error))
+    return TRUE;
+  s->stale = TRUE;
+  return FALSE;
+}
+
+void
+sandstep_supervisor_sandbox_abandon_start (SupervisorSandbox *s)
+{
+  sandstep_jail_start_abandon (&s->adopt);
+}
+
+void
+sandstep_supervisor_sandbox_mark_stale (SupervisorSandbox *s)
+{
+  s->stale = TRUE;
+}
+
+void
+sandstep_supervisor_sandbox_end_init (SupervisorSandbox *s)
+{
+  sandstep_jail_end (&s->init);
+}
+
+void
+sandstep_supervisor_sandbox_free (SupervisorSandbox *s)
+{
+  if (s == NULL)
+    return;
+  end_sandbox (s);
+  sandstep_jail_start_abandon (&s->adopt);
+  sandstep_cgroup_free (s->cgroup);
+  g_clear_pointer (&s->jail, sandstep_jail_free);
+  g_clear_pointer (&s->plan, g_variant_unref);
+  g_string_free (s->notice_text, TRUE);
+  g_strfreev (s->helper_env);
+  g_free (s->pasta_path);
+  g_free (s->core_path);
+  g_free (s->handle);
+  g_free (s);
+}
+
+guint32
+sandstep_supervisor_sandbox_outer_uid (SupervisorSandbox *s)
+{
+  guint32 uid, gid;
+
+  sandstep_jail_outer_ids (s->jail, &uid, &gid);
+  return uid;
+}
+
+int
+sandstep_supervisor_sandbox_control_fd (SupervisorSandbox *s)
+{
+  return s->init.control;
+}
+
+int
+sandstep_supervisor_sandbox_init_pidfd (SupervisorSandbox *s)
+{
+  return s->init.pidfd;
+}
+
+int
+sandstep_supervisor_sandbox_notices_fd (SupervisorSandbox *s)
+{
+  return s->notices;
+}
+
+/* ---- what init is told and says ---- */
+
+gboolean
+sandstep_supervisor_sandbox_run (SupervisorSandbox *s, const char *command, char **caller_env, const int stdio[3])
+{
+  g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
+  g_autoptr(GPtrArray) envp = sandstep_jail_environment (s->jail, caller_env);
+  g_autoptr(GString) body = g_string_new (NULL);
+  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
+  union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
+  struct iovec iov[2];
+  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
+                        .msg_controllen = sizeof cmsg_buf.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  ssize_t n;
+
+  g_string_append_printf (body, "%u", argv->len);
+  g_string_append_c (body, '\0');
+  for (guint i = 0; i < argv->len; i++)
+    g_string_append_len (body, argv->pdata[i], strlen (argv->pdata[i]) + 1);
+  for (guint i = 0; i < envp->len; i++)
+    g_string_append_len (body, envp->pdata[i], strlen (envp->pdata[i]) + 1);
+  iov[0] = (struct iovec) { &header, sizeof header };
+  iov[1] = (struct iovec) { body->str, body->len };
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (3 * sizeof (int));
+  memcpy (CMSG_DATA (cmsg), stdio, 3 * sizeof (int));
+  do
+    n = sendmsg (s->init.control, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t) (sizeof header + body->len);
+}
+
+void
+sandstep_supervisor_sandbox_kill (SupervisorSandbox *s)
+{
+  SandstepInitMessage message = { .kind = SANDSTEP_INIT_KILL };
+
+  send (s->init.control, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+sandstep_supervisor_sandbox_counters (SupervisorSandbox *s, guint64 *out_oom_kills, guint64 *out_pids_max)
+{
+  sandstep_cgroup_counters (s->cgroup, out_oom_kills, out_pids_max);
+}
+
+SupervisorInitEvent
+sandstep_supervisor_sandbox_read_init (SupervisorSandbox *s, int *out_status, int *out_exec_error)
+{
+  SandstepInitMessage message;
+  ssize_t n;
+
+  do
+    n = recv (s->init.control, &message, sizeof message, MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return SUPERVISOR_INIT_QUIET;
+  if (n != (ssize_t) sizeof message || message.kind != SANDSTEP_INIT_EXITED)
+    {
+      /* init is gone, or says nonsense: the sandbox is rebuilt for the next command. */
+      s->stale = TRUE;
+      return SUPERVISOR_INIT_LOST;
+    }
+  *out_status = message.status;
+  *out_exec_error = message.error;
+  return SUPERVISOR_INIT_EXITED;
+}
+
+void
+sandstep_supervisor_sandbox_read_notices (SupervisorSandbox *s, SupervisorNoticeFunc say, gpointer user_data)
+{
+  char buf[4096];
+  ssize_t n;
+  char *eol;
+
+  while ((n = read (s->notices, buf, sizeof buf)) > 0)
+    g_string_append_len (s->notice_text, buf, n);
+  while ((eol = strchr (s->notice_text->str, '\n')) != NULL)
+    {
+      *eol = '\0';
+      say (s->notice_text->str, user_data);
+      g_string_erase (s->notice_text, 0, eol - s->notice_text->str + 1);
+    }
+  if (n == 0)
+    {
+      /* The proxy ended: the next command gets a new sandbox with a new one. */
+      close (s->notices);
+      s->notices = -1;
+      s->stale = TRUE;
+    }
 }

@@ -6,7 +6,8 @@
  * compiled everything it needs into its plan.
  */
 #include "sandstep-supervisor.h"
-#include "sandstep-supervisor-private.h"
+#include "sandstep-supervisor-command.h"
+#include "sandstep-supervisor-sandbox.h"
 #include "sandstep-read-libc.h"
 #include "sandstep-remove-libc.h"
 #include "sandstep-units.h"
@@ -25,8 +26,42 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-error.h"
 #include "sandstep-process-state.h"
+
+/* How often a supervisor looks whether its sandbox's directory changed under it (destroyed by hand, released,
+ * its record or claim replaced); a command always looks first. */
+#define CHECK_INTERVAL_US (1 * G_USEC_PER_SEC)
+
+typedef struct {
+  char *handle;
+  SupervisorTerms terms;
+
+  int store_fd;
+  int dir_fd;              /* the sandbox's directory */
+  int claim_fd;
+  guint64 start_time;      /* ours, for the claim: a pid is named with it */
+  char *own_userns;        /* where the sandbox's uid is ours: our user namespace, as /proc/self/ns/user names it */
+  SupervisorRules rules;   /* what each command is judged by: the above, once started */
+  int listener;
+  ino_t listener_ino;  /* the socket it bound: anything else under its name is damage */
+  /* What the directory held when we started, checked every CHECK_INTERVAL_US and before each command (no inotify
+   * instance: those are counted per user, host-wide, and 128 by default). */
+  struct stat dir_stat, record_stat, lifetime_stat;
+  gint64 next_check;       /* monotonic µs */
+  int signals;
+  gint64 expires;
+  gboolean released;
+  gint64 idle_deadline;
+  gboolean done;
+  gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
+  int stop_signal;
+
+  SandstepJailStart adopt;  /* the jail the front started for us, until the sandbox takes it */
+  SupervisorSandbox *sandbox;
+  SupervisorCommand *current;
+} Supervisor;
 
 /* ---- small things ---- */
 
@@ -58,7 +93,73 @@ read_lifetime (Supervisor *s)
   return TRUE;
 }
 
+/* Its lifetime is not over. */
+static gboolean
+alive (Supervisor *s)
+{
+  return now_unix () < s->expires;
+}
+
 /* ---- the loop ---- */
+
+/* The command ended (see sandstep_supervisor_command_finish()); the supervisor waits for the next. */
+static void
+finish (Supervisor *s, int status, int exec_error, gboolean interrupted)
+{
+  /* A release that came while the command ran left the destruction to its holder: us, when the claim was ours. */
+  if (sandstep_supervisor_command_own_claim (s->current) && s->released && !alive (s))
+    s->done = s->reclaim = TRUE;
+  sandstep_supervisor_command_finish (g_steal_pointer (&s->current), s->sandbox, &s->rules, status, exec_error,
+                                      interrupted);
+  s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+}
+
+static void
+begin (Supervisor *s, int conn)
+{
+  gboolean running;
+
+  /* An expired sandbox runs nothing: the ordinary path says so. */
+  if (!alive (s))
+    {
+      sandstep_supervisor_refuse (conn, SANDSTEP_RUN_FALLBACK);
+      return;
+    }
+  s->current = sandstep_supervisor_command_begin (&s->rules, s->sandbox, s->expires, conn, &running);
+  if (s->current != NULL && !running)
+    finish (s, SANDSTEP_EXIT_INTERNAL, 0, TRUE);
+}
+
+static void
+on_init_message (Supervisor *s)
+{
+  int status, exec_error;
+
+  switch (sandstep_supervisor_sandbox_read_init (s->sandbox, &status, &exec_error))
+    {
+    case SUPERVISOR_INIT_QUIET:
+      break;
+    case SUPERVISOR_INIT_LOST:
+      /* The sandbox (stale now) is rebuilt for the next command. */
+      if (s->current != NULL)
+        finish (s, 128 + SIGKILL, 0, TRUE);
+      sandstep_supervisor_sandbox_end_init (s->sandbox);
+      break;
+    case SUPERVISOR_INIT_EXITED:
+      if (s->current != NULL)
+        finish (s, status, exec_error, FALSE);
+      break;
+    }
+}
+
+static void
+on_notice (const char *line, gpointer user_data)
+{
+  Supervisor *s = user_data;
+
+  if (s->current != NULL)
+    sandstep_supervisor_command_notice (s->current, line);
+}
 
 static gboolean
 socket_is_ours (Supervisor *s)
@@ -144,21 +245,21 @@ loop (Supervisor *s)
   /* Once done, a command that runs still ends; nothing new starts. */
   while (!s->done || s->current != NULL)
     {
-      Command *command = s->current;
+      SupervisorCommand *command = s->current;
       struct pollfd fds[6] = {
         { .fd = s->signals, .events = POLLIN },
         { .fd = s->done ? -1 : s->listener, .events = POLLIN },
-        { .fd = s->init.control, .events = POLLIN },
-        { .fd = command != NULL && !command->caller_gone ? command->conn : -1, .events = POLLIN },
-        { .fd = s->notices, .events = POLLIN },
-        { .fd = s->init.pidfd, .events = POLLIN },
+        { .fd = sandstep_supervisor_sandbox_control_fd (s->sandbox), .events = POLLIN },
+        { .fd = command != NULL ? sandstep_supervisor_command_caller_fd (command) : -1, .events = POLLIN },
+        { .fd = sandstep_supervisor_sandbox_notices_fd (s->sandbox), .events = POLLIN },
+        { .fd = sandstep_supervisor_sandbox_init_pidfd (s->sandbox), .events = POLLIN },
       };
       gint64 now = g_get_monotonic_time ();
       gint64 until;
       int r;
 
       if (command != NULL)
-        until = command->killed ? command->kill_deadline : command->deadline;
+        until = sandstep_supervisor_command_deadline (command);
       else
         until = MIN (s->idle_deadline, now + (s->expires - now_unix ()) * G_USEC_PER_SEC);
       until = MIN (until, s->next_check);
@@ -177,63 +278,46 @@ loop (Supervisor *s)
                 s->stop_signal = info.ssi_signo;
               }
           if (s->stop_signal != 0 && s->current != NULL)
-            {
-              /* Told to stop mid-command (destroy): the command goes with the sandbox. */
-              s->current->interrupted = TRUE;
-              sandstep_supervisor_kill_command (s, s->current);
-            }
+            sandstep_supervisor_command_stop (s->current, s->sandbox);
         }
       /* Before a command is taken, and before an idle sandbox ends as expired (its lifetime may have grown). */
       if (!s->done && (now >= s->next_check || (fds[1].revents & POLLIN) ||
-                       (s->current == NULL && !sandstep_supervisor_alive (s))))
+                       (s->current == NULL && !alive (s))))
         check_state (s);
       if (fds[4].revents & (POLLIN | POLLHUP))
-        sandstep_supervisor_on_notices (s);
+        sandstep_supervisor_sandbox_read_notices (s->sandbox, on_notice, s);
       if (fds[2].revents & (POLLIN | POLLHUP | POLLERR))
-        sandstep_supervisor_on_init_message (s);
+        on_init_message (s);
       else if (fds[5].revents & POLLIN)
         {
           /* init died without a word (the kernel's OOM killer, or someone with the rights). */
-          s->stale = TRUE;
+          sandstep_supervisor_sandbox_mark_stale (s->sandbox);
           if (s->current != NULL)
-            {
-              s->current->interrupted = TRUE;
-              sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
-            }
-          sandstep_jail_end (&s->init);
+            finish (s, 128 + SIGKILL, 0, TRUE);
+          sandstep_supervisor_sandbox_end_init (s->sandbox);
         }
 
       command = s->current;
       if (command != NULL)
         {
           if (fds[3].revents & (POLLIN | POLLHUP | POLLERR))
-            {
-              /* The caller went away (killed with make): so does its command. */
-              command->caller_gone = TRUE;
-              sandstep_supervisor_kill_command (s, command);
-            }
-          if (!command->killed && now >= command->deadline)
-            {
-              command->timed_out = TRUE;
-              sandstep_supervisor_kill_command (s, command);
-            }
-          else if (command->killed && now >= command->kill_deadline)
+            sandstep_supervisor_command_caller_gone (command, s->sandbox);
+          if (sandstep_supervisor_command_overdue (command, s->sandbox, now))
             {
               /* init did not answer: the sandbox goes, and with it the command. */
-              command->interrupted = TRUE;
-              s->stale = TRUE;
-              sandstep_jail_end (&s->init);
-              sandstep_supervisor_finish (s, 128 + SIGKILL, 0);
+              sandstep_supervisor_sandbox_mark_stale (s->sandbox);
+              sandstep_supervisor_sandbox_end_init (s->sandbox);
+              finish (s, 128 + SIGKILL, 0, TRUE);
             }
         }
-      else if (now >= s->idle_deadline || !sandstep_supervisor_alive (s))
+      else if (now >= s->idle_deadline || !alive (s))
         s->done = TRUE;
 
       if (!s->done && s->current == NULL && (fds[1].revents & POLLIN))
         {
           int conn = accept4 (s->listener, NULL, NULL, SOCK_CLOEXEC);
           if (conn >= 0)
-            sandstep_supervisor_begin (s, conn);
+            begin (s, conn);
         }
       else if (!s->done && s->current != NULL && (fds[1].revents & POLLIN))
         {
@@ -328,21 +412,20 @@ start (Supervisor *s, GError **error)
                                "Sandbox '%s' is being destroyed", s->handle);
       return sandstep_throw_broken (error, s->handle, "its lifetime file is missing, or not two numbers");
     }
-  if (!sandstep_supervisor_alive (s))
+  if (!alive (s))
     return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_EXPIRED,
                            "Sandbox '%s' expired", s->handle);
-  if (!sandstep_supervisor_load_plan (s, error))
+  if ((s->sandbox = sandstep_supervisor_sandbox_load (s->handle, s->dir_fd, &s->adopt, &s->terms, error)) == NULL)
     return FALSE;
-  {
-    guint32 uid, gid;
-    sandstep_jail_outer_ids (s->jail, &uid, &gid);
-    s->jail_is_peer = uid == getuid ();
-    if (s->jail_is_peer)
-      s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
-  }
+  s->rules = (SupervisorRules) {
+    .handle = s->handle, .terms = &s->terms, .dir_fd = s->dir_fd, .claim_fd = s->claim_fd,
+    .start_time = s->start_time, .jail_is_peer = sandstep_supervisor_sandbox_outer_uid (s->sandbox) == getuid (),
+  };
+  if (s->rules.jail_is_peer)
+    s->rules.own_userns = s->own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
   /* Listening first: a caller that comes while the sandbox is built waits in the queue, and is told to ask
    * again if it cannot be. */
-  if (!listen_socket (s, error) || !sandstep_supervisor_build_sandbox (s, error))
+  if (!listen_socket (s, error) || !sandstep_supervisor_sandbox_build (s->sandbox, error))
     return FALSE;
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
   return TRUE;
@@ -365,9 +448,9 @@ record_pid (guint64 start)
 static void
 reclaim (Supervisor *s)
 {
-  char *argv[] = { s->core_path, (char *) "--reclaim", s->handle, NULL };
+  char *argv[] = { s->terms.core_path, (char *) "--reclaim", s->handle, NULL };
 
-  execve (argv[0], argv, s->helper_env);
+  execve (argv[0], argv, s->terms.helper_env);
   g_debug ("Could not reclaim '%s': %s", s->handle, g_strerror (errno));
 }
 
@@ -377,8 +460,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   g_autoptr(GError) error = NULL;
   Supervisor s = {
     .handle = g_strdup (handle), .store_fd = SANDSTEP_SUPERVISOR_STORE_FD, .dir_fd = -1, .claim_fd = -1,
-    .listener = -1, .signals = -1, .init = { .pidfd = -1, .control = -1 },
-    .pasta = { .pidfd = -1 }, .proxy = { .pidfd = -1 }, .notices = -1, .notice_text = g_string_new (NULL),
+    .listener = -1, .signals = -1,
     .adopt = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 },
   };
   gboolean ok;
@@ -396,6 +478,8 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
     sandstep_process_state_reset ();
   ok = start (&s, &error);
   /* One not adopted (its plan refused, or this supervisor could not start) is of no use. */
+  if (s.sandbox != NULL)
+    sandstep_supervisor_sandbox_abandon_start (s.sandbox);
   sandstep_jail_start_abandon (&s.adopt);
   say_ready (ok ? NULL : error);
   if (ok)
@@ -403,7 +487,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
       struct stat st;
       /* The starter's own request is the first: it came with us, not through the socket. */
       if (fstat (SANDSTEP_SUPERVISOR_CALLER_FD, &st) == 0 && S_ISSOCK (st.st_mode))
-        sandstep_supervisor_begin (&s, SANDSTEP_SUPERVISOR_CALLER_FD);
+        begin (&s, SANDSTEP_SUPERVISOR_CALLER_FD);
       else
         close (SANDSTEP_SUPERVISOR_CALLER_FD);
       loop (&s);
@@ -412,8 +496,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
     close (SANDSTEP_SUPERVISOR_CALLER_FD);
   if (s.listener >= 0)
     close_listener (&s);
-  sandstep_supervisor_end_sandbox (&s);
-  sandstep_cgroup_free (s.cgroup);
+  sandstep_supervisor_sandbox_free (s.sandbox);
   /* The cgroup goes with us (provision makes the first one, the next supervisor its own): one kept would
    * outlive a state directory removed by hand. */
   sandstep_cgroup_remove (handle);
