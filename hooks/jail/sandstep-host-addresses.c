@@ -67,54 +67,45 @@ sandstep_host_addresses_read (SandstepHostAddresses *out)
   return r;
 }
 
+/* On @fd, a socket of the route's family; the same address twice (two interfaces) is one route. */
+static int
+add_route (int fd, void *route)
+{
+  return ioctl (fd, SIOCADDRT, route) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 int
 sandstep_host_addresses_unroute (const SandstepHostAddresses *addresses)
 {
-  int fd, errsv;
+  int fd4 = -1, fd6 = -1, r = 0, errsv = 0;
+  /* IPv6 takes a reject route through an interface's: the loopback's, which is up by now. */
+  int lo = addresses->n6 > 0 ? (int) if_nametoindex ("lo") : 0;
 
-  if (addresses->n4 > 0)
+  if ((addresses->n4 > 0 && (fd4 = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) ||
+      (addresses->n6 > 0 && (fd6 = socket (AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0))
+    r = -1;
+  for (uint32_t i = 0; r == 0 && i < addresses->n4; i++)
     {
-      if ((fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-        return -1;
-      for (uint32_t i = 0; i < addresses->n4; i++)
-        {
-          struct rtentry route = { .rt_flags = RTF_UP | RTF_HOST | RTF_REJECT };
-          struct sockaddr_in *dst = (struct sockaddr_in *) &route.rt_dst;
-          dst->sin_family = AF_INET;
-          dst->sin_addr = addresses->v4[i];
-          /* The same address twice (two interfaces) is one route. */
-          if (ioctl (fd, SIOCADDRT, &route) < 0 && errno != EEXIST)
-            {
-              errsv = errno;
-              close (fd);
-              errno = errsv;
-              return -1;
-            }
-        }
-      close (fd);
+      struct rtentry route = { .rt_flags = RTF_UP | RTF_HOST | RTF_REJECT };
+      struct sockaddr_in *dst = (struct sockaddr_in *) &route.rt_dst;
+      dst->sin_family = AF_INET;
+      dst->sin_addr = addresses->v4[i];
+      r = add_route (fd4, &route);
     }
-  if (addresses->n6 > 0)
+  for (uint32_t i = 0; r == 0 && i < addresses->n6; i++)
     {
-      /* IPv6 takes a reject route through an interface's: the loopback's, which is up by now. */
-      int lo = (int) if_nametoindex ("lo");
-
-      if ((fd = socket (AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-        return -1;
-      for (uint32_t i = 0; i < addresses->n6; i++)
-        {
-          struct sandstep_in6_rtmsg route = {
-            .rtmsg_dst = addresses->v6[i], .rtmsg_dst_len = 128, .rtmsg_metric = 1,
-            .rtmsg_type = SANDSTEP_RTN_UNREACHABLE, .rtmsg_flags = RTF_UP | RTF_HOST | RTF_REJECT, .rtmsg_ifindex = lo,
-          };
-          if (ioctl (fd, SIOCADDRT, &route) < 0 && errno != EEXIST)
-            {
-              errsv = errno;
-              close (fd);
-              errno = errsv;
-              return -1;
-            }
-        }
-      close (fd);
+      struct sandstep_in6_rtmsg route = {
+        .rtmsg_dst = addresses->v6[i], .rtmsg_dst_len = 128, .rtmsg_metric = 1,
+        .rtmsg_type = SANDSTEP_RTN_UNREACHABLE, .rtmsg_flags = RTF_UP | RTF_HOST | RTF_REJECT, .rtmsg_ifindex = lo,
+      };
+      r = add_route (fd6, &route);
     }
-  return 0;
+  if (r < 0)
+    errsv = errno;
+  if (fd4 >= 0)
+    close (fd4);
+  if (fd6 >= 0)
+    close (fd6);
+  errno = errsv;
+  return r;
 }

@@ -47,6 +47,23 @@ refused_for_good (int errsv)
   return errsv != ENOENT && errsv != ENODEV && errsv != EBUSY;
 }
 
+/* @n of @fds (none: nothing) as @msg's SCM_RIGHTS, in @buf of at least CMSG_SPACE (@n * sizeof (int)). */
+static void
+put_fds (struct msghdr *msg, char *buf, const int *fds, size_t n)
+{
+  struct cmsghdr *cmsg;
+
+  if (n == 0)
+    return;
+  msg->msg_control = buf;
+  msg->msg_controllen = CMSG_SPACE (n * sizeof (int));
+  cmsg = CMSG_FIRSTHDR (msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (n * sizeof (int));
+  memcpy (CMSG_DATA (cmsg), fds, n * sizeof (int));
+}
+
 static int
 read_last_cap (void)
 {
@@ -111,17 +128,7 @@ make_trees_and_go (const SandstepJailImage *image, pid_t pid, int go, SandstepJa
     }
   if (r == 0)
     {
-      if (made > 0)
-        {
-          struct cmsghdr *cmsg;
-          msg.msg_control = cmsg_buf.buf;
-          msg.msg_controllen = CMSG_SPACE (made * sizeof (int));
-          cmsg = CMSG_FIRSTHDR (&msg);
-          cmsg->cmsg_level = SOL_SOCKET;
-          cmsg->cmsg_type = SCM_RIGHTS;
-          cmsg->cmsg_len = CMSG_LEN (made * sizeof (int));
-          memcpy (CMSG_DATA (cmsg), fds, made * sizeof (int));
-        }
+      put_fds (&msg, cmsg_buf.buf, fds, made);
       if (sendmsg (go, &msg, MSG_NOSIGNAL) != 1)
         r = fail (failure, SANDSTEP_JAIL_START_GO, 0, errno);
     }
@@ -285,17 +292,7 @@ sandstep_jail_start_in_cgroup (SandstepJailStart *start, const int *fds, unsigne
 
   if (n_fds > SANDSTEP_JAIL_MAX_CGROUP_FDS)
     return (errno = EINVAL, -1);
-  if (n_fds > 0)
-    {
-      struct cmsghdr *cmsg;
-      msg.msg_control = cmsg_buf.buf;
-      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
-      cmsg = CMSG_FIRSTHDR (&msg);
-      cmsg->cmsg_level = SOL_SOCKET;
-      cmsg->cmsg_type = SCM_RIGHTS;
-      cmsg->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
-      memcpy (CMSG_DATA (cmsg), fds, n_fds * sizeof (int));
-    }
+  put_fds (&msg, cmsg_buf.buf, fds, n_fds);
   if (sendmsg (start->go, &msg, MSG_NOSIGNAL) == 1)
     return 0;
   if (errno == ECONNRESET)
