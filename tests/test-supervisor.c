@@ -1852,6 +1852,68 @@ test_host_live (Fixture *f, gconstpointer data)
 }
 
 static void
+test_retry_clean_to_helper (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, "--retry=clean", NULL);
+  g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
+  g_autofree char *step = g_strdup_printf ("--step=%d:1", (int) getpid ());
+  g_autofree char *ends = g_strdup_printf ("%d:1", (int) getpid ());
+  g_autofree char *trace = sandstep_test_host_path (f, "front.strace");
+  g_autofree char *wrapper = sandstep_test_host_path (f, "traced-helper");
+  g_autofree char *script = NULL, *log = NULL, *strace = g_find_program_in_path ("strace");
+  g_autofree char *helper = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) lines = NULL;
+  gboolean exec_seen = FALSE;
+  guint front_connects = 0, core_connects = 0;
+
+  g_test_summary ("a retry-safe sandbox's make recipe line goes from the front straight to the helper, which keeps "
+                  "the target's checkpoint, never first to the supervisor to be sent back (issue 31)");
+  if (strace == NULL)
+    {
+      g_test_skip ("strace is not installed: this case reads which process connects to the supervisor");
+      return;
+    }
+  /* The supervisor runs, as for a recipe's later lines, so that a front that asked it would connect. */
+  g_assert_cmpint (start_supervisor (f, handle), >, 0);
+  script = g_strdup_printf ("#!/bin/sh\nexec '%s' -qq -e trace=connect,execve -o '%s' '%s' \"$@\"\n", strace, trace,
+                            f->helper);
+  g_file_set_contents_full (wrapper, script, -1, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+  g_assert_no_error (error);
+  helper = f->helper;
+  f->helper = g_strdup (wrapper);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
+  r = sandstep_test_helper (f, "run", h, step, "--", "echo line", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
+  g_free (f->helper);
+  f->helper = g_steal_pointer (&helper);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "line\n");
+  g_assert_true (g_file_get_contents (trace, &log, NULL, NULL));
+  g_test_message ("%s", log);
+  lines = g_strsplit (log, "\n", -1);
+  /* The front's process execs the core in place (traced without -f: the supervisor it starts lives on): connects
+   * before that exec are the front's. */
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      if (strstr (lines[i], "execve(") != NULL && strstr (lines[i], "sandstep-core") != NULL &&
+          strstr (lines[i], "= 0") != NULL)
+        exec_seen = TRUE;
+      else if (strstr (lines[i], "connect(") != NULL && strstr (lines[i], SANDSTEP_RUN_SOCKET) != NULL)
+        {
+          if (exec_seen)
+            core_connects++;
+          else
+            front_connects++;
+        }
+    }
+  g_assert_true (exec_seen);
+  g_assert_cmpuint (front_connects, ==, 0);
+  g_assert_cmpuint (core_connects, >=, 1);
+}
+
+static void
 test_inotify_share (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
@@ -2214,6 +2276,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/stable-over-1000-commands", test_stable_over_many);
   ADD ("/supervisor/no-host-wide-per-sandbox", test_no_host_wide_per_sandbox);
   ADD ("/supervisor/host-live", test_host_live);
+  ADD ("/supervisor/retry-clean-to-helper", test_retry_clean_to_helper);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);

@@ -17,6 +17,7 @@
 #include "sandstep-host-files.h"
 #include "sandstep-json.h"
 #include "sandstep-members.h"
+#include "sandstep-step.h"
 #include "sandstep-trust-libc.h"
 #include "sandstep-units.h"
 
@@ -591,6 +592,13 @@ sandstep_store_create (SandstepStore *store, SandstepRecord *record, GError **er
       goto fail;
     close (claim);
   }
+  if (record->spec->retry_clean)
+    {
+      int mark = openat (fd, SANDSTEP_STEP_RETRY_CLEAN_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (mark < 0)
+        goto fail;
+      close (mark);
+    }
   if (!replace_file_at (fd, staging, "record.json", text, strlen (text), 0600, error) ||
       !write_lifetime (fd, staging, record, error))
     {

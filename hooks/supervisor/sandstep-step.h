@@ -26,6 +26,9 @@
 #include <sys/types.h>
 
 #define SANDSTEP_STEP_FILE "step"
+/* An empty member of a sandbox provisioned with --retry=clean: its recipe lines go to the helper, which keeps
+ * each target's checkpoint, and the front sends them there first rather than by way of the supervisor. */
+#define SANDSTEP_STEP_RETRY_CLEAN_FILE "retry-clean"
 #define SANDSTEP_STEP_ENDS_ENV "SANDSTEP_STEP_ENDS"
 /* Where a holder's name ends: longer ones are not held across lines. */
 #define SANDSTEP_STEP_HOLDER_MAX 4096
