@@ -333,6 +333,24 @@ do_list (Worker *w, JsonObject *m)
   return sandstep_wire_entries (entries);
 }
 
+/* A directory of the sandbox, passed back as an fd: E2B's watchDir watches it from the daemon, claiming nothing. */
+static JsonObject *
+do_open_directory (Worker *w, JsonObject *m, int *out_fd)
+{
+  g_autoptr(GError) error = NULL;
+  const char *path = NULL;
+  guint64 unused = 0;
+  int fd;
+
+  if (!sandstep_wire_read_path_request (m, 0, &path, &unused, &error))
+    return error_reply (error);
+  fd = sandstep_attachment_open_directory (w->attachment, path, &error);
+  if (fd < 0)
+    return error_reply (error);
+  *out_fd = fd;
+  return json_object_new ();
+}
+
 static JsonObject *
 do_export (Worker *w, JsonObject *m, Op *op)
 {
@@ -472,6 +490,8 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
         reply = do_put (&w, op->message);
       else if (strcmp (name, "list") == 0)
         reply = do_list (&w, op->message);
+      else if (strcmp (name, "open-directory") == 0)
+        reply = do_open_directory (&w, op->message, &reply_fd);
       else if (strcmp (name, "export") == 0)
         reply = do_export (&w, op->message, op);
       else if (strcmp (name, "fork") == 0)
