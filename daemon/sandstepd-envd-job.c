@@ -45,6 +45,8 @@ sandstepd_envd_unref (Envd *job)
   g_free (job->dest);
   if (job->fd >= 0)
     close (job->fd);
+  if (job->root_fd >= 0)
+    close (job->root_fd);
   if (job->out_fd >= 0)
     close (job->out_fd);
   if (job->err_fd >= 0)
@@ -66,6 +68,7 @@ sandstepd_envd_new (Request *req, EnvdOp op)
   job->req = sandstepd_request_ref (req);
   job->op = op;
   job->fd = -1;
+  job->root_fd = -1;
   job->out_fd = -1;
   job->err_fd = -1;
   return job;

@@ -31,6 +31,8 @@
 #define WATCH_MAX_ALL 8192
 /* A client that reads none of its events is cut off past this much unread. */
 #define WATCH_MAX_UNREAD (4 * SANDSTEPD_HIGH_WATER)
+/* The root of a sandbox's files: its move (into a layer, at a fork or checkpoint) or its end ends the watches. */
+#define ROOT_MASK (IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
 #define WATCH_MASK (IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | \
                     IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 
@@ -40,6 +42,7 @@ typedef struct {
   char *path;               /* as the client named it */
   int top_fd;               /* the watched directory */
   int top_wd;
+  int root_wd;              /* the root of the sandbox's files, which a fork moves and a destroy removes; -1 */
   gboolean recursive;
   GHashTable *dirs;         /* wd -> its path relative to the watched one ("" for itself) */
 } Watch;
@@ -50,20 +53,40 @@ static GHashTable *users;   /* wd -> GPtrArray of the Watches that watch it */
 static GPtrArray *watches;  /* every Watch */
 static guint n_dirs;        /* the kernel watches all Watches hold (one a directory each) */
 
+/* @w no longer uses the kernel's watch @wd. */
 static void
-forget_wd (Watch *w, int wd)
+unuse_wd (Watch *w, int wd)
 {
   GPtrArray *list = g_hash_table_lookup (users, GINT_TO_POINTER (wd));
 
-  if (!g_hash_table_remove (w->dirs, GINT_TO_POINTER (wd)))
-    return;
-  n_dirs--;
   if (list != NULL && g_ptr_array_remove (list, w) && list->len == 0)
     {
-      /* The last watch of that directory: the kernel's watch goes (EINVAL once it went itself). */
+      /* The last watch of that inode: the kernel's watch goes (EINVAL once it went itself). */
       inotify_rm_watch (inotify_fd, wd);
       g_hash_table_remove (users, GINT_TO_POINTER (wd));
     }
+}
+
+static void
+use_wd (Watch *w, int wd)
+{
+  GPtrArray *list = g_hash_table_lookup (users, GINT_TO_POINTER (wd));
+
+  if (list == NULL)
+    {
+      list = g_ptr_array_new ();
+      g_hash_table_insert (users, GINT_TO_POINTER (wd), list);
+    }
+  g_ptr_array_add (list, w);
+}
+
+static void
+forget_wd (Watch *w, int wd)
+{
+  if (!g_hash_table_remove (w->dirs, GINT_TO_POINTER (wd)))
+    return;
+  n_dirs--;
+  unuse_wd (w, wd);
 }
 
 static void
@@ -73,6 +96,8 @@ watch_free (Watch *w)
 
   for (GList *l = wds; l != NULL; l = l->next)
     forget_wd (w, GPOINTER_TO_INT (l->data));
+  if (w->root_wd >= 0)
+    unuse_wd (w, w->root_wd);
   g_ptr_array_remove (watches, w);
   if (w->req->owner == w)
     {
@@ -123,7 +148,6 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
 {
   char proc[64];
   DIR *dir;
-  GPtrArray *list;
   gboolean ok = TRUE;
   struct dirent *entry;
   int wd, copy;
@@ -159,13 +183,7 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
     return TRUE;
   g_hash_table_insert (w->dirs, GINT_TO_POINTER (wd), g_strdup (rel));
   n_dirs++;
-  list = g_hash_table_lookup (users, GINT_TO_POINTER (wd));
-  if (list == NULL)
-    {
-      list = g_ptr_array_new ();
-      g_hash_table_insert (users, GINT_TO_POINTER (wd), list);
-    }
-  g_ptr_array_add (list, w);
+  use_wd (w, wd);
   if (rel[0] == '\0')
     w->top_wd = wd;
   if (!w->recursive)
@@ -267,6 +285,15 @@ watch_event (Watch *w, const struct inotify_event *ev)
   gsize len = 0;
   char *bytes;
 
+  if (ev->wd == w->root_wd && w->root_wd >= 0)
+    {
+      g_autofree char *message_text = g_strdup_printf (
+        "The files of sandbox '%s' moved into a layer (a fork, checkpoint or snapshot of it), or the sandbox ended; "
+        "the watch of '%s' ended: a forked sandbox's files are not watched", w->handle, w->path);
+      if (ev->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED))
+        watch_end (w, "not_found", message_text);
+      return;
+    }
   if (rel == NULL)
     return;
   if (ev->mask & IN_IGNORED)
@@ -388,8 +415,10 @@ ensure_inotify (GError **error)
 }
 
 void
-sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, gboolean recursive)
+sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, int root_fd,
+                            gboolean recursive)
 {
+  char proc[64];
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) start = json_object_new ();
   Watch *w;
@@ -399,6 +428,7 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   if (!ensure_inotify (&error))
     {
       close (dir_fd);
+      close (root_fd);
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);
       return;
     }
@@ -411,7 +441,15 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   w->recursive = recursive;
   w->dirs = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   g_ptr_array_add (watches, w);
-  if (!add_directory (w, dir_fd, "", &error))
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", root_fd);
+  w->root_wd = inotify_add_watch (inotify_fd, proc, ROOT_MASK);
+  if (w->root_wd < 0)
+    g_set_error (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                 "Cannot watch the files of sandbox '%s': %s", handle, g_strerror (errno));
+  else
+    use_wd (w, w->root_wd);
+  close (root_fd);
+  if (error != NULL || !add_directory (w, dir_fd, "", &error))
     {
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);
       watch_free (w);

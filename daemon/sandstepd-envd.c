@@ -276,16 +276,19 @@ on_forked (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   sandstepd_envd_files_finish (job, error);
 }
 
-/* WatchDir: the worker opened the directory; the claim goes, then the watch starts (watch_opened). */
+/* WatchDir: the worker opened the directory (and the root of the sandbox's files); the claim goes, then the watch
+ * starts (watch_opened). */
 static void
 on_directory_opened (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
   Envd *job = call->data;
   g_autoptr(GError) none = NULL;
 
-  if (error == NULL && reply_fd < 0)
+  if (error == NULL && (reply_fd < 0 || call->reply_fd2 < 0))
     error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                 "The worker opened '%s' but passed nothing back", job->path);
+  if (error == NULL)
+    job->root_fd = g_steal_fd (&call->reply_fd2);
   /* The worker's channel closes its copy once this returns. */
   if (error == NULL && (job->fd = fcntl (reply_fd, F_DUPFD_CLOEXEC, 0)) < 0)
     error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
@@ -298,7 +301,8 @@ watch_opened (Envd *job)
 {
   if (job->req->finished)
     return;
-  sandstepd_envd_watch_start (job->req, job->req->handle, job->path, g_steal_fd (&job->fd), job->recursive);
+  sandstepd_envd_watch_start (job->req, job->req->handle, job->path, g_steal_fd (&job->fd), g_steal_fd (&job->root_fd),
+                              job->recursive);
 }
 
 static void

@@ -52,6 +52,7 @@ typedef struct _Envd {
   char *dest;               /* move: where to */
   int fd;                   /* write: the bytes to write; watch: the directory opened; -1 */
   gboolean recursive;       /* watch: its subdirectories too */
+  int root_fd;              /* watch: the root of the sandbox's files (O_PATH); -1 */
   void (*opened) (struct _Envd *job);  /* watch: called with the directory in ->fd, its claim gone, instead of an answer */
   char *owner;
   char *holder;
@@ -94,8 +95,10 @@ void sandstepd_envd_fs_start (Envd *job);
 
 /* Streams to @req (WatchDir of sandbox @handle, the directory @path given by the client) a start event, then the
  * events of the directory @dir_fd (taken), of its subdirectories too when @recursive, until the client goes, the
- * directory goes, or sandstepd_envd_watch_end_sandbox(). */
-void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, gboolean recursive);
+ * directory goes, the root of the sandbox's files @root_fd (taken) moves or goes, or
+ * sandstepd_envd_watch_end_sandbox(). */
+void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, int root_fd,
+                                 gboolean recursive);
 /* Ends the watches of sandbox @handle (it was killed), each stream with an error that says so. */
 void sandstepd_envd_watch_end_sandbox (const char *handle);
 

@@ -323,7 +323,8 @@ sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *
 }
 
 int
-sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, GError **error)
+sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, int *out_root_fd,
+                                    GError **error)
 {
   if (attachment->backend->klass->open_directory == NULL)
     {
@@ -332,7 +333,7 @@ sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *
                    attachment->backend->klass->name, path);
       return -1;
     }
-  return attachment->backend->klass->open_directory (attachment, path, error);
+  return attachment->backend->klass->open_directory (attachment, path, out_root_fd, error);
 }
 
 gint64

@@ -91,23 +91,30 @@ async function main() {
       body: env });
     return (await res.text()).slice(5);
   });
-  // A fork's files (a snapshot's sandbox) live in its jail: not watched, saying so.
-  await take('forked', async () => {
-    const snap = await sbx.createSnapshot();
-    const made = await Sandbox.create(snap.snapshotId, { timeoutMs: 60_000 });
-    try {
-      await watch(made, '/workspace');
-      return true;
-    } finally {
-      await made.kill();
-      await Sandbox.deleteSnapshot(snap.snapshotId);
-    }
-  });
   // kill ends the watches that remain, saying why.
   await sbx.kill();
   await until(() => deep.exit !== null && tmp.exit !== null);
   report.deepExit = deep.exit;
   report.tmpExit = tmp.exit;
+  // A snapshot makes the sandbox's files a layer: its watch ends, saying so; neither it nor a sandbox of the
+  // snapshot (whose files live in its jail) is watched after.
+  const sbx2 = await Sandbox.create('base', { timeoutMs: 120_000 });
+  const before = await watch(sbx2, '/workspace');
+  await take('snapshot', async () => (await sbx2.createSnapshot()).snapshotId);
+  await until(() => before.exit !== null);
+  report.snapshotExit = before.exit;
+  await take('watchSnapshotted', async () => { await watch(sbx2, '/workspace'); return true; });
+  await take('forked', async () => {
+    const made = await Sandbox.create(report.snapshot, { timeoutMs: 60_000 });
+    try {
+      await watch(made, '/workspace');
+      return true;
+    } finally {
+      await made.kill();
+    }
+  });
+  await Sandbox.deleteSnapshot(report.snapshot);
+  await sbx2.kill();
 }
 
 await main();
