@@ -5,7 +5,9 @@
  * commands and file calls go on while it is watched.  All watches share the daemon's one inotify instance, made
  * at the first watch: inotify instances are counted per user host-wide (128 by default, issue 33), so never one
  * per sandbox or per watch.  A directory is watched through its fd (/proc/self/fd/N names exactly that inode),
- * and a subdirectory, for a recursive watch, through an fd opened beneath the watched one with no link followed.
+ * which is closed then: an open directory would outlive its removal, and its watch never say it went.  A
+ * subdirectory, for a recursive watch, is opened with no link followed from its parent, found again as the file
+ * tools find a path (through the root of the sandbox's files, kept) and checked to be the inode watched.
  * The watches of one directory share its inotify watch (the kernel gives them one descriptor).  Main loop only.
  */
 #include "sandstepd-private.h"
@@ -14,16 +16,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
 
 #include "sandstep-error.h"
+#include "sandstep-tree.h"
 
 /* The directories one watchDir watches (itself and its subdirectories), and all watches together: each is a
  * kernel watch charged to sandstepd's user (fs.inotify.max_user_watches). */
@@ -37,14 +38,20 @@
                     IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 
 typedef struct {
+  char *rel;                /* its path relative to the watched one ("" for itself) */
+  dev_t dev;                /* the inode watched */
+  ino_t ino;
+} Dir;
+
+typedef struct {
   Request *req;             /* ref: where the events stream */
   char *handle;
   char *path;               /* as the client named it */
-  int top_fd;               /* the watched directory */
+  int root_fd;              /* the root of the sandbox's files (O_PATH), to find a directory again */
   int top_wd;
   int root_wd;              /* the root of the sandbox's files, which a fork moves and a destroy removes; -1 */
   gboolean recursive;
-  GHashTable *dirs;         /* wd -> its path relative to the watched one ("" for itself) */
+  GHashTable *dirs;         /* wd -> Dir */
 } Watch;
 
 static int inotify_fd = -1;
@@ -52,6 +59,13 @@ static guint inotify_source;
 static GHashTable *users;   /* wd -> GPtrArray of the Watches that watch it */
 static GPtrArray *watches;  /* every Watch */
 static guint n_dirs;        /* the kernel watches all Watches hold (one a directory each) */
+
+static void
+dir_free (Dir *d)
+{
+  g_free (d->rel);
+  g_free (d);
+}
 
 /* @w no longer uses the kernel's watch @wd. */
 static void
@@ -106,8 +120,8 @@ watch_free (Watch *w)
     }
   sandstepd_request_unref (w->req);
   g_hash_table_unref (w->dirs);
-  if (w->top_fd >= 0)
-    close (w->top_fd);
+  if (w->root_fd >= 0)
+    close (w->root_fd);
   g_free (w->handle);
   g_free (w->path);
   g_free (w);
@@ -148,6 +162,8 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
 {
   char proc[64];
   DIR *dir;
+  Dir *d;
+  struct stat dir_st;
   gboolean ok = TRUE;
   struct dirent *entry;
   int wd, copy;
@@ -179,9 +195,13 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
                                    : "");
       return FALSE;
     }
-  if (g_hash_table_contains (w->dirs, GINT_TO_POINTER (wd)))
+  if (g_hash_table_contains (w->dirs, GINT_TO_POINTER (wd)) || fstat (fd, &dir_st) < 0)
     return TRUE;
-  g_hash_table_insert (w->dirs, GINT_TO_POINTER (wd), g_strdup (rel));
+  d = g_new0 (Dir, 1);
+  d->rel = g_strdup (rel);
+  d->dev = dir_st.st_dev;
+  d->ino = dir_st.st_ino;
+  g_hash_table_insert (w->dirs, GINT_TO_POINTER (wd), d);
   n_dirs++;
   use_wd (w, wd);
   if (rel[0] == '\0')
@@ -224,16 +244,25 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
   return ok;
 }
 
-/* A directory @rel made (or moved in) beneath @w's: watched too, opened beneath the watched one, no link followed. */
+/* A directory @name made (or moved in) in the watched directory @parent of @w: watched too.  @parent is found
+ * again from the root of the sandbox's files as the file tools find a path, and must be the very inode watched
+ * (else it moved, and its own events say so); @name is opened in it with no link followed. */
 static gboolean
-add_new_directory (Watch *w, const char *rel, GError **error)
+add_new_directory (Watch *w, const Dir *parent, const char *name, GError **error)
 {
-  struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
-  int fd = (int) syscall (SYS_openat2, w->top_fd, rel, &how, sizeof how);
+  g_autofree char *parent_path = parent->rel[0] != '\0' ? g_strconcat (w->path, "/", parent->rel, NULL)
+                                                          : g_strdup (w->path);
+  g_autofree char *rel = parent->rel[0] != '\0' ? g_strconcat (parent->rel, "/", name, NULL) : g_strdup (name);
+  int pfd = sandstep_tree_open_directory (w->root_fd, parent_path, NULL);
+  struct stat st;
+  int fd = -1;
   gboolean ok;
 
-  /* Gone already, or not a directory any more: nothing to watch. */
+  if (pfd >= 0 && fstat (pfd, &st) == 0 && st.st_dev == parent->dev && st.st_ino == parent->ino)
+    fd = openat (pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (pfd >= 0)
+    close (pfd);
+  /* Gone already, moved, or not a directory: nothing to watch. */
   if (fd < 0)
     return TRUE;
   ok = add_directory (w, fd, rel, error);
@@ -250,8 +279,8 @@ forget_beneath (Watch *w, const char *rel)
 
   for (GList *l = wds; l != NULL; l = l->next)
     {
-      const char *r = g_hash_table_lookup (w->dirs, l->data);
-      if (r != NULL && strncmp (r, rel, n) == 0 && (r[n] == '\0' || r[n] == '/'))
+      const Dir *d = g_hash_table_lookup (w->dirs, l->data);
+      if (d != NULL && strncmp (d->rel, rel, n) == 0 && (d->rel[n] == '\0' || d->rel[n] == '/'))
         forget_wd (w, GPOINTER_TO_INT (l->data));
     }
 }
@@ -276,7 +305,7 @@ event_type (guint32 mask)
 static void
 watch_event (Watch *w, const struct inotify_event *ev)
 {
-  const char *rel = g_hash_table_lookup (w->dirs, GINT_TO_POINTER (ev->wd));
+  const Dir *dir = g_hash_table_lookup (w->dirs, GINT_TO_POINTER (ev->wd));
   const char *type = event_type (ev->mask);
   g_autofree char *name = NULL;
   g_autoptr(JsonObject) message = NULL;
@@ -294,9 +323,11 @@ watch_event (Watch *w, const struct inotify_event *ev)
         watch_end (w, "not_found", message_text);
       return;
     }
-  if (rel == NULL)
+  if (dir == NULL)
     return;
-  if (ev->mask & IN_IGNORED)
+  /* The watch holds the directory open, so its inode outlives its removal and no IN_IGNORED comes: its removal
+   * (or move) is the end. */
+  if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
     {
       if (ev->wd == w->top_wd)
         {
@@ -319,11 +350,11 @@ watch_event (Watch *w, const struct inotify_event *ev)
     }
   if (ev->len == 0 || ev->name[0] == '\0' || type == NULL)
     return;
-  name = rel[0] != '\0' ? g_strconcat (rel, "/", ev->name, NULL) : g_strdup (ev->name);
+  name = dir->rel[0] != '\0' ? g_strconcat (dir->rel, "/", ev->name, NULL) : g_strdup (ev->name);
   if ((ev->mask & IN_ISDIR) && w->recursive && (ev->mask & IN_MOVED_FROM))
     forget_beneath (w, name);
   if ((ev->mask & IN_ISDIR) && w->recursive && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
-      !add_new_directory (w, name, &error))
+      !add_new_directory (w, dir, ev->name, &error))
     {
       watch_end (w, "resource_exhausted", error->message);
       return;
@@ -425,6 +456,7 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   Watch *w;
   gsize len = 0;
   char *bytes;
+  gboolean ok;
 
   if (!ensure_inotify (&error))
     {
@@ -437,10 +469,10 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   w->req = sandstepd_request_ref (req);
   w->handle = g_strdup (handle);
   w->path = g_strdup (path);
-  w->top_fd = dir_fd;
+  w->root_fd = root_fd;
   w->top_wd = -1;
   w->recursive = recursive;
-  w->dirs = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  w->dirs = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) dir_free);
   g_ptr_array_add (watches, w);
   g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", root_fd);
   w->root_wd = inotify_add_watch (inotify_fd, proc, ROOT_MASK);
@@ -449,8 +481,9 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
                  "Cannot watch the files of sandbox '%s': %s", handle, g_strerror (errno));
   else
     use_wd (w, w->root_wd);
-  close (root_fd);
-  if (error != NULL || !add_directory (w, dir_fd, "", &error))
+  ok = error == NULL && add_directory (w, dir_fd, "", &error);
+  close (dir_fd);
+  if (!ok)
     {
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);
       watch_free (w);

@@ -1198,7 +1198,9 @@ test_watch (Fixture *fx, gconstpointer data)
   g_test_summary ("files.watchDir: events of a file made, written, renamed, chmodded and removed by commands while "
                   "commands and files.read go on (a watch holds no claim); recursive sees subdirectories, made "
                   "ones too, and a flat watch does not; stop() ends it; a path outside /workspace and /tmp, or a "
-                  "link to one, is refused, and another owner's key watches nothing; kill ends the rest; a snapshot "
+                  "link to one, is refused, and another owner's key watches nothing; the directory's removal ends "
+                  "its watch, and so does a recursive watch past 1000 directories (refused at its start past "
+                  "them); kill ends the rest; a snapshot "
                   "ends a watch of its sandbox (its files become a layer), and a fork's sandbox is not watched; "
                   "the daemon holds one inotify instance for all its watches");
   if (!sdk_ready ())
@@ -1244,6 +1246,12 @@ test_watch (Fixture *fx, gconstpointer data)
   other = json_object_get_string_member_with_default (report, "other", "");
   sandstep_test_assert_contains (other, "not_found");
   g_assert_null (strstr (other, "\"start\""));
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (report, "goneExit", ""),
+                                 "'/workspace/gone' is gone");
+  assert_threw (report, "tooMany", "SandboxError", "takes more than 1000 directories");
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (report, "grewExit", ""),
+                                 "[resource_exhausted] Watching '/workspace/grow' takes more than 1000 directories");
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "afterGrew", ""), ==, "ok\n");
   /* kill: the kill's own end, or the directory's removal if its event came first. */
   for (guint i = 0; i < 2; i++)
     {

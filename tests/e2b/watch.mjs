@@ -91,6 +91,28 @@ async function main() {
       body: env });
     return (await res.text()).slice(5);
   });
+  // The watched directory removed: its watch ends, saying so.
+  await take('goneExit', async () => {
+    await sbx.commands.run('mkdir -p /workspace/gone/in');
+    const g = await watch(sbx, '/workspace/gone', { recursive: true });
+    await sbx.commands.run('rm -r /workspace/gone');
+    await until(() => g.exit !== null);
+    return g.exit;
+  });
+  // A recursive watch takes at most 1000 directories: refused at its start past that, ended when it grows past.
+  await take('tooMany', async () => {
+    await sbx.commands.run('mkdir -p /workspace/many && cd /workspace/many && mkdir $(seq 1 1000)');
+    await watch(sbx, '/workspace/many', { recursive: true });
+    return true;
+  });
+  await take('grewExit', async () => {
+    await sbx.commands.run('mkdir -p /workspace/grow/0');
+    const g = await watch(sbx, '/workspace/grow', { recursive: true });
+    await sbx.commands.run('cd /workspace/grow/0 && mkdir $(seq 1 1000)');
+    await until(() => g.exit !== null);
+    return g.exit;
+  });
+  await take('afterGrew', async () => (await sbx.commands.run('echo ok')).stdout);
   // kill ends the watches that remain, saying why.
   await sbx.kill();
   await until(() => deep.exit !== null && tmp.exit !== null);
