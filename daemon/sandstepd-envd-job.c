@@ -45,8 +45,6 @@ sandstepd_envd_unref (Envd *job)
   g_free (job->dest);
   if (job->fd >= 0)
     close (job->fd);
-  if (job->root_fd >= 0)
-    close (job->root_fd);
   if (job->out_fd >= 0)
     close (job->out_fd);
   if (job->err_fd >= 0)
@@ -68,7 +66,6 @@ sandstepd_envd_new (Request *req, EnvdOp op)
   job->req = sandstepd_request_ref (req);
   job->op = op;
   job->fd = -1;
-  job->root_fd = -1;
   job->out_fd = -1;
   job->err_fd = -1;
   return job;
@@ -124,7 +121,7 @@ on_released (gpointer data)
   else if (job->error != NULL)
     sandstepd_envd_fail (job, job->fail_code != NULL ? job->fail_code : files_code (job->error), job->error->message);
   else if (job->op == ENVD_WATCH)
-    job->opened (job);
+    ;                       /* answered already: its stream, or why it could not watch */
   else
     {
       gsize len = 0;

@@ -460,7 +460,6 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
 
   if (!ensure_inotify (&error))
     {
-      close (dir_fd);
       close (root_fd);
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);
       return;
@@ -482,7 +481,6 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   else
     use_wd (w, w->root_wd);
   ok = error == NULL && add_directory (w, dir_fd, "", &error);
-  close (dir_fd);
   if (!ok)
     {
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);

@@ -276,8 +276,8 @@ on_forked (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   sandstepd_envd_files_finish (job, error);
 }
 
-/* WatchDir: the worker opened the directory (and the root of the sandbox's files); the claim goes, then the watch
- * starts (watch_opened). */
+/* WatchDir: the worker opened the directory (and the root of the sandbox's files).  The watch starts while the
+ * claim is still held, so that no fork can move the files unseen between the two; then the claim goes. */
 static void
 on_directory_opened (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
@@ -287,22 +287,11 @@ on_directory_opened (Call *call, JsonObject *reply, int reply_fd, const GError *
   if (error == NULL && (reply_fd < 0 || call->reply_fd2 < 0))
     error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                                 "The worker opened '%s' but passed nothing back", job->path);
-  if (error == NULL)
-    job->root_fd = g_steal_fd (&call->reply_fd2);
-  /* The worker's channel closes its copy once this returns. */
-  if (error == NULL && (job->fd = fcntl (reply_fd, F_DUPFD_CLOEXEC, 0)) < 0)
-    error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                "Cannot keep the directory '%s' to watch: %s", job->path, g_strerror (errno));
+  /* The directory is watched through reply_fd, which the worker's channel closes once this returns. */
+  if (error == NULL && !job->req->finished)
+    sandstepd_envd_watch_start (job->req, job->req->handle, job->path, reply_fd, g_steal_fd (&call->reply_fd2),
+                                job->recursive);
   sandstepd_envd_files_finish (job, error);
-}
-
-static void
-watch_opened (Envd *job)
-{
-  if (job->req->finished)
-    return;
-  sandstepd_envd_watch_start (job->req, job->req->handle, job->path, g_steal_fd (&job->fd), g_steal_fd (&job->root_fd),
-                              job->recursive);
 }
 
 static void
@@ -634,7 +623,6 @@ handle_watch (Request *req)
   job->path = g_strdup (path);
   job->recursive = recursive != NULL && JSON_NODE_HOLDS_VALUE (recursive) &&
                    json_node_get_value_type (recursive) == G_TYPE_BOOLEAN && json_node_get_boolean (recursive);
-  job->opened = watch_opened;
   envd_go (job);
 }
 

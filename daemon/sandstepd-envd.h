@@ -31,7 +31,7 @@ typedef enum {
 /* What a fork gives back instead of an answer: the fork's handle, or @error. */
 typedef void (*EnvdForked) (Request *req, const char *handle, const GError *error, gpointer data);
 
-typedef struct _Envd {
+typedef struct {
   int refs;
   Request *req;             /* ref */
   EnvdOp op;
@@ -50,10 +50,8 @@ typedef struct _Envd {
   double timeout_s;
   char *path;               /* the files' */
   char *dest;               /* move: where to */
-  int fd;                   /* write: the bytes to write; watch: the directory opened; -1 */
+  int fd;                   /* write: the bytes to write; -1 */
   gboolean recursive;       /* watch: its subdirectories too */
-  int root_fd;              /* watch: the root of the sandbox's files (O_PATH); -1 */
-  void (*opened) (struct _Envd *job);  /* watch: called with the directory in ->fd, its claim gone, instead of an answer */
   char *owner;
   char *holder;
   GError *error;
@@ -94,9 +92,9 @@ void sandstepd_envd_fs_start (Envd *job);
 /* ---- sandstepd-envd-watch.c: WatchDir, on the daemon's one inotify instance ---- */
 
 /* Streams to @req (WatchDir of sandbox @handle, the directory @path given by the client) a start event, then the
- * events of the directory @dir_fd (taken), of its subdirectories too when @recursive, until the client goes, the
- * directory goes, the root of the sandbox's files @root_fd (taken) moves or goes, or
- * sandstepd_envd_watch_end_sandbox(). */
+ * events of the directory @dir_fd (not taken: watched, not kept), of its subdirectories too when @recursive, until
+ * the client goes, the directory goes, the root of the sandbox's files @root_fd (taken) moves or goes, or
+ * sandstepd_envd_watch_end_sandbox(); or answers the error that kept it from watching. */
 void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, int root_fd,
                                  gboolean recursive);
 /* Ends the watches of sandbox @handle (it was killed), each stream with an error that says so. */
