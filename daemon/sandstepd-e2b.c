@@ -672,6 +672,9 @@ e2b_done (GObject *source, GAsyncResult *result, gpointer data)
   E2bJob *job = g_task_get_task_data (G_TASK (result));
   Request *req = job->req;
 
+  /* A killed sandbox's watches end with it (one whose files went ends by itself, a forked one's may not). */
+  if (job->op == E2B_KILL && job->error == NULL && job->status == SOUP_STATUS_NO_CONTENT)
+    sandstepd_envd_watch_end_sandbox (job->handle);
   if (job->error != NULL)
     sandstepd_e2b_backend_error (req, job->error);
   else if (job->status == SOUP_STATUS_NOT_FOUND)

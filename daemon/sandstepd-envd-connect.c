@@ -116,6 +116,12 @@ sandstepd_envd_answer_stream_error (Request *req, const char *code, const char *
   sandstepd_e2b_answer (req, SOUP_STATUS_OK, CONNECT_STREAM_TYPE, bytes, len);
 }
 
+char *
+sandstepd_envd_message (JsonObject *message, gsize *out_len)
+{
+  return envelope_object (0, message, out_len);
+}
+
 /* A process event, {"event": {@kind: @value}}, enveloped. */
 char *
 sandstepd_envd_event (const char *kind, JsonObject *value, gsize *out_len)

@@ -94,7 +94,7 @@ sandstepd_envd_fail (Envd *job, const char *code, const char *message)
       forked (job, NULL, error);
       return;
     }
-  if (job->op == ENVD_START)
+  if (job->op == ENVD_START || job->op == ENVD_WATCH)
     sandstepd_envd_answer_stream_error (job->req, code, message);
   else
     sandstepd_envd_answer_unary_error (job->req, code, message);
@@ -120,6 +120,8 @@ on_released (gpointer data)
     forked (job, job->error == NULL ? job->fork_handle : NULL, job->error);
   else if (job->error != NULL)
     sandstepd_envd_fail (job, job->fail_code != NULL ? job->fail_code : files_code (job->error), job->error->message);
+  else if (job->op == ENVD_WATCH)
+    ;                       /* answered already: its stream, or why it could not watch */
   else
     {
       gsize len = 0;

@@ -9,6 +9,7 @@
  * Files (GET and POST /files, ListDir; Stat, Remove, Move and MakeDir as commands in the jail,
  * sandstepd-envd-jail.c) go through the same claim, one operation each, answered once the claim is gone.
  * List, SendSignal, Connect, SendInput and CloseStdin of commands claim nothing (sandstepd-envd-commands.c).
+ * WatchDir claims the sandbox only to open the directory, then watches it claiming nothing (sandstepd-envd-watch.c).
  * What is not served answers Connect's "unimplemented" naming the call (docs/e2b.md).  Connect's framing is
  * sandstepd-envd-connect.c's, a claiming call's life (Envd) sandstepd-envd-job.c's: both below this file, which
  * they never call.
@@ -275,6 +276,24 @@ on_forked (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   sandstepd_envd_files_finish (job, error);
 }
 
+/* WatchDir: the worker opened the directory (and the root of the sandbox's files).  The watch starts while the
+ * claim is still held, so that no fork can move the files unseen between the two; then the claim goes. */
+static void
+on_directory_opened (Call *call, JsonObject *reply, int reply_fd, const GError *error)
+{
+  Envd *job = call->data;
+  g_autoptr(GError) none = NULL;
+
+  if (error == NULL && (reply_fd < 0 || call->reply_fd2 < 0))
+    error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                "The worker opened '%s' but passed nothing back", job->path);
+  /* The directory is watched through reply_fd, which the worker's channel closes once this returns. */
+  if (error == NULL && !job->req->finished)
+    sandstepd_envd_watch_start (job->req, job->req->handle, job->path, reply_fd, g_steal_fd (&call->reply_fd2),
+                                job->recursive);
+  sandstepd_envd_files_finish (job, error);
+}
+
 static void
 on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
@@ -303,6 +322,11 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     case ENVD_INPUT:
     case ENVD_CLOSE_STDIN:
       g_assert_not_reached ();
+    case ENVD_WATCH:
+      /* The claim only opens the directory: the watch holds no claim, so the sandbox's other calls go on. */
+      sandstepd_worker_call (lease->worker, "open-directory", sandstep_wire_path_request (NULL, job->path, -1), NULL,
+                             0, on_directory_opened, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
+      return;
     case ENVD_FORK:
       sandstepd_worker_call (lease->worker, "fork", sandstep_wire_fork_request (NULL, job->fork_holder, 1), NULL, 0,
                              on_forked, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
@@ -560,6 +584,45 @@ handle_connect (Request *req)
     }
   job = sandstepd_envd_new (req, ENVD_CONNECT);
   job->selector = json_object_ref (json_node_get_object (selector));
+  envd_go (job);
+}
+
+/* filesystem.Filesystem/WatchDir ({path, recursive}, streaming): the directory's events, as they come. */
+static void
+handle_watch (Request *req)
+{
+  const char *content_type = soup_message_headers_get_content_type (
+    soup_server_message_get_request_headers (req->msg), NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) request = NULL;
+  JsonNode *recursive;
+  const char *path;
+  Envd *job;
+
+  if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
+    {
+      sandstepd_envd_answer_stream_error (req, "invalid_argument",
+                                          "/filesystem.Filesystem/WatchDir takes a body of type " CONNECT_STREAM_TYPE);
+      return;
+    }
+  request = sandstepd_envd_read_envelope (req->body->data, req->body->len, &error);
+  if (request == NULL)
+    {
+      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
+      return;
+    }
+  path = string_member (request, "path");
+  if (path == NULL || path[0] == '\0')
+    {
+      sandstepd_envd_answer_stream_error (req, "invalid_argument",
+                                          "The request has no 'path'; name the directory to watch");
+      return;
+    }
+  recursive = json_object_get_member (request, "recursive");
+  job = sandstepd_envd_new (req, ENVD_WATCH);
+  job->path = g_strdup (path);
+  job->recursive = recursive != NULL && JSON_NODE_HOLDS_VALUE (recursive) &&
+                   json_node_get_value_type (recursive) == G_TYPE_BOOLEAN && json_node_get_boolean (recursive);
   envd_go (job);
 }
 
@@ -841,6 +904,8 @@ sandstepd_handle_envd (Request *req)
     handle_process (req, ENVD_CLOSE_STDIN);
   else if (strcmp (req->path, "/process.Process/Connect") == 0)
     handle_connect (req);
+  else if (strcmp (req->path, "/filesystem.Filesystem/WatchDir") == 0)
+    handle_watch (req);
   else
     {
       const char *why = "";

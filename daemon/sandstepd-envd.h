@@ -1,6 +1,7 @@
 /* sandstepd-envd.h: what the files of E2B's envd share.  Their calls go one way: sandstepd-envd.c ->
  * sandstepd-envd-jail.c, sandstepd-envd-commands.c -> sandstepd-envd-job.c -> sandstepd-envd-connect.c
- * (and sandstepd-e2b-answer.c below them all); none calls a file above it. */
+ * (and sandstepd-e2b-answer.c below them all), sandstepd-envd-watch.c beside sandstepd-envd-commands.c; none
+ * calls a file above it. */
 #pragma once
 
 #include "sandstepd-private.h"
@@ -24,6 +25,7 @@ typedef enum {
   ENVD_INPUT,               /* process.Process/SendInput */
   ENVD_CLOSE_STDIN,         /* process.Process/CloseStdin */
   ENVD_FORK,                /* a fork of the sandbox, for E2B's snapshots (sandstepd-e2b.c) */
+  ENVD_WATCH,               /* filesystem.Filesystem/WatchDir: the claim only opens the directory */
 } EnvdOp;
 
 /* What a fork gives back instead of an answer: the fork's handle, or @error. */
@@ -49,6 +51,7 @@ typedef struct {
   char *path;               /* the files' */
   char *dest;               /* move: where to */
   int fd;                   /* write: the bytes to write; -1 */
+  gboolean recursive;       /* watch: its subdirectories too */
   char *owner;
   char *holder;
   GError *error;
@@ -86,6 +89,17 @@ void sandstepd_envd_fork (Request *req, const char *handle, const char *holder, 
 /* Runs @job (its lease attached) as a command in its sandbox, then answers it. */
 void sandstepd_envd_fs_start (Envd *job);
 
+/* ---- sandstepd-envd-watch.c: WatchDir, on the daemon's one inotify instance ---- */
+
+/* Streams to @req (WatchDir of sandbox @handle, the directory @path given by the client) a start event, then the
+ * events of the directory @dir_fd (not taken: watched, not kept), of its subdirectories too when @recursive, until
+ * the client goes, the directory goes, the root of the sandbox's files @root_fd (taken) moves or goes, or
+ * sandstepd_envd_watch_end_sandbox(); or answers the error that kept it from watching. */
+void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, int root_fd,
+                                 gboolean recursive);
+/* Ends the watches of sandbox @handle (it was killed), each stream with an error that says so. */
+void sandstepd_envd_watch_end_sandbox (const char *handle);
+
 /* ---- sandstepd-envd-commands.c: the commands that run, by pid ---- */
 
 /* Registers the command that @lease runs in @req's sandbox, its output streamed to @req (both kept, as
@@ -115,6 +129,8 @@ JsonObject *sandstepd_envd_read_envelope (const guint8 *body, gsize len, GError 
 const char *sandstepd_envd_connect_code (const GError *error);
 /* The enveloped end of a stream: {} (@code NULL), or {"error": {@code, @message}}. */
 char *sandstepd_envd_end_stream (const char *code, const char *message, gsize *out_len);
+/* @message, enveloped (not the end of the stream). */
+char *sandstepd_envd_message (JsonObject *message, gsize *out_len);
 /* A process event, {"event": {@kind: @value}} (@value taken), enveloped. */
 char *sandstepd_envd_event (const char *kind, JsonObject *value, gsize *out_len);
 /* The end event of a command, {exitCode, exited, status}, then the end of the stream. */

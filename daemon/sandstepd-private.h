@@ -121,6 +121,7 @@ struct _Call {
   gpointer data;
   GDestroyNotify destroy;
   gboolean forgotten;       /* its requester went away: answer ignored */
+  int reply_fd2;            /* a second fd of the answer (open-directory: the files' root), for done() to take; -1 */
 };
 
 struct _Worker {

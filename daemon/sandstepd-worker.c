@@ -333,6 +333,24 @@ do_list (Worker *w, JsonObject *m)
   return sandstep_wire_entries (entries);
 }
 
+/* A directory of the sandbox, passed back as an fd: E2B's watchDir watches it from the daemon, claiming nothing. */
+static JsonObject *
+do_open_directory (Worker *w, JsonObject *m, int *out_fd, int *out_root_fd)
+{
+  g_autoptr(GError) error = NULL;
+  const char *path = NULL;
+  guint64 unused = 0;
+  int fd;
+
+  if (!sandstep_wire_read_path_request (m, 0, &path, &unused, &error))
+    return error_reply (error);
+  fd = sandstep_attachment_open_directory (w->attachment, path, out_root_fd, &error);
+  if (fd < 0)
+    return error_reply (error);
+  *out_fd = fd;
+  return json_object_new ();
+}
+
 static JsonObject *
 do_export (Worker *w, JsonObject *m, Op *op)
 {
@@ -437,7 +455,9 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
       g_autoptr(JsonObject) reply = NULL;
       const char *name;
       gint id;
-      int reply_fd = -1;
+      /* The answer's fds: a read's bytes; an opened directory and the root of its files. */
+      int reply_fds[2] = { -1, -1 };
+      guint n_reply_fds;
       gboolean last = FALSE;
 
       if (op->message == NULL)
@@ -465,13 +485,15 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
       else if (strcmp (name, "python") == 0)
         reply = sandstepd_e2b_code_worker_run (w.attachment, op->message, op->fds, op->n_fds);
       else if (strcmp (name, "read") == 0)
-        reply = do_read (&w, op->message, &reply_fd);
+        reply = do_read (&w, op->message, &reply_fds[0]);
       else if (strcmp (name, "write") == 0)
         reply = do_write (&w, op->message, op);
       else if (strcmp (name, "put") == 0)
         reply = do_put (&w, op->message);
       else if (strcmp (name, "list") == 0)
         reply = do_list (&w, op->message);
+      else if (strcmp (name, "open-directory") == 0)
+        reply = do_open_directory (&w, op->message, &reply_fds[0], &reply_fds[1]);
       else if (strcmp (name, "export") == 0)
         reply = do_export (&w, op->message, op);
       else if (strcmp (name, "fork") == 0)
@@ -497,11 +519,13 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
           }
       g_atomic_int_set (&w.current, 0);
       json_object_set_int_member (reply, "id", id);
-      if (!sandstepd_channel_send_object (sock, reply, reply_fd >= 0 ? &reply_fd : NULL, reply_fd >= 0 ? 1 : 0,
-                                       SEND_TIMEOUT_MS, NULL))
+      n_reply_fds = reply_fds[0] < 0 ? 0 : reply_fds[1] < 0 ? 1 : 2;
+      if (!sandstepd_channel_send_object (sock, reply, n_reply_fds > 0 ? reply_fds : NULL, n_reply_fds,
+                                          SEND_TIMEOUT_MS, NULL))
         last = TRUE;
-      if (reply_fd >= 0)
-        close (reply_fd);
+      for (guint i = 0; i < G_N_ELEMENTS (reply_fds); i++)
+        if (reply_fds[i] >= 0)
+          close (reply_fds[i]);
       op_free (op);
       if (last)
         {

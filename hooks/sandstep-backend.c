@@ -322,6 +322,20 @@ sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *
   return attachment->backend->klass->list_directory (attachment, path, error);
 }
 
+int
+sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, int *out_root_fd,
+                                    GError **error)
+{
+  if (attachment->backend->klass->open_directory == NULL)
+    {
+      g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                   "The %s backend cannot open '%s' to watch it: its sandboxes' files are not on this host",
+                   attachment->backend->klass->name, path);
+      return -1;
+    }
+  return attachment->backend->klass->open_directory (attachment, path, out_root_fd, error);
+}
+
 gint64
 sandstep_attachment_export_file (SandstepAttachment *attachment, const char *path, int dest_fd, guint64 max_bytes,
                                  GError **error)

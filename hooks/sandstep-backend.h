@@ -143,6 +143,10 @@ typedef struct {
   /* Copies a host file or directory tree to @dest inside the sandbox. */
   gboolean (*put) (SandstepAttachment *attachment, const char *host_src, const char *dest, GError **error);
   GPtrArray *(*list_directory) (SandstepAttachment *attachment, const char *path, GError **error);
+  /* Optional (NULL: none): a directory of the sandbox opened for reading (close-on-exec), for a watch of its files
+   * that outlives the claim; refuses one outside /workspace and /tmp.  @out_root_fd: the root of the sandbox's
+   * files (O_PATH), which moves or goes when they stop being where the directory is (a fork, a destroy). */
+  int (*open_directory) (SandstepAttachment *attachment, const char *path, int *out_root_fd, GError **error);
   /* Streams a regular file into @dest_fd; returns bytes written or -1. */
   gint64 (*export_file) (SandstepAttachment *attachment, const char *path, int dest_fd, guint64 max_bytes, GError **error);
   /* Seconds of lifetime left, clamped at 0. */
@@ -249,6 +253,10 @@ GPtrArray *sandstep_attachment_checkpoints (SandstepAttachment *attachment, GErr
 gboolean sandstep_attachment_put (SandstepAttachment *attachment, const char *host_src, const char *dest,
                                   GError **error);
 GPtrArray *sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *path, GError **error);
+/* A directory of the claimed sandbox, opened for reading (close-on-exec), or -1: a backend whose files are
+ * elsewhere (remote) has none to give. */
+int sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, int *out_root_fd,
+                                        GError **error);
 gint64 sandstep_attachment_export_file (SandstepAttachment *attachment, const char *path, int dest_fd,
                                         guint64 max_bytes, GError **error);
 double sandstep_attachment_remaining_lifetime (SandstepAttachment *attachment);

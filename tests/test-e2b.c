@@ -507,8 +507,8 @@ test_files (Fixture *fx, gconstpointer data)
   g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list, exists, getInfo, "
                   "makeDir, rename and remove through sandstepd's envd; a command sees what was written; a "
                   "missing file is FileNotFoundError and does not exist; makeDir of a directory there is false, "
-                  "over a file or in a read-only place refused; a name full of shell stays a name; a call not "
-                  "served says so; a path that climbs out stays in the sandbox");
+                  "over a file or in a read-only place refused; a name full of shell stays a name; "
+                  "a path that climbs out stays in the sandbox");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -580,7 +580,6 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_false (json_object_get_boolean_member (report, "removed"));
   g_assert_true (json_object_get_boolean_member (report, "removedMissing"));
   assert_threw (report, "removedReadOnly", "InvalidArgumentError", "Removing '/usr/bin/env' failed in the sandbox");
-  assert_threw (report, "unserved", "SandboxError", "/filesystem.Filesystem/WatchDir is not served");
   assert_threw (report, "climbed", "InvalidArgumentError", "goes above '/'");
   g_assert_false (g_file_test (escape, G_FILE_TEST_EXISTS));
   g_assert_true (json_object_get_boolean_member (report, "killed"));
@@ -1180,6 +1179,100 @@ test_connections (Fixture *fx, gconstpointer data)
     g_assert_cmpint (json_array_get_int_element (waited, i), ==, 128 + SIGKILL);
 }
 
+/* Asserts that the watch events @name (an array of "type:name") hold @event. */
+static void
+assert_event (JsonObject *report, const char *name, const char *event)
+{
+  if (!array_has (report, name, event))
+    g_error ("the watch '%s' got no '%s'", name, event);
+}
+
+static void
+test_watch (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  g_autofree char *pid = NULL;
+  const char *other;
+  JsonNode *node;
+
+  g_test_summary ("files.watchDir: events of a file made, written, renamed, chmodded and removed by commands while "
+                  "commands and files.read go on (a watch holds no claim); recursive sees subdirectories, made "
+                  "ones too, and a flat watch does not; stop() ends it; a path outside /workspace and /tmp, or a "
+                  "link to one, is refused, and another owner's key watches nothing; the directory's removal ends "
+                  "its watch, and so does a recursive watch past 1000 directories (refused at its start past "
+                  "them); kill ends the rest; a snapshot "
+                  "ends a watch of its sandbox (its files become a layer), and a fork's sandbox is not watched; "
+                  "the daemon holds one inotify instance for all its watches");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  pid = g_strdup_printf ("%d", fx->pid);
+  sandstep_test_fixture_setenv (&fx->f, "E2B_SANDSTEPD_PID", pid);
+  report = run_script (fx, "watch.mjs", "watch", fx->key);
+
+  for (guint i = 1; i <= 5; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("run%u", i);
+      g_assert_cmpstr (json_object_get_string_member_with_default (report, name, ""), ==, "ok\n");
+    }
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "read", ""), ==, "one\ntwo\n");
+  assert_event (report, "flat", "create:a.txt");
+  assert_event (report, "flat", "write:a.txt");
+  assert_event (report, "flat", "rename:a.txt");
+  assert_event (report, "flat", "create:b.txt");
+  assert_event (report, "flat", "chmod:b.txt");
+  assert_event (report, "flat", "remove:b.txt");
+  assert_event (report, "flat", "create:new");
+  g_assert_false (array_has (report, "flat", "create:sub/deep.txt"));
+  g_assert_false (array_has (report, "flat", "create:new/in-new.txt"));
+  assert_event (report, "deep", "create:a.txt");
+  assert_event (report, "deep", "remove:b.txt");
+  assert_event (report, "deep", "create:sub/deep.txt");
+  assert_event (report, "deep", "create:new/in-new.txt");
+  assert_event (report, "tmp", "create:x");
+  g_assert_false (array_has (report, "tmp", "create:a.txt"));
+  /* stop(): onExit, and no event after it. */
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (report, "flatAfterStop")), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "flatExit", "(none)"), !=, "(none)");
+  g_assert_true (json_object_get_boolean_member (report, "deepSawLate"));
+  assert_threw (report, "outside", "InvalidArgumentError", "only /workspace and /tmp");
+  assert_threw (report, "viaLink", "FileNotFoundError", "/workspace/etc-link");
+  assert_threw (report, "viaRootLink", "InvalidArgumentError", "leads outside the sandbox's files");
+  assert_threw (report, "missing", "FileNotFoundError", "/workspace/no-such-dir");
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (report, "snapshotExit", ""),
+                                 "moved into a layer");
+  assert_threw (report, "watchSnapshotted", "InvalidArgumentError", "are layers");
+  assert_threw (report, "forked", "InvalidArgumentError", "are layers");
+  other = json_object_get_string_member_with_default (report, "other", "");
+  sandstep_test_assert_contains (other, "not_found");
+  g_assert_null (strstr (other, "\"start\""));
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (report, "goneExit", ""),
+                                 "'/workspace/gone' is gone");
+  assert_threw (report, "tooMany", "SandboxError", "takes more than 1000 directories");
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (report, "grewExit", ""),
+                                 "[resource_exhausted] Watching '/workspace/grow' takes more than 1000 directories");
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "afterGrew", ""), ==, "ok\n");
+  /* kill: the kill's own end, or the directory's removal if its event came first. */
+  for (guint i = 0; i < 2; i++)
+    {
+      const char *exit = json_object_get_string_member_with_default (report, i == 0 ? "deepExit" : "tmpExit", "");
+
+      sandstep_test_assert_contains (exit, "[not_found]");
+      if (strstr (exit, "was killed") == NULL && strstr (exit, "is gone") == NULL &&
+          strstr (exit, "or the sandbox ended") == NULL)
+        g_error ("the watch ended at the kill saying '%s'", exit);
+    }
+  /* One inotify instance for three watches (none before the first): issue 33, counted per user host-wide. */
+  node = json_object_get_member (report, "inotifyWatching");
+  if (JSON_NODE_HOLDS_NULL (node))
+    g_test_message ("sandstepd's fds could not be read: its inotify instances were not counted");
+  else
+    {
+      g_assert_cmpint (json_object_get_int_member (report, "inotifyBefore"), ==, 0);
+      g_assert_cmpint (json_node_get_int (node), ==, 1);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1199,6 +1292,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/template", test_template);
   ADD ("/e2b/sdk/stdin", test_stdin);
   ADD ("/e2b/sdk/snapshots", test_snapshots);
+  ADD ("/e2b/sdk/watch", test_watch);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
   ADD ("/e2b/wire/connections", test_connections);

@@ -1003,6 +1003,63 @@ test_symlink_relative (void)
   g_assert_cmpstr (((SandstepDirEntry *) root->pdata[1])->name, ==, "workspace");
 }
 
+/* A directory opened to watch (E2B's watchDir): under /workspace or /tmp, through a link that stays there too; a
+ * link to the tree's root (the jail's root in a layered sandbox) or out of it is refused, as is a file. */
+static void
+test_open_directory (void)
+{
+  g_autoptr(Tree) t = tree_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *sub = tree_host_path (t, "workspace/sub");
+  g_autofree char *tmp_dir = tree_host_path (t, "tmp/t");
+  g_autofree char *to_tmp = tree_host_path (t, "workspace/to-tmp");
+  g_autofree char *up = tree_host_path (t, "workspace/up");
+  g_autofree char *abs_root = tree_host_path (t, "workspace/abs-root");
+  g_autofree char *file = tree_host_path (t, "workspace/file");
+  struct stat want, got;
+  int fd;
+
+  host_mkdir (sub);
+  host_mkdir (tmp_dir);
+  host_symlink ("/tmp/t", to_tmp);
+  host_symlink ("../..", up);
+  host_symlink ("/", abs_root);
+  host_write (file, "f", -1);
+
+  fd = sandstep_tree_open_directory (t->fd, "/workspace/sub", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (fstat (fd, &got), ==, 0);
+  g_assert_cmpint (stat (sub, &want), ==, 0);
+  g_assert_true (got.st_ino == want.st_ino && got.st_dev == want.st_dev);
+  g_assert_cmpint (fcntl (fd, F_GETFD), ==, FD_CLOEXEC);
+  close (fd);
+  fd = sandstep_tree_open_directory (t->fd, "/workspace", &error);
+  g_assert_no_error (error);
+  close (fd);
+  fd = sandstep_tree_open_directory (t->fd, "to-tmp", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (fstat (fd, &got), ==, 0);
+  g_assert_cmpint (stat (tmp_dir, &want), ==, 0);
+  g_assert_true (got.st_ino == want.st_ino && got.st_dev == want.st_dev);
+  close (fd);
+
+  g_assert_cmpint (sandstep_tree_open_directory (t->fd, "up", &error), ==, -1);
+  g_assert_error (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES);
+  g_assert_nonnull (strstr (error->message, "leads outside the sandbox's files"));
+  g_clear_error (&error);
+  g_assert_cmpint (sandstep_tree_open_directory (t->fd, "/workspace/abs-root", &error), ==, -1);
+  g_assert_error (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES);
+  g_clear_error (&error);
+  g_assert_cmpint (sandstep_tree_open_directory (t->fd, "/etc", &error), ==, -1);
+  g_assert_error (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES);
+  g_clear_error (&error);
+  g_assert_cmpint (sandstep_tree_open_directory (t->fd, "file", &error), ==, -1);
+  g_assert_error (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+  g_assert_cmpint (sandstep_tree_open_directory (t->fd, "missing", &error), ==, -1);
+  g_assert_error (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND);
+}
+
 static void
 test_symlink_write (void)
 {
@@ -1288,6 +1345,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tree/read-write/roundtrip", test_read_write_roundtrip);
   g_test_add_func ("/tree/write/wrong-type", test_write_wrong_type);
   g_test_add_func ("/tree/list/sorted", test_list_sorted);
+  g_test_add_func ("/tree/open-directory/beneath", test_open_directory);
   g_test_add_func ("/tree/read/directory", test_read_directory);
   g_test_add_func ("/tree/read/fifo", test_read_fifo);
   g_test_add_func ("/tree/read/missing", test_read_missing);

@@ -614,6 +614,35 @@ local_list_directory (SandstepAttachment *parent, const char *path, GError **err
   return tree < 0 ? NULL : sandstep_tree_list (tree, path, error);
 }
 
+static int
+local_open_directory (SandstepAttachment *parent, const char *path, int *out_root_fd, GError **error)
+{
+  int tree, fd;
+
+  /* A layered sandbox's files are its jail's overlay, which a held directory would keep mounted after the jail
+   * ends (and a later jail mounts its own, whose changes that one never sees): not watched. */
+  if (((LocalAttachment *) parent)->record->layers != NULL)
+    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                           "'%s' cannot be watched: the files of sandbox '%s' are layers (it is a fork or an image's, "
+                           "or was forked or checkpointed), which live in its jail; watch a sandbox of the host's "
+                           "root that was never forked, or poll with files.list", path,
+                           parent->handle), -1;
+  tree = tools_tree (parent, error);
+  fd = tree < 0 ? -1 : sandstep_tree_open_directory (tree, path, error);
+  if (fd < 0)
+    return -1;
+  /* The tree itself: a fork or checkpoint renames it into a layer, a destroy removes it. */
+  *out_root_fd = fcntl (tree, F_DUPFD_CLOEXEC, 0);
+  if (*out_root_fd < 0)
+    {
+      int errsv = errno;
+      close (fd);
+      return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                   "Cannot keep the files of sandbox '%s' to watch '%s'", parent->handle, path), -1;
+    }
+  return fd;
+}
+
 static gint64
 local_export_file (SandstepAttachment *parent, const char *path, int dest_fd, guint64 max_bytes, GError **error)
 {
@@ -768,6 +797,7 @@ static const SandstepBackendClass local_class = {
   .write_file = local_write_file,
   .put = local_put,
   .list_directory = local_list_directory,
+  .open_directory = local_open_directory,
   .export_file = local_export_file,
   .remaining_lifetime = local_remaining_lifetime,
   .spec = local_spec,

@@ -290,12 +290,105 @@ compare_entries (gconstpointer a, gconstpointer b)
   return strcmp (ea->name, eb->name);
 }
 
+/* Opens the directory @rel (shown as @shown) of the tree for reading, close-on-exec; -1 after setting @error. */
+static int
+open_directory (int tree_fd, const char *rel, const char *shown, GError **error)
+{
+  g_auto(TreeFd) path_fd = -1;
+  int fd;
+  struct stat st;
+
+  path_fd = sandstep_tree_openat2 (tree_fd, rel, O_PATH);
+  if (path_fd < 0)
+    return sandstep_tree_throw_lookup (error, errno, shown), -1;
+  if (fstat (path_fd, &st) < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot stat '%s' in the sandbox", shown), -1;
+  if (!S_ISDIR (st.st_mode))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
+                           "'%s' is %s, not a directory; name the directory that holds it", shown,
+                           S_ISREG (st.st_mode) ? "a file" : sandstep_file_type_words (st.st_mode)), -1;
+
+  /* "." from the O_PATH fd reopens the very directory that was checked. */
+  fd = openat (path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
+                                 "Cannot open the directory '%s' in the sandbox", shown), -1;
+  return fd;
+}
+
+/* TRUE when @fd, a directory, is the tree's workspace or tmp or beneath one: its ".." climbed until one of them, or
+ * the top (the tree's root, or a root whose ".." is itself), is met.  A link resolves inside the tree, but to the
+ * jail's root of a layered sandbox, which holds the host's read-only files: those are not the sandbox's to watch. */
+static gboolean
+is_beneath_files (int tree_fd, int fd)
+{
+  static const char *const tops[] = { "workspace", "tmp" };
+  struct stat top_st[G_N_ELEMENTS (tops)], root_st, st;
+  g_auto(TreeFd) cur = -1;
+
+  if (fstat (tree_fd, &root_st) < 0)
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (tops); i++)
+    {
+      g_auto(TreeFd) t = sandstep_tree_openat2 (tree_fd, tops[i], O_PATH);
+      if (t < 0 || fstat (t, &top_st[i]) < 0)
+        top_st[i].st_ino = 0, top_st[i].st_dev = (dev_t) -1;
+    }
+  cur = fcntl (fd, F_DUPFD_CLOEXEC, 0);
+  /* A bound on the climb: no tree is this deep (PATH_MAX / 2 components). */
+  for (int depth = 0; cur >= 0 && depth < 2048 && fstat (cur, &st) == 0; depth++)
+    {
+      struct stat up_st;
+      int up;
+
+      for (guint i = 0; i < G_N_ELEMENTS (tops); i++)
+        if (st.st_dev == top_st[i].st_dev && st.st_ino == top_st[i].st_ino)
+          return TRUE;
+      if (st.st_dev == root_st.st_dev && st.st_ino == root_st.st_ino)
+        return FALSE;
+      up = openat (cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (up < 0 || fstat (up, &up_st) < 0 || (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino))
+        {
+          if (up >= 0)
+            close (up);
+          return FALSE;
+        }
+      close (cur);
+      cur = up;
+    }
+  return FALSE;
+}
+
+int
+sandstep_tree_open_directory (int tree_fd, const char *sandbox_path, GError **error)
+{
+  g_autofree char *rel = NULL;
+  g_autofree char *shown = NULL;
+  g_auto(TreeFd) fd = -1;
+
+  g_return_val_if_fail (sandbox_path != NULL, -1);
+  g_return_val_if_fail (error == NULL || *error == NULL, -1);
+
+  rel = sandstep_tree_relative_path (sandbox_path, error);
+  if (rel == NULL)
+    return -1;
+  shown = g_strconcat ("/", rel, NULL);
+  fd = open_directory (tree_fd, rel, shown, error);
+  if (fd < 0)
+    return -1;
+  if (!is_beneath_files (tree_fd, fd))
+    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_ESCAPES,
+                           "'%s' leads outside the sandbox's files (a link out of /workspace and /tmp); name a "
+                           "directory under /workspace or /tmp itself", sandbox_path), -1;
+  return g_steal_fd (&fd);
+}
+
 GPtrArray *
 sandstep_tree_list (int tree_fd, const char *sandbox_path, GError **error)
 {
   g_autofree char *rel = NULL;
   g_autofree char *shown = NULL;
-  g_auto(TreeFd) path_fd = -1;
   g_auto(TreeFd) fd = -1;
   g_autoptr(DIR) dir = NULL;
   g_autoptr(GPtrArray) entries = NULL;
@@ -309,23 +402,9 @@ sandstep_tree_list (int tree_fd, const char *sandbox_path, GError **error)
   if (rel == NULL)
     return NULL;
   shown = g_strconcat ("/", rel, NULL);
-
-  path_fd = sandstep_tree_openat2 (tree_fd, rel, O_PATH);
-  if (path_fd < 0)
-    return sandstep_tree_throw_lookup (error, errno, shown), NULL;
-  if (fstat (path_fd, &st) < 0)
-    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                 "Cannot stat '%s' in the sandbox", shown), NULL;
-  if (!S_ISDIR (st.st_mode))
-    return sandstep_throw (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_NOT_FOUND,
-                           "'%s' is %s, not a directory; list the directory that holds it", shown,
-                           S_ISREG (st.st_mode) ? "a file" : sandstep_file_type_words (st.st_mode)), NULL;
-
-  /* "." from the O_PATH fd reopens the very directory that was checked. */
-  fd = openat (path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  fd = open_directory (tree_fd, rel, shown, error);
   if (fd < 0)
-    return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,
-                                 "Cannot open the directory '%s' in the sandbox", shown), NULL;
+    return NULL;
   dir = fdopendir (fd);
   if (dir == NULL)
     return sandstep_throw_errno (error, SANDSTEP_PATH_ERROR, SANDSTEP_PATH_ERROR_IO, errno,

@@ -58,6 +58,10 @@ gboolean sandstep_tree_put_as (int tree_fd, const char *host_src, const char *de
  * name; a symbolic link to a directory is not a directory. */
 GPtrArray *sandstep_tree_list (int tree_fd, const char *sandbox_path, GError **error);
 
+/* Opens a directory of the sandbox (as sandstep_tree_list() resolves it) for reading, close-on-exec, for a watch
+ * of its files; refuses one that a link leads to outside /workspace and /tmp (SANDSTEP_PATH_ERROR_ESCAPES). */
+int sandstep_tree_open_directory (int tree_fd, const char *sandbox_path, GError **error);
+
 /* Streams a regular file into @dest_fd (copy_file_range where it can).
  * Refuses over @max_bytes before writing anything; fails with
  * SANDSTEP_PATH_ERROR_CHANGED if the size changed during the copy.

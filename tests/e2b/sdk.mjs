@@ -419,7 +419,6 @@ async function files() {
   });
   await take('removedMissing', async () => { await sbx.files.remove('/workspace/no-such-file'); return true; });
   await take('removedReadOnly', async () => { await sbx.files.remove('/usr/bin/env'); return true; });
-  await take('unserved', async () => await sbx.files.watchDir('/workspace', () => {}));
   // A path that climbs out stays in the sandbox: the test checks the host has no such file.
   await take('climbed', async () => (await sbx.files.write(`/../../../..${process.env.E2B_ESCAPE}`, 'out?')).path);
   await take('killed', async () => { await sbx.kill(); return true; });

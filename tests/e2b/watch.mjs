@@ -1,0 +1,144 @@
+// tests/e2b/watch.mjs: files.watchDir of the official E2B SDK (npm "e2b", unmodified) against sandstepd.
+//
+// tests/test-e2b.c runs `node watch.mjs watch` as it runs sdk.mjs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY,
+// E2B_OTHER_KEY a key of another owner; E2B_SANDSTEPD_PID the daemon's pid) and checks the report: the events
+// each watch got, what other calls gave while it watched, and how each watch ended.
+import { Sandbox } from 'e2b';
+import { readdirSync, readlinkSync } from 'node:fs';
+
+const report = {};
+
+async function take(name, fn) {
+  try {
+    report[name] = await fn();
+  } catch (e) {
+    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A watch whose events ("type:name") and end (null: not yet; 'clean', or the error's message) are kept.
+async function watch(sbx, path, opts = {}) {
+  const w = { events: [], exit: null };
+  w.handle = await sbx.files.watchDir(path, (e) => w.events.push(`${e.type}:${e.name}`), {
+    ...opts,
+    onExit: (err) => { w.exit = err === undefined ? 'clean' : String(err?.message ?? err); },
+  });
+  return w;
+}
+
+// Waits (up to 10 s) until @cond holds.
+async function until(cond) {
+  for (let i = 0; i < 100 && !cond(); i++)
+    await sleep(100);
+}
+
+// The anon_inode:inotify fds sandstepd holds, or null when its fds cannot be read (another user's daemon).
+function inotifyFds() {
+  const dir = `/proc/${process.env.E2B_SANDSTEPD_PID}/fd`;
+  try {
+    return readdirSync(dir).filter((fd) => {
+      try { return readlinkSync(`${dir}/${fd}`) === 'anon_inode:inotify'; } catch { return false; }
+    }).length;
+  } catch {
+    return null;
+  }
+}
+
+async function main() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  report.sandboxId = sbx.sandboxId;
+  await sbx.commands.run('mkdir -p /workspace/w/sub /tmp/t && ln -s /etc /workspace/etc-link && ln -s / /workspace/root-link');
+  report.inotifyBefore = inotifyFds();
+  const flat = await watch(sbx, '/workspace/w');
+  const deep = await watch(sbx, '/workspace/w', { recursive: true });
+  const tmp = await watch(sbx, '/tmp/t');
+  report.inotifyWatching = inotifyFds();
+  // While they watch, the sandbox's other calls are served (a watch holds no claim).
+  await take('run1', async () => (await sbx.commands.run('echo one > /workspace/w/a.txt && echo ok')).stdout);
+  await take('run2', async () => (await sbx.commands.run('echo two >> /workspace/w/a.txt && echo ok')).stdout);
+  await take('read', async () => await sbx.files.read('/workspace/w/a.txt'));
+  await take('run3', async () => (await sbx.commands.run('mv /workspace/w/a.txt /workspace/w/b.txt && echo ok')).stdout);
+  await take('run4', async () => (await sbx.commands.run('chmod 600 /workspace/w/b.txt && rm /workspace/w/b.txt && echo ok')).stdout);
+  await take('run5', async () => (await sbx.commands.run('echo s > /workspace/w/sub/deep.txt && mkdir /workspace/w/new && echo n > /workspace/w/new/in-new.txt && echo x > /tmp/t/x && echo ok')).stdout);
+  await until(() => deep.events.includes('create:new/in-new.txt') && tmp.events.includes('create:x'));
+  report.flat = flat.events;
+  report.deep = deep.events;
+  report.tmp = tmp.events;
+  // stop() ends the watch: onExit, and no event after.
+  await flat.handle.stop();
+  await until(() => flat.exit !== null);
+  await sbx.commands.run('echo late > /workspace/w/late.txt');
+  await until(() => deep.events.includes('create:late.txt'));
+  report.flatAfterStop = flat.events.filter((e) => e.endsWith('late.txt'));
+  report.flatExit = flat.exit;
+  report.deepSawLate = deep.events.includes('create:late.txt');
+  // What is not the sandbox's /workspace or /tmp is refused, through a link too; a file is no directory.
+  await take('outside', async () => { await watch(sbx, '/etc'); return true; });
+  await take('viaLink', async () => { await watch(sbx, '/workspace/etc-link'); return true; });
+  await take('viaRootLink', async () => { await watch(sbx, '/workspace/root-link'); return true; });
+  await take('missing', async () => { await watch(sbx, '/workspace/no-such-dir'); return true; });
+  // Another owner's key watches nothing of this sandbox (the SDK sends the key as envd's access token).
+  await take('other', async () => {
+    const body = JSON.stringify({ path: '/workspace/w' });
+    const env = Buffer.alloc(5 + Buffer.byteLength(body));
+    env.writeUInt32BE(Buffer.byteLength(body), 1);
+    env.write(body, 5);
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/WatchDir`, { method: 'POST',
+      headers: { 'Content-Type': 'application/connect+json', 'E2b-Sandbox-Id': sbx.sandboxId,
+                 'X-Access-Token': process.env.E2B_OTHER_KEY },
+      body: env });
+    return (await res.text()).slice(5);
+  });
+  // The watched directory removed: its watch ends, saying so.
+  await take('goneExit', async () => {
+    await sbx.commands.run('mkdir -p /workspace/gone/in');
+    const g = await watch(sbx, '/workspace/gone', { recursive: true });
+    await sbx.commands.run('rm -r /workspace/gone');
+    await until(() => g.exit !== null);
+    return g.exit;
+  });
+  // A recursive watch takes at most 1000 directories: refused at its start past that, ended when it grows past.
+  await take('tooMany', async () => {
+    await sbx.commands.run('mkdir -p /workspace/many && cd /workspace/many && mkdir $(seq 1 1000)');
+    await watch(sbx, '/workspace/many', { recursive: true });
+    return true;
+  });
+  await take('grewExit', async () => {
+    await sbx.commands.run('mkdir -p /workspace/grow/0');
+    const g = await watch(sbx, '/workspace/grow', { recursive: true });
+    await sbx.commands.run('cd /workspace/grow/0 && mkdir $(seq 1 1000)');
+    await until(() => g.exit !== null);
+    return g.exit;
+  });
+  await take('afterGrew', async () => (await sbx.commands.run('echo ok')).stdout);
+  // kill ends the watches that remain, saying why.
+  await sbx.kill();
+  await until(() => deep.exit !== null && tmp.exit !== null);
+  report.deepExit = deep.exit;
+  report.tmpExit = tmp.exit;
+  // A snapshot makes the sandbox's files a layer: its watch ends, saying so; neither it nor a sandbox of the
+  // snapshot (whose files live in its jail) is watched after.
+  const sbx2 = await Sandbox.create('base', { timeoutMs: 120_000 });
+  const before = await watch(sbx2, '/workspace');
+  await take('snapshot', async () => (await sbx2.createSnapshot()).snapshotId);
+  await until(() => before.exit !== null);
+  report.snapshotExit = before.exit;
+  await take('watchSnapshotted', async () => { await watch(sbx2, '/workspace'); return true; });
+  await take('forked', async () => {
+    const made = await Sandbox.create(report.snapshot, { timeoutMs: 60_000 });
+    try {
+      await watch(made, '/workspace');
+      return true;
+    } finally {
+      await made.kill();
+    }
+  });
+  await Sandbox.deleteSnapshot(report.snapshot);
+  await sbx2.kill();
+}
+
+await main();
+console.log(JSON.stringify(report));
+process.exit(0);
