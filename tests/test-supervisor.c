@@ -1432,8 +1432,14 @@ test_terminal_flow_restored (Fixture *f, gconstpointer data)
       pid = spawn_with_stdio (f, args, slave, slave, slave);
       seen = read_until (master, "frozen", 30);
       g_assert_nonnull (strstr (seen, "frozen"));
-      for (int i = 0; i < 500 && !g_file_test (noted_path, G_FILE_TEST_EXISTS); i++)
-        g_usleep (10 * 1000);
+      /* Written whole, not only made: a supervisor killed between the two would leave the note empty. */
+      for (int i = 0; i < 500; i++)
+        {
+          g_autofree char *so_far = NULL;
+          if (g_file_get_contents (noted_path, &so_far, NULL, NULL) && strcmp (so_far, "stopped") == 0)
+            break;
+          g_usleep (10 * 1000);
+        }
       if (endings[e] == END_SUPERVISOR_DIES)
         g_assert_cmpint (kill (supervisor, SIGKILL), ==, 0);
       /* Drain while it ends, so that nothing it writes waits on the terminal. */
