@@ -156,9 +156,27 @@ on_watch_gone (Request *req)
     watch_free (w);
 }
 
-/* Watches the directory @fd (@rel beneath the watched one) for @w, and its subdirectories when @w is recursive. */
+/* Streams envd's FilesystemEvent {name, type} to @w's client, @name relative to the watched path. */
+static void
+send_event (Watch *w, const char *name, const char *type)
+{
+  g_autoptr(JsonObject) message = json_object_new ();
+  JsonObject *fs = json_object_new ();
+  gsize len = 0;
+  char *bytes;
+
+  json_object_set_string_member (fs, "name", name);
+  json_object_set_string_member (fs, "type", type);
+  json_object_set_object_member (message, "filesystem", fs);
+  bytes = sandstepd_envd_message (message, &len);
+  sandstepd_stream_take (w->req, bytes, len);
+}
+
+/* Watches the directory @fd (@rel beneath the watched one) for @w, and its subdirectories when @w is recursive.
+ * With @announce (a directory made while watched), what it holds already was made after its own creation, before
+ * its watch could see it: each entry is sent as created. */
 static gboolean
-add_directory (Watch *w, int fd, const char *rel, GError **error)
+add_directory (Watch *w, int fd, const char *rel, gboolean announce, GError **error)
 {
   char proc[64];
   DIR *dir;
@@ -226,6 +244,9 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
 
       if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0)
         continue;
+      sub_rel = rel[0] != '\0' ? g_strconcat (rel, "/", entry->d_name, NULL) : g_strdup (entry->d_name);
+      if (announce)
+        send_event (w, sub_rel, "EVENT_TYPE_CREATE");
       if (entry->d_type != DT_DIR &&
           (entry->d_type != DT_UNKNOWN || fstatat (dirfd (dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
            !S_ISDIR (st.st_mode)))
@@ -234,8 +255,7 @@ add_directory (Watch *w, int fd, const char *rel, GError **error)
       sub = openat (dirfd (dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub < 0)
         continue;
-      sub_rel = rel[0] != '\0' ? g_strconcat (rel, "/", entry->d_name, NULL) : g_strdup (entry->d_name);
-      ok = add_directory (w, sub, sub_rel, error);
+      ok = add_directory (w, sub, sub_rel, announce, error);
       close (sub);
       if (!ok)
         break;
@@ -265,7 +285,7 @@ add_new_directory (Watch *w, const Dir *parent, const char *name, GError **error
   /* Gone already, moved, or not a directory: nothing to watch. */
   if (fd < 0)
     return TRUE;
-  ok = add_directory (w, fd, rel, error);
+  ok = add_directory (w, fd, rel, TRUE, error);
   close (fd);
   return ok;
 }
@@ -308,11 +328,7 @@ watch_event (Watch *w, const struct inotify_event *ev)
   const Dir *dir = g_hash_table_lookup (w->dirs, GINT_TO_POINTER (ev->wd));
   const char *type = event_type (ev->mask);
   g_autofree char *name = NULL;
-  g_autoptr(JsonObject) message = NULL;
   g_autoptr(GError) error = NULL;
-  JsonObject *fs;
-  gsize len = 0;
-  char *bytes;
 
   if (ev->wd == w->root_wd && w->root_wd >= 0)
     {
@@ -353,24 +369,16 @@ watch_event (Watch *w, const struct inotify_event *ev)
   name = dir->rel[0] != '\0' ? g_strconcat (dir->rel, "/", ev->name, NULL) : g_strdup (ev->name);
   if ((ev->mask & IN_ISDIR) && w->recursive && (ev->mask & IN_MOVED_FROM))
     forget_beneath (w, name);
-  if ((ev->mask & IN_ISDIR) && w->recursive && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
-      !add_new_directory (w, dir, ev->name, &error))
-    {
-      watch_end (w, "resource_exhausted", error->message);
-      return;
-    }
   if (w->req->pending > WATCH_MAX_UNREAD)
     {
       watch_end (w, "resource_exhausted", "The client read none of its events for too long; the watch ended");
       return;
     }
-  message = json_object_new ();
-  fs = json_object_new ();
-  json_object_set_string_member (fs, "name", name);
-  json_object_set_string_member (fs, "type", type);
-  json_object_set_object_member (message, "filesystem", fs);
-  bytes = sandstepd_envd_message (message, &len);
-  sandstepd_stream_take (w->req, bytes, len);
+  send_event (w, name, type);
+  /* After its own event: what the new directory holds already is sent as created. */
+  if ((ev->mask & IN_ISDIR) && w->recursive && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+      !add_new_directory (w, dir, ev->name, &error))
+    watch_end (w, "resource_exhausted", error->message);
 }
 
 static gboolean
@@ -480,7 +488,7 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
                  "Cannot watch the files of sandbox '%s': %s", handle, g_strerror (errno));
   else
     use_wd (w, w->root_wd);
-  ok = error == NULL && add_directory (w, dir_fd, "", &error);
+  ok = error == NULL && add_directory (w, dir_fd, "", FALSE, &error);
   if (!ok)
     {
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);

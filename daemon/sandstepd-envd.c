@@ -484,15 +484,14 @@ connect_timeout_s (Request *req)
 }
 
 
-static void
-handle_start (Request *req)
+/* A streaming call's one request message, or NULL once answered why not: the body must be a Connect stream. */
+static JsonObject *
+read_stream_request (Request *req)
 {
   const char *content_type = soup_message_headers_get_content_type (
     soup_server_message_get_request_headers (req->msg), NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) request = NULL;
-  JsonNode *stdin_node;
-  Envd *job;
+  JsonObject *request;
 
   if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
     {
@@ -501,14 +500,24 @@ handle_start (Request *req)
       g_autofree char *message = g_strdup_printf ("%s takes a body of type " CONNECT_STREAM_TYPE ", not '%s'",
                                                   req->path, shown);
       sandstepd_envd_answer_stream_error (req, "invalid_argument", message);
-      return;
+      return NULL;
     }
   request = sandstepd_envd_read_envelope (req->body->data, req->body->len, &error);
   if (request == NULL)
-    {
-      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
-      return;
-    }
+    sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
+  return request;
+}
+
+static void
+handle_start (Request *req)
+{
+  g_autoptr(JsonObject) request = read_stream_request (req);
+  g_autoptr(GError) error = NULL;
+  JsonNode *stdin_node;
+  Envd *job;
+
+  if (request == NULL)
+    return;
   stdin_node = json_object_get_member (request, "stdin");
   if (json_object_has_member (request, "pty"))
     {
@@ -555,25 +564,12 @@ sandstepd_envd_fork (Request *req, const char *handle, const char *holder, EnvdF
 static void
 handle_connect (Request *req)
 {
-  const char *content_type = soup_message_headers_get_content_type (
-    soup_server_message_get_request_headers (req->msg), NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) request = NULL;
+  g_autoptr(JsonObject) request = read_stream_request (req);
   JsonNode *selector;
   Envd *job;
 
-  if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
-    {
-      sandstepd_envd_answer_stream_error (req, "invalid_argument",
-                                          "/process.Process/Connect takes a body of type " CONNECT_STREAM_TYPE);
-      return;
-    }
-  request = sandstepd_envd_read_envelope (req->body->data, req->body->len, &error);
   if (request == NULL)
-    {
-      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
-      return;
-    }
+    return;
   selector = json_object_get_member (request, "process");
   if (selector == NULL || !JSON_NODE_HOLDS_OBJECT (selector))
     {
@@ -591,26 +587,13 @@ handle_connect (Request *req)
 static void
 handle_watch (Request *req)
 {
-  const char *content_type = soup_message_headers_get_content_type (
-    soup_server_message_get_request_headers (req->msg), NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) request = NULL;
+  g_autoptr(JsonObject) request = read_stream_request (req);
   JsonNode *recursive;
   const char *path;
   Envd *job;
 
-  if (g_strcmp0 (content_type, CONNECT_STREAM_TYPE) != 0)
-    {
-      sandstepd_envd_answer_stream_error (req, "invalid_argument",
-                                          "/filesystem.Filesystem/WatchDir takes a body of type " CONNECT_STREAM_TYPE);
-      return;
-    }
-  request = sandstepd_envd_read_envelope (req->body->data, req->body->len, &error);
   if (request == NULL)
-    {
-      sandstepd_envd_answer_stream_error (req, "invalid_argument", error->message);
-      return;
-    }
+    return;
   path = string_member (request, "path");
   if (path == NULL || path[0] == '\0')
     {
