@@ -17,8 +17,10 @@
 #endif
 
 #define PARENT "sandstep"
-/* rmdir of a cgroup fails while its last tasks are still exiting. */
-#define RMDIR_ATTEMPTS 200
+/* rmdir of a cgroup fails while its last tasks are still exiting: those of a jail whose supervisor was killed die
+ * with it, and one in the middle of a write may take a while under load.  Nothing removes the cgroup later but a
+ * gc's sweep, so its removal waits up to this long. */
+#define RMDIR_WAIT_US (5 * G_USEC_PER_SEC)
 /* The CFS period of a --cpus cap, docker's: the quota is --cpus of it. */
 #define CPU_PERIOD_US 100000
 
@@ -509,10 +511,18 @@ sandstep_cgroup_counters (SandstepCgroup *cgroup, guint64 *out_oom_kills, guint6
 static void
 remove_dir (const char *dir)
 {
-  if (dir == NULL)
+  gint64 deadline;
+  gulong pause_us = 1000;
+
+  if (dir == NULL || rmdir (dir) == 0 || errno != EBUSY)
     return;
-  for (int i = 0; i < RMDIR_ATTEMPTS && rmdir (dir) < 0 && errno == EBUSY; i++)
-    g_usleep (1000);
+  deadline = g_get_monotonic_time () + RMDIR_WAIT_US;
+  do
+    {
+      g_usleep (pause_us);
+      pause_us = MIN (pause_us * 2, 50000);
+    }
+  while (rmdir (dir) < 0 && errno == EBUSY && g_get_monotonic_time () < deadline);
 }
 
 void
