@@ -532,6 +532,22 @@ string_member (JsonObject *object, const char *name, gboolean *out_bad)
   return json_node_get_string (node);
 }
 
+/* The one language the session speaks (the sandbox's python3): TRUE, or FALSE once @req is answered why not,
+ * @subject naming what asked for another. */
+static gboolean
+python_only (Request *req, const char *language, gboolean bad, const char *subject)
+{
+  g_autofree char *shown = NULL;
+
+  if (!bad && (language == NULL || g_ascii_strcasecmp (language, "python") == 0))
+    return TRUE;
+  shown = sandstep_escape (language != NULL ? language : "(not a string)", -1, 100, SANDSTEP_ESCAPE_VALUE);
+  code_error (req, SOUP_STATUS_BAD_REQUEST,
+              "%s '%s' is not served by sandstepd's code interpreter: only 'python' (the sandbox's python3); run "
+              "other languages with commands.run", subject, shown);
+  return FALSE;
+}
+
 static void
 handle_execute (Request *req)
 {
@@ -569,15 +585,8 @@ handle_execute (Request *req)
       return;
     }
   language = string_member (body, "language", &bad);
-  if (bad || (language != NULL && g_ascii_strcasecmp (language, "python") != 0))
-    {
-      g_autofree char *shown = sandstep_escape (language != NULL ? language : "(not a string)", -1, 100,
-                                                SANDSTEP_ESCAPE_VALUE);
-      code_error (req, SOUP_STATUS_BAD_REQUEST,
-                  "Language '%s' is not served by sandstepd's code interpreter: only 'python' (the sandbox's "
-                  "python3); run other languages with commands.run", shown);
-      return;
-    }
+  if (!python_only (req, language, bad, "Language"))
+    return;
   context = string_member (body, "context_id", &bad);
   if (bad || (context != NULL && strcmp (context, CODE_CONTEXT) != 0))
     {
@@ -715,15 +724,8 @@ contexts_check (Request *req)
         }
       language = string_member (body, "language", &bad_language);
       cwd = string_member (body, "cwd", &bad_cwd);
-      if (bad_language || (language != NULL && g_ascii_strcasecmp (language, "python") != 0))
-        {
-          g_autofree char *shown = sandstep_escape (language != NULL ? language : "(not a string)", -1, 100,
-                                                    SANDSTEP_ESCAPE_VALUE);
-          code_error (req, SOUP_STATUS_BAD_REQUEST,
-                      "A code context of language '%s' is not served by sandstepd: only 'python' (the sandbox's "
-                      "python3); run other languages with commands.run", shown);
-          return FALSE;
-        }
+      if (!python_only (req, language, bad_language, "A code context of language"))
+        return FALSE;
       /* A context of its own cwd would be a second session: the sandbox has one, which starts in /workspace. */
       if (bad_cwd || (cwd != NULL && strcmp (cwd, "/workspace") != 0))
         {

@@ -245,3 +245,15 @@ stop_node (void)
   waitpid (node.guardian, &status, 0);
 }
 
+
+void
+fail_with_reason (gconstpointer reason)
+{
+  g_test_fail_printf ("%s", (const char *) reason);
+}
+
+void
+skip_with_reason (gconstpointer reason)
+{
+  g_test_skip (reason);
+}

@@ -70,4 +70,9 @@ gboolean start_node (char **out_reason);
 /* Cancels what runs, then stops the node by the pids it recorded. */
 void stop_node (void);
 
+/* g_test_add_data_func() cases that only report: a node that could not start (fails the suite), or one that cannot
+ * start here (a skip), @reason saying why. */
+void fail_with_reason (gconstpointer reason);
+void skip_with_reason (gconstpointer reason);
+
 G_END_DECLS

@@ -454,18 +454,6 @@ test_node_killed (void)
   }
 }
 
-static void
-fail_with_reason (gconstpointer reason)
-{
-  g_test_fail_printf ("%s", (const char *) reason);
-}
-
-static void
-skip_with_reason (gconstpointer reason)
-{
-  g_test_skip (reason);
-}
-
 /* The node killed last: the cluster has one node left after it. */
 static const struct {
   const char *path;

@@ -840,18 +840,6 @@ test_fail_closed (void)
   }
 }
 
-static void
-fail_with_reason (gconstpointer reason)
-{
-  g_test_fail_printf ("%s", (const char *) reason);
-}
-
-static void
-skip_with_reason (gconstpointer reason)
-{
-  g_test_skip (reason);
-}
-
 static const struct {
   const char *path;
   GTestFunc func;
