@@ -18,10 +18,6 @@ sandstep_backend_provision (SandstepBackend *backend, const SandstepSpec *spec, 
   return backend->klass->provision (backend, spec, who, out_existing, error);
 }
 
-/* The first pause between two tries at a held claim, and the longest. */
-#define CLAIM_PAUSE_FIRST_US 5000
-#define CLAIM_PAUSE_MAX_US (100 * 1000)
-
 /* One try at what needs the claim: attach, or a whole step. */
 typedef gboolean (*ClaimTry) (SandstepBackend *backend, const char *handle, const SandstepIdentity *who,
                               gpointer data, GError **error);
@@ -33,7 +29,7 @@ with_claim (SandstepBackend *backend, const char *handle, const SandstepIdentity
             SandstepWaitNotify notify, gpointer notify_data, ClaimTry try, gpointer data, GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) (MAX (wait_s, 0) * G_USEC_PER_SEC);
-  gint64 pause_us = CLAIM_PAUSE_FIRST_US;
+  gint64 pause_us = SANDSTEP_CLAIM_PAUSE_FIRST_US;
   gboolean notified = FALSE;
 
   for (;;)
@@ -54,17 +50,14 @@ with_claim (SandstepBackend *backend, const char *handle, const SandstepIdentity
           if (wait_s <= 0)
             g_propagate_error (error, g_steal_pointer (&refusal));
           else
-            sandstep_throw_busy (error, holder,
-                                 "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision "
-                                 "one sandbox per step",
-                                 handle, holder, wait_s);
+            sandstep_throw_busy_waited (error, handle, holder, wait_s);
           return FALSE;
         }
       if (!notified && notify != NULL)
         notify (handle, holder, wait_s, notify_data);
       notified = TRUE;
       g_usleep (MIN (pause_us, deadline - g_get_monotonic_time () + 1));
-      pause_us = MIN (pause_us * 2, CLAIM_PAUSE_MAX_US);
+      pause_us = MIN (pause_us * 2, SANDSTEP_CLAIM_PAUSE_MAX_US);
     }
 }
 

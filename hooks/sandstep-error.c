@@ -182,6 +182,23 @@ sandstep_throw_busy (GError **error, const char *holder, const char *format, ...
   return FALSE;
 }
 
+char *
+sandstep_busy_waiting_text (const char *handle, const char *holder, double wait_s)
+{
+  g_autofree char *shown = sandstep_escape (holder, -1, 0, SANDSTEP_ESCAPE_VALUE);
+
+  return g_strdup_printf ("sandbox '%s' is held by '%s'; waiting up to %gs", handle, shown, wait_s);
+}
+
+gboolean
+sandstep_throw_busy_waited (GError **error, const char *handle, const char *holder, double wait_s)
+{
+  return sandstep_throw_busy (error, holder,
+                              "Sandbox '%s' is still held by '%s' after waiting %gs; raise --wait or provision one "
+                              "sandbox per step",
+                              handle, holder, wait_s);
+}
+
 gboolean
 sandstep_throw_broken (GError **error, const char *handle, const char *format, ...)
 {

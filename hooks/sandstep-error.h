@@ -115,6 +115,18 @@ gboolean sandstep_throw_write_errno (GError **error, GQuark domain, int code, in
 /* SANDSTEP_SANDBOX_ERROR_BUSY naming @holder, the one who has the sandbox now. */
 gboolean sandstep_throw_busy (GError **error, const char *holder, const char *format, ...) G_GNUC_PRINTF (3, 4);
 
+/* How long a caller waits for a sandbox that another holder has, unless --wait says, and how often it looks
+ * again: soon at first, then ever less often. */
+#define SANDSTEP_WAIT_DEFAULT_S 600.0
+#define SANDSTEP_CLAIM_PAUSE_FIRST_US 5000
+#define SANDSTEP_CLAIM_PAUSE_MAX_US (100 * 1000)
+
+/* The line a caller hears when it starts to wait for @handle, which @holder has (after "sandstep OP: "), and the
+ * error when @wait_s is over: the one wording, whoever keeps the caller waiting (the helper, or the supervisor
+ * that queues a front's command). */
+char *sandstep_busy_waiting_text (const char *handle, const char *holder, double wait_s);
+gboolean sandstep_throw_busy_waited (GError **error, const char *handle, const char *holder, double wait_s);
+
 /* SANDSTEP_SANDBOX_ERROR_BROKEN: "Sandbox 'HANDLE' is damaged: WHAT; destroy it ...", the one wording of a
  * damaged sandbox, whoever finds the damage (the store, the claim, the supervisor). */
 gboolean sandstep_throw_broken (GError **error, const char *handle, const char *format, ...) G_GNUC_PRINTF (3, 4);

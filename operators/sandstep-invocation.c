@@ -10,7 +10,6 @@
 #include "sandstep-owner-libc.h"
 #include "sandstep-step.h"
 
-#define DEFAULT_WAIT_S 600.0
 /* How much of a bad handle a message quotes. */
 #define SHOWN_HANDLE_MAX 96
 
@@ -384,10 +383,9 @@ static void
 print_waiting (const char *handle, const char *current_holder, double wait_s, gpointer user_data)
 {
   SandstepInvocation *invocation = user_data;
-  g_autofree char *holder = sandstep_escape (current_holder, -1, 0, SANDSTEP_ESCAPE_VALUE);
+  g_autofree char *text = sandstep_busy_waiting_text (handle, current_holder, wait_s);
 
-  g_printerr ("sandstep %s: sandbox '%s' is held by '%s'; waiting up to %gs\n", invocation->op->name, handle,
-              holder, wait_s);
+  g_printerr ("sandstep %s: %s\n", invocation->op->name, text);
 }
 
 SandstepAttachment *
@@ -395,7 +393,7 @@ sandstep_invocation_attach (SandstepInvocation *invocation, GError **error)
 {
   /* A server's client is a person or an agent at a prompt: another holder is said at once, with its name,
    * rather than after the wait a make step gets (unless --wait asks for one). */
-  double wait_s = (invocation->op->flags & SANDSTEP_OP_SERVES) != 0 ? 0 : DEFAULT_WAIT_S;
+  double wait_s = (invocation->op->flags & SANDSTEP_OP_SERVES) != 0 ? 0 : SANDSTEP_WAIT_DEFAULT_S;
   const char *given = sandstep_invocation_get (invocation, "wait");
 
   if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))
@@ -408,7 +406,7 @@ gboolean
 sandstep_invocation_run_step (SandstepInvocation *invocation, const SandstepRunRequest *request,
                               SandstepRanFunc on_ran, gpointer ran_data, GError **error)
 {
-  double wait_s = DEFAULT_WAIT_S;
+  double wait_s = SANDSTEP_WAIT_DEFAULT_S;
   const char *given = sandstep_invocation_get (invocation, "wait");
 
   if (given != NULL && !sandstep_parse_seconds ("wait", given, TRUE, &wait_s, error))

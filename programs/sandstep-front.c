@@ -367,6 +367,9 @@ main (int argc, char **argv)
     case SANDSTEP_RUN_CALL_ERROR:
       fprintf (stderr, "sandstep run: %s\n", result.text);
       return SANDSTEP_EXIT_INTERNAL;
+    case SANDSTEP_RUN_CALL_BUSY:
+      fprintf (stderr, "sandstep run: %s\n", result.text);
+      return SANDSTEP_EXIT_BUSY;
     case SANDSTEP_RUN_CALL_LOST:
     case SANDSTEP_RUN_CALL_CANCELLED:
       fprintf (stderr, "sandstep run: %s\n", SANDSTEP_RUN_LOST_TEXT);

@@ -468,7 +468,7 @@ test_caller_killed (Fixture *f, gconstpointer data)
   r = sandstep_test_proc_wait (proc, 5);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 3));
   /* The command's processes go before init reports it ended: a run that came in between would find the
-   * supervisor still busy with it and take the ordinary path, which claims the sandbox itself. */
+   * supervisor still busy with it and wait there, which this case does not show. */
   g_assert_true (wait_claim_free (f, handle, 5));
   g_assert_true (process_alive (supervisor));
   {
@@ -1857,6 +1857,49 @@ test_host_live (Fixture *f, gconstpointer data)
   assert_host_not_used_up ();
 }
 
+/* A wrapper of the front that traces its connects and execs (without -f: the supervisor it may start lives on)
+ * into @trace; NULL where strace is not installed. */
+static char *
+traced_front (Fixture *f, const char *trace)
+{
+  g_autofree char *strace = g_find_program_in_path ("strace");
+  g_autofree char *wrapper = NULL, *script = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (strace == NULL)
+    return NULL;
+  wrapper = sandstep_test_host_path (f, "traced-front");
+  script = g_strdup_printf ("#!/bin/sh\nexec '%s' -qq -e trace=connect,execve -o '%s' '%s' \"$@\"\n", strace, trace,
+                            f->helper);
+  g_file_set_contents_full (wrapper, script, -1, G_FILE_SET_CONTENTS_NONE, 0755, &error);
+  g_assert_no_error (error);
+  return g_steal_pointer (&wrapper);
+}
+
+/* From a traced_front() log: did the front exec the core, and how many connects to a supervisor came before
+ * and after that exec (the front execs the core in place, so those before it are the front's). */
+static gboolean
+read_front_trace (const char *trace, guint *out_front_connects, guint *out_core_connects)
+{
+  g_autofree char *log = NULL;
+  g_auto(GStrv) lines = NULL;
+  gboolean exec_seen = FALSE;
+
+  *out_front_connects = *out_core_connects = 0;
+  g_assert_true (g_file_get_contents (trace, &log, NULL, NULL));
+  g_test_message ("%s", log);
+  lines = g_strsplit (log, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      if (strstr (lines[i], "execve(") != NULL && strstr (lines[i], "sandstep-core") != NULL &&
+          strstr (lines[i], "= 0") != NULL)
+        exec_seen = TRUE;
+      else if (strstr (lines[i], "connect(") != NULL && strstr (lines[i], SANDSTEP_RUN_SOCKET) != NULL)
+        (*(exec_seen ? out_core_connects : out_front_connects))++;
+    }
+  return exec_seen;
+}
+
 static void
 test_retry_clean_to_helper (Fixture *f, gconstpointer data)
 {
@@ -1865,28 +1908,20 @@ test_retry_clean_to_helper (Fixture *f, gconstpointer data)
   g_autofree char *step = g_strdup_printf ("--step=%d:1", (int) getpid ());
   g_autofree char *ends = g_strdup_printf ("%d:1", (int) getpid ());
   g_autofree char *trace = sandstep_test_host_path (f, "front.strace");
-  g_autofree char *wrapper = sandstep_test_host_path (f, "traced-helper");
-  g_autofree char *script = NULL, *log = NULL, *strace = g_find_program_in_path ("strace");
+  g_autofree char *wrapper = traced_front (f, trace);
   g_autofree char *helper = NULL;
   g_autoptr(SandstepTestResult) r = NULL;
-  g_autoptr(GError) error = NULL;
-  g_auto(GStrv) lines = NULL;
-  gboolean exec_seen = FALSE;
-  guint front_connects = 0, core_connects = 0;
+  guint front_connects, core_connects;
 
   g_test_summary ("a retry-safe sandbox's make recipe line goes from the front straight to the helper, which keeps "
                   "the target's checkpoint, never first to the supervisor to be sent back (issue 31)");
-  if (strace == NULL)
+  if (wrapper == NULL)
     {
       g_test_skip ("strace is not installed: this case reads which process connects to the supervisor");
       return;
     }
   /* The supervisor runs, as for a recipe's later lines, so that a front that asked it would connect. */
   g_assert_cmpint (start_supervisor (f, handle), >, 0);
-  script = g_strdup_printf ("#!/bin/sh\nexec '%s' -qq -e trace=connect,execve -o '%s' '%s' \"$@\"\n", strace, trace,
-                            f->helper);
-  g_file_set_contents_full (wrapper, script, -1, G_FILE_SET_CONTENTS_NONE, 0755, &error);
-  g_assert_no_error (error);
   helper = f->helper;
   f->helper = g_strdup (wrapper);
   sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
@@ -1896,27 +1931,174 @@ test_retry_clean_to_helper (Fixture *f, gconstpointer data)
   f->helper = g_steal_pointer (&helper);
   sandstep_test_assert_status (r, 0);
   g_assert_cmpstr (r->out, ==, "line\n");
-  g_assert_true (g_file_get_contents (trace, &log, NULL, NULL));
-  g_test_message ("%s", log);
-  lines = g_strsplit (log, "\n", -1);
-  /* The front's process execs the core in place (traced without -f: the supervisor it starts lives on): connects
-   * before that exec are the front's. */
-  for (guint i = 0; lines[i] != NULL; i++)
-    {
-      if (strstr (lines[i], "execve(") != NULL && strstr (lines[i], "sandstep-core") != NULL &&
-          strstr (lines[i], "= 0") != NULL)
-        exec_seen = TRUE;
-      else if (strstr (lines[i], "connect(") != NULL && strstr (lines[i], SANDSTEP_RUN_SOCKET) != NULL)
-        {
-          if (exec_seen)
-            core_connects++;
-          else
-            front_connects++;
-        }
-    }
-  g_assert_true (exec_seen);
+  g_assert_true (read_front_trace (trace, &front_connects, &core_connects));
   g_assert_cmpuint (front_connects, ==, 0);
   g_assert_cmpuint (core_connects, >=, 1);
+}
+
+/* `sandstep run ARGS...` started through traced_front(). */
+static SandstepTestProc *
+spawn_traced (Fixture *f, const char *wrapper, const char *const *args)
+{
+  char *helper = f->helper;
+  SandstepTestProc *proc;
+
+  f->helper = (char *) wrapper;
+  proc = sandstep_test_spawn_full (f, args, NULL, NULL, 0);
+  f->helper = helper;
+  return proc;
+}
+
+static void
+test_busy_waits_in_supervisor (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *trace = sandstep_test_host_path (f, "waiting.strace");
+  g_autofree char *wrapper = traced_front (f, trace);
+  g_autofree char *marker = sandstep_test_unique_seconds (100);
+  g_autofree char *command = g_strdup_printf ("sleep %s", marker);
+  g_autofree char *waiting = g_strdup_printf ("sandstep run: sandbox '%s' is held by 'first/holder'; waiting up to "
+                                              "600s", handle);
+  g_autofree char *line = NULL;
+  const char *marker_argv[] = { "sleep", marker, NULL };
+  guint front_connects, core_connects;
+  int supervisor;
+
+  g_test_summary ("a run that finds the sandbox busy with another holder's command waits in the supervisor, told "
+                  "so in the helper's words, and runs there when the sandbox is free: it is never sent to the "
+                  "helper only to come back (issue 31); a wait that runs out says who held the sandbox (exit 75), "
+                  "and a waiting caller that is killed runs nothing");
+  if (wrapper == NULL)
+    {
+      g_test_skip ("strace is not installed: this case reads whether the front execs the helper");
+      return;
+    }
+  supervisor = start_supervisor (f, handle);
+
+  /* Waits, then runs in turn. */
+  {
+    const char *args[] = { "run", h, "--holder=second/holder", "--", "echo second", NULL };
+    SandstepTestProc *first = sandstep_test_spawn (f, "run", h, "--holder=first/holder", "--", command, NULL);
+    SandstepTestProc *second;
+    g_autoptr(SandstepTestResult) first_r = NULL, second_r = NULL;
+
+    g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
+    second = spawn_traced (f, wrapper, args);
+    line = sandstep_test_proc_read_err_line (second, 30);
+    g_assert_cmpstr (line, ==, waiting);
+    g_assert_true (sandstep_test_proc_running (second));
+    /* The first command ends (its caller goes): the second's turn. */
+    sandstep_test_proc_kill (first, SIGTERM);
+    first_r = sandstep_test_proc_wait (first, 10);
+    second_r = sandstep_test_proc_wait (second, 30);
+    sandstep_test_assert_status (second_r, 0);
+    g_assert_cmpstr (second_r->out, ==, "second\n");
+    g_assert_false (read_front_trace (trace, &front_connects, &core_connects));
+    g_assert_cmpuint (front_connects, ==, 1);
+    g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 10));
+  }
+
+  /* A wait that runs out. */
+  {
+    g_autofree char *expected = g_strdup_printf (
+      "sandstep run: sandbox '%s' is held by 'first/holder'; waiting up to 0.3s\n"
+      "sandstep run: Sandbox '%s' is still held by 'first/holder' after waiting 0.3s; raise --wait or provision one "
+      "sandbox per step\n", handle, handle);
+    const char *args[] = { "run", h, "--holder=third/holder", "--wait=0.3", "--", "echo third", NULL };
+    SandstepTestProc *first = sandstep_test_spawn (f, "run", h, "--holder=first/holder", "--", command, NULL);
+    g_autoptr(SandstepTestResult) third = NULL, first_r = NULL;
+
+    g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
+    third = sandstep_test_proc_wait (spawn_traced (f, wrapper, args), 30);
+    sandstep_test_assert_status (third, EXIT_BUSY);
+    g_assert_cmpstr (third->err, ==, expected);
+    g_assert_cmpstr (third->out, ==, "");
+    g_assert_false (read_front_trace (trace, &front_connects, &core_connects));
+
+    /* A waiting caller killed (as make kills its recipes on ^C) leaves the queue, and its command never runs. */
+    {
+      SandstepTestProc *fourth = sandstep_test_spawn (f, "run", h, "--holder=fourth/holder", "--",
+                                                      "echo ran > /workspace/fourth", NULL);
+      g_autoptr(SandstepTestResult) fourth_r = NULL;
+      g_autofree char *out = NULL;
+
+      g_free (line);
+      line = sandstep_test_proc_read_err_line (fourth, 30);
+      sandstep_test_assert_contains (line, "waiting up to 600s");
+      sandstep_test_proc_kill (fourth, SIGKILL);
+      fourth_r = sandstep_test_proc_wait (fourth, 10);
+      sandstep_test_proc_kill (first, SIGTERM);
+      first_r = sandstep_test_proc_wait (first, 10);
+      g_assert_true (sandstep_test_wait_for_process (marker_argv, FALSE, 10));
+      out = sandstep_test_run_ok (f, handle, "test -e /workspace/fourth && echo ran || echo not run");
+      g_assert_cmpstr (out, ==, "not run\n");
+    }
+  }
+  g_assert_true (process_alive (supervisor));
+}
+
+static void
+test_recipe_hold_waits_in_supervisor (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *trace = sandstep_test_host_path (f, "recipe.strace");
+  g_autofree char *wrapper = traced_front (f, trace);
+  g_autofree char *first_step = g_strdup_printf ("--step=%d:1", (int) getpid ());
+  g_autofree char *last_step = g_strdup_printf ("--step=%d:2", (int) getpid ());
+  g_autofree char *ends = g_strdup_printf ("%d:2", (int) getpid ());
+  g_autofree char *other_step = g_strdup_printf ("--step=%d:5", (int) getpid ());
+  g_autofree char *other_ends = g_strdup_printf ("%d:5", (int) getpid ());
+  g_autofree char *waiting = g_strdup_printf ("sandstep run: sandbox '%s' is held by 'dag/run/first'; waiting up to "
+                                              "600s", handle);
+  g_autofree char *line = NULL;
+  const char *sleeper[] = { "/bin/sleep", "120", NULL };
+  const char *args[] = { "run", h, "--holder=dag/run/other", other_step, "--", "echo other", NULL };
+  g_auto(GStrv) envp = g_environ_setenv (g_get_environ (), "SANDSTEP_STEP_ENDS", ends, TRUE);
+  g_autoptr(SandstepTestResult) first = NULL, last = NULL, other_r = NULL;
+  g_autoptr(GError) error = NULL;
+  SandstepTestProc *other;
+  guint front_connects, core_connects;
+  GPid recipe = 0;
+
+  g_test_summary ("a make recipe's line that finds the sandbox held by another recipe between its lines waits in "
+                  "the supervisor, told so in the helper's words; the holding recipe's last line still goes first, "
+                  "and then the waiting line runs there (issue 31)");
+  if (wrapper == NULL)
+    {
+      g_test_skip ("strace is not installed: this case reads whether the front execs the helper");
+      return;
+    }
+  start_supervisor (f, handle);
+  /* This test is the recipes' "make": a child of it that carries the first recipe's SANDSTEP_STEP_ENDS keeps
+   * that recipe running between its lines. */
+  g_spawn_async (NULL, (char **) sleeper, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &recipe, &error);
+  g_assert_no_error (error);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
+  first = sandstep_test_helper (f, "run", h, "--holder=dag/run/first", first_step, "--", "echo first", NULL);
+  sandstep_test_assert_status (first, 0);
+
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", other_ends);
+  other = spawn_traced (f, wrapper, args);
+  line = sandstep_test_proc_read_err_line (other, 30);
+  g_assert_cmpstr (line, ==, waiting);
+  g_assert_true (sandstep_test_proc_running (other));
+
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", ends);
+  last = sandstep_test_helper (f, "run", h, "--holder=dag/run/first", last_step, "--", "echo last", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
+  sandstep_test_assert_status (last, 0);
+  g_assert_cmpstr (last->out, ==, "last\n");
+
+  other_r = sandstep_test_proc_wait (other, 30);
+  sandstep_test_assert_status (other_r, 0);
+  g_assert_cmpstr (other_r->out, ==, "other\n");
+  g_assert_false (read_front_trace (trace, &front_connects, &core_connects));
+  g_assert_cmpuint (front_connects, ==, 1);
+  kill (recipe, SIGKILL);
+  waitpid (recipe, NULL, 0);
+  g_spawn_close_pid (recipe);
 }
 
 static void
@@ -2283,6 +2465,8 @@ main (int argc, char **argv)
   ADD ("/supervisor/no-host-wide-per-sandbox", test_no_host_wide_per_sandbox);
   ADD ("/supervisor/host-live", test_host_live);
   ADD ("/supervisor/retry-clean-to-helper", test_retry_clean_to_helper);
+  ADD ("/supervisor/busy-waits-in-supervisor", test_busy_waits_in_supervisor);
+  ADD ("/supervisor/recipe-hold-waits-in-supervisor", test_recipe_hold_waits_in_supervisor);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);

@@ -465,6 +465,9 @@ run_through_supervisor (LocalAttachment *attachment, SandstepRunCall *call, Sand
                                  "The command was stopped: its caller went away");
         case SANDSTEP_RUN_CALL_ERROR:
           return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s", outcome.text);
+        case SANDSTEP_RUN_CALL_BUSY:
+          /* Never for a caller that holds the claim, as this one does; a supervisor that says so anyway. */
+          return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_BUSY, "%s", outcome.text);
         case SANDSTEP_RUN_CALL_LOST:
           return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s",
                                  SANDSTEP_RUN_LOST_TEXT);

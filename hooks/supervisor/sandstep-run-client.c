@@ -397,9 +397,10 @@ on_reply (int sock, const SandstepRunCall *call, int start_mark, SandstepRunCall
       result->reply = reply;
       return 0;
     case SANDSTEP_RUN_ERROR:
+    case SANDSTEP_RUN_BUSY:
       {
         size_t n = strnlen (buf + sizeof reply, sizeof result->text - 1);
-        result->outcome = SANDSTEP_RUN_CALL_ERROR;
+        result->outcome = reply.kind == SANDSTEP_RUN_BUSY ? SANDSTEP_RUN_CALL_BUSY : SANDSTEP_RUN_CALL_ERROR;
         memcpy (result->text, buf + sizeof reply, n);
         result->text[n] = '\0';
       }

@@ -39,6 +39,7 @@ typedef enum {
   SANDSTEP_RUN_CALL_DONE,       /* .reply */
   SANDSTEP_RUN_CALL_LOST,       /* the supervisor went away after it marked the command started: it may or may not have run */
   SANDSTEP_RUN_CALL_CANCELLED,  /* given up through cancel_fd: the supervisor kills what it started */
+  SANDSTEP_RUN_CALL_BUSY,       /* nothing ran: the sandbox stayed held past the caller's wait; .text says by whom */
 } SandstepRunCallOutcome;
 
 typedef struct {

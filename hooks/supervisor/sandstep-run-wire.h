@@ -16,14 +16,23 @@
  * the socket closes without DONE, and asks again only when it is empty.
  *
  * The supervisor answers with SandstepRunReply messages:
- *   FALLBACK  nothing ran: take the ordinary path, which says why (busy,
- *             another owner, expired, a value to judge);
+ *   FALLBACK  nothing ran: take the ordinary path, which says why (another
+ *             owner, expired, a value to judge, held by a process other
+ *             than the supervisor, --wait=0 on a held sandbox);
  *   RETRY     nothing ran: this supervisor is ending, ask a new one;
  *   NOTICE    a line for the caller's stderr (an egress refusal), the text
  *             after the reply;
  *   DONE      the command ended and every process it started is gone;
  *   ERROR     nothing ran: the sandbox could not be built, the text after
- *             the reply says why.
+ *             the reply says why;
+ *   BUSY      nothing ran: the sandbox stayed held until the caller's wait
+ *             was over, the text after the reply says by whom.
+ *
+ * A caller without the claim that finds the sandbox held by a command the
+ * supervisor runs, or by another make recipe, waits in the supervisor's
+ * queue (told so with a NOTICE) for as long as its --wait allows: its
+ * command is begun there, in the order callers came, and never sent the
+ * ordinary way only to come back.
  *
  * Plain C: the front is linked statically without GLib.
  */
@@ -71,6 +80,7 @@ typedef enum {
   SANDSTEP_RUN_NOTICE = 4,
   SANDSTEP_RUN_DONE = 5,
   SANDSTEP_RUN_ERROR = 6,
+  SANDSTEP_RUN_BUSY = 7,
 } SandstepRunKind;
 
 /* DONE flags. */

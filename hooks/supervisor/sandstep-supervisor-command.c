@@ -177,17 +177,6 @@ sandstep_supervisor_parse_request (char *buf, gsize size, SandstepSupervisorRequ
          (!out->have_timeout || parse_seconds (out->field[SANDSTEP_RUN_FIELD_TIMEOUT], FALSE, &out->timeout_s));
 }
 
-void
-sandstep_supervisor_refuse (int conn, SandstepRunKind kind)
-{
-  Request request = { 0 };
-
-  receive_request (conn, &request);
-  request_clear (&request);
-  reply (conn, kind);
-  close (conn);
-}
-
 static gboolean
 is_pipe (int fd)
 {
@@ -222,15 +211,6 @@ take_claim (const SupervisorRules *rules, const char *holder)
       ((gsize) st.st_size > text->len && ftruncate (rules->claim_fd, text->len) < 0))
     g_debug ("Could not record the holder of '%s': %s", rules->handle, g_strerror (errno));
   return TRUE;
-}
-
-/* Under our claim: does another make recipe hold the sandbox between its lines? */
-static gboolean
-held_by_other_step (const SupervisorRules *rules, const char *holder, const SandstepStep *step)
-{
-  char current[SANDSTEP_STEP_HOLDER_MAX];
-
-  return sandstep_step_bars (rules->dir_fd, holder, step, current, sizeof current, NULL);
 }
 
 static void
@@ -301,6 +281,12 @@ sandstep_supervisor_command_own_claim (SupervisorCommand *command)
   return command->own_claim;
 }
 
+const char *
+sandstep_supervisor_command_holder (SupervisorCommand *command)
+{
+  return command->holder;
+}
+
 void
 sandstep_supervisor_command_notice (SupervisorCommand *command, const char *line)
 {
@@ -345,55 +331,174 @@ sandstep_supervisor_command_finish (SupervisorCommand *command, SupervisorSandbo
   g_free (command);
 }
 
-SupervisorCommand *
-sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox, gint64 expires, int conn,
-                                   gboolean *out_running)
+/* ---- a caller, until its command begins ---- */
+
+struct _SupervisorCaller {
+  int conn;
+  Request request;
+  const char *holder;      /* into request */
+  gboolean claimed;        /* it holds the claim: the helper, which never waits here */
+  double wait_s;
+  gint64 wait_deadline;    /* monotonic µs */
+  char *held_by;           /* who kept the sandbox from it last; NULL: nobody yet */
+};
+
+static void
+caller_free (SupervisorCaller *caller)
+{
+  if (caller->conn >= 0)
+    close (caller->conn);
+  request_clear (&caller->request);
+  g_free (caller->held_by);
+  g_free (caller);
+}
+
+void
+sandstep_supervisor_refuse (int conn, SandstepRunKind kind)
 {
   Request request = { 0 };
+
+  receive_request (conn, &request);
+  request_clear (&request);
+  reply (conn, kind);
+  close (conn);
+}
+
+void
+sandstep_supervisor_caller_answer (SupervisorCaller *caller, SandstepRunKind kind)
+{
+  reply (caller->conn, kind);
+  caller_free (caller);
+}
+
+SupervisorCaller *
+sandstep_supervisor_caller_receive (const SupervisorRules *rules, int conn)
+{
+  SupervisorCaller *caller = g_new0 (SupervisorCaller, 1);
+  const SandstepSupervisorRequest *text = &caller->request.text;
+  const char *owner;
+
+  caller->conn = conn;
+  /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
+  if (!receive_request (conn, &caller->request) || !peer_is_ours (rules, conn) || caller->request.n_fds < 4 ||
+      !is_pipe (caller->request.fds[3]))
+    goto refuse;
+  /* Anything the ordinary path would judge, it judges, word for word. */
+  owner = text->field[SANDSTEP_RUN_FIELD_OWNER][0] ? text->field[SANDSTEP_RUN_FIELD_OWNER]
+                                                    : rules->terms->default_owner;
+  caller->holder = text->field[SANDSTEP_RUN_FIELD_HOLDER][0] ? text->field[SANDSTEP_RUN_FIELD_HOLDER]
+                                                              : rules->terms->default_holder;
+  if (strcmp (text->field[SANDSTEP_RUN_FIELD_HANDLE], rules->handle) != 0 ||
+      strcmp (owner, rules->terms->owner) != 0 || !g_utf8_validate (caller->holder, -1, NULL))
+    goto refuse;
+  caller->claimed = strcmp (text->field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0;
+  caller->wait_s = text->field[SANDSTEP_RUN_FIELD_WAIT][0] ? text->wait_s : SANDSTEP_WAIT_DEFAULT_S;
+  caller->wait_deadline = g_get_monotonic_time () + (gint64) MIN (caller->wait_s * G_USEC_PER_SEC, G_MAXINT64 / 4);
+  return caller;
+
+refuse:
+  sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
+  return NULL;
+}
+
+int
+sandstep_supervisor_caller_fd (SupervisorCaller *caller)
+{
+  return caller->conn;
+}
+
+gint64
+sandstep_supervisor_caller_deadline (SupervisorCaller *caller)
+{
+  return caller->wait_deadline;
+}
+
+void
+sandstep_supervisor_caller_gone (SupervisorCaller *caller)
+{
+  caller_free (caller);
+}
+
+gboolean
+sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules *rules, const char *holder,
+                                 gint64 now)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean first = caller->held_by == NULL;
+
+  if (holder != NULL)
+    {
+      g_free (caller->held_by);
+      caller->held_by = g_strdup (holder);
+    }
+  /* The helper, which has the claim, is never kept; nor is a caller that asked not to wait: the ordinary path
+   * says at once who holds the sandbox. */
+  if (caller->claimed || caller->wait_s <= 0)
+    {
+      sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
+      return FALSE;
+    }
+  if (now >= caller->wait_deadline)
+    {
+      sandstep_throw_busy_waited (&error, rules->handle, caller->held_by, caller->wait_s);
+      reply_text (caller->conn, SANDSTEP_RUN_BUSY, error->message);
+      caller_free (caller);
+      return FALSE;
+    }
+  if (first)
+    {
+      g_autofree char *text = sandstep_busy_waiting_text (rules->handle, caller->held_by, caller->wait_s);
+      reply_text (caller->conn, SANDSTEP_RUN_NOTICE, text);
+    }
+  return TRUE;
+}
+
+/* ---- one command ---- */
+
+SupervisorCommand *
+sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox, gint64 expires,
+                                   SupervisorCaller *caller, gboolean *out_running, char **out_held_by)
+{
+  Request *request = &caller->request;
   g_autoptr(GError) error = NULL;
   SupervisorCommand *command = NULL;
   SandstepRunKind answer = SANDSTEP_RUN_FALLBACK;   /* what a caller sent away hears; 0: nothing */
-  const char *owner, *holder;
+  char held_by[SANDSTEP_STEP_HOLDER_MAX];
   double timeout_s, remaining;
   gboolean have_timeout;
   int stdio[3];
 
   *out_running = FALSE;
-  /* Read first, whoever asks: a socket closed with a request unread loses the answer on its way. */
-  if (!receive_request (conn, &request) || !peer_is_ours (rules, conn) || request.n_fds < 4 ||
-      !is_pipe (request.fds[3]))
-    goto drop;
-  /* Anything the ordinary path would judge, it judges, word for word. */
-  owner = request.text.field[SANDSTEP_RUN_FIELD_OWNER][0] ? request.text.field[SANDSTEP_RUN_FIELD_OWNER]
-                                                           : rules->terms->default_owner;
-  holder = request.text.field[SANDSTEP_RUN_FIELD_HOLDER][0] ? request.text.field[SANDSTEP_RUN_FIELD_HOLDER]
-                                                             : rules->terms->default_holder;
-  have_timeout = request.text.have_timeout;
-  timeout_s = request.text.timeout_s;
-  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_HANDLE], rules->handle) != 0 ||
-      strcmp (owner, rules->terms->owner) != 0 || !g_utf8_validate (holder, -1, NULL))
-    goto drop;
+  *out_held_by = NULL;
+  have_timeout = request->text.have_timeout;
+  timeout_s = request->text.timeout_s;
 
   command = g_new0 (SupervisorCommand, 1);
-  command->conn = conn;
   command->caller_claim = -1;
-  if (strcmp (request.text.field[SANDSTEP_RUN_FIELD_CLAIMED], "1") == 0)
+  command->holder = g_strdup (caller->holder);
+  if (caller->claimed)
     {
-      if (request.n_fds < 5 || !caller_holds_claim (rules, request.fds[4]))
+      if (request->n_fds < 5 || !caller_holds_claim (rules, request->fds[4]))
         goto drop;
-      command->caller_claim = request.fds[4];
-      request.n_fds = 4;
+      command->caller_claim = request->fds[4];
+      request->n_fds = 4;
     }
-  else if (!take_claim (rules, holder))
+  else if (!take_claim (rules, caller->holder))
     goto drop;
   else
     {
       command->own_claim = TRUE;
-      /* Another step's recipe holds it: the ordinary path waits, or says who holds it. */
-      if (!sandstep_step_scan (request.text.field[SANDSTEP_RUN_FIELD_STEP], &command->step) ||
-          held_by_other_step (rules, holder, &command->step))
+      if (!sandstep_step_scan (request->text.field[SANDSTEP_RUN_FIELD_STEP], &command->step))
         {
           command->step.pid = 0;
+          goto drop;
+        }
+      /* Another step's recipe holds it: the caller waits, here or on the ordinary path. */
+      if (sandstep_step_bars (rules->dir_fd, caller->holder, &command->step, held_by, sizeof held_by, NULL))
+        {
+          command->step.pid = 0;
+          *out_held_by = g_strdup (held_by);
+          answer = 0;
           goto drop;
         }
       /* A retry-safe sandbox's recipe lines go through the helper, which checkpoints and rolls back. */
@@ -402,9 +507,8 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
           command->step.pid = 0;
           goto drop;
         }
-      command->holder = g_strdup (holder);
       if (command->step.pid > 0 && !command->step.ends &&
-          !sandstep_step_update (rules->dir_fd, holder, &command->step))
+          !sandstep_step_update (rules->dir_fd, caller->holder, &command->step))
         g_debug ("Could not leave the recipe's hold on '%s': %s", rules->handle, g_strerror (errno));
     }
 
@@ -423,34 +527,34 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
 
   /* From here on the command may run: the caller must never run it again.  A caller that cannot read the
    * mark is gone, and nothing runs for it; a mark with no room is refused the same way, never waited on. */
-  if (poll (&(struct pollfd) { .fd = request.fds[3], .events = POLLOUT }, 1, 0) != 1 ||
-      write (request.fds[3], "s", 1) != 1)
+  if (poll (&(struct pollfd) { .fd = request->fds[3], .events = POLLOUT }, 1, 0) != 1 ||
+      write (request->fds[3], "s", 1) != 1)
     {
       answer = 0;
       goto drop;
     }
-  memcpy (stdio, request.fds, sizeof stdio);
-  *out_running = sandstep_supervisor_sandbox_run (sandbox, request.text.field[SANDSTEP_RUN_FIELD_COMMAND],
-                                                  (char **) request.text.env->pdata, stdio);
+  memcpy (stdio, request->fds, sizeof stdio);
+  *out_running = sandstep_supervisor_sandbox_run (sandbox, request->text.field[SANDSTEP_RUN_FIELD_COMMAND],
+                                                  (char **) request->text.env->pdata, stdio);
   /* Not handed to init: the sandbox is built again for the next command. */
   if (!*out_running)
     sandstep_supervisor_sandbox_mark_stale (sandbox);
-  request_clear (&request);
+  command->conn = caller->conn;
+  caller->conn = -1;
+  caller_free (caller);
   return command;
 
 drop:
-  /* Nothing ran: whatever claim was taken goes, and the caller hears why, unless it is gone. */
-  if (command != NULL)
-    {
-      release_claim (rules, command);
-      g_free (command->holder);
-      g_free (command);
-    }
+  /* Nothing ran: whatever claim was taken goes, and the caller hears why, unless it is gone or waits on. */
+  release_claim (rules, command);
+  g_free (command->holder);
+  g_free (command);
+  if (*out_held_by != NULL)
+    return NULL;
   if (answer == SANDSTEP_RUN_ERROR)
-    reply_text (conn, answer, error->message);
+    reply_text (caller->conn, answer, error->message);
   else if (answer != 0)
-    reply (conn, answer);
-  close (conn);
-  request_clear (&request);
+    reply (caller->conn, answer);
+  caller_free (caller);
   return NULL;
 }

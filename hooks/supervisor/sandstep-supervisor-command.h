@@ -27,13 +27,35 @@ typedef struct {
  * arrives. */
 void sandstep_supervisor_refuse (int conn, SandstepRunKind kind);
 
-/* Reads the request on @conn (taken) and, where it may run here, claims the sandbox for it, makes the sandbox
- * ready and hands the command to init, with a budget that ends by @expires (seconds since the epoch; the
- * sandbox's lifetime, which the caller found not over).  NULL
- * when nothing runs (the caller was answered).  *@out_running is FALSE when the command could not be handed to
- * init: then it is to be finished at once, interrupted. */
+/* A caller whose command has not begun: its request read, kept while it waits for the sandbox. */
+typedef struct _SupervisorCaller SupervisorCaller;
+
+/* Reads the request on @conn (taken).  NULL when it is no request this supervisor serves: the caller was
+ * answered (FALLBACK: the ordinary path judges it). */
+SupervisorCaller *sandstep_supervisor_caller_receive (const SupervisorRules *rules, int conn);
+/* Answers @caller (freed) without running anything. */
+void sandstep_supervisor_caller_answer (SupervisorCaller *caller, SandstepRunKind kind);
+/* @caller (freed) went away while it waited: it hears nothing. */
+void sandstep_supervisor_caller_gone (SupervisorCaller *caller);
+/* Its socket, readable (or hung up) only when it goes: it sends nothing after its request. */
+int sandstep_supervisor_caller_fd (SupervisorCaller *caller);
+/* When its --wait is over (monotonic µs). */
+gint64 sandstep_supervisor_caller_deadline (SupervisorCaller *caller);
+/* @holder (NULL: the last one named) keeps the sandbox from @caller at @now.  TRUE: it waits on, told so the
+ * first time.  FALSE, and @caller answered and freed: it may not wait (it holds the claim, or asked for no
+ * wait: FALLBACK, the ordinary path says who holds the sandbox), or its wait is over (BUSY). */
+gboolean sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules *rules, const char *holder,
+                                          gint64 now);
+
+/* Where @caller's command may run here, claims the sandbox for it, makes the sandbox ready and hands the
+ * command to init, with a budget that ends by @expires (seconds since the epoch; the sandbox's lifetime, which
+ * the caller found not over), and returns it, @caller taken.  *@out_running is FALSE when the command could not
+ * be handed to init: then it is to be finished at once, interrupted.  NULL when nothing runs: either another
+ * make recipe holds the sandbox, named in *@out_held_by (to free), and @caller is still the caller's, or
+ * @caller was answered and freed. */
 SupervisorCommand *sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox,
-                                                      gint64 expires, int conn, gboolean *out_running);
+                                                      gint64 expires, SupervisorCaller *caller,
+                                                      gboolean *out_running, char **out_held_by);
 
 /* The caller's socket, to be watched for its going; -1 once it went. */
 int sandstep_supervisor_command_caller_fd (SupervisorCommand *command);
@@ -41,6 +63,8 @@ int sandstep_supervisor_command_caller_fd (SupervisorCommand *command);
 gint64 sandstep_supervisor_command_deadline (SupervisorCommand *command);
 /* The supervisor holds the claim for the caller. */
 gboolean sandstep_supervisor_command_own_claim (SupervisorCommand *command);
+/* Its caller's name, as a waiting caller hears it. */
+const char *sandstep_supervisor_command_holder (SupervisorCommand *command);
 
 /* The caller went away (killed with make): so does its command. */
 void sandstep_supervisor_command_caller_gone (SupervisorCommand *command, SupervisorSandbox *sandbox);

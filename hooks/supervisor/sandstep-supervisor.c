@@ -33,6 +33,8 @@
 /* How often a supervisor looks whether its sandbox's directory changed under it (destroyed by hand, released,
  * its record or claim replaced); a command always looks first. */
 #define CHECK_INTERVAL_US (1 * G_USEC_PER_SEC)
+/* Callers that wait here for the sandbox at most; any more take the ordinary path, which waits as well. */
+#define WAITING_MAX 64
 
 typedef struct {
   char *handle;
@@ -61,6 +63,9 @@ typedef struct {
   SandstepJailStart adopt;  /* the jail the front started for us, until the sandbox takes it */
   SupervisorSandbox *sandbox;
   SupervisorCommand *current;
+  GQueue waiting;          /* of SupervisorCaller, in the order they came */
+  gint64 next_try;         /* monotonic µs: when the first of them asks again (another recipe's hold may end) */
+  gint64 try_pause_us;
 } Supervisor;
 
 /* ---- small things ---- */
@@ -112,22 +117,103 @@ finish (Supervisor *s, int status, int exec_error, gboolean interrupted)
   sandstep_supervisor_command_finish (g_steal_pointer (&s->current), s->sandbox, &s->rules, status, exec_error,
                                       interrupted);
   s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+  /* The waiting callers' turn. */
+  s->next_try = 0;
+  s->try_pause_us = 0;
 }
 
+/* Another recipe's hold ends without a word to us: waiting callers ask again, ever less often until a command
+ * ends (finish() starts the pauses over). */
 static void
-begin (Supervisor *s, int conn)
+try_again_later (Supervisor *s)
+{
+  s->try_pause_us = s->try_pause_us == 0 ? SANDSTEP_CLAIM_PAUSE_FIRST_US
+                                         : MIN (s->try_pause_us * 2, SANDSTEP_CLAIM_PAUSE_MAX_US);
+  s->next_try = g_get_monotonic_time () + s->try_pause_us;
+}
+
+/* Begins @caller's command, or answers it.  FALSE: another make recipe holds the sandbox, named in *@out_held_by,
+ * and @caller is still to be answered. */
+static gboolean
+begin (Supervisor *s, SupervisorCaller *caller, char **out_held_by)
 {
   gboolean running;
 
+  *out_held_by = NULL;
   /* An expired sandbox runs nothing: the ordinary path says so. */
   if (!alive (s))
     {
-      sandstep_supervisor_refuse (conn, SANDSTEP_RUN_FALLBACK);
-      return;
+      sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
+      return TRUE;
     }
-  s->current = sandstep_supervisor_command_begin (&s->rules, s->sandbox, s->expires, conn, &running);
+  s->current = sandstep_supervisor_command_begin (&s->rules, s->sandbox, s->expires, caller, &running, out_held_by);
   if (s->current != NULL && !running)
     finish (s, SANDSTEP_EXIT_INTERNAL, 0, TRUE);
+  return *out_held_by == NULL;
+}
+
+/* The sandbox is free of commands: the waiting callers' turn, in order, until one's command begins. */
+static void
+serve_waiting (Supervisor *s)
+{
+  GList *next;
+
+  for (GList *l = s->waiting.head; l != NULL && s->current == NULL && !s->done; l = next)
+    {
+      SupervisorCaller *caller = l->data;
+      g_autofree char *held_by = NULL;
+
+      next = l->next;
+      if (begin (s, caller, &held_by) ||
+          !sandstep_supervisor_caller_wait (caller, &s->rules, held_by, g_get_monotonic_time ()))
+        g_queue_delete_link (&s->waiting, l);
+    }
+  try_again_later (s);
+}
+
+/* A new caller: its command begins now, or it waits behind those who came before it. */
+static void
+take_caller (Supervisor *s, int conn)
+{
+  SupervisorCaller *caller = sandstep_supervisor_caller_receive (&s->rules, conn);
+
+  if (caller == NULL)
+    return;
+  if (s->waiting.length >= WAITING_MAX)
+    sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
+  else if (s->current == NULL)
+    {
+      /* Its turn, after those before it (held by another recipe, they may have theirs now too). */
+      g_queue_push_tail (&s->waiting, caller);
+      serve_waiting (s);
+    }
+  else if (sandstep_supervisor_caller_wait (caller, &s->rules, sandstep_supervisor_command_holder (s->current),
+                                            g_get_monotonic_time ()))
+    g_queue_push_tail (&s->waiting, caller);
+}
+
+/* Callers whose wait is over, or who went, leave the queue; when the supervisor ends, all do (a new one serves
+ * them, or the ordinary path says why not). */
+static void
+prune_waiting (Supervisor *s, const struct pollfd *fds, guint n_fds, gint64 now)
+{
+  GList *next;
+  guint i = 0;
+
+  for (GList *l = s->waiting.head; l != NULL; l = next, i++)
+    {
+      SupervisorCaller *caller = l->data;
+
+      next = l->next;
+      if (i < n_fds && fds[i].revents != 0)
+        sandstep_supervisor_caller_gone (caller);
+      else if (s->done)
+        sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_RETRY);
+      else if (now < sandstep_supervisor_caller_deadline (caller) ||
+               sandstep_supervisor_caller_wait (caller, &s->rules, NULL, now))
+        continue;
+      g_queue_delete_link (&s->waiting, l);
+    }
 }
 
 static void
@@ -246,7 +332,7 @@ loop (Supervisor *s)
   while (!s->done || s->current != NULL)
     {
       SupervisorCommand *command = s->current;
-      struct pollfd fds[6] = {
+      struct pollfd fds[6 + WAITING_MAX] = {
         { .fd = s->signals, .events = POLLIN },
         { .fd = s->done ? -1 : s->listener, .events = POLLIN },
         { .fd = sandstep_supervisor_sandbox_control_fd (s->sandbox), .events = POLLIN },
@@ -254,6 +340,7 @@ loop (Supervisor *s)
         { .fd = sandstep_supervisor_sandbox_notices_fd (s->sandbox), .events = POLLIN },
         { .fd = sandstep_supervisor_sandbox_init_pidfd (s->sandbox), .events = POLLIN },
       };
+      guint n_fds = 6;
       gint64 now = g_get_monotonic_time ();
       gint64 until;
       int r;
@@ -263,10 +350,19 @@ loop (Supervisor *s)
       else
         until = MIN (s->idle_deadline, now + (s->expires - now_unix ()) * G_USEC_PER_SEC);
       until = MIN (until, s->next_check);
-      r = poll (fds, G_N_ELEMENTS (fds), (int) CLAMP ((until - now + 999) / 1000, 0, G_MAXINT));
+      /* A waiting caller leaves when it goes or its wait is over, and asks again while no command runs. */
+      for (GList *l = s->waiting.head; l != NULL; l = l->next)
+        {
+          fds[n_fds++] = (struct pollfd) { .fd = sandstep_supervisor_caller_fd (l->data), .events = POLLIN };
+          until = MIN (until, sandstep_supervisor_caller_deadline (l->data));
+        }
+      if (command == NULL && !g_queue_is_empty (&s->waiting))
+        until = MIN (until, s->next_try);
+      r = poll (fds, n_fds, (int) CLAMP ((until - now + 999) / 1000, 0, G_MAXINT));
       if (r < 0 && errno != EINTR)
         break;
       now = g_get_monotonic_time ();
+      prune_waiting (s, fds + 6, n_fds - 6, now);
 
       if (fds[0].revents & POLLIN)
         {
@@ -310,23 +406,28 @@ loop (Supervisor *s)
               finish (s, 128 + SIGKILL, 0, TRUE);
             }
         }
-      else if (now >= s->idle_deadline || !alive (s))
+      else if ((now >= s->idle_deadline && g_queue_is_empty (&s->waiting)) || !alive (s))
         s->done = TRUE;
 
-      if (!s->done && s->current == NULL && (fds[1].revents & POLLIN))
+      /* A caller that finds the sandbox busy waits here, for as long as its --wait allows. */
+      if (!s->done && (fds[1].revents & POLLIN))
         {
           int conn = accept4 (s->listener, NULL, NULL, SOCK_CLOEXEC);
           if (conn >= 0)
-            begin (s, conn);
+            take_caller (s, conn);
         }
-      else if (!s->done && s->current != NULL && (fds[1].revents & POLLIN))
+      if (s->done)
+        prune_waiting (s, NULL, 0, now);
+      else if (s->current == NULL && !g_queue_is_empty (&s->waiting) && g_get_monotonic_time () >= s->next_try)
         {
-          /* Busy: the ordinary path waits for the claim, or says who holds it. */
-          int conn = accept4 (s->listener, NULL, NULL, SOCK_CLOEXEC);
-          if (conn >= 0)
-            sandstep_supervisor_refuse (conn, SANDSTEP_RUN_FALLBACK);
+          check_state (s);
+          if (!s->done)
+            serve_waiting (s);
+          else
+            prune_waiting (s, NULL, 0, now);
         }
     }
+  prune_waiting (s, NULL, 0, g_get_monotonic_time ());
 }
 
 /* ---- start and end ---- */
@@ -487,7 +588,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
       struct stat st;
       /* The starter's own request is the first: it came with us, not through the socket. */
       if (fstat (SANDSTEP_SUPERVISOR_CALLER_FD, &st) == 0 && S_ISSOCK (st.st_mode))
-        begin (&s, SANDSTEP_SUPERVISOR_CALLER_FD);
+        take_caller (&s, SANDSTEP_SUPERVISOR_CALLER_FD);
       else
         close (SANDSTEP_SUPERVISOR_CALLER_FD);
       loop (&s);
