@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "sandstep-exit.h"
-#include "sandstep-front-json.h"
+#include "sandstep-json-libc.h"
 #include "sandstep-handle-libc.h"
 #include "sandstep-token-libc.h"
 #include "sandstep-limit-defaults.h"
@@ -440,7 +440,7 @@ connect_to (const Server *server)
 static double
 number_in (const char *p, double min, double max, double fallback)
 {
-  double n = sandstep_front_json_number (p, fallback);
+  double n = sandstep_json_libc_number (p, fallback);
 
   return n >= min && n <= max ? n : fallback;
 }
@@ -463,28 +463,28 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
     {
       const char *p = line.data, *v;
 
-      if (*sandstep_front_json_space (p) == '\0')
+      if (*sandstep_json_libc_space (p) == '\0')
         continue;                             /* a keepalive */
       if (!have_claim)
         {
-          const char *limits = sandstep_front_json_member (sandstep_front_json_member (p, "spec"), "limits");
-          if (sandstep_front_json_member (p, "claim") == NULL)
+          const char *limits = sandstep_json_libc_member (sandstep_json_libc_member (p, "spec"), "limits");
+          if (sandstep_json_libc_member (p, "claim") == NULL)
             break;
           have_claim = 1;
-          outcome.memory = (uint64_t) number_in (sandstep_front_json_member (limits, "memory"), 0, 0x1p63, 0);
-          outcome.pids = (int64_t) number_in (sandstep_front_json_member (limits, "pids"), 0, 0x1p62, 0);
-          outcome.cpu_time_s = (int64_t) number_in (sandstep_front_json_member (limits, "cpu_time"), 0, 0x1p62, 0);
-          outcome.disk = (uint64_t) number_in (sandstep_front_json_member (limits, "disk"), 0, 0x1p63, 0);
+          outcome.memory = (uint64_t) number_in (sandstep_json_libc_member (limits, "memory"), 0, 0x1p63, 0);
+          outcome.pids = (int64_t) number_in (sandstep_json_libc_member (limits, "pids"), 0, 0x1p62, 0);
+          outcome.cpu_time_s = (int64_t) number_in (sandstep_json_libc_member (limits, "cpu_time"), 0, 0x1p62, 0);
+          outcome.disk = (uint64_t) number_in (sandstep_json_libc_member (limits, "disk"), 0, 0x1p63, 0);
           outcome.memory = outcome.memory ? outcome.memory : SANDSTEP_DEFAULT_MEMORY;
           outcome.pids = outcome.pids ? outcome.pids : SANDSTEP_DEFAULT_PIDS;
           outcome.cpu_time_s = outcome.cpu_time_s ? outcome.cpu_time_s : SANDSTEP_DEFAULT_CPU_TIME_S;
           outcome.disk = outcome.disk ? outcome.disk : SANDSTEP_DEFAULT_DISK;
           continue;
         }
-      if ((v = sandstep_front_json_member (p, "data")) != NULL && *v == '"')
+      if ((v = sandstep_json_libc_member (p, "data")) != NULL && *v == '"')
         {
-          const char *end = sandstep_front_json_skip_string (v);
-          int stream = sandstep_front_json_number (sandstep_front_json_member (p, "stream"), 1) == 2 ? 2 : 1;
+          const char *end = sandstep_json_libc_skip_string (v);
+          int stream = sandstep_json_libc_number (sandstep_json_libc_member (p, "stream"), 1) == 2 ? 2 : 1;
           size_t len;
           if (end == NULL)
             break;
@@ -497,46 +497,46 @@ read_answer (Body *body, const char *url, const char *local, const char *shown, 
               bytes = grown;
               bytes_cap = len;
             }
-          len = sandstep_front_base64_decode (v + 1, (size_t) (end - v - 2), bytes);
+          len = sandstep_json_libc_base64_decode (v + 1, (size_t) (end - v - 2), bytes);
           /* A reader that went away (| head) ends the output, not the command, as in the core. */
           if (output_open[stream])
             output_open[stream] = sandstep_write_all (stream, bytes, len);
           continue;
         }
-      if ((v = sandstep_front_json_member (p, "error")) != NULL)
+      if ((v = sandstep_json_libc_member (p, "error")) != NULL)
         {
           char message[4096];
-          if (!sandstep_front_json_string (sandstep_front_json_member (v, "message"), message, sizeof message))
+          if (!sandstep_json_libc_string (sandstep_json_libc_member (v, "message"), message, sizeof message))
             snprintf (message, sizeof message, "The sandbox server at '%s' failed without saying why; see its log",
                       url);
           say_error (message, local, shown);
-          status = (int) number_in (sandstep_front_json_member (v, "exit_status"), INT_MIN, INT_MAX,
+          status = (int) number_in (sandstep_json_libc_member (v, "exit_status"), INT_MIN, INT_MAX,
                                     SANDSTEP_EXIT_INTERNAL);
           goto done;
         }
-      if ((v = sandstep_front_json_member (p, "exit")) != NULL)
+      if ((v = sandstep_json_libc_member (p, "exit")) != NULL)
         {
           char report[2048];
-          const char *notice = sandstep_front_json_member (p, "notices");
+          const char *notice = sandstep_json_libc_member (p, "notices");
 
           /* The server's notices (egress refusals) come with the result, one line each, as the core says them. */
           if (notice != NULL && *notice == '[')
-            for (notice = sandstep_front_json_space (notice + 1); notice != NULL && *notice == '"';)
+            for (notice = sandstep_json_libc_space (notice + 1); notice != NULL && *notice == '"';)
               {
                 char text[4096];
-                if (sandstep_front_json_string (notice, text, sizeof text))
+                if (sandstep_json_libc_string (notice, text, sizeof text))
                   say_error (text, local, local);
-                notice = sandstep_front_json_skip_value (notice);
-                notice = notice != NULL ? sandstep_front_json_space (notice) : NULL;
+                notice = sandstep_json_libc_skip_value (notice);
+                notice = notice != NULL ? sandstep_json_libc_space (notice) : NULL;
                 if (notice != NULL && *notice == ',')
-                  notice = sandstep_front_json_space (notice + 1);
+                  notice = sandstep_json_libc_space (notice + 1);
               }
           outcome.exit_status = (int) number_in (v, INT_MIN, INT_MAX, 0);
-          outcome.timed_out = sandstep_front_json_boolean (sandstep_front_json_member (p, "timed_out"));
-          outcome.applied_timeout_s = sandstep_front_json_number (sandstep_front_json_member (p, "applied_timeout_s"), 0);
-          outcome.clamped = sandstep_front_json_boolean (sandstep_front_json_member (p, "clamped"));
-          outcome.memory_hit = sandstep_front_json_boolean (sandstep_front_json_member (p, "memory_limit_hit"));
-          outcome.pids_hit = sandstep_front_json_boolean (sandstep_front_json_member (p, "pids_limit_hit"));
+          outcome.timed_out = sandstep_json_libc_boolean (sandstep_json_libc_member (p, "timed_out"));
+          outcome.applied_timeout_s = sandstep_json_libc_number (sandstep_json_libc_member (p, "applied_timeout_s"), 0);
+          outcome.clamped = sandstep_json_libc_boolean (sandstep_json_libc_member (p, "clamped"));
+          outcome.memory_hit = sandstep_json_libc_boolean (sandstep_json_libc_member (p, "memory_limit_hit"));
+          outcome.pids_hit = sandstep_json_libc_boolean (sandstep_json_libc_member (p, "pids_limit_hit"));
           status = sandstep_run_report_format (&outcome, timeout_text, report, sizeof report);
           fputs (report, stderr);
           goto done;
@@ -654,15 +654,15 @@ sandstep_front_remote_run (const SandstepFrontRemote *run, int *out_status)
   /* The request line: who asks and the command (hooks/sandstep-wire.h). */
   memcpy (line_json, "{\"owner\":", 9);
   json_len = 9;
-  if (!sandstep_front_json_append_string (line_json, sizeof line_json, &json_len, run->owner))
+  if (!sandstep_json_libc_append_string (line_json, sizeof line_json, &json_len, run->owner))
     return 0;
   memcpy (line_json + json_len, ",\"holder\":", 10);
   json_len += 10;
-  if (!sandstep_front_json_append_string (line_json, sizeof line_json, &json_len, run->holder))
+  if (!sandstep_json_libc_append_string (line_json, sizeof line_json, &json_len, run->holder))
     return 0;
   memcpy (line_json + json_len, ",\"command\":", 11);
   json_len += 11;
-  if (!sandstep_front_json_append_string (line_json, sizeof line_json, &json_len, run->command))
+  if (!sandstep_json_libc_append_string (line_json, sizeof line_json, &json_len, run->command))
     return 0;
   n = snprintf (line_json + json_len, sizeof line_json - json_len, ",\"timeout_s\":%.17g}\n", timeout_s);
   if (n <= 0 || (size_t) n >= sizeof line_json - json_len)

@@ -1,4 +1,4 @@
-/* test-front-json.c: the static front's JSON reader (operators/sandstep-front-json.c), which reads
+/* test-front-json.c: the static front's JSON reader (hooks/sandstep-json-libc.c), which reads
  * sandstepd's answers with libc alone.
  *
  * Strings end right before a page the process may not read, so a read past a line's end is a SIGSEGV,
@@ -10,7 +10,7 @@
 
 #include <glib.h>
 
-#include "sandstep-front-json.h"
+#include "sandstep-json-libc.h"
 
 /* @text (with its NUL) copied so that its NUL is the last readable byte: the next page is PROT_NONE. */
 static char *
@@ -56,7 +56,7 @@ test_unicode_escape_at_end (void)
       char out[64];
 
       g_test_message ("%s", cut[i]);
-      g_assert_cmpint (sandstep_front_json_string (json, out, sizeof out), ==, 0);
+      g_assert_cmpint (sandstep_json_libc_string (json, out, sizeof out), ==, 0);
       munmap (map, map_len);
     }
   for (gsize i = 0; i < G_N_ELEMENTS (good); i++)
@@ -66,7 +66,7 @@ test_unicode_escape_at_end (void)
       const char *json = at_page_end (good[i].json, &map, &map_len);
       char out[64];
 
-      g_assert_cmpint (sandstep_front_json_string (json, out, sizeof out), ==, 1);
+      g_assert_cmpint (sandstep_json_libc_string (json, out, sizeof out), ==, 1);
       g_assert_cmpstr (out, ==, good[i].text);
       munmap (map, map_len);
     }
@@ -75,7 +75,7 @@ test_unicode_escape_at_end (void)
       char out[64];
 
       g_test_message ("%s", not_hex[i]);
-      g_assert_cmpint (sandstep_front_json_string (not_hex[i], out, sizeof out), ==, 0);
+      g_assert_cmpint (sandstep_json_libc_string (not_hex[i], out, sizeof out), ==, 0);
     }
 }
 

@@ -3,14 +3,18 @@
  * The static front and the core find the state directory with the one rule
  * sandstep_state_dir_default() writes, and judge it with
  * sandstep_state_dir_trusted(); each row below is an environment and the
- * directory the rule must give.
+ * directory the rule must give.  A sandbox's claim file is read by one
+ * rule too (sandstep-claim-libc.h), by the helper and the supervisor alike.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <limits.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include "sandstep-claim-libc.h"
 #include "sandstep-store.h"
 #include "sandstep-trust-libc.h"
 
@@ -90,11 +94,82 @@ test_trusted (void)
   g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
+/* What a claim file names: both writers' forms (json-glib's, the supervisor's), and what no writer makes. */
+static void
+test_claim_text (void)
+{
+  static const struct {
+    const char *text;
+    const char *holder;   /* NULL: refused */
+    int pid;
+  } rows[] = {
+    { "{\"holder\":\"dag/run/step\",\"pid\":42,\"start\":123456}", "dag/run/step", 42 },
+    { "{\"holder\":\"a\\\"b\\\\c\\u001b\",\"pid\":7,\"start\":0}", "a\"b\\c\033", 7 },
+    { "{\"holder\":\"caf\xc3\xa9\",\"pid\":2147483647,\"start\":9}", "caf\xc3\xa9", 2147483647 },
+    { "", NULL, 0 },
+    { "{ not json", NULL, 0 },
+    { "{\"holder\":\"x\",\"pid\":0,\"start\":1}", NULL, 0 },
+    { "{\"holder\":\"x\",\"pid\":2147483648,\"start\":1}", NULL, 0 },
+    { "{\"holder\":\"x\",\"pid\":4.5,\"start\":1}", NULL, 0 },
+    { "{\"holder\":\"x\",\"pid\":\"42\",\"start\":1}", NULL, 0 },
+    { "{\"holder\":\"x\",\"pid\":42,\"start\":-1}", NULL, 0 },
+    { "{\"holder\":42,\"pid\":42,\"start\":1}", NULL, 0 },
+    { "{\"pid\":42,\"start\":1}", NULL, 0 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      SandstepClaimText text;
+      int named = sandstep_claim_parse (rows[i].text, strlen (rows[i].text), &text);
+
+      g_test_message ("%s", rows[i].text);
+      g_assert_cmpint (named, ==, rows[i].holder != NULL);
+      if (rows[i].holder != NULL)
+        {
+          g_assert_cmpstr (text.holder, ==, rows[i].holder);
+          g_assert_cmpint (text.pid, ==, rows[i].pid);
+        }
+      else
+        g_assert_cmpint (text.pid, ==, 0);
+    }
+}
+
+/* A lock and its holder's name: trusted when /proc/locks shows that pid holding it, not when the file still names
+ * another (the previous holder, or a new one that has not written its name yet). */
+static void
+test_claim_lock (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sandstep-claim-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "claim", NULL);
+  g_autofree char *ours = g_strdup_printf ("{\"holder\":\"me\",\"pid\":%d,\"start\":0}", (int) getpid ());
+  g_autofree char *theirs = g_strdup_printf ("{\"holder\":\"before\",\"pid\":%d,\"start\":0}", (int) getpid () + 1);
+  SandstepClaimText text;
+  int fd;
+
+  g_assert_true (g_file_set_contents (path, ours, -1, NULL));
+  fd = open (path, O_RDWR | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (sandstep_claim_lock_holder (fd), ==, 0);
+  g_assert_cmpint (flock (fd, LOCK_EX | LOCK_NB), ==, 0);
+  g_assert_cmpint (sandstep_claim_lock_holder (fd), ==, getpid ());
+  g_assert_cmpint (sandstep_claim_read_once (fd, &text), ==, 1);
+  g_assert_cmpstr (text.holder, ==, "me");
+  g_assert_cmpint (pwrite (fd, theirs, strlen (theirs), 0), ==, (ssize_t) strlen (theirs));
+  g_assert_cmpint (sandstep_claim_read_once (fd, &text), ==, 0);
+  g_assert_cmpint (text.pid, ==, getpid ());
+  g_assert_cmpstr (text.holder, ==, "");
+  close (fd);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/state-dir/default", test_default);
   g_test_add_func ("/state-dir/trusted", test_trusted);
+  g_test_add_func ("/state-dir/claim-text", test_claim_text);
+  g_test_add_func ("/state-dir/claim-lock", test_claim_lock);
   return g_test_run ();
 }

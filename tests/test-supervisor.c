@@ -2102,6 +2102,63 @@ test_recipe_hold_waits_in_supervisor (Fixture *f, gconstpointer data)
 }
 
 static void
+test_claim_held_waits_in_supervisor (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *claim = sandbox_file (f, handle, "claim");
+  g_autofree char *trace = sandstep_test_host_path (f, "claimed.strace");
+  g_autofree char *wrapper = traced_front (f, trace);
+  g_autofree char *named = g_strdup_printf ("{\"holder\":\"dag/run/exporter\",\"pid\":%d,\"start\":0}", (int) getpid ());
+  g_autofree char *waiting = g_strdup_printf ("sandstep run: sandbox '%s' is held by 'dag/run/exporter'; waiting up "
+                                              "to 600s", handle);
+  g_autofree char *over = g_strdup_printf (
+    "sandstep run: sandbox '%s' is held by 'dag/run/exporter'; waiting up to 0.2s\n"
+    "sandstep run: Sandbox '%s' is still held by 'dag/run/exporter' after waiting 0.2s; raise --wait or provision "
+    "one sandbox per step\n", handle, handle);
+  g_autofree char *line = NULL;
+  const char *args[] = { "run", h, "--holder=dag/run/other", "--", "echo other", NULL };
+  const char *short_args[] = { "run", h, "--holder=dag/run/short", "--wait=0.2", "--", "echo short", NULL };
+  g_autoptr(SandstepTestResult) other_r = NULL, short_r = NULL;
+  SandstepTestProc *other;
+  guint front_connects, core_connects;
+  int fd;
+
+  g_test_summary ("a run that finds the sandbox claimed by another process (the helper, for an export or a tool "
+                  "call) waits in the supervisor, told who holds it in the helper's words, and runs there once the "
+                  "claim is let go; a wait that runs out says who still holds it (exit 75), word for word as the "
+                  "helper says it (issue 31)");
+  if (wrapper == NULL)
+    {
+      g_test_skip ("strace is not installed: this case reads whether the front execs the helper");
+      return;
+    }
+  start_supervisor (f, handle);
+  /* This test claims the sandbox as the helper does: the lock, then its name. */
+  fd = open (claim, O_RDWR | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (flock (fd, LOCK_EX | LOCK_NB), ==, 0);
+  g_assert_cmpint (pwrite (fd, named, strlen (named), 0), ==, (ssize_t) strlen (named));
+  g_assert_cmpint (ftruncate (fd, strlen (named)), ==, 0);
+
+  short_r = sandstep_test_proc_wait (spawn_traced (f, wrapper, short_args), 30);
+  sandstep_test_assert_status (short_r, EXIT_BUSY);
+  g_assert_cmpstr (short_r->err, ==, over);
+  g_assert_false (read_front_trace (trace, &front_connects, &core_connects));
+
+  other = spawn_traced (f, wrapper, args);
+  line = sandstep_test_proc_read_err_line (other, 30);
+  g_assert_cmpstr (line, ==, waiting);
+  g_assert_true (sandstep_test_proc_running (other));
+  close (fd);
+  other_r = sandstep_test_proc_wait (other, 30);
+  sandstep_test_assert_status (other_r, 0);
+  g_assert_cmpstr (other_r->out, ==, "other\n");
+  g_assert_false (read_front_trace (trace, &front_connects, &core_connects));
+  g_assert_cmpuint (front_connects, ==, 1);
+}
+
+static void
 test_inotify_share (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
@@ -2467,6 +2524,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/retry-clean-to-helper", test_retry_clean_to_helper);
   ADD ("/supervisor/busy-waits-in-supervisor", test_busy_waits_in_supervisor);
   ADD ("/supervisor/recipe-hold-waits-in-supervisor", test_recipe_hold_waits_in_supervisor);
+  ADD ("/supervisor/claim-held-waits-in-supervisor", test_claim_held_waits_in_supervisor);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);

@@ -14,15 +14,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "sandstep-claim-libc.h"
 #include "sandstep-error.h"
 #include "sandstep-read-libc.h"
 #include "sandstep-host-files.h"
 #include "sandstep-who.h"
 #include "sandstep-json.h"
-#include "sandstep-members.h"
 
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
 
@@ -32,83 +31,27 @@ typedef struct {
   guint64 start;
 } ClaimInfo;
 
-/* The pid holding the flock on @fd's file, from /proc/locks; 0 if none or unknown. */
-static pid_t
-flock_holder (int fd)
-{
-  g_autofree char *text = NULL;
-  g_autofree char *key = NULL;
-  g_auto(GStrv) lines = NULL;
-  struct stat st;
-
-  if (fstat (fd, &st) < 0 || !g_file_get_contents ("/proc/locks", &text, NULL, NULL))
-    return 0;
-  key = g_strdup_printf (" %02x:%02x:%lu ", major (st.st_dev), minor (st.st_dev), (unsigned long) st.st_ino);
-  lines = g_strsplit (text, "\n", -1);
-  for (char **l = lines; *l; l++)
-    if (strstr (*l, "FLOCK") != NULL && strstr (*l, key) != NULL && strstr (*l, "->") == NULL)
-      {
-        g_auto(GStrv) fields = g_strsplit_set (*l, " ", -1);
-        int seen = 0;
-        /* "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF": the pid is the fifth field. */
-        for (char **f = fields; *f; f++)
-          if (**f != '\0' && ++seen == 5)
-            return (pid_t) g_ascii_strtoll (*f, NULL, 10);
-      }
-  return 0;
-}
-
-static void
-parse_claim (int fd, ClaimInfo *info)
-{
-  /* Room for a holder of SANDSTEP_IDENTITY_MAX bytes with every one escaped (\u001b is six). */
-  char buf[8 * SANDSTEP_IDENTITY_MAX];
-  ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
-  g_autoptr(JsonNode) root = NULL;
-
-  memset (info, 0, sizeof *info);
-  if (n > 0)
-    {
-      buf[n] = '\0';
-      /* sandstep_json_parse: blanks alone are no node, which JSON_NODE_HOLDS_OBJECT would be CRITICAL about. */
-      root = sandstep_json_parse (buf, n, sizeof buf, NULL);
-      if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
-        {
-          JsonObject *o = json_node_get_object (root);
-          const char *holder = NULL;
-          gint64 pid = 0, start = 0;
-          /* Written by sandstep, but anyone who can write the state directory may have changed it. */
-          if (sandstep_member_string (o, "holder", &holder) && sandstep_member_int (o, "pid", &pid) &&
-              sandstep_member_int (o, "start", &start) && pid > 0 && pid <= G_MAXINT32 && start >= 0)
-            {
-              info->holder = g_strdup (holder);
-              info->pid = (pid_t) pid;
-              info->start = (guint64) start;
-            }
-        }
-    }
-}
-
-/* Who holds the claim.  The new holder writes its name just after taking the
- * lock, so what the file says may still be the previous holder's: trust it
- * only when its pid is the one /proc/locks shows holding the lock. */
+/* Who holds the claim (sandstep-claim-libc.h), waiting a little for a new holder to write its name. */
 static void
 read_claim (int fd, ClaimInfo *info)
 {
-  pid_t holder = 0;
+  SandstepClaimText text;
 
+  memset (info, 0, sizeof *info);
   for (int attempt = 0; attempt < 100; attempt++)
     {
-      parse_claim (fd, info);
-      holder = flock_holder (fd);
-      if (info->holder != NULL && (holder == 0 || holder == info->pid))
-        return;
-      g_clear_pointer (&info->holder, g_free);
+      if (sandstep_claim_read_once (fd, &text))
+        {
+          info->holder = g_strdup (text.holder);
+          info->pid = text.pid;
+          info->start = text.start;
+          return;
+        }
       g_usleep (2000);
     }
-  info->pid = holder;
-  info->holder = holder > 0 ? g_strdup_printf ("(the process %d, which has not written its name)", (int) holder)
-                            : g_strdup ("(a holder that has not written its name)");
+  info->pid = text.pid;
+  info->holder = text.pid > 0 ? g_strdup_printf ("(the process %d, which has not written its name)", (int) text.pid)
+                              : g_strdup ("(a holder that has not written its name)");
 }
 
 static int

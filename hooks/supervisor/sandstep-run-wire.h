@@ -17,8 +17,8 @@
  *
  * The supervisor answers with SandstepRunReply messages:
  *   FALLBACK  nothing ran: take the ordinary path, which says why (another
- *             owner, expired, a value to judge, held by a process other
- *             than the supervisor, --wait=0 on a held sandbox);
+ *             owner, expired, a value to judge, --wait=0 on a held
+ *             sandbox);
  *   RETRY     nothing ran: this supervisor is ending, ask a new one;
  *   NOTICE    a line for the caller's stderr (an egress refusal), the text
  *             after the reply;
@@ -28,11 +28,11 @@
  *   BUSY      nothing ran: the sandbox stayed held until the caller's wait
  *             was over, the text after the reply says by whom.
  *
- * A caller without the claim that finds the sandbox held by a command the
- * supervisor runs, or by another make recipe, waits in the supervisor's
- * queue (told so with a NOTICE) for as long as its --wait allows: its
- * command is begun there, in the order callers came, and never sent the
- * ordinary way only to come back.
+ * A caller without the claim that finds the sandbox held (by a command the
+ * supervisor runs, another make recipe, or another process's claim) waits
+ * in the supervisor's queue, told so with a NOTICE, for as long as its
+ * --wait allows: its command is begun there, in the order callers came,
+ * and never sent the ordinary way only to come back.
  *
  * Plain C: the front is linked statically without GLib.
  */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-claim-libc.h"
 #include "sandstep-error.h"
 #include "sandstep-step.h"
 
@@ -426,7 +427,8 @@ sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules
   g_autoptr(GError) error = NULL;
   gboolean first = caller->held_by == NULL;
 
-  if (holder != NULL)
+  /* "": a holder that has not written its name yet, which a later look reads. */
+  if (holder != NULL && holder[0] != '\0')
     {
       g_free (caller->held_by);
       caller->held_by = g_strdup (holder);
@@ -438,6 +440,12 @@ sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules
       sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
       return FALSE;
     }
+  /* Its wait over with no holder ever named: the ordinary path names it, or runs the command. */
+  if (now >= caller->wait_deadline && caller->held_by == NULL)
+    {
+      sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
+      return FALSE;
+    }
   if (now >= caller->wait_deadline)
     {
       sandstep_throw_busy_waited (&error, rules->handle, caller->held_by, caller->wait_s);
@@ -445,7 +453,7 @@ sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules
       caller_free (caller);
       return FALSE;
     }
-  if (first)
+  if (first && caller->held_by != NULL)
     {
       g_autofree char *text = sandstep_busy_waiting_text (rules->handle, caller->held_by, caller->wait_s);
       reply_text (caller->conn, SANDSTEP_RUN_NOTICE, text);
@@ -484,7 +492,16 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
       request->n_fds = 4;
     }
   else if (!take_claim (rules, caller->holder))
-    goto drop;
+    {
+      /* Another process has the claim (the helper, for an export or an agent's tool call): the caller waits here
+       * as the helper's own waits do, looking again now and then.  Its name may not be written yet (""). */
+      SandstepClaimText text;
+      if (errno != EWOULDBLOCK)
+        goto drop;
+      *out_held_by = g_strdup (sandstep_claim_read_once (rules->claim_fd, &text) ? text.holder : "");
+      answer = 0;
+      goto drop;
+    }
   else
     {
       command->own_claim = TRUE;

@@ -51,8 +51,8 @@ gboolean sandstep_supervisor_caller_wait (SupervisorCaller *caller, const Superv
  * command to init, with a budget that ends by @expires (seconds since the epoch; the sandbox's lifetime, which
  * the caller found not over), and returns it, @caller taken.  *@out_running is FALSE when the command could not
  * be handed to init: then it is to be finished at once, interrupted.  NULL when nothing runs: either another
- * make recipe holds the sandbox, named in *@out_held_by (to free), and @caller is still the caller's, or
- * @caller was answered and freed. */
+ * make recipe or another process (the helper) holds the sandbox, named in *@out_held_by (to free; "" while that
+ * holder has not written its name), and @caller is still the caller's, or @caller was answered and freed. */
 SupervisorCommand *sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox,
                                                       gint64 expires, SupervisorCaller *caller,
                                                       gboolean *out_running, char **out_held_by);

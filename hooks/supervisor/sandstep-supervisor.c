@@ -122,8 +122,8 @@ finish (Supervisor *s, int status, int exec_error, gboolean interrupted)
   s->try_pause_us = 0;
 }
 
-/* Another recipe's hold ends without a word to us: waiting callers ask again, ever less often until a command
- * ends (finish() starts the pauses over). */
+/* Another recipe's hold, or another process's claim, ends without a word to us: waiting callers ask again, ever
+ * less often until a command ends (finish() starts the pauses over). */
 static void
 try_again_later (Supervisor *s)
 {
@@ -132,8 +132,8 @@ try_again_later (Supervisor *s)
   s->next_try = g_get_monotonic_time () + s->try_pause_us;
 }
 
-/* Begins @caller's command, or answers it.  FALSE: another make recipe holds the sandbox, named in *@out_held_by,
- * and @caller is still to be answered. */
+/* Begins @caller's command, or answers it.  FALSE: another make recipe or process holds the sandbox, named in
+ * *@out_held_by, and @caller is still to be answered. */
 static gboolean
 begin (Supervisor *s, SupervisorCaller *caller, char **out_held_by)
 {

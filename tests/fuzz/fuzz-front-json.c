@@ -1,4 +1,4 @@
-/* fuzz-front-json.c: the static front's JSON reader (programs/sandstep-front-json.c) on any line.
+/* fuzz-front-json.c: the static front's JSON reader (hooks/sandstep-json-libc.c) on any line.
  *
  * The front reads sandstepd's answer lines in place with these few
  * functions: members found by name, strings unescaped into fixed buffers,
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandstep-front-json.h"
+#include "sandstep-json-libc.h"
 
 int
 LLVMFuzzerInitialize (int *argc, char ***argv)
@@ -30,7 +30,7 @@ read_string (const char *p)
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     {
       char *out = malloc (sizes[i]);
-      if (sandstep_front_json_string (p, out, sizes[i]) && strlen (out) >= sizes[i])
+      if (sandstep_json_libc_string (p, out, sizes[i]) && strlen (out) >= sizes[i])
         abort ();
       free (out);
     }
@@ -45,45 +45,45 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   memcpy (line, data, size);
   line[size] = '\0';
-  sandstep_front_json_skip_value (line);
-  read_string (sandstep_front_json_space (line));
+  sandstep_json_libc_skip_value (line);
+  read_string (sandstep_json_libc_space (line));
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
     {
-      v = sandstep_front_json_member (line, keys[i]);
+      v = sandstep_json_libc_member (line, keys[i]);
       if (v == NULL)
         continue;
-      sandstep_front_json_number (v, 0);
-      sandstep_front_json_boolean (v);
+      sandstep_json_libc_number (v, 0);
+      sandstep_json_libc_boolean (v);
       read_string (v);
-      sandstep_front_json_member (v, "message");
-      sandstep_front_json_member (sandstep_front_json_member (v, "limits"), "pids");
+      sandstep_json_libc_member (v, "message");
+      sandstep_json_libc_member (sandstep_json_libc_member (v, "limits"), "pids");
       if (*v == '"')
         {
-          const char *end = sandstep_front_json_skip_string (v);
+          const char *end = sandstep_json_libc_skip_string (v);
           if (end != NULL)
             {
               size_t len = (size_t) (end - v);
               unsigned char *bytes = malloc (len);
-              if (sandstep_front_base64_decode (v + 1, len - 2, bytes) > len)
+              if (sandstep_json_libc_base64_decode (v + 1, len - 2, bytes) > len)
                 abort ();
               free (bytes);
             }
         }
       if (*v == '[')
-        for (const char *n = sandstep_front_json_space (v + 1); n != NULL && *n == '"';)
+        for (const char *n = sandstep_json_libc_space (v + 1); n != NULL && *n == '"';)
           {
             read_string (n);
-            n = sandstep_front_json_skip_value (n);
-            n = n != NULL ? sandstep_front_json_space (n) : NULL;
+            n = sandstep_json_libc_skip_value (n);
+            n = n != NULL ? sandstep_json_libc_space (n) : NULL;
             if (n != NULL && *n == ',')
-              n = sandstep_front_json_space (n + 1);
+              n = sandstep_json_libc_space (n + 1);
           }
     }
   {
     /* The other way: the line as a string the front writes into its request. */
     size_t len = 0, cap = size * 6 + 3;
     char *out = malloc (cap);
-    if (sandstep_front_json_append_string (out, cap, &len, line) && len > cap)
+    if (sandstep_json_libc_append_string (out, cap, &len, line) && len > cap)
       abort ();
     free (out);
   }

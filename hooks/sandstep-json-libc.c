@@ -1,12 +1,12 @@
-/* sandstep-front-json.c: the JSON of sandstepd's answers with libc alone (see the header). */
-#include "sandstep-front-json.h"
+/* sandstep-json-libc.c: compact JSON that sandstep wrote, read with libc alone (see the header). */
+#include "sandstep-json-libc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *
-sandstep_front_json_space (const char *p)
+sandstep_json_libc_space (const char *p)
 {
   while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
     p++;
@@ -15,7 +15,7 @@ sandstep_front_json_space (const char *p)
 
 /* The end of the string starting at @p ('"'), or NULL. */
 const char *
-sandstep_front_json_skip_string (const char *p)
+sandstep_json_libc_skip_string (const char *p)
 {
   for (p++; *p != '\0'; p++)
     {
@@ -32,16 +32,16 @@ sandstep_front_json_skip_string (const char *p)
 
 /* The end of the value at @p, or NULL. */
 const char *
-sandstep_front_json_skip_value (const char *p)
+sandstep_json_libc_skip_value (const char *p)
 {
   int depth = 0;
 
-  p = sandstep_front_json_space (p);
+  p = sandstep_json_libc_space (p);
   do
     {
       if (*p == '"')
         {
-          if ((p = sandstep_front_json_skip_string (p)) == NULL)
+          if ((p = sandstep_json_libc_skip_string (p)) == NULL)
             return NULL;
           continue;
         }
@@ -69,37 +69,37 @@ sandstep_front_json_skip_value (const char *p)
 
 /* The value of member @key of the object at @p, or NULL. */
 const char *
-sandstep_front_json_member (const char *p, const char *key)
+sandstep_json_libc_member (const char *p, const char *key)
 {
   size_t key_len = strlen (key);
 
-  if (p == NULL || *(p = sandstep_front_json_space (p)) != '{')
+  if (p == NULL || *(p = sandstep_json_libc_space (p)) != '{')
     return NULL;
-  p = sandstep_front_json_space (p + 1);
+  p = sandstep_json_libc_space (p + 1);
   while (*p == '"')
     {
-      const char *end = sandstep_front_json_skip_string (p);
+      const char *end = sandstep_json_libc_skip_string (p);
       const char *value;
       if (end == NULL)
         return NULL;
-      value = sandstep_front_json_space (end);
+      value = sandstep_json_libc_space (end);
       if (*value != ':')
         return NULL;
-      value = sandstep_front_json_space (value + 1);
+      value = sandstep_json_libc_space (value + 1);
       if ((size_t) (end - p) == key_len + 2 && memcmp (p + 1, key, key_len) == 0)
         return value;
-      if ((p = sandstep_front_json_skip_value (value)) == NULL)
+      if ((p = sandstep_json_libc_skip_value (value)) == NULL)
         return NULL;
-      p = sandstep_front_json_space (p);
+      p = sandstep_json_libc_space (p);
       if (*p != ',')
         return NULL;
-      p = sandstep_front_json_space (p + 1);
+      p = sandstep_json_libc_space (p + 1);
     }
   return NULL;
 }
 
 double
-sandstep_front_json_number (const char *p, double fallback)
+sandstep_json_libc_number (const char *p, double fallback)
 {
   char *end;
   double n;
@@ -111,7 +111,7 @@ sandstep_front_json_number (const char *p, double fallback)
 }
 
 int
-sandstep_front_json_boolean (const char *p)
+sandstep_json_libc_boolean (const char *p)
 {
   return p != NULL && strncmp (p, "true", 4) == 0;
 }
@@ -161,7 +161,7 @@ hex4 (const char *p, unsigned *cp)
 
 /* The string at @p, unescaped, into @out (cut to @size); 0 when it is no string. */
 int
-sandstep_front_json_string (const char *p, char *out, size_t size)
+sandstep_json_libc_string (const char *p, char *out, size_t size)
 {
   char *o = out, *end = out + size;
 
@@ -209,7 +209,7 @@ sandstep_front_json_string (const char *p, char *out, size_t size)
 
 /* @text as a JSON string; 0 when it holds a byte this program will not judge (non-ASCII). */
 int
-sandstep_front_json_append_string (char *out, size_t size, size_t *len, const char *text)
+sandstep_json_libc_append_string (char *out, size_t size, size_t *len, const char *text)
 {
   size_t n = *len;
 
@@ -238,7 +238,7 @@ sandstep_front_json_append_string (char *out, size_t size, size_t *len, const ch
 }
 
 size_t
-sandstep_front_base64_decode (const char *in, size_t len, unsigned char *out)
+sandstep_json_libc_base64_decode (const char *in, size_t len, unsigned char *out)
 {
   unsigned value = 0;
   int bits = 0;
