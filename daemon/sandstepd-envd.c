@@ -43,7 +43,7 @@ sandstepd_envd_is_path (const char *path)
 /* ---- process.Process/Start: a command, its output streamed ---- */
 
 /* The pid of the command whose stream starts now: a framing's first() takes no context, and
- * sandstepd_stream_step_framed() calls it before it returns (main loop only). */
+ * sandstepd_stream_step_detached() calls it before it returns (main loop only). */
 static guint32 starting_pid;
 
 static char *
@@ -350,9 +350,9 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
           fcntl (stdin_pipe[0], F_SETFL, fcntl (stdin_pipe[0], F_GETFL) & ~O_NONBLOCK);
         starting_pid = sandstepd_envd_command_add (req, job->process, job->tag, lease);
         sandstepd_envd_command_set_stdin (starting_pid, stdin_pipe[1]);
-        sandstepd_stream_step_framed_stdin (req, lease,
-                                            sandstep_wire_run_request (NULL, job->command, job->timeout_s),
-                                            &start_framing, stdin_pipe[0]);
+        /* As envd's, the command outlives the call that started it (commands.connect finds it again). */
+        sandstepd_stream_step_detached (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
+                                        &start_framing, stdin_pipe[0]);
       }
       return;
     case ENVD_READ:
