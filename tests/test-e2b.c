@@ -593,6 +593,66 @@ test_detached (Fixture *fx, gconstpointer data)
   g_assert_false (sleeper_runs (TRUE, 10));
 }
 
+/* Asserts that request @name of @report was answered @status, its body holding @text. */
+static void
+assert_answered (JsonObject *report, const char *name, gint64 status, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  if (json_object_get_int_member_with_default (o, "status", 0) != status)
+    g_error ("%s: expected status %" G_GINT64_FORMAT ", got %s", name, status,
+             json_to_string (json_object_get_member (report, name), FALSE));
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "body", ""), text);
+}
+
+static void
+test_urls (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *tokens;
+  const char *no_sandbox = "The URL's signature is no sandbox's";
+
+  g_test_summary ("uploadUrl() and downloadUrl() of a sandbox created with secure: true, used with plain fetch: "
+                  "its envdAccessToken is its own (not the key) and serves envd's calls; a POST of "
+                  "multipart/form-data to the upload URL writes the file files.read() reads, a GET of the "
+                  "download URL gives its bytes; a changed signature, path, operation or expiration, an expired "
+                  "signature, another sandbox's (it opens that one's file only, and not with another's ID), a "
+                  "killed sandbox's, an unsigned URL are refused (401); paths follow files.read and files.write");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "urls.mjs", "urls", fx->key);
+  tokens = member_object (report, "tokens");
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (tokens, "a"), "sandstep-envd-"));
+  g_assert_cmpstr (json_object_get_string_member (tokens, "a"), !=, json_object_get_string_member (tokens, "b"));
+  g_assert_cmpstr (json_object_get_string_member (report, "command"), ==, "hi\n");
+  /* The URL carries a signature, never a token. */
+  sandstep_test_assert_contains (json_object_get_string_member (report, "uploadUrl"), "signature=v1_");
+  g_assert_null (strstr (json_object_get_string_member (report, "uploadUrl"), "sandstep-envd-"));
+  g_assert_null (strstr (json_object_get_string_member (report, "uploadUrl"), fx->key));
+  assert_answered (report, "uploaded", 200, "/workspace/up.txt");
+  g_assert_cmpstr (json_object_get_string_member (report, "readBack"), ==, "uploaded bytes\n");
+  assert_answered (report, "downloaded", 200, "uploaded bytes\n");
+  assert_answered (report, "downloadedInTime", 200, "uploaded bytes\n");
+  assert_answered (report, "tampered", 401, no_sandbox);
+  assert_answered (report, "otherPath", 401, no_sandbox);
+  assert_answered (report, "uploadAsDownload", 401, no_sandbox);
+  assert_answered (report, "downloadAsUpload", 401, no_sandbox);
+  assert_answered (report, "unsigned", 401, "no E2B API key and no signature");
+  assert_answered (report, "expired", 401, "The URL's signature expired");
+  assert_answered (report, "laterExpiration", 401, no_sandbox);
+  assert_answered (report, "otherSandbox", 200, "b bytes\n");
+  assert_answered (report, "otherSandboxNamingA", 401, "no E2B API key");
+  assert_answered (report, "killedSandbox", 401, no_sandbox);
+  /* As files.read and files.write refuse them, so do the URLs. */
+  assert_threw (report, "readLink", "FileNotFoundError", "does not exist in the sandbox");
+  assert_answered (report, "downloadedLink", 404, "does not exist in the sandbox");
+  assert_threw (report, "writeOutside", "InvalidArgumentError", "outside the sandbox's files");
+  assert_answered (report, "uploadedOutside", 400, "outside the sandbox's files");
+  assert_answered (report, "uploadedTmp", 200, "/tmp/up.txt");
+  g_assert_cmpstr (json_object_get_string_member (report, "readTmp"), ==, "tmp bytes\n");
+}
+
 static void
 test_files (Fixture *fx, gconstpointer data)
 {
@@ -1382,6 +1442,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/https", test_https);
   ADD ("/e2b/sdk/background", test_background);
   ADD ("/e2b/sdk/detached", test_detached);
+  ADD ("/e2b/sdk/urls", test_urls);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/code/run", test_code);
