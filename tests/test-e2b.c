@@ -549,7 +549,8 @@ test_detached (Fixture *fx, gconstpointer data)
   JsonObject *o;
 
   g_test_summary ("A background command outlives the script that started it (docs/e2b.md): a second node "
-                  "process connects to the sandbox, lists the command, sends it stdin, connects to its pid and "
+                  "process connects to the sandbox, lists the command, sends it stdin, finds the sandbox held by it "
+                  "(a file call is busy), connects to its pid and "
                   "gets its output from then on (not the 8 MB it wrote while no one was connected, which did not "
                   "stop it) and its end; a third kills a command by its pid, freeing the sandbox; the sandbox's "
                   "kill ends the command that runs in it");
@@ -567,6 +568,8 @@ test_detached (Fixture *fx, gconstpointer data)
   o = json_array_get_object_element (listed, 0);
   g_assert_cmpint (json_object_get_int_member (o, "pid"), ==, json_object_get_int_member (started, "pid"));
   g_assert_true (json_object_get_boolean_member (connected, "sentOne"));
+  /* It still holds the sandbox (docs/e2b.md, "Commands outlive their script"). */
+  assert_threw (connected, "busy", "SandboxError", "held by");
   o = member_object (connected, "connected");
   g_assert_cmpstr (json_object_get_string_member_with_default (o, "threw", ""), ==, "CommandExitError");
   g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 3);

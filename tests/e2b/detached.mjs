@@ -5,7 +5,8 @@
 //   start              creates a sandbox and starts a background command that reads stdin; once it has said
 //                      "begun" the script exits without disconnecting (process.exit), printing {sandboxId, pid}
 //   connect ID PID     Sandbox.connect(ID): lists the commands, sends a line (the command then writes 8 MB that no
-//                      one reads), connects to PID after that, sends a second line and waits for the command's end
+//                      one reads), writes a file (busy: the command holds the sandbox), connects to PID after
+//                      that, sends a second line and waits for the command's end
 //   sleeper ID         starts `sleep 654321` in the background and exits, printing {pid}
 //   kill ID PID        kills PID by its pid, lists again, and runs a command (the sandbox is free)
 //   killsandbox ID     kills the sandbox
@@ -45,8 +46,9 @@ if (step === 'start') {
   const sbx = await Sandbox.connect(id);
   await take('listed', async () => (await sbx.commands.list()).map((p) => ({ pid: p.pid, args: p.args })));
   await take('sentOne', async () => { await sbx.commands.sendStdin(pid, 'one\n'); return true; });
-  // The flood goes to no one: it must neither block the command nor reach a later connection.
-  await sleep(3000);
+  // The command holds the sandbox's claim: a file call waits for it (5 s), then is refused as busy.  Meanwhile
+  // the flood goes to no one: it must neither block the command nor reach a later connection.
+  await take('busy', async () => { await sbx.files.write('/workspace/busy.txt', 'x'); return true; });
   let out = '';
   await take('connected', async () => {
     const h = await sbx.commands.connect(pid, { onStdout: (d) => { out += d; }, timeoutMs: 0 });
