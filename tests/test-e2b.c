@@ -580,6 +580,9 @@ test_detached (Fixture *fx, gconstpointer data)
 
   sleeper = run_script_args (fx, "detached.mjs", "sleeper", fx->key, id, NULL);
   sleeper_pid = g_strdup_printf ("%" G_GINT64_FORMAT, json_object_get_int_member (sleeper, "pid"));
+  listed = json_object_get_array_member (sleeper, "listedAfterDisconnect");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (listed, 0), ==, json_object_get_int_member (sleeper, "pid"));
   g_assert_true (sleeper_runs (FALSE, 10));
   killed = run_script_args (fx, "detached.mjs", "kill", fx->key, id, sleeper_pid);
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (killed, "listed")), ==, 1);

@@ -7,7 +7,8 @@
 //   connect ID PID     Sandbox.connect(ID): lists the commands, sends a line (the command then writes 8 MB that no
 //                      one reads), writes a file (busy: the command holds the sandbox), connects to PID after
 //                      that, sends a second line and waits for the command's end
-//   sleeper ID         starts `sleep 654321` in the background and exits, printing {pid}
+//   sleeper ID         starts `sleep 654321` in the background, disconnects from it, lists, and exits, printing
+//                      {pid, listedAfterDisconnect}
 //   kill ID PID        kills PID by its pid, lists again, and runs a command (the sandbox is free)
 //   killsandbox ID     kills the sandbox
 // Each prints one JSON object: what each call gave (errors as {error, message}).
@@ -66,6 +67,10 @@ if (step === 'start') {
   const sbx = await Sandbox.connect(id);
   const h = await sbx.commands.run('exec sleep 654321', { background: true, timeoutMs: 0 });
   report.pid = h.pid;
+  // handle.disconnect() closes the stream, and leaves the command running.
+  await h.disconnect();
+  await sleep(500);
+  await take('listedAfterDisconnect', async () => (await sbx.commands.list()).map((p) => p.pid));
 } else if (step === 'kill') {
   const sbx = await Sandbox.connect(id);
   await take('listed', async () => (await sbx.commands.list()).map((p) => p.pid));
