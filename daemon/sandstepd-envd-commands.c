@@ -2,7 +2,8 @@
  * closeStdin.
  *
  * A command started by process.Process/Start streams to the call that started it and holds its sandbox's
- * claim while it runs (sandstepd-envd.c).  Here each one is known by a pid of sandstepd's own (the SDK's
+ * claim while it runs (sandstepd-envd.c); it outlives that call, as envd's do, until it ends, is killed, or its
+ * sandbox ends (sandstepd_stream_step_detached()).  Here each one is known by a pid of sandstepd's own (the SDK's
  * handle.pid: not the process's pid in the sandbox, which the daemon never learns), with the process it
  * was asked to run, until its claim ends.  process.Process/List lists a sandbox's; SendSignal ends the claim,
  * which kills the command and everything it started, and ends its stream as envd's says a killed command
@@ -180,7 +181,8 @@ sandstepd_envd_command_connect (const char *handle, JsonObject *selector, Reques
   gsize len = 0;
   char *bytes;
 
-  if (c == NULL || c->req->finished || c->req->completed)
+  /* The call that started it may be gone: the command runs on while its claim lasts (find() prunes the rest). */
+  if (c == NULL)
     return FALSE;
   req->keepalive_frame = sandstepd_envd_event ("keepalive", json_object_new (), &req->keepalive_len);
   sandstepd_stream_begin (req);

@@ -43,7 +43,7 @@ sandstepd_envd_is_path (const char *path)
 /* ---- process.Process/Start: a command, its output streamed ---- */
 
 /* The pid of the command whose stream starts now: a framing's first() takes no context, and
- * sandstepd_stream_step_framed() calls it before it returns (main loop only). */
+ * sandstepd_stream_step_detached() calls it before it returns (main loop only). */
 static guint32 starting_pid;
 
 static char *
@@ -350,9 +350,9 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
           fcntl (stdin_pipe[0], F_SETFL, fcntl (stdin_pipe[0], F_GETFL) & ~O_NONBLOCK);
         starting_pid = sandstepd_envd_command_add (req, job->process, job->tag, lease);
         sandstepd_envd_command_set_stdin (starting_pid, stdin_pipe[1]);
-        sandstepd_stream_step_framed_stdin (req, lease,
-                                            sandstep_wire_run_request (NULL, job->command, job->timeout_s),
-                                            &start_framing, stdin_pipe[0]);
+        /* As envd's, the command outlives the call that started it (commands.connect finds it again). */
+        sandstepd_stream_step_detached (req, lease, sandstep_wire_run_request (NULL, job->command, job->timeout_s),
+                                        &start_framing, stdin_pipe[0]);
       }
       return;
     case ENVD_READ:
@@ -842,6 +842,97 @@ handle_process (Request *req, EnvdOp op)
   envd_go (job);
 }
 
+/* ---- signed URLs (uploadUrl(), downloadUrl()): GET and POST /files naming no sandbox ---- */
+
+typedef struct {
+  Request *req;
+  char *path;
+  char *user;
+  char *signature;
+  char *expiration;
+  const char *operation;
+  char *handle;             /* found */
+  GError *error;
+} Signed;
+
+static void
+signed_free (Signed *job)
+{
+  sandstepd_request_unref (job->req);
+  g_free (job->path);
+  g_free (job->user);
+  g_free (job->signature);
+  g_free (job->expiration);
+  g_free (job->handle);
+  g_clear_error (&job->error);
+  g_free (job);
+}
+
+static void
+signed_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  Signed *job = data;
+
+  job->handle = sandstepd_e2b_signed_sandbox (job->req->d, job->path, job->operation, job->user, job->signature,
+                                              job->expiration, &job->error);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+signed_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  Signed *job = g_task_get_task_data (G_TASK (result));
+
+  if (job->handle == NULL)
+    {
+      sandstepd_say ("refused %s /files (signed): %s", job->req->method, job->error->message);
+      sandstepd_e2b_error (job->req, SOUP_STATUS_UNAUTHORIZED, "%s", job->error->message);
+      return;
+    }
+  /* From here on it is that sandbox's GET or POST /files, with the same path rules as files.read/write. */
+  sandstepd_e2b_grant_sandbox (job->req, job->handle);
+  handle_files (job->req);
+}
+
+/* A signed URL's request: the sandbox is the one whose envd access token made its signature. */
+static void
+handle_signed_files (Request *req)
+{
+  SoupServerMessage *msg = req->msg;
+  GUri *uri = soup_server_message_get_uri (msg);
+  g_autoptr(GHashTable) query = uri != NULL && g_uri_get_query (uri) != NULL ? soup_form_decode (g_uri_get_query (uri))
+                                                                             : NULL;
+  const char *path = query != NULL ? g_hash_table_lookup (query, "path") : NULL;
+  const char *user = query != NULL ? g_hash_table_lookup (query, "username") : NULL;
+  g_autoptr(GTask) task = NULL;
+  Signed *job;
+
+  if (strcmp (req->method, "GET") != 0 && strcmp (req->method, "POST") != 0)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_METHOD_NOT_ALLOWED,
+                           "%s of a signed /files URL is not served; GET a downloadUrl(), POST an uploadUrl()",
+                           req->method);
+      return;
+    }
+  /* The signature covers the query's path alone: a multipart file's name cannot stand in for it. */
+  if (path == NULL || path[0] == '\0')
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
+                           "A signed /files URL names no path; make it with uploadUrl(path) or downloadUrl(path)");
+      return;
+    }
+  job = g_new0 (Signed, 1);
+  job->req = sandstepd_request_ref (req);
+  job->path = g_strdup (path);
+  job->user = g_strdup (user != NULL ? user : "");
+  job->signature = g_strdup (g_hash_table_lookup (query, "signature"));
+  job->expiration = g_strdup (g_hash_table_lookup (query, "signature_expiration"));
+  job->operation = strcmp (req->method, "GET") == 0 ? "read" : "write";
+  task = g_task_new (NULL, NULL, signed_done, NULL);
+  g_task_set_task_data (task, job, (GDestroyNotify) signed_free);
+  g_task_run_in_thread (task, signed_thread);
+}
+
 void
 sandstepd_handle_envd (Request *req)
 {
@@ -852,6 +943,11 @@ sandstepd_handle_envd (Request *req)
   gboolean streaming = g_strcmp0 (content_type, CONNECT_STREAM_TYPE) == 0;
   g_autofree char *message = NULL;
 
+  if (sandstepd_e2b_is_signed (req->scope))
+    {
+      handle_signed_files (req);
+      return;
+    }
   if (id == NULL || !sandstep_handle_is_local (id))
     {
       message = sandstepd_e2b_not_found (id, TRUE);

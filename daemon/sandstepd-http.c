@@ -375,12 +375,13 @@ tees_take (Request *req, const char *data, gsize len)
 void
 sandstepd_stream_take (Request *req, char *data, gsize len)
 {
+  /* Tees outlive their stream only when it keeps them (keep_tees); otherwise they ended with it. */
+  tees_take (req, data, len);
   if (req->finished || req->completed)
     {
       g_free (data);
       return;
     }
-  tees_take (req, data, len);
   soup_message_body_append (soup_server_message_get_response_body (req->msg), SOUP_MEMORY_TAKE, data, len);
   req->pending += len;
   req->paused = TRUE;
@@ -399,11 +400,11 @@ sandstepd_stream_object (Request *req, JsonObject *object)
 void
 sandstepd_stream_end (Request *req)
 {
-  if (req->finished || req->completed)
-    return;
   for (guint i = 0; req->tees != NULL && i < req->tees->len; i++)
     sandstepd_stream_end (req->tees->pdata[i]);
   g_clear_pointer (&req->tees, g_ptr_array_unref);
+  if (req->finished || req->completed)
+    return;
   req->completed = TRUE;
   soup_message_body_complete (soup_server_message_get_response_body (req->msg));
   req->paused = TRUE;
@@ -435,14 +436,17 @@ static void
 request_gone (Request *req)
 {
   void (*on_gone) (Request *) = req->on_gone;
+  GPtrArray *kept;
 
   stop_watches (req);
   req->on_gone = NULL;
   req->on_drained = NULL;
   if (on_gone != NULL)
     on_gone (req);
-  /* Let libsoup find out and finish the exchange. */
+  /* Let libsoup find out and finish the exchange; tees it keeps go on without it. */
+  kept = req->keep_tees ? g_steal_pointer (&req->tees) : NULL;
   sandstepd_stream_end (req);
+  req->tees = kept;
 }
 
 void
@@ -453,10 +457,13 @@ sandstepd_request_finished (SoupServerMessage *msg, gpointer user_data)
 
   req->finished = TRUE;
   stop_watches (req);
-  /* Its tees end with it, cut when it ended early. */
-  for (guint i = 0; req->tees != NULL && i < req->tees->len; i++)
-    sandstepd_stream_end (req->tees->pdata[i]);
-  g_clear_pointer (&req->tees, g_ptr_array_unref);
+  /* Its tees end with it, cut when it ended early, unless it keeps them (what it streams outlives it). */
+  if (!req->keep_tees)
+    {
+      for (guint i = 0; req->tees != NULL && i < req->tees->len; i++)
+        sandstepd_stream_end (req->tees->pdata[i]);
+      g_clear_pointer (&req->tees, g_ptr_array_unref);
+    }
   sandstepd_conn_body_done (msg);
   g_signal_handlers_disconnect_by_data (msg, req);
   if (early || req->on_gone != NULL)

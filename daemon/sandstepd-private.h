@@ -198,6 +198,9 @@ struct _Request {
   /* Streamed answers that get a copy of every byte this one takes from now on, and end with it (E2B's
    * commands.connect); NULL: none. */
   GPtrArray *tees;
+  /* The tees outlive this answer's connection: they go on getting what it takes, and end when it ends (an E2B
+   * command, which outlives the call that started it). */
+  gboolean keep_tees;
 };
 
 /* ---- sandstepd-http.c: logging, answers, streamed answers, connections ---- */
@@ -328,17 +331,17 @@ typedef struct {
   char *(*keepalive) (gsize *out_len);
 } SandstepdFraming;
 
-/* sandstepd_stream_step() framed by @framing, with no stdin: the stream holds @lease and ends it before the
- * last bytes go, or abruptly when the caller goes away. */
-void sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing);
 /* Operation @op (taken @message) on @lease's worker, its two output pipes and its reply framed by @framing; the
  * lease stays when the answer ends (E2B's runCode: the Python session lives on), and ends abruptly, with what
  * it runs, when the caller goes away before. */
 void sandstepd_stream_op_framed (Request *req, Lease *lease, const char *op, JsonObject *message,
                                  const SandstepdFraming *framing);
-/* The same with @stdin_fd (taken; -1: none) as the command's stdin. */
-void sandstepd_stream_step_framed_stdin (Request *req, Lease *lease, JsonObject *message,
-                                         const SandstepdFraming *framing, int stdin_fd);
+/* A command (taken @message: a worker's "run", with @stdin_fd, taken, -1: none) framed by @framing that outlives
+ * its caller (E2B's commands): it holds @lease and ends it before its last bytes go; when @req's connection goes
+ * it runs on, its output going to @req's tees (none: dropped, never waited for), until it ends or the lease is
+ * ended (a kill, the sandbox's end). */
+void sandstepd_stream_step_detached (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing,
+                                     int stdin_fd);
 
 /* ---- sandstepd-files.c: read, list, write, put ---- */
 
@@ -360,6 +363,15 @@ gboolean sandstepd_envd_is_path (const char *path);
  * interpreter's routes, a sandbox's E2B-Traffic-Access-Token), or NULL with why not. */
 const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char *path,
                                                     const char **out_why);
+/* TRUE when @scope is that of a signed /files URL (uploadUrl(), downloadUrl()) whose sandbox is not found yet. */
+gboolean sandstepd_e2b_is_signed (const SandstepTokenEntry *scope);
+/* The sandbox whose envd access token made @signature of @path, @operation ("read", "write") and @user, with
+ * @expiration (NULL: none; else seconds since 1970, not past), among the live sandboxes; NULL with @error
+ * otherwise.  Reads the state directory: not on the main loop. */
+char *sandstepd_e2b_signed_sandbox (Daemon *d, const char *path, const char *operation, const char *user,
+                                    const char *signature, const char *expiration, GError **error);
+/* @req (signed) names sandbox @handle and may use it alone, as with its envd access token. */
+void sandstepd_e2b_grant_sandbox (Request *req, const char *handle);
 void sandstepd_handle_e2b (Request *req);
 void sandstepd_handle_envd (Request *req);
 /* The owner of the sandboxes an E2B key of @scope creates. */

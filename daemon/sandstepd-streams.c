@@ -7,7 +7,8 @@
  * so the command (or the export) waits on a full pipe, until the answer
  * drains below SANDSTEPD_LOW_WATER.  The last line is the worker's reply
  * (the command's result, or the end of the export) once every pipe has
- * ended, or its error.  A caller that goes away has what it started killed.
+ * ended, or its error.  A caller that goes away has what it started killed, but for a detached command (E2B's),
+ * which runs on: its output then goes to its stream's tees alone, never waited for.
  */
 #include "sandstepd-private.h"
 
@@ -45,6 +46,8 @@ struct _PipeStream {
   gboolean released;
   const SandstepdFraming *framing;  /* NULL: sandstep's JSON lines */
   JsonObject *reply;        /* with a framing: the worker's reply, for its last bytes */
+  gboolean detached;        /* outlives its caller (E2B's commands): its caller going away kills nothing */
+  gboolean gone;            /* a detached stream's caller went away: its output goes to the tees alone */
 };
 
 static void pipe_stream_try_finish (PipeStream *ps);
@@ -96,7 +99,8 @@ on_pipe_data (int fd, GIOCondition condition, gpointer data)
   line = ps->framing != NULL ? ps->framing->data (ps->numbers[i], buf, n, &len)
                               : sandstep_wire_data_line (ps->numbers[i], buf, n, &len);
   sandstepd_stream_take (ps->req, line, len);
-  if (ps->req->pending > SANDSTEPD_HIGH_WATER)
+  /* Once its caller is gone nothing drains: a tee that falls behind is cut instead (sandstepd_stream_tee()). */
+  if (!ps->gone && ps->req->pending > SANDSTEPD_HIGH_WATER)
     {
       /* The reader is slow: stop reading; the writer waits on its full pipe. */
       ps->watches[i] = 0;
@@ -189,6 +193,13 @@ on_pipe_stream_gone (Request *req)
   Lease *step = ps->step;
   Lease *held = ps->held;
 
+  if (ps->detached)
+    {
+      /* The command runs on; the pipes are read again if a slow reader had paused them. */
+      ps->gone = TRUE;
+      pipe_stream_watch (ps);
+      return;
+    }
   /* The caller went away: what it started is killed; the worker's writes now fail. */
   sandstepd_worker_forget (ps->worker, ps->call);
   ps->call = NULL;
@@ -239,7 +250,7 @@ on_pipe_stream_replied (Call *call, JsonObject *reply, int reply_fd, const GErro
 static void
 pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
                         const int numbers[2], LastLine last_line, JsonObject *first, int stdin_fd, gboolean step,
-                        gboolean held, const SandstepdFraming *framing)
+                        gboolean held, gboolean detached, const SandstepdFraming *framing)
 {
   g_autoptr(JsonObject) owned = message;
   g_autoptr(JsonObject) owned_first = first;
@@ -254,6 +265,8 @@ pipe_stream_start_full (Request *req, Lease *lease, const char *op, JsonObject *
   ps->n_pipes = n_pipes;
   ps->last_line = last_line;
   ps->framing = framing;
+  ps->detached = detached;
+  req->keep_tees = detached;
   ps->fds[0] = ps->fds[1] = -1;
   for (guint i = 0; i < n_pipes; i++)
     {
@@ -320,7 +333,8 @@ static void
 pipe_stream_start (Request *req, Lease *lease, const char *op, JsonObject *message, guint n_pipes,
                    const int numbers[2], LastLine last_line)
 {
-  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE, FALSE, NULL);
+  pipe_stream_start_full (req, lease, op, message, n_pipes, numbers, last_line, NULL, -1, FALSE, FALSE, FALSE,
+                          NULL);
 }
 
 /* ---- run: stdout and stderr, then the command's result ---- */
@@ -371,22 +385,18 @@ sandstepd_stream_step (Request *req, Lease *lease, JsonObject *first, JsonObject
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE, FALSE, NULL);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, first, stdin_fd, TRUE, FALSE, FALSE,
+                          NULL);
 }
 
 void
-sandstepd_stream_step_framed (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing)
-{
-  sandstepd_stream_step_framed_stdin (req, lease, message, framing, -1);
-}
-
-void
-sandstepd_stream_step_framed_stdin (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing,
-                                    int stdin_fd)
+sandstepd_stream_step_detached (Request *req, Lease *lease, JsonObject *message, const SandstepdFraming *framing,
+                                int stdin_fd)
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, stdin_fd, TRUE, FALSE, framing);
+  pipe_stream_start_full (req, lease, "run", message, 2, numbers, run_last_line, NULL, stdin_fd, TRUE, FALSE, TRUE,
+                          framing);
 }
 
 void
@@ -395,7 +405,7 @@ sandstepd_stream_op_framed (Request *req, Lease *lease, const char *op, JsonObje
 {
   static const int numbers[2] = { 1, 2 };
 
-  pipe_stream_start_full (req, lease, op, message, 2, numbers, run_last_line, NULL, -1, FALSE, TRUE, framing);
+  pipe_stream_start_full (req, lease, op, message, 2, numbers, run_last_line, NULL, -1, FALSE, TRUE, FALSE, framing);
 }
 
 /* ---- export: the file's bytes, then the end ---- */

@@ -191,14 +191,15 @@ server_start (Fixture *fx)
   g_assert_nonnull (fx->url);
 }
 
-/* Runs tests/e2b/@name @area with @key, and returns its report. */
+/* Runs tests/e2b/@name @area [@arg1 [@arg2]] with @key, and returns its report. */
 static JsonObject *
-run_script (Fixture *fx, const char *name, const char *area, const char *key)
+run_script_args (Fixture *fx, const char *name, const char *area, const char *key, const char *arg1,
+                 const char *arg2)
 {
   g_autofree char *script = g_test_build_filename (G_TEST_DIST, "e2b", name, NULL);
   g_autofree char *timeout = g_strdup_printf ("%d", CLIENT_TIMEOUT_S);
   g_autofree char *node = sdk_node ();
-  const char *argv[] = { "timeout", "-k", "5", timeout, node, script, area, NULL };
+  const char *argv[] = { "timeout", "-k", "5", timeout, node, script, area, arg1, arg1 != NULL ? arg2 : NULL, NULL };
   g_auto(GStrv) envp = g_strdupv (fx->f.envp);
   g_autoptr(GError) error = NULL;
   g_autofree char *out = NULL;
@@ -226,6 +227,12 @@ run_script (Fixture *fx, const char *name, const char *area, const char *key)
   report = sandstep_test_parse_json (out);
   g_assert_true (JSON_NODE_HOLDS_OBJECT (report));
   return json_object_ref (json_node_get_object (report));
+}
+
+static JsonObject *
+run_script (Fixture *fx, const char *name, const char *area, const char *key)
+{
+  return run_script_args (fx, name, area, key, NULL, NULL);
 }
 
 static JsonObject *
@@ -493,6 +500,163 @@ test_background (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "killedSecond"));
   assert_threw (report, "pty", "SandboxError", "PTYs are not served");
   g_assert_true (json_object_get_boolean_member (report, "killedSandbox"));
+}
+
+/* The sleeper's argv as /proc shows it: NUL-separated, and NUL-ended (sizeof counts the string's own NUL). */
+#define SLEEPER_ARGV "sleep\0" "654321"
+
+/* TRUE when a process of this host runs `sleep 654321` (the sleeper of detached.mjs), waiting up to @wait_s for
+ * it to be gone when @gone. */
+static gboolean
+sleeper_runs (gboolean gone, int wait_s)
+{
+  for (int i = 0; i <= wait_s * 10; i++)
+    {
+      g_autoptr(GDir) dir = g_dir_open ("/proc", 0, NULL);
+      gboolean found = FALSE;
+      const char *name;
+
+      while (dir != NULL && !found && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *path = g_strdup_printf ("/proc/%s/cmdline", name);
+          g_autofree char *cmdline = NULL;
+          gsize len = 0;
+
+          if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &cmdline, &len, NULL))
+            continue;
+          found = len == sizeof SLEEPER_ARGV && memcmp (cmdline, SLEEPER_ARGV, len) == 0;
+        }
+      if (found != gone)
+        return found;
+      g_usleep (100 * 1000);
+    }
+  return !gone;
+}
+
+static void
+test_detached (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) started = NULL;
+  g_autoptr(JsonObject) connected = NULL;
+  g_autoptr(JsonObject) sleeper = NULL;
+  g_autoptr(JsonObject) killed = NULL;
+  g_autoptr(JsonObject) sleeper2 = NULL;
+  g_autoptr(JsonObject) ended = NULL;
+  g_autofree char *pid = NULL;
+  g_autofree char *sleeper_pid = NULL;
+  const char *id;
+  JsonArray *listed;
+  JsonObject *o;
+
+  g_test_summary ("A background command outlives the script that started it (docs/e2b.md): a second node "
+                  "process connects to the sandbox, lists the command, sends it stdin, finds the sandbox held by it "
+                  "(a file call is busy), connects to its pid and "
+                  "gets its output from then on (not the 8 MB it wrote while no one was connected, which did not "
+                  "stop it) and its end; a third kills a command by its pid, freeing the sandbox; the sandbox's "
+                  "kill ends the command that runs in it");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  started = run_script (fx, "detached.mjs", "start", fx->key);
+  id = json_object_get_string_member (started, "sandboxId");
+  pid = g_strdup_printf ("%" G_GINT64_FORMAT, json_object_get_int_member (started, "pid"));
+  sandstep_test_assert_contains (json_object_get_string_member (started, "stdout"), "begun");
+
+  connected = run_script_args (fx, "detached.mjs", "connect", fx->key, id, pid);
+  listed = json_object_get_array_member (connected, "listed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  o = json_array_get_object_element (listed, 0);
+  g_assert_cmpint (json_object_get_int_member (o, "pid"), ==, json_object_get_int_member (started, "pid"));
+  g_assert_true (json_object_get_boolean_member (connected, "sentOne"));
+  /* It still holds the sandbox (docs/e2b.md, "Commands outlive their script"). */
+  assert_threw (connected, "busy", "SandboxError", "held by");
+  o = member_object (connected, "connected");
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "threw", ""), ==, "CommandExitError");
+  g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 3);
+  /* Its output from the connect on: the end, not what came before. */
+  g_assert_true (g_str_has_suffix (json_object_get_string_member (connected, "stdout"), "got two\n"));
+  g_assert_null (strstr (json_object_get_string_member (connected, "stdout"), "begun"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (connected, "listedAfter")), ==, 0);
+
+  sleeper = run_script_args (fx, "detached.mjs", "sleeper", fx->key, id, NULL);
+  sleeper_pid = g_strdup_printf ("%" G_GINT64_FORMAT, json_object_get_int_member (sleeper, "pid"));
+  listed = json_object_get_array_member (sleeper, "listedAfterDisconnect");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (listed, 0), ==, json_object_get_int_member (sleeper, "pid"));
+  g_assert_true (sleeper_runs (FALSE, 10));
+  killed = run_script_args (fx, "detached.mjs", "kill", fx->key, id, sleeper_pid);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (killed, "listed")), ==, 1);
+  g_assert_true (json_object_get_boolean_member (killed, "killed"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (killed, "listedAfter")), ==, 0);
+  g_assert_cmpstr (json_object_get_string_member (killed, "after"), ==, "free\n");
+  g_assert_false (sleeper_runs (TRUE, 10));
+
+  sleeper2 = run_script_args (fx, "detached.mjs", "sleeper", fx->key, id, NULL);
+  g_assert_true (sleeper_runs (FALSE, 10));
+  ended = run_script_args (fx, "detached.mjs", "killsandbox", fx->key, id, NULL);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (ended, "listed")), ==, 1);
+  g_assert_true (json_object_get_boolean_member (ended, "killedSandbox"));
+  g_assert_false (sleeper_runs (TRUE, 10));
+}
+
+/* Asserts that request @name of @report was answered @status, its body holding @text. */
+static void
+assert_answered (JsonObject *report, const char *name, gint64 status, const char *text)
+{
+  JsonObject *o = member_object (report, name);
+
+  if (json_object_get_int_member_with_default (o, "status", 0) != status)
+    g_error ("%s: expected status %" G_GINT64_FORMAT ", got %s", name, status,
+             json_to_string (json_object_get_member (report, name), FALSE));
+  sandstep_test_assert_contains (json_object_get_string_member_with_default (o, "body", ""), text);
+}
+
+static void
+test_urls (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  JsonObject *tokens;
+  const char *no_sandbox = "The URL's signature is no sandbox's";
+
+  g_test_summary ("uploadUrl() and downloadUrl() of a sandbox created with secure: true, used with plain fetch: "
+                  "its envdAccessToken is its own (not the key) and serves envd's calls; a POST of "
+                  "multipart/form-data to the upload URL writes the file files.read() reads, a GET of the "
+                  "download URL gives its bytes; a changed signature, path, operation or expiration, an expired "
+                  "signature, another sandbox's (it opens that one's file only, and not with another's ID), a "
+                  "killed sandbox's, an unsigned URL are refused (401); paths follow files.read and files.write");
+  if (!sdk_ready ())
+    return;
+  server_start (fx);
+  report = run_script (fx, "urls.mjs", "urls", fx->key);
+  tokens = member_object (report, "tokens");
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (tokens, "a"), "sandstep-envd-"));
+  g_assert_cmpstr (json_object_get_string_member (tokens, "a"), !=, json_object_get_string_member (tokens, "b"));
+  g_assert_cmpstr (json_object_get_string_member (report, "command"), ==, "hi\n");
+  /* The URL carries a signature, never a token. */
+  sandstep_test_assert_contains (json_object_get_string_member (report, "uploadUrl"), "signature=v1_");
+  g_assert_null (strstr (json_object_get_string_member (report, "uploadUrl"), "sandstep-envd-"));
+  g_assert_null (strstr (json_object_get_string_member (report, "uploadUrl"), fx->key));
+  assert_answered (report, "uploaded", 200, "/workspace/up.txt");
+  g_assert_cmpstr (json_object_get_string_member (report, "readBack"), ==, "uploaded bytes\n");
+  assert_answered (report, "downloaded", 200, "uploaded bytes\n");
+  assert_answered (report, "downloadedInTime", 200, "uploaded bytes\n");
+  assert_answered (report, "tampered", 401, no_sandbox);
+  assert_answered (report, "otherPath", 401, no_sandbox);
+  assert_answered (report, "uploadAsDownload", 401, no_sandbox);
+  assert_answered (report, "downloadAsUpload", 401, no_sandbox);
+  assert_answered (report, "unsigned", 401, "no E2B API key and no signature");
+  assert_answered (report, "expired", 401, "The URL's signature expired");
+  assert_answered (report, "laterExpiration", 401, no_sandbox);
+  assert_answered (report, "otherSandbox", 200, "b bytes\n");
+  assert_answered (report, "otherSandboxNamingA", 401, "no E2B API key");
+  assert_answered (report, "killedSandbox", 401, no_sandbox);
+  /* As files.read and files.write refuse them, so do the URLs. */
+  assert_threw (report, "readLink", "FileNotFoundError", "does not exist in the sandbox");
+  assert_answered (report, "downloadedLink", 404, "does not exist in the sandbox");
+  assert_threw (report, "writeOutside", "InvalidArgumentError", "outside the sandbox's files");
+  assert_answered (report, "uploadedOutside", 400, "outside the sandbox's files");
+  assert_answered (report, "uploadedTmp", 200, "/tmp/up.txt");
+  g_assert_cmpstr (json_object_get_string_member (report, "readTmp"), ==, "tmp bytes\n");
 }
 
 static void
@@ -1283,6 +1447,8 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/commands", test_commands);
   ADD ("/e2b/sdk/https", test_https);
   ADD ("/e2b/sdk/background", test_background);
+  ADD ("/e2b/sdk/detached", test_detached);
+  ADD ("/e2b/sdk/urls", test_urls);
   ADD ("/e2b/sdk/files", test_files);
   ADD ("/e2b/sdk/handed", test_handed);
   ADD ("/e2b/code/run", test_code);
