@@ -95,6 +95,20 @@ add_image (SandstepSpec *spec, const char *text, const char *max_text, GError **
   return spec->image_digest != NULL && sandstep_image_root_resolve (spec->image_digest, layers, env, error);
 }
 
+/* A memory limit that no cgroup holds is said once: each process of the sandbox gets it as its address space
+ * (RLIMIT_AS), which is not the sandbox's whole, and a command that goes past it sees its own allocation fail,
+ * with no line of sandstep's.  Said where the limit was asked for; the default is the same either way. */
+static void
+tell_memory (const char *given)
+{
+  g_autofree char *why = given != NULL ? sandstep_cgroup_unavailable () : NULL;
+
+  if (why != NULL)
+    g_printerr ("sandstep provision: --memory=%s bounds each process of the sandbox, not all of them together: %s; "
+                "run as root, or from a process of your systemd user manager (systemd-run --user --scope ...), "
+                "which delegates cgroup v2's memory controller to you\n", given, why);
+}
+
 /* An I/O weight this host cannot set is said once, and the sandbox runs with the default share: never a silent
  * no-op, and no refusal either (a weight is a preference; most disks here have no weighing scheduler).  A CPU cap
  * that cannot be set the local backend refuses (check_cpu_cap()).  Through sandstepd the server's host decides. */
@@ -241,7 +255,10 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
   if (handle == NULL)
     return FALSE;
   if (g_strcmp0 (invocation->backend->klass->name, "local") == 0)
-    tell_io_weight (spec);
+    {
+      tell_memory (sandstep_invocation_get (invocation, "memory"));
+      tell_io_weight (spec);
+    }
   if (existing)
     {
       g_autofree char *holder = sandstep_escape (invocation->who.holder, -1, 0, SANDSTEP_ESCAPE_VALUE);

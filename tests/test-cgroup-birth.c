@@ -16,6 +16,7 @@
 #include <glib/gstdio.h>
 #include <linux/filter.h>
 #include <linux/securebits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -411,11 +412,79 @@ test_self_move_fails_v1 (void)
   sandstep_jail_start_abandon (&start);
 }
 
+/* A cgroup v2 directory of the test's tree: delegated to the caller (its own, writable) or not (another's, as
+ * systemd's slices are root's: chown where the test is root, else no write). */
+static void
+make_cgroup_dir (const char *mount, const char *rel, const char *controllers, gboolean delegated)
+{
+  g_autofree char *dir = g_build_filename (mount, rel, NULL);
+  const char *files[] = { "cgroup.procs", "cgroup.subtree_control" };
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *path = g_build_filename (dir, files[i], NULL);
+      g_assert_true (g_file_set_contents (path, "", 0, NULL));
+      if (!delegated)
+        {
+          g_assert_cmpint (chmod (path, 0444), ==, 0);
+          if (geteuid () == 0)
+            g_assert_cmpint (chown (path, SANDBOX_UID, SANDBOX_UID), ==, 0);
+        }
+    }
+  {
+    g_autofree char *path = g_build_filename (dir, "cgroup.controllers", NULL);
+    g_assert_true (g_file_set_contents (path, controllers, -1, NULL));
+  }
+  if (!delegated && geteuid () == 0)
+    g_assert_cmpint (chown (dir, SANDBOX_UID, SANDBOX_UID), ==, 0);
+}
+
+static void
+test_v2_delegated_subtree (void)
+{
+  g_autofree char *mount = g_dir_make_tmp ("sandstep-cgroup2-XXXXXX", NULL);
+  g_autofree char *service = g_build_filename (mount, "user.slice/user-1000.slice/user@1000.service", NULL);
+  g_autofree char *found = NULL;
+  g_autofree char *rm = NULL;
+
+  g_test_summary ("a caller that is not root makes its sandboxes' cgroups in the topmost cgroup v2 subtree that "
+                  "systemd delegates to it and that holds its own cgroup (user@UID.service, with memory and pids), "
+                  "never in a login session's scope, which is delegated to nobody (issue 32)");
+  make_cgroup_dir (mount, "user.slice", "cpu io memory pids", FALSE);
+  make_cgroup_dir (mount, "user.slice/user-1000.slice", "cpu io memory pids", FALSE);
+  make_cgroup_dir (mount, "user.slice/user-1000.slice/session-3.scope", "cpu io memory pids", FALSE);
+  make_cgroup_dir (mount, "user.slice/user-1000.slice/user@1000.service", "cpu memory pids", TRUE);
+  make_cgroup_dir (mount, "user.slice/user-1000.slice/user@1000.service/app.slice", "cpu memory pids", TRUE);
+  make_cgroup_dir (mount, "user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope", "cpu memory pids",
+                   TRUE);
+  make_cgroup_dir (mount, "user.slice/user-1000.slice/user@1000.service/app.slice/other.scope", "", FALSE);
+  make_cgroup_dir (mount, "system.slice", "cpu memory pids", FALSE);
+  make_cgroup_dir (mount, "system.slice/job.service", "pids", TRUE);
+
+  found = sandstep_cgroup_v2_delegated (mount, "/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope",
+                                        geteuid ());
+  g_assert_cmpstr (found, ==, service);
+  g_clear_pointer (&found, g_free);
+  /* A login session's scope (su, ssh), a cgroup inside the subtree that is not the caller's, one delegated without
+   * the memory controller, another user's: none. */
+  g_assert_null (sandstep_cgroup_v2_delegated (mount, "/user.slice/user-1000.slice/session-3.scope", geteuid ()));
+  g_assert_null (sandstep_cgroup_v2_delegated (mount, "/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                                               "other.scope", geteuid ()));
+  g_assert_null (sandstep_cgroup_v2_delegated (mount, "/system.slice/job.service", geteuid ()));
+  g_assert_null (sandstep_cgroup_v2_delegated (mount, "/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                                               "run-r1.scope", geteuid () + 1));
+  g_assert_null (sandstep_cgroup_v2_delegated (mount, "/", geteuid ()));
+  rm = g_strdup_printf ("rm -rf '%s'", mount);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/cgroup-birth/born-inside", test_born_inside);
+  g_test_add_func ("/cgroup-birth/v2-delegated-subtree", test_v2_delegated_subtree);
   g_test_add_func ("/cgroup-birth/removed-cgroup", test_removed_cgroup);
   g_test_add_func ("/cgroup-birth/moves-itself-v1", test_moves_itself_v1);
   g_test_add_func ("/cgroup-birth/self-move-fails-v1", test_self_move_fails_v1);

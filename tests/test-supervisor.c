@@ -26,6 +26,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-cgroup-warm.h"
 #include "sandstep-exit.h"
 #include "sandstep-host-files.h"
@@ -2158,6 +2159,57 @@ test_claim_held_waits_in_supervisor (Fixture *f, gconstpointer data)
   g_assert_cmpuint (front_connects, ==, 1);
 }
 
+/* `sandstep provision --memory=64M` for the fixture's user: one line on stderr where no cgroup holds the sandbox,
+ * none where one does; and where none does, what a command meets past the limit in one process. */
+static void
+check_memory_notice (Fixture *f, const char *holder, gboolean expect_line)
+{
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--memory=64M", holder, NULL);
+  g_autofree char *handle = NULL;
+
+  sandstep_test_assert_status (r, 0);
+  handle = g_strndup (r->out, strcspn (r->out, "\n"));
+  if (!expect_line)
+    g_assert_cmpstr (r->err, ==, "");
+  else
+    {
+      g_autofree char *h = handle_arg (handle);
+      g_autoptr(SandstepTestResult) big = NULL;
+
+      g_assert_true (g_str_has_prefix (r->err, "sandstep provision: --memory=64M bounds each process of the sandbox, "
+                                               "not all of them together: no cgroup can be made here"));
+      sandstep_test_assert_contains (r->err, "systemd-run --user --scope");
+      g_assert_cmpint ((int) (strchr (r->err, '\n') - r->err), ==, (int) strlen (r->err) - 1);
+      big = sandstep_test_helper (f, "run", h, "--", "dd if=/dev/zero of=/dev/null bs=100M count=1", NULL);
+      g_assert_cmpint (big->status, !=, 0);
+      sandstep_test_assert_contains (big->err, "memory exhausted");
+    }
+  /* Gone before the fixture's user changes: the teardown destroys as the user it has then. */
+  {
+    g_autofree char *h = handle_arg (handle);
+    g_autoptr(SandstepTestResult) gone = sandstep_test_helper (f, "destroy", h, NULL);
+    sandstep_test_assert_status (gone, 0);
+  }
+}
+
+static void
+test_memory_without_cgroup (Fixture *f, gconstpointer data)
+{
+  g_autofree char *reason = NULL;
+  g_autoptr(SandstepTestUser) user = NULL;
+
+  g_test_summary ("where no cgroup can hold a sandbox (a user outside any cgroup v2 subtree systemd delegates to "
+                  "it), provision says in one line that --memory bounds each process, not the sandbox, and how to "
+                  "get a cgroup; a command past it in one process fails; where a cgroup holds it, nothing is said "
+                  "(issue 32)");
+  check_memory_notice (f, "--holder=memory/caller", sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE);
+  /* A user that root starts is in root's cgroup, which is delegated to nobody. */
+  if (geteuid () != 0 || (user = sandstep_test_user_new (&reason)) == NULL)
+    return;
+  sandstep_test_fixture_set_user (f, g_steal_pointer (&user));
+  check_memory_notice (f, "--holder=memory/user", TRUE);
+}
+
 static void
 test_inotify_share (Fixture *f, gconstpointer data)
 {
@@ -2526,6 +2578,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/busy-waits-in-supervisor", test_busy_waits_in_supervisor);
   ADD ("/supervisor/recipe-hold-waits-in-supervisor", test_recipe_hold_waits_in_supervisor);
   ADD ("/supervisor/claim-held-waits-in-supervisor", test_claim_held_waits_in_supervisor);
+  ADD ("/supervisor/memory-without-cgroup", test_memory_without_cgroup);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);

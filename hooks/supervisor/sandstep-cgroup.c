@@ -139,39 +139,111 @@ has_word (const char *words, const char *word)
   return g_strv_contains ((const char *const *) list, word);
 }
 
-/* v2: controllers must be enabled in the parent's subtree_control, which the
- * no-internal-process rule allows only at the root; so v2 cgroups live under
- * /sandstep at the root, and need root. */
+/* Whether cgroup v2's @dir was delegated to @uid: its directory and the files that move processes and enable
+ * controllers are that user's, and memory and pids are among its controllers. */
+static gboolean
+delegated_to (const char *dir, uid_t uid)
+{
+  g_autofree char *procs = g_build_filename (dir, "cgroup.procs", NULL);
+  g_autofree char *subtree = g_build_filename (dir, "cgroup.subtree_control", NULL);
+  g_autofree char *path = g_build_filename (dir, "cgroup.controllers", NULL);
+  g_autofree char *controllers = NULL;
+  struct stat st, procs_st;
+
+  return stat (dir, &st) == 0 && st.st_uid == uid && stat (procs, &procs_st) == 0 && procs_st.st_uid == uid &&
+         access (procs, W_OK) == 0 && access (subtree, W_OK) == 0 &&
+         g_file_get_contents (path, &controllers, NULL, NULL) && has_word (controllers, "memory") &&
+         has_word (controllers, "pids");
+}
+
+char *
+sandstep_cgroup_v2_delegated (const char *mount, const char *own, uid_t uid)
+{
+  g_autofree char *rel = g_strdup (own);
+  char *found = NULL;
+
+  /* From the caller's own cgroup up, while each is delegated: the topmost one has no process of its own
+   * (systemd's user@UID.service keeps its manager in init.scope), so controllers can be enabled below it. */
+  while (rel[0] == '/' && rel[1] != '\0')
+    {
+      g_autofree char *dir = g_build_filename (mount, rel, NULL);
+      char *slash;
+
+      if (!delegated_to (dir, uid))
+        break;
+      g_free (found);
+      found = g_steal_pointer (&dir);
+      slash = strrchr (rel, '/');
+      *slash = '\0';
+      if (slash == rel)
+        break;
+    }
+  return found;
+}
+
+/* This process's cgroup on the unified hierarchy ("0::PATH" of /proc/self/cgroup), or NULL. */
+static char *
+own_v2_cgroup (void)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/self/cgroup", &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l != NULL; l++)
+    if (g_str_has_prefix (*l, "0::/"))
+      return g_strdup (*l + 3);
+  return NULL;
+}
+
+/* Enables @controller (with "+") below @dir, and the same below its parent, which must allow it first. */
+static gboolean
+enable_below (const char *above, const char *dir, const char *controllers)
+{
+  return write_text (above, "cgroup.subtree_control", controllers) &&
+         write_text (dir, "cgroup.subtree_control", controllers);
+}
+
+/* v2: controllers must be enabled in the parent's subtree_control, which the no-internal-process rule allows
+ * only where the parent has no process of its own: at the root, for root, under /sandstep there; for anyone
+ * else in the topmost cgroup delegated to them above their own (systemd's user@UID.service), under "sandstep"
+ * there.  NULL where neither is: a login session's scope is delegated to nobody. */
 static char *
 v2_parent (gboolean make)
 {
   const char *mount = unified_mount ();
   g_autofree char *controllers = NULL;
   g_autofree char *path = NULL;
+  g_autofree char *base = NULL;
+  g_autofree char *own = NULL;
 
   if (mount == NULL)
     return NULL;
-  path = g_build_filename (mount, "cgroup.controllers", NULL);
-  if (!g_file_get_contents (path, &controllers, NULL, NULL) || strstr (controllers, "memory") == NULL ||
-      strstr (controllers, "pids") == NULL)
+  path = g_build_filename (mount, "cgroup.subtree_control", NULL);
+  if (access (path, W_OK) == 0)
+    base = g_strdup (mount);
+  else if ((own = own_v2_cgroup ()) == NULL || (base = sandstep_cgroup_v2_delegated (mount, own, geteuid ())) == NULL)
     return NULL;
   g_free (path);
-  path = g_build_filename (mount, PARENT, NULL);
+  path = g_build_filename (base, "cgroup.controllers", NULL);
+  if (!g_file_get_contents (path, &controllers, NULL, NULL) || !has_word (controllers, "memory") ||
+      !has_word (controllers, "pids"))
+    return NULL;
+  g_free (path);
+  path = g_build_filename (base, PARENT, NULL);
   if (!make)
     return access (path, W_OK) == 0 ? g_steal_pointer (&path) : NULL;
-  if (make_dir (path) < 0 || !write_text (mount, "cgroup.subtree_control", "+memory +pids") ||
-      !write_text (path, "cgroup.subtree_control", "+memory +pids"))
+  if (make_dir (path) < 0 || !enable_below (base, path, "+memory +pids"))
     return NULL;
   /* cpu and io where the kernel has them (a sandbox that needs one is refused or told at provision,
    * sandstep_cgroup_cpu_cap_unavailable()): they weigh every sandbox together against the host. */
-  if (has_word (controllers, "cpu") && write_text (mount, "cgroup.subtree_control", "+cpu") &&
-      write_text (path, "cgroup.subtree_control", "+cpu"))
+  if (has_word (controllers, "cpu") && enable_below (base, path, "+cpu"))
     {
       g_autofree char *weight = g_strdup_printf ("%d", SANDSTEP_GROUP_CPU_WEIGHT);
       write_text (path, "cpu.weight", weight);
     }
-  if (has_word (controllers, "io") && write_text (mount, "cgroup.subtree_control", "+io") &&
-      write_text (path, "cgroup.subtree_control", "+io"))
+  if (has_word (controllers, "io") && enable_below (base, path, "+io"))
     {
       g_autofree char *weight = g_strdup_printf ("default %d", SANDSTEP_GROUP_IO_WEIGHT);
       write_text (path, "io.weight", weight);
@@ -364,6 +436,18 @@ fail:
 }
 
 char *
+sandstep_cgroup_unavailable (void)
+{
+  if (sandstep_cgroup_kind () != SANDSTEP_CGROUP_NONE)
+    return NULL;
+  return geteuid () != 0 ? g_strdup_printf ("no cgroup can be made here: the cgroup hierarchies are root's, and "
+                                            "sandstep runs as uid %u outside any cgroup v2 subtree delegated to it",
+                                            (unsigned) geteuid ())
+                         : g_strdup ("no cgroup can be made here: neither cgroup v1's memory and pids "
+                                     "hierarchies nor cgroup v2 with those controllers");
+}
+
+char *
 sandstep_cgroup_cpu_cap_unavailable (void)
 {
   g_autofree char *parent = NULL;
@@ -371,10 +455,7 @@ sandstep_cgroup_cpu_cap_unavailable (void)
   switch (sandstep_cgroup_kind ())
     {
     case SANDSTEP_CGROUP_NONE:
-      return geteuid () != 0 ? g_strdup_printf ("no cgroup can be made here: the cgroup hierarchies are root's, and "
-                                                "sandstep runs as uid %u", (unsigned) geteuid ())
-                             : g_strdup ("no cgroup can be made here: neither cgroup v1's memory and pids "
-                                         "hierarchies nor cgroup v2 with those controllers");
+      return sandstep_cgroup_unavailable ();
     case SANDSTEP_CGROUP_V1:
       parent = v1_parent ("cpu", TRUE);
       if (parent != NULL)

@@ -1,8 +1,9 @@
 /* sandstep-cgroup.h: the cgroup that holds a live sandbox.
  *
  * One cgroup per sandbox, under a parent of sandstep's own (the v1
- * hierarchies' or the v2 root's "sandstep"), never under the caller's
- * cgroup: a destroy from any cgroup finds it.  Every process of the sandbox
+ * hierarchies' or the v2 root's "sandstep"; for a user that is not root,
+ * "sandstep" in the v2 subtree systemd delegates to it), never under the
+ * caller's own cgroup: a destroy from any cgroup of that subtree finds it.  Every process of the sandbox
  * is born inside (on v2 the jail's first process is started in it, else the
  * supervisor moves it in before it starts); the supervisor itself stays out,
  * so that only the sandbox is charged and counted.  Memory (swap included) and process counts are
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 G_BEGIN_DECLS
 
@@ -22,6 +24,12 @@ typedef enum {
 
 /* What this process can make, found once. */
 SandstepCgroupKind sandstep_cgroup_kind (void);
+
+/* cgroup v2 mounted at @mount, a process of @uid in its cgroup @own ("/user.slice/.../app.slice/x.scope"): the
+ * topmost cgroup delegated to @uid that holds @own (owned by @uid, with memory and pids among its controllers),
+ * as a path under @mount; NULL where @own is in none.  Under systemd: user@UID.service, for a process its user
+ * manager started (`systemd-run --user`, a desktop's terminal), never a login session's scope. */
+char *sandstep_cgroup_v2_delegated (const char *mount, const char *own, uid_t uid);
 
 typedef struct _SandstepCgroup SandstepCgroup;
 
@@ -39,6 +47,9 @@ typedef struct {
  * one with a cap or another weight in a cgroup of its own under it. */
 SandstepCgroup *sandstep_cgroup_make (const char *name, const SandstepCgroupLimits *limits, GError **error);
 
+/* Why no cgroup holds a sandbox made here (a phrase), or NULL where one does: its memory limit then bounds each
+ * process's address space (RLIMIT_AS), and its process limit counts its uid's processes (RLIMIT_NPROC). */
+char *sandstep_cgroup_unavailable (void);
 /* Why a --cpus cap, or an --io-weight, cannot apply to a sandbox made
  * here (a phrase that names what is missing), or NULL where it can. */
 char *sandstep_cgroup_cpu_cap_unavailable (void);
