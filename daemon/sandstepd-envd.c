@@ -20,6 +20,7 @@
 /* How long a claiming call waits for a claim another holds before it answers "aborted" (busy). */
 #define ENVD_CLAIM_WAIT_S 5.0
 #include "sandstepd-e2b-answer.h"
+#include "sandstepd-e2b-tokens.h"
 
 #include <errno.h>
 #include <fcntl.h>

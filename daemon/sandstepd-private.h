@@ -363,15 +363,6 @@ gboolean sandstepd_envd_is_path (const char *path);
  * interpreter's routes, a sandbox's E2B-Traffic-Access-Token), or NULL with why not. */
 const SandstepTokenEntry *sandstepd_e2b_authorized (Daemon *d, SoupServerMessage *msg, const char *path,
                                                     const char **out_why);
-/* TRUE when @scope is that of a signed /files URL (uploadUrl(), downloadUrl()) whose sandbox is not found yet. */
-gboolean sandstepd_e2b_is_signed (const SandstepTokenEntry *scope);
-/* The sandbox whose envd access token made @signature of @path, @operation ("read", "write") and @user, with
- * @expiration (NULL: none; else seconds since 1970, not past), among the live sandboxes; NULL with @error
- * otherwise.  Reads the state directory: not on the main loop. */
-char *sandstepd_e2b_signed_sandbox (Daemon *d, const char *path, const char *operation, const char *user,
-                                    const char *signature, const char *expiration, GError **error);
-/* @req (signed) names sandbox @handle and may use it alone, as with its envd access token. */
-void sandstepd_e2b_grant_sandbox (Request *req, const char *handle);
 void sandstepd_handle_e2b (Request *req);
 void sandstepd_handle_envd (Request *req);
 /* The owner of the sandboxes an E2B key of @scope creates. */
