@@ -62,7 +62,9 @@ sandstep_claim_lock_holder (int fd)
     if (strstr (line, "FLOCK") != NULL && strstr (line, key) != NULL && strstr (line, "->") == NULL)
       {
         int seen = 0;
-        for (char *field = strtok (line, " \t\n"); field != NULL; field = strtok (NULL, " \t\n"))
+        char *rest = NULL;
+        /* strtok_r: the helper reads claims on sandstepd's worker threads too. */
+        for (char *field = strtok_r (line, " \t\n", &rest); field != NULL; field = strtok_r (NULL, " \t\n", &rest))
           if (++seen == 5)
             {
               holder = (pid_t) strtol (field, NULL, 10);
@@ -72,6 +74,15 @@ sandstep_claim_lock_holder (int fd)
   free (line);
   fclose (locks);
   return holder;
+}
+
+void
+sandstep_claim_unnamed (pid_t pid, char *out, size_t size)
+{
+  if (pid > 0)
+    snprintf (out, size, "(the process %d, which has not written its name)", (int) pid);
+  else
+    snprintf (out, size, "(a holder that has not written its name)");
 }
 
 int

@@ -36,3 +36,10 @@ pid_t sandstep_claim_lock_holder (int fd);
  * holder is unknown); 0 when it does not (yet: ask again shortly), with only @out->pid set, to the lock's holder
  * (0: unknown). */
 int sandstep_claim_read_once (int fd, SandstepClaimText *out);
+
+/* How a holder that has not written its name (in time, or in a way this process can match: another pid
+ * namespace's) is named, from the lock's holder @pid (0: unknown), into @out. */
+void sandstep_claim_unnamed (pid_t pid, char *out, size_t size);
+
+/* How long a claimer waits for a new holder to write its name before naming it so (µs). */
+#define SANDSTEP_CLAIM_NAME_WAIT_US (200 * 1000)

@@ -475,6 +475,9 @@ test_v2_delegated_subtree (void)
   g_assert_null (sandstep_cgroup_v2_delegated (mount, "/user.slice/user-1000.slice/user@1000.service/app.slice/"
                                                "run-r1.scope", geteuid () + 1));
   g_assert_null (sandstep_cgroup_v2_delegated (mount, "/", geteuid ()));
+  /* Outside its cgroup namespace's root a path climbs: never out of the mount. */
+  g_assert_null (sandstep_cgroup_v2_delegated (mount, "/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                                               "run-r1.scope/../../../..", geteuid ()));
   rm = g_strdup_printf ("rm -rf '%s'", mount);
   g_assert_cmpint (system (rm), ==, 0);
 }

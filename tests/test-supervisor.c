@@ -32,6 +32,7 @@
 #include "sandstep-host-files.h"
 #include "sandstep-limit-defaults.h"
 #include "sandstep-run-wire.h"
+#include "sandstep-supervisor.h"
 #include "sandstep-supervisor-start.h"
 #include "sandstep-store.h"
 #include "sandstep-test-utils.h"
@@ -2159,6 +2160,66 @@ test_claim_held_waits_in_supervisor (Fixture *f, gconstpointer data)
   g_assert_cmpuint (front_connects, ==, 1);
 }
 
+/* The CPU time process @pid has used, in seconds (utime + stime of /proc/PID/stat). */
+static double
+cpu_seconds (int pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *after;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  /* The fields after the command's name, which may hold spaces: state is field 3, utime 14, stime 15. */
+  after = strrchr (text, ')');
+  g_assert_nonnull (after);
+  fields = g_strsplit (after + 2, " ", -1);
+  g_assert_cmpuint (g_strv_length (fields), >, 13);
+  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+}
+
+static void
+test_waiting_past_idle (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *h = handle_arg (handle);
+  g_autofree char *claim = sandbox_file (f, handle, "claim");
+  g_autofree char *named = g_strdup_printf ("{\"holder\":\"dag/run/exporter\",\"pid\":%d,\"start\":0}", (int) getpid ());
+  g_autoptr(SandstepTestResult) r = NULL;
+  g_autofree char *line = NULL;
+  SandstepTestProc *waiting;
+  gint64 idle_at;
+  double before, after;
+  int supervisor, fd;
+
+  g_test_summary ("a supervisor with a caller waiting stays up past its idle time, asleep (it used a whole CPU there "
+                  "before: its idle deadline, passed, woke it at once, again and again), and serves the caller when "
+                  "the sandbox is free");
+  supervisor = start_supervisor (f, handle);
+  idle_at = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+  fd = open (claim, O_RDWR | O_CLOEXEC);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (flock (fd, LOCK_EX | LOCK_NB), ==, 0);
+  g_assert_cmpint (pwrite (fd, named, strlen (named), 0), ==, (ssize_t) strlen (named));
+  g_assert_cmpint (ftruncate (fd, strlen (named)), ==, 0);
+  waiting = sandstep_test_spawn (f, "run", h, "--holder=dag/run/waiting", "--wait=120", "--", "echo served", NULL);
+  line = sandstep_test_proc_read_err_line (waiting, 30);
+  sandstep_test_assert_contains (line, "is held by 'dag/run/exporter'; waiting up to 120s");
+  /* Past the idle time, 3 s of the supervisor's CPU. */
+  while (g_get_monotonic_time () < idle_at + G_USEC_PER_SEC)
+    g_usleep (100 * 1000);
+  before = cpu_seconds (supervisor);
+  g_usleep (3 * G_USEC_PER_SEC);
+  after = cpu_seconds (supervisor);
+  g_test_message ("the supervisor used %.2f s of CPU in 3 s past its idle time", after - before);
+  g_assert_cmpfloat (after - before, <, 1.0);
+  g_assert_true (process_alive (supervisor));
+  close (fd);
+  r = sandstep_test_proc_wait (waiting, 30);
+  sandstep_test_assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "served\n");
+}
+
 /* `sandstep provision --memory=64M` for the fixture's user: one line on stderr where no cgroup holds the sandbox,
  * none where one does; and where none does, what a command meets past the limit in one process. */
 static void
@@ -2579,6 +2640,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/recipe-hold-waits-in-supervisor", test_recipe_hold_waits_in_supervisor);
   ADD ("/supervisor/claim-held-waits-in-supervisor", test_claim_held_waits_in_supervisor);
   ADD ("/supervisor/memory-without-cgroup", test_memory_without_cgroup);
+  ADD ("/supervisor/waiting-past-idle", test_waiting_past_idle);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);

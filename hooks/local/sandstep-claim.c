@@ -38,9 +38,10 @@ read_claim (int fd, ClaimInfo *info)
   SandstepClaimText text;
 
   memset (info, 0, sizeof *info);
-  for (int attempt = 0; attempt < 100; attempt++)
+  for (int attempt = 0; attempt < SANDSTEP_CLAIM_NAME_WAIT_US / 2000; attempt++)
     {
-      if (sandstep_claim_read_once (fd, &text))
+      /* A name that is no UTF-8 is damage, not a name to put in a message. */
+      if (sandstep_claim_read_once (fd, &text) && g_utf8_validate (text.holder, -1, NULL))
         {
           info->holder = g_strdup (text.holder);
           info->pid = text.pid;
@@ -50,8 +51,8 @@ read_claim (int fd, ClaimInfo *info)
       g_usleep (2000);
     }
   info->pid = text.pid;
-  info->holder = text.pid > 0 ? g_strdup_printf ("(the process %d, which has not written its name)", (int) text.pid)
-                              : g_strdup ("(a holder that has not written its name)");
+  sandstep_claim_unnamed (text.pid, text.holder, sizeof text.holder);
+  info->holder = g_strdup (text.holder);
 }
 
 static int

@@ -151,7 +151,7 @@ delegated_to (const char *dir, uid_t uid)
   struct stat st, procs_st;
 
   return stat (dir, &st) == 0 && st.st_uid == uid && stat (procs, &procs_st) == 0 && procs_st.st_uid == uid &&
-         access (procs, W_OK) == 0 && access (subtree, W_OK) == 0 &&
+         faccessat (AT_FDCWD, procs, W_OK, AT_EACCESS) == 0 && faccessat (AT_FDCWD, subtree, W_OK, AT_EACCESS) == 0 &&
          g_file_get_contents (path, &controllers, NULL, NULL) && has_word (controllers, "memory") &&
          has_word (controllers, "pids");
 }
@@ -161,6 +161,10 @@ sandstep_cgroup_v2_delegated (const char *mount, const char *own, uid_t uid)
 {
   g_autofree char *rel = g_strdup (own);
   char *found = NULL;
+
+  /* Outside the root of its cgroup namespace a process's path climbs ("/../.."): nothing of the mount's. */
+  if (strstr (own, "/..") != NULL || strstr (own, "//") != NULL)
+    return NULL;
 
   /* From the caller's own cgroup up, while each is delegated: the topmost one has no process of its own
    * (systemd's user@UID.service keeps its manager in init.scope), so controllers can be enabled below it. */
@@ -223,7 +227,8 @@ v2_parent (gboolean make)
   path = g_build_filename (mount, "cgroup.subtree_control", NULL);
   if (access (path, W_OK) == 0)
     base = g_strdup (mount);
-  else if ((own = own_v2_cgroup ()) == NULL || (base = sandstep_cgroup_v2_delegated (mount, own, geteuid ())) == NULL)
+  else if ((own = own_v2_cgroup ()) == NULL || (base = sandstep_cgroup_v2_delegated (mount, own, geteuid ())) == NULL ||
+           !is_cgroup2 (base))
     return NULL;
   g_free (path);
   path = g_build_filename (base, "cgroup.controllers", NULL);

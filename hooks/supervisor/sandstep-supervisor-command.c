@@ -342,6 +342,8 @@ struct _SupervisorCaller {
   double wait_s;
   gint64 wait_deadline;    /* monotonic µs */
   char *held_by;           /* who kept the sandbox from it last; NULL: nobody yet */
+  pid_t unnamed_pid;       /* a holder of the claim that had not written its name, by its pid (0: unknown) */
+  gint64 unnamed_since;    /* when such a holder first kept the sandbox from it (monotonic µs); 0: none yet */
 };
 
 static void
@@ -426,8 +428,24 @@ sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules
 {
   g_autoptr(GError) error = NULL;
   gboolean first = caller->held_by == NULL;
+  char unnamed[96];
 
-  /* "": a holder that has not written its name yet, which a later look reads. */
+  /* "": a holder of the claim that has not written its name, which a later look may read; named by its pid
+   * after as long as the helper waits for a name, or when this caller's wait is over. */
+  if (holder == NULL && caller->held_by == NULL && caller->unnamed_since != 0)
+    holder = "";
+  if (holder != NULL && holder[0] == '\0')
+    {
+      if (caller->unnamed_since == 0)
+        caller->unnamed_since = now;
+      if (now - caller->unnamed_since >= SANDSTEP_CLAIM_NAME_WAIT_US || now >= caller->wait_deadline)
+        {
+          sandstep_claim_unnamed (caller->unnamed_pid, unnamed, sizeof unnamed);
+          holder = unnamed;
+        }
+    }
+  else if (holder != NULL)
+    caller->unnamed_since = 0;
   if (holder != NULL && holder[0] != '\0')
     {
       g_free (caller->held_by);
@@ -496,9 +514,12 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
       /* Another process has the claim (the helper, for an export or an agent's tool call): the caller waits here
        * as the helper's own waits do, looking again now and then.  Its name may not be written yet (""). */
       SandstepClaimText text;
+      gboolean named;
       if (errno != EWOULDBLOCK)
         goto drop;
-      *out_held_by = g_strdup (sandstep_claim_read_once (rules->claim_fd, &text) ? text.holder : "");
+      named = sandstep_claim_read_once (rules->claim_fd, &text) && g_utf8_validate (text.holder, -1, NULL);
+      caller->unnamed_pid = named ? 0 : text.pid;
+      *out_held_by = g_strdup (named ? text.holder : "");
       answer = 0;
       goto drop;
     }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sandstep-cgroup.h"
+#include "sandstep-claim-libc.h"
 #include "sandstep-error.h"
 #include "sandstep-process-state.h"
 
@@ -132,6 +133,16 @@ try_again_later (Supervisor *s)
   s->next_try = g_get_monotonic_time () + s->try_pause_us;
 }
 
+/* Another process has the sandbox's claim: no waiting caller can begin, and each would only look again.  Read
+ * from /proc/locks, not tried: a try would hold the lock for a moment that another claimer could find taken. */
+static gboolean
+claimed_elsewhere (Supervisor *s)
+{
+  pid_t holder = sandstep_claim_lock_holder (s->claim_fd);
+
+  return holder > 0 && holder != getpid ();
+}
+
 /* Begins @caller's command, or answers it.  FALSE: another make recipe or process holds the sandbox, named in
  * *@out_held_by, and @caller is still to be answered. */
 static gboolean
@@ -213,6 +224,9 @@ prune_waiting (Supervisor *s, const struct pollfd *fds, guint n_fds, gint64 now)
                sandstep_supervisor_caller_wait (caller, &s->rules, NULL, now))
         continue;
       g_queue_delete_link (&s->waiting, l);
+      /* The last waiter gone with no command of its own: the supervisor idles from now. */
+      if (g_queue_is_empty (&s->waiting) && s->current == NULL)
+        s->idle_deadline = now + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
     }
 }
 
@@ -348,7 +362,10 @@ loop (Supervisor *s)
       if (command != NULL)
         until = sandstep_supervisor_command_deadline (command);
       else
-        until = MIN (s->idle_deadline, now + (s->expires - now_unix ()) * G_USEC_PER_SEC);
+        until = now + (s->expires - now_unix ()) * G_USEC_PER_SEC;
+      /* An idle supervisor ends at its idle deadline; one with callers waiting does not. */
+      if (command == NULL && g_queue_is_empty (&s->waiting))
+        until = MIN (until, s->idle_deadline);
       until = MIN (until, s->next_check);
       /* A waiting caller leaves when it goes or its wait is over, and asks again while no command runs. */
       for (GList *l = s->waiting.head; l != NULL; l = l->next)
@@ -360,7 +377,10 @@ loop (Supervisor *s)
         until = MIN (until, s->next_try);
       r = poll (fds, n_fds, (int) CLAMP ((until - now + 999) / 1000, 0, G_MAXINT));
       if (r < 0 && errno != EINTR)
-        break;
+        {
+          s->done = TRUE;
+          break;
+        }
       now = g_get_monotonic_time ();
       prune_waiting (s, fds + 6, n_fds - 6, now);
 
@@ -421,10 +441,12 @@ loop (Supervisor *s)
       else if (s->current == NULL && !g_queue_is_empty (&s->waiting) && g_get_monotonic_time () >= s->next_try)
         {
           check_state (s);
-          if (!s->done)
-            serve_waiting (s);
-          else
+          if (s->done)
             prune_waiting (s, NULL, 0, now);
+          else if (claimed_elsewhere (s))
+            try_again_later (s);
+          else
+            serve_waiting (s);
         }
     }
   prune_waiting (s, NULL, 0, g_get_monotonic_time ());
