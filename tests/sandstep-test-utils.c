@@ -1383,3 +1383,20 @@ sandstep_test_busybox_in_registry (const char *dir, const char *repo_tag, gboole
   }
   return pid;
 }
+
+double
+sandstep_test_cpu_seconds (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *after;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  /* The fields after the command's name, which may hold spaces: utime and stime are the 14th and 15th. */
+  after = strrchr (text, ')');
+  g_assert_nonnull (after);
+  fields = g_strsplit (after + 2, " ", -1);
+  g_assert_cmpuint (g_strv_length (fields), >, 13);
+  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+}

@@ -181,6 +181,9 @@ SandstepTestResult *sandstep_test_proc_wait (SandstepTestProc *proc, double time
 
 /* ---- host processes ---- */
 
+/* The CPU time process @pid has used so far (user and system), in seconds, from /proc/PID/stat. */
+double sandstep_test_cpu_seconds (GPid pid);
+
 /* A fresh decimal number of seconds (e.g. "1000.482913"), for a command like
  * `sleep SECONDS` whose argv no other process on the host shares. */
 char *sandstep_test_unique_seconds (guint whole_seconds);

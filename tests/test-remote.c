@@ -3013,16 +3013,7 @@ test_slow_half_open_evicted (Fixture *f, gconstpointer data)
 static double
 server_cpu_s (Server *s)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) s->pid);
-  g_autofree char *text = NULL;
-  g_auto(GStrv) fields = NULL;
-  const char *after;
-
-  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
-  after = strrchr (text, ')');
-  g_assert_nonnull (after);
-  fields = g_strsplit (after + 2, " ", -1);
-  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+  return sandstep_test_cpu_seconds (s->pid);
 }
 
 static void

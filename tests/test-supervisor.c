@@ -2160,24 +2160,6 @@ test_claim_held_waits_in_supervisor (Fixture *f, gconstpointer data)
   g_assert_cmpuint (front_connects, ==, 1);
 }
 
-/* The CPU time process @pid has used, in seconds (utime + stime of /proc/PID/stat). */
-static double
-cpu_seconds (int pid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
-  g_autofree char *text = NULL;
-  g_auto(GStrv) fields = NULL;
-  const char *after;
-
-  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
-  /* The fields after the command's name, which may hold spaces: state is field 3, utime 14, stime 15. */
-  after = strrchr (text, ')');
-  g_assert_nonnull (after);
-  fields = g_strsplit (after + 2, " ", -1);
-  g_assert_cmpuint (g_strv_length (fields), >, 13);
-  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
-}
-
 static void
 test_waiting_past_idle (Fixture *f, gconstpointer data)
 {
@@ -2208,9 +2190,9 @@ test_waiting_past_idle (Fixture *f, gconstpointer data)
   /* Past the idle time, 3 s of the supervisor's CPU. */
   while (g_get_monotonic_time () < idle_at + G_USEC_PER_SEC)
     g_usleep (100 * 1000);
-  before = cpu_seconds (supervisor);
+  before = sandstep_test_cpu_seconds (supervisor);
   g_usleep (3 * G_USEC_PER_SEC);
-  after = cpu_seconds (supervisor);
+  after = sandstep_test_cpu_seconds (supervisor);
   g_test_message ("the supervisor used %.2f s of CPU in 3 s past its idle time", after - before);
   g_assert_cmpfloat (after - before, <, 1.0);
   g_assert_true (process_alive (supervisor));
