@@ -95,18 +95,29 @@ add_image (SandstepSpec *spec, const char *text, const char *max_text, GError **
   return spec->image_digest != NULL && sandstep_image_root_resolve (spec->image_digest, layers, env, error);
 }
 
-/* A memory limit that no cgroup holds is said once: each process of the sandbox gets it as its address space
- * (RLIMIT_AS), which is not the sandbox's whole, and a command that goes past it sees its own allocation fail,
- * with no line of sandstep's.  Said where the limit was asked for; the default is the same either way. */
+/* Limits that no cgroup holds are said once, where they were asked for (the defaults are the same either way):
+ * each process of the sandbox gets --memory as its address space (RLIMIT_AS), not the sandbox as a whole, and a
+ * command past it sees its own allocation fail, with no line of sandstep's; and for a caller that is not root,
+ * whose sandbox runs as its own uid, --pids (RLIMIT_NPROC) counts every process of that uid on the host. */
 static void
-tell_memory (const char *given)
+tell_limits (const char *memory, const char *pids)
 {
-  g_autofree char *why = given != NULL ? sandstep_cgroup_unavailable () : NULL;
+  g_autofree char *why = NULL;
+  g_autoptr(GString) what = NULL;
 
-  if (why != NULL)
-    g_printerr ("sandstep provision: --memory=%s bounds each process of the sandbox, not all of them together: %s; "
-                "run as root, or from a process of your systemd user manager (systemd-run --user --scope ...), "
-                "which delegates cgroup v2's memory controller to you\n", given, why);
+  if (geteuid () == 0)
+    pids = NULL;
+  if ((memory == NULL && pids == NULL) || (why = sandstep_cgroup_unavailable ()) == NULL)
+    return;
+  what = g_string_new (NULL);
+  if (memory != NULL)
+    g_string_append_printf (what, "--memory=%s bounds each process of the sandbox, not all of them together", memory);
+  if (pids != NULL)
+    g_string_append_printf (what, "%s--pids=%s counts every process of uid %u on this host, the sandbox's and the "
+                            "rest", memory != NULL ? ", and " : "", pids, (unsigned) geteuid ());
+  g_printerr ("sandstep provision: %s: %s; run as root, or from a process of your systemd user manager "
+              "(systemd-run --user --scope ...), which delegates cgroup v2's memory and pids controllers to you\n",
+              what->str, why);
 }
 
 /* An I/O weight this host cannot set is said once, and the sandbox runs with the default share: never a silent
@@ -256,7 +267,7 @@ sandstep_op_provision (SandstepInvocation *invocation, int *out_exit, GError **e
     return FALSE;
   if (g_strcmp0 (invocation->backend->klass->name, "local") == 0)
     {
-      tell_memory (sandstep_invocation_get (invocation, "memory"));
+      tell_limits (sandstep_invocation_get (invocation, "memory"), sandstep_invocation_get (invocation, "pids"));
       tell_io_weight (spec);
     }
   if (existing)

@@ -2207,7 +2207,9 @@ test_waiting_past_idle (Fixture *f, gconstpointer data)
 static void
 check_memory_notice (Fixture *f, const char *holder, gboolean expect_line)
 {
-  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--memory=64M", holder, NULL);
+  g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "provision", "--memory=64M", "--pids=200", holder, NULL);
+  /* A sandbox of root's has a uid of its own, which RLIMIT_NPROC counts alone; another caller's is its own uid. */
+  gboolean as_root = f->user == NULL && geteuid () == 0;
   g_autofree char *handle = NULL;
 
   sandstep_test_assert_status (r, 0);
@@ -2220,7 +2222,12 @@ check_memory_notice (Fixture *f, const char *holder, gboolean expect_line)
       g_autoptr(SandstepTestResult) big = NULL;
 
       g_assert_true (g_str_has_prefix (r->err, "sandstep provision: --memory=64M bounds each process of the sandbox, "
-                                               "not all of them together: no cgroup can be made here"));
+                                               "not all of them together"));
+      sandstep_test_assert_contains (r->err, ": no cgroup can be made here");
+      if (as_root)
+        sandstep_test_assert_not_contains (r->err, "--pids");
+      else
+        sandstep_test_assert_contains (r->err, ", and --pids=200 counts every process of uid ");
       sandstep_test_assert_contains (r->err, "systemd-run --user --scope");
       g_assert_cmpint ((int) (strchr (r->err, '\n') - r->err), ==, (int) strlen (r->err) - 1);
       big = sandstep_test_helper (f, "run", h, "--", "dd if=/dev/zero of=/dev/null bs=100M count=1", NULL);
@@ -2242,9 +2249,9 @@ test_memory_without_cgroup (Fixture *f, gconstpointer data)
   g_autoptr(SandstepTestUser) user = NULL;
 
   g_test_summary ("where no cgroup can hold a sandbox (a user outside any cgroup v2 subtree systemd delegates to "
-                  "it), provision says in one line that --memory bounds each process, not the sandbox, and how to "
-                  "get a cgroup; a command past it in one process fails; where a cgroup holds it, nothing is said "
-                  "(issue 32)");
+                  "it), provision says in one line that --memory bounds each process, not the sandbox, that --pids "
+                  "counts every process of the user's uid, and how to get a cgroup; a command past the memory limit "
+                  "in one process fails; where a cgroup holds it, nothing is said (issue 32)");
   check_memory_notice (f, "--holder=memory/caller", sandstep_cgroup_kind () == SANDSTEP_CGROUP_NONE);
   /* A user that root starts is in root's cgroup, which is delegated to nobody. */
   if (geteuid () != 0 || (user = sandstep_test_user_new (&reason)) == NULL)
