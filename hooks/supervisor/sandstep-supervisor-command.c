@@ -509,6 +509,16 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
       command->caller_claim = request->fds[4];
       request->n_fds = 4;
     }
+  /* Another step's recipe holds it: seen before the claim is taken (and its file written), as a waiting caller
+   * asks again and again; judged again under the claim, which makes the judgement atomic. */
+  else if (sandstep_step_scan (request->text.field[SANDSTEP_RUN_FIELD_STEP], &command->step) &&
+           sandstep_step_bars (rules->dir_fd, caller->holder, &command->step, held_by, sizeof held_by, NULL))
+    {
+      command->step.pid = 0;
+      *out_held_by = g_strdup (held_by);
+      answer = 0;
+      goto drop;
+    }
   else if (!take_claim (rules, caller->holder))
     {
       /* Another process has the claim (the helper, for an export or an agent's tool call): the caller waits here
