@@ -328,6 +328,10 @@ sandstep_jail_child_main (SandstepJailChildArgs *args)
   /* Inside the sandbox's cgroup once told so: make that the root of what it sees. */
   if (receive_cgroup_word (args->go, &step) < 0)
     child_fail (report, step, errno);
+  /* A move into a cgroup of another cpuset (cgroup v2 where the host enables cpuset, as systemd does) gave it
+   * every CPU of that cpuset: the caller's again, so that taskset, numactl and Slurm still bind the sandbox. */
+  if (CPU_COUNT (&args->cpus) > 0)
+    sched_setaffinity (0, sizeof args->cpus, &args->cpus);
   if (unshare (CLONE_NEWCGROUP) < 0)
     child_fail (report, SANDSTEP_JAIL_STEP_CGROUP_NS, errno);
   if (prctl (PR_SET_SECUREBITS, securebits, 0, 0, 0) < 0)
