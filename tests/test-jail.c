@@ -485,7 +485,6 @@ test_network_open (JailFixture *jf, gconstpointer data)
   g_autofree char *reach = NULL;
   g_autofree char *probe = NULL;
   g_auto(GStrv) inside = NULL;
-  g_auto(GStrv) lines = NULL;
   guint16 port;
   int listener;
   uid_t runner;
@@ -513,11 +512,11 @@ test_network_open (JailFixture *jf, gconstpointer data)
   handle = sandstep_test_provision (f, "--network=open", NULL);
   net_dev = sandstep_test_run_ok (f, handle, "cat /proc/net/dev");
   names = interfaces_of (net_dev);
-  /* Loopback and the one interface of the stack, never the host's list. */
-  g_assert_cmpstr (names, !=, host_names);
-  g_assert_true (g_str_has_suffix (names, "lo\n"));
-  lines = g_strsplit (names, "\n", -1);
-  g_assert_cmpuint (g_strv_length (lines), ==, 3);
+  /* Loopback and the one interface of the stack, named as a container's: never the host's list, nor a name of
+   * the host's (pasta names its interface after the host's own unless told; a host with one NIC then looked the
+   * same).  That these are not the host's interfaces the namespaces below prove. */
+  g_test_message ("host: %s", host_names);
+  g_assert_cmpstr (names, ==, "eth0\nlo\n");
 
   inside = jail_namespaces (f, handle);
   for (gsize i = 0; i < G_N_ELEMENTS (namespaces); i++)

@@ -226,7 +226,7 @@ sandstep_supervisor_start_pasta (const char *pasta_path, char **env, int init_pi
   g_autofree char *runas = NULL;
   char *ready_dir = NULL, *ready_fifo = NULL;
   int ready, keep[2];
-  char *argv[24];
+  char *argv[28];
   int n = 0;
   char buf[32];
   struct pollfd pfd[2];
@@ -267,6 +267,10 @@ sandstep_supervisor_start_pasta (const char *pasta_path, char **env, int init_pi
   argv[n++] = (char *) pasta_path;
   argv[n++] = (char *) "--config-net";
   argv[n++] = (char *) "--no-map-gw";
+  /* Its interface is named as a container's, never after the host's (pasta's default): nothing of the host's
+   * names inside. */
+  argv[n++] = (char *) "-I";
+  argv[n++] = (char *) "eth0";
   argv[n++] = (char *) "-t";
   argv[n++] = (char *) "none";
   argv[n++] = (char *) "-u";
