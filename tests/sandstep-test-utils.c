@@ -976,7 +976,7 @@ sandstep_test_proc_running (SandstepTestProc *proc)
 static char *
 read_line_from (SandstepTestProc *proc, GString *buf, const int *fd, gsize *pos, double timeout_s)
 {
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * sandstep_test_time_scale () * G_USEC_PER_SEC);
 
   for (;;)
     {
@@ -1017,7 +1017,7 @@ sandstep_test_proc_kill (SandstepTestProc *proc, int sig)
 SandstepTestResult *
 sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s)
 {
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * sandstep_test_time_scale () * G_USEC_PER_SEC);
   SandstepTestResult *result = g_new0 (SandstepTestResult, 1);
   gboolean timed_out = FALSE;
 
@@ -1220,7 +1220,7 @@ sandstep_test_find_processes (const char *const *argv)
 gboolean
 sandstep_test_wait_for_process (const char *const *argv, gboolean present, double timeout_s)
 {
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * sandstep_test_time_scale () * G_USEC_PER_SEC);
 
   for (;;)
     {
@@ -1399,4 +1399,13 @@ sandstep_test_cpu_seconds (GPid pid)
   fields = g_strsplit (after + 2, " ", -1);
   g_assert_cmpuint (g_strv_length (fields), >, 13);
   return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+}
+
+double
+sandstep_test_time_scale (void)
+{
+  const char *text = g_getenv ("SANDSTEP_TEST_TIME_SCALE");
+  double scale = text != NULL ? g_ascii_strtod (text, NULL) : 1.0;
+
+  return scale >= 1.0 && scale <= 100.0 ? scale : 1.0;
 }

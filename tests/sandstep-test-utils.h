@@ -181,6 +181,11 @@ SandstepTestResult *sandstep_test_proc_wait (SandstepTestProc *proc, double time
 
 /* ---- host processes ---- */
 
+/* $SANDSTEP_TEST_TIME_SCALE (1 to 100; else 1): how much slower than a plain host's this one runs (an emulated
+ * CPU), by which every guard of the harness against a hung helper is stretched.  scripts/test stretches meson's
+ * own limits by it too.  No guard measures speed: a test never passes or fails by how fast a step went. */
+double sandstep_test_time_scale (void);
+
 /* The CPU time process @pid has used so far (user and system), in seconds, from /proc/PID/stat. */
 double sandstep_test_cpu_seconds (GPid pid);
 
