@@ -5,16 +5,7 @@
 // sandstepd, E2B_API_KEY a key of its token file); this prints one JSON object of what each call gave (errors as
 // {error: NAME, message}), which the test checks.  AREA: code, idle, readme, contexts.
 import { Sandbox } from '@e2b/code-interpreter';
-
-const report = {};
-
-async function take(name, fn) {
-  try {
-    report[name] = await fn();
-  } catch (e) {
-    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
-  }
-}
+import { report, take, sleep } from './report.mjs';
 
 // What an Execution holds, as plain JSON.
 function shown(x) {
@@ -77,8 +68,7 @@ async function code() {
 // A make step provisioned E2B_HANDLE; agent code runs Python in it, then leaves it: after the session's idle time
 // (SANDSTEP_TEST_E2B_CODE_IDLE_S) the claim goes back, commands run again, and the next step can claim it.
 async function idle() {
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  const idleMs = Number(process.env.SANDSTEP_TEST_E2B_CODE_IDLE_S) * 1000;
+    const idleMs = Number(process.env.SANDSTEP_TEST_E2B_CODE_IDLE_S) * 1000;
   const sbx = await Sandbox.connect(process.env.E2B_HANDLE);
   await take('wrote', async () => shown(await sbx.runCode(
     'x = 1\nwith open("/workspace/from-code.txt", "w") as f:\n    f.write(open("/workspace/from-make.txt").read())')));

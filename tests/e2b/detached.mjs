@@ -13,20 +13,10 @@
 //   killsandbox ID     kills the sandbox
 // Each prints one JSON object: what each call gave (errors as {error, message}).
 import { Sandbox } from 'e2b';
+import { report, take, sleep } from './report.mjs';
 
-const report = {};
 const [step, id, pidArg] = process.argv.slice(2);
 const pid = Number(pidArg);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function take(name, fn) {
-  try {
-    report[name] = await fn();
-  } catch (e) {
-    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
-  }
-}
-
 async function until(cond, ms = 20_000) {
   for (let i = 0; i < ms / 50 && !cond(); i++)
     await sleep(50);

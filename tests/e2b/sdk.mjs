@@ -5,17 +5,7 @@
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
 // files, handed, template, stdin, snapshots.
 import { Sandbox } from 'e2b';
-
-const report = {};
-
-// What a call gave, or the error it threw, by name: the test checks both.
-async function take(name, fn) {
-  try {
-    report[name] = await fn();
-  } catch (e) {
-    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
-  }
-}
+import { report, take } from './report.mjs';
 
 async function lifecycle() {
   // A name and a value that need encoding both ways (the SDK encodes the filter twice).

@@ -5,17 +5,7 @@
 // ({status, body}), for good URLs and for each attack on them (a changed signature, path or operation, an expired
 // signature, another sandbox's, a killed sandbox's, no signature, a path out of /workspace and /tmp).
 import { Sandbox } from 'e2b';
-
-const report = {};
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function take(name, fn) {
-  try {
-    report[name] = await fn();
-  } catch (e) {
-    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
-  }
-}
+import { report, take, sleep } from './report.mjs';
 
 async function answer(res) {
   const text = await res.text();

@@ -4,19 +4,8 @@
 // E2B_OTHER_KEY a key of another owner; E2B_SANDSTEPD_PID the daemon's pid) and checks the report: the events
 // each watch got, what other calls gave while it watched, and how each watch ended.
 import { Sandbox } from 'e2b';
+import { report, take, sleep } from './report.mjs';
 import { readdirSync, readlinkSync } from 'node:fs';
-
-const report = {};
-
-async function take(name, fn) {
-  try {
-    report[name] = await fn();
-  } catch (e) {
-    report[name] = { error: e?.constructor?.name ?? 'Error', message: String(e?.message ?? e) };
-  }
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // A watch whose events ("type:name") and end (null: not yet; 'clean', or the error's message) are kept.
 async function watch(sbx, path, opts = {}) {
