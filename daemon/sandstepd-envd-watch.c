@@ -48,6 +48,9 @@ typedef struct {
   char *handle;
   char *path;               /* as the client named it */
   int root_fd;              /* the root of the sandbox's files (O_PATH), to find a directory again */
+  int keep_fd;              /* files in a jail (a layered sandbox's): what keeps the jail while watched; -1 */
+  int jail_fd;              /* ... and its init's pidfd, readable once it ended; -1 */
+  guint jail_source;        /* the wait for that; 0 */
   int top_wd;
   int root_wd;              /* the root of the sandbox's files, which a fork moves and a destroy removes; -1 */
   gboolean recursive;
@@ -122,6 +125,13 @@ watch_free (Watch *w)
   g_hash_table_unref (w->dirs);
   if (w->root_fd >= 0)
     close (w->root_fd);
+  if (w->jail_source != 0)
+    g_source_remove (w->jail_source);
+  if (w->jail_fd >= 0)
+    close (w->jail_fd);
+  /* The jail may end idle from now (sandstep-supervisor-keep.h). */
+  if (w->keep_fd >= 0)
+    close (w->keep_fd);
   g_free (w->handle);
   g_free (w->path);
   g_free (w);
@@ -334,7 +344,7 @@ watch_event (Watch *w, const struct inotify_event *ev)
     {
       g_autofree char *message_text = g_strdup_printf (
         "The files of sandbox '%s' moved into a layer (a fork, checkpoint or snapshot of it), or the sandbox ended; "
-        "the watch of '%s' ended: a forked sandbox's files are not watched", w->handle, w->path);
+        "the watch of '%s' ended: watch it again", w->handle, w->path);
       if (ev->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED))
         watch_end (w, "not_found", message_text);
       return;
@@ -359,8 +369,7 @@ watch_event (Watch *w, const struct inotify_event *ev)
   if (ev->mask & IN_UNMOUNT)
     {
       g_autofree char *message_text = g_strdup_printf (
-        "The sandbox's files under '%s' were unmounted (its jail ended, as a forked sandbox's does between "
-        "commands); the watch ended: watch it again", w->path);
+        "The sandbox's files under '%s' were unmounted (its jail ended); the watch ended: watch it again", w->path);
       watch_end (w, "unavailable", message_text);
       return;
     }
@@ -454,10 +463,26 @@ ensure_inotify (GError **error)
   return TRUE;
 }
 
+/* The jail a layered sandbox's watched files live in ended (its init's pidfd is readable): destroyed, expired,
+ * or stopped for a fork, checkpoint or snapshot, whose files are a layer now.  Never idle: the watch kept it. */
+static gboolean
+on_jail_ended (int fd, GIOCondition condition, gpointer user_data)
+{
+  Watch *w = user_data;
+  g_autofree char *message_text = g_strdup_printf (
+    "The jail of sandbox '%s' ended (the sandbox ended, or its files moved into a layer: a fork, checkpoint or "
+    "snapshot of it); the watch of '%s' ended: watch it again", w->handle, w->path);
+
+  w->jail_source = 0;
+  watch_end (w, "not_found", message_text);
+  return G_SOURCE_REMOVE;
+}
+
 void
-sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, int root_fd,
+sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, SandstepWatchedDir *dir,
                             gboolean recursive)
 {
+  int root_fd = g_steal_fd (&dir->root);
   char proc[64];
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) start = json_object_new ();
@@ -469,6 +494,7 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   if (!ensure_inotify (&error))
     {
       close (root_fd);
+      sandstep_watched_dir_clear (dir);
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);
       return;
     }
@@ -477,6 +503,10 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
   w->handle = g_strdup (handle);
   w->path = g_strdup (path);
   w->root_fd = root_fd;
+  w->keep_fd = g_steal_fd (&dir->keep);
+  w->jail_fd = g_steal_fd (&dir->jail);
+  if (w->jail_fd >= 0)
+    w->jail_source = g_unix_fd_add (w->jail_fd, G_IO_IN, on_jail_ended, w);
   w->top_wd = -1;
   w->recursive = recursive;
   w->dirs = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) dir_free);
@@ -488,7 +518,7 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
                  "Cannot watch the files of sandbox '%s': %s", handle, g_strerror (errno));
   else
     use_wd (w, w->root_wd);
-  ok = error == NULL && add_directory (w, dir_fd, "", FALSE, &error);
+  ok = error == NULL && add_directory (w, dir->dir, "", FALSE, &error);
   if (!ok)
     {
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);

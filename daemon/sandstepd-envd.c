@@ -285,13 +285,17 @@ on_directory_opened (Call *call, JsonObject *reply, int reply_fd, const GError *
   Envd *job = call->data;
   g_autoptr(GError) none = NULL;
 
-  if (error == NULL && (reply_fd < 0 || call->reply_fd2 < 0))
+  SandstepWatchedDir dir = { reply_fd, g_steal_fd (&call->more_fds[0]), g_steal_fd (&call->more_fds[1]),
+                             g_steal_fd (&call->more_fds[2]) };
+
+  if (error == NULL && (dir.dir < 0 || dir.root < 0 || (dir.keep < 0) != (dir.jail < 0)))
     error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                "The worker opened '%s' but passed nothing back", job->path);
+                                "The worker opened '%s' but passed back too little to watch it", job->path);
   /* The directory is watched through reply_fd, which the worker's channel closes once this returns. */
   if (error == NULL && !job->req->finished)
-    sandstepd_envd_watch_start (job->req, job->req->handle, job->path, reply_fd, g_steal_fd (&call->reply_fd2),
-                                job->recursive);
+    sandstepd_envd_watch_start (job->req, job->req->handle, job->path, &dir, job->recursive);
+  dir.dir = -1;
+  sandstep_watched_dir_clear (&dir);
   sandstepd_envd_files_finish (job, error);
 }
 

@@ -92,10 +92,11 @@ void sandstepd_envd_fs_start (Envd *job);
 /* ---- sandstepd-envd-watch.c: WatchDir, on the daemon's one inotify instance ---- */
 
 /* Streams to @req (WatchDir of sandbox @handle, the directory @path given by the client) a start event, then the
- * events of the directory @dir_fd (not taken: watched, not kept), of its subdirectories too when @recursive, until
- * the client goes, the directory goes, the root of the sandbox's files @root_fd (taken) moves or goes, or
- * sandstepd_envd_watch_end_sandbox(); or answers the error that kept it from watching. */
-void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, int dir_fd, int root_fd,
+ * events of the directory @dir->dir (watched, not kept), of its subdirectories too when @recursive, until the
+ * client goes, the directory goes, the root of the sandbox's files (@dir->root) moves or goes, the jail they live
+ * in (@dir->jail, for a layered sandbox's) ends, or sandstepd_envd_watch_end_sandbox(); or answers the error that
+ * kept it from watching.  Takes @dir's root, keep and jail (sandstep-backend.h), not its dir. */
+void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, SandstepWatchedDir *dir,
                                  gboolean recursive);
 /* Ends the watches of sandbox @handle (it was killed), each stream with an error that says so. */
 void sandstepd_envd_watch_end_sandbox (const char *handle);

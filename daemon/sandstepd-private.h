@@ -121,7 +121,9 @@ struct _Call {
   gpointer data;
   GDestroyNotify destroy;
   gboolean forgotten;       /* its requester went away: answer ignored */
-  int reply_fd2;            /* a second fd of the answer (open-directory: the files' root), for done() to take; -1 */
+  /* The answer's fds after the first (open-directory: the files' root, and a jail's keep and pidfd), for done() to
+   * take; -1 where none came. */
+  int more_fds[SANDSTEPD_CHANNEL_MAX_FDS - 1];
 };
 
 struct _Worker {

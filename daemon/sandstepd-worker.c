@@ -333,21 +333,25 @@ do_list (Worker *w, JsonObject *m)
   return sandstep_wire_entries (entries);
 }
 
-/* A directory of the sandbox, passed back as an fd: E2B's watchDir watches it from the daemon, claiming nothing. */
+/* A directory of the sandbox, passed back as fds (@out_fds: the directory, the root of its files, and for a jail's
+ * files its keep and its init's pidfd; sandstep-backend.h): E2B's watchDir watches it from the daemon, claiming
+ * nothing. */
 static JsonObject *
-do_open_directory (Worker *w, JsonObject *m, int *out_fd, int *out_root_fd)
+do_open_directory (Worker *w, JsonObject *m, int out_fds[SANDSTEPD_CHANNEL_MAX_FDS])
 {
   g_autoptr(GError) error = NULL;
+  SandstepWatchedDir dir;
   const char *path = NULL;
   guint64 unused = 0;
-  int fd;
 
   if (!sandstep_wire_read_path_request (m, 0, &path, &unused, &error))
     return error_reply (error);
-  fd = sandstep_attachment_open_directory (w->attachment, path, out_root_fd, &error);
-  if (fd < 0)
+  if (!sandstep_attachment_open_directory (w->attachment, path, &dir, &error))
     return error_reply (error);
-  *out_fd = fd;
+  out_fds[0] = dir.dir;
+  out_fds[1] = dir.root;
+  out_fds[2] = dir.keep;
+  out_fds[3] = dir.jail;
   return json_object_new ();
 }
 
@@ -455,9 +459,9 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
       g_autoptr(JsonObject) reply = NULL;
       const char *name;
       gint id;
-      /* The answer's fds: a read's bytes; an opened directory and the root of its files. */
-      int reply_fds[2] = { -1, -1 };
-      guint n_reply_fds;
+      /* The answer's fds: a read's bytes; an opened directory and what watches it need (do_open_directory()). */
+      int reply_fds[SANDSTEPD_CHANNEL_MAX_FDS] = { -1, -1, -1, -1 };
+      guint n_reply_fds = 0;
       gboolean last = FALSE;
 
       if (op->message == NULL)
@@ -493,7 +497,7 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
       else if (strcmp (name, "list") == 0)
         reply = do_list (&w, op->message);
       else if (strcmp (name, "open-directory") == 0)
-        reply = do_open_directory (&w, op->message, &reply_fds[0], &reply_fds[1]);
+        reply = do_open_directory (&w, op->message, reply_fds);
       else if (strcmp (name, "export") == 0)
         reply = do_export (&w, op->message, op);
       else if (strcmp (name, "fork") == 0)
@@ -519,7 +523,9 @@ sandstepd_worker_main (int sock, const char *state_dir, int parent)
           }
       g_atomic_int_set (&w.current, 0);
       json_object_set_int_member (reply, "id", id);
-      n_reply_fds = reply_fds[0] < 0 ? 0 : reply_fds[1] < 0 ? 1 : 2;
+      /* Those given, in order (a directory's keep and pidfd come together or not at all). */
+      while (n_reply_fds < G_N_ELEMENTS (reply_fds) && reply_fds[n_reply_fds] >= 0)
+        n_reply_fds++;
       if (!sandstepd_channel_send_object (sock, reply, n_reply_fds > 0 ? reply_fds : NULL, n_reply_fds,
                                           SEND_TIMEOUT_MS, NULL))
         last = TRUE;

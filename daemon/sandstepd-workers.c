@@ -74,8 +74,9 @@ sandstepd_call_free (Call *call)
   for (guint i = 0; i < call->n_fds; i++)
     if (call->fds[i] >= 0)
       close (call->fds[i]);
-  if (call->reply_fd2 >= 0)
-    close (call->reply_fd2);
+  for (guint i = 0; i < G_N_ELEMENTS (call->more_fds); i++)
+    if (call->more_fds[i] >= 0)
+      close (call->more_fds[i]);
   if (call->destroy != NULL)
     call->destroy (call->data);
   g_free (call);
@@ -165,7 +166,8 @@ sandstepd_worker_call (Worker *w, const char *op, JsonObject *message, const int
   json_object_set_string_member (message, "op", op);
   memcpy (call->fds, fds, sizeof (int) * n_fds);
   call->n_fds = n_fds;
-  call->reply_fd2 = -1;
+  for (guint i = 0; i < G_N_ELEMENTS (call->more_fds); i++)
+    call->more_fds[i] = -1;
   call->done = done;
   call->data = data;
   call->destroy = destroy;
@@ -258,21 +260,24 @@ sandstepd_worker_fail_all (Worker *w, const GError *error)
     }
 }
 
+/* Closes the fds of an answer nobody takes. */
+static void
+close_fds (int *fds, guint n_fds)
+{
+  for (guint i = 0; i < n_fds; i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+}
+
 static void
 worker_message (Worker *w, JsonObject *message, int *fds, guint n_fds)
 {
   Call *call;
   int reply_fd = n_fds > 0 ? fds[0] : -1;
-  int reply_fd2 = n_fds > 1 ? fds[1] : -1;
 
-  for (guint i = 2; i < n_fds; i++)
-    close (fds[i]);
   if (!w->ready)
     {
-      if (reply_fd >= 0)
-        close (reply_fd);
-      if (reply_fd2 >= 0)
-        close (reply_fd2);
+      close_fds (fds, n_fds);
       if (!json_object_get_boolean_member_with_default (message, "ready", FALSE))
         {
           g_autoptr(GError) error = sandstep_wire_error_from_json (json_object_get_member (message, "error"), 500);
@@ -290,17 +295,15 @@ worker_message (Worker *w, JsonObject *message, int *fds, guint n_fds)
   call = w->inflight;
   if (call == NULL || json_object_get_int_member_with_default (message, "id", -1) != call->id)
     {
-      if (reply_fd >= 0)
-        close (reply_fd);
-      if (reply_fd2 >= 0)
-        close (reply_fd2);
+      close_fds (fds, n_fds);
       sandstepd_say ("a worker answered a question it was not asked; ending it");
       g_subprocess_force_exit (w->proc);
       worker_died (w);
       return;
     }
   w->inflight = NULL;
-  call->reply_fd2 = reply_fd2;
+  for (guint i = 1; i < n_fds && i - 1 < G_N_ELEMENTS (call->more_fds); i++)
+    call->more_fds[i - 1] = fds[i];
   sandstepd_worker_ref (w);
   if (!call->forgotten)
     {

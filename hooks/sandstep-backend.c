@@ -2,6 +2,7 @@
 #include "sandstep-backend.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "sandstep-error.h"
 #include "sandstep-programs-libc.h"
@@ -315,18 +316,32 @@ sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *
   return attachment->backend->klass->list_directory (attachment, path, error);
 }
 
-int
-sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, int *out_root_fd,
+gboolean
+sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, SandstepWatchedDir *out,
                                     GError **error)
 {
+  *out = (SandstepWatchedDir) { -1, -1, -1, -1 };
   if (attachment->backend->klass->open_directory == NULL)
     {
       g_set_error (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                    "The %s backend cannot open '%s' to watch it: its sandboxes' files are not on this host",
                    attachment->backend->klass->name, path);
-      return -1;
+      return FALSE;
     }
-  return attachment->backend->klass->open_directory (attachment, path, out_root_fd, error);
+  return attachment->backend->klass->open_directory (attachment, path, out, error);
+}
+
+void
+sandstep_watched_dir_clear (SandstepWatchedDir *dir)
+{
+  int *fds[] = { &dir->dir, &dir->root, &dir->keep, &dir->jail };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (fds); i++)
+    if (*fds[i] >= 0)
+      {
+        close (*fds[i]);
+        *fds[i] = -1;
+      }
 }
 
 gint64

@@ -65,6 +65,20 @@ typedef struct {
 
 void sandstep_dir_entry_free (SandstepDirEntry *entry);
 
+/* A directory opened for a watch that outlives the claim (sandstep_attachment_open_directory()): each fd
+ * close-on-exec, or -1 where there is none. */
+typedef struct {
+  int dir;    /* the directory, for reading */
+  int root;   /* the root of the sandbox's files (O_PATH): it moves or goes when they stop being where the
+               * directory is (a fork, a destroy) */
+  int keep;   /* files that live in a jail (a layered sandbox's, in its overlay): what keeps that jail from ending
+               * idle while it is held (sandstep-supervisor-keep.h) ... */
+  int jail;   /* ... and a pidfd of the jail's init, readable once the jail ended, and with it the watch */
+} SandstepWatchedDir;
+
+/* Closes what @dir holds and sets each to -1. */
+void sandstep_watched_dir_clear (SandstepWatchedDir *dir);
+
 /* Called on every wait step while another holder has the sandbox (once, with
  * the holder's name), so a CLI can say who it waits for. */
 typedef void (*SandstepWaitNotify) (const char *handle, const char *current_holder, double wait_s, gpointer user_data);
@@ -143,10 +157,10 @@ typedef struct {
   /* Copies a host file or directory tree to @dest inside the sandbox. */
   gboolean (*put) (SandstepAttachment *attachment, const char *host_src, const char *dest, GError **error);
   GPtrArray *(*list_directory) (SandstepAttachment *attachment, const char *path, GError **error);
-  /* Optional (NULL: none): a directory of the sandbox opened for reading (close-on-exec), for a watch of its files
-   * that outlives the claim; refuses one outside /workspace and /tmp.  @out_root_fd: the root of the sandbox's
-   * files (O_PATH), which moves or goes when they stop being where the directory is (a fork, a destroy). */
-  int (*open_directory) (SandstepAttachment *attachment, const char *path, int *out_root_fd, GError **error);
+  /* Optional (NULL: none): a directory of the sandbox opened for a watch of its files that outlives the claim;
+   * refuses one outside /workspace and /tmp. */
+  gboolean (*open_directory) (SandstepAttachment *attachment, const char *path, SandstepWatchedDir *out,
+                              GError **error);
   /* Streams a regular file into @dest_fd; returns bytes written or -1. */
   gint64 (*export_file) (SandstepAttachment *attachment, const char *path, int dest_fd, guint64 max_bytes, GError **error);
   /* Seconds of lifetime left, clamped at 0. */
@@ -253,10 +267,10 @@ GPtrArray *sandstep_attachment_checkpoints (SandstepAttachment *attachment, GErr
 gboolean sandstep_attachment_put (SandstepAttachment *attachment, const char *host_src, const char *dest,
                                   GError **error);
 GPtrArray *sandstep_attachment_list_directory (SandstepAttachment *attachment, const char *path, GError **error);
-/* A directory of the claimed sandbox, opened for reading (close-on-exec), or -1: a backend whose files are
- * elsewhere (remote) has none to give. */
-int sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path, int *out_root_fd,
-                                        GError **error);
+/* A directory of the claimed sandbox opened for a watch into @out, or FALSE: a backend whose files are elsewhere
+ * (remote) has none to give. */
+gboolean sandstep_attachment_open_directory (SandstepAttachment *attachment, const char *path,
+                                             SandstepWatchedDir *out, GError **error);
 gint64 sandstep_attachment_export_file (SandstepAttachment *attachment, const char *path, int dest_fd,
                                         guint64 max_bytes, GError **error);
 double sandstep_attachment_remaining_lifetime (SandstepAttachment *attachment);

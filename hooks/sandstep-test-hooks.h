@@ -11,6 +11,8 @@
  *   SANDSTEP_TEST_UID_SLOT=N                  the slot a sandbox's uid probe starts at (sandstep-uids.h)
  *   SANDSTEP_TEST_E2B_CODE_IDLE_S=N           how long sandstepd's runCode session keeps its claim without a
  *                                             call, instead of 300 s (sandstepd-e2b-code.c)
+ *   SANDSTEP_TEST_SUPERVISOR_IDLE_S=N         how long a supervisor (and its jail) stays without a command,
+ *                                             instead of 30 s (sandstep-supervisor.c)
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a

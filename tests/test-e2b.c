@@ -1258,6 +1258,14 @@ test_snapshots (Fixture *fx, gconstpointer data)
   }
 }
 
+/* Asserts that the watch events @name (an array of "type:name") hold @event. */
+static void
+assert_event (JsonObject *report, const char *name, const char *event)
+{
+  if (!array_has (report, name, event))
+    g_error ("the watch '%s' got no '%s'", name, event);
+}
+
 static void
 test_template (Fixture *fx, gconstpointer data)
 {
@@ -1267,7 +1275,8 @@ test_template (Fixture *fx, gconstpointer data)
 
   g_test_summary ("Sandbox.create(template) with a template other than base: an image's docker:// reference, "
                   "pulled from a loopback registry by sandstepd, and a name sandstepd was started with "
-                  "(--e2b-template=NAME=REF) make sandboxes whose root is the image (its /marker, no host /usr); "
+                  "(--e2b-template=NAME=REF) make sandboxes whose root is the image (its /marker, no host /usr), "
+                  "whose /workspace files.watchDir watches; "
                   "getInfo and list name the template; a name that is neither is refused naming the configured "
                   "ones, a file's reference (oci:) is refused, and an image the registry lacks is not found");
   if (!sdk_ready ())
@@ -1286,6 +1295,7 @@ test_template (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "from the image\nno-host-usr\n");
   g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, "box");
   g_assert_cmpstr (json_object_get_string_member (o, "connectedTemplate"), ==, "box");
+  assert_event (o, "watched", "create:seen.txt");
   o = member_object (report, "base");
   g_assert_cmpstr (json_object_get_string_member (o, "templateId"), ==, "base");
   g_assert_cmpstr (json_object_get_string_member (o, "stdout"), ==, "host-usr\n");
@@ -1343,14 +1353,6 @@ test_connections (Fixture *fx, gconstpointer data)
     g_assert_cmpint (json_array_get_int_element (waited, i), ==, 128 + SIGKILL);
 }
 
-/* Asserts that the watch events @name (an array of "type:name") hold @event. */
-static void
-assert_event (JsonObject *report, const char *name, const char *event)
-{
-  if (!array_has (report, name, event))
-    g_error ("the watch '%s' got no '%s'", name, event);
-}
-
 static void
 test_watch (Fixture *fx, gconstpointer data)
 {
@@ -1365,7 +1367,7 @@ test_watch (Fixture *fx, gconstpointer data)
                   "link to one, is refused, and another owner's key watches nothing; the directory's removal ends "
                   "its watch, and so does a recursive watch past 1000 directories (refused at its start past "
                   "them); kill ends the rest; a snapshot "
-                  "ends a watch of its sandbox (its files become a layer), and a fork's sandbox is not watched; "
+                  "ends a watch of its sandbox (its files become a layer); "
                   "the daemon holds one inotify instance for all its watches");
   if (!sdk_ready ())
     return;
@@ -1405,8 +1407,6 @@ test_watch (Fixture *fx, gconstpointer data)
   assert_threw (report, "missing", "FileNotFoundError", "/workspace/no-such-dir");
   sandstep_test_assert_contains (json_object_get_string_member_with_default (report, "snapshotExit", ""),
                                  "moved into a layer");
-  assert_threw (report, "watchSnapshotted", "InvalidArgumentError", "are layers");
-  assert_threw (report, "forked", "InvalidArgumentError", "are layers");
   other = json_object_get_string_member_with_default (report, "other", "");
   sandstep_test_assert_contains (other, "not_found");
   g_assert_null (strstr (other, "\"start\""));
@@ -1437,6 +1437,57 @@ test_watch (Fixture *fx, gconstpointer data)
     }
 }
 
+static void
+test_watch_layered (Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsonObject) report = NULL;
+  const char *exit;
+
+  g_test_summary ("files.watchDir of sandboxes whose files are layers (a snapshot's sandbox, and the sandbox "
+                  "snapshotted), through their jail's overlay: a command's create, write, rename, chmod and "
+                  "remove, a file removed from a lower layer, a subdirectory made, and files.write, are events; "
+                  "the watch keeps the jail past its idle time and sees a later command's file; once it stops, the "
+                  "jail ends idle; each sandbox's watch sees its own files only; a snapshot of a watched sandbox, "
+                  "and a kill, end the watch saying so");
+  if (!sdk_ready ())
+    return;
+  sandstep_test_fixture_setenv (&fx->f, "SANDSTEP_TEST_SUPERVISOR_IDLE_S", "2");
+  sandstep_test_fixture_setenv (&fx->f, "E2B_STATE_DIR", fx->f.state_dir);
+  server_start (fx);
+  report = run_script (fx, "watch.mjs", "layered", fx->key);
+
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "run1", ""), ==, "ok\n");
+  g_assert_true (json_object_get_boolean_member (report, "write"));
+  assert_event (report, "deep", "create:a.txt");
+  assert_event (report, "deep", "write:a.txt");
+  assert_event (report, "deep", "rename:a.txt");
+  assert_event (report, "deep", "create:b.txt");
+  assert_event (report, "deep", "chmod:b.txt");
+  assert_event (report, "deep", "remove:b.txt");
+  assert_event (report, "deep", "remove:base.txt");
+  assert_event (report, "deep", "create:sub/deep.txt");
+  assert_event (report, "deep", "create:new");
+  assert_event (report, "deep", "create:new/in-new.txt");
+  assert_event (report, "deep", "create:by-files.txt");
+  /* Kept past the idle time. */
+  g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (report, "exitAfterIdle")));
+  g_assert_true (json_object_get_boolean_member (report, "jailAfterIdle"));
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "late", ""), ==, "ok\n");
+  g_assert_true (json_object_get_boolean_member (report, "deepSawLate"));
+  g_assert_false (json_object_get_boolean_member (report, "jailAfterStop"));
+  assert_event (report, "own", "create:mine.txt");
+  g_assert_false (array_has (report, "own", "create:a.txt"));
+  g_assert_false (array_has (report, "own", "create:late.txt"));
+  g_assert_cmpstr (json_object_get_string_member_with_default (report, "snapshot2", ""), !=, "");
+  exit = json_object_get_string_member_with_default (report, "ownExit", "");
+  sandstep_test_assert_contains (exit, "[not_found]");
+  sandstep_test_assert_contains (exit, "moved into a layer");
+  exit = json_object_get_string_member_with_default (report, "killExit", "");
+  sandstep_test_assert_contains (exit, "[not_found]");
+  if (strstr (exit, "was killed") == NULL && strstr (exit, "ended") == NULL)
+    g_error ("the watch ended at the kill saying '%s'", exit);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1459,6 +1510,7 @@ main (int argc, char **argv)
   ADD ("/e2b/sdk/stdin", test_stdin);
   ADD ("/e2b/sdk/snapshots", test_snapshots);
   ADD ("/e2b/sdk/watch", test_watch);
+  ADD ("/e2b/sdk/watch-layered", test_watch_layered);
   ADD ("/e2b/wire/start", test_wire);
   ADD ("/e2b/wire/unary", test_unary);
   ADD ("/e2b/wire/connections", test_connections);

@@ -33,6 +33,7 @@
 #include "sandstep-limit-defaults.h"
 #include "sandstep-run-wire.h"
 #include "sandstep-supervisor.h"
+#include "sandstep-supervisor-keep.h"
 #include "sandstep-supervisor-start.h"
 #include "sandstep-store.h"
 #include "sandstep-test-utils.h"
@@ -2202,6 +2203,30 @@ test_waiting_past_idle (Fixture *f, gconstpointer data)
   g_assert_cmpstr (r->out, ==, "served\n");
 }
 
+static void
+test_kept_past_idle (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = NULL;
+  g_autofree char *keep = NULL;
+  int supervisor, fd;
+
+  g_test_summary ("a shared lock on the sandbox's keep file (a watch of a layered sandbox's files) keeps its "
+                  "supervisor, and its jail, past the idle time; once the lock goes, it ends idle within seconds");
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_SUPERVISOR_IDLE_S", "1");
+  handle = sandstep_test_provision (f, NULL);
+  keep = sandbox_file (f, handle, SANDSTEP_SUPERVISOR_KEEP_FILE);
+  supervisor = start_supervisor (f, handle);
+  fd = open (keep, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (flock (fd, LOCK_SH), ==, 0);
+  g_usleep (4 * G_USEC_PER_SEC);
+  g_assert_true (process_alive (supervisor));
+  close (fd);
+  for (int i = 0; i < 1000 && process_alive (supervisor); i++)
+    g_usleep (10 * 1000);
+  g_assert_false (process_alive (supervisor));
+}
+
 /* `sandstep provision --memory=64M` for the fixture's user: one line on stderr where no cgroup holds the sandbox,
  * none where one does; and where none does, what a command meets past the limit in one process. */
 static void
@@ -2630,6 +2655,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/claim-held-waits-in-supervisor", test_claim_held_waits_in_supervisor);
   ADD ("/supervisor/memory-without-cgroup", test_memory_without_cgroup);
   ADD ("/supervisor/waiting-past-idle", test_waiting_past_idle);
+  ADD ("/supervisor/kept-past-idle", test_kept_past_idle);
   ADD ("/supervisor/inotify-share", test_inotify_share);
   ADD ("/supervisor/user-out-of-inotify", test_user_out_of_inotify);
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);

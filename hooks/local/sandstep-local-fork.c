@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sandstep-error.h"
@@ -219,32 +220,40 @@ sandstep_local_checkpoints (SandstepAttachment *parent, GError **error)
 }
 
 /* init of the sandbox's live jail, as "/proc/PID" opened, if the supervisor says one runs and it is still the
- * process it named (not a recycled pid); else -1. */
+ * process it named (not a recycled pid); else -1.  With @out_pidfd, a pidfd of it too. */
 static int
-open_init (LocalAttachment *attachment)
+open_init (LocalAttachment *attachment, int *out_pidfd)
 {
   g_autofree char *path = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle,
                                                        SANDSTEP_SUPERVISOR_INIT_FILE);
   g_autofree char *text = NULL, *proc = NULL;
   guint64 pid, start;
-  int fd;
+  int fd, pidfd = -1;
 
   if (!g_file_get_contents (path, &text, NULL, NULL) || sscanf (text, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
                                                                 &pid, &start) != 2 || pid == 0 || pid > G_MAXINT)
     return -1;
   proc = g_strdup_printf ("/proc/%d", (int) pid);
   fd = open (proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  /* Opened first, checked after: the fd names that process whatever happens to the pid. */
-  if (fd >= 0 && (start == 0 || sandstep_process_start_time ((pid_t) pid) != start))
+  if (fd >= 0 && out_pidfd != NULL)
+    pidfd = (int) syscall (SYS_pidfd_open, (pid_t) pid, 0);
+  /* Opened first, checked after: the fds name that process whatever happens to the pid (it was init's when the
+   * file was read, and is still, so it was all along). */
+  if (fd >= 0 && (start == 0 || sandstep_process_start_time ((pid_t) pid) != start ||
+                  (out_pidfd != NULL && (pidfd < 0 || fcntl (pidfd, F_SETFD, FD_CLOEXEC) < 0))))
     {
       close (fd);
+      if (pidfd >= 0)
+        close (pidfd);
       return -1;
     }
+  if (out_pidfd != NULL)
+    *out_pidfd = pidfd;
   return fd;
 }
 
 int
-sandstep_local_layered_tree (LocalAttachment *attachment, GError **error)
+sandstep_local_layered_tree (LocalAttachment *attachment, int *out_init_pidfd, GError **error)
 {
   SandstepStore *store = attachment->local->store;
 
@@ -258,13 +267,18 @@ sandstep_local_layered_tree (LocalAttachment *attachment, GError **error)
         return -1;
       /* Started (and its jail built) or running: nothing to ask it. */
       close (sock);
-      init = open_init (attachment);
+      init = open_init (attachment, out_init_pidfd);
       if (init >= 0)
         {
           tree = openat (init, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
           close (init);
           if (tree >= 0)
             return tree;
+          if (out_init_pidfd != NULL)
+            {
+              close (*out_init_pidfd);
+              *out_init_pidfd = -1;
+            }
         }
       sandstep_supervisor_stop (store, attachment->parent.handle);
     }

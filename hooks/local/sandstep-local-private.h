@@ -24,13 +24,14 @@ typedef struct {
 } LocalAttachment;
 
 /* Forks and checkpoints (sandstep-local-fork.c): the backend's entries, and a layered sandbox's files as its
- * live jail has them, for the file tools (an fd to close), started if need be. */
+ * live jail has them, for the file tools (an fd to close), started if need be (with @out_init_pidfd, not NULL, a
+ * pidfd of that jail's init as well). */
 gboolean sandstep_local_fork (SandstepAttachment *attachment, const SandstepIdentity *who, guint count,
                               GPtrArray *out_handles, GError **error);
 gboolean sandstep_local_checkpoint (SandstepAttachment *attachment, const char *name, GError **error);
 gboolean sandstep_local_rollback (SandstepAttachment *attachment, const char *name, GError **error);
 GPtrArray *sandstep_local_checkpoints (SandstepAttachment *attachment, GError **error);
-int sandstep_local_layered_tree (LocalAttachment *attachment, GError **error);
+int sandstep_local_layered_tree (LocalAttachment *attachment, int *out_init_pidfd, GError **error);
 /* --retry=clean: at a make target's first line, a checkpoint of the sandbox for that target, or, when its last
  * attempt did not succeed, a rollback to it; at its last line, success noted. */
 gboolean sandstep_local_retry_begin (LocalAttachment *attachment, GError **error);

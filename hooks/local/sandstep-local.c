@@ -27,6 +27,7 @@
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
 #include "sandstep-supervisor.h"
+#include "sandstep-supervisor-keep.h"
 #include "sandstep-teardown.h"
 #include "sandstep-tree.h"
 #include "sandstep-uid-slots.h"
@@ -558,7 +559,7 @@ tools_tree (SandstepAttachment *parent, GError **error)
     return attachment->tree_fd;
   if (attachment->tree_fd >= 0)
     close (attachment->tree_fd);
-  attachment->tree_fd = sandstep_local_layered_tree (attachment, error);
+  attachment->tree_fd = sandstep_local_layered_tree (attachment, NULL, error);
   return attachment->tree_fd;
 }
 
@@ -617,33 +618,49 @@ local_list_directory (SandstepAttachment *parent, const char *path, GError **err
   return tree < 0 ? NULL : sandstep_tree_list (tree, path, error);
 }
 
-static int
-local_open_directory (SandstepAttachment *parent, const char *path, int *out_root_fd, GError **error)
+/* A layered sandbox's files are its live jail's overlay: the watch keeps that jail (sandstep-supervisor-keep.h),
+ * kept before the jail is found, so that the one found stays, and learns of its end from its init's pidfd. */
+static gboolean
+local_open_directory (SandstepAttachment *parent, const char *path, SandstepWatchedDir *out, GError **error)
 {
-  int tree, fd;
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+  int tree;
 
-  /* A layered sandbox's files are its jail's overlay, which a held directory would keep mounted after the jail
-   * ends (and a later jail mounts its own, whose changes that one never sees): not watched. */
-  if (((LocalAttachment *) parent)->record->layers != NULL)
-    return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
-                           "'%s' cannot be watched: the files of sandbox '%s' are layers (it is a fork or an image's, "
-                           "or was forked or checkpointed), which live in its jail; watch a sandbox of the host's "
-                           "root that was never forked, or poll with files.list", path,
-                           parent->handle), -1;
-  tree = tools_tree (parent, error);
-  fd = tree < 0 ? -1 : sandstep_tree_open_directory (tree, path, error);
-  if (fd < 0)
-    return -1;
-  /* The tree itself: a fork or checkpoint renames it into a layer, a destroy removes it. */
-  *out_root_fd = fcntl (tree, F_DUPFD_CLOEXEC, 0);
-  if (*out_root_fd < 0)
+  if (attachment->record->layers != NULL)
+    {
+      int dir_fd = sandstep_local_open_dir (attachment->local, parent->handle);
+      int errsv;
+
+      out->keep = dir_fd < 0 ? -1 : sandstep_supervisor_keep (dir_fd);
+      errsv = errno;
+      if (dir_fd >= 0)
+        close (dir_fd);
+      if (out->keep < 0)
+        return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                                     "Cannot keep the jail of sandbox '%s' to watch '%s'", parent->handle, path);
+      if (attachment->tree_fd >= 0)
+        close (attachment->tree_fd);
+      attachment->tree_fd = sandstep_local_layered_tree (attachment, &out->jail, error);
+      tree = attachment->tree_fd;
+    }
+  else
+    tree = attachment->tree_fd;
+  out->dir = tree < 0 ? -1 : sandstep_tree_open_directory (tree, path, error);
+  if (out->dir < 0)
+    {
+      sandstep_watched_dir_clear (out);
+      return FALSE;
+    }
+  /* The root of the files: a fork or checkpoint renames the tree into a layer, a destroy removes it. */
+  out->root = fcntl (tree, F_DUPFD_CLOEXEC, 0);
+  if (out->root < 0)
     {
       int errsv = errno;
-      close (fd);
+      sandstep_watched_dir_clear (out);
       return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                                   "Cannot keep the files of sandbox '%s' to watch '%s'", parent->handle, path), -1;
+                                   "Cannot keep the files of sandbox '%s' to watch '%s'", parent->handle, path);
     }
-  return fd;
+  return TRUE;
 }
 
 static gint64

@@ -6,6 +6,7 @@
  * compiled everything it needs into its plan.
  */
 #include "sandstep-supervisor.h"
+#include "sandstep-supervisor-keep.h"
 #include "sandstep-supervisor-command.h"
 #include "sandstep-supervisor-sandbox.h"
 #include "sandstep-read-libc.h"
@@ -30,6 +31,7 @@
 #include "sandstep-claim-libc.h"
 #include "sandstep-error.h"
 #include "sandstep-process-state.h"
+#include "sandstep-test-hooks.h"
 
 /* How often a supervisor looks whether its sandbox's directory changed under it (destroyed by hand, released,
  * its record or claim replaced); a command always looks first. */
@@ -56,6 +58,7 @@ typedef struct {
   int signals;
   gint64 expires;
   gboolean released;
+  gint64 idle_us;          /* how long it stays without a command (idle_time()) */
   gint64 idle_deadline;
   gboolean done;
   gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
@@ -99,6 +102,19 @@ read_lifetime (Supervisor *s)
   return TRUE;
 }
 
+/* SANDSTEP_SUPERVISOR_IDLE_S in µs, or a test's shorter time (SANDSTEP_TEST_SUPERVISOR_IDLE_S, build tree
+ * only). */
+static gint64
+idle_time (void)
+{
+  const char *value = sandstep_test_hook ("SANDSTEP_TEST_SUPERVISOR_IDLE_S");
+  guint64 n = 0;
+
+  if (value != NULL && g_ascii_string_to_unsigned (value, 10, 1, SANDSTEP_SUPERVISOR_IDLE_S, &n, NULL))
+    return (gint64) n * G_USEC_PER_SEC;
+  return SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+}
+
 /* Its lifetime is not over. */
 static gboolean
 alive (Supervisor *s)
@@ -117,7 +133,7 @@ finish (Supervisor *s, int status, int exec_error, gboolean interrupted)
     s->done = s->reclaim = TRUE;
   sandstep_supervisor_command_finish (g_steal_pointer (&s->current), s->sandbox, &s->rules, status, exec_error,
                                       interrupted);
-  s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+  s->idle_deadline = g_get_monotonic_time () + s->idle_us;
   /* The waiting callers' turn. */
   s->next_try = 0;
   s->try_pause_us = 0;
@@ -226,7 +242,7 @@ prune_waiting (Supervisor *s, const struct pollfd *fds, guint n_fds, gint64 now)
       g_queue_delete_link (&s->waiting, l);
       /* The last waiter gone with no command of its own: the supervisor idles from now. */
       if (g_queue_is_empty (&s->waiting) && s->current == NULL)
-        s->idle_deadline = now + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+        s->idle_deadline = now + s->idle_us;
     }
 }
 
@@ -426,8 +442,17 @@ loop (Supervisor *s)
               finish (s, 128 + SIGKILL, 0, TRUE);
             }
         }
-      else if ((now >= s->idle_deadline && g_queue_is_empty (&s->waiting)) || !alive (s))
+      else if (!alive (s))
         s->done = TRUE;
+      else if (now >= s->idle_deadline && g_queue_is_empty (&s->waiting))
+        {
+          /* A watch of the jail's files keeps it (sandstep-supervisor-keep.h): asked again each check, so that
+           * the jail ends within one once the last watch goes. */
+          if (sandstep_supervisor_kept (s->dir_fd))
+            s->idle_deadline = now + CHECK_INTERVAL_US;
+          else
+            s->done = TRUE;
+        }
 
       /* A caller that finds the sandbox busy waits here, for as long as its --wait allows. */
       if (!s->done && (fds[1].revents & POLLIN))
@@ -550,7 +575,7 @@ start (Supervisor *s, GError **error)
    * again if it cannot be. */
   if (!listen_socket (s, error) || !sandstep_supervisor_sandbox_build (s->sandbox, error))
     return FALSE;
-  s->idle_deadline = g_get_monotonic_time () + SANDSTEP_SUPERVISOR_IDLE_S * G_USEC_PER_SEC;
+  s->idle_deadline = g_get_monotonic_time () + s->idle_us;
   return TRUE;
 }
 
@@ -583,7 +608,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   g_autoptr(GError) error = NULL;
   Supervisor s = {
     .handle = g_strdup (handle), .store_fd = SANDSTEP_SUPERVISOR_STORE_FD, .dir_fd = -1, .claim_fd = -1,
-    .listener = -1, .signals = -1,
+    .listener = -1, .signals = -1, .idle_us = idle_time (),
     .adopt = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 },
   };
   gboolean ok;

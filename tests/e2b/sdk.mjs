@@ -184,8 +184,15 @@ async function template() {
     const sbx = await Sandbox.create('box', { timeoutMs: 120_000 });
     const r = await sbx.commands.run(probe);
     const connected = await Sandbox.connect(sbx.sandboxId);
+    // An image's files are layers in its jail: watched there.
+    const events = [];
+    const w = await sbx.files.watchDir('/workspace', (e) => events.push(`${e.type}:${e.name}`));
+    await sbx.commands.run('echo x > /workspace/seen.txt');
+    for (let i = 0; i < 100 && !events.includes('create:seen.txt'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    await w.stop();
     const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId,
-                  connectedTemplate: (await connected.getInfo()).templateId };
+                  connectedTemplate: (await connected.getInfo()).templateId, watched: events };
     await sbx.kill();
     return out;
   });

@@ -1,11 +1,12 @@
 // tests/e2b/watch.mjs: files.watchDir of the official E2B SDK (npm "e2b", unmodified) against sandstepd.
 //
-// tests/test-e2b.c runs `node watch.mjs watch` as it runs sdk.mjs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY,
-// E2B_OTHER_KEY a key of another owner; E2B_SANDSTEPD_PID the daemon's pid) and checks the report: the events
-// each watch got, what other calls gave while it watched, and how each watch ended.
+// tests/test-e2b.c runs `node watch.mjs watch` (or `layered`) as it runs sdk.mjs (E2B_API_URL, E2B_SANDBOX_URL,
+// E2B_API_KEY, E2B_OTHER_KEY a key of another owner; E2B_SANDSTEPD_PID the daemon's pid; for `layered`,
+// E2B_STATE_DIR sandstepd's state directory) and checks the report: the events each watch got, what other calls
+// gave while it watched, and how each watch ended.
 import { Sandbox } from 'e2b';
 import { report, take, sleep } from './report.mjs';
-import { readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 // A watch whose events ("type:name") and end (null: not yet; 'clean', or the error's message) are kept.
 async function watch(sbx, path, opts = {}) {
@@ -107,27 +108,75 @@ async function main() {
   await until(() => deep.exit !== null && tmp.exit !== null);
   report.deepExit = deep.exit;
   report.tmpExit = tmp.exit;
-  // A snapshot makes the sandbox's files a layer: its watch ends, saying so; neither it nor a sandbox of the
-  // snapshot (whose files live in its jail) is watched after.
+  // A snapshot makes the sandbox's files a layer: its watch ends, saying so (the `layered` script watches it
+  // again, and a snapshot's sandbox).
   const sbx2 = await Sandbox.create('base', { timeoutMs: 120_000 });
   const before = await watch(sbx2, '/workspace');
   await take('snapshot', async () => (await sbx2.createSnapshot()).snapshotId);
   await until(() => before.exit !== null);
   report.snapshotExit = before.exit;
-  await take('watchSnapshotted', async () => { await watch(sbx2, '/workspace'); return true; });
-  await take('forked', async () => {
-    const made = await Sandbox.create(report.snapshot, { timeoutMs: 60_000 });
-    try {
-      await watch(made, '/workspace');
-      return true;
-    } finally {
-      await made.kill();
-    }
-  });
   await Sandbox.deleteSnapshot(report.snapshot);
   await sbx2.kill();
 }
 
-await main();
+// Whether the jail of sandbox @id runs: its init, as its supervisor last named it, is alive.
+function jailRuns(id) {
+  try {
+    const pid = readFileSync(`${process.env.E2B_STATE_DIR}/sandboxes/${id}/init`, 'utf8').trim().split(/\s+/)[0];
+    return /^[0-9]+$/.test(pid) && existsSync(`/proc/${pid}`);
+  } catch {
+    return false;
+  }
+}
+
+// Sandboxes whose files are layers (a snapshot's, and one snapshotted), watched through their jail's overlay.
+// The test gives jails 2 s of idle time (SANDSTEP_TEST_SUPERVISOR_IDLE_S): a watch keeps its jail past that.
+async function layered() {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  await sbx.commands.run('mkdir -p /workspace/w/sub && echo base > /workspace/w/base.txt');
+  report.snapshot = (await sbx.createSnapshot()).snapshotId;
+  const made = await Sandbox.create(report.snapshot, { timeoutMs: 120_000 });
+  const deep = await watch(made, '/workspace/w', { recursive: true });
+  const own = await watch(sbx, '/workspace/w');
+  await take('run1', async () => (await made.commands.run(
+    'cd /workspace/w && echo one > a.txt && echo two >> a.txt && mv a.txt b.txt && chmod 600 b.txt && rm b.txt && ' +
+    'echo s > sub/deep.txt && mkdir new && echo n > new/in-new.txt && rm base.txt && echo ok')).stdout);
+  await take('write', async () => { await made.files.write('/workspace/w/by-files.txt', 'f'); return true; });
+  await until(() => deep.events.includes('create:new/in-new.txt') && deep.events.includes('create:by-files.txt'));
+  report.deep = [...deep.events];
+  // Idle past the jail's idle time: the watch kept the jail, and sees the next command's file.
+  await sleep(4000);
+  report.exitAfterIdle = deep.exit;
+  report.jailAfterIdle = jailRuns(made.sandboxId);
+  await take('late', async () => (await made.commands.run('echo late > /workspace/w/late.txt && echo ok')).stdout);
+  await until(() => deep.events.includes('create:late.txt'));
+  report.deepSawLate = deep.events.includes('create:late.txt');
+  // The snapshotted sandbox's watch sees its own files only.
+  await sbx.commands.run('echo mine > /workspace/w/mine.txt');
+  await until(() => own.events.includes('create:mine.txt'));
+  report.own = own.events;
+  // Once its watch stops, the jail ends idle.
+  await deep.handle.stop();
+  await until(() => !jailRuns(made.sandboxId));
+  report.jailAfterStop = jailRuns(made.sandboxId);
+  // A snapshot of a watched sandbox stops its jail (its files become a layer): the watch ends, saying so.
+  await take('snapshot2', async () => (await sbx.createSnapshot()).snapshotId);
+  await until(() => own.exit !== null);
+  report.ownExit = own.exit;
+  // So does a kill.
+  const last = await watch(made, '/workspace');
+  await made.kill();
+  await until(() => last.exit !== null);
+  report.killExit = last.exit;
+  for (const s of [report.snapshot, report.snapshot2])
+    if (typeof s === 'string')
+      await Sandbox.deleteSnapshot(s);
+  await sbx.kill();
+}
+
+if (process.argv[2] === 'layered')
+  await layered();
+else
+  await main();
 console.log(JSON.stringify(report));
 process.exit(0);
