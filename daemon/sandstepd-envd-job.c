@@ -45,6 +45,10 @@ sandstepd_envd_unref (Envd *job)
   g_free (job->dest);
   if (job->fd >= 0)
     close (job->fd);
+  if (job->more != NULL)
+    g_ptr_array_unref (job->more);
+  if (job->written != NULL)
+    json_array_unref (job->written);
   if (job->out_fd >= 0)
     close (job->out_fd);
   if (job->err_fd >= 0)

@@ -198,6 +198,26 @@ shell_command (JsonObject *request, GError **error)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
+/* A write's next file (of job->more) becomes its path and fd; FALSE when none is left. */
+static gboolean
+next_write (Envd *job)
+{
+  EnvdFile *file;
+
+  if (job->more == NULL || job->more->len == 0)
+    return FALSE;
+  file = job->more->pdata[0];
+  g_free (job->path);
+  job->path = g_steal_pointer (&file->path);
+  if (job->fd >= 0)
+    close (job->fd);
+  job->fd = g_steal_fd (&file->fd);
+  g_ptr_array_remove_index (job->more, 0);
+  return TRUE;
+}
+
+static void start_write (Envd *job);
+
 static void
 on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
 {
@@ -227,18 +247,25 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     }
   if (job->op == ENVD_WRITE)
     {
-      g_autofree char *dir = g_path_get_dirname (job->path);
       g_autofree char *name = g_path_get_basename (job->path);
-      g_autoptr(JsonArray) array = json_array_new ();
-      g_autoptr(JsonNode) node = json_node_new (JSON_NODE_ARRAY);
+      g_autoptr(JsonNode) node = NULL;
       JsonObject *o = json_object_new ();
 
       /* The HTTP /files API says "file", not the protobuf enum. */
       json_object_set_string_member (o, "name", name);
       json_object_set_string_member (o, "type", "file");
       json_object_set_string_member (o, "path", job->path);
-      json_array_add_object_element (array, o);
-      json_node_set_array (node, array);
+      if (job->written == NULL)
+        job->written = json_array_new ();
+      json_array_add_object_element (job->written, o);
+      /* Several files: each in turn, under this claim; the first that fails ends the call, saying which. */
+      if (next_write (job))
+        {
+          start_write (job);
+          return;
+        }
+      node = json_node_new (JSON_NODE_ARRAY);
+      json_node_take_array (node, g_steal_pointer (&job->written));
       sandstepd_envd_answer_json (job, node);
       sandstepd_envd_files_finish (job, NULL);
       return;
@@ -260,6 +287,16 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
     sandstepd_envd_answer_json (job, node);
     sandstepd_envd_files_finish (job, NULL);
   }
+}
+
+/* Writes job->path from job->fd, under the claim its lease holds. */
+static void
+start_write (Envd *job)
+{
+  int fd = g_steal_fd (&job->fd);
+
+  sandstepd_worker_call (job->lease->worker, "write", sandstep_wire_path_request (NULL, job->path, -1), &fd, 1,
+                         on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
 }
 
 static void
@@ -305,7 +342,6 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
   Envd *job = call->data;
   Lease *lease = job->lease;
   Request *req = job->req;
-  int fd;
 
   if (error != NULL)
     {
@@ -366,9 +402,7 @@ on_attached (Call *call, JsonObject *reply, int reply_fd, const GError *error)
                              on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
       return;
     case ENVD_WRITE:
-      fd = g_steal_fd (&job->fd);
-      sandstepd_worker_call (lease->worker, "write", sandstep_wire_path_request (NULL, job->path, -1), &fd, 1,
-                             on_files_done, sandstepd_envd_ref (job), (GDestroyNotify) sandstepd_envd_unref);
+      start_write (job);
       return;
     case ENVD_LIST:
       sandstepd_worker_call (lease->worker, "list", sandstep_wire_path_request (NULL, job->path, -1), NULL, 0,
@@ -629,39 +663,13 @@ query_path (Request *req)
   return path != NULL && path[0] != '\0' ? g_strdup (path) : NULL;
 }
 
-/* A memfd holding @data, at offset 0, or -1 with errno. */
-static int
-memfd_of (const guint8 *data, gsize len)
-{
-  int fd = memfd_create ("sandstepd-e2b-write", MFD_CLOEXEC);
-
-  for (gsize done = 0; fd >= 0 && done < len;)
-    {
-      ssize_t n = write (fd, data + done, len - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        {
-          int errsv = errno;
-          close (fd);
-          errno = errsv;
-          return -1;
-        }
-      done += n;
-    }
-  if (fd >= 0)
-    lseek (fd, 0, SEEK_SET);
-  return fd;
-}
-
 static void
 handle_files (Request *req)
 {
-  SoupMessageHeaders *headers = soup_server_message_get_request_headers (req->msg);
-  const char *content_type = soup_message_headers_get_content_type (headers, NULL);
-  g_autoptr(GBytes) body = g_bytes_new (req->body->data, req->body->len);
-  g_autoptr(GBytes) data = NULL;
   g_autofree char *path = query_path (req);
+  g_autoptr(GPtrArray) files = NULL;
+  g_autoptr(GError) error = NULL;
+  guint status = 0;
   Envd *job;
 
   if (strcmp (req->method, "GET") == 0)
@@ -682,61 +690,16 @@ handle_files (Request *req)
                            req->method);
       return;
     }
-  if (g_strcmp0 (content_type, "multipart/form-data") == 0)
+  files = sandstepd_envd_body_files (req, path, &status, &error);
+  if (files == NULL)
     {
-      g_autoptr(SoupMultipart) multipart = soup_multipart_new_from_message (headers, body);
-      SoupMessageHeaders *part_headers = NULL;
-      GBytes *part = NULL;
-
-      if (multipart == NULL || soup_multipart_get_length (multipart) != 1 ||
-          !soup_multipart_get_part (multipart, 0, &part_headers, &part))
-        {
-          sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST,
-                               "POST /files takes one file a request here (a multipart body of one part, or "
-                               "application/octet-stream); write several files one at a time");
-          return;
-        }
-      if (path == NULL)
-        {
-          g_autoptr(GHashTable) params = NULL;
-          const char *filename = NULL;
-
-          if (soup_message_headers_get_content_disposition (part_headers, NULL, &params))
-            filename = g_hash_table_lookup (params, "filename");
-          path = filename != NULL && filename[0] != '\0' ? g_strdup (filename) : NULL;
-        }
-      data = g_bytes_ref (part);
-    }
-  else if (g_strcmp0 (content_type, "application/octet-stream") == 0)
-    data = g_bytes_ref (body);
-  else
-    {
-      g_autofree char *shown = sandstep_escape (content_type != NULL ? content_type : "(none)", -1, 200,
-                                                SANDSTEP_ESCAPE_VALUE);
-      sandstepd_e2b_error (req, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE,
-                           "POST /files takes multipart/form-data or application/octet-stream, not '%s'", shown);
-      return;
-    }
-  if (path == NULL)
-    {
-      sandstepd_e2b_error (req, SOUP_STATUS_BAD_REQUEST, "POST /files: no path; add ?path=PATH");
+      sandstepd_e2b_error (req, status, "%s", error->message);
       return;
     }
   job = sandstepd_envd_new (req, ENVD_WRITE);
-  job->path = g_steal_pointer (&path);
-  {
-    gsize len = 0;
-    const guint8 *bytes = g_bytes_get_data (data, &len);
-    job->fd = memfd_of (bytes, len);
-  }
-  if (job->fd < 0)
-    {
-      int errsv = errno;
-      sandstepd_e2b_error (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Cannot hold the file to write: %s",
-                           g_strerror (errsv));
-      sandstepd_envd_unref (job);
-      return;
-    }
+  /* The first now, the rest in turn under the same claim (next_write()). */
+  job->more = g_steal_pointer (&files);
+  next_write (job);
   envd_go (job);
 }
 

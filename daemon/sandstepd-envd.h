@@ -1,7 +1,7 @@
 /* sandstepd-envd.h: what the files of E2B's envd share.  Their calls go one way: sandstepd-envd.c ->
  * sandstepd-envd-jail.c, sandstepd-envd-commands.c -> sandstepd-envd-job.c -> sandstepd-envd-connect.c
- * (and sandstepd-e2b-answer.c below them all), sandstepd-envd-watch.c beside sandstepd-envd-commands.c; none
- * calls a file above it. */
+ * (and sandstepd-e2b-answer.c and sandstepd-envd-body.c below them all), sandstepd-envd-watch.c beside
+ * sandstepd-envd-commands.c; none calls a file above it. */
 #pragma once
 
 #include "sandstepd-private.h"
@@ -51,6 +51,8 @@ typedef struct {
   char *path;               /* the files' */
   char *dest;               /* move: where to */
   int fd;                   /* write: the bytes to write; -1 */
+  GPtrArray *more;          /* write: the body's other files (EnvdFile), written after it in order; NULL */
+  JsonArray *written;       /* write: the files written so far, as the answer lists them; NULL */
   gboolean recursive;       /* watch: its subdirectories too */
   char *owner;
   char *holder;
@@ -83,6 +85,21 @@ JsonObject *sandstepd_envd_entry_info (const char *dir, const char *name, gboole
  * the key of @req covers the sandbox; then calls @forked (its claim gone), which answers @req. */
 void sandstepd_envd_fork (Request *req, const char *handle, const char *holder, EnvdForked forked, gpointer data,
                           GDestroyNotify destroy);
+
+/* ---- sandstepd-envd-body.c: the files of a POST /files body ---- */
+
+/* One file to write: its path as the client named it, and its bytes in a memfd at offset 0. */
+typedef struct {
+  char *path;
+  int fd;
+} EnvdFile;
+
+void sandstepd_envd_file_free (EnvdFile *file);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EnvdFile, sandstepd_envd_file_free)
+
+/* The files of @req's POST /files body (of EnvdFile, in order; one at least), @query_path (or NULL) naming a
+ * single one; or NULL, with the HTTP status to answer in @out_status. */
+GPtrArray *sandstepd_envd_body_files (Request *req, const char *query_path, guint *out_status, GError **error);
 
 /* ---- sandstepd-envd-jail.c: Stat, Remove, Move, MakeDir as commands in the jail ---- */
 

@@ -668,13 +668,15 @@ test_files (Fixture *fx, gconstpointer data)
   JsonArray *bytes, *inside;
   JsonArray *listed;
 
-  g_test_summary ("files.write (multipart and octet-stream), read (text and bytes), list, exists, getInfo, "
+  g_test_summary ("files.write (multipart and octet-stream, several files in one call, gzip-compressed), read (text "
+                  "and bytes), list, exists, getInfo, "
                   "makeDir, rename and remove through sandstepd's envd; a command sees what was written; a "
                   "missing file is FileNotFoundError and does not exist; makeDir of a directory there is false, "
                   "over a file or in a read-only place refused; a name full of shell stays a name; "
                   "a path that climbs out stays in the sandbox");
   if (!sdk_ready ())
     return;
+  fx->extra_args[0] = g_strdup ("--max-upload=1M");
   server_start (fx);
   sandstep_test_fixture_setenv (&fx->f, "E2B_ESCAPE", escape);
   report = run_sdk (fx, "files", fx->key);
@@ -696,6 +698,29 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_true (json_object_get_boolean_member (report, "existsDir"));
   g_assert_false (json_object_get_boolean_member (report, "existsNot"));
   assert_threw (report, "readMissing", "FileNotFoundError", "/workspace/no-such-file");
+  /* Several files in one call: each written, in order, each path as files.write takes it. */
+  o = member_object (report, "writtenMany");
+  {
+    JsonArray *paths = json_object_get_array_member (o, "paths");
+    JsonArray *three = json_object_get_array_member (o, "three");
+
+    g_assert_cmpuint (json_array_get_length (paths), ==, 3);
+    g_assert_cmpstr (json_array_get_string_element (paths, 0), ==, "/workspace/m/one.txt");
+    g_assert_cmpstr (json_array_get_string_element (paths, 2), ==, "/tmp/three.bin");
+    g_assert_cmpstr (json_object_get_string_member (o, "one"), ==, "one");
+    g_assert_cmpstr (json_object_get_string_member (o, "rel"), ==, "two");
+    g_assert_cmpuint (json_array_get_length (three), ==, 3);
+    g_assert_cmpint (json_array_get_int_element (three, 1), ==, 0);
+  }
+  /* One that cannot be written fails the call, naming it. */
+  assert_threw (report, "writtenManyBad", "InvalidArgumentError", "'/usr/no.txt' is outside the sandbox's files");
+  g_assert_true (json_object_get_boolean_member (report, "writtenGzip"));
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenBomb"), "413 ");
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenBomb"),
+                                 "unpacks to more than the server's limit of 1048576 bytes");
+  g_assert_true (g_str_has_suffix (json_object_get_string_member (report, "writtenBomb"), " false"));
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenNotGzip"), "400 ");
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenNotGzip"), "is not gzip data");
   g_assert_true (json_object_get_boolean_member (report, "made"));
   g_assert_false (json_object_get_boolean_member (report, "madeAgain"));
   g_assert_true (json_object_get_boolean_member (report, "madeRelative"));

@@ -18,7 +18,7 @@ typedef struct {
 static const Ranked e2b_order[] = {
   { "sandstepd-e2b.c", 0 },          { "sandstepd-envd.c", 1 },         { "sandstepd-envd-commands.c", 2 },
   { "sandstepd-envd-jail.c", 2 },    { "sandstepd-envd-job.c", 3 },     { "sandstepd-envd-connect.c", 4 },
-  { "sandstepd-e2b-answer.c", 5 },    { "sandstepd-e2b-tokens.c", 5 },
+  { "sandstepd-e2b-answer.c", 5 },    { "sandstepd-e2b-tokens.c", 5 },   { "sandstepd-envd-body.c", 5 },
 };
 
 /* The supervisor's (docs/architecture.md's hooks/supervisor row): its loop, one command, the live sandbox, its
@@ -294,7 +294,7 @@ test_e2b_order (void)
   g_autoptr(Calls) c = read_calls ();
 
   g_test_summary ("E2B's files name only files below them: e2b.c, envd.c, envd-commands.c and envd-jail.c, "
-                  "envd-job.c, envd-connect.c, e2b-answer.c and e2b-tokens.c");
+                  "envd-job.c, envd-connect.c, e2b-answer.c, e2b-tokens.c and envd-body.c");
   assert_order (c, "daemon", e2b_order, G_N_ELEMENTS (e2b_order));
 }
 

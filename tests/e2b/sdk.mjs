@@ -357,6 +357,36 @@ async function files() {
   await take('existsDir', async () => await sbx.files.exists('/workspace/sub'));
   await take('existsNot', async () => await sbx.files.exists('/workspace/no-such-file'));
   await take('readMissing', async () => await sbx.files.read('/workspace/no-such-file'));
+  // Several files in one call (one multipart body), and a gzip-compressed one; a body that says gzip but is not.
+  await take('writtenMany', async () => {
+    const w = await sbx.files.write([{ path: '/workspace/m/one.txt', data: 'one' },
+                                     { path: 'rel.txt', data: 'two' },
+                                     { path: '/tmp/three.bin', data: new Uint8Array([3, 0, 3]) }]);
+    return { paths: w.map((e) => e.path), one: await sbx.files.read('/workspace/m/one.txt'),
+             rel: await sbx.files.read('/workspace/rel.txt'),
+             three: Array.from(await sbx.files.read('/tmp/three.bin', { format: 'bytes' })) };
+  });
+  await take('writtenManyBad', async () =>
+    (await sbx.files.write([{ path: '/workspace/ok.txt', data: 'ok' }, { path: '/usr/no.txt', data: 'no' }])).length);
+  await take('writtenGzip', async () => {
+    const text = 'zipped '.repeat(1000);
+    await sbx.files.write('/workspace/z.txt', text, { useOctetStream: true, gzip: true });
+    return (await sbx.files.read('/workspace/z.txt')) === text;
+  });
+  // What a gzip body unpacks to counts against --max-upload (1M in this test) as a body does.
+  await take('writtenBomb', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/files?path=/workspace/bomb.bin`, { method: 'POST',
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip', 'E2b-Sandbox-Id': sbx.sandboxId,
+                 'X-Access-Token': process.env.E2B_API_KEY }, body: gzipSync(Buffer.alloc(2 << 20)) });
+    return `${res.status} ${await res.text()} ${await sbx.files.exists('/workspace/bomb.bin')}`;
+  });
+  await take('writtenNotGzip', async () => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/files?path=/workspace/nz.txt`, { method: 'POST',
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip', 'E2b-Sandbox-Id': sbx.sandboxId,
+                 'X-Access-Token': process.env.E2B_API_KEY }, body: 'plain' });
+    return `${res.status} ${await res.text()}`;
+  });
   // makeDir: true when made (parents too), false when there already; a file in the way and a read-only place
   // are refused.  A relative path starts in /workspace, as a command's.
   await take('made', async () => await sbx.files.makeDir('/workspace/made/deep'));
