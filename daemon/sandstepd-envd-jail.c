@@ -24,12 +24,15 @@
 #define FS_TIMEOUT_S 120
 #define FS_OUTPUT_MAX 4096
 
-/* The entry's type, then "SIZE MODE MTIME PERMISSIONS OWNER GROUP" (of what a link points to), then its
- * absolute path. */
+/* The entry's type, then "SIZE MODE MTIME PERMISSIONS OWNER GROUP" (of what a link points to), then for a link
+ * the length of its target's absolute path and that path (which may hold newlines: the shell's $(...) would drop
+ * trailing ones but for the x after them), else -1, then the entry's absolute path. */
 static const char stat_script[] =
   "{ [ -e \"$1\" ] || [ -L \"$1\" ]; } || exit " G_STRINGIFY (FS_EXIT_NOT_FOUND) "; "
   "if [ -d \"$1\" ]; then echo dir; else echo file; fi; "
   "stat -L -c '%s %a %Y %A %U %G' -- \"$1\" 2>/dev/null || stat -c '%s %a %Y %A %U %G' -- \"$1\" || exit 1; "
+  "if [ -L \"$1\" ] && t=$(readlink -f -- \"$1\" && echo x); then t=${t%?x}; printf '%s\\n%s\\n' \"${#t}\" \"$t\"; "
+  "else echo -1; fi; "
   "realpath -s -- \"$1\"";
 static const char remove_script[] = "rm -rf -- \"$1\"";
 static const char move_script[] =
@@ -96,6 +99,22 @@ stat_attributes (JsonObject *entry, const char *line)
   }
 }
 
+/* Stat's output from its link line on: @length ("-1", or the target's length) and @rest (the target, a newline,
+ * then the path; or the path).  Returns the path within @rest, the target in @out_target; NULL when it does not
+ * parse. */
+static char *
+split_target (char *rest, const char *length, char **out_target)
+{
+  guint64 n = 0;
+
+  if (strcmp (length, "-1") == 0)
+    return rest;
+  if (!g_ascii_string_to_unsigned (length, 10, 1, FS_OUTPUT_MAX, &n, NULL) || strlen (rest) <= n || rest[n] != '\n')
+    return NULL;
+  *out_target = g_strndup (rest, n);
+  return rest + n + 1;
+}
+
 static const char *
 fs_verb (EnvdOp op)
 {
@@ -160,15 +179,19 @@ on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *e
 
     if (job->op != ENVD_REMOVE)
       {
-        /* "dir" or "file", Stat's attributes, then the absolute path, which may hold newlines itself, and one to
-         * end it. */
-        guint n_lines = job->op == ENVD_STAT ? 3 : 2;
+        /* "dir" or "file", Stat's attributes and a link's target, then the absolute path, which may hold newlines
+         * itself, and one to end it. */
+        guint n_lines = job->op == ENVD_STAT ? 4 : 2;
         g_auto(GStrv) lines = g_strsplit (out, "\n", n_lines);
-        const char *path = g_strv_length (lines) == n_lines ? lines[n_lines - 1] : NULL;
+        char *path = g_strv_length (lines) == n_lines ? lines[n_lines - 1] : NULL;
+        g_autofree char *target = NULL;
         JsonObject *entry;
 
+        if (path != NULL && job->op == ENVD_STAT)
+          path = split_target (path, lines[2], &target);
+
         if (path != NULL && g_str_has_suffix (path, "\n"))
-          lines[n_lines - 1][strlen (path) - 1] = '\0';
+          path[strlen (path) - 1] = '\0';
         if (path == NULL || path[0] != '/')
           {
             g_autoptr(GError) odd = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
@@ -184,6 +207,8 @@ on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *e
         }
         if (job->op == ENVD_STAT)
           stat_attributes (entry, lines[1]);
+        if (target != NULL)
+          json_object_set_string_member (entry, "symlinkTarget", target);
         json_object_set_object_member (answer, "entry", entry);
       }
     json_node_set_object (node, answer);

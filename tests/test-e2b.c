@@ -669,7 +669,7 @@ test_files (Fixture *fx, gconstpointer data)
   JsonArray *listed;
 
   g_test_summary ("files.write (multipart and octet-stream, several files in one call, gzip-compressed), read (text "
-                  "and bytes), list, exists, getInfo, "
+                  "and bytes), list, exists, getInfo (a link's target too), "
                   "makeDir, rename and remove through sandstepd's envd; a command sees what was written; a "
                   "missing file is FileNotFoundError and does not exist; makeDir of a directory there is false, "
                   "over a file or in a read-only place refused; a name full of shell stays a name; "
@@ -741,6 +741,10 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (o, "owner"), ==, "root");
   g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), >=, -5);
   g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), <=, CLIENT_TIMEOUT_S);
+  o = member_object (report, "infoLink");
+  g_assert_cmpstr (json_object_get_string_member (o, "file"), ==, "file /workspace/link.txt /workspace/notes.txt");
+  g_assert_cmpstr (json_object_get_string_member (o, "dir"), ==, "dir /workspace/link-dir /workspace/made");
+  g_assert_cmpstr (json_object_get_string_member (o, "plain"), ==, "none");
   o = member_object (report, "infoWorkspace");
   g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
   g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace");

@@ -408,6 +408,14 @@ async function files() {
     return { name: i.name, type: i.type, path: i.path, size: i.size, permissions: i.permissions, mode: i.mode,
              owner: i.owner, modifiedAgoS: Math.round((Date.now() - i.modifiedTime.getTime()) / 1000) };
   });
+  // A link: its target's absolute path (a file's, a directory's); what it points to gives the type.
+  await take('infoLink', async () => {
+    await sbx.commands.run('cd /workspace && ln -sf notes.txt link.txt && ln -sfn made link-dir');
+    const f = await sbx.files.getInfo('/workspace/link.txt');
+    const d = await sbx.files.getInfo('/workspace/link-dir');
+    return { file: `${f.type} ${f.path} ${f.symlinkTarget}`, dir: `${d.type} ${d.path} ${d.symlinkTarget}`,
+             plain: (await sbx.files.getInfo('/workspace/notes.txt')).symlinkTarget ?? 'none' };
+  });
   // The writable roots themselves (their parent, '/', is no place of the host-side tools).
   await take('infoWorkspace', async () => {
     const i = await sbx.files.getInfo('/workspace');
