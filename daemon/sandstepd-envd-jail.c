@@ -22,7 +22,8 @@
 #define FS_EXIT_NOT_DIR 5
 /* A remove of a large tree may take a while; a file operation that runs past this is stopped. */
 #define FS_TIMEOUT_S 120
-#define FS_OUTPUT_MAX 4096
+/* Stat's output: a link's target and the entry's path, each up to PATH_MAX, and a few short lines. */
+#define FS_OUTPUT_MAX (3 * 4096)
 
 /* The entry's type, then "SIZE MODE MTIME PERMISSIONS OWNER GROUP" (of what a link points to), then for a link
  * the length of its target's absolute path and that path (which may hold newlines: the shell's $(...) would drop
@@ -63,11 +64,11 @@ fs_command (Envd *job)
 static char *
 fs_output (int fd)
 {
-  char buf[FS_OUTPUT_MAX];
+  g_autofree char *buf = g_malloc (FS_OUTPUT_MAX);
   ssize_t n;
 
   do
-    n = pread (fd, buf, sizeof buf, 0);
+    n = pread (fd, buf, FS_OUTPUT_MAX, 0);
   while (n < 0 && errno == EINTR);
   return g_strndup (buf, n > 0 ? (gsize) n : 0);
 }
@@ -190,13 +191,17 @@ on_fs_command_done (Call *call, JsonObject *reply, int reply_fd, const GError *e
         if (path != NULL && job->op == ENVD_STAT)
           path = split_target (path, lines[2], &target);
 
+        /* The script ends the path with a newline: without it, the output was cut (or is not the script's). */
         if (path != NULL && g_str_has_suffix (path, "\n"))
           path[strlen (path) - 1] = '\0';
+        else
+          path = NULL;
         if (path == NULL || path[0] != '/')
           {
+            g_autofree char *printed = sandstep_escape (out, -1, 200, SANDSTEP_ESCAPE_VALUE);
             g_autoptr(GError) odd = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                                 "%s '%s' gave no entry back (it printed '%s')", fs_verb (job->op),
-                                                 shown, out);
+                                                 "%s '%s' gave no entry back (it printed '%s'); look at it with "
+                                                 "commands.run", fs_verb (job->op), shown, printed);
             sandstepd_envd_files_finish (job, odd);
             return;
           }

@@ -493,8 +493,8 @@ sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, 
 
   if (!ensure_inotify (&error))
     {
+      /* The rest of @dir is its caller's to close (the directory itself, by the worker's channel). */
       close (root_fd);
-      sandstep_watched_dir_clear (dir);
       sandstepd_envd_answer_stream_error (req, "resource_exhausted", error->message);
       return;
     }

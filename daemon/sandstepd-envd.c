@@ -198,22 +198,26 @@ shell_command (JsonObject *request, GError **error)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
-/* A write's next file (of job->more) becomes its path and fd; FALSE when none is left. */
-static gboolean
-next_write (Envd *job)
+/* A write's next file (of job->more) made its path and fd: 1; 0 when none is left; -1 (@error) when its bytes
+ * cannot be held.  One file's memfd at a time, however many the body holds. */
+static int
+next_write (Envd *job, GError **error)
 {
-  EnvdFile *file;
+  g_autoptr(EnvdFile) file = NULL;
+  int fd;
 
   if (job->more == NULL || job->more->len == 0)
-    return FALSE;
-  file = job->more->pdata[0];
+    return 0;
+  file = g_ptr_array_steal_index (job->more, 0);
+  fd = sandstepd_envd_file_memfd (file, error);
+  if (fd < 0)
+    return -1;
   g_free (job->path);
   job->path = g_steal_pointer (&file->path);
   if (job->fd >= 0)
     close (job->fd);
-  job->fd = g_steal_fd (&file->fd);
-  g_ptr_array_remove_index (job->more, 0);
-  return TRUE;
+  job->fd = fd;
+  return 1;
 }
 
 static void start_write (Envd *job);
@@ -258,12 +262,27 @@ on_files_done (Call *call, JsonObject *reply, int reply_fd, const GError *error)
       if (job->written == NULL)
         job->written = json_array_new ();
       json_array_add_object_element (job->written, o);
-      /* Several files: each in turn, under this claim; the first that fails ends the call, saying which. */
-      if (next_write (job))
-        {
-          start_write (job);
-          return;
-        }
+      /* Several files: each in turn, under this claim; the first that fails ends the call, saying which (those
+       * before it stay written). */
+      {
+        g_autoptr(GError) next_error = NULL;
+        int next = next_write (job, &next_error);
+
+        if (next > 0 && (job->lease->ended || job->lease->worker == NULL))
+          next_error = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
+                                    "The claim on sandbox '%s' ended before '%s' was written; write it again",
+                                    job->req->handle, job->path);
+        if (next_error != NULL)
+          {
+            sandstepd_envd_files_finish (job, next_error);
+            return;
+          }
+        if (next > 0)
+          {
+            start_write (job);
+            return;
+          }
+      }
       node = json_node_new (JSON_NODE_ARRAY);
       json_node_take_array (node, g_steal_pointer (&job->written));
       sandstepd_envd_answer_json (job, node);
@@ -327,7 +346,8 @@ on_directory_opened (Call *call, JsonObject *reply, int reply_fd, const GError *
 
   if (error == NULL && (dir.dir < 0 || dir.root < 0 || (dir.keep < 0) != (dir.jail < 0)))
     error = none = g_error_new (SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
-                                "The worker opened '%s' but passed back too little to watch it", job->path);
+                                "The worker opened '%s' but passed back too little to watch it; watch it again",
+                                job->path);
   /* The directory is watched through reply_fd, which the worker's channel closes once this returns. */
   if (error == NULL && !job->req->finished)
     sandstepd_envd_watch_start (job->req, job->req->handle, job->path, &dir, job->recursive);
@@ -699,7 +719,12 @@ handle_files (Request *req)
   job = sandstepd_envd_new (req, ENVD_WRITE);
   /* The first now, the rest in turn under the same claim (next_write()). */
   job->more = g_steal_pointer (&files);
-  next_write (job);
+  if (next_write (job, &error) < 0)
+    {
+      sandstepd_e2b_error (req, SOUP_STATUS_INTERNAL_SERVER_ERROR, "%s", error->message);
+      sandstepd_envd_unref (job);
+      return;
+    }
   envd_go (job);
 }
 

@@ -88,10 +88,10 @@ void sandstepd_envd_fork (Request *req, const char *handle, const char *holder, 
 
 /* ---- sandstepd-envd-body.c: the files of a POST /files body ---- */
 
-/* One file to write: its path as the client named it, and its bytes in a memfd at offset 0. */
+/* One file to write: its path as the client named it, and its bytes (a part of the body, or what it unpacked to). */
 typedef struct {
   char *path;
-  int fd;
+  GBytes *data;
 } EnvdFile;
 
 void sandstepd_envd_file_free (EnvdFile *file);
@@ -100,6 +100,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EnvdFile, sandstepd_envd_file_free)
 /* The files of @req's POST /files body (of EnvdFile, in order; one at least), @query_path (or NULL) naming a
  * single one; or NULL, with the HTTP status to answer in @out_status. */
 GPtrArray *sandstepd_envd_body_files (Request *req, const char *query_path, guint *out_status, GError **error);
+/* A memfd (close-on-exec, at offset 0) holding @file's bytes, for a worker's write; or -1. */
+int sandstepd_envd_file_memfd (const EnvdFile *file, GError **error);
 
 /* ---- sandstepd-envd-jail.c: Stat, Remove, Move, MakeDir as commands in the jail ---- */
 
@@ -112,7 +114,8 @@ void sandstepd_envd_fs_start (Envd *job);
  * events of the directory @dir->dir (watched, not kept), of its subdirectories too when @recursive, until the
  * client goes, the directory goes, the root of the sandbox's files (@dir->root) moves or goes, the jail they live
  * in (@dir->jail, for a layered sandbox's) ends, or sandstepd_envd_watch_end_sandbox(); or answers the error that
- * kept it from watching.  Takes @dir's root, keep and jail (sandstep-backend.h), not its dir. */
+ * kept it from watching.  Takes @dir's root; its keep and jail too once it watches (sandstep-backend.h); never
+ * its dir. */
 void sandstepd_envd_watch_start (Request *req, const char *handle, const char *path, SandstepWatchedDir *dir,
                                  gboolean recursive);
 /* Ends the watches of sandbox @handle (it was killed), each stream with an error that says so. */

@@ -676,7 +676,6 @@ test_files (Fixture *fx, gconstpointer data)
                   "a path that climbs out stays in the sandbox");
   if (!sdk_ready ())
     return;
-  fx->extra_args[0] = g_strdup ("--max-upload=1M");
   server_start (fx);
   sandstep_test_fixture_setenv (&fx->f, "E2B_ESCAPE", escape);
   report = run_sdk (fx, "files", fx->key);
@@ -715,9 +714,15 @@ test_files (Fixture *fx, gconstpointer data)
   /* One that cannot be written fails the call, naming it. */
   assert_threw (report, "writtenManyBad", "InvalidArgumentError", "'/usr/no.txt' is outside the sandbox's files");
   g_assert_true (json_object_get_boolean_member (report, "writtenGzip"));
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenManyWithPath"), "400 ");
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenManyWithPath"),
+                                 "POST /files?path= takes one file, not 2");
+  g_assert_true (g_str_has_suffix (json_object_get_string_member (report, "writtenManyWithPath"), " false"));
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenUnnamed"), "400 ");
+  sandstep_test_assert_contains (json_object_get_string_member (report, "writtenUnnamed"), "names no file");
   sandstep_test_assert_contains (json_object_get_string_member (report, "writtenBomb"), "413 ");
   sandstep_test_assert_contains (json_object_get_string_member (report, "writtenBomb"),
-                                 "unpacks to more than the server's limit of 1048576 bytes");
+                                 "unpacks to more than 1048576 bytes");
   g_assert_true (g_str_has_suffix (json_object_get_string_member (report, "writtenBomb"), " false"));
   sandstep_test_assert_contains (json_object_get_string_member (report, "writtenNotGzip"), "400 ");
   sandstep_test_assert_contains (json_object_get_string_member (report, "writtenNotGzip"), "is not gzip data");
@@ -745,6 +750,8 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (o, "file"), ==, "file /workspace/link.txt /workspace/notes.txt");
   g_assert_cmpstr (json_object_get_string_member (o, "dir"), ==, "dir /workspace/link-dir /workspace/made");
   g_assert_cmpstr (json_object_get_string_member (o, "plain"), ==, "none");
+  g_assert_cmpstr (json_object_get_string_member (o, "nl"), ==, "/workspace/link-nl|/workspace/in\nside");
+  g_assert_cmpstr (json_object_get_string_member (o, "end"), ==, "/workspace/link-end|/workspace/end\n");
   o = member_object (report, "infoWorkspace");
   g_assert_cmpstr (json_object_get_string_member (o, "type"), ==, "dir");
   g_assert_cmpstr (json_object_get_string_member (o, "path"), ==, "/workspace");

@@ -637,7 +637,8 @@ local_open_directory (SandstepAttachment *parent, const char *path, SandstepWatc
         close (dir_fd);
       if (out->keep < 0)
         return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                                     "Cannot keep the jail of sandbox '%s' to watch '%s'", parent->handle, path);
+                                     "Cannot keep the jail of sandbox '%s' to watch '%s'; watch it again, or run a "
+                                     "command in the sandbox to see what is wrong", parent->handle, path);
       if (attachment->tree_fd >= 0)
         close (attachment->tree_fd);
       attachment->tree_fd = sandstep_local_layered_tree (attachment, &out->jail, error);

@@ -26,15 +26,24 @@ sandstep_supervisor_keep (int dir_fd)
 }
 
 int
-sandstep_supervisor_kept (int dir_fd)
+sandstep_supervisor_kept (int dir_fd, int *out_ending)
 {
   int fd = openat (dir_fd, SANDSTEP_SUPERVISOR_KEEP_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  int kept;
 
+  if (out_ending != NULL)
+    *out_ending = -1;
   if (fd < 0)
     return 0;
-  kept = flock (fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-  /* Our own exclusive lock, if we got it, goes with the fd. */
-  close (fd);
-  return kept;
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      int kept = errno == EWOULDBLOCK;
+      close (fd);
+      return kept;
+    }
+  /* Nobody keeps it: ours now, until the caller lets it go (or at once). */
+  if (out_ending != NULL)
+    *out_ending = fd;
+  else
+    close (fd);
+  return 0;
 }

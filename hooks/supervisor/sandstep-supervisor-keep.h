@@ -18,5 +18,7 @@
 int sandstep_supervisor_keep (int dir_fd);
 
 /* Whether someone holds the keep lock of the sandbox directory @dir_fd (a file that cannot be opened keeps
- * nothing). */
-int sandstep_supervisor_kept (int dir_fd);
+ * nothing).  When nobody does, *@out_ending (where not NULL) is an fd that holds the lock exclusively, or -1: a
+ * supervisor that ends idle holds it until its jail is gone, so that a keeper who comes meanwhile waits for that
+ * and then finds the next supervisor, never a jail about to end. */
+int sandstep_supervisor_kept (int dir_fd, int *out_ending);

@@ -59,6 +59,7 @@ typedef struct {
   gint64 expires;
   gboolean released;
   gint64 idle_us;          /* how long it stays without a command (idle_time()) */
+  int keep_ending;         /* ending idle: the keep lock, held until the jail is gone (sandstep-supervisor-keep.h) */
   gint64 idle_deadline;
   gboolean done;
   gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
@@ -448,7 +449,7 @@ loop (Supervisor *s)
         {
           /* A watch of the jail's files keeps it (sandstep-supervisor-keep.h): asked again each check, so that
            * the jail ends within one once the last watch goes. */
-          if (sandstep_supervisor_kept (s->dir_fd))
+          if (sandstep_supervisor_kept (s->dir_fd, &s->keep_ending))
             s->idle_deadline = now + CHECK_INTERVAL_US;
           else
             s->done = TRUE;
@@ -608,7 +609,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   g_autoptr(GError) error = NULL;
   Supervisor s = {
     .handle = g_strdup (handle), .store_fd = SANDSTEP_SUPERVISOR_STORE_FD, .dir_fd = -1, .claim_fd = -1,
-    .listener = -1, .signals = -1, .idle_us = idle_time (),
+    .listener = -1, .signals = -1, .idle_us = idle_time (), .keep_ending = -1,
     .adopt = { .pid = -1, .pidfd = -1, .go = -1, .report = -1, .control = -1 },
   };
   gboolean ok;
@@ -645,6 +646,9 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   if (s.listener >= 0)
     close_listener (&s);
   sandstep_supervisor_sandbox_free (s.sandbox);
+  /* The jail is gone: a keeper waiting for the lock goes on, to the next supervisor. */
+  if (s.keep_ending >= 0)
+    close (s.keep_ending);
   /* The cgroup goes with us (provision makes the first one, the next supervisor its own): one kept would
    * outlive a state directory removed by hand. */
   sandstep_cgroup_remove (handle);

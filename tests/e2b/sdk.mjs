@@ -368,12 +368,28 @@ async function files() {
   });
   await take('writtenManyBad', async () =>
     (await sbx.files.write([{ path: '/workspace/ok.txt', data: 'ok' }, { path: '/usr/no.txt', data: 'no' }])).length);
+  // Refused: several parts with ?path=, and a part that names no file.
+  await take('writtenManyWithPath', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['a']), '/workspace/a1.txt');
+    form.append('file', new Blob(['b']), '/workspace/b1.txt');
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/files?path=/workspace/x.txt`, { method: 'POST',
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': process.env.E2B_API_KEY }, body: form });
+    return `${res.status} ${await res.text()} ${await sbx.files.exists('/workspace/a1.txt')}`;
+  });
+  await take('writtenUnnamed', async () => {
+    const form = new FormData();
+    form.append('file', 'no name');
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/files`, { method: 'POST',
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': process.env.E2B_API_KEY }, body: form });
+    return `${res.status} ${await res.text()}`;
+  });
   await take('writtenGzip', async () => {
-    const text = 'zipped '.repeat(1000);
+    const text = 'zipped '.repeat(20000);
     await sbx.files.write('/workspace/z.txt', text, { useOctetStream: true, gzip: true });
     return (await sbx.files.read('/workspace/z.txt')) === text;
   });
-  // What a gzip body unpacks to counts against --max-upload (1M in this test) as a body does.
+  // What a gzip body unpacks to is bounded as a body is (1 MiB).
   await take('writtenBomb', async () => {
     const { gzipSync } = await import('node:zlib');
     const res = await fetch(`${process.env.E2B_SANDBOX_URL}/files?path=/workspace/bomb.bin`, { method: 'POST',
@@ -413,8 +429,13 @@ async function files() {
     await sbx.commands.run('cd /workspace && ln -sf notes.txt link.txt && ln -sfn made link-dir');
     const f = await sbx.files.getInfo('/workspace/link.txt');
     const d = await sbx.files.getInfo('/workspace/link-dir');
+    // Targets with a newline inside, and at the end (a link may name anything).
+    await sbx.commands.run('cd /workspace && ln -sfn "$(printf \'in\\nside\')" link-nl && t=$(printf \'end\\nx\') && ln -sfn "${t%x}" link-end');
+    const nl = await sbx.files.getInfo('/workspace/link-nl');
+    const end = await sbx.files.getInfo('/workspace/link-end');
     return { file: `${f.type} ${f.path} ${f.symlinkTarget}`, dir: `${d.type} ${d.path} ${d.symlinkTarget}`,
-             plain: (await sbx.files.getInfo('/workspace/notes.txt')).symlinkTarget ?? 'none' };
+             plain: (await sbx.files.getInfo('/workspace/notes.txt')).symlinkTarget ?? 'none',
+             nl: `${nl.path}|${nl.symlinkTarget}`, end: `${end.path}|${end.symlinkTarget}` };
   });
   // The writable roots themselves (their parent, '/', is no place of the host-side tools).
   await take('infoWorkspace', async () => {
