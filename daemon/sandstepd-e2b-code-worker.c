@@ -61,6 +61,7 @@ JsonObject *
 sandstepd_e2b_code_worker_run (SandstepAttachment *attachment, JsonObject *m, const int *fds, guint n_fds)
 {
   const char *code = json_object_get_string_member_with_default (m, "code", NULL);
+  JsonNode *env = json_object_get_member (m, "env");
   g_autoptr(SandstepCapture) err = sandstep_capture_new (NULL, STARTUP_LINES, STARTUP_BYTES);
   g_autoptr(GError) error = NULL;
   SandstepPythonCall call = { 0 };
@@ -68,7 +69,7 @@ sandstepd_e2b_code_worker_run (SandstepAttachment *attachment, JsonObject *m, co
   JsonObject *reply;
   double timeout_s;
 
-  if (n_fds != 2 || code == NULL)
+  if (n_fds != 2 || code == NULL || (env != NULL && !JSON_NODE_HOLDS_OBJECT (env)))
     {
       g_set_error_literal (&error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,
                            "sandstepd worker: python needs its code and two output pipes");
@@ -88,7 +89,7 @@ sandstepd_e2b_code_worker_run (SandstepAttachment *attachment, JsonObject *m, co
   call.on_output = on_output;
   call.output_data = (gpointer) fds;
   call.err = err;
-  sandstep_python_session_run (session, code, timeout_s, &call);
+  sandstep_python_session_run (session, code, env != NULL ? json_node_get_object (env) : NULL, timeout_s, &call);
 
   reply = json_object_new ();
   json_object_set_string_member (reply, "value", call.value);

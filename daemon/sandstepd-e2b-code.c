@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sandstep-error.h"
+#include "sandstep-python.h"
 #include "sandstep-test-hooks.h"
 #include "sandstep-wire.h"
 
@@ -389,6 +390,7 @@ static const SandstepdFraming code_framing = {
 typedef struct {
   Request *req;             /* ref */
   char *code;               /* NULL: a contexts call */
+  JsonObject *env;          /* runCode's envs, or NULL */
   char *owner;
   GError *error;
 } Exec;
@@ -398,6 +400,8 @@ exec_free (Exec *x)
 {
   sandstepd_request_unref (x->req);
   g_free (x->code);
+  if (x->env != NULL)
+    json_object_unref (x->env);
   g_free (x->owner);
   g_clear_error (&x->error);
   g_free (x);
@@ -419,6 +423,8 @@ exec_run (CodeSession *s, Exec *x)
   JsonObject *message = json_object_new ();
 
   json_object_set_string_member (message, "code", x->code);
+  if (x->env != NULL)
+    json_object_set_object_member (message, "env", json_object_ref (x->env));
   session_arm_idle (s);
   if (!x->req->finished)
     g_signal_connect_data (x->req->msg, "finished", G_CALLBACK (on_exec_finished), g_strdup (s->handle),
@@ -511,6 +517,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
 
     y->req = sandstepd_request_ref (req);
     y->code = g_steal_pointer (&x->code);
+    y->env = g_steal_pointer (&x->env);
     json_object_set_double_member (attach, "wait", CODE_CLAIM_WAIT_S);
     sandstepd_worker_call (w, "attach", attach, NULL, 0, on_attached, y, (GDestroyNotify) exec_free);
   }
@@ -597,18 +604,20 @@ handle_execute (Request *req)
                   "Python session); call runCode without a context or with that one", shown);
       return;
     }
+  /* envs: set for this code only (sandstep-python-driver.py). */
   envs = json_object_get_member (body, "env_vars");
   if (envs != NULL && !JSON_NODE_HOLDS_NULL (envs) &&
-      (!JSON_NODE_HOLDS_OBJECT (envs) || json_object_get_size (json_node_get_object (envs)) > 0))
+      (!JSON_NODE_HOLDS_OBJECT (envs) || !sandstep_python_check_env (json_node_get_object (envs), &error)))
     {
-      code_error (req, SOUP_STATUS_BAD_REQUEST,
-                  "runCode's envs are not served by sandstepd yet; set os.environ in the code, or give the "
-                  "sandbox its environment at Sandbox.create");
+      code_error (req, SOUP_STATUS_BAD_REQUEST, "runCode's envs: %s",
+                  error != NULL ? error->message : "not an object; give {NAME: 'value', ...}");
       return;
     }
   x = g_new0 (Exec, 1);
   x->req = sandstepd_request_ref (req);
   x->code = g_strdup (code);
+  if (envs != NULL && JSON_NODE_HOLDS_OBJECT (envs) && json_object_get_size (json_node_get_object (envs)) > 0)
+    x->env = json_object_ref (json_node_get_object (envs));
   task = g_task_new (NULL, NULL, owner_done, NULL);
   g_task_set_task_data (task, x, (GDestroyNotify) exec_free);
   g_task_run_in_thread (task, owner_thread);

@@ -8,7 +8,8 @@
 # fds 1 and 2 are pipes the pump reads, so what the code printed before it
 # died (os._exit, a segfault) still comes out.  The protocol, on the
 # command's stdin and stdout:
-#   sandstep -> here: one JSON object a line, {"id": N, "code": "..."}, or
+#   sandstep -> here: one JSON object a line, {"id": N, "code": "...", "env":
+#     {NAME: VALUE, ...} or absent: set in os.environ for that code only}, or
 #     {"id": N, "command": "...", "timeout": SECONDS}: run_command while the
 #     session lives (the sandbox runs one command at a time, and this is it),
 #     as /bin/sh -c, killed with everything it started (the pump is the
@@ -80,6 +81,9 @@ def interpreter():
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         value = None
         error = None
+        env = request.get("env") or {}
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
         try:
             tree = ast.parse(code, filename=name, mode="exec")
             last = None
@@ -96,6 +100,12 @@ def interpreter():
             while tb is not None and tb.tb_frame.f_code.co_filename != name:
                 tb = tb.tb_next
             error = "".join(traceback.format_exception(type(e), e, tb))
+        # The code's variables are its own again: what they were, or unset.
+        for key, was in saved.items():
+            if was is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = was
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

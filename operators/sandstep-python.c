@@ -585,13 +585,43 @@ done:
     session->used_s += (g_get_monotonic_time () - started) / (double) G_USEC_PER_SEC;
 }
 
+gboolean
+sandstep_python_check_env (JsonObject *env, GError **error)
+{
+  g_autoptr(GList) names = json_object_get_members (env);
+
+  for (GList *l = names; l != NULL; l = l->next)
+    {
+      const char *name = l->data;
+      JsonNode *value = json_object_get_member (env, name);
+      gboolean ok = name[0] != '\0' && !g_ascii_isdigit (name[0]);
+
+      for (const char *p = name; ok && *p != '\0'; p++)
+        ok = g_ascii_isalnum (*p) || *p == '_';
+      if (!ok)
+        {
+          g_autofree char *shown = sandstep_escape (name, -1, 100, SANDSTEP_ESCAPE_VALUE);
+          return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                                 "'%s' is no environment variable's name; use letters, digits and underscores, "
+                                 "not starting with a digit", shown);
+        }
+      if (!JSON_NODE_HOLDS_VALUE (value) || json_node_get_value_type (value) != G_TYPE_STRING)
+        return sandstep_throw (error, SANDSTEP_USAGE_ERROR, SANDSTEP_USAGE_ERROR_BAD_VALUE,
+                               "The environment variable '%s' is not given a string; give each variable a string "
+                               "value", name);
+    }
+  return TRUE;
+}
+
 void
-sandstep_python_session_run (SandstepPythonSession *session, const char *code, double timeout_s,
-                             SandstepPythonCall *call)
+sandstep_python_session_run (SandstepPythonSession *session, const char *code, JsonObject *env,
+                             double timeout_s, SandstepPythonCall *call)
 {
   JsonObject *object = json_object_new ();
 
   json_object_set_string_member (object, "code", code);
+  if (env != NULL && json_object_get_size (env) > 0)
+    json_object_set_object_member (object, "env", json_object_ref (env));
   session_request (session, object, timeout_s, TRUE, call);
 }
 

@@ -83,9 +83,15 @@ void sandstep_python_call_clear (SandstepPythonCall *call);
 gboolean sandstep_python_parse_frames (GByteArray *buffer, guint64 id, SandstepPythonCall *call, char **broken);
 
 /* Runs @code for at most @timeout_s (already checked and clamped by the
- * caller to the limits, the budget left and the sandbox's lifetime). */
-void sandstep_python_session_run (SandstepPythonSession *session, const char *code, double timeout_s,
-                                  SandstepPythonCall *call);
+ * caller to the limits, the budget left and the sandbox's lifetime), with
+ * @env (NULL, or an object of strings: names checked by
+ * sandstep_python_check_env()) set in os.environ for this code only. */
+void sandstep_python_session_run (SandstepPythonSession *session, const char *code, JsonObject *env,
+                                  double timeout_s, SandstepPythonCall *call);
+
+/* TRUE when @env is an object of variables the code may be given: each name a nonempty run of letters, digits
+ * and underscores not starting with a digit, each value a string without NUL; else FALSE and @error says which. */
+gboolean sandstep_python_check_env (JsonObject *env, GError **error);
 
 /* TRUE while an interpreter runs.  The sandbox runs one command at a time,
  * and the interpreter is that command: while it lives, run_command must go

@@ -228,7 +228,7 @@ sandstep_tool_run_python (SandstepPythonSession *session, const char *name, cons
   err = sandstep_capture_new (masker, max_lines, max_bytes);
   call.out = out;
   call.err = err;
-  sandstep_python_session_run (session, code, timeout, &call);
+  sandstep_python_session_run (session, code, NULL, timeout, &call);
 
   if (call.failure != NULL)
     {

@@ -873,9 +873,9 @@ test_code (Fixture *fx, gconstpointer data)
                   "stream to the callbacks as they are written (the first line before the code ends); an "
                   "exception is an error with its name, value and traceback, and the state lives on; a call "
                   "the SDK stops waiting for (timeoutMs) takes the interpreter with it and the next call says "
-                  "so; other languages and envs are refused naming what is not served; the session "
-                  "holds the sandbox's claim (a command waits, then is refused naming it); a killed sandbox is "
-                  "not found");
+                  "so; envs apply to their code only; other languages are refused naming what is not served; "
+                  "the session holds the sandbox's claim (a command waits, then is refused naming it); a killed "
+                  "sandbox is not found");
   if (!code_sdk_ready ())
     return;
   server_start (fx);
@@ -938,7 +938,11 @@ test_code (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (o, "text"), ==, "40");
 
   assert_threw (report, "language", "SandboxError", "Language 'js' is not served");
-  assert_threw (report, "envs", "SandboxError", "envs are not served");
+  g_assert_cmpstr (json_object_get_string_member (execution_of (report, "envs"), "text"), ==, "'b|/elsewhere'");
+  o = execution_of (report, "envsAfter");
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (o, "text"), "'None|"));
+  g_assert_null (strstr (json_object_get_string_member (o, "text"), "/elsewhere"));
+  assert_threw (report, "envsBadName", "SandboxError", "'A=B' is no environment variable's name");
   /* With the key too, the one context is given (its token's calls are /e2b/code/contexts'). */
   o = member_object (report, "contexts");
   g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);

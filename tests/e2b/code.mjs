@@ -44,7 +44,12 @@ async function code() {
   await take('afterDeath', async () => shown(await sbx.runCode('x = 40\nx')));
   // What is not served says so.
   await take('language', async () => shown(await sbx.runCode('1', { language: 'js' })));
-  await take('envs', async () => shown(await sbx.runCode('1', { envs: { A: 'b' } })));
+  // envs: set for that code only; a variable the sandbox had comes back after.
+  await take('envs', async () => shown(await sbx.runCode(
+    'import os\nos.environ["SANDSTEP_E2B_A"] + "|" + os.environ["HOME"]', { envs: { SANDSTEP_E2B_A: 'b', HOME: '/elsewhere' } })));
+  await take('envsAfter', async () => shown(await sbx.runCode(
+    'import os\nstr(os.environ.get("SANDSTEP_E2B_A")) + "|" + os.environ["HOME"]')));
+  await take('envsBadName', async () => shown(await sbx.runCode('1', { envs: { 'A=B': 'c' } })));
   // The contexts routes, as the SDK would reach them with a key (it sends none to them: see docs/e2b.md).
   await take('contexts', async () => {
     const r = await fetch(`${process.env.E2B_SANDBOX_URL}/contexts`, {
