@@ -20,5 +20,9 @@ void sandstep_progress_get (guint64 *out_done, guint64 *out_expected);
 void sandstep_progress_watch (gboolean watched);
 /* The most a copy loop moves in one call: small while watched, else @unwatched. */
 guint64 sandstep_progress_piece (guint64 unwatched);
+/* The watcher looked (each tick of its line, drawn or not).  Under the test hook SANDSTEP_TEST_PROGRESS_LOCKSTEP
+ * (build tree only), each piece counted while watched waits for the next look, so that a test sees the line
+ * move however fast the copy. */
+void sandstep_progress_looked (void);
 
 G_END_DECLS

@@ -13,6 +13,8 @@
  *                                             call, instead of 300 s (sandstepd-e2b-code.c)
  *   SANDSTEP_TEST_SUPERVISOR_IDLE_S=N         how long a supervisor (and its jail) stays without a command,
  *                                             instead of 30 s (sandstep-supervisor.c)
+ *   SANDSTEP_TEST_PROGRESS_LOCKSTEP=1         each piece of a watched copy waits for the progress line's next
+ *                                             look (sandstep-progress.h), so a fast copy still shows it move
  *
  * Each takes effect only in a program of the build tree, one whose path is
  * under the build directory, or in a copy the test harness made beside a

@@ -113,7 +113,10 @@ meter_thread (gpointer data)
       while (!m->stop && g_cond_wait_until (&m->cond, &m->lock, until))
         ;
       if (!m->stop)
-        draw (m);
+        {
+          draw (m);
+          sandstep_progress_looked ();
+        }
     }
   g_mutex_unlock (&m->lock);
   return NULL;

@@ -1044,6 +1044,9 @@ test_progress (Fixture *f, gconstpointer data)
     ((guint32 *) bytes)[i] = g_random_int ();
   write_host_file (big, (const char *) bytes, 48 * 1024 * 1024);
   sandstep_test_fixture_setenv (f, "SANDSTEP_PROGRESS_INTERVAL", "0.001");
+  /* However fast the copy (48 MB in 20 ms here) and however late the line's thread runs on a loaded host: each
+   * piece waits for the line's next look. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TEST_PROGRESS_LOCKSTEP", "1");
 
   shown = helper_on_terminal (f, (const char *[]) { "put", h, big, "/workspace/big.bin", NULL });
   sandstep_test_assert_contains (shown, "\rsandstep put: ");
