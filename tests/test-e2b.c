@@ -197,7 +197,7 @@ run_script_args (Fixture *fx, const char *name, const char *area, const char *ke
                  const char *arg2)
 {
   g_autofree char *script = g_test_build_filename (G_TEST_DIST, "e2b", name, NULL);
-  g_autofree char *timeout = g_strdup_printf ("%d", CLIENT_TIMEOUT_S);
+  g_autofree char *timeout = g_strdup_printf ("%.0f", CLIENT_TIMEOUT_S * sandstep_test_time_scale ());
   g_autofree char *node = sdk_node ();
   const char *argv[] = { "timeout", "-k", "5", timeout, node, script, area, arg1, arg1 != NULL ? arg2 : NULL, NULL };
   g_auto(GStrv) envp = g_strdupv (fx->f.envp);
@@ -745,7 +745,7 @@ test_files (Fixture *fx, gconstpointer data)
   g_assert_cmpint (json_object_get_int_member (o, "mode"), ==, 0644);
   g_assert_cmpstr (json_object_get_string_member (o, "owner"), ==, "root");
   g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), >=, -5);
-  g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), <=, CLIENT_TIMEOUT_S);
+  g_assert_cmpint (json_object_get_int_member (o, "modifiedAgoS"), <=, CLIENT_TIMEOUT_S * sandstep_test_time_scale ());
   o = member_object (report, "infoLink");
   g_assert_cmpstr (json_object_get_string_member (o, "file"), ==, "file /workspace/link.txt /workspace/notes.txt");
   g_assert_cmpstr (json_object_get_string_member (o, "dir"), ==, "dir /workspace/link-dir /workspace/made");

@@ -13,12 +13,12 @@
 //   killsandbox ID     kills the sandbox
 // Each prints one JSON object: what each call gave (errors as {error, message}).
 import { Sandbox } from 'e2b';
-import { report, take, sleep } from './report.mjs';
+import { report, take, sleep, scaled } from './report.mjs';
 
 const [step, id, pidArg] = process.argv.slice(2);
 const pid = Number(pidArg);
 async function until(cond, ms = 20_000) {
-  for (let i = 0; i < ms / 50 && !cond(); i++)
+  for (let i = 0; i < scaled(ms) / 50 && !cond(); i++)
     await sleep(50);
 }
 

@@ -5,7 +5,7 @@
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
 // files, handed, template, stdin, snapshots.
 import { Sandbox } from 'e2b';
-import { report, take } from './report.mjs';
+import { report, take, scaled } from './report.mjs';
 
 async function lifecycle() {
   // A name and a value that need encoding both ways (the SDK encodes the filter twice).
@@ -188,7 +188,7 @@ async function template() {
     const events = [];
     const w = await sbx.files.watchDir('/workspace', (e) => events.push(`${e.type}:${e.name}`));
     await sbx.commands.run('echo x > /workspace/seen.txt');
-    for (let i = 0; i < 100 && !events.includes('create:seen.txt'); i++)
+    for (let i = 0; i < scaled(100) && !events.includes('create:seen.txt'); i++)
       await new Promise((resolve) => setTimeout(resolve, 100));
     await w.stop();
     const out = { stdout: r.stdout, templateId: (await sbx.getInfo()).templateId,

@@ -5,7 +5,7 @@
 // E2B_STATE_DIR sandstepd's state directory) and checks the report: the events each watch got, what other calls
 // gave while it watched, and how each watch ended.
 import { Sandbox } from 'e2b';
-import { report, take, sleep } from './report.mjs';
+import { report, take, sleep, scaled } from './report.mjs';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 // A watch whose events ("type:name") and end (null: not yet; 'clean', or the error's message) are kept.
@@ -18,9 +18,9 @@ async function watch(sbx, path, opts = {}) {
   return w;
 }
 
-// Waits (up to 10 s) until @cond holds.
+// Waits (up to 10 s, scaled on a slow host) until @cond holds.
 async function until(cond) {
-  for (let i = 0; i < 100 && !cond(); i++)
+  for (let i = 0; i < scaled(100) && !cond(); i++)
     await sleep(100);
 }
 
