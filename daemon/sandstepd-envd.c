@@ -38,7 +38,7 @@ gboolean
 sandstepd_envd_is_path (const char *path)
 {
   return g_str_has_prefix (path, "/process.Process/") || g_str_has_prefix (path, "/filesystem.Filesystem/") ||
-         strcmp (path, "/files") == 0;
+         strcmp (path, "/files") == 0 || strcmp (path, "/health") == 0;
 }
 
 /* ---- process.Process/Start: a command, its output streamed ---- */
@@ -444,6 +444,42 @@ owner_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancell
 
   job->owner = sandstepd_e2b_owner_of (job->req, job->req->handle, &job->error);
   g_task_return_boolean (task, TRUE);
+}
+
+/* GET /health: envd answers 204 while its sandbox runs; E2B's proxy answers 502 for one that is gone, which the
+ * SDK's isRunning() reads as false.  Looked up off the main loop, claiming nothing, so it answers beside a
+ * running command. */
+static void
+health_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  Request *req = data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) entries = sandstepd_e2b_covered (req, req->handle, &error);
+  const SandstepListEntry *entry = entries != NULL && entries->len > 0 ? entries->pdata[0] : NULL;
+
+  if (entries == NULL)
+    g_task_return_error (task, g_steal_pointer (&error));
+  else
+    g_task_return_boolean (task, entry != NULL && entry->condition != SANDSTEP_CONDITION_EXPIRED &&
+                                   entry->condition != SANDSTEP_CONDITION_BROKEN);
+}
+
+static void
+health_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  Request *req = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+  gboolean runs = g_task_propagate_boolean (G_TASK (result), &error);
+
+  if (error != NULL)
+    sandstepd_envd_answer_unary_error (req, sandstepd_envd_connect_code (error), error->message);
+  else if (runs)
+    sandstepd_e2b_answer (req, SOUP_STATUS_NO_CONTENT, NULL, NULL, 0);
+  else
+    {
+      g_autofree char *message = sandstepd_e2b_not_found (req->handle, FALSE);
+      sandstepd_e2b_error (req, SOUP_STATUS_BAD_GATEWAY, "%s", message);
+    }
 }
 
 static void
@@ -939,6 +975,17 @@ sandstepd_handle_envd (Request *req)
   if (sandstepd_e2b_is_signed (req->scope))
     {
       handle_signed_files (req);
+      return;
+    }
+  if (strcmp (req->path, "/health") == 0 && strcmp (req->method, "GET") == 0 && id != NULL &&
+      sandstep_handle_is_local (id))
+    {
+      g_autoptr(GTask) task = g_task_new (NULL, NULL, health_done, NULL);
+
+      g_free (req->handle);
+      req->handle = g_strdup (id);
+      g_task_set_task_data (task, sandstepd_request_ref (req), (GDestroyNotify) sandstepd_request_unref);
+      g_task_run_in_thread (task, health_thread);
       return;
     }
   if (id == NULL || !sandstep_handle_is_local (id))

@@ -283,7 +283,8 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   g_test_summary ("Sandbox.create/getInfo/list/connect/setTimeout/kill of the e2b SDK against sandstepd: the ID "
                   "is a handle, timeoutMs its lifetime, setTimeout moves its end either way (a sandbox past it is "
                   "gone), connect's timeout only lengthens it; metadata comes back in getInfo and list, and "
-                  "list's metadata filter selects by it; a bad timeout or metadata, another template, a wrong "
+                  "list's metadata filter selects by it; isRunning is true beside a running command, false past "
+                  "the timeout and after kill; a bad timeout or metadata, another template, a wrong "
                   "key, a second kill and a killed sandbox's info fail as the SDK expects");
   if (!sdk_ready ())
     return;
@@ -323,6 +324,8 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   assert_threw (report, "setTimeoutMissing", "SandboxNotFoundError", "sandstep-00000000000000ff");
   brief = json_object_get_string_member (report, "briefId");
   g_assert_cmpstr (json_object_get_string_member (report, "briefBefore"), ==, "alive\n");
+  g_assert_true (json_object_get_boolean_member (report, "briefRunning"));
+  g_assert_false (json_object_get_boolean_member (report, "briefRunningAfter"));
   assert_threw (report, "briefInfo", "SandboxNotFoundError", brief);
   assert_threw (report, "briefRun", "NotFoundError", brief);
   g_assert_false (array_has (report, "briefListed", brief));
@@ -333,7 +336,9 @@ test_lifecycle (Fixture *fx, gconstpointer data)
   assert_threw (report, "badMetadata", "SandboxError", "400: The value of metadata 'n' is not a string");
   assert_threw (report, "otherTemplate", "SandboxError", "Template 'no-such-template' is not served");
   assert_threw (report, "wrongKey", "AuthenticationError", "E2B_API_KEY");
+  g_assert_true (json_object_get_boolean_member (report, "running"));
   g_assert_true (json_object_get_boolean_member (report, "killed"));
+  g_assert_false (json_object_get_boolean_member (report, "runningAfterKill"));
   g_assert_false (json_object_get_boolean_member (report, "killedAgain"));
   g_assert_false (array_has (report, "listedAfter", id));
   assert_threw (report, "infoAfter", "SandboxNotFoundError", id);

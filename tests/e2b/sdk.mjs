@@ -56,8 +56,10 @@ async function lifecycle() {
   const brief = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { step: 'brief' } });
   report.briefId = brief.sandboxId;
   await take('briefBefore', async () => (await brief.commands.run('echo alive')).stdout);
+  await take('briefRunning', async () => await brief.isRunning());
   await brief.setTimeout(1_000);
   await new Promise((resolve) => setTimeout(resolve, 2_500));
+  await take('briefRunningAfter', async () => await brief.isRunning());
   await take('briefInfo', async () => (await brief.getInfo()).sandboxId);
   await take('briefRun', async () => (await brief.commands.run('echo alive')).stdout);
   await take('briefListed', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
@@ -68,7 +70,17 @@ async function lifecycle() {
   await take('badMetadata', async () => (await Sandbox.create('base', { metadata: { n: 1 } })).sandboxId);
   await take('otherTemplate', async () => (await Sandbox.create('no-such-template')).sandboxId);
   await take('wrongKey', async () => (await Sandbox.create('base', { apiKey: 'e2b_' + '0'.repeat(40) })).sandboxId);
+  // isRunning: true beside a running command (it claims nothing), false once killed.
+  await take('running', async () => {
+    const h = await sbx.commands.run('sleep 30', { background: true });
+    try {
+      return await sbx.isRunning();
+    } finally {
+      await h.kill();
+    }
+  });
   await take('killed', async () => { await sbx.kill(); return true; });
+  await take('runningAfterKill', async () => await sbx.isRunning());
   await take('killedAgain', async () => await Sandbox.kill(sbx.sandboxId));
   await take('listedAfter', async () => (await Sandbox.list().nextItems()).map((s) => s.sandboxId));
   await take('infoAfter', async () => (await Sandbox.getInfo(sbx.sandboxId)).sandboxId);
