@@ -453,7 +453,10 @@ sandstep_mcp_handle_node (SandstepMcpServer *server, JsonNode *root, SandstepMcp
       /* A notification: notifications/initialized, notifications/cancelled
        * (a tool call cannot be stopped half-way, so it runs on) or one we do
        * not know.  JSON-RPC answers none of them. */
-      g_debug ("notification '%s'", method);
+      /* Escaped: a client's bytes, and a log line is one line of text (TAP reads the tests' debug lines). */
+      g_autofree char *shown = sandstep_escape (method, -1, 100, SANDSTEP_ESCAPE_VALUE);
+
+      g_debug ("notification '%s'", shown);
       request_reply (request, NULL);
       return;
     }
@@ -505,7 +508,10 @@ sandstep_mcp_handle_node (SandstepMcpServer *server, JsonNode *root, SandstepMcp
       request_reply (request, text);
       return;
     }
-  g_debug ("unknown method '%s'", method);
+  {
+    g_autofree char *shown = sandstep_escape (method, -1, 100, SANDSTEP_ESCAPE_VALUE);
+    g_debug ("unknown method '%s'", shown);
+  }
   {
     g_autofree char *what = NULL;
 

@@ -7,6 +7,7 @@
  */
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sandstep-error.h"
@@ -171,11 +172,19 @@ test_front_run_options (void)
 /* What the bash completion replies for @line (COMP_LINE, the cursor at its
  * end), split into COMP_WORDS as bash does by default (@words, the last one
  * being completed), in @dir; one reply a line. */
+static int
+compare_strings (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
 static char *
 complete (const char *dir, const char *script, const char *line, const char *words)
 {
+  /* Sorted, as readline shows them: file names come in the directory's order, which is the file system's. */
   const char *driver = "source \"$1\"; COMP_LINE=$2; COMP_POINT=${#2}; read -ra COMP_WORDS <<< \"$3\"; "
-                       "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _sandstep; printf '%s\\n' \"${COMPREPLY[@]}\"";
+                       "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _sandstep; printf '%s\\n' \"${COMPREPLY[@]}\" | "
+                       "LC_ALL=C sort";
   const char *argv[] = { "/bin/bash", "--norc", "-c", driver, "bash", script, line, words, NULL };
   g_autoptr(GError) error = NULL;
   char *out = NULL;
@@ -247,7 +256,10 @@ test_completion (void)
             if (o->kind == SANDSTEP_OPTION_CHOICE)
               {
                 g_auto(GStrv) choices = g_strsplit (o->choices, "|", -1);
-                g_autofree char *joined = g_strjoinv ("\n", choices);
+                g_autofree char *joined = NULL;
+
+                qsort (choices, g_strv_length (choices), sizeof (char *), compare_strings);
+                joined = g_strjoinv ("\n", choices);
                 expected = g_strconcat (joined, "\n", NULL);
               }
             else if (strcmp (o->name, "handle") == 0)
