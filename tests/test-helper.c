@@ -1332,21 +1332,24 @@ test_claim_wait_proceeds (Fixture *f, gconstpointer data)
 }
 
 #define RACE_ROUNDS 200
-#define RACE_WITNESS "mkdir /workspace/lock && sleep 0.01 && rmdir /workspace/lock"
+/* Inside for 10 ms (stretched on a slow host, where starting a helper varies by more than that and the two
+ * would seldom meet): a second holder inside at the same time fails the mkdir. */
+#define RACE_WITNESS "mkdir /workspace/lock && sleep %.3f && rmdir /workspace/lock"
 
 static void
 test_claim_race (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
   g_autofree char *h = handle_arg (handle);
+  g_autofree char *witness = g_strdup_printf (RACE_WITNESS, 0.01 * sandstep_test_time_scale ());
   guint contended = 0;
 
   g_test_summary ("two holders racing for one sandbox 200 times are never inside at once (a mkdir lock "
                   "witnesses it); both always get their turn");
   for (guint round = 0; round < RACE_ROUNDS; round++)
     {
-      SandstepTestProc *a = sandstep_test_spawn (f, "run", h, "--holder=race/a", "--", RACE_WITNESS, NULL);
-      SandstepTestProc *b = sandstep_test_spawn (f, "run", h, "--holder=race/b", "--", RACE_WITNESS, NULL);
+      SandstepTestProc *a = sandstep_test_spawn (f, "run", h, "--holder=race/a", "--", witness, NULL);
+      SandstepTestProc *b = sandstep_test_spawn (f, "run", h, "--holder=race/b", "--", witness, NULL);
       g_autoptr(SandstepTestResult) ra = sandstep_test_proc_wait (a, 30);
       g_autoptr(SandstepTestResult) rb = sandstep_test_proc_wait (b, 30);
 
