@@ -116,3 +116,9 @@ sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error)
     }
   return g_strdup (((const SandstepListEntry *) entries->pdata[0])->owner);
 }
+
+char *
+sandstepd_e2b_holder (const char *owner)
+{
+  return g_strconcat (owner, "/e2b", NULL);
+}

@@ -16,6 +16,9 @@ char *sandstepd_e2b_not_found (const char *id, gboolean malformed);
 /* The owner of sandbox @handle when @req's key covers it, else NOT_FOUND (another owner's is not found either);
  * reads the state directory: not on the main loop. */
 char *sandstepd_e2b_owner_of (Request *req, const char *handle, GError **error);
+/* The holder that E2B's envd calls and runCode claim a sandbox of @owner as: one for all, so that they run beside
+ * each other (SandstepIdentity.beside). */
+char *sandstepd_e2b_holder (const char *owner);
 /* The sandboxes @req's key covers; with @handle, that one only. */
 GPtrArray *sandstepd_e2b_covered (Request *req, const char *handle, GError **error);
 

@@ -7,11 +7,11 @@
  * The code runs in run_python's session (operators/sandstep-python.h) through the worker's "python" operation
  * (sandstepd-e2b-code-worker.c), whose output comes back on pipes as it is written and streams out as the SDK's
  * lines.  Python's state lives as long as the session, and the session as long as the worker's claim, so the
- * claim stays between calls (holder OWNER/e2b-code).  It ends: when a call's client goes away before its end
- * (the SDK's timeoutMs; the code cannot be stopped alone, so the interpreter goes with the claim); after
- * CODE_IDLE_S without a call; or with the sandbox.  The next call then starts a new interpreter and says so on
- * its stderr.  While the claim is held, the sandbox's other calls (commands, files, a make step's) wait for it
- * as for any claim, then answer busy.
+ * claim stays between calls.  It ends: when a call's client goes away before its end (the SDK's timeoutMs; the
+ * code cannot be stopped alone, so the interpreter goes with the claim); after CODE_IDLE_S without a call; or
+ * with the sandbox.  The next call then starts a new interpreter and says so on its stderr.  The claim is E2B's
+ * holder's (sandstepd_e2b_holder()), which envd's calls share: they run beside the interpreter, and it beside
+ * them; a make step's command waits for them all, as for any claim.
  */
 #include "sandstepd-private.h"
 #include "sandstepd-e2b-code.h"
@@ -29,8 +29,6 @@
 #define CODE_CONTEXT "default"
 /* A session with no call for this long gives the sandbox back (its state goes). */
 #define CODE_IDLE_S 300
-/* As envd's calls: the SDK never asks again, so a claim another holds is waited for this long. */
-#define CODE_CLAIM_WAIT_S 5.0
 /* How long a session whose interpreter went keeps the note for the next call (then the sandbox is likely gone). */
 #define CODE_LOST_KEEP_S (24 * 3600)
 /* The SDK shows an error's HTTP reason phrase, not its body (but for 404 and 502): the message goes there too. */
@@ -505,7 +503,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
       code_backend_error (req, error);
       return;
     }
-  holder = g_strconcat (x->owner, "/e2b-code", NULL);
+  holder = sandstepd_e2b_holder (x->owner);
   who.owner = x->owner;
   who.holder = holder;
   s->lease = sandstepd_lease_new (req, &who, w);
@@ -518,7 +516,9 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
     y->req = sandstepd_request_ref (req);
     y->code = g_steal_pointer (&x->code);
     y->env = g_steal_pointer (&x->env);
-    json_object_set_double_member (attach, "wait", CODE_CLAIM_WAIT_S);
+    json_object_set_double_member (attach, "wait", SANDSTEP_BESIDE_WAIT_S);
+    /* Beside the sandbox's envd calls: a command runs while the interpreter lives, and the other way round. */
+    json_object_set_boolean_member (attach, "beside", TRUE);
     sandstepd_worker_call (w, "attach", attach, NULL, 0, on_attached, y, (GDestroyNotify) exec_free);
   }
 }

@@ -17,8 +17,6 @@
 #include "sandstepd-private.h"
 #include "sandstepd-envd.h"
 
-/* How long a claiming call waits for a claim another holds before it answers "aborted" (busy). */
-#define ENVD_CLAIM_WAIT_S 5.0
 #include "sandstepd-e2b-answer.h"
 #include "sandstepd-e2b-tokens.h"
 
@@ -542,7 +540,7 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
       sandstepd_envd_fail (job, "resource_exhausted", error->message);
       return;
     }
-  job->holder = g_strconcat (job->owner, "/e2b-envd", NULL);
+  job->holder = sandstepd_e2b_holder (job->owner);
   who.owner = job->owner;
   who.holder = job->holder;
   job->lease = sandstepd_lease_new (req, &who, w);
@@ -550,7 +548,10 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
     JsonObject *attach = sandstep_wire_attach_request (req->handle, &who);
     /* E2B's SDK never asks again: a command that has just ended may still hold the claim for a moment (its end
      * comes back through its own worker), so the next call waits that long rather than failing as busy. */
-    json_object_set_double_member (attach, "wait", ENVD_CLAIM_WAIT_S);
+    json_object_set_double_member (attach, "wait", SANDSTEP_BESIDE_WAIT_S);
+    /* Beside the sandbox's other envd calls (they share this holder): a command, a file call beside a command
+     * that runs.  Not a fork, which moves the files and waits for them all to end. */
+    json_object_set_boolean_member (attach, "beside", job->op != ENVD_FORK);
     sandstepd_worker_call (w, "attach", attach, NULL, 0, on_attached, sandstepd_envd_ref (job),
                            (GDestroyNotify) sandstepd_envd_unref);
   }

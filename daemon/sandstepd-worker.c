@@ -134,6 +134,8 @@ do_attach (Worker *w, JsonObject *m)
   g_free ((char *) w->who.holder);
   w->who.owner = g_strdup (who.owner);
   w->who.holder = g_strdup (who.holder);
+  /* E2B's calls share their holder's claim, and run beside each other (SandstepIdentity.beside). */
+  w->who.beside = json_object_get_boolean_member_with_default (m, "beside", FALSE);
   /* A claim held elsewhere is refused at once (the client waits and asks again), unless the caller asked to wait
    * a little here ("wait", seconds: E2B's calls, whose client never asks again). */
   w->attachment = sandstep_backend_attach (w->backend, handle, &w->who,

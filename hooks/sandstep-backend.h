@@ -26,7 +26,16 @@ typedef struct {
    * "PID START ENDS" (hooks/supervisor/sandstep-step.h); NULL: the claim lasts one
    * command.  Only the local backend keeps such holds. */
   const char *step;
+  /* Attach beside the claim when another attachment of this same holder holds
+   * it, taking none, and run commands beside that holder's (E2B's calls,
+   * which share one holder and order themselves).  Such an attachment
+   * checkpoints, forks and destroys nothing.  Only the local backend. */
+  gboolean beside;
 } SandstepIdentity;
+
+/* How long E2B's calls wait for a claim another holder has, or for a turn beside their holder's commands, before
+ * they answer busy: E2B's SDK never asks again. */
+#define SANDSTEP_BESIDE_WAIT_S 5.0
 
 /* What read_file refuses above when the caller names no limit. */
 #define SANDSTEP_DEFAULT_READ_MAX (5 * 1024 * 1024)

@@ -461,6 +461,9 @@ test_background (Fixture *fx, gconstpointer data)
                   "the output and exit code; commands.list() shows a running command (its pid and process) "
                   "and not one killed; kill() by the handle ends it and frees the sandbox, a second "
                   "kill or an unknown pid is false; a key of another owner neither lists nor kills; "
+                  "beside it, other commands and file calls run at once, and what such a command leaves behind "
+                  "goes with it (its process group) while the first runs on, and the other way round; their claim outlives the "
+                  "first of them, so a snapshot is busy, and a setTimeout leaves them going; "
                   "commands.connect reconnects to it, and sendStdin to a command started without stdin says so");
   if (!sdk_ready ())
     return;
@@ -481,8 +484,33 @@ test_background (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_array_get_string_element (json_object_get_array_member (p, "args"), 2), ==,
                    "echo started; sleep 60");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (p, "envs"), "A"), ==, "b");
-  assert_threw (report, "busy", "SandboxError", "held by");
+  /* Beside it: commands and file calls run at once; what a command leaves goes with it, and the first runs on. */
+  g_assert_cmpstr (json_object_get_string_member (report, "beside"), ==, "second\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "besideLeaves"), ==, "left\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "besideFiles"), ==, "written beside");
+  listed = json_object_get_array_member (report, "besideList");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (listed, 0), ==, pid);
+  sandstep_test_assert_contains (json_object_get_string_member (report, "besidePs"), "sleep 60 \n");
+  g_assert_null (strstr (json_object_get_string_member (report, "besidePs"), "sleep 601"));
   g_assert_cmpint (json_object_get_int_member (report, "reconnect"), ==, pid);
+  /* The first command killed while a second runs beside it: its processes go, the second's stay. */
+  g_assert_true (json_object_get_boolean_member (report, "firstKilled"));
+  listed = json_object_get_array_member (report, "afterFirst");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (listed, 0), ==, json_object_get_int_member (report, "second"));
+  sandstep_test_assert_contains (json_object_get_string_member (report, "afterFirstPs"), "sleep 606 \n");
+  g_assert_null (strstr (json_object_get_string_member (report, "afterFirstPs"), "sleep 604"));
+  g_assert_null (strstr (json_object_get_string_member (report, "afterFirstPs"), "sleep 605"));
+  g_assert_true (json_object_get_boolean_member (report, "secondKilled"));
+  /* Their claim outlives the first: a snapshot is busy; a setTimeout leaves the calls beside them going. */
+  assert_threw (report, "snapshotBeside", "SandboxError", "e2b");
+  g_assert_true (json_object_get_boolean_member (report, "setTimeoutBeside"));
+  g_assert_cmpstr (json_object_get_string_member (report, "afterSetTimeout"), ==, "still\n");
+  listed = json_object_get_array_member (report, "fourthListed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (listed, 0), ==, json_object_get_int_member (report, "fourth"));
+  g_assert_true (json_object_get_boolean_member (report, "fourthKilled"));
   assert_threw (report, "stdin", "SandboxError", "[failed_precondition] Command");
   assert_threw (report, "stdin", "SandboxError", "has no stdin to write: start it with commands.run(cmd, "
                 "{background: true, stdin: true})");
@@ -554,8 +582,8 @@ test_detached (Fixture *fx, gconstpointer data)
   JsonObject *o;
 
   g_test_summary ("A background command outlives the script that started it (docs/e2b.md): a second node "
-                  "process connects to the sandbox, lists the command, sends it stdin, finds the sandbox held by it "
-                  "(a file call is busy), connects to its pid and "
+                  "process connects to the sandbox, lists the command, sends it stdin, writes a file beside it, "
+                  "connects to its pid and "
                   "gets its output from then on (not the 8 MB it wrote while no one was connected, which did not "
                   "stop it) and its end; a third kills a command by its pid, freeing the sandbox; the sandbox's "
                   "kill ends the command that runs in it");
@@ -573,8 +601,9 @@ test_detached (Fixture *fx, gconstpointer data)
   o = json_array_get_object_element (listed, 0);
   g_assert_cmpint (json_object_get_int_member (o, "pid"), ==, json_object_get_int_member (started, "pid"));
   g_assert_true (json_object_get_boolean_member (connected, "sentOne"));
-  /* It still holds the sandbox (docs/e2b.md, "Commands outlive their script"). */
-  assert_threw (connected, "busy", "SandboxError", "held by");
+  /* A file call runs beside it (docs/e2b.md, "Commands outlive their script"). */
+  g_assert_true (json_object_get_boolean_member (connected, "beside"));
+  g_assert_true (json_object_get_boolean_member (connected, "flooded"));
   o = member_object (connected, "connected");
   g_assert_cmpstr (json_object_get_string_member_with_default (o, "threw", ""), ==, "CommandExitError");
   g_assert_cmpint (json_object_get_int_member (o, "exitCode"), ==, 3);
@@ -799,7 +828,8 @@ test_handed (Fixture *fx, gconstpointer data)
 
   g_test_summary ("a make step provisions a sandbox (the helper, owner DAG/RUN) and hands its handle to agent "
                   "code: with a key scoped to owner=DAG/ the SDK connects by the handle, reads the step's file "
-                  "and runs in it; a key of another owner cannot connect");
+                  "and runs in it; a key of another owner cannot connect; the DAG's next step waits for a command the agent "
+                  "left running beside another it killed, then finds the agent's files");
   if (!sdk_ready ())
     return;
   server_start (fx);
@@ -811,9 +841,10 @@ test_handed (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (report, "sandboxId"), ==, handle);
   g_assert_cmpstr (json_object_get_string_member (report, "read"), ==, "from make\n");
   g_assert_cmpstr (json_object_get_string_member (report, "run"), ==, "from make\n");
-  /* What the agent did is there for the DAG's next step. */
-  out = sandstep_test_run_ok (&fx->f, handle, "cat /workspace/agent.txt");
-  g_assert_cmpstr (out, ==, "agent\n");
+  /* What the agent did is there for the DAG's next step, which waits for the command the agent left running. */
+  g_assert_true (json_object_get_boolean_member (report, "firstKilled"));
+  out = sandstep_test_run_ok (&fx->f, handle, "cat /workspace/agent.txt /workspace/left.txt");
+  g_assert_cmpstr (out, ==, "agent\nleft\n");
 }
 
 /* TRUE when node and the code interpreter's SDK are here; otherwise skips (or fails) as sdk_ready(). */
@@ -952,7 +983,9 @@ test_code (Fixture *fx, gconstpointer data)
   o = member_object (report, "contexts");
   g_assert_cmpint (json_object_get_int_member (o, "status"), ==, 200);
   g_assert_cmpstr (json_object_get_string_member (member_object (o, "body"), "id"), ==, "default");
-  assert_threw (report, "busy", "SandboxError", "e2b/e2b-code");
+  /* A command beside the session, which keeps its state. */
+  g_assert_cmpstr (json_object_get_string_member (report, "beside"), ==, "free\n");
+  g_assert_cmpstr (json_object_get_string_member (execution_of (report, "besideKept"), "text"), ==, "'free40'");
 
   assert_threw (report, "timeout", "TimeoutError", "Execution timed out");
   o = execution_of (report, "afterTimeout");

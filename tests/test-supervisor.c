@@ -683,7 +683,7 @@ attempt_as (Fixture *f, SandstepTestUser *user, const char *socket_path, const c
     {
       struct sockaddr_un address = { .sun_family = AF_UNIX };
       const char *fields[SANDSTEP_RUN_FIELDS] = { SANDSTEP_RUN_MAGIC, handle, f->owner, f->holder,
-                                                    "", "", "", command, "" };
+                                                    "", "", "", command, "", "" };
       char buf[4096];
       size_t len = 0;
       /* stdio and a start mark: a request whole in every part but its sender. */
@@ -767,6 +767,188 @@ test_other_user_refused (Fixture *f, gconstpointer data)
     g_assert_cmpint (chmod (opened[i], 0700), ==, 0);
   g_assert_false (g_file_test (pwned, G_FILE_TEST_EXISTS));
   g_assert_true (process_alive (supervisor));
+}
+
+/* Asks the supervisor at @socket_path, in the fixture's name as @holder, to run @command with stdout to @out_fd
+ * (stdin and stderr /dev/null), waiting @wait ("": not given), asking to run beside @holder's commands when
+ * @beside.  Returns the connection; the start mark's read end, which a caller keeps (one closed is a caller
+ * gone), is added to @marks. */
+static int
+request_beside (Fixture *f, const char *socket_path, const char *handle, const char *holder, const char *wait,
+                gboolean beside, const char *command, int out_fd, GArray *marks)
+{
+  struct sockaddr_un address = { .sun_family = AF_UNIX };
+  const char *fields[SANDSTEP_RUN_FIELDS] = { [SANDSTEP_RUN_FIELD_MAGIC] = SANDSTEP_RUN_MAGIC,
+                                              [SANDSTEP_RUN_FIELD_HANDLE] = handle,
+                                              [SANDSTEP_RUN_FIELD_OWNER] = f->owner,
+                                              [SANDSTEP_RUN_FIELD_HOLDER] = holder,
+                                              [SANDSTEP_RUN_FIELD_WAIT] = wait,
+                                              [SANDSTEP_RUN_FIELD_COMMAND] = command,
+                                              [SANDSTEP_RUN_FIELD_BESIDE] = beside ? "1" : "" };
+  g_autoptr(GString) buf = g_string_new (NULL);
+  int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  int mark[2], fds[4], fd;
+  union { char buf[CMSG_SPACE (sizeof fds)]; struct cmsghdr align; } control;
+  struct iovec iov;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+
+  for (int i = 0; i < SANDSTEP_RUN_FIELDS; i++)
+    g_string_append_len (buf, fields[i] != NULL ? fields[i] : "", strlen (fields[i] != NULL ? fields[i] : "") + 1);
+  g_assert_cmpint (pipe2 (mark, O_CLOEXEC), ==, 0);
+  fds[0] = null_fd;
+  fds[1] = out_fd;
+  fds[2] = null_fd;
+  fds[3] = mark[1];
+  strncpy (address.sun_path, socket_path, sizeof address.sun_path - 1);
+  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+  iov = (struct iovec) { buf->str, buf->len };
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (sizeof fds);
+  memcpy (CMSG_DATA (cmsg), fds, sizeof fds);
+  g_assert_cmpint (sendmsg (fd, &msg, MSG_NOSIGNAL), ==, (ssize_t) buf->len);
+  close (null_fd);
+  close (mark[1]);
+  g_array_append_val (marks, mark[0]);
+  return fd;
+}
+
+/* The next answer on @conn that is not a NOTICE. */
+static SandstepRunReply
+next_reply (int conn)
+{
+  for (;;)
+    {
+      char buf[4096];
+      SandstepRunReply reply;
+      struct pollfd pfd = { .fd = conn, .events = POLLIN };
+      ssize_t n;
+
+      g_assert_cmpint (poll (&pfd, 1, (int) (60000 * sandstep_test_time_scale ())), ==, 1);
+      n = recv (conn, buf, sizeof buf, 0);
+      g_assert_cmpint (n, >=, (ssize_t) sizeof reply);
+      memcpy (&reply, buf, sizeof reply);
+      if (reply.kind != SANDSTEP_RUN_NOTICE)
+        return reply;
+    }
+}
+
+/* What @fd gives until its end (every writer gone), within a minute (scaled). */
+static char *
+read_to_end (int fd)
+{
+  GString *out = g_string_new (NULL);
+
+  for (;;)
+    {
+      char buf[256];
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      ssize_t n;
+
+      g_assert_cmpint (poll (&pfd, 1, (int) (60000 * sandstep_test_time_scale ())), ==, 1);
+      n = read (fd, buf, sizeof buf);
+      g_assert_cmpint (n, >=, 0);
+      if (n == 0)
+        return g_string_free (out, FALSE);
+      g_string_append_len (out, buf, n);
+    }
+}
+
+/* The first line @fd gives, within a minute (scaled). */
+static char *
+read_line (int fd)
+{
+  GString *out = g_string_new (NULL);
+
+  while (out->len == 0 || out->str[out->len - 1] != '\n')
+    {
+      char c;
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+      g_assert_cmpint (poll (&pfd, 1, (int) (60000 * sandstep_test_time_scale ())), ==, 1);
+      g_assert_cmpint (read (fd, &c, 1), ==, 1);
+      g_string_append_c (out, c);
+    }
+  return g_string_free (out, FALSE);
+}
+
+static void
+test_beside (Fixture *f, gconstpointer data)
+{
+  g_autofree char *handle = sandstep_test_provision (f, NULL);
+  g_autofree char *socket_path = sandbox_file (f, handle, SANDSTEP_RUN_SOCKET);
+  g_autofree char *line = NULL, *rest = NULL;
+  g_autoptr(GArray) marks = g_array_new (FALSE, FALSE, sizeof (int));
+  SandstepRunReply reply;
+  int first[2], second[2], other[2], left[2];
+  int c1, c2, c3, c4, supervisor;
+
+  g_test_summary ("commands that ask to run beside those of their holder (E2B's calls) do, at once, while "
+                  "another holder's, or one that did not ask, is not let in (refused here with --wait=0); a "
+                  "command killed beside another takes what it started in its process group with it, and the "
+                  "other runs on");
+  supervisor = start_supervisor (f, handle);
+  g_assert_cmpint (pipe2 (first, O_CLOEXEC), ==, 0);
+  g_assert_cmpint (pipe2 (second, O_CLOEXEC), ==, 0);
+  g_assert_cmpint (pipe2 (other, O_CLOEXEC), ==, 0);
+  g_assert_cmpint (pipe2 (left, O_CLOEXEC), ==, 0);
+
+  c1 = request_beside (f, socket_path, handle, "dag/run/e2b", "", TRUE, "echo one; exec sleep 1000", first[1], marks);
+  close (first[1]);
+  line = read_line (first[0]);
+  g_assert_cmpstr (line, ==, "one\n");
+
+  /* Beside it, at once, to its end. */
+  c2 = request_beside (f, socket_path, handle, "dag/run/e2b", "", TRUE, "echo two", second[1], marks);
+  close (second[1]);
+  reply = next_reply (c2);
+  g_assert_cmpint (reply.kind, ==, SANDSTEP_RUN_DONE);
+  g_assert_cmpint (reply.exit_status, ==, 0);
+  rest = read_to_end (second[0]);
+  g_assert_cmpstr (rest, ==, "two\n");
+  close (c2);
+
+  /* Another holder's, and one that did not ask: held out (with --wait=0, the ordinary path is told to judge). */
+  c3 = request_beside (f, socket_path, handle, "dag/run/other", "0", TRUE, "echo three", other[1], marks);
+  g_assert_cmpint (next_reply (c3).kind, ==, SANDSTEP_RUN_FALLBACK);
+  close (c3);
+  c3 = request_beside (f, socket_path, handle, "dag/run/e2b", "0", FALSE, "echo four", other[1], marks);
+  close (other[1]);
+  g_assert_cmpint (next_reply (c3).kind, ==, SANDSTEP_RUN_FALLBACK);
+  close (c3);
+  g_clear_pointer (&rest, g_free);
+  rest = read_to_end (other[0]);
+  g_assert_cmpstr (rest, ==, "");
+
+  /* One that leaves processes in its group, killed (its caller goes): they go with it; the first runs on. */
+  c4 = request_beside (f, socket_path, handle, "dag/run/e2b", "", TRUE,
+                       "sleep 1001 & sleep 1002 & echo five; wait", left[1], marks);
+  close (left[1]);
+  g_clear_pointer (&line, g_free);
+  line = read_line (left[0]);
+  g_assert_cmpstr (line, ==, "five\n");
+  close (c4);
+  g_clear_pointer (&rest, g_free);
+  rest = read_to_end (left[0]);
+  g_assert_cmpstr (rest, ==, "");
+  g_assert_cmpint (poll (&(struct pollfd) { .fd = first[0], .events = POLLIN }, 1, 0), ==, 0);
+
+  /* The last one killed: everything goes, and the supervisor serves on. */
+  close (c1);
+  g_clear_pointer (&rest, g_free);
+  rest = read_to_end (first[0]);
+  g_assert_cmpstr (rest, ==, "");
+  g_free (sandstep_test_run_ok (f, handle, "true"));
+  g_assert_true (process_alive (supervisor));
+  close (first[0]);
+  close (second[0]);
+  close (other[0]);
+  close (left[0]);
+  for (guint i = 0; i < marks->len; i++)
+    close (g_array_index (marks, int, i));
 }
 
 /* A listening unix socket at @path made with @user's effective uid (the file, and SO_PEERCRED, are
@@ -2662,6 +2844,7 @@ main (int argc, char **argv)
   ADD ("/supervisor/start-failure-clean", test_start_failure_clean);
   ADD ("/supervisor/killed-supervisor-says-so", test_killed_supervisor_says_so);
   ADD ("/supervisor/at-most-once-under-kills", test_at_most_once_under_kills);
+  ADD ("/supervisor/beside", test_beside);
 #undef ADD
   return g_test_run ();
 }

@@ -5,13 +5,14 @@
  * Linked statically and kept free of libraries: it is exec'd once per
  * sandbox by the jail's child, as the last step after every restriction is
  * in place, so each command it starts inherits them all.  It starts the
- * commands the supervisor sends (sandstep-jail-init.h), one at a time, each
- * as a fresh process tree.  As pid 1 it adopts every
- * orphan, so when a command's main process ends (or the supervisor says
- * KILL), init kills every other process of the sandbox and reaps them all
- * before it reports the status, and removes the SysV IPC objects and
- * /dev/shm files they left before it reads the next command: no process or
- * IPC object of a command outlives it.  Nothing inside can kill
+ * commands the supervisor sends (sandstep-jail-init.h), each as a fresh
+ * process tree; several only when asked to run them beside each other.  As
+ * pid 1 it adopts every orphan, so when the last command's main process
+ * ends (or the supervisor says KILL), init kills every other process of the
+ * sandbox and reaps them all before it reports the status, and removes the
+ * SysV IPC objects and /dev/shm files they left before it reads the next
+ * command: no process or IPC object of a command outlives the commands.  A
+ * command that ends while others run takes only its process group with it.  Nothing inside can kill
  * init (the kernel ignores a signal to a namespace's init that has no
  * handler), and when the supervisor goes, init goes, and the sandbox with it.
  */
@@ -80,9 +81,9 @@ exit_status (int status)
 }
 
 static void
-say (int control, int32_t kind, int32_t status, int32_t error)
+say (int control, int32_t kind, int32_t status, int32_t error, int32_t id)
 {
-  SandstepInitMessage message = { .kind = kind, .status = status, .error = error };
+  SandstepInitMessage message = { .kind = kind, .status = status, .error = error, .id = id };
 
   while (send (control, &message, sizeof message, MSG_NOSIGNAL) < 0 && errno == EINTR)
     ;
@@ -171,6 +172,7 @@ typedef struct {
   char **direct;    /* the words to try first, or NULL */
   char *buf;
   int fds[3];
+  int own_group;    /* beside others: in a process group of its own */
 } Command;
 
 static void
@@ -352,6 +354,13 @@ child_main (void *data)
         syscall (SYS_exit, 127);
       }
   syscall (SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+  /* Beside others, a group of its own: what KILL and its end take.  The first stays in init's, so that it may
+   * still make a session of its own, which a group leader may not. */
+  if (command->own_group && setpgid (0, 0) < 0)
+    {
+      child->error = errno;
+      syscall (SYS_exit, 127);
+    }
   /* Init's own cwd may be a layered tree's root (sandstep-jail-child.c): a command starts in /workspace. */
   if (chdir ("/workspace") < 0)
     {
@@ -392,12 +401,62 @@ spawn (Command *command, pid_t *out_pid)
   return 0;
 }
 
+/* The commands that run: their ids, main processes, and groups (0: init's own, the first command's). */
+typedef struct {
+  int32_t id;
+  pid_t pid;
+  pid_t group;
+} Running;
+
+static Running running[SANDSTEP_INIT_MAX_COMMANDS];
+static int n_running;
+
+/* Kills @r's process group: its own, or init's for the first command (kill(0), which as pid 1 init ignores). */
+static void
+kill_group (const Running *r)
+{
+  if (r->group > 0)
+    kill (-r->group, SIGKILL);
+  else if (getpid () == 1)
+    kill (0, SIGKILL);
+}
+
+static Running *
+find_running (int32_t id)
+{
+  for (int i = 0; i < n_running; i++)
+    if (running[i].id == id)
+      return &running[i];
+  return NULL;
+}
+
+/* @r's main process ended with @status (reaped): it goes, and the caller hears. */
+static void
+command_ended (int control, Running *r, int status)
+{
+  int32_t id = r->id;
+
+  if (n_running == 1)
+    {
+      /* The last command: so does everything any command started. */
+      end_everything (0, &status);
+      n_running = 0;
+      say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0, id);
+      remove_ipc ();
+      remove_shm ();
+      return;
+    }
+  /* Beside others: what it started in its group goes with it. */
+  kill_group (r);
+  *r = running[--n_running];
+  say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0, id);
+}
+
 int
 main (int argc, char **argv)
 {
   int control, egress = -1, listener = -1, signals;
   sigset_t chld;
-  pid_t command = 0;
 
   if (argc < 2)
     return 125;
@@ -439,16 +498,16 @@ main (int argc, char **argv)
           pid_t pid;
           while (read (signals, &info, sizeof info) > 0)
             ;
-          while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            if (command > 0 && pid == command)
-              {
-                /* The command's main process ended: so does everything it started. */
-                end_everything (0, &status);
-                command = 0;
-                say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0);
-                remove_ipc ();
-                remove_shm ();
-              }
+          while (n_running > 0 && (pid = waitpid (-1, &status, WNOHANG)) > 0)
+            for (int i = 0; i < n_running; i++)
+              if (running[i].pid == pid)
+                {
+                  command_ended (control, &running[i], status);
+                  break;
+                }
+          /* With no command left, orphans that outlived theirs are reaped as they go. */
+          while (n_running == 0 && waitpid (-1, &status, WNOHANG) > 0)
+            ;
         }
 
       if (fds[0].revents & (POLLIN | POLLHUP | POLLERR))
@@ -456,30 +515,45 @@ main (int argc, char **argv)
           SandstepInitMessage header = { 0 };
           Command next = { .fds = { -1, -1, -1 } };
           int r = receive (control, &header, &next);
+          Running *target;
 
           if (r == 0)
             break;
-          if (r > 0 && header.kind == SANDSTEP_INIT_KILL && command > 0)
+          if (r > 0 && header.kind == SANDSTEP_INIT_KILL && (target = find_running (header.id)) != NULL)
             {
               int status = 0;
-              if (!end_everything (command, &status))
-                status = SIGKILL;
-              command = 0;
-              say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0);
-              remove_ipc ();
-              remove_shm ();
-            }
-          else if (r > 0 && header.kind == SANDSTEP_INIT_RUN && command == 0)
-            {
-              int failed = spawn (&next, &command);
-              if (failed != 0)
+              if (n_running == 1)
                 {
-                  command = 0;
-                  say (control, SANDSTEP_INIT_EXITED, 127, failed);
+                  if (!end_everything (target->pid, &status))
+                    status = SIGKILL;
+                  n_running = 0;
+                  say (control, SANDSTEP_INIT_EXITED, exit_status (status), 0, header.id);
+                  remove_ipc ();
+                  remove_shm ();
+                }
+              else
+                {
+                  /* Beside others: its group and its main process, whose end the SIGCHLD loop reports (never
+                   * waited for here, which a process stuck in the kernel would make init do). */
+                  kill_group (target);
+                  kill (target->pid, SIGKILL);
                 }
             }
-          else if (r < 0 || (header.kind == SANDSTEP_INIT_RUN && command != 0))
-            say (control, SANDSTEP_INIT_EXITED, 125, r < 0 ? EPROTO : EBUSY);
+          else if (r > 0 && header.kind == SANDSTEP_INIT_RUN && find_running (header.id) == NULL &&
+                   n_running < SANDSTEP_INIT_MAX_COMMANDS &&
+                   (n_running == 0 || (header.flags & SANDSTEP_INIT_BESIDE)))
+            {
+              pid_t pid = 0;
+              int failed;
+              next.own_group = n_running > 0;
+              failed = spawn (&next, &pid);
+              if (failed != 0)
+                say (control, SANDSTEP_INIT_EXITED, 127, failed, header.id);
+              else
+                running[n_running++] = (Running) { header.id, pid, next.own_group ? pid : 0 };
+            }
+          else if (r < 0 || header.kind == SANDSTEP_INIT_RUN)
+            say (control, SANDSTEP_INIT_EXITED, 125, r < 0 ? EPROTO : EBUSY, header.id);
           /* Hold nothing the command's readers wait on. */
           command_clear (&next);
         }

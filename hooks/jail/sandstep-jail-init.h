@@ -3,17 +3,22 @@
  * The jail's child execs `sandstep-init CONTROL-FD [EGRESS-FD]` as the last
  * step of building a sandbox: init is pid 1 of the sandbox's pid namespace,
  * inside every namespace, with every restriction of a command already on it
- * (no capability, no_new_privs, seccomp).  It runs one command at a time on
- * CONTROL-FD's word (SOCK_SEQPACKET):
+ * (no capability, no_new_privs, seccomp).  It runs the commands of
+ * CONTROL-FD's word (SOCK_SEQPACKET), each named by the .id its RUN gave:
  *
  *   supervisor -> init   RUN: a SandstepInitMessage, argc, the arguments and
  *                        the environment as NUL-terminated strings, with the
- *                        command's stdin, stdout and stderr (SCM_RIGHTS);
- *                        KILL: end the command now.
- *   init -> supervisor   EXITED: the command's main process ended and every
- *                        process of the sandbox is gone (killed and reaped),
- *                        with its status; .error is set when nothing could
- *                        be executed.
+ *                        command's stdin, stdout and stderr (SCM_RIGHTS).
+ *                        Refused (EBUSY) while another command runs, unless
+ *                        .flags has SANDSTEP_INIT_BESIDE: then it runs beside
+ *                        them, in a process group of its own;
+ *                        KILL: end command .id now.
+ *   init -> supervisor   EXITED: command .id's main process ended, with its
+ *                        status; .error is set when nothing could be
+ *                        executed.  When it was the last command, every
+ *                        process of the sandbox is gone too (killed and
+ *                        reaped); a command that ends beside others takes
+ *                        its process group with it.
  *
  * When CONTROL-FD closes, init exits and the kernel ends the sandbox.  With
  * EGRESS-FD (network=allow), init listens on 127.0.0.1:SANDSTEP_PROXY_PORT
@@ -66,11 +71,20 @@ typedef enum {
   SANDSTEP_INIT_EXITED = 3,
 } SandstepInitKind;
 
+/* RUN's .flags */
+#define SANDSTEP_INIT_BESIDE 1
+
+/* Commands that run at once, at most: a RUN beyond them is refused (EBUSY). */
+#define SANDSTEP_INIT_MAX_COMMANDS 32
+
 typedef struct {
   int32_t kind;
-  int32_t status;   /* EXITED: 128+N for signal N */
+  union {
+    int32_t status; /* EXITED: 128+N for signal N */
+    int32_t flags;  /* RUN: SANDSTEP_INIT_BESIDE or 0 */
+  };
   int32_t error;    /* EXITED: the errno of a command that could not be executed, else 0 */
-  int32_t reserved;
+  int32_t id;       /* the command's, chosen by RUN's sender */
 } SandstepInitMessage;
 
 /* Inside a network=allow sandbox: where programs find the egress proxy. */

@@ -94,10 +94,25 @@ make_fork (LocalBackend *local, const SandstepRecord *parent, const char *holder
 /* The sandbox's files frozen into a layer, its supervisor stopped first: a live overlay's layers are never
  * renamed under it, and processes do not outlive a command anyway (the one exception, an agent's Python
  * session, holds the claim, so a fork waits for it). */
+/* Forks, checkpoints and rollbacks move the files: never beside others' calls (SandstepIdentity.beside). */
+static gboolean
+claimed (LocalAttachment *attachment, GError **error)
+{
+  if (attachment->claim_fd >= 0)
+    return TRUE;
+  return sandstep_throw_busy (error, attachment->holder,
+                              "Sandbox '%s' is held by '%s', whose calls run beside each other; a fork, checkpoint "
+                              "or rollback waits until none runs: try it again then",
+                              attachment->parent.handle, attachment->holder);
+}
+
 static gboolean
 freeze (LocalAttachment *attachment, GError **error)
 {
   SandstepStore *store = attachment->local->store;
+
+  if (!claimed (attachment, error))
+    return FALSE;
 
   /* Nothing changed since the last freeze (a second fork of a prepared sandbox): its top layer is the snapshot,
    * and its jail may live on. */
@@ -203,6 +218,8 @@ sandstep_local_rollback (SandstepAttachment *parent, const char *name, GError **
     return sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NOT_FOUND,
                            "Sandbox '%s' has no checkpoint '%s'; 'sandstep checkpoint --list --handle=%s' names "
                            "those it has", parent->handle, name, parent->handle);
+  if (!claimed (attachment, error))
+    return FALSE;
   copy = g_strdupv (layers);
   sandstep_supervisor_stop (attachment->local->store, parent->handle);
   if (attachment->tree_fd >= 0)
@@ -280,6 +297,9 @@ sandstep_local_layered_tree (LocalAttachment *attachment, int *out_init_pidfd, G
               *out_init_pidfd = -1;
             }
         }
+      /* Beside others' calls, their jail is never stopped under them. */
+      if (attachment->claim_fd < 0)
+        break;
       sandstep_supervisor_stop (store, attachment->parent.handle);
     }
   sandstep_throw (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE,

@@ -16,11 +16,12 @@ typedef struct {
   SandstepAttachment parent;
   LocalBackend *local;
   SandstepRecord *record;
-  int claim_fd;
+  int claim_fd;            /* -1: beside, under the claim another attachment of its holder holds */
   int tree_fd;
   SandstepStep step;       /* the make recipe line this attachment serves; .pid 0: none */
   char *holder;
   gboolean run_failed;     /* a command run through it failed: a retry-safe target has not succeeded */
+  gboolean beside;         /* its commands may run beside its holder's (SandstepIdentity.beside) */
 } LocalAttachment;
 
 /* Forks and checkpoints (sandstep-local-fork.c): the backend's entries, and a layered sandbox's files as its

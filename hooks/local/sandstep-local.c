@@ -274,6 +274,36 @@ judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who
   return TRUE;
 }
 
+/* Beside the claim of another attachment of @who's holder: its files and commands, with no claim of its own (so
+ * no recipe's hold, recovery or checkpoint, which are the claim's). */
+static SandstepAttachment *
+attach_beside (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepRecord *record,
+               GError **error)
+{
+  LocalAttachment *attachment = g_new0 (LocalAttachment, 1);
+  g_autofree char *tree = NULL;
+
+  attachment->holder = g_strdup (who->holder);
+  attachment->parent.backend = &local->parent;
+  attachment->parent.handle = g_strdup (handle);
+  attachment->local = local;
+  attachment->record = record;
+  attachment->claim_fd = -1;
+  attachment->tree_fd = -1;
+  attachment->beside = TRUE;
+  if (attachment->record->layers == NULL)
+    {
+      tree = sandstep_store_sandbox_path (local->store, handle, "tree");
+      attachment->tree_fd = sandstep_tree_open (tree, error);
+      if (attachment->tree_fd < 0)
+        {
+          local_detach (&attachment->parent);
+          return NULL;
+        }
+    }
+  return &attachment->parent;
+}
+
 static SandstepAttachment *
 local_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
@@ -290,6 +320,8 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
     return NULL;
 
   fd = sandstep_store_try_claim (local->store, handle, who->holder, &current, error);
+  if (fd < 0 && who->beside && current != NULL && strcmp (current, who->holder) == 0)
+    return attach_beside (local, handle, who, g_steal_pointer (&record), error);
   if (fd < 0)
     {
       if (current != NULL)
@@ -323,6 +355,7 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
   attachment->record = g_steal_pointer (&record);
   attachment->claim_fd = fd;
   attachment->tree_fd = -1;
+  attachment->beside = who->beside;
   /* A fork or checkpoint killed part way is finished or undone before anything uses the files. */
   if (!sandstep_layers_recover (local->store, attachment->record, error))
     {
@@ -353,8 +386,12 @@ static gboolean
 local_release_due (SandstepAttachment *parent)
 {
   LocalAttachment *attachment = (LocalAttachment *) parent;
-  g_autoptr(SandstepRecord) now = sandstep_store_load (attachment->local->store, parent->handle, NULL);
+  g_autoptr(SandstepRecord) now = NULL;
 
+  /* Beside another's claim: destroying is that claim's. */
+  if (attachment->claim_fd < 0)
+    return FALSE;
+  now = sandstep_store_load (attachment->local->store, parent->handle, NULL);
   return now != NULL && now->released && now_unix () >= now->expires;
 }
 
@@ -517,10 +554,12 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   LocalAttachment *attachment = (LocalAttachment *) parent;
   g_auto(GStrv) env = passthrough_environment ();
   char timeout_text[G_ASCII_DTOSTR_BUF_SIZE] = "";
+  char wait_text[G_ASCII_DTOSTR_BUF_SIZE] = "";
   SandstepRunCall call = {
     .env = env,
     .stdio = { request->stdin_fd, request->stdout_fd, request->stderr_fd },
     .claim_fd = attachment->claim_fd,
+    .beside = attachment->beside,
     .cancel_fd = -1,
     .on_output = request->on_output != NULL ? relay_output : NULL,
     .on_notice = relay_notice,
@@ -534,7 +573,12 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
     g_ascii_dtostr (timeout_text, sizeof timeout_text, request->timeout_s);
   call.field[SANDSTEP_RUN_FIELD_HANDLE] = parent->handle;
   call.field[SANDSTEP_RUN_FIELD_OWNER] = attachment->record->owner;
-  call.field[SANDSTEP_RUN_FIELD_HOLDER] = attachment->record->holder;
+  /* The attachment's holder: commands of one holder run beside each other when they ask to. */
+  call.field[SANDSTEP_RUN_FIELD_HOLDER] = attachment->holder != NULL ? attachment->holder : attachment->record->holder;
+  /* Beside another's claim, a command waits for a turn as E2B's calls wait for a claim, then is busy. */
+  if (attachment->claim_fd < 0)
+    g_ascii_dtostr (wait_text, sizeof wait_text, SANDSTEP_BESIDE_WAIT_S);
+  call.field[SANDSTEP_RUN_FIELD_WAIT] = wait_text;
   call.field[SANDSTEP_RUN_FIELD_TIMEOUT] = timeout_text;
   call.field[SANDSTEP_RUN_FIELD_COMMAND] = request->command;
   if (request->cancellable != NULL)

@@ -319,6 +319,7 @@ send_request (int sock, const SandstepRunCall *call, const Streams *streams, int
     {
       const char *value = i == SANDSTEP_RUN_FIELD_MAGIC     ? SANDSTEP_RUN_MAGIC
                           : i == SANDSTEP_RUN_FIELD_CLAIMED ? (call->claim_fd >= 0 ? "1" : "")
+                          : i == SANDSTEP_RUN_FIELD_BESIDE  ? (call->beside ? "1" : "")
                           : call->field[i] != NULL          ? call->field[i]
                                                             : "";
       size_t n = strlen (value) + 1;

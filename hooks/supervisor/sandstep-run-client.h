@@ -21,10 +21,11 @@
 #include "sandstep-run-wire.h"
 
 typedef struct {
-  const char *field[SANDSTEP_RUN_FIELDS];   /* MAGIC and CLAIMED are filled in */
+  const char *field[SANDSTEP_RUN_FIELDS];   /* MAGIC, CLAIMED and BESIDE are filled in */
   char *const *env;                         /* NAME=VALUE the command may see; NULL: none */
   int stdio[3];                             /* -1: /dev/null */
   int claim_fd;                             /* the caller's claim, or -1 */
+  int beside;                               /* may run beside the commands of its holder (SANDSTEP_RUN_FIELD_BESIDE) */
   int cancel_fd;                            /* readable: give the command up (it is killed); -1: none */
   /* With it, stdout and stderr are pipes whose contents go here (stream 1 or 2). */
   void (*on_output) (int stream, const char *data, size_t len, void *user_data);

@@ -28,6 +28,10 @@
  *   BUSY      nothing ran: the sandbox stayed held until the caller's wait
  *             was over, the text after the reply says by whom.
  *
+ * A caller that asks to run beside (BESIDE "1") while a command of its own
+ * holder runs begins at once, beside it, under that command's claim: E2B's
+ * calls, which share one holder, each start a command while another runs.
+ *
  * A caller without the claim that finds the sandbox held (by a command the
  * supervisor runs, another make recipe, or another process's claim) waits
  * in the supervisor's queue, told so with a NOTICE, for as long as its
@@ -40,7 +44,7 @@
 
 #include <stdint.h>
 
-#define SANDSTEP_RUN_MAGIC "sandstep-run-4"
+#define SANDSTEP_RUN_MAGIC "sandstep-run-5"
 #define SANDSTEP_RUN_SOCKET "supervisor.sock"
 /* flock held by a sandbox's supervisor; its content is "PID START-TIME", each right-aligned in a fixed width. */
 #define SANDSTEP_RUN_LOCK "supervisor"
@@ -55,6 +59,7 @@ enum {
   SANDSTEP_RUN_FIELD_CLAIMED,   /* "1": the claim's fd follows the start mark */
   SANDSTEP_RUN_FIELD_COMMAND,
   SANDSTEP_RUN_FIELD_STEP,      /* a make recipe's line: "PID START ENDS" (sandstep-step.h); empty: none */
+  SANDSTEP_RUN_FIELD_BESIDE,    /* "1": may run beside the commands of the same holder (E2B's calls); else "" */
   SANDSTEP_RUN_FIELDS
 };
 

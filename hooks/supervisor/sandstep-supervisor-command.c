@@ -23,6 +23,8 @@
 #define KILL_GRACE_US (5 * G_USEC_PER_SEC)
 
 struct _SupervisorCommand {
+  gint32 id;               /* init's name for it */
+  gboolean beside;         /* asked to run beside its holder's (SANDSTEP_RUN_FIELD_BESIDE) */
   int conn;
   gboolean own_claim;      /* the supervisor holds the claim for the caller */
   int caller_claim;        /* the caller's claim fd, held while its command runs */
@@ -235,7 +237,7 @@ kill_command (SupervisorCommand *command, SupervisorSandbox *sandbox)
     return;
   command->killed = TRUE;
   command->kill_deadline = g_get_monotonic_time () + KILL_GRACE_US;
-  sandstep_supervisor_sandbox_kill (sandbox);
+  sandstep_supervisor_sandbox_kill (sandbox, command->id);
 }
 
 void
@@ -286,6 +288,29 @@ const char *
 sandstep_supervisor_command_holder (SupervisorCommand *command)
 {
   return command->holder;
+}
+
+gint32
+sandstep_supervisor_command_id (SupervisorCommand *command)
+{
+  return command->id;
+}
+
+gboolean
+sandstep_supervisor_command_beside (SupervisorCommand *command, const char *holder)
+{
+  return command->beside && strcmp (command->holder, holder) == 0;
+}
+
+void
+sandstep_supervisor_command_hand_claim (SupervisorCommand *from, SupervisorCommand *to)
+{
+  if (!from->beside || (!from->own_claim && from->caller_claim < 0) || to->own_claim || to->caller_claim >= 0)
+    return;
+  to->own_claim = from->own_claim;
+  to->caller_claim = from->caller_claim;
+  from->own_claim = FALSE;
+  from->caller_claim = -1;
 }
 
 void
@@ -416,6 +441,12 @@ sandstep_supervisor_caller_deadline (SupervisorCaller *caller)
   return caller->wait_deadline;
 }
 
+const char *
+sandstep_supervisor_caller_beside_holder (SupervisorCaller *caller)
+{
+  return strcmp (caller->request.text.field[SANDSTEP_RUN_FIELD_BESIDE], "1") == 0 ? caller->holder : NULL;
+}
+
 void
 sandstep_supervisor_caller_gone (SupervisorCaller *caller)
 {
@@ -483,8 +514,10 @@ sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules
 
 SupervisorCommand *
 sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox, gint64 expires,
-                                   SupervisorCaller *caller, gboolean *out_running, char **out_held_by)
+                                   SupervisorCaller *caller, gboolean beside, gboolean *out_running,
+                                   char **out_held_by)
 {
+  static gint32 last_id;
   Request *request = &caller->request;
   g_autoptr(GError) error = NULL;
   SupervisorCommand *command = NULL;
@@ -500,9 +533,14 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
   timeout_s = request->text.timeout_s;
 
   command = g_new0 (SupervisorCommand, 1);
+  command->id = last_id = last_id == G_MAXINT32 ? 1 : last_id + 1;
+  command->beside = sandstep_supervisor_caller_beside_holder (caller) != NULL;
   command->caller_claim = -1;
   command->holder = g_strdup (caller->holder);
-  if (caller->claimed)
+  /* Beside a command of its holder: under that command's claim, with no recipe's hold of its own. */
+  if (beside)
+    ;
+  else if (caller->claimed)
     {
       if (request->n_fds < 5 || !caller_holds_claim (rules, request->fds[4]))
         goto drop;
@@ -560,7 +598,9 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
         g_debug ("Could not leave the recipe's hold on '%s': %s", rules->handle, g_strerror (errno));
     }
 
-  if (!sandstep_supervisor_sandbox_ready (sandbox, &error))
+  /* Beside others, in the sandbox they run in as it is (the caller made sure it lives): never one built anew, which
+   * would end them. */
+  if (!beside && !sandstep_supervisor_sandbox_ready (sandbox, &error))
     {
       answer = SANDSTEP_RUN_ERROR;
       goto drop;
@@ -582,7 +622,8 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
       goto drop;
     }
   memcpy (stdio, request->fds, sizeof stdio);
-  *out_running = sandstep_supervisor_sandbox_run (sandbox, request->text.field[SANDSTEP_RUN_FIELD_COMMAND],
+  *out_running = sandstep_supervisor_sandbox_run (sandbox, command->id, beside,
+                                                  request->text.field[SANDSTEP_RUN_FIELD_COMMAND],
                                                   (char **) request->text.env->pdata, stdio);
   /* Not handed to init: the sandbox is built again for the next command. */
   if (!*out_running)

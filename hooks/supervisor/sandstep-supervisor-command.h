@@ -41,20 +41,23 @@ void sandstep_supervisor_caller_gone (SupervisorCaller *caller);
 int sandstep_supervisor_caller_fd (SupervisorCaller *caller);
 /* When its --wait is over (monotonic µs). */
 gint64 sandstep_supervisor_caller_deadline (SupervisorCaller *caller);
+/* Its holder, when it asked to run beside that holder's commands (SANDSTEP_RUN_FIELD_BESIDE); else NULL. */
+const char *sandstep_supervisor_caller_beside_holder (SupervisorCaller *caller);
 /* @holder (NULL: the last one named) keeps the sandbox from @caller at @now.  TRUE: it waits on, told so the
  * first time.  FALSE, and @caller answered and freed: it may not wait (it holds the claim, or asked for no
  * wait: FALLBACK, the ordinary path says who holds the sandbox), or its wait is over (BUSY). */
 gboolean sandstep_supervisor_caller_wait (SupervisorCaller *caller, const SupervisorRules *rules, const char *holder,
                                           gint64 now);
 
-/* Where @caller's command may run here, claims the sandbox for it, makes the sandbox ready and hands the
+/* Where @caller's command may run here, claims the sandbox for it (@beside: it runs beside the commands of its
+ * holder that run, under their claim, and takes none), makes the sandbox ready and hands the
  * command to init, with a budget that ends by @expires (seconds since the epoch; the sandbox's lifetime, which
  * the caller found not over), and returns it, @caller taken.  *@out_running is FALSE when the command could not
  * be handed to init: then it is to be finished at once, interrupted.  NULL when nothing runs: either another
  * make recipe or another process (the helper) holds the sandbox, named in *@out_held_by (to free; "" while that
  * holder has not written its name), and @caller is still the caller's, or @caller was answered and freed. */
 SupervisorCommand *sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandbox *sandbox,
-                                                      gint64 expires, SupervisorCaller *caller,
+                                                      gint64 expires, SupervisorCaller *caller, gboolean beside,
                                                       gboolean *out_running, char **out_held_by);
 
 /* The caller's socket, to be watched for its going; -1 once it went. */
@@ -65,6 +68,14 @@ gint64 sandstep_supervisor_command_deadline (SupervisorCommand *command);
 gboolean sandstep_supervisor_command_own_claim (SupervisorCommand *command);
 /* Its caller's name, as a waiting caller hears it. */
 const char *sandstep_supervisor_command_holder (SupervisorCommand *command);
+/* init's name for it. */
+gint32 sandstep_supervisor_command_id (SupervisorCommand *command);
+/* It asked to run beside the commands of @holder, and is @holder's: another such may run beside it. */
+gboolean sandstep_supervisor_command_beside (SupervisorCommand *command, const char *holder);
+/* @from, ending, gives the claim it holds (the supervisor's, or its caller's fd) to @to, its holder's, which runs on
+ * beside it: the claim lasts while any of them runs.  Nothing when either did not ask to run beside or @to holds
+ * one already. */
+void sandstep_supervisor_command_hand_claim (SupervisorCommand *from, SupervisorCommand *to);
 
 /* The caller went away (killed with make): so does its command. */
 void sandstep_supervisor_command_caller_gone (SupervisorCommand *command, SupervisorSandbox *sandbox);

@@ -388,14 +388,20 @@ build_sandbox (SupervisorSandbox *s, GError **error)
 }
 
 /* Is the sandbox there, as it should be for the next command? */
+gboolean
+sandstep_supervisor_sandbox_live (SupervisorSandbox *s)
+{
+  return !s->stale && s->init.pidfd >= 0 && !pidfd_ended (s->init.pidfd) &&
+         (!sandstep_jail_open_network (s->jail) || (s->pasta.pidfd >= 0 && !pidfd_ended (s->pasta.pidfd))) &&
+         (!sandstep_jail_egress (s->jail) || (s->proxy.pidfd >= 0 && !pidfd_ended (s->proxy.pidfd)));
+}
+
 static gboolean
 sandbox_current (SupervisorSandbox *s)
 {
   g_autoptr(GArray) now = NULL;
 
-  if (s->stale || s->init.pidfd < 0 || pidfd_ended (s->init.pidfd) ||
-      (sandstep_jail_open_network (s->jail) && (s->pasta.pidfd < 0 || pidfd_ended (s->pasta.pidfd))) ||
-      (sandstep_jail_egress (s->jail) && (s->proxy.pidfd < 0 || pidfd_ended (s->proxy.pidfd))))
+  if (!sandstep_supervisor_sandbox_live (s))
     return FALSE;
   now = sandstep_jail_sources (s->jail);
   return sandstep_jail_sources_equal (s->sources, now);
@@ -485,12 +491,13 @@ sandstep_supervisor_sandbox_notices_fd (SupervisorSandbox *s)
 /* ---- what init is told and says ---- */
 
 gboolean
-sandstep_supervisor_sandbox_run (SupervisorSandbox *s, const char *command, char **caller_env, const int stdio[3])
+sandstep_supervisor_sandbox_run (SupervisorSandbox *s, gint32 id, gboolean beside, const char *command,
+                                 char **caller_env, const int stdio[3])
 {
   g_autoptr(GPtrArray) argv = sandstep_jail_command_argv (command);
   g_autoptr(GPtrArray) envp = sandstep_jail_environment (s->jail, caller_env);
   g_autoptr(GString) body = g_string_new (NULL);
-  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN };
+  SandstepInitMessage header = { .kind = SANDSTEP_INIT_RUN, .flags = beside ? SANDSTEP_INIT_BESIDE : 0, .id = id };
   union { char buf[CMSG_SPACE (3 * sizeof (int))]; struct cmsghdr align; } cmsg_buf;
   struct iovec iov[2];
   struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cmsg_buf.buf,
@@ -517,9 +524,9 @@ sandstep_supervisor_sandbox_run (SupervisorSandbox *s, const char *command, char
 }
 
 void
-sandstep_supervisor_sandbox_kill (SupervisorSandbox *s)
+sandstep_supervisor_sandbox_kill (SupervisorSandbox *s, gint32 id)
 {
-  SandstepInitMessage message = { .kind = SANDSTEP_INIT_KILL };
+  SandstepInitMessage message = { .kind = SANDSTEP_INIT_KILL, .id = id };
 
   send (s->init.control, &message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
@@ -531,7 +538,7 @@ sandstep_supervisor_sandbox_counters (SupervisorSandbox *s, guint64 *out_oom_kil
 }
 
 SupervisorInitEvent
-sandstep_supervisor_sandbox_read_init (SupervisorSandbox *s, int *out_status, int *out_exec_error)
+sandstep_supervisor_sandbox_read_init (SupervisorSandbox *s, gint32 *out_id, int *out_status, int *out_exec_error)
 {
   SandstepInitMessage message;
   ssize_t n;
@@ -547,6 +554,7 @@ sandstep_supervisor_sandbox_read_init (SupervisorSandbox *s, int *out_status, in
       s->stale = TRUE;
       return SUPERVISOR_INIT_LOST;
     }
+  *out_id = message.id;
   *out_status = message.status;
   *out_exec_error = message.error;
   return SUPERVISOR_INIT_EXITED;

@@ -45,6 +45,8 @@ gboolean sandstep_supervisor_sandbox_build (SupervisorSandbox *sandbox, GError *
 void sandstep_supervisor_sandbox_abandon_start (SupervisorSandbox *sandbox);
 /* Is it there, as it should be for the next command?  If not, built again; a failed build leaves it stale. */
 gboolean sandstep_supervisor_sandbox_ready (SupervisorSandbox *sandbox, GError **error);
+/* Its init and network helpers run, and nothing marked it stale: commands may begin in it as it is. */
+gboolean sandstep_supervisor_sandbox_live (SupervisorSandbox *sandbox);
 /* To be built again before the next command. */
 void sandstep_supervisor_sandbox_mark_stale (SupervisorSandbox *sandbox);
 /* Kills its init, and with it every process of the sandbox. */
@@ -55,23 +57,24 @@ int sandstep_supervisor_sandbox_control_fd (SupervisorSandbox *sandbox);
 int sandstep_supervisor_sandbox_init_pidfd (SupervisorSandbox *sandbox);
 int sandstep_supervisor_sandbox_notices_fd (SupervisorSandbox *sandbox);
 
-/* Hands init @command with the caller's environment as the jail passes it on and the caller's @stdio. */
-gboolean sandstep_supervisor_sandbox_run (SupervisorSandbox *sandbox, const char *command, char **caller_env,
-                                          const int stdio[3]);
-/* Tells init to kill the command it runs. */
-void sandstep_supervisor_sandbox_kill (SupervisorSandbox *sandbox);
+/* Hands init @command, named @id, with the caller's environment as the jail passes it on and the caller's
+ * @stdio; @beside: to run beside the commands init runs (else init refuses it while any does). */
+gboolean sandstep_supervisor_sandbox_run (SupervisorSandbox *sandbox, gint32 id, gboolean beside, const char *command,
+                                          char **caller_env, const int stdio[3]);
+/* Tells init to kill command @id. */
+void sandstep_supervisor_sandbox_kill (SupervisorSandbox *sandbox, gint32 id);
 /* The cgroup's OOM kills and hits of its pids limit so far (0 without a cgroup). */
 void sandstep_supervisor_sandbox_counters (SupervisorSandbox *sandbox, guint64 *out_oom_kills, guint64 *out_pids_max);
 
 typedef enum {
   SUPERVISOR_INIT_QUIET,    /* nothing to read */
-  SUPERVISOR_INIT_EXITED,   /* the command ended: *@out_status, *@out_exec_error */
+  SUPERVISOR_INIT_EXITED,   /* command *@out_id ended: *@out_status, *@out_exec_error */
   SUPERVISOR_INIT_LOST,     /* init is gone or says nonsense: the sandbox is stale */
 } SupervisorInitEvent;
 
 /* What init says on its control socket. */
-SupervisorInitEvent sandstep_supervisor_sandbox_read_init (SupervisorSandbox *sandbox, int *out_status,
-                                                           int *out_exec_error);
+SupervisorInitEvent sandstep_supervisor_sandbox_read_init (SupervisorSandbox *sandbox, gint32 *out_id,
+                                                           int *out_status, int *out_exec_error);
 
 typedef void (*SupervisorNoticeFunc) (const char *line, gpointer user_data);
 /* Reads the egress proxy's refusals and gives each whole line to @say; a proxy that ended leaves the sandbox stale. */

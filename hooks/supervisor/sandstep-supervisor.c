@@ -30,6 +30,7 @@
 #include "sandstep-cgroup.h"
 #include "sandstep-claim-libc.h"
 #include "sandstep-error.h"
+#include "sandstep-jail-init.h"
 #include "sandstep-process-state.h"
 #include "sandstep-test-hooks.h"
 
@@ -62,12 +63,13 @@ typedef struct {
   int keep_ending;         /* ending idle: the keep lock, held until the jail is gone (sandstep-supervisor-keep.h) */
   gint64 idle_deadline;
   gboolean done;
+  gboolean ending;         /* done once no command runs; until then, only commands beside those begin */
   gboolean reclaim;        /* a release came while a command ran under our claim: destroying is ours */
   int stop_signal;
 
   SandstepJailStart adopt;  /* the jail the front started for us, until the sandbox takes it */
   SupervisorSandbox *sandbox;
-  SupervisorCommand *current;
+  GPtrArray *running;      /* of SupervisorCommand, as they began: several only beside each other */
   GQueue waiting;          /* of SupervisorCaller, in the order they came */
   gint64 next_try;         /* monotonic µs: when the first of them asks again (another recipe's hold may end) */
   gint64 try_pause_us;
@@ -125,19 +127,61 @@ alive (Supervisor *s)
 
 /* ---- the loop ---- */
 
-/* The command ended (see sandstep_supervisor_command_finish()); the supervisor waits for the next. */
+/* @command ended (see sandstep_supervisor_command_finish()); once none runs, the supervisor waits for the next. */
 static void
-finish (Supervisor *s, int status, int exec_error, gboolean interrupted)
+finish (Supervisor *s, SupervisorCommand *command, int status, int exec_error, gboolean interrupted)
 {
+  g_ptr_array_remove (s->running, command);
+  /* Its claim stays while its holder's commands run on beside it. */
+  for (guint i = 0; i < s->running->len; i++)
+    if (sandstep_supervisor_command_beside (s->running->pdata[i], sandstep_supervisor_command_holder (command)))
+      {
+        sandstep_supervisor_command_hand_claim (command, s->running->pdata[i]);
+        break;
+      }
   /* A release that came while the command ran left the destruction to its holder: us, when the claim was ours. */
-  if (sandstep_supervisor_command_own_claim (s->current) && s->released && !alive (s))
+  if (sandstep_supervisor_command_own_claim (command) && s->released && !alive (s))
     s->done = s->reclaim = TRUE;
-  sandstep_supervisor_command_finish (g_steal_pointer (&s->current), s->sandbox, &s->rules, status, exec_error,
-                                      interrupted);
+  sandstep_supervisor_command_finish (command, s->sandbox, &s->rules, status, exec_error, interrupted);
+  if (s->running->len > 0)
+    return;
   s->idle_deadline = g_get_monotonic_time () + s->idle_us;
   /* The waiting callers' turn. */
   s->next_try = 0;
   s->try_pause_us = 0;
+}
+
+/* Every command goes with the sandbox's init. */
+static void
+finish_all (Supervisor *s, int status)
+{
+  while (s->running->len > 0)
+    finish (s, s->running->pdata[0], status, 0, TRUE);
+}
+
+static SupervisorCommand *
+find_command (Supervisor *s, gint32 id)
+{
+  for (guint i = 0; i < s->running->len; i++)
+    if (sandstep_supervisor_command_id (s->running->pdata[i]) == id)
+      return s->running->pdata[i];
+  return NULL;
+}
+
+/* May @caller begin now, beside the commands that run?  Only when it asked to, one of them is its holder's and
+ * asked so too, and their sandbox lives as it is (one to be built anew waits until none runs). */
+static gboolean
+may_run_beside (Supervisor *s, SupervisorCaller *caller)
+{
+  const char *holder = sandstep_supervisor_caller_beside_holder (caller);
+
+  if (holder == NULL || s->running->len == 0 || s->running->len >= SANDSTEP_INIT_MAX_COMMANDS ||
+      !sandstep_supervisor_sandbox_live (s->sandbox))
+    return FALSE;
+  for (guint i = 0; i < s->running->len; i++)
+    if (sandstep_supervisor_command_beside (s->running->pdata[i], holder))
+      return TRUE;
+  return FALSE;
 }
 
 /* Another recipe's hold, or another process's claim, ends without a word to us: waiting callers ask again, ever
@@ -160,11 +204,12 @@ claimed_elsewhere (Supervisor *s)
   return holder > 0 && holder != getpid ();
 }
 
-/* Begins @caller's command, or answers it.  FALSE: another make recipe or process holds the sandbox, named in
- * *@out_held_by, and @caller is still to be answered. */
+/* Begins @caller's command (@beside the ones that run), or answers it.  FALSE: another make recipe or process
+ * holds the sandbox, named in *@out_held_by, and @caller is still to be answered. */
 static gboolean
-begin (Supervisor *s, SupervisorCaller *caller, char **out_held_by)
+begin (Supervisor *s, SupervisorCaller *caller, gboolean beside, char **out_held_by)
 {
+  SupervisorCommand *command;
   gboolean running;
 
   *out_held_by = NULL;
@@ -174,32 +219,59 @@ begin (Supervisor *s, SupervisorCaller *caller, char **out_held_by)
       sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
       return TRUE;
     }
-  s->current = sandstep_supervisor_command_begin (&s->rules, s->sandbox, s->expires, caller, &running, out_held_by);
-  if (s->current != NULL && !running)
-    finish (s, SANDSTEP_EXIT_INTERNAL, 0, TRUE);
+  command = sandstep_supervisor_command_begin (&s->rules, s->sandbox, s->expires, caller, beside, &running,
+                                               out_held_by);
+  if (command != NULL)
+    {
+      g_ptr_array_add (s->running, command);
+      if (!running)
+        finish (s, command, SANDSTEP_EXIT_INTERNAL, 0, TRUE);
+    }
   return *out_held_by == NULL;
 }
 
-/* The sandbox is free of commands: the waiting callers' turn, in order, until one's command begins. */
+/* Waiting callers that may now run beside a command of their holder begin. */
+static void
+serve_beside (Supervisor *s)
+{
+  GList *next;
+
+  for (GList *l = s->waiting.head; l != NULL && !s->done; l = next)
+    {
+      g_autofree char *held_by = NULL;
+
+      next = l->next;
+      if (may_run_beside (s, l->data))
+        {
+          begin (s, l->data, TRUE, &held_by);
+          g_queue_delete_link (&s->waiting, l);
+        }
+    }
+}
+
+/* The sandbox is free of commands: the waiting callers' turn, in order, until one's command begins (and those
+ * that may run beside it). */
 static void
 serve_waiting (Supervisor *s)
 {
   GList *next;
 
-  for (GList *l = s->waiting.head; l != NULL && s->current == NULL && !s->done; l = next)
+  for (GList *l = s->waiting.head; l != NULL && s->running->len == 0 && !s->done; l = next)
     {
       SupervisorCaller *caller = l->data;
       g_autofree char *held_by = NULL;
 
       next = l->next;
-      if (begin (s, caller, &held_by) ||
+      if (begin (s, caller, FALSE, &held_by) ||
           !sandstep_supervisor_caller_wait (caller, &s->rules, held_by, g_get_monotonic_time ()))
         g_queue_delete_link (&s->waiting, l);
     }
+  serve_beside (s);
   try_again_later (s);
 }
 
-/* A new caller: its command begins now, or it waits behind those who came before it. */
+/* A new caller: its command begins now (beside those of its holder, if it asked to), or it waits behind those
+ * who came before it. */
 static void
 take_caller (Supervisor *s, int conn)
 {
@@ -207,15 +279,24 @@ take_caller (Supervisor *s, int conn)
 
   if (caller == NULL)
     return;
-  if (s->waiting.length >= WAITING_MAX)
+  if (may_run_beside (s, caller))
+    {
+      g_autofree char *held_by = NULL;
+      begin (s, caller, TRUE, &held_by);
+      serve_beside (s);
+    }
+  else if (s->waiting.length >= WAITING_MAX)
     sandstep_supervisor_caller_answer (caller, SANDSTEP_RUN_FALLBACK);
-  else if (s->current == NULL)
+  else if (s->ending)
+    g_queue_push_tail (&s->waiting, caller);   /* the next supervisor's, once these end (RETRY) */
+  else if (s->running->len == 0)
     {
       /* Its turn, after those before it (held by another recipe, they may have theirs now too). */
       g_queue_push_tail (&s->waiting, caller);
       serve_waiting (s);
     }
-  else if (sandstep_supervisor_caller_wait (caller, &s->rules, sandstep_supervisor_command_holder (s->current),
+  else if (sandstep_supervisor_caller_wait (caller, &s->rules,
+                                            sandstep_supervisor_command_holder (s->running->pdata[0]),
                                             g_get_monotonic_time ()))
     g_queue_push_tail (&s->waiting, caller);
 }
@@ -242,7 +323,7 @@ prune_waiting (Supervisor *s, const struct pollfd *fds, guint n_fds, gint64 now)
         continue;
       g_queue_delete_link (&s->waiting, l);
       /* The last waiter gone with no command of its own: the supervisor idles from now. */
-      if (g_queue_is_empty (&s->waiting) && s->current == NULL)
+      if (g_queue_is_empty (&s->waiting) && s->running->len == 0)
         s->idle_deadline = now + s->idle_us;
     }
 }
@@ -250,21 +331,29 @@ prune_waiting (Supervisor *s, const struct pollfd *fds, guint n_fds, gint64 now)
 static void
 on_init_message (Supervisor *s)
 {
+  SupervisorCommand *command;
   int status, exec_error;
+  gint32 id;
 
-  switch (sandstep_supervisor_sandbox_read_init (s->sandbox, &status, &exec_error))
+  switch (sandstep_supervisor_sandbox_read_init (s->sandbox, &id, &status, &exec_error))
     {
     case SUPERVISOR_INIT_QUIET:
       break;
     case SUPERVISOR_INIT_LOST:
       /* The sandbox (stale now) is rebuilt for the next command. */
-      if (s->current != NULL)
-        finish (s, 128 + SIGKILL, 0, TRUE);
+      finish_all (s, 128 + SIGKILL);
       sandstep_supervisor_sandbox_end_init (s->sandbox);
       break;
     case SUPERVISOR_INIT_EXITED:
-      if (s->current != NULL)
-        finish (s, status, exec_error, FALSE);
+      if ((command = find_command (s, id)) != NULL)
+        finish (s, command, status, exec_error, FALSE);
+      else
+        {
+          /* No command of ours by that name: init says nonsense, and the sandbox goes as if it were lost. */
+          sandstep_supervisor_sandbox_mark_stale (s->sandbox);
+          finish_all (s, 128 + SIGKILL);
+          sandstep_supervisor_sandbox_end_init (s->sandbox);
+        }
       break;
     }
 }
@@ -274,8 +363,9 @@ on_notice (const char *line, gpointer user_data)
 {
   Supervisor *s = user_data;
 
-  if (s->current != NULL)
-    sandstep_supervisor_command_notice (s->current, line);
+  /* Whose connection it was, init does not say: every command's caller hears it. */
+  for (guint i = 0; i < s->running->len; i++)
+    sandstep_supervisor_command_notice (s->running->pdata[i], line);
 }
 
 static gboolean
@@ -337,8 +427,14 @@ check_state (Supervisor *s)
       fstatat (s->dir_fd, "claim", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != claim.st_ino ||
       now.st_dev != claim.st_dev)
     {
-      s->done = TRUE;
-      return;
+      /* Commands that run beside each other (under their claim, which kept any fork or checkpoint out) go on
+       * taking their holder's: a release (E2B's setTimeout) must not stop a background command's neighbours. */
+      if (s->running->len == 0)
+        s->done = TRUE;
+      else
+        s->ending = TRUE;
+      if (s->done)
+        return;
     }
   /* Our socket removed or replaced (a file, a FIFO, a directory, another socket): nobody can reach us, and
    * callers would wait for us in vain.  Ending lets the next caller start a supervisor that listens. */
@@ -359,29 +455,38 @@ check_state (Supervisor *s)
 static void
 loop (Supervisor *s)
 {
-  /* Once done, a command that runs still ends; nothing new starts. */
-  while (!s->done || s->current != NULL)
+  /* Once done, commands that run still end; nothing new starts. */
+  while (!s->done || s->running->len > 0)
     {
-      SupervisorCommand *command = s->current;
-      struct pollfd fds[6 + WAITING_MAX] = {
+      enum { FIXED = 5 };
+      struct pollfd fds[FIXED + SANDSTEP_INIT_MAX_COMMANDS + WAITING_MAX] = {
         { .fd = s->signals, .events = POLLIN },
         { .fd = s->done ? -1 : s->listener, .events = POLLIN },
         { .fd = sandstep_supervisor_sandbox_control_fd (s->sandbox), .events = POLLIN },
-        { .fd = command != NULL ? sandstep_supervisor_command_caller_fd (command) : -1, .events = POLLIN },
         { .fd = sandstep_supervisor_sandbox_notices_fd (s->sandbox), .events = POLLIN },
         { .fd = sandstep_supervisor_sandbox_init_pidfd (s->sandbox), .events = POLLIN },
       };
-      guint n_fds = 6;
+      g_autoptr(GPtrArray) polled = g_ptr_array_new ();   /* the commands whose callers fds[FIXED..] watch */
+      guint n_fds = FIXED, first_waiting;
       gint64 now = g_get_monotonic_time ();
       gint64 until;
       int r;
 
-      if (command != NULL)
-        until = sandstep_supervisor_command_deadline (command);
+      if (s->running->len > 0)
+        until = G_MAXINT64;
       else
         until = now + (s->expires - now_unix ()) * G_USEC_PER_SEC;
+      /* Each command's caller, watched for its going, and its deadline. */
+      for (guint i = 0; i < s->running->len; i++)
+        {
+          SupervisorCommand *command = s->running->pdata[i];
+          g_ptr_array_add (polled, command);
+          fds[n_fds++] = (struct pollfd) { .fd = sandstep_supervisor_command_caller_fd (command), .events = POLLIN };
+          until = MIN (until, sandstep_supervisor_command_deadline (command));
+        }
+      first_waiting = n_fds;
       /* An idle supervisor ends at its idle deadline; one with callers waiting does not. */
-      if (command == NULL && g_queue_is_empty (&s->waiting))
+      if (s->running->len == 0 && g_queue_is_empty (&s->waiting))
         until = MIN (until, s->idle_deadline);
       until = MIN (until, s->next_check);
       /* A waiting caller leaves when it goes or its wait is over, and asks again while no command runs. */
@@ -390,7 +495,7 @@ loop (Supervisor *s)
           fds[n_fds++] = (struct pollfd) { .fd = sandstep_supervisor_caller_fd (l->data), .events = POLLIN };
           until = MIN (until, sandstep_supervisor_caller_deadline (l->data));
         }
-      if (command == NULL && !g_queue_is_empty (&s->waiting))
+      if (s->running->len == 0 && !g_queue_is_empty (&s->waiting))
         until = MIN (until, s->next_try);
       r = poll (fds, n_fds, (int) CLAMP ((until - now + 999) / 1000, 0, G_MAXINT));
       if (r < 0 && errno != EINTR)
@@ -399,7 +504,7 @@ loop (Supervisor *s)
           break;
         }
       now = g_get_monotonic_time ();
-      prune_waiting (s, fds + 6, n_fds - 6, now);
+      prune_waiting (s, fds + first_waiting, n_fds - first_waiting, now);
 
       if (fds[0].revents & POLLIN)
         {
@@ -410,40 +515,46 @@ loop (Supervisor *s)
                 s->done = TRUE;
                 s->stop_signal = info.ssi_signo;
               }
-          if (s->stop_signal != 0 && s->current != NULL)
-            sandstep_supervisor_command_stop (s->current, s->sandbox);
+          if (s->stop_signal != 0)
+            for (guint i = 0; i < s->running->len; i++)
+              sandstep_supervisor_command_stop (s->running->pdata[i], s->sandbox);
         }
       /* Before a command is taken, and before an idle sandbox ends as expired (its lifetime may have grown). */
       if (!s->done && (now >= s->next_check || (fds[1].revents & POLLIN) ||
-                       (s->current == NULL && !alive (s))))
+                       (s->running->len == 0 && !alive (s))))
         check_state (s);
-      if (fds[4].revents & (POLLIN | POLLHUP))
+      if (fds[3].revents & (POLLIN | POLLHUP))
         sandstep_supervisor_sandbox_read_notices (s->sandbox, on_notice, s);
       if (fds[2].revents & (POLLIN | POLLHUP | POLLERR))
         on_init_message (s);
-      else if (fds[5].revents & POLLIN)
+      else if (fds[4].revents & POLLIN)
         {
           /* init died without a word (the kernel's OOM killer, or someone with the rights). */
           sandstep_supervisor_sandbox_mark_stale (s->sandbox);
-          if (s->current != NULL)
-            finish (s, 128 + SIGKILL, 0, TRUE);
+          finish_all (s, 128 + SIGKILL);
           sandstep_supervisor_sandbox_end_init (s->sandbox);
         }
 
-      command = s->current;
-      if (command != NULL)
+      /* The commands polled that still run: their callers, their time. */
+      for (guint i = 0; i < polled->len; i++)
         {
-          if (fds[3].revents & (POLLIN | POLLHUP | POLLERR))
+          SupervisorCommand *command = polled->pdata[i];
+          if (!g_ptr_array_find (s->running, command, NULL))
+            continue;
+          if (fds[FIXED + i].revents & (POLLIN | POLLHUP | POLLERR))
             sandstep_supervisor_command_caller_gone (command, s->sandbox);
           if (sandstep_supervisor_command_overdue (command, s->sandbox, now))
             {
-              /* init did not answer: the sandbox goes, and with it the command. */
+              /* init did not answer: the sandbox goes, and with it every command. */
               sandstep_supervisor_sandbox_mark_stale (s->sandbox);
               sandstep_supervisor_sandbox_end_init (s->sandbox);
-              finish (s, 128 + SIGKILL, 0, TRUE);
+              finish_all (s, 128 + SIGKILL);
+              break;
             }
         }
-      else if (!alive (s))
+      if (s->running->len > 0)
+        ;
+      else if (s->ending || !alive (s))
         s->done = TRUE;
       else if (now >= s->idle_deadline && g_queue_is_empty (&s->waiting))
         {
@@ -464,7 +575,9 @@ loop (Supervisor *s)
         }
       if (s->done)
         prune_waiting (s, NULL, 0, now);
-      else if (s->current == NULL && !g_queue_is_empty (&s->waiting) && g_get_monotonic_time () >= s->next_try)
+      else if (s->running->len > 0 && !g_queue_is_empty (&s->waiting))
+        serve_beside (s);   /* a place beside them may have come free */
+      else if (s->running->len == 0 && !g_queue_is_empty (&s->waiting) && g_get_monotonic_time () >= s->next_try)
         {
           check_state (s);
           if (s->done)
@@ -614,6 +727,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   };
   gboolean ok;
 
+  s.running = g_ptr_array_new ();
   if (jail_pid > 0)
     s.adopt = (SandstepJailStart) { .pid = jail_pid, .pidfd = SANDSTEP_SUPERVISOR_JAIL_PIDFD_FD,
                                     .go = SANDSTEP_SUPERVISOR_JAIL_GO_FD, .report = SANDSTEP_SUPERVISOR_JAIL_REPORT_FD,
@@ -646,6 +760,7 @@ sandstep_supervisor_main (const char *handle, int jail_pid)
   if (s.listener >= 0)
     close_listener (&s);
   sandstep_supervisor_sandbox_free (s.sandbox);
+  g_ptr_array_unref (s.running);
   /* The jail is gone: a keeper waiting for the lock goes on, to the next supervisor. */
   if (s.keep_ending >= 0)
     close (s.keep_ending);

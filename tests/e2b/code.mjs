@@ -60,8 +60,10 @@ async function code() {
     });
     return { status: r.status, statusText: r.statusText, body: await r.json() };
   });
-  // While the session holds the sandbox, a command waits for it, then answers busy.
-  await take('busy', async () => (await sbx.commands.run('echo free')).stdout);
+  // While the session lives, commands run beside it, and it keeps its state.
+  await take('beside', async () => (await sbx.commands.run(
+    'echo free > /workspace/beside.txt; cat /workspace/beside.txt')).stdout);
+  await take('besideKept', async () => shown(await sbx.runCode('open("/workspace/beside.txt").read().strip() + str(x)')));
   // The SDK stops waiting after timeoutMs; the interpreter goes with the call, and the next call says so.
   await take('timeout', async () => shown(await sbx.runCode('import time\ntime.sleep(30)', { timeoutMs: 2000 })));
   await take('afterTimeout', async () => shown(await sbx.runCode('x')));
@@ -119,7 +121,7 @@ async function contexts() {
   await take('set', async () => shown(await sbx.runCode('x = 5', { context: report.create })));
   await take('kept', async () => shown(await sbx.runCode('x', { context: { id: 'default' } })));
   await take('otherContext', async () => shown(await sbx.runCode('1', { context: { id: 'nope' } })));
-  // While the session holds the sandbox a command is busy; a restart gives the claim back with the state.
+  // A restart gives the claim back with the state.
   await take('restart', async () => { await sbx.restartCodeContext('default'); return true; });
   await take('freed', async () => (await sbx.commands.run('echo free')).stdout);
   await take('afterRestart', async () => shown(await sbx.runCode('x')));

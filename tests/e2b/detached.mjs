@@ -5,7 +5,7 @@
 //   start              creates a sandbox and starts a background command that reads stdin; once it has said
 //                      "begun" the script exits without disconnecting (process.exit), printing {sandboxId, pid}
 //   connect ID PID     Sandbox.connect(ID): lists the commands, sends a line (the command then writes 8 MB that no
-//                      one reads), writes a file (busy: the command holds the sandbox), connects to PID after
+//                      one reads), writes a file (beside the command), connects to PID after
 //                      that, sends a second line and waits for the command's end
 //   sleeper ID         starts `sleep 654321` in the background, disconnects from it, lists, and exits, printing
 //                      {pid, listedAfterDisconnect}
@@ -27,7 +27,8 @@ if (step === 'start') {
   let out = '';
   // timeoutMs: 0: the command has no deadline of its own.
   const h = await sbx.commands.run(
-    'echo begun; read a; head -c 8000000 /dev/zero | tr "\\0" x; echo; echo "flooded $a"; read b; echo "got $b"; exit 3',
+    'echo begun; read a; head -c 8000000 /dev/zero | tr "\\0" x; echo; echo "flooded $a"; touch /workspace/flooded; '
+    + 'read b; echo "got $b"; exit 3',
     { background: true, stdin: true, timeoutMs: 0, onStdout: (d) => { out += d; } });
   await until(() => out.includes('begun'));
   report.sandboxId = sbx.sandboxId;
@@ -37,9 +38,17 @@ if (step === 'start') {
   const sbx = await Sandbox.connect(id);
   await take('listed', async () => (await sbx.commands.list()).map((p) => ({ pid: p.pid, args: p.args })));
   await take('sentOne', async () => { await sbx.commands.sendStdin(pid, 'one\n'); return true; });
-  // The command holds the sandbox's claim: a file call waits for it (5 s), then is refused as busy.  Meanwhile
-  // the flood goes to no one: it must neither block the command nor reach a later connection.
-  await take('busy', async () => { await sbx.files.write('/workspace/busy.txt', 'x'); return true; });
+  // A file call runs beside the command.  Meanwhile the flood goes to no one: it must neither block the command
+  // nor reach a later connection.
+  await take('beside', async () => { await sbx.files.write('/workspace/beside.txt', 'x'); return true; });
+  // Connected once the flood is over, which a file call beside the command sees.
+  let flooded = false;
+  for (let i = 0; i < scaled(30_000) / 100 && !flooded; i++) {
+    flooded = await sbx.files.exists('/workspace/flooded');
+    if (!flooded)
+      await sleep(100);
+  }
+  report.flooded = flooded;
   let out = '';
   await take('connected', async () => {
     const h = await sbx.commands.connect(pid, { onStdout: (d) => { out += d; }, timeoutMs: 0 });

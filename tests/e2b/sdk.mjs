@@ -139,8 +139,17 @@ async function background() {
   report.pid = h.pid;
   await take('listed', async () => (await sbx.commands.list()).map((p) => ({ pid: p.pid, cmd: p.cmd, args: p.args,
     envs: p.envs })));
-  // While it holds the sandbox, another command waits on it: refused as busy.
-  await take('busy', async () => (await sbx.commands.run('echo second')).stdout);
+  // Beside it, other calls run at once: a command, one that leaves a process behind (which goes with it, in its
+  // own process group, leaving the first command be), and file calls.
+  await take('beside', async () => (await sbx.commands.run('echo second')).stdout);
+  await take('besideLeaves', async () => (await sbx.commands.run('sleep 601 & echo left')).stdout);
+  await take('besideFiles', async () => {
+    await sbx.files.write('/workspace/beside.txt', 'written beside');
+    return await sbx.files.read('/workspace/beside.txt');
+  });
+  await take('besideList', async () => (await sbx.commands.list()).map((p) => p.pid));
+  await take('besidePs', async () => (await sbx.commands.run(
+    'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f; echo; done')).stdout);
   await take('reconnect', async () => (await sbx.commands.connect(h.pid)).pid);
   await take('stdin', async () => { await sbx.commands.sendStdin(h.pid, 'x\n'); return true; });
   await take('killed', async () => await h.kill());
@@ -157,6 +166,26 @@ async function background() {
   await take('killedNever', async () => await sbx.commands.kill(4_000_000));
   // The killed command let the sandbox go: the next one runs.
   await take('after', async () => (await sbx.commands.run('echo free')).stdout);
+  // The first of two killed while the second runs beside it: what the first left goes with it, the second runs on.
+  const first = await sbx.commands.run('sleep 604 & sleep 605', { background: true });
+  const second = await sbx.commands.run('sleep 606', { background: true });
+  await take('firstKilled', async () => await first.kill());
+  await take('afterFirst', async () => (await sbx.commands.list()).map((p) => p.pid));
+  await take('afterFirstPs', async () => (await sbx.commands.run(
+    'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f; echo; done')).stdout);
+  report.second = second.pid;
+  await take('secondKilled', async () => await second.kill());
+  // Two beside each other, the first killed: the second keeps their claim, so a snapshot waits for it (then is
+  // busy); E2B's setTimeout (a release of the sandbox) leaves the calls beside it going.
+  const third = await sbx.commands.run('sleep 609', { background: true });
+  const fourth = await sbx.commands.run('sleep 610', { background: true });
+  await third.kill();
+  await take('snapshotBeside', async () => (await sbx.createSnapshot()).snapshotId);
+  await take('setTimeoutBeside', async () => { await sbx.setTimeout(120_000); return true; });
+  await take('afterSetTimeout', async () => (await sbx.commands.run('echo still')).stdout);
+  await take('fourthListed', async () => (await sbx.commands.list()).map((p) => p.pid));
+  report.fourth = fourth.pid;
+  await take('fourthKilled', async () => await fourth.kill());
   // A key of another owner neither lists nor kills this sandbox's commands (the SDK cannot even connect to the
   // sandbox with it: its requests are made here).
   const other = { apiKey: process.env.E2B_OTHER_KEY };
@@ -500,6 +529,12 @@ async function handed() {
   report.sandboxId = sbx.sandboxId;
   await take('read', async () => await sbx.files.read('/workspace/from-make.txt'));
   await take('run', async () => (await sbx.commands.run('cat /workspace/from-make.txt; echo agent > agent.txt')).stdout);
+  // Left running as the script ends: a command beside a first one that is killed, so that no call claims the
+  // sandbox while it runs on.  The DAG's next step waits for it.
+  const first = await sbx.commands.run('sleep 600', { background: true, timeoutMs: 0 });
+  await sbx.commands.run(`sleep ${scaled(3000) / 1000}; echo left > /workspace/left.txt`,
+                         { background: true, timeoutMs: 0 });
+  await take('firstKilled', async () => await first.kill());
 }
 
 const areas = { lifecycle, scoped, commands, background, files, handed, template, stdin, snapshots };
