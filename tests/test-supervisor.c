@@ -883,18 +883,21 @@ test_beside (Fixture *f, gconstpointer data)
   g_autofree char *line = NULL, *rest = NULL;
   g_autoptr(GArray) marks = g_array_new (FALSE, FALSE, sizeof (int));
   SandstepRunReply reply;
-  int first[2], second[2], other[2], left[2];
-  int c1, c2, c3, c4, supervisor;
+  int first[2], second[2], other[2], left[2], six[2], seven[2];
+  int c1, c2, c3, c4, c5, c6, supervisor;
 
   g_test_summary ("commands that ask to run beside those of their holder (E2B's calls) do, at once, while "
                   "another holder's, or one that did not ask, is not let in (refused here with --wait=0); a "
                   "command killed beside another takes what it started in its process group with it, and the "
-                  "other runs on");
+                  "other runs on; a caller that cannot run beside them waits for them to end, and meanwhile "
+                  "nothing more begins beside them");
   supervisor = start_supervisor (f, handle);
   g_assert_cmpint (pipe2 (first, O_CLOEXEC), ==, 0);
   g_assert_cmpint (pipe2 (second, O_CLOEXEC), ==, 0);
   g_assert_cmpint (pipe2 (other, O_CLOEXEC), ==, 0);
   g_assert_cmpint (pipe2 (left, O_CLOEXEC), ==, 0);
+  g_assert_cmpint (pipe2 (six, O_CLOEXEC), ==, 0);
+  g_assert_cmpint (pipe2 (seven, O_CLOEXEC), ==, 0);
 
   c1 = request_beside (f, socket_path, handle, "dag/run/e2b", "", TRUE, "echo one; exec sleep 1000", first[1], marks);
   close (first[1]);
@@ -936,17 +939,47 @@ test_beside (Fixture *f, gconstpointer data)
   g_assert_cmpstr (rest, ==, "");
   g_assert_cmpint (poll (&(struct pollfd) { .fd = first[0], .events = POLLIN }, 1, 0), ==, 0);
 
-  /* The last one killed: everything goes, and the supervisor serves on. */
+  /* A caller that cannot run beside them waits for them to end (told so), and while it waits nothing more begins
+   * beside them: its turn comes. */
+  c5 = request_beside (f, socket_path, handle, "dag/run/other", "", FALSE, "echo six", six[1], marks);
+  close (six[1]);
+  {
+    char buf[4096];
+    SandstepRunReply notice;
+    struct pollfd pfd = { .fd = c5, .events = POLLIN };
+    g_assert_cmpint (poll (&pfd, 1, (int) (60000 * sandstep_test_time_scale ())), ==, 1);
+    g_assert_cmpint (recv (c5, buf, sizeof buf, 0), >, (ssize_t) sizeof notice);
+    memcpy (&notice, buf, sizeof notice);
+    g_assert_cmpint (notice.kind, ==, SANDSTEP_RUN_NOTICE);
+  }
+  c6 = request_beside (f, socket_path, handle, "dag/run/e2b", "1", TRUE, "echo seven", seven[1], marks);
+  close (seven[1]);
+  g_assert_cmpint (next_reply (c6).kind, ==, SANDSTEP_RUN_BUSY);
+  close (c6);
+  g_clear_pointer (&rest, g_free);
+  rest = read_to_end (seven[0]);
+  g_assert_cmpstr (rest, ==, "");
+
+  /* The last one killed: everything goes, the waiting caller's command runs, and the supervisor serves on. */
   close (c1);
   g_clear_pointer (&rest, g_free);
   rest = read_to_end (first[0]);
   g_assert_cmpstr (rest, ==, "");
+  reply = next_reply (c5);
+  g_assert_cmpint (reply.kind, ==, SANDSTEP_RUN_DONE);
+  g_assert_cmpint (reply.exit_status, ==, 0);
+  close (c5);
+  g_clear_pointer (&rest, g_free);
+  rest = read_to_end (six[0]);
+  g_assert_cmpstr (rest, ==, "six\n");
   g_free (sandstep_test_run_ok (f, handle, "true"));
   g_assert_true (process_alive (supervisor));
   close (first[0]);
   close (second[0]);
   close (other[0]);
   close (left[0]);
+  close (six[0]);
+  close (seven[0]);
   for (guint i = 0; i < marks->len; i++)
     close (g_array_index (marks, int, i));
 }

@@ -169,7 +169,8 @@ find_command (Supervisor *s, gint32 id)
 }
 
 /* May @caller begin now, beside the commands that run?  Only when it asked to, one of them is its holder's and
- * asked so too, and their sandbox lives as it is (one to be built anew waits until none runs). */
+ * asked so too, their sandbox lives as it is (one to be built anew waits until none runs), and no caller that
+ * cannot run beside them waits for them to end (a make step's turn comes, however many calls come beside). */
 static gboolean
 may_run_beside (Supervisor *s, SupervisorCaller *caller)
 {
@@ -178,6 +179,9 @@ may_run_beside (Supervisor *s, SupervisorCaller *caller)
   if (holder == NULL || s->running->len == 0 || s->running->len >= SANDSTEP_INIT_MAX_COMMANDS ||
       !sandstep_supervisor_sandbox_live (s->sandbox))
     return FALSE;
+  for (GList *l = s->waiting.head; l != NULL; l = l->next)
+    if (l->data != caller && sandstep_supervisor_caller_beside_holder (l->data) == NULL)
+      return FALSE;
   for (guint i = 0; i < s->running->len; i++)
     if (sandstep_supervisor_command_beside (s->running->pdata[i], holder))
       return TRUE;
