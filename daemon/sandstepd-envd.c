@@ -540,7 +540,10 @@ owner_done (GObject *source, GAsyncResult *result, gpointer data)
       sandstepd_envd_fail (job, "resource_exhausted", error->message);
       return;
     }
-  job->holder = sandstepd_e2b_holder (job->owner);
+  /* A snapshot's fork moves the files: under a name of its own, which no call beside E2B's others takes for
+   * theirs. */
+  job->holder = job->op == ENVD_FORK ? g_strconcat (job->owner, "/e2b-snapshot", NULL)
+                                     : sandstepd_e2b_holder (job->owner);
   who.owner = job->owner;
   who.holder = job->holder;
   job->lease = sandstepd_lease_new (req, &who, w);

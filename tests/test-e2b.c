@@ -487,6 +487,7 @@ test_background (Fixture *fx, gconstpointer data)
   /* Beside it: commands and file calls run at once; what a command leaves goes with it, and the first runs on. */
   g_assert_cmpstr (json_object_get_string_member (report, "beside"), ==, "second\n");
   g_assert_cmpstr (json_object_get_string_member (report, "besideLeaves"), ==, "left\n");
+  g_assert_cmpstr (json_object_get_string_member (report, "besideEscapes"), ==, "escaped\n");
   g_assert_cmpstr (json_object_get_string_member (report, "besideFiles"), ==, "written beside");
   listed = json_object_get_array_member (report, "besideList");
   g_assert_cmpuint (json_array_get_length (listed), ==, 1);

@@ -411,14 +411,19 @@ typedef struct {
 static Running running[SANDSTEP_INIT_MAX_COMMANDS];
 static int n_running;
 
-/* Kills @r's process group: its own, or init's for the first command (kill(0), which as pid 1 init ignores). */
+/* Kills @r's process group: its own, or for the first command init's (kill(0), which as pid 1 init ignores) and
+ * the one it made itself if it made a session of its own (named by its pid, which stays taken while the group
+ * lives). */
 static void
 kill_group (const Running *r)
 {
   if (r->group > 0)
     kill (-r->group, SIGKILL);
   else if (getpid () == 1)
-    kill (0, SIGKILL);
+    {
+      kill (0, SIGKILL);
+      kill (-r->pid, SIGKILL);
+    }
 }
 
 static Running *

@@ -510,6 +510,13 @@ run_through_supervisor (LocalAttachment *attachment, SandstepRunCall *call, Sand
           return sandstep_throw (error, SANDSTEP_JAIL_ERROR, SANDSTEP_JAIL_ERROR_SETUP, "%s",
                                  SANDSTEP_RUN_LOST_TEXT);
         case SANDSTEP_RUN_CALL_FALLBACK:
+          /* Beside another's claim, a turn that did not come in time. */
+          if (attachment->claim_fd < 0)
+            return sandstep_throw_busy (error, attachment->holder,
+                                        "Sandbox '%s' is busy: its commands did not make room for one more of "
+                                        "'%s' in %g s (a make step waits for its turn, or it is being built "
+                                        "again); try again", attachment->parent.handle, attachment->holder,
+                                        SANDSTEP_BESIDE_WAIT_S);
           {
             /* Refused although this step holds the claim: the sandbox changed under it. */
             g_autoptr(SandstepRecord) now = sandstep_store_load (attachment->local->store,

@@ -276,6 +276,20 @@ pump (Streams *streams, Relay *relay)
   return 1;
 }
 
+/* What @relay's pipe holds now, passed on; a writer that stays is not waited for (where it goes, a second at most
+ * for room). */
+static void
+drain_present (Streams *streams, Relay *relay)
+{
+  while (relay->from >= 0 && poll (&(struct pollfd) { .fd = relay->from, .events = POLLIN }, 1, 0) == 1)
+    {
+      if (!pump (streams, relay))
+        break;
+      if (relay->stalled && poll (&(struct pollfd) { .fd = relay->to, .events = POLLOUT }, 1, 1000) != 1)
+        break;
+    }
+}
+
 static volatile sig_atomic_t stop_signal;
 
 static void
@@ -485,15 +499,21 @@ sandstep_run_call (int sock, const SandstepRunCall *call, SandstepRunCallResult 
         break;
     }
 
-  /* What the command wrote before it ended: every writer is gone now. */
+  /* What the command wrote before it ended: every writer is gone now, but a process that left its group while
+   * commands ran beside it (OTHERS_RUN), which may hold the pipe for ever: then what is in it, and no more. */
   for (int i = 0; i < streams.n_relays; i++)
     {
       Relay *relay = &streams.relays[i];
       if (relay->kind != RELAY_IN && result->outcome == SANDSTEP_RUN_CALL_DONE && relay->from >= 0)
         {
-          fcntl (relay->from, F_SETFL, 0);
-          while (pump (&streams, relay))
-            ;
+          if (result->reply.flags & SANDSTEP_RUN_OTHERS_RUN)
+            drain_present (&streams, relay);
+          else
+            {
+              fcntl (relay->from, F_SETFL, 0);
+              while (pump (&streams, relay))
+                ;
+            }
         }
       close_relay (relay);
     }

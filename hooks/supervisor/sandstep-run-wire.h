@@ -22,7 +22,9 @@
  *   RETRY     nothing ran: this supervisor is ending, ask a new one;
  *   NOTICE    a line for the caller's stderr (an egress refusal), the text
  *             after the reply;
- *   DONE      the command ended and every process it started is gone;
+ *   DONE      the command ended and every process it started is gone (but,
+ *             with OTHERS_RUN, one that left its process group while
+ *             commands ran beside it);
  *   ERROR     nothing ran: the sandbox could not be built, the text after
  *             the reply says why;
  *   BUSY      nothing ran: the sandbox stayed held until the caller's wait
@@ -96,6 +98,7 @@ enum {
   SANDSTEP_RUN_PIDS_HIT = 1 << 3,
   SANDSTEP_RUN_INTERRUPTED = 1 << 4,  /* the sandbox went down under it (destroyed, or its init killed) */
   SANDSTEP_RUN_EXEC_FAILED = 1 << 5,  /* nothing could be executed; .exit_status is the errno */
+  SANDSTEP_RUN_OTHERS_RUN = 1 << 6,   /* commands beside it run on: a process of its may still hold its output */
 };
 
 typedef struct {

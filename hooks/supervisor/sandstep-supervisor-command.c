@@ -25,6 +25,7 @@
 struct _SupervisorCommand {
   gint32 id;               /* init's name for it */
   gboolean beside;         /* asked to run beside its holder's (SANDSTEP_RUN_FIELD_BESIDE) */
+  gboolean handed_claim;   /* its claim came from another of its holder's commands */
   int conn;
   gboolean own_claim;      /* the supervisor holds the claim for the caller */
   int caller_claim;        /* the caller's claim fd, held while its command runs */
@@ -279,6 +280,12 @@ sandstep_supervisor_command_deadline (SupervisorCommand *command)
 }
 
 gboolean
+sandstep_supervisor_command_handed_claim (SupervisorCommand *command)
+{
+  return command->handed_claim && (command->own_claim || command->caller_claim >= 0);
+}
+
+gboolean
 sandstep_supervisor_command_own_claim (SupervisorCommand *command)
 {
   return command->own_claim;
@@ -309,6 +316,7 @@ sandstep_supervisor_command_hand_claim (SupervisorCommand *from, SupervisorComma
     return;
   to->own_claim = from->own_claim;
   to->caller_claim = from->caller_claim;
+  to->handed_claim = TRUE;
   from->own_claim = FALSE;
   from->caller_claim = -1;
 }
@@ -322,7 +330,8 @@ sandstep_supervisor_command_notice (SupervisorCommand *command, const char *line
 
 void
 sandstep_supervisor_command_finish (SupervisorCommand *command, SupervisorSandbox *sandbox,
-                                    const SupervisorRules *rules, int status, int exec_error, gboolean interrupted)
+                                    const SupervisorRules *rules, int status, int exec_error, gboolean interrupted,
+                                    gboolean others_run)
 {
   SandstepRunReply message = {
     .kind = SANDSTEP_RUN_DONE,
@@ -348,6 +357,8 @@ sandstep_supervisor_command_finish (SupervisorCommand *command, SupervisorSandbo
     message.flags |= SANDSTEP_RUN_INTERRUPTED;
   if (exec_error != 0)
     message.flags |= SANDSTEP_RUN_EXEC_FAILED;
+  if (others_run)
+    message.flags |= SANDSTEP_RUN_OTHERS_RUN;
   /* The claim goes before the caller hears: its next step may claim the sandbox at once. */
   release_claim (rules, command);
   if (!command->caller_gone)

@@ -92,4 +92,7 @@ void sandstep_supervisor_command_notice (SupervisorCommand *command, const char 
  * (@interrupted): the claim goes, the caller hears, and @command is freed. */
 void sandstep_supervisor_command_finish (SupervisorCommand *command, SupervisorSandbox *sandbox,
                                          const SupervisorRules *rules, int status, int exec_error,
-                                         gboolean interrupted);
+                                         gboolean interrupted, gboolean others_run);
+/* It holds a claim that another command of its holder handed on (whose caller may be gone): a release that came
+ * meanwhile is the supervisor's to finish. */
+gboolean sandstep_supervisor_command_handed_claim (SupervisorCommand *command);

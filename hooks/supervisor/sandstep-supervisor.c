@@ -139,10 +139,13 @@ finish (Supervisor *s, SupervisorCommand *command, int status, int exec_error, g
         sandstep_supervisor_command_hand_claim (command, s->running->pdata[i]);
         break;
       }
-  /* A release that came while the command ran left the destruction to its holder: us, when the claim was ours. */
-  if (sandstep_supervisor_command_own_claim (command) && s->released && !alive (s))
+  /* A release that came while the command ran left the destruction to its holder: us, when the claim was ours
+   * (or came to it from a command whose caller may be gone). */
+  if ((sandstep_supervisor_command_own_claim (command) || sandstep_supervisor_command_handed_claim (command)) &&
+      s->released && !alive (s))
     s->done = s->reclaim = TRUE;
-  sandstep_supervisor_command_finish (command, s->sandbox, &s->rules, status, exec_error, interrupted);
+  sandstep_supervisor_command_finish (command, s->sandbox, &s->rules, status, exec_error, interrupted,
+                                      s->running->len > 0);
   if (s->running->len > 0)
     return;
   s->idle_deadline = g_get_monotonic_time () + s->idle_us;

@@ -143,6 +143,8 @@ async function background() {
   // own process group, leaving the first command be), and file calls.
   await take('beside', async () => (await sbx.commands.run('echo second')).stdout);
   await take('besideLeaves', async () => (await sbx.commands.run('sleep 601 & echo left')).stdout);
+  // One whose child leaves its group (a session of its own) holding its output: the call ends with what it wrote.
+  await take('besideEscapes', async () => (await sbx.commands.run('setsid sleep 611 & echo escaped')).stdout);
   await take('besideFiles', async () => {
     await sbx.files.write('/workspace/beside.txt', 'written beside');
     return await sbx.files.read('/workspace/beside.txt');
