@@ -1026,7 +1026,9 @@ test_agent_bounded_memory (AgentFixture *af, gconstpointer data)
 
   if (!g_test_subprocess ())
     {
-      g_test_trap_subprocess (NULL, 300 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+      /* Its own rusage, in a process of its own; what it says comes through, so that a failure says which check. */
+      g_test_trap_subprocess (NULL, 300 * G_USEC_PER_SEC * sandstep_test_time_scale (),
+                              G_TEST_SUBPROCESS_INHERIT_STDERR);
       g_test_trap_assert_passed ();
       return;
     }
