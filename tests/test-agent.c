@@ -1021,6 +1021,7 @@ test_agent_bounded_memory (AgentFixture *af, gconstpointer data)
     " {\"answer\": \"ok\"}]";
   g_autoptr(SandstepTestResult) result = NULL;
   g_autoptr(GPtrArray) events = NULL;
+  g_autofree char *timeout_arg = NULL, *max_arg = NULL;
   struct rusage usage;
   const char *content;
 
@@ -1034,7 +1035,10 @@ test_agent_bounded_memory (AgentFixture *af, gconstpointer data)
     }
   g_test_summary ("A command writing 1 GiB: the helper keeps only the head and tail of each stream (peak RSS "
                   "under 32 MiB) and still counts what it left out");
-  result = run_agent (af, script, "Flood", NULL);
+  /* The flood's own time stretches on an emulated host (TCG: about 90 s), past run_command's 60 s default. */
+  timeout_arg = g_strdup_printf ("--command-timeout=%.0f", 60 * sandstep_test_time_scale ());
+  max_arg = g_strdup_printf ("--max-command-timeout=%.0f", 300 * sandstep_test_time_scale ());
+  result = run_agent (af, script, "Flood", timeout_arg, max_arg, NULL);
   sandstep_test_assert_status (result, 0);
   g_assert_cmpint (getrusage (RUSAGE_CHILDREN, &usage), ==, 0);
   g_test_message ("largest child's peak RSS: %ld KiB", usage.ru_maxrss);
