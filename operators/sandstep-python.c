@@ -383,6 +383,7 @@ wait_for (Interpreter *interpreter, const char *request, guint64 id, gint64 dead
 {
   gsize to_write = request != NULL ? strlen (request) : 0;
   gboolean out_open = TRUE, err_open = TRUE;
+  int late = 0;
 
   if (sandstep_python_parse_frames (interpreter->buffer, id, call, broken))
     return WAIT_RESULT;
@@ -398,16 +399,21 @@ wait_for (Interpreter *interpreter, const char *request, guint64 id, gint64 dead
       gint64 left = deadline - g_get_monotonic_time ();
       char chunk[65536];
       ssize_t n;
+      int r;
 
-      if (left <= 0)
-        return WAIT_TIMEOUT;
-      if (poll (fds, G_N_ELEMENTS (fds), (int) MIN (left / 1000 + 1, G_MAXINT)) < 0)
+      /* Past the deadline, what is there already still counts: an interpreter that ended (killed with its
+       * sandbox, whose end left no time) is said to have died, not to have run out of time.  A few reads'
+       * worth, so that one still writing cannot hold the call. */
+      r = poll (fds, G_N_ELEMENTS (fds), left > 0 ? (int) MIN (left / 1000 + 1, G_MAXINT) : 0);
+      if (r < 0)
         {
           if (errno == EINTR)
             continue;
           *broken = g_strdup_printf ("poll failed: %s", g_strerror (errno));
           return WAIT_BROKEN;
         }
+      if (left <= 0 && (r == 0 || ++late > 64))
+        return WAIT_TIMEOUT;
       if (fds[2].revents & (POLLOUT | POLLERR))
         {
           n = write (interpreter->in_w, request, to_write);
