@@ -238,6 +238,7 @@ sandstep_attachment_run_command (SandstepAttachment *attachment, const SandstepR
   gboolean clamped;
 
   memset (result, 0, sizeof *result);
+  within.own_timeout_s = request->timeout_s;
   /* The command's budget never outlives the sandbox. */
   within.timeout_s = sandstep_run_budget (request->timeout_s, sandstep_attachment_remaining_lifetime (attachment),
                                           result);

@@ -56,6 +56,10 @@ typedef struct {
   void (*on_notice) (const char *message, gpointer user_data);
   /* Cancelled: the command is killed with everything it started, and the call fails.  May be NULL. */
   GCancellable *cancellable;
+  /* Set by sandstep_attachment_run_command(): the caller's own timeout_s, before the lifetime cut it; a backend
+   * that keeps the lifetime itself (the local one's supervisor, which moves a budget with a later release) runs
+   * by it. */
+  double own_timeout_s;
 } SandstepRunRequest;
 
 typedef struct {

@@ -463,7 +463,8 @@ test_background (Fixture *fx, gconstpointer data)
                   "kill or an unknown pid is false; a key of another owner neither lists nor kills; "
                   "beside it, other commands and file calls run at once, and what such a command leaves behind "
                   "goes with it (its process group) while the first runs on, and the other way round; their claim outlives the "
-                  "first of them, so a snapshot is busy, and a setTimeout leaves them going; "
+                  "first of them, so a snapshot is busy, and a setTimeout leaves them going and moves the end of a command "
+                  "with no timeout of its own; "
                   "commands.connect reconnects to it, and sendStdin to a command started without stdin says so");
   if (!sdk_ready ())
     return;
@@ -512,6 +513,11 @@ test_background (Fixture *fx, gconstpointer data)
   g_assert_cmpuint (json_array_get_length (listed), ==, 1);
   g_assert_cmpint (json_array_get_int_element (listed, 0), ==, json_object_get_int_member (report, "fourth"));
   g_assert_true (json_object_get_boolean_member (report, "fourthKilled"));
+  /* setTimeout moved the end of a sandbox whose background command had no timeout of its own: it runs on. */
+  listed = json_object_get_array_member (report, "extendedListed");
+  g_assert_cmpuint (json_array_get_length (listed), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (listed, 0), ==, json_object_get_int_member (report, "extended"));
+  g_assert_true (json_object_get_boolean_member (report, "extendedKilled"));
   assert_threw (report, "stdin", "SandboxError", "[failed_precondition] Command");
   assert_threw (report, "stdin", "SandboxError", "has no stdin to write: start it with commands.run(cmd, "
                 "{background: true, stdin: true})");

@@ -576,8 +576,10 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
 
   if (!check_alive (attachment->record, error))
     return FALSE;
-  if (request->timeout_s > 0)
-    g_ascii_dtostr (timeout_text, sizeof timeout_text, request->timeout_s);
+  /* The supervisor cuts the budget to the lifetime itself, and moves it when a release moves the lifetime: it gets
+   * the caller's own. */
+  if (request->own_timeout_s > 0)
+    g_ascii_dtostr (timeout_text, sizeof timeout_text, request->own_timeout_s);
   call.field[SANDSTEP_RUN_FIELD_HANDLE] = parent->handle;
   call.field[SANDSTEP_RUN_FIELD_OWNER] = attachment->record->owner;
   /* The attachment's holder: commands of one holder run beside each other when they ask to. */

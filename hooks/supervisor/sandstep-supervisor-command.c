@@ -39,6 +39,8 @@ struct _SupervisorCommand {
   gboolean interrupted;
   double applied_timeout_s;
   gboolean clamped;
+  double own_timeout_s;    /* its own --timeout; 0: none (the sandbox's life is its budget) */
+  gint64 started;          /* monotonic µs */
   guint64 oom_kills, pids_max;
 };
 
@@ -271,6 +273,23 @@ int
 sandstep_supervisor_command_caller_fd (SupervisorCommand *command)
 {
   return command->caller_gone ? -1 : command->conn;
+}
+
+void
+sandstep_supervisor_command_lifetime (SupervisorCommand *command, gint64 expires)
+{
+  gint64 now = g_get_monotonic_time ();
+  double elapsed = (now - command->started) / (double) G_USEC_PER_SEC;
+  double remaining = MAX (expires - g_get_real_time () / (double) G_USEC_PER_SEC, 0);
+  double own_left = command->own_timeout_s > 0 ? MAX (command->own_timeout_s - elapsed, 0) : G_MAXDOUBLE;
+  double left = MIN (own_left, remaining);
+
+  /* Only a budget the sandbox's end set moves with it; one killed already stays killed. */
+  if (command->killed || !command->clamped)
+    return;
+  command->applied_timeout_s = elapsed + left;
+  command->clamped = own_left > remaining;
+  command->deadline = now + (gint64) (left * G_USEC_PER_SEC);
 }
 
 gint64
@@ -618,10 +637,12 @@ sandstep_supervisor_command_begin (const SupervisorRules *rules, SupervisorSandb
     }
 
   /* The command's budget never outlives the sandbox. */
+  command->own_timeout_s = have_timeout ? timeout_s : 0;
+  command->started = g_get_monotonic_time ();
   remaining = MAX (expires - g_get_real_time () / (double) G_USEC_PER_SEC, 0);
   command->applied_timeout_s = have_timeout ? MIN (timeout_s, remaining) : remaining;
   command->clamped = !have_timeout || timeout_s > remaining;
-  command->deadline = g_get_monotonic_time () + (gint64) (command->applied_timeout_s * G_USEC_PER_SEC);
+  command->deadline = command->started + (gint64) (command->applied_timeout_s * G_USEC_PER_SEC);
   sandstep_supervisor_sandbox_counters (sandbox, &command->oom_kills, &command->pids_max);
 
   /* From here on the command may run: the caller must never run it again.  A caller that cannot read the

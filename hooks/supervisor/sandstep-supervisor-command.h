@@ -62,6 +62,9 @@ SupervisorCommand *sandstep_supervisor_command_begin (const SupervisorRules *rul
 
 /* The caller's socket, to be watched for its going; -1 once it went. */
 int sandstep_supervisor_command_caller_fd (SupervisorCommand *command);
+/* The sandbox's end moved to @expires (seconds since the epoch; a release, or E2B's setTimeout): a budget it set
+ * moves with it, within the command's own --timeout. */
+void sandstep_supervisor_command_lifetime (SupervisorCommand *command, gint64 expires);
 /* When the command's time is up, or after a kill, when init is given up on (monotonic µs). */
 gint64 sandstep_supervisor_command_deadline (SupervisorCommand *command);
 /* The supervisor holds the claim for the caller. */

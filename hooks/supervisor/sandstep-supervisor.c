@@ -456,6 +456,9 @@ check_state (Supervisor *s)
       s->lifetime_stat = now;
       if (!read_lifetime (s))
         s->done = TRUE;
+      else
+        for (guint i = 0; i < s->running->len; i++)
+          sandstep_supervisor_command_lifetime (s->running->pdata[i], s->expires);
     }
 }
 

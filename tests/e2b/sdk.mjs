@@ -5,7 +5,7 @@
 // (errors as {error: NAME, message}), which the test checks.  AREA: lifecycle, scoped, commands, background,
 // files, handed, template, stdin, snapshots.
 import { Sandbox } from 'e2b';
-import { report, take, scaled } from './report.mjs';
+import { report, take, scaled, sleep } from './report.mjs';
 
 async function lifecycle() {
   // A name and a value that need encoding both ways (the SDK encodes the filter twice).
@@ -118,6 +118,16 @@ async function commands() {
   await take('killed', async () => { await sbx.kill(); return true; });
 }
 
+// A command in the background, once it runs in the sandbox: its start event says only that sandstepd took it (it
+// may still wait for its turn there), its first line that it runs.
+async function running(sbx, command) {
+  let out = '';
+  const h = await sbx.commands.run(`echo up; ${command}`, { background: true, onStdout: (d) => { out += d; } });
+  for (let i = 0; i < scaled(30_000) / 50 && !out.includes('up\n'); i++)
+    await sleep(50);
+  return h;
+}
+
 // Commands in the background: a handle at once; list, kill and wait by it; what is not served says so.
 async function background() {
   const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
@@ -169,8 +179,8 @@ async function background() {
   // The killed command let the sandbox go: the next one runs.
   await take('after', async () => (await sbx.commands.run('echo free')).stdout);
   // The first of two killed while the second runs beside it: what the first left goes with it, the second runs on.
-  const first = await sbx.commands.run('sleep 604 & sleep 605', { background: true });
-  const second = await sbx.commands.run('sleep 606', { background: true });
+  const first = await running(sbx, 'sleep 604 & sleep 605');
+  const second = await running(sbx, 'sleep 606');
   await take('firstKilled', async () => await first.kill());
   await take('afterFirst', async () => (await sbx.commands.list()).map((p) => p.pid));
   await take('afterFirstPs', async () => (await sbx.commands.run(
@@ -179,8 +189,8 @@ async function background() {
   await take('secondKilled', async () => await second.kill());
   // Two beside each other, the first killed: the second keeps their claim, so a snapshot waits for it (then is
   // busy); E2B's setTimeout (a release of the sandbox) leaves the calls beside it going.
-  const third = await sbx.commands.run('sleep 609', { background: true });
-  const fourth = await sbx.commands.run('sleep 610', { background: true });
+  const third = await running(sbx, 'sleep 609');
+  const fourth = await running(sbx, 'sleep 610');
   await third.kill();
   await take('snapshotBeside', async () => (await sbx.createSnapshot()).snapshotId);
   await take('setTimeoutBeside', async () => { await sbx.setTimeout(120_000); return true; });
@@ -188,6 +198,14 @@ async function background() {
   await take('fourthListed', async () => (await sbx.commands.list()).map((p) => p.pid));
   report.fourth = fourth.pid;
   await take('fourthKilled', async () => await fourth.kill());
+  // A background command's budget is its sandbox's life, which setTimeout moves: past the first end it runs on.
+  const brief = await Sandbox.create('base', { timeoutMs: scaled(6000) });
+  const long = await brief.commands.run('sleep 600', { background: true, timeoutMs: 0 });
+  await brief.setTimeout(120_000);
+  await sleep(scaled(9000));
+  report.extended = long.pid;
+  await take('extendedListed', async () => (await brief.commands.list()).map((p) => p.pid));
+  await take('extendedKilled', async () => { await brief.kill(); return true; });
   // A key of another owner neither lists nor kills this sandbox's commands (the SDK cannot even connect to the
   // sandbox with it: its requests are made here).
   const other = { apiKey: process.env.E2B_OTHER_KEY };
