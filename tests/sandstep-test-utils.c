@@ -746,11 +746,16 @@ sandstep_test_result_free (SandstepTestResult *result)
 static void
 print_result (const SandstepTestResult *result)
 {
+  /* A progress line's carriage returns become newlines: TAP readers (meson's) split lines at either, and each
+   * line of a message must start with "#". */
+  g_autofree char *out = g_strdelimit (g_strdup (result->out != NULL ? result->out : ""), "\r", '\n');
+  g_autofree char *err = g_strdelimit (g_strdup (result->err != NULL ? result->err : ""), "\r", '\n');
+
   g_test_message ("command: %s", result->command);
   g_test_message ("status: %d%s after %.2fs", result->status, result->timed_out ? " (killed by the harness's timeout)" : "",
                   result->elapsed_s);
-  g_test_message ("stdout: %s", result->out);
-  g_test_message ("stderr: %s", result->err);
+  g_test_message ("stdout: %s", out);
+  g_test_message ("stderr: %s", err);
 }
 
 void
