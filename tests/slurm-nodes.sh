@@ -33,6 +33,11 @@ die () { echo "slurm-nodes.sh: $*" >&2; exit 1; }
 . "$(dirname "$0")/slurm-common.sh"
 
 NODES="node1 node2"
+# How much slower than a plain host's this one runs (scripts/test, tests/sandstep-test-utils.h): the waits below
+# stretch by it (an emulated CPU starts slurmctld and two slurmd in more than 30 s).
+scale=${SANDSTEP_TEST_TIME_SCALE:-1}
+scale=${scale%%.*}
+case $scale in '' | *[!0-9]* | 0) scale=1 ;; esac
 NET=10.231.40
 
 node_addr () { echo "$NET.1${1#node}"; }
@@ -131,7 +136,7 @@ EOF
   done
 
   local url=
-  for _ in $(seq 100); do
+  for _ in $(seq $((100 * scale))); do
     url=$(sed -n 's/^sandstepd: listening on //p' "$dir/sandstepd/out")
     [ -n "$url" ] && break
     sleep 0.05
@@ -139,7 +144,7 @@ EOF
   [ -n "$url" ] || die "sandstepd did not start; its log: $dir/log/sandstepd.log"
   echo "$url" > "$dir/sandstepd.url"
 
-  local deadline=$((SECONDS + 30))
+  local deadline=$((SECONDS + 30 * scale))
   while [ $SECONDS -lt $deadline ]; do
     if [ "$(timeout 5 sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle')" = 2 ]; then
       echo "$SLURM_CONF"
@@ -147,7 +152,7 @@ EOF
     fi
     sleep 0.1
   done
-  die "the nodes did not become idle in 30s; logs: $dir/log/slurmctld.log, $dir/log/slurmd-node*.log"
+  die "the nodes did not become idle in $((30 * scale))s; logs: $dir/log/slurmctld.log, $dir/log/slurmd-node*.log"
 }
 
 stop () {
