@@ -274,26 +274,16 @@ judge_step (LocalBackend *local, const char *handle, const SandstepIdentity *who
   return TRUE;
 }
 
-/* Beside the claim of another attachment of @who's holder: its files and commands, with no claim of its own (so
- * no recipe's hold, recovery or checkpoint, which are the claim's). */
+/* The attachment made, its tree opened: a layered sandbox's files are reached through its jail, for each use
+ * (tools_tree()).  NULL, the attachment gone, when the tree cannot be opened. */
 static SandstepAttachment *
-attach_beside (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepRecord *record,
-               GError **error)
+attached (LocalAttachment *attachment, GError **error)
 {
-  LocalAttachment *attachment = g_new0 (LocalAttachment, 1);
   g_autofree char *tree = NULL;
 
-  attachment->holder = g_strdup (who->holder);
-  attachment->parent.backend = &local->parent;
-  attachment->parent.handle = g_strdup (handle);
-  attachment->local = local;
-  attachment->record = record;
-  attachment->claim_fd = -1;
-  attachment->tree_fd = -1;
-  attachment->beside = TRUE;
   if (attachment->record->layers == NULL)
     {
-      tree = sandstep_store_sandbox_path (local->store, handle, "tree");
+      tree = sandstep_store_sandbox_path (attachment->local->store, attachment->parent.handle, "tree");
       attachment->tree_fd = sandstep_tree_open (tree, error);
       if (attachment->tree_fd < 0)
         {
@@ -304,6 +294,25 @@ attach_beside (LocalBackend *local, const char *handle, const SandstepIdentity *
   return &attachment->parent;
 }
 
+/* Beside the claim of another attachment of @who's holder: its files and commands, with no claim of its own (so
+ * no recipe's hold, recovery or checkpoint, which are the claim's). */
+static SandstepAttachment *
+attach_beside (LocalBackend *local, const char *handle, const SandstepIdentity *who, SandstepRecord *record,
+               GError **error)
+{
+  LocalAttachment *attachment = g_new0 (LocalAttachment, 1);
+
+  attachment->holder = g_strdup (who->holder);
+  attachment->parent.backend = &local->parent;
+  attachment->parent.handle = g_strdup (handle);
+  attachment->local = local;
+  attachment->record = record;
+  attachment->claim_fd = -1;
+  attachment->tree_fd = -1;
+  attachment->beside = TRUE;
+  return attached (attachment, error);
+}
+
 static SandstepAttachment *
 local_try_attach (SandstepBackend *backend, const char *handle, const SandstepIdentity *who, GError **error)
 {
@@ -312,7 +321,6 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
   g_autoptr(SandstepRecord) record = sandstep_store_load (local->store, handle, error);
   g_autofree char *current = NULL;
   LocalAttachment *attachment;
-  g_autofree char *tree = NULL;
   int fd;
 
   /* A refused attach must leave no claim behind: check before claiming. */
@@ -368,18 +376,7 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
       local_detach (&attachment->parent);
       return NULL;
     }
-  /* A layered sandbox's files are reached through its jail, for each use (tools_tree()). */
-  if (attachment->record->layers == NULL)
-    {
-      tree = sandstep_store_sandbox_path (local->store, handle, "tree");
-      attachment->tree_fd = sandstep_tree_open (tree, error);
-      if (attachment->tree_fd < 0)
-        {
-          local_detach (&attachment->parent);
-          return NULL;
-        }
-    }
-  return &attachment->parent;
+  return attached (attachment, error);
 }
 
 static gboolean
