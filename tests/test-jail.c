@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-host-files.h"
 #include "sandstep-test-utils.h"
 
@@ -865,6 +866,7 @@ test_cpu_cap (JailFixture *jf, gconstpointer data)
   g_autofree char *group = NULL;
   g_autofree char *cpu_stat = NULL;
   g_autofree char *io_weight = NULL;
+  g_autofree char *v2_dir = NULL;
   g_auto(GStrv) words = NULL;
   gboolean v1;
   JsonObject *limits;
@@ -895,10 +897,13 @@ test_cpu_cap (JailFixture *jf, gconstpointer data)
   handle = g_strstrip (g_strdup (provisioned->out));
   h = handle_arg (handle);
   v1 = g_file_test ("/sys/fs/cgroup/cpu/sandstep", G_FILE_TEST_IS_DIR);
+  /* Root's at /sandstep; a user's under the subtree systemd delegates to it (user@UID.service). */
+  v2_dir = v1 ? NULL : sandstep_cgroup_v2_parent ();
+  g_assert_true (v1 || v2_dir != NULL);
   quota = v1 ? cgroup_text ("/sys/fs/cgroup/cpu/sandstep", handle, "cpu.cfs_quota_us", NULL)
-             : cgroup_text ("/sys/fs/cgroup/sandstep", handle, "cpu.max", NULL);
+             : cgroup_text (v2_dir, handle, "cpu.max", NULL);
   group = v1 ? cgroup_text ("/sys/fs/cgroup/cpu/sandstep/cpu.shares", NULL)
-             : cgroup_text ("/sys/fs/cgroup/sandstep/cpu.weight", NULL);
+             : cgroup_text (v2_dir, "cpu.weight", NULL);
   g_assert_cmpstr (quota, ==, v1 ? "50000" : "50000 100000");
   g_assert_cmpstr (group, ==, v1 ? "512" : "50");
   if (v1)
@@ -908,7 +913,7 @@ test_cpu_cap (JailFixture *jf, gconstpointer data)
     }
   /* The I/O weight: where the host's block I/O controller weighs, read back; else the one line. */
   io_weight = v1 ? cgroup_text ("/sys/fs/cgroup/blkio/sandstep", handle, "blkio.bfq.weight", NULL)
-                 : cgroup_text ("/sys/fs/cgroup/sandstep", handle, "io.weight", NULL);
+                 : cgroup_text (v2_dir, handle, "io.weight", NULL);
   if (v1 && io_weight == NULL)
     io_weight = cgroup_text ("/sys/fs/cgroup/blkio/sandstep", handle, "blkio.weight", NULL);
   if (io_weight != NULL && strstr (provisioned->err, "cannot apply") == NULL)
@@ -938,11 +943,11 @@ test_cpu_cap (JailFixture *jf, gconstpointer data)
   g_assert_cmpfloat (cpu_s, <=, 0.6 * wall_s);
   /* And the kernel held it back: throttled in some periods (a loop alone on a host would not be). */
   cpu_stat = v1 ? cgroup_text ("/sys/fs/cgroup/cpu/sandstep", handle, "cpu.stat", NULL)
-                : cgroup_text ("/sys/fs/cgroup/sandstep", handle, "cpu.stat", NULL);
+                : cgroup_text (v2_dir, handle, "cpu.stat", NULL);
   g_assert_cmpint (stat_field (cpu_stat, "nr_throttled"), >, 0);
   destroy_ok (f, handle);
   {
-    g_autofree char *own = g_build_filename (v1 ? "/sys/fs/cgroup/cpu/sandstep" : "/sys/fs/cgroup/sandstep", handle,
+    g_autofree char *own = g_build_filename (v1 ? "/sys/fs/cgroup/cpu/sandstep" : v2_dir, handle,
                                              NULL);
     g_assert_false (g_file_test (own, G_FILE_TEST_EXISTS));
   }

@@ -257,6 +257,12 @@ v2_parent (gboolean make)
   return g_steal_pointer (&path);
 }
 
+char *
+sandstep_cgroup_v2_parent (void)
+{
+  return v2_parent (FALSE);
+}
+
 SandstepCgroupKind
 sandstep_cgroup_kind (void)
 {

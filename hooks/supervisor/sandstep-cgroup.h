@@ -31,6 +31,10 @@ SandstepCgroupKind sandstep_cgroup_kind (void);
  * manager started (`systemd-run --user`, a desktop's terminal), never a login session's scope. */
 char *sandstep_cgroup_v2_delegated (const char *mount, const char *own, uid_t uid);
 
+/* cgroup v2: the directory under which this process's sandboxes have their cgroups (root's /sandstep, a user's
+ * under the subtree delegated to it), or NULL where there is none yet, or none can be. */
+char *sandstep_cgroup_v2_parent (void);
+
 typedef struct _SandstepCgroup SandstepCgroup;
 
 typedef struct {
