@@ -497,6 +497,25 @@ interpreter_ended (SandstepPythonSession *session, SandstepPythonCall *call)
   interpreter_stop (interpreter);
 }
 
+/* Did @interpreter's command end, or does it within @wait_us? */
+static gboolean
+interpreter_finishes (Interpreter *interpreter, gint64 wait_us)
+{
+  gint64 until = g_get_monotonic_time () + wait_us;
+
+  for (;;)
+    {
+      gboolean finished;
+
+      g_mutex_lock (&interpreter->lock);
+      finished = interpreter->finished;
+      g_mutex_unlock (&interpreter->lock);
+      if (finished || g_get_monotonic_time () >= until)
+        return finished;
+      g_usleep (10 * 1000);
+    }
+}
+
 /* One request: @object (its id is set here) for at most @timeout_s, after
  * starting an interpreter when none runs; @count: its time is the session's
  * budget's. */
@@ -545,6 +564,13 @@ session_request (SandstepPythonSession *session, JsonObject *object, double time
         goto failed;
     }
 
+  /* No time left (the sandbox's end came, which kills the interpreter): its end may still be on its way here; a
+   * moment's wait for it says the interpreter died, not that the call ran out of time. */
+  if (timeout_s <= 0 && interpreter_finishes (session->interpreter, 2 * G_USEC_PER_SEC))
+    {
+      interpreter_ended (session, call);
+      goto done;
+    }
   deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
   id = ++session->next_id;
   json_object_set_int_member (object, "id", (gint64) id);
