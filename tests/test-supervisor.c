@@ -166,8 +166,8 @@ inode_of (const char *path)
 }
 
 /* The @n-th run of a command that counts its runs, as @handle's first command: it must run once and go the
- * front's way (the supervisor claims the sandbox) or, with @by_helper, the helper's.  Returns the supervisor. */
-static int
+ * front's way (the supervisor claims the sandbox) or, with @by_helper, the helper's. */
+static void
 counted_first_run (Fixture *f, const char *handle, int n, gboolean by_helper)
 {
   g_autofree char *lock_path = sandbox_file (f, handle, SANDSTEP_RUN_LOCK);
@@ -181,7 +181,6 @@ counted_first_run (Fixture *f, const char *handle, int n, gboolean by_helper)
     g_assert_cmpint (last_claimer (f, handle), !=, supervisor);
   else
     g_assert_cmpint (last_claimer (f, handle), ==, supervisor);
-  return supervisor;
 }
 
 static void
@@ -191,31 +190,30 @@ test_first_from_kept_plan (Fixture *f, gconstpointer data)
   g_autofree char *plan = sandbox_file (f, handle, SANDSTEP_PLAN_FILE);
   g_autofree char *record = sandbox_file (f, handle, "record.json");
   ino_t kept;
-  int supervisor;
 
   g_test_summary ("provision keeps the sandbox's compiled plan; its first command starts the supervisor from the "
                   "front with it (the supervisor, not the helper, claims the sandbox for it); a kept plan whose "
                   "host files changed since, a damaged one, or one that others could have written, is refused and "
                   "the helper compiles and keeps a new one; the command runs exactly once either way");
   g_assert_true (g_file_test (plan, G_FILE_TEST_IS_REGULAR));
-  supervisor = counted_first_run (f, handle, 1, FALSE);
+  counted_first_run (f, handle, 1, FALSE);
 
   /* An input changed (its change time is part of its identity): the helper's way, and a new plan kept. */
   sandstep_test_end_supervisor (f, handle, SIGTERM);
   kept = inode_of (plan);
   g_assert_cmpint (chmod (record, 0600), ==, 0);
-  supervisor = counted_first_run (f, handle, 2, TRUE);
+  counted_first_run (f, handle, 2, TRUE);
   g_assert_cmpuint (inode_of (plan), !=, kept);
 
   /* Damaged: the same. */
   sandstep_test_end_supervisor (f, handle, SIGTERM);
   g_assert_true (g_file_set_contents (plan, "not a plan", -1, NULL));
-  supervisor = counted_first_run (f, handle, 3, TRUE);
+  counted_first_run (f, handle, 3, TRUE);
 
   /* One that others could have written: the same. */
   sandstep_test_end_supervisor (f, handle, SIGTERM);
   g_assert_cmpint (chmod (plan, 0666), ==, 0);
-  supervisor = counted_first_run (f, handle, 4, TRUE);
+  counted_first_run (f, handle, 4, TRUE);
 
   /* And the plan the helper kept serves the next first command. */
   sandstep_test_end_supervisor (f, handle, SIGTERM);
@@ -875,6 +873,23 @@ read_line (int fd)
   return g_string_free (out, FALSE);
 }
 
+/* A caller turned away: one answer of KIND, then the caller goes. */
+static void
+assert_answered (int conn, SandstepRunKind kind)
+{
+  g_assert_cmpint (next_reply (conn).kind, ==, kind);
+  close (conn);
+}
+
+/* Every writer of FD is gone and wrote nothing. */
+static void
+assert_no_output (int fd)
+{
+  g_autofree char *rest = read_to_end (fd);
+
+  g_assert_cmpstr (rest, ==, "");
+}
+
 static void
 test_beside (Fixture *f, gconstpointer data)
 {
@@ -916,15 +931,11 @@ test_beside (Fixture *f, gconstpointer data)
 
   /* Another holder's, and one that did not ask: held out (with --wait=0, the ordinary path is told to judge). */
   c3 = request_beside (f, socket_path, handle, "dag/run/other", "0", TRUE, "echo three", other[1], marks);
-  g_assert_cmpint (next_reply (c3).kind, ==, SANDSTEP_RUN_FALLBACK);
-  close (c3);
+  assert_answered (c3, SANDSTEP_RUN_FALLBACK);
   c3 = request_beside (f, socket_path, handle, "dag/run/e2b", "0", FALSE, "echo four", other[1], marks);
   close (other[1]);
-  g_assert_cmpint (next_reply (c3).kind, ==, SANDSTEP_RUN_FALLBACK);
-  close (c3);
-  g_clear_pointer (&rest, g_free);
-  rest = read_to_end (other[0]);
-  g_assert_cmpstr (rest, ==, "");
+  assert_answered (c3, SANDSTEP_RUN_FALLBACK);
+  assert_no_output (other[0]);
 
   /* One that leaves processes in its group, killed (its caller goes): they go with it; the first runs on. */
   c4 = request_beside (f, socket_path, handle, "dag/run/e2b", "", TRUE,
@@ -934,9 +945,7 @@ test_beside (Fixture *f, gconstpointer data)
   line = read_line (left[0]);
   g_assert_cmpstr (line, ==, "five\n");
   close (c4);
-  g_clear_pointer (&rest, g_free);
-  rest = read_to_end (left[0]);
-  g_assert_cmpstr (rest, ==, "");
+  assert_no_output (left[0]);
   g_assert_cmpint (poll (&(struct pollfd) { .fd = first[0], .events = POLLIN }, 1, 0), ==, 0);
 
   /* A caller that cannot run beside them waits for them to end (told so), and while it waits nothing more begins
@@ -954,17 +963,12 @@ test_beside (Fixture *f, gconstpointer data)
   }
   c6 = request_beside (f, socket_path, handle, "dag/run/e2b", "1", TRUE, "echo seven", seven[1], marks);
   close (seven[1]);
-  g_assert_cmpint (next_reply (c6).kind, ==, SANDSTEP_RUN_BUSY);
-  close (c6);
-  g_clear_pointer (&rest, g_free);
-  rest = read_to_end (seven[0]);
-  g_assert_cmpstr (rest, ==, "");
+  assert_answered (c6, SANDSTEP_RUN_BUSY);
+  assert_no_output (seven[0]);
 
   /* The last one killed: everything goes, the waiting caller's command runs, and the supervisor serves on. */
   close (c1);
-  g_clear_pointer (&rest, g_free);
-  rest = read_to_end (first[0]);
-  g_assert_cmpstr (rest, ==, "");
+  assert_no_output (first[0]);
   reply = next_reply (c5);
   g_assert_cmpint (reply.kind, ==, SANDSTEP_RUN_DONE);
   g_assert_cmpint (reply.exit_status, ==, 0);
