@@ -257,7 +257,7 @@ parse_run (int argc, char **argv, Request *request)
   return 1;
 }
 
-/* The state directory, absolute, as sandstep_store_default_dir() finds it. */
+/* The state directory, absolute, as sandstep_state_dir() finds it. */
 static int
 state_dir (char *out, size_t size)
 {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "sandstep-claim-libc.h"
-#include "sandstep-store.h"
+#include "sandstep-state-dir.h"
 #include "sandstep-trust-libc.h"
 
 typedef struct {
@@ -64,7 +64,7 @@ test_default (void)
         g_assert_cmpint (found, ==, 0);
       else
         {
-          g_autofree char *core = sandstep_store_default_dir ();
+          g_autofree char *core = sandstep_state_dir ();
           g_assert_cmpint (found, ==, 1);
           g_assert_cmpstr (out, ==, expected);
           /* The core's answer is the same. */

@@ -1,4 +1,4 @@
-/* sandstep-image-root.c: the image store's part in a sandbox's root (hooks/local/sandstep-image-root.h). */
+/* sandstep-image-root.c: the image store's part in a sandbox's root (sandstep-image-root.h). */
 #include "sandstep-image-root.h"
 
 #include <errno.h>

@@ -15,7 +15,7 @@
 #include "sandstep-host-files.h"
 #include "sandstep-error.h"
 #include "sandstep-image-ref.h"
-#include "sandstep-store.h"
+#include "sandstep-state-dir.h"
 #include "sandstep-test-hooks.h"
 
 #define HINT_STORE "check the image store's directory (SANDSTEP_IMAGE_DIR)"
@@ -28,7 +28,7 @@ sandstep_image_store_default_dir (void)
 
   if (env != NULL && *env != '\0')
     return g_strdup (env);
-  state = sandstep_store_default_dir ();
+  state = sandstep_state_dir ();
   return g_build_filename (state, "images", NULL);
 }
 

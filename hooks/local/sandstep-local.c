@@ -23,6 +23,7 @@
 #include "sandstep-local.h"
 #include "sandstep-proxy.h"
 #include "sandstep-run-client.h"
+#include "sandstep-state-dir.h"
 #include "sandstep-step.h"
 #include "sandstep-store.h"
 #include "sandstep-supervision.h"
@@ -887,13 +888,13 @@ static const SandstepBackendClass local_class = {
 char *
 sandstep_local_backend_default_dir (void)
 {
-  return sandstep_store_default_dir ();
+  return sandstep_state_dir ();
 }
 
 SandstepBackend *
 sandstep_local_backend_new (const char *state_dir, GError **error)
 {
-  g_autofree char *dir = state_dir != NULL ? g_strdup (state_dir) : sandstep_store_default_dir ();
+  g_autofree char *dir = state_dir != NULL ? g_strdup (state_dir) : sandstep_state_dir ();
   SandstepStore *store = sandstep_store_open (dir, error);
   LocalBackend *local;
 
@@ -908,7 +909,7 @@ sandstep_local_backend_new (const char *state_dir, GError **error)
 int
 sandstep_local_reclaim_main (const char *handle)
 {
-  g_autofree char *dir = sandstep_store_default_dir ();
+  g_autofree char *dir = sandstep_state_dir ();
   g_autoptr(SandstepStore) store = sandstep_store_open (dir, NULL);
   g_autoptr(SandstepRecord) record = NULL;
 
@@ -925,7 +926,7 @@ int
 sandstep_local_egress_main (const char *handle)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = sandstep_store_default_dir ();
+  g_autofree char *dir = sandstep_state_dir ();
   g_autoptr(SandstepStore) store = sandstep_store_open (dir, &error);
   g_autoptr(SandstepRecord) record = NULL;
   g_autofree char *log_path = NULL;

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,17 +42,6 @@ sandstep_record_free (SandstepRecord *record)
   g_strfreev (record->layers);
   g_clear_pointer (&record->checkpoints, g_hash_table_unref);
   g_free (record);
-}
-
-char *
-sandstep_store_default_dir (void)
-{
-  char dir[PATH_MAX];
-
-  /* One rule with the static front (sandstep-trust-libc.h); GLib knows a home without HOME (the password file). */
-  if (sandstep_state_dir_default (dir, sizeof dir))
-    return g_strdup (dir);
-  return g_build_filename (g_get_user_state_dir (), "sandstep", NULL);
 }
 
 SandstepStore *

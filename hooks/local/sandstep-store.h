@@ -68,9 +68,6 @@ gboolean sandstep_checkpoint_name_is_valid (const char *name);
  * tree-work, root, root-work), empty.  FALSE with errno set. */
 gboolean sandstep_store_make_rw (int dir_fd, const char *name);
 
-/* $SANDSTEP_STATE_DIR, else /var/lib/sandstep for root, else $XDG_STATE_HOME/sandstep. */
-char *sandstep_store_default_dir (void);
-
 SandstepStore *sandstep_store_open (const char *dir, GError **error);
 /* A store over @dir_fd (taken), the state directory at @dir, creating
  * nothing: a state directory removed meanwhile stays removed. */

@@ -1,4 +1,4 @@
-/* sandstep-image-root.h: what the local backend needs of the image store (hooks/image/), for a sandbox whose
+/* sandstep-image-root.h: what the local backend (hooks/local/) needs of the image store, for a sandbox whose
  * root is an image.
  *
  * The image store links only where pulls can run (the helper and sandstep-net); the local backend references
