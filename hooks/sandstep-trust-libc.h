@@ -8,8 +8,8 @@
  * and writable by no one else, unless it is root's and sticky (/tmp), where
  * no one else can rename or remove what the caller made.  And a socket
  * there is spoken to only when the process behind it (SO_PEERCRED) is the
- * caller's own.  The core (hooks/local/sandstep-store.c,
- * sandstep-run-client.c) and the static front (operators/sandstep-front.c)
+ * caller's own.  The core (sandstep-state-dir.c, hooks/local/sandstep-store.c,
+ * sandstep-run-client.c) and the static front (programs/sandstep-front.c)
  * call these, so both read a state directory the same way.
  */
 #pragma once
