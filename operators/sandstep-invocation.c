@@ -240,6 +240,8 @@ sandstep_invocation_parse (const SandstepOperator *op, int argc, char **argv, GE
 
   if (sandstep_invocation_has (invocation, "owner"))
     invocation->who.owner = g_strdup (sandstep_invocation_get (invocation, "owner"));
+  else if (op->flags & SANDSTEP_OP_ANYONES)
+    invocation->who.owner = sandstep_identity_fallback ("");
   else
     {
       g_autofree char *fallback = sandstep_identity_fallback ("");

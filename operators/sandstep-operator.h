@@ -41,6 +41,9 @@ typedef enum {
   SANDSTEP_OP_CLAIMS = 1 << 1,   /* holds the sandbox while it works: --wait applies */
   SANDSTEP_OP_SERVES = 1 << 2,   /* a server its client starts: a sandbox it cannot reach is reported to that
                                   * client (invocation->unreachable), not by exiting before it is asked */
+  SANDSTEP_OP_ANYONES = 1 << 3,  /* works on sandboxes or images whoever owns them (--owner only narrows it): no
+                                  * owner is derived from the run, so a script may call it with only SANDSTEP_RUN
+                                  * set, as after make */
 } SandstepOperatorFlags;
 
 /* What the free text of a make call ($(sandbox-NAME HANDLE OPTIONS,TEXT)) becomes. */

@@ -137,6 +137,7 @@ static const SandstepOption checkpoint_options[] = {
 
 #define H SANDSTEP_OP_HANDLE
 #define C SANDSTEP_OP_CLAIMS
+#define A SANDSTEP_OP_ANYONES
 
 static const SandstepOperator operators[] = {
   /* name         flags  options           text                    operands            summary                                              run */
@@ -148,15 +149,15 @@ static const SandstepOperator operators[] = {
   { "export",     H | C, export_options,   SANDSTEP_TEXT_WORDS,    "PATH=URL...",      "copy files out to file://, s3:// or https:// URLs, all or none", sandstep_op_export,
     sandstep_op_export_needs_net },
   { "fork",       H | C, fork_options,     SANDSTEP_TEXT_NONE,     "",                 "copy the sandbox copy-on-write into new sandboxes of the same owner, spec and lifetime left; print their handles", sandstep_op_fork },
-  { "gc",         0,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run, or (--images) unused images", sandstep_op_gc_images },
+  { "gc",         A,     gc_options,       SANDSTEP_TEXT_NONE,     "",                 "reclaim expired sandboxes, or all of one run, or (--images) unused images", sandstep_op_gc_images },
   { "get",        H | C, get_options,      SANDSTEP_TEXT_WORDS,    "PATH",             "print a file of the sandbox",                       sandstep_op_get },
-  { "images",     0,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
-  { "list",       0,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size, image", sandstep_op_list },
+  { "images",     A,     images_options,   SANDSTEP_TEXT_NONE,     "",                 "list pulled images: reference, digest, size on disk, last used, sandboxes using it", sandstep_op_images },
+  { "list",       A,     list_options,     SANDSTEP_TEXT_NONE,     "",                 "list every sandbox: handle, owner, holder, state (idle, running, held, expired, broken), age, time left, size, image", sandstep_op_list },
   { "ls",         H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "[PATH]",           "list a directory of the sandbox",                   sandstep_op_ls },
   { "mcp",        H | C | SANDSTEP_OP_SERVES, mcp_options,      SANDSTEP_TEXT_NONE,     "",                 "serve the sandbox's agent tools to one MCP client (stdio, or HTTP with --http)", sandstep_op_mcp },
   { "provision",  0,     provision_options, SANDSTEP_TEXT_NONE,    "",                 "create a sandbox (or find this holder's) and print its handle", sandstep_op_provision,
     sandstep_op_provision_needs_net },
-  { "pull",       0,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
+  { "pull",       A,     pull_options,     SANDSTEP_TEXT_WORDS,    "REF",              "pull an image (docker://REPO[:TAG], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE) into the layer store, verified and unpacked; print its digest", sandstep_op_pull,
     sandstep_op_pull_needs_net },
   { "put",        H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
@@ -167,6 +168,7 @@ static const SandstepOperator operators[] = {
 
 #undef H
 #undef C
+#undef A
 
 const SandstepOperator *
 sandstep_operators (gsize *n_operators)

@@ -745,8 +745,26 @@ test_gc_run (Fixture *f, gconstpointer data)
   g_autoptr(SandstepTestResult) still = NULL;
   g_autofree char *got = NULL;
 
-  g_test_summary ("gc --run=RUN reclaims every sandbox whose owner is <dag>/RUN, live or not, and no other");
+  g_autoptr(SandstepTestResult) list = NULL;
+  g_autoptr(SandstepTestResult) refused = NULL;
+
+  g_test_summary ("gc --run=RUN reclaims every sandbox whose owner is <dag>/RUN, live or not, and no other; as the "
+                  "README's script after make calls it, with only SANDSTEP_RUN set (list too), while an operator on "
+                  "one sandbox still refuses to guess the owner");
+  /* After make: SANDSTEP_RUN exported, and neither the owner nor the DAG that make's recipes had. */
+  sandstep_test_fixture_setenv (f, "SANDSTEP_OWNER", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_DAG", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_TOP", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_RUN", f->run);
+  refused = sandstep_test_helper (f, "describe", other_h, NULL);
+  sandstep_test_assert_status (refused, 64);
+  sandstep_test_assert_contains (refused->err, "neither SANDSTEP_DAG nor SANDSTEP_TOP");
+  list = sandstep_test_helper (f, "list", NULL);
+  sandstep_test_assert_status (list, 0);
+  sandstep_test_assert_contains (list->out, a);
   r = sandstep_test_helper (f, "gc", run_arg, NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_RUN", NULL);
+  sandstep_test_fixture_setenv (f, "SANDSTEP_OWNER", f->owner);
   sandstep_test_assert_status (r, 0);
   /* One handle a line, in no promised order. */
   expected = strcmp (a, b) < 0 ? g_strdup_printf ("%s\n%s\n", a, b) : g_strdup_printf ("%s\n%s\n", b, a);
