@@ -2,8 +2,8 @@
  *
  * When sandstep runs as root, each sandbox's uid 0 is a host uid of its
  * own, taken from a range reserved for sandboxes: the subordinate ranges of
- * the system user "sandstep" in /etc/subuid and /etc/subgid (which
- * `scripts/deps.sh` sets up), else the fixed range SANDSTEP_UIDS_BASE, 65536
+ * the system user "sandstep" in /etc/subuid and /etc/subgid (reserved
+ * once by hand, as the README says), else the fixed range SANDSTEP_UIDS_BASE, 65536
  * ids long.  No file or process of the host belongs to those ids, so a
  * command can change nothing of the host it can see, and whatever the
  * kernel counts per user (processes, inotify watches) counts against the
