@@ -162,7 +162,7 @@ static const SandstepOperator operators[] = {
   { "put",        H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "SRC DEST",         "copy a host file or directory into the sandbox",    sandstep_op_put },
   { "release",    H,     release_options,  SANDSTEP_TEXT_NONE,     "",                 "the DAG is done: destroy when idle, or keep a while", sandstep_op_release },
   { "rollback",   H | C, sandstep_no_options,       SANDSTEP_TEXT_WORDS,    "NAME",             "put the sandbox's files back as checkpoint NAME named them", sandstep_op_rollback },
-  { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in a fresh jail over the sandbox", sandstep_op_run },
+  { "run",        H | C, run_options,      SANDSTEP_TEXT_COMMAND,  "-- COMMAND",       "run a shell command in the sandbox: a fresh process tree in its live namespaces", sandstep_op_run },
   { "tools",      H | C, tools_options,      SANDSTEP_TEXT_COMMAND,  "-- AGENT-COMMAND", "run an agent on the host, serving it the sandbox's tools over MCP at $SANDSTEP_MCP_URL", sandstep_op_tools },
 };
 

@@ -11,7 +11,7 @@ const SandstepOption sandstep_no_options[] = {
 
 /* Taken by every operator. */
 const SandstepOption sandstep_identity_options[] = {
-  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else $SANDSTEP_DAG/$SANDSTEP_RUN when the run is set, else USER@HOST)", "OWNER" },
+  { "owner",     SANDSTEP_OPTION_STRING,    FALSE, NULL,         "the run that owns sandboxes (default $SANDSTEP_OWNER, else $SANDSTEP_DAG/$SANDSTEP_RUN when the run is set, else USER@HOST; gc, list, images and pull act on every owner's, and list --owner shows only OWNER's)", "OWNER" },
   { "holder",    SANDSTEP_OPTION_STRING,    FALSE, NULL,         "who is using the sandbox (default $SANDSTEP_HOLDER, else USER@HOST/cli)", "HOLDER" },
   { "backend",   SANDSTEP_OPTION_STRING,    FALSE, NULL,         "local, or a sandstepd URL http(s)://HOST:PORT (default $SANDSTEP_BACKEND, else local; a handle naming a server picks it); token from $SANDSTEP_TOKEN or $SANDSTEP_TOKEN_FILE", "URL" },
   { NULL }

@@ -131,7 +131,10 @@ find_default_helper (void)
   if (dladdr ((void *) find_default_helper, &info) == 0 || info.dli_fname == NULL)
     return g_strdup ("sandstep");
   dir = g_path_get_dirname (info.dli_fname);
-  absdir = g_canonicalize_filename (dir, NULL);
+  /* Links resolved: a build tree or prefix reached through a link is still that tree or prefix. */
+  absdir = realpath (dir, NULL);
+  if (absdir == NULL)
+    absdir = g_canonicalize_filename (dir, NULL);
   path = sandstep_program_path (absdir, "sandstep");
   if (path != NULL && is_program (path))
     return path;

@@ -518,7 +518,8 @@ helper_owner (const char *owner, const char *run, const char *dag, const char *t
         g_unsetenv (names[i]);
     }
   g_unsetenv ("SANDSTEP_HOLDER");
-  invocation = sandstep_invocation_parse (sandstep_operator_lookup ("list"), 0, argv, out_error);
+  /* provision: it owns what it makes (list, gc, images and pull act on everyone's and derive no owner). */
+  invocation = sandstep_invocation_parse (sandstep_operator_lookup ("provision"), 0, argv, out_error);
   for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
     g_unsetenv (names[i]);
   return invocation != NULL ? g_strdup (invocation->who.owner) : NULL;
@@ -905,7 +906,8 @@ test_render_argv (void)
   }
 }
 
-/* Without SANDSTEP, the helper beside the plugin in the build tree is used. */
+/* Without SANDSTEP, the helper beside the plugin in the build tree is used, also when make loads the plugin
+ * through a link to that tree. */
 static void
 test_helper_beside_plugin (void)
 {
@@ -914,6 +916,11 @@ test_helper_beside_plugin (void)
   g_autofree char *candidate = NULL;
   g_autofree char *canonical = NULL;
   g_autofree char *prefix = NULL;
+  g_autofree char *build_dir = NULL;
+  g_autofree char *link = NULL;
+  g_autofree char *linked_plugin = NULL;
+  g_autofree char *linked_env = NULL;
+  g_autofree char *plugin_folder = NULL;
 
   REQUIRE_PLUGIN ();
   plugin_dir = g_path_get_dirname (plugin_path ());
@@ -931,6 +938,18 @@ test_helper_beside_plugin (void)
     g_autoptr(MakeResult) r = tree_make (tree, env, "-n", "show-gc", NULL);
     g_assert_cmpint (r->status, ==, 0);
     prefix = g_strdup_printf ("'%s' gc ", canonical);
+    g_assert_true (g_str_has_prefix (r->out, prefix));
+  }
+  build_dir = g_path_get_dirname (plugin_dir);
+  link = tree_path (tree, "build-link");
+  g_assert_cmpint (symlink (build_dir, link), ==, 0);
+  plugin_folder = g_path_get_basename (plugin_dir);
+  linked_plugin = g_build_filename (link, plugin_folder, "sandstep.so", NULL);
+  linked_env = g_strconcat ("SANDSTEP_PLUGIN=", linked_plugin, NULL);
+  {
+    const char *env[] = { "SANDSTEP", linked_env, NULL };
+    g_autoptr(MakeResult) r = tree_make (tree, env, "-n", "show-gc", NULL);
+    g_assert_cmpint (r->status, ==, 0);
     g_assert_true (g_str_has_prefix (r->out, prefix));
   }
 }
