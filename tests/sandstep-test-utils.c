@@ -743,19 +743,24 @@ sandstep_test_result_free (SandstepTestResult *result)
   g_free (result);
 }
 
+void
+sandstep_test_message_output (const char *label, const char *text)
+{
+  /* A progress line's carriage returns become newlines, each of which g_test_message starts with "#": as one
+   * line, a slow copy's redraws grow past what meson's TAP reader takes, and it reads the rest as unknown TAP. */
+  g_autofree char *lines = g_strdelimit (g_strdup (text != NULL ? text : ""), "\r", '\n');
+
+  g_test_message ("%s: %s", label, lines);
+}
+
 static void
 print_result (const SandstepTestResult *result)
 {
-  /* A progress line's carriage returns become newlines: TAP readers (meson's) split lines at either, and each
-   * line of a message must start with "#". */
-  g_autofree char *out = g_strdelimit (g_strdup (result->out != NULL ? result->out : ""), "\r", '\n');
-  g_autofree char *err = g_strdelimit (g_strdup (result->err != NULL ? result->err : ""), "\r", '\n');
-
   g_test_message ("command: %s", result->command);
   g_test_message ("status: %d%s after %.2fs", result->status, result->timed_out ? " (killed by the harness's timeout)" : "",
                   result->elapsed_s);
-  g_test_message ("stdout: %s", out);
-  g_test_message ("stderr: %s", err);
+  sandstep_test_message_output ("stdout", result->out);
+  sandstep_test_message_output ("stderr", result->err);
 }
 
 void

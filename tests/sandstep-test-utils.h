@@ -119,6 +119,9 @@ void sandstep_test_assert_status_impl (const char *file, int line, const char *f
   sandstep_test_assert_contains_impl (__FILE__, __LINE__, G_STRFUNC, (haystack), (needle), TRUE)
 #define sandstep_test_assert_not_contains(haystack, needle) \
   sandstep_test_assert_contains_impl (__FILE__, __LINE__, G_STRFUNC, (haystack), (needle), FALSE)
+/* g_test_message ("LABEL: TEXT") of a program's output, its carriage returns as newlines (TAP lines stay short). */
+void sandstep_test_message_output (const char *label, const char *text);
+
 void sandstep_test_assert_contains_impl (const char *file, int line, const char *func, const char *haystack,
                                          const char *needle, gboolean expected);
 

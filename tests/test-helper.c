@@ -1037,7 +1037,7 @@ helper_on_terminal (Fixture *f, const char *const *args)
   close (master);
   g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
   g_spawn_close_pid (pid);
-  g_test_message ("on the terminal: %s", shown->str);
+  sandstep_test_message_output ("on the terminal", shown->str);
   g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
   return g_string_free (g_steal_pointer (&shown), FALSE);
 }
