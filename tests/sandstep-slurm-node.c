@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include "sandstep-slurm-node.h"
+#include "sandstep-test-utils.h"
 
-#define COMMAND_TIMEOUT "120"
+/* A command's guard against a hung Slurm, in seconds on a plain host: stretched by the time scale, as the
+ * node scripts stretch their own waits (starting two nodes under an emulated CPU takes minutes). */
+#define COMMAND_TIMEOUT_S 120
 
 SlurmNode node;
 
@@ -47,12 +50,13 @@ run_in (const char *cwd, char **envp, const char *const *argv)
 {
   g_autoptr(GPtrArray) full = g_ptr_array_new ();
   g_autoptr(GError) error = NULL;
+  g_autofree char *limit = g_strdup_printf ("%d", (int) (COMMAND_TIMEOUT_S * sandstep_test_time_scale ()));
   Run *run = g_new0 (Run, 1);
   int wait_status = 0;
 
   g_ptr_array_add (full, "timeout");
   g_ptr_array_add (full, "-k5");
-  g_ptr_array_add (full, COMMAND_TIMEOUT);
+  g_ptr_array_add (full, limit);
   for (const char *const *a = argv; *a != NULL; a++)
     g_ptr_array_add (full, (gpointer) *a);
   g_ptr_array_add (full, NULL);
