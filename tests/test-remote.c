@@ -188,56 +188,6 @@ assert_contains (const char *haystack, const char *needle)
   g_assert_nonnull (strstr (haystack, needle));
 }
 
-/* Host pids whose command line is exactly @argv. */
-static gboolean
-process_exists (const char *const *argv)
-{
-  g_autoptr(GDir) dir = g_dir_open ("/proc", 0, NULL);
-  const char *name;
-  gsize want_len = 0;
-  g_autofree char *want = NULL;
-  GString *joined = g_string_new (NULL);
-
-  for (gsize i = 0; argv[i] != NULL; i++)
-    g_string_append_len (joined, argv[i], strlen (argv[i]) + 1);
-  want_len = joined->len;
-  want = g_string_free (joined, FALSE);
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = NULL;
-      g_autofree char *cmdline = NULL;
-      gsize len = 0;
-
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      path = g_strdup_printf ("/proc/%s/cmdline", name);
-      if (g_file_get_contents (path, &cmdline, &len, NULL) && len == want_len && memcmp (cmdline, want, len) == 0)
-        return TRUE;
-    }
-  return FALSE;
-}
-
-static gboolean
-wait_for_process (const char *const *argv, gboolean present, double timeout_s)
-{
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
-
-  do
-    {
-      if (process_exists (argv) == present)
-        return TRUE;
-      g_usleep (20 * 1000);
-    }
-  while (g_get_monotonic_time () < deadline);
-  return FALSE;
-}
-
-static char *
-unique_seconds (guint whole)
-{
-  return g_strdup_printf ("%u.%06u%03u", whole, (guint) getpid () % 1000000, g_random_int_range (0, 1000));
-}
-
 /* ---- skipping ---- */
 
 static gboolean
@@ -1004,7 +954,7 @@ test_disconnect_kills_command (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
   g_autofree char *h = NULL;
-  g_autofree char *seconds = unique_seconds (1000);
+  g_autofree char *seconds = sandstep_test_unique_seconds (1000);
   g_autofree char *command = g_strdup_printf ("sleep %s", seconds);
   const char *marker[] = { "sleep", seconds, NULL };
   g_autoptr(Result) killed = NULL;
@@ -1018,14 +968,63 @@ test_disconnect_kills_command (Fixture *f, gconstpointer data)
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
   p = helper_spawn (f, "run", h, "--holder=dag/run/killed", "--", command, NULL);
-  g_assert_true (wait_for_process (marker, TRUE, 10));
+  g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 10));
   proc_kill (p, SIGKILL);
   killed = proc_wait (p, 10);
   g_assert_cmpint (killed->status, ==, 128 + SIGKILL);
-  g_assert_true (wait_for_process (marker, FALSE, 3));
+  g_assert_true (sandstep_test_wait_for_process (marker, FALSE, 3));
   next = helper (f, "run", h, "--holder=dag/run/next", "--wait=0", "--", "echo next", NULL);
   assert_status (next, 0);
   g_assert_cmpstr (next->out, ==, "next\n");
+}
+
+/* A run by @holder that holds the sandbox until hold_end (): a caller that must find it held finds it so
+ * however slow the host, where a `sleep 2` would end first under an emulated CPU.  *out_seconds names its
+ * sleep for hold_end. */
+static Proc *
+hold_start (Fixture *f, const char *h, const char *holder, char **out_seconds)
+{
+  g_autofree char *holder_arg = g_strconcat ("--holder=", holder, NULL);
+  g_autofree char *command = NULL;
+  Proc *holding;
+
+  *out_seconds = sandstep_test_unique_seconds (1000);
+  command = g_strdup_printf ("echo started; sleep %s; echo ended", *out_seconds);
+  holding = helper_spawn (f, "run", h, holder_arg, "--", command, NULL);
+  while (strstr (holding->out->str, "started") == NULL)
+    g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  return holding;
+}
+
+/* Ends the hold's command (its sleep, so that the command itself ends well) and waits for its run. */
+static void
+hold_end (Proc *holding, const char *seconds)
+{
+  const char *marker[] = { "sleep", seconds, NULL };
+  g_autoptr(GArray) pids = sandstep_test_find_processes (marker);
+  g_autoptr(Result) r = NULL;
+
+  g_assert_cmpuint (pids->len, ==, 1);
+  g_assert_cmpint (kill (g_array_index (pids, GPid, 0), SIGTERM), ==, 0);
+  r = proc_wait (holding, HELPER_TIMEOUT_S);
+  assert_status (r, 0);
+  g_assert_cmpstr (r->out, ==, "started\nended\n");
+}
+
+/* Reads @p until its stderr holds @text: a waiting caller has said whom it waits for. */
+static void
+pump_until_err (Proc *p, const char *text)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (HELPER_TIMEOUT_S * G_USEC_PER_SEC);
+
+  while (strstr (p->err->str, text) == NULL)
+    {
+      if (!proc_pump (p, 100) || g_get_monotonic_time () > deadline)
+        {
+          assert_contains (p->err->str, text);
+          return;
+        }
+    }
 }
 
 static void
@@ -1033,7 +1032,7 @@ test_claim_busy_and_wait (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
   g_autofree char *h = NULL;
-  g_autoptr(Result) first = NULL;
+  g_autofree char *seconds = NULL;
   g_autoptr(Result) refused = NULL;
   g_autoptr(Result) waited = NULL;
   Proc *holding;
@@ -1045,32 +1044,35 @@ test_claim_busy_and_wait (Fixture *f, gconstpointer data)
   fixture_start (f);
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
-  holding = helper_spawn (f, "run", h, "--holder=dag/run/first", "--", "echo started; sleep 2", NULL);
-  while (strstr (holding->out->str, "started") == NULL)
-    g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  holding = hold_start (f, h, "dag/run/first", &seconds);
   refused = helper (f, "run", h, "--holder=dag/run/second", "--wait=0", "--", "true", NULL);
   assert_status (refused, SANDSTEP_EXIT_BUSY);
   assert_contains (refused->err, "is held by 'dag/run/first'");
   assert_contains (refused->err, handle);
   waiting = helper_spawn (f, "run", h, "--holder=dag/run/third", "--wait=30", "--", "echo third", NULL);
+  pump_until_err (waiting, "is held by 'dag/run/first'; waiting up to 30s");
+  hold_end (holding, seconds);
   waited = proc_wait (waiting, 30);
-  first = proc_wait (holding, 30);
-  assert_status (first, 0);
   assert_status (waited, 0);
   g_assert_cmpstr (waited->out, ==, "third\n");
-  assert_contains (waited->err, "is held by 'dag/run/first'; waiting up to 30s");
 }
 
 /* ---- a command's stdin, and a run in one request ---- */
 
-/* `sh -c SCRIPT` with the fixture's environment; $SANDSTEP is the helper. */
-static Result *
-shell (Fixture *f, const char *script)
+/* `sh -c SCRIPT` started with the fixture's environment; $SANDSTEP is the helper. */
+static Proc *
+shell_spawn (Fixture *f, const char *script)
 {
   const char *argv[] = { "/bin/sh", "-c", script, NULL };
   g_auto(GStrv) envp = g_environ_setenv (g_strdupv (f->envp), "SANDSTEP", f->helper, TRUE);
 
-  return run_argv (argv, envp, HELPER_TIMEOUT_S);
+  return proc_spawn (argv, envp);
+}
+
+static Result *
+shell (Fixture *f, const char *script)
+{
+  return proc_wait (shell_spawn (f, script), HELPER_TIMEOUT_S);
 }
 
 static void
@@ -1141,27 +1143,26 @@ test_run_stdin_waits (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
   g_autofree char *h = NULL;
+  g_autofree char *seconds = NULL;
   g_autofree char *script = NULL;
   g_autoptr(Result) waited = NULL;
-  g_autoptr(Result) first = NULL;
   Proc *holding;
+  Proc *waiting;
 
   g_test_summary ("a run that waits for another holder still gives its command all of its stdin once it runs");
   SKIP_IF_NO_JAIL (f);
   fixture_start (f);
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
-  holding = helper_spawn (f, "run", h, "--holder=dag/run/first", "--", "echo started; sleep 1", NULL);
-  while (strstr (holding->out->str, "started") == NULL)
-    g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  holding = hold_start (f, h, "dag/run/first", &seconds);
   script = g_strdup_printf ("printf 'one\\ntwo\\n' | \"$SANDSTEP\" run --handle=%s --holder=dag/run/second "
                             "--wait=30 -- 'cat; echo ran'", handle);
-  waited = shell (f, script);
-  first = proc_wait (holding, 30);
-  assert_status (first, 0);
+  waiting = shell_spawn (f, script);
+  pump_until_err (waiting, "is held by 'dag/run/first'");
+  hold_end (holding, seconds);
+  waited = proc_wait (waiting, 30);
   assert_status (waited, 0);
   g_assert_cmpstr (waited->out, ==, "one\ntwo\nran\n");
-  assert_contains (waited->err, "is held by 'dag/run/first'");
 }
 
 static void
@@ -1283,7 +1284,7 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
   g_autofree char *h = NULL;
-  g_autofree char *seconds = unique_seconds (1000);
+  g_autofree char *seconds = sandstep_test_unique_seconds (1000);
   g_autofree char *command = g_strdup_printf ("echo evidence > kept.txt; echo started; sleep %s", seconds);
   const char *marker[] = { "sleep", seconds, NULL };
   g_autoptr(Result) interrupted = NULL;
@@ -1300,7 +1301,7 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
   p = helper_spawn (f, "run", h, "--", command, NULL);
   while (strstr (p->out->str, "started") == NULL)
     g_assert_true (proc_pump (p, 100) || strstr (p->out->str, "started") != NULL);
-  g_assert_true (wait_for_process (marker, TRUE, 10));
+  g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 10));
 
   server_stop (&f->server, SIGKILL);
   interrupted = proc_wait (p, 10);
@@ -1308,7 +1309,7 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
   assert_contains (interrupted->err, "went away while the command ran");
   assert_contains (interrupted->err, "its files are intact; run it again");
   /* The jail died with the worker, which died with the daemon. */
-  g_assert_true (wait_for_process (marker, FALSE, 5));
+  g_assert_true (sandstep_test_wait_for_process (marker, FALSE, 5));
 
   {
     g_autoptr(Result) down = helper (f, "describe", h, NULL);
