@@ -988,8 +988,12 @@ test_release_while_running (Fixture *f, gconstpointer data)
   holding = start_holding (f, h, "dag/run/orphan", seconds);
   r = sandstep_test_helper (f, "release", h, NULL);
   sandstep_test_assert_status (r, 0);
+  sandstep_test_assert_contains (r->err, "is destroyed as soon as its running command ends");
   all = list_json (f, NULL);
   e = list_entry (all, handle);
+  if (e == NULL)
+    g_test_message ("'%s' is not listed; its command %s", handle,
+                    sandstep_test_proc_running (holding) ? "still runs" : "has ended");
   g_assert_nonnull (e);
   g_assert_cmpstr (json_object_get_string_member (e, "state"), ==, "running");
   g_assert_cmpstr (json_object_get_string_member (e, "held_by"), ==, "dag/run/orphan");
