@@ -44,13 +44,25 @@ env_with (const char *first, ...)
   return envp;
 }
 
+int
+slurm_polls (double seconds)
+{
+  return (int) (seconds * 10 * sandstep_test_time_scale ());
+}
+
+char *
+slurm_command_limit (void)
+{
+  return g_strdup_printf ("%d", (int) (COMMAND_TIMEOUT_S * sandstep_test_time_scale ()));
+}
+
 /* Runs @argv (under timeout(1)) in @cwd with @envp (NULL: the suite's). */
 Run *
 run_in (const char *cwd, char **envp, const char *const *argv)
 {
   g_autoptr(GPtrArray) full = g_ptr_array_new ();
   g_autoptr(GError) error = NULL;
-  g_autofree char *limit = g_strdup_printf ("%d", (int) (COMMAND_TIMEOUT_S * sandstep_test_time_scale ()));
+  g_autofree char *limit = slurm_command_limit ();
   Run *run = g_new0 (Run, 1);
   int wait_status = 0;
 

@@ -43,6 +43,11 @@ Run *run_in (const char *cwd, char **envp, const char *const *argv);
 #define run(...) run_in (NULL, NULL, (const char *const[]) { __VA_ARGS__, NULL })
 #define run_env(envp, ...) run_in (NULL, (envp), (const char *const[]) { __VA_ARGS__, NULL })
 
+/* How many polls 100 ms apart make @seconds on this host: a slow one (SANDSTEP_TEST_TIME_SCALE) stretches them. */
+int slurm_polls (double seconds);
+/* timeout(1)'s limit on one Slurm command, stretched the same way ("120" on a host at full speed). */
+char *slurm_command_limit (void);
+
 /* Fails the test (g_error) when @r did not exit with @expected, showing both streams. */
 void assert_status (const Run *r, int expected);
 /* The value of "KEY" : VALUE in JSON that json-glib printed (quotes removed); NULL if absent. */

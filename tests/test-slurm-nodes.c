@@ -73,14 +73,14 @@ server_list (const char *run)
 static void
 wait_queue_empty (void)
 {
-  for (int i = 0; i < 600; i++)
+  for (int i = 0; i < slurm_polls (60); i++)
     {
       g_autoptr(Run) r = run ("squeue", "-h", "-o", "%i");
       if (r->status == 0 && g_strstrip (r->out)[0] == '\0')
         return;
       g_usleep (100 * 1000);
     }
-  g_error ("jobs still in squeue after 60s");
+  g_error ("jobs still in squeue after %d polls 100 ms apart", slurm_polls (60));
 }
 
 /* ---- one sandbox on sandstepd, steps on two nodes, by handle ---- */
@@ -347,6 +347,7 @@ test_node_killed (void)
   g_autofree char *pid_text = NULL;
   g_autofree char *held = NULL;
   g_autofree char *srun_log = g_build_filename (node.dir, "killed-srun.log", NULL);
+  g_autofree char *limit = slurm_command_limit ();
   int status = 0;
   gboolean ended = FALSE;
   GPid srun;
@@ -360,11 +361,11 @@ test_node_killed (void)
   }
   handle_arg = g_strconcat ("--handle=", handle, NULL);
   sandbox_arg = g_strconcat ("--sandbox=", handle, NULL);
-  srun = spawn_logged (envp, (const char *const[]) { "timeout", "-k5", "120", "srun", "--quiet", "-N1", "-w", "node2",
+  srun = spawn_logged (envp, (const char *const[]) { "timeout", "-k5", limit, "srun", "--quiet", "-N1", "-w", "node2",
                                                      sandbox_arg, "sh", "-c", "echo ran >> count.txt; sleep 300.75",
                                                      NULL }, srun_log);
   /* The command runs, on the server's sandbox, under node2's claim (a get would wait for that claim). */
-  for (int i = 0; i < 300 && held == NULL; i++)
+  for (int i = 0; i < slurm_polls (30) && held == NULL; i++)
     {
       g_autoptr(Run) r = run_env (envp, node.helper, "describe", handle_arg);
       g_autofree char *by = r->status == 0 ? json_field (r->out, "held_by") : NULL;
@@ -377,7 +378,7 @@ test_node_killed (void)
     {
       g_autofree char *log = read_text (srun_log);
       g_autoptr(Run) nodes = run ("sinfo", "-N");
-      g_error ("the step did not start in 30s; srun said: %s", log);
+      g_error ("the step did not start in %d polls 100 ms apart; srun said: %s", slurm_polls (30), log);
     }
   g_assert_true (g_str_has_prefix (held, "nodes-dag/kill-run/"));
 
@@ -388,7 +389,7 @@ test_node_killed (void)
   /* The step fails: Slurm finds the node gone (SlurmdTimeout=10), and the job ends NODE_FAIL, not requeued.
    * srun says so, but exits 0 all the same (Slurm 22.05's srun: a node failure is not a task's exit
    * status), so its status is not what tells. */
-  for (int i = 0; i < 900 && !ended; i++)
+  for (int i = 0; i < slurm_polls (90) && !ended; i++)
     {
       if (waitpid (srun, &status, WNOHANG) == srun)
         ended = TRUE;
@@ -413,7 +414,7 @@ test_node_killed (void)
   wait_queue_empty ();
 
   /* The command's claim died with its client: no process left, the sandbox free. */
-  for (int i = 0; i < 300 && process_with ("sleep 300.75"); i++)
+  for (int i = 0; i < slurm_polls (30) && process_with ("sleep 300.75"); i++)
     g_usleep (100 * 1000);
   g_assert_false (process_with ("sleep 300.75"));
   {

@@ -483,40 +483,40 @@ wait_pid (GPid pid)
 {
   int status;
 
-  for (int i = 0; i < 300; i++)
+  for (int i = 0; i < slurm_polls (30); i++)
     {
       if (waitpid (pid, &status, WNOHANG) == pid)
         return;
       g_usleep (100 * 1000);
     }
-  g_error ("srun %d still running 30s after scancel", pid);
+  g_error ("srun %d still running %d polls 100 ms apart after scancel", pid, slurm_polls (30));
 }
 
 /* The one job in the queue that runs, once it runs. */
 static char *
 running_job (void)
 {
-  for (int i = 0; i < 300; i++)
+  for (int i = 0; i < slurm_polls (30); i++)
     {
       g_autoptr(Run) r = run ("squeue", "-h", "-t", "R", "-o", "%i");
       if (g_strstrip (r->out)[0] != '\0')
         return g_strdup (r->out);
       g_usleep (100 * 1000);
     }
-  g_error ("no job running after 30s");
+  g_error ("no job running after %d polls 100 ms apart", slurm_polls (30));
 }
 
 static char *
 wait_held (const char *handle, const char *owner)
 {
-  for (int i = 0; i < 300; i++)
+  for (int i = 0; i < slurm_polls (30); i++)
     {
       g_autofree char *held = describe (handle, owner, "held_by");
       if (held != NULL && strcmp (held, "null") != 0)
         return g_steal_pointer (&held);
       g_usleep (100 * 1000);
     }
-  g_error ("sandbox %s not held 30s after the step started", handle);
+  g_error ("sandbox %s not held %d polls 100 ms apart after the step started", handle, slurm_polls (30));
 }
 
 static void
@@ -580,7 +580,7 @@ test_scancel (void)
     srun = spawn_srun (envp2, (const char *const[]) { "srun", "--quiet", "--sandbox-provision", "--sandbox=job",
                                                       "sleep", "300.5", NULL });
     job2 = running_job ();
-    for (int i = 0; i < 300 && handle2 == NULL; i++)
+    for (int i = 0; i < slurm_polls (30) && handle2 == NULL; i++)
       {
         g_autoptr(Run) r = run (node.helper, "list", "--owner=cancel-dag/cancel-run-2", "--json");
         g_autofree char *found = json_field (r->out, "handle");
