@@ -971,21 +971,30 @@ test_list_mixed (Fixture *f, gconstpointer data)
 
 /* A sandbox released while a command runs is destroyed when that command
  * ends: until then list calls it running, by that command's holder, and gc
- * --expired leaves it alone (issue 34, 4: it said expired). */
+ * --expired leaves it alone (issue 34, 4: it said expired), and the release
+ * does not cut the command short (issue 32: the supervisor moved the
+ * command's budget to the released end, and killed it within a second). */
 static void
 test_release_while_running (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = sandstep_test_provision (f, NULL);
   g_autofree char *h = handle_arg (handle);
-  g_autofree char *seconds = sandstep_test_unique_seconds (20);
+  g_autofree char *seconds = sandstep_test_unique_seconds (1000);
+  g_autofree char *command = g_strdup_printf ("sleep %s; echo ended", seconds);
+  const char *sleep_argv[] = { "sleep", seconds, NULL };
   g_autoptr(SandstepTestResult) r = NULL;
   g_autoptr(SandstepTestResult) gc = NULL;
+  g_autoptr(SandstepTestResult) ended = NULL;
   g_autoptr(JsonArray) all = NULL;
+  g_autoptr(JsonArray) after = NULL;
+  g_autoptr(GArray) sleeping = NULL;
   SandstepTestProc *holding;
   JsonObject *e;
 
-  g_test_summary ("a sandbox released while a command runs is listed as running, not expired, until it ends");
-  holding = start_holding (f, h, "dag/run/orphan", seconds);
+  g_test_summary ("a sandbox released while a command runs is listed as running, not expired, and the command "
+                  "runs to its end; then the sandbox is destroyed");
+  holding = sandstep_test_spawn (f, "run", h, "--holder=dag/run/orphan", "--", command, NULL);
+  g_assert_true (sandstep_test_wait_for_process (sleep_argv, TRUE, 30));
   r = sandstep_test_helper (f, "release", h, NULL);
   sandstep_test_assert_status (r, 0);
   sandstep_test_assert_contains (r->err, "is destroyed as soon as its running command ends");
@@ -1000,9 +1009,26 @@ test_release_while_running (Fixture *f, gconstpointer data)
   gc = sandstep_test_helper (f, "gc", "--expired", NULL);
   sandstep_test_assert_status (gc, 0);
   g_assert_cmpstr (gc->out, ==, "");
-  sandstep_test_proc_kill (holding, SIGTERM);
-  g_clear_pointer (&gc, sandstep_test_result_free);
-  gc = sandstep_test_proc_wait (holding, 10);
+
+  /* The supervisor reads the lifetime each second (CHECK_INTERVAL_US): a release that cut the command has by now. */
+  g_usleep (2500 * 1000);
+  g_assert_true (sandstep_test_proc_running (holding));
+  sleeping = sandstep_test_find_processes (sleep_argv);
+  g_assert_cmpuint (sleeping->len, ==, 1);
+  g_assert_cmpint (kill (g_array_index (sleeping, GPid, 0), SIGTERM), ==, 0);
+  ended = sandstep_test_proc_wait (holding, 60);
+  sandstep_test_assert_status (ended, 0);
+  g_assert_cmpstr (ended->out, ==, "ended\n");
+  /* Its supervisor destroys it once the command has ended: soon after the run's answer, not before. */
+  for (gint64 deadline = g_get_monotonic_time () + 30 * sandstep_test_time_scale () * G_USEC_PER_SEC;;)
+    {
+      g_clear_pointer (&after, json_array_unref);
+      after = list_json (f, NULL);
+      if (list_entry (after, handle) == NULL || g_get_monotonic_time () > deadline)
+        break;
+      g_usleep (100 * 1000);
+    }
+  g_assert_null (list_entry (after, handle));
 }
 
 /* `sandstep ARGS` with its stderr on a terminal (a pty of the test's); what

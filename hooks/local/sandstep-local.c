@@ -807,6 +807,9 @@ local_release (SandstepBackend *backend, const char *handle, const SandstepIdent
     return FALSE;
   record->released = TRUE;
   record->expires = now_unix () + keep_s;
+  /* With nothing kept, the end is "once idle": a command that runs is not cut by it (a kept end, E2B's setTimeout
+   * among them, moves the commands' budgets with it). */
+  record->ends_when_idle = keep_s == 0;
   /* Recorded before the claim is tried, so that a holder ending meanwhile sees it and destroys. */
   if (!sandstep_store_save (local->store, record, &save_error) &&
       (keep_s > 0 || !g_error_matches (save_error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_NO_SPACE)))

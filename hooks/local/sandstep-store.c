@@ -177,6 +177,11 @@ record_to_json (const SandstepRecord *record)
   json_builder_add_int_value (builder, record->expires);
   json_builder_set_member_name (builder, "released");
   json_builder_add_boolean_value (builder, record->released);
+  if (record->ends_when_idle)
+    {
+      json_builder_set_member_name (builder, "ends_when_idle");
+      json_builder_add_boolean_value (builder, TRUE);
+    }
   json_builder_set_member_name (builder, "uid");
   json_builder_add_int_value (builder, record->uid);
   json_builder_set_member_name (builder, "gid");
@@ -365,6 +370,8 @@ record_from_json (JsonObject *object, SandstepRecord *record, const char **out_b
   MEMBER (sandstep_member_int (object, "created", &record->created) && record->created >= 0, "created");
   MEMBER (sandstep_member_int (object, "expires", &record->expires) && record->expires >= 0, "expires");
   MEMBER (sandstep_member_bool (object, "released", &record->released), "released");
+  if (json_object_get_member (object, "ends_when_idle") != NULL)
+    MEMBER (sandstep_member_bool (object, "ends_when_idle", &record->ends_when_idle), "ends_when_idle");
   MEMBER (sandstep_member_int (object, "uid", &uid) && uid >= 0 && uid <= G_MAXUINT32, "uid");
   MEMBER (sandstep_member_int (object, "gid", &gid) && gid >= 0 && gid <= G_MAXUINT32, "gid");
   if (json_object_get_member (object, "parent") != NULL)
@@ -506,11 +513,13 @@ replace_file_at (int dir_fd, const char *dir_path, const char *name, const void 
   return replace_file_from (dir_fd, dir_fd, dir_path, name, contents, len, mode, error);
 }
 
-/* The record's lifetime, in a form the static supervisor reads. */
+/* The record's lifetime, in a form the static supervisor reads: "EXPIRES RELEASED", RELEASED 0 (not released),
+ * 1 (released, kept until EXPIRES) or 2 (released with nothing kept, ends_when_idle). */
 static gboolean
 write_lifetime (int dir_fd, const char *dir_path, const SandstepRecord *record, GError **error)
 {
-  g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT " %d\n", record->expires, record->released ? 1 : 0);
+  int released = !record->released ? 0 : record->ends_when_idle ? 2 : 1;
+  g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT " %d\n", record->expires, released);
 
   return replace_file_at (dir_fd, dir_path, "lifetime", text, strlen (text), 0600, error);
 }

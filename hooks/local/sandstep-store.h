@@ -37,6 +37,7 @@ typedef struct {
   gint64 created;         /* unix seconds */
   gint64 expires;         /* unix seconds */
   gboolean released;      /* the DAG is done with it */
+  gboolean ends_when_idle;/* released with nothing kept: its commands run on, then it is destroyed */
   guint32 uid;            /* the host uid and gid of its uid 0 (sandstep-uids.h); 0: the caller's */
   guint32 gid;
   SandstepSpec *spec;

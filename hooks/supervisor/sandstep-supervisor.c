@@ -59,6 +59,7 @@ typedef struct {
   int signals;
   gint64 expires;
   gboolean released;
+  gboolean ends_when_idle; /* released with nothing kept: running commands keep their budgets */
   gint64 idle_us;          /* how long it stays without a command (idle_time()) */
   int keep_ending;         /* ending idle: the keep lock, held until the jail is gone (sandstep-supervisor-keep.h) */
   gint64 idle_deadline;
@@ -83,7 +84,8 @@ now_unix (void)
   return g_get_real_time () / G_USEC_PER_SEC;
 }
 
-/* "EXPIRES RELEASED": the record's lifetime, which the store keeps beside it for us. */
+/* "EXPIRES RELEASED": the record's lifetime, which the store keeps beside it for us (RELEASED's values:
+ * write_lifetime() in sandstep-store.c). */
 static gboolean
 read_lifetime (Supervisor *s)
 {
@@ -102,6 +104,7 @@ read_lifetime (Supervisor *s)
     return FALSE;
   s->expires = expires;
   s->released = released != 0;
+  s->ends_when_idle = released == 2;
   return TRUE;
 }
 
@@ -456,7 +459,7 @@ check_state (Supervisor *s)
       s->lifetime_stat = now;
       if (!read_lifetime (s))
         s->done = TRUE;
-      else
+      else if (!s->ends_when_idle)
         for (guint i = 0; i < s->running->len; i++)
           sandstep_supervisor_command_lifetime (s->running->pdata[i], s->expires);
     }
