@@ -135,11 +135,11 @@ proc_kill (Proc *p, int sig)
   kill (p->pid, sig);
 }
 
-/* Waits for the end (killing it after @timeout_s), frees @p. */
+/* Waits for the end (killing it after @timeout_s, stretched by the time scale), frees @p. */
 static Result *
 proc_wait (Proc *p, double timeout_s)
 {
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * sandstep_test_time_scale () * G_USEC_PER_SEC);
   Result *r = g_new0 (Result, 1);
   gboolean killed = FALSE;
   int status = 0;
@@ -1015,7 +1015,8 @@ hold_end (Proc *holding, const char *seconds)
 static void
 pump_until_err (Proc *p, const char *text)
 {
-  gint64 deadline = g_get_monotonic_time () + (gint64) (HELPER_TIMEOUT_S * G_USEC_PER_SEC);
+  double timeout_s = HELPER_TIMEOUT_S * sandstep_test_time_scale ();
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
 
   while (strstr (p->err->str, text) == NULL)
     {
@@ -2514,7 +2515,7 @@ static void
 wait_expired_as (Fixture *f, const char *token, const char *owner, const char *h, double timeout_s)
 {
   const char *describe[] = { "describe", h, NULL };
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * sandstep_test_time_scale () * G_USEC_PER_SEC);
 
   for (;;)
     {
