@@ -1019,12 +1019,15 @@ test_release_while_running (Fixture *f, gconstpointer data)
   ended = sandstep_test_proc_wait (holding, 60);
   sandstep_test_assert_status (ended, 0);
   g_assert_cmpstr (ended->out, ==, "ended\n");
-  /* Its supervisor destroys it once the command has ended: soon after the run's answer, not before. */
+  /* Its supervisor has it destroyed once the command has ended (`sandstep --reclaim HANDLE`): soon after the run's
+   * answer, not before.  That process ends once the whole destroy is done, its holder entry forgotten too. */
   for (gint64 deadline = g_get_monotonic_time () + 30 * sandstep_test_time_scale () * G_USEC_PER_SEC;;)
     {
+      g_autoptr(GArray) naming = sandstep_test_processes_naming (handle);
+
       g_clear_pointer (&after, json_array_unref);
       after = list_json (f, NULL);
-      if (list_entry (after, handle) == NULL || g_get_monotonic_time () > deadline)
+      if ((list_entry (after, handle) == NULL && naming->len == 0) || g_get_monotonic_time () > deadline)
         break;
       g_usleep (100 * 1000);
     }
