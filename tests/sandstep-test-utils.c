@@ -3,6 +3,7 @@
 
 #include <gio/gio.h>
 
+#include "sandstep-cgroup.h"
 #include "sandstep-handle.h"
 #include "sandstep-host-files.h"
 #include "sandstep-store.h"
@@ -1265,6 +1266,17 @@ sandstep_test_mcp_call (JsonObject *report, guint i, const char *name)
   call = json_array_get_object_element (calls, i);
   g_assert_cmpstr (json_object_get_string_member (call, "name"), ==, name);
   return call;
+}
+
+gboolean
+sandstep_test_skip_without_cgroup (const char *what)
+{
+  g_autofree char *why = sandstep_cgroup_unavailable ();
+
+  if (why == NULL)
+    return FALSE;
+  g_test_skip_printf ("%s is a cgroup's, and %s", what, why);
+  return TRUE;
 }
 
 gboolean

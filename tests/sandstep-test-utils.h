@@ -209,6 +209,12 @@ GArray *sandstep_test_find_processes (const char *const *argv);
  * has argv @argv; returns whether that happened. */
 gboolean sandstep_test_wait_for_process (const char *const *argv, gboolean present, double timeout_s);
 
+/* Skips the case (returning TRUE) where this user's sandboxes get no cgroup here, saying why
+ * (sandstep_cgroup_unavailable(): not root and no cgroup v2 subtree delegated, or no memory and pids controllers):
+ * @what ("the memory limit") is then enforced by rlimits, or not at all.  Where a cgroup holds them (root, or a
+ * user in the subtree systemd delegates), the case runs. */
+gboolean sandstep_test_skip_without_cgroup (const char *what);
+
 /* A case that needs node or an npm package which is not here (@reason says which): skipped, or failed where
  * scripts/test asks for them (SANDSTEP_TESTS_REQUIRE_NODE=1).  Returns FALSE, for `return sandstep_test_...`. */
 gboolean sandstep_test_node_missing (const char *reason);

@@ -606,11 +606,8 @@ test_limits (Fixture *f, gconstpointer data)
   g_test_summary ("a supervisor-served run keeps the sandbox's limits and names the one it hit: more processes "
                   "than pids=16 (forks fail), more memory than memory=64M (the kernel kills it); a run within "
                   "them says nothing");
-  if (getuid () != 0)
-    {
-      g_test_skip ("needs root: the process and memory limits are a cgroup only a root helper can make here");
-      return;
-    }
+  if (sandstep_test_skip_without_cgroup ("the process and memory limits"))
+    return;
   handle = sandstep_test_provision (f, "--pids=16", "--memory=64M", NULL);
   h = handle_arg (handle);
   supervisor = start_supervisor (f, handle);
