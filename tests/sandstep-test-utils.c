@@ -1275,7 +1275,7 @@ sandstep_test_skip_without_cgroup (const char *what)
 
   if (why == NULL)
     return FALSE;
-  g_test_skip_printf ("%s is a cgroup's, and %s", what, why);
+  g_test_skip_printf ("%s needs a cgroup, and %s", what, why);
   return TRUE;
 }
 

@@ -211,8 +211,8 @@ gboolean sandstep_test_wait_for_process (const char *const *argv, gboolean prese
 
 /* Skips the case (returning TRUE) where this user's sandboxes get no cgroup here, saying why
  * (sandstep_cgroup_unavailable(): not root and no cgroup v2 subtree delegated, or no memory and pids controllers):
- * @what ("the memory limit") is then enforced by rlimits, or not at all.  Where a cgroup holds them (root, or a
- * user in the subtree systemd delegates), the case runs. */
+ * @what ("the memory limit") needs one; without it a limit is an rlimit, or nothing.  Where a cgroup holds them
+ * (root, or a user in the subtree systemd delegates), the case runs. */
 gboolean sandstep_test_skip_without_cgroup (const char *what);
 
 /* A case that needs node or an npm package which is not here (@reason says which): skipped, or failed where

@@ -606,7 +606,7 @@ test_limits (Fixture *f, gconstpointer data)
   g_test_summary ("a supervisor-served run keeps the sandbox's limits and names the one it hit: more processes "
                   "than pids=16 (forks fail), more memory than memory=64M (the kernel kills it); a run within "
                   "them says nothing");
-  if (sandstep_test_skip_without_cgroup ("the process and memory limits"))
+  if (sandstep_test_skip_without_cgroup ("checking the process and memory limits"))
     return;
   handle = sandstep_test_provision (f, "--pids=16", "--memory=64M", NULL);
   h = handle_arg (handle);
