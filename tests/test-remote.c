@@ -993,6 +993,12 @@ hold_start (Fixture *f, const char *h, const char *holder, char **out_seconds)
   holding = helper_spawn (f, "run", h, holder_arg, "--", command, NULL);
   while (strstr (holding->out->str, "started") == NULL)
     g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  /* The sleep itself, which hold_end ends: a sandbox's processes weigh less than the host's, and on a busy host its
+   * shell may start the sleep well after it said "started". */
+  {
+    const char *marker[] = { "sleep", *out_seconds, NULL };
+    g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 30));
+  }
   return holding;
 }
 
