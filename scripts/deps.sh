@@ -112,6 +112,38 @@ sandstep_ensure_e2b_sdk () {
   fi
 }
 
+# Debian's apparmor_parser for tests/test-install.c's profile case, where the host has none (AppArmor off, or a
+# minimal install): the apparmor package is unpacked into tests/apparmor/root, not installed, because installing
+# it would load every packaged profile at the next boot on a host whose kernel runs AppArmor.
+sandstep_ensure_apparmor_parser () {
+  local dest
+  dest="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/apparmor"
+  command -v apparmor_parser >/dev/null 2>&1 && return 0
+  [ -x /usr/sbin/apparmor_parser ] || [ -x /sbin/apparmor_parser ] && return 0
+  [ -x "$dest/root/sbin/apparmor_parser" ] && return 0
+  command -v apt-get >/dev/null 2>&1 || { echo "sandstep: no apt-get to fetch Debian's apparmor package" >&2; return 1; }
+  local tmp log
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/sandstep-apparmor.XXXXXX")
+  log="$tmp/apt.log"
+  echo "sandstep: unpacking Debian's apparmor package into $dest/root (apt-get's output: $log)" >&2
+  # apt-get download writes as its _apt user where it can; a 0700 mktemp only root reads is fine (apt warns).
+  if ! (cd "$tmp" && apt-get download -q apparmor) >"$log" 2>&1; then
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo=(sudo)
+    if [ "$(id -u)" -ne 0 ] && [ ${#sudo[@]} -eq 0 ] ||
+       ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+           (cd "$tmp" && apt-get download -q apparmor); } >>"$log" 2>&1; then
+      echo "sandstep: apt-get could not download the apparmor package; its output is in $log:" >&2
+      tail -n 5 "$log" | sed 's/^/  /' >&2
+      return 1
+    fi
+  fi
+  rm -rf "$dest/root.new" && mkdir -p "$dest" &&
+    dpkg-deb -x "$tmp"/apparmor_*.deb "$dest/root.new" &&
+    rm -rf "$dest/root" && mv "$dest/root.new" "$dest/root" &&
+    rm -rf "$tmp"
+}
+
 # npm ci in DIR when a package of DIR/package.json is missing from DIR/node_modules.
 sandstep_ensure_npm_packages () {
   local dir=$1
