@@ -60,6 +60,18 @@ MinJobAge=300
 CONF
 }
 
+# Says on stderr why a cluster under DIR did not come up: the nodes' states and reasons as slurmctld sees them, and
+# the last lines of each daemon's log (the test's directory may be gone by the time anyone reads its report).
+slurm_explain_start () {
+  local dir=$1 log
+  echo "slurm: sinfo -N: $(timeout 5 sinfo -h -N -o '%N %t %E' 2>&1 | tr '\n' ';')" >&2
+  for log in "$dir"/log/*.log "$dir"/log/*.out; do
+    [ -s "$log" ] || continue
+    echo "slurm: the last lines of $log:" >&2
+    tail -n 20 "$log" | sed 's/^/  | /' >&2
+  done
+}
+
 # Stops the process whose pid FILE holds (TERM, then KILL after 10s), and removes FILE.
 slurm_stop_pid () {
   local file=$1 pid

@@ -72,6 +72,7 @@ EOF
     fi
     sleep 0.1
   done
+  slurm_explain_start "$dir"
   die "the node did not become idle in 30s; logs: $dir/log/slurmctld.log, $dir/log/slurmd.log"
 }
 

@@ -152,6 +152,7 @@ EOF
     fi
     sleep 0.1
   done
+  slurm_explain_start "$dir"
   die "the nodes did not become idle in $((30 * scale))s; logs: $dir/log/slurmctld.log, $dir/log/slurmd-node*.log"
 }
 
