@@ -240,7 +240,10 @@ start_node (char **out_reason)
   node.guardian_fd = guardian_in;
   if (r->status != 0)
     {
-      *out_reason = g_strdup_printf ("could not start a single-node Slurm: %s", g_strstrip (r->err));
+      /* Its last line says what failed; the lines before it (the daemons' states and logs) are in the
+       * comment run_in() wrote, and a reason must stay one TAP line. */
+      const char *last = strrchr (g_strstrip (r->err), '\n');
+      *out_reason = g_strdup_printf ("could not start Slurm: %s", last != NULL ? last + 1 : r->err);
       return FALSE;
     }
   slurm_conf = g_strdup (g_strstrip (r->out));
