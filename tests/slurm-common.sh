@@ -60,6 +60,34 @@ MinJobAge=300
 CONF
 }
 
+# Writes DIR/etc/cgroup.conf for a test cluster whose nodes are named NAME..., and records in DIR/run/cgroups the
+# cgroups its slurmd will make, for slurm_remove_cgroups.  On cgroup v2 slurmd otherwise asks systemd over D-Bus
+# for a scope for its steps: it names a process there by its pid, which systemd cannot see for a node in a PID
+# namespace of its own (slurmd gave up and the nodes of tests/slurm-nodes.sh never came up on a stock Debian 12),
+# and the scope keeps a "slurmstepd infinity" process of its own that outlives the test.  With IgnoreSystemd the
+# slurmd makes that cgroup itself.  cgroup v1 ignores it.
+slurm_cgroup_conf () {
+  local dir=$1 name scope
+  shift
+  echo "IgnoreSystemd=yes" > "$dir/etc/cgroup.conf"
+  for name in "$@"; do
+    # Debian's Slurm is built for several slurmd on one host: a scope per node name.
+    scope=/sys/fs/cgroup/system.slice/${name}_slurmstepd.scope
+    [ -e "$scope" ] || echo "$scope" >> "$dir/run/cgroups"
+  done
+}
+
+# Removes the cgroups slurm_cgroup_conf recorded, once the daemons are gone: deepest first, and one that still
+# holds a process stays.
+slurm_remove_cgroups () {
+  local dir=$1 cg
+  [ -f "$dir/run/cgroups" ] || return 0
+  while read -r cg; do
+    [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done < "$dir/run/cgroups"
+  rm -f "$dir/run/cgroups"
+}
+
 # Says on stderr why a cluster under DIR did not come up: the nodes' states and reasons as slurmctld sees them, and
 # the last lines of each daemon's log (the test's directory may be gone by the time anyone reads its report).
 slurm_explain_start () {

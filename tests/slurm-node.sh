@@ -58,6 +58,7 @@ NodeName=node1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$cpus RealMemory=$
 PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
   echo "optional $plugin sandstep=$sandstep rundir=$dir/spank" > "$dir/etc/plugstack.conf"
+  slurm_cgroup_conf "$dir" node1
 
   export SLURM_CONF=$dir/etc/slurm.conf
   slurmctld -D -i </dev/null >"$dir/log/slurmctld.out" 2>&1 &
@@ -82,6 +83,7 @@ stop () {
   for name in slurmd slurmctld munged; do
     slurm_stop_pid "$dir/run/$name.pid"
   done
+  slurm_remove_cgroups "$dir"
 }
 
 case "${1:-}" in

@@ -41,8 +41,6 @@ case $scale in '' | *[!0-9]* | 0) scale=1 ;; esac
 NET=10.231.40
 
 node_addr () { echo "$NET.1${1#node}"; }
-# Where a node's slurmd puts its steps on cgroup v2 (Debian's Slurm is built for several slurmd on one host).
-node_scope () { echo "/sys/fs/cgroup/system.slice/$1_slurmstepd.scope"; }
 
 check_prefix () {
   case ${SANDSTEP_TEST_NETNS_PREFIX:-} in
@@ -118,14 +116,8 @@ EOF
     echo "PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
   } > "$dir/etc/slurm.conf"
   echo "optional $plugin sandstep=$sandstep rundir=$dir/local/spank" > "$dir/etc/plugstack.conf"
-  # On cgroup v2 slurmd asks systemd over D-Bus for a scope for its steps, naming a process by its pid; a node's
-  # pid is its PID namespace's, which systemd cannot see, so slurmd gave up at start and the nodes never came up
-  # (stock Debian 12). It makes the scope's cgroups itself instead (cgroup v1 ignores this); stop removes those
-  # it made.
-  echo "IgnoreSystemd=yes" > "$dir/etc/cgroup.conf"
-  for name in $NODES; do
-    [ -e "$(node_scope "$name")" ] || echo "$(node_scope "$name")" >> "$dir/run/cgroups"
-  done
+  # shellcheck disable=SC2086 # the node names
+  slurm_cgroup_conf "$dir" $NODES
 
   export SLURM_CONF=$dir/etc/slurm.conf
   slurmctld -D -i </dev/null >"$dir/log/slurmctld.out" 2>&1 &
@@ -180,14 +172,7 @@ stop () {
     done < "$dir/run/netns"
     rm -f "$dir/run/netns"
   fi
-  if [ -f "$dir/run/cgroups" ]; then
-    local cg
-    while read -r cg; do
-      # Deepest first; a cgroup that still holds a process stays.
-      [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
-    done < "$dir/run/cgroups"
-    rm -f "$dir/run/cgroups"
-  fi
+  slurm_remove_cgroups "$dir"
 }
 
 sweep () {
