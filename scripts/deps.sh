@@ -17,6 +17,18 @@ SANDSTEP_PACKAGES=(
 # row and, beside s3rver from npm (sandstep_ensure_s3rver), of
 # tests/test-s3.c.  Without it those skip, saying why.
 
+# Whether this process is root or may become root with sudo (apt-get update and install need it).
+sandstep_can_be_root () {
+  [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1
+}
+
+# apt-get ARGS as root: directly, or through sudo for another user.
+sandstep_apt_get () {
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "$@"
+}
+
 sandstep_ensure_packages () {
   local missing=() pkg
   for pkg in "${SANDSTEP_PACKAGES[@]}" "$@"; do
@@ -24,23 +36,17 @@ sandstep_ensure_packages () {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
 
-  local sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-      sudo=(sudo)
-    else
-      echo "sandstep: these packages are missing and installing them needs root: ${missing[*]}" >&2
-      echo "sandstep: run as root, or install them with: apt-get install ${missing[*]}" >&2
-      return 1
-    fi
+  if ! sandstep_can_be_root; then
+    echo "sandstep: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    echo "sandstep: run as root, or install them with: apt-get install ${missing[*]}" >&2
+    return 1
   fi
   # One line on the terminal; apt's own output goes to a log that a failure names.
   local log
   log=$(mktemp "${TMPDIR:-/tmp}/sandstep-apt.XXXXXX.log")
   echo "sandstep: installing ${missing[*]} (apt-get's output: $log)" >&2
-  if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; } \
-       >"$log" 2>&1; then
+  if ! { sandstep_apt_get update -q &&
+         sandstep_apt_get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
     echo "sandstep: apt-get could not install ${missing[*]}; its output is in $log:" >&2
     tail -n 5 "$log" | sed 's/^/  /' >&2
     return 1
@@ -118,8 +124,9 @@ sandstep_ensure_e2b_sdk () {
 sandstep_ensure_apparmor_parser () {
   local dest
   dest="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/apparmor"
+  # Where tests/test-install.c looks first.
   command -v apparmor_parser >/dev/null 2>&1 && return 0
-  [ -x /usr/sbin/apparmor_parser ] || [ -x /sbin/apparmor_parser ] && return 0
+  [ -x /usr/sbin/apparmor_parser ] && return 0
   [ -x "$dest/root/sbin/apparmor_parser" ] && return 0
   command -v apt-get >/dev/null 2>&1 || { echo "sandstep: no apt-get to fetch Debian's apparmor package" >&2; return 1; }
   local tmp log
@@ -127,16 +134,13 @@ sandstep_ensure_apparmor_parser () {
   log="$tmp/apt.log"
   echo "sandstep: unpacking Debian's apparmor package into $dest/root (apt-get's output: $log)" >&2
   # apt-get download writes as its _apt user where it can; a 0700 mktemp only root reads is fine (apt warns).
-  if ! (cd "$tmp" && apt-get download -q apparmor) >"$log" 2>&1; then
-    local sudo=()
-    [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo=(sudo)
-    if [ "$(id -u)" -ne 0 ] && [ ${#sudo[@]} -eq 0 ] ||
-       ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-           (cd "$tmp" && apt-get download -q apparmor); } >>"$log" 2>&1; then
-      echo "sandstep: apt-get could not download the apparmor package; its output is in $log:" >&2
-      tail -n 5 "$log" | sed 's/^/  /' >&2
-      return 1
-    fi
+  # A fresh machine has no package lists yet: fetch them (as root) and try once more.
+  if ! { (cd "$tmp" && apt-get download -q apparmor) ||
+         { sandstep_can_be_root && sandstep_apt_get update -q && (cd "$tmp" && apt-get download -q apparmor); }; } \
+       >"$log" 2>&1; then
+    echo "sandstep: apt-get could not download the apparmor package; its output is in $log:" >&2
+    tail -n 5 "$log" | sed 's/^/  /' >&2
+    return 1
   fi
   rm -rf "$dest/root.new" && mkdir -p "$dest" &&
     dpkg-deb -x "$tmp"/apparmor_*.deb "$dest/root.new" &&
