@@ -922,6 +922,8 @@ test_orphan_cgroups (Fixture *f, gconstpointer data)
   g_autofree char *marker = sandstep_test_unique_seconds (60);
   g_autofree char *sleeper = g_strconcat ("exec sleep ", marker, NULL);
   const char *marker_argv[] = { "sleep", marker, NULL };
+  g_autoptr(GPtrArray) candidates = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *user_parent = NULL;
   g_autoptr(GPtrArray) parents = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *old_orphan = g_strdup_printf ("sandstep-%08x%08x", g_random_int (), g_random_int ());
   g_autofree char *young_orphan = g_strdup_printf ("sandstep-%08x%08x", g_random_int (), g_random_int ());
@@ -934,15 +936,18 @@ test_orphan_cgroups (Fixture *f, gconstpointer data)
     return;
   running = sandstep_test_spawn (f, "run", h, "--", sleeper, NULL);
   g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
-  for (gsize i = 0; i <= G_N_ELEMENTS (cgroup_parents); i++)
+  for (gsize i = 0; i < G_N_ELEMENTS (cgroup_parents); i++)
+    g_ptr_array_add (candidates, g_strdup (cgroup_parents[i]));
+  /* Where a user's sandboxes have theirs: under the cgroup v2 subtree systemd delegates to it (root's is above). */
+  if ((user_parent = sandstep_cgroup_v2_parent ()) != NULL)
+    g_ptr_array_add (candidates, g_steal_pointer (&user_parent));
+  for (guint i = 0; i < candidates->len; i++)
     {
-      /* Last, where a user's sandboxes have theirs: under the cgroup v2 subtree systemd delegates to it. */
-      g_autofree char *parent = i < G_N_ELEMENTS (cgroup_parents) ? g_strdup (cgroup_parents[i])
-                                                                   : sandstep_cgroup_v2_parent ();
-      g_autofree char *path = parent != NULL ? g_build_filename (parent, live, NULL) : NULL;
-      if (path != NULL && g_file_test (path, G_FILE_TEST_IS_DIR) &&
+      const char *parent = candidates->pdata[i];
+      g_autofree char *path = g_build_filename (parent, live, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR) &&
           !g_ptr_array_find_with_equal_func (parents, parent, g_str_equal, NULL))
-        g_ptr_array_add (parents, g_steal_pointer (&parent));
+        g_ptr_array_add (parents, g_strdup (parent));
     }
   /* Where a cgroup holds a sandbox, the live one's is found. */
   g_assert_cmpuint (parents->len, >, 0);
