@@ -868,13 +868,18 @@ drain (int *fd, GString *into)
     }
 }
 
-/* Waits for output or the exit until @deadline (monotonic µs); FALSE when it passed. */
 static gboolean
-proc_step (SandstepTestProc *proc, gint64 deadline)
+proc_done (SandstepTestProc *proc)
+{
+  return proc->exited && proc->out_fd < 0 && proc->err_fd < 0;
+}
+
+/* Waits up to @timeout_ms for output or the exit and takes what came; FALSE when nothing came. */
+static gboolean
+proc_poll (SandstepTestProc *proc, int timeout_ms)
 {
   struct pollfd fds[3];
   int n = 0;
-  gint64 left = deadline - g_get_monotonic_time ();
   int r;
 
   if (proc->out_fd >= 0)
@@ -885,16 +890,14 @@ proc_step (SandstepTestProc *proc, gint64 deadline)
     fds[n++] = (struct pollfd) { .fd = proc->pidfd, .events = POLLIN };
   if (n == 0)
     return TRUE;
-  if (left <= 0)
-    return FALSE;
-  r = poll (fds, n, (int) MIN ((left + 999) / 1000, G_MAXINT));
+  r = poll (fds, n, timeout_ms);
   if (r < 0)
     {
       g_assert_cmpint (errno, ==, EINTR);
       return TRUE;
     }
   if (r == 0)
-    return g_get_monotonic_time () < deadline;
+    return FALSE;
   if (proc->out_fd >= 0)
     drain (&proc->out_fd, proc->out);
   if (proc->err_fd >= 0)
@@ -904,42 +907,36 @@ proc_step (SandstepTestProc *proc, gint64 deadline)
   return TRUE;
 }
 
+/* Waits for output or the exit until @deadline (monotonic µs); FALSE when it passed. */
 static gboolean
-proc_done (SandstepTestProc *proc)
+proc_step (SandstepTestProc *proc, gint64 deadline)
 {
-  return proc->exited && proc->out_fd < 0 && proc->err_fd < 0;
+  gint64 left = deadline - g_get_monotonic_time ();
+
+  if (proc_done (proc))
+    return TRUE;
+  if (left <= 0)
+    return FALSE;
+  return proc_poll (proc, (int) MIN ((left + 999) / 1000, G_MAXINT)) || g_get_monotonic_time () < deadline;
 }
 
-SandstepTestProc *
-sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const int *source_fds,
-                          const int *target_fds, gsize n_fds)
+static SandstepTestProc *
+proc_start (const char *const *argv, const char *const *envp, const char *cwd, const int *source_fds,
+            const int *target_fds, gsize n_fds)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_auto(GStrv) wrapped = NULL;
   SandstepTestProc *proc = g_new0 (SandstepTestProc, 1);
-  char **final_argv;
   int out_fd = -1, err_fd = -1;
 
-  g_ptr_array_add (argv, f->helper);
-  for (gsize i = 0; args[i] != NULL; i++)
-    g_ptr_array_add (argv, (gpointer) args[i]);
-  g_ptr_array_add (argv, NULL);
-  if (f->user != NULL)
-    wrapped = sandstep_test_user_wrap_argv (f->user, (const char *const *) argv->pdata);
-  final_argv = wrapped != NULL ? wrapped : (char **) argv->pdata;
-
-  proc->f = f;
-  proc->provision = args[0] != NULL && strcmp (args[0], "provision") == 0;
   proc->pidfd = proc->out_fd = proc->err_fd = -1;
   proc->out = g_string_new (NULL);
   proc->err = g_string_new (NULL);
-  proc->command = join_argv ((const char *const *) final_argv);
+  proc->command = join_argv (argv);
   proc->started = g_get_monotonic_time ();
-  g_spawn_async_with_pipes_and_fds (f->host_dir, (const char *const *) final_argv, (const char *const *) f->envp,
-                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, die_with_parent, NULL, -1, -1,
-                                    -1,
-                                    source_fds, target_fds, n_fds, &proc->pid, NULL, &out_fd, &err_fd, &error);
+  g_spawn_async_with_pipes_and_fds (cwd, argv, envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL | G_SPAWN_SEARCH_PATH,
+                                    die_with_parent, NULL, -1, -1, -1, source_fds, target_fds, n_fds, &proc->pid, NULL,
+                                    &out_fd, &err_fd, &error);
   g_assert_no_error (error);
   proc->out_fd = out_fd;
   proc->err_fd = err_fd;
@@ -950,6 +947,34 @@ sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const
   proc->pidfd = (int) syscall (SYS_pidfd_open, proc->pid, 0);
   g_assert_cmpint (proc->pidfd, >=, 0);
   g_assert_cmpint (fcntl (proc->pidfd, F_SETFD, FD_CLOEXEC), ==, 0);
+  return proc;
+}
+
+SandstepTestProc *
+sandstep_test_proc_start (const char *const *argv, const char *const *envp, const char *cwd)
+{
+  return proc_start (argv, envp, cwd, NULL, NULL, 0);
+}
+
+SandstepTestProc *
+sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const int *source_fds,
+                          const int *target_fds, gsize n_fds)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) wrapped = NULL;
+  SandstepTestProc *proc;
+
+  g_ptr_array_add (argv, f->helper);
+  for (gsize i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+  if (f->user != NULL)
+    wrapped = sandstep_test_user_wrap_argv (f->user, (const char *const *) argv->pdata);
+
+  proc = proc_start (wrapped != NULL ? (const char *const *) wrapped : (const char *const *) argv->pdata,
+                     (const char *const *) f->envp, f->host_dir, source_fds, target_fds, n_fds);
+  proc->f = f;
+  proc->provision = args[0] != NULL && strcmp (args[0], "provision") == 0;
   g_mutex_lock (&fixture_lock);
   g_ptr_array_add (f->procs, proc);
   g_mutex_unlock (&fixture_lock);
@@ -1017,6 +1042,26 @@ sandstep_test_proc_read_err_line (SandstepTestProc *proc, double timeout_s)
   return read_line_from (proc, proc->err, &proc->err_fd, &proc->err_pos, timeout_s);
 }
 
+gboolean
+sandstep_test_proc_pump (SandstepTestProc *proc, double timeout_s)
+{
+  if (!proc_done (proc))
+    proc_poll (proc, (int) (timeout_s * 1000));
+  return !proc_done (proc);
+}
+
+const char *
+sandstep_test_proc_out (SandstepTestProc *proc)
+{
+  return proc->out->str;
+}
+
+const char *
+sandstep_test_proc_err (SandstepTestProc *proc)
+{
+  return proc->err->str;
+}
+
 void
 sandstep_test_proc_kill (SandstepTestProc *proc, int sig)
 {
@@ -1055,6 +1100,11 @@ sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s)
   result->out = g_string_free (g_steal_pointer (&proc->out), FALSE);
   result->err = g_string_free (g_steal_pointer (&proc->err), FALSE);
   result->command = g_steal_pointer (&proc->command);
+  if (proc->f == NULL)
+    {
+      proc_free (proc);
+      return result;
+    }
   g_mutex_lock (&fixture_lock);
   if (proc->provision && result->status == 0 && result->out_len > 1 && result->out[result->out_len - 1] == '\n')
     {
@@ -1184,6 +1234,93 @@ sandstep_test_snapshot (SandstepTestFixture *f, const char *handle)
   return sandstep_test_run_ok (f, handle,
                                "cd / && find workspace tmp -exec stat -c '%n %F %a %s' {} + | LC_ALL=C sort && "
                                "find workspace tmp -type f -exec md5sum {} + | LC_ALL=C sort");
+}
+
+/* ---- a sandstepd of the test's own ---- */
+
+#define DAEMON_ANNOUNCES "sandstepd: listening on "
+
+static void
+end_with_test (gpointer data)
+{
+  /* SIGTERM, not SIGKILL: the daemon ends its sandboxes on the way out. */
+  prctl (PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+}
+
+void
+sandstep_test_daemon_start (SandstepTestDaemon *d, const char *const *argv, const char *const *envp,
+                            const char *cwd, const char *log)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  gint64 deadline = g_get_monotonic_time () + (gint64) (15 * sandstep_test_time_scale () * G_USEC_PER_SEC);
+  int log_fd;
+
+  g_assert_cmpint (d->pid, ==, 0);
+  log_fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  g_assert_cmpint (log_fd, >=, 0);
+  g_spawn_async_with_pipes_and_fds (cwd, argv, envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL | G_SPAWN_SEARCH_PATH,
+                                    end_with_test, NULL, -1, -1, log_fd, NULL, NULL, 0, &d->pid, NULL, &d->out_fd, NULL,
+                                    &error);
+  close (log_fd);
+  g_assert_no_error (error);
+  g_assert_cmpint (fcntl (d->out_fd, F_SETFD, FD_CLOEXEC), ==, 0);
+
+  g_clear_pointer (&d->url, g_free);
+  while (d->url == NULL && g_get_monotonic_time () < deadline)
+    {
+      struct pollfd pfd = { d->out_fd, POLLIN, 0 };
+      char buf[512];
+      const char *nl;
+      ssize_t n;
+
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = read (d->out_fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      g_string_append_len (out, buf, n);
+      if ((nl = strchr (out->str, '\n')) != NULL && g_str_has_prefix (out->str, DAEMON_ANNOUNCES))
+        d->url = g_strndup (out->str + strlen (DAEMON_ANNOUNCES), nl - out->str - strlen (DAEMON_ANNOUNCES));
+    }
+  if (d->url == NULL)
+    {
+      g_autofree char *text = NULL;
+
+      g_file_get_contents (log, &text, NULL, NULL);
+      g_test_message ("%s did not name its URL; its stdout: %s; its log (%s): %s", argv[0], out->str, log,
+                      text != NULL ? text : "(none)");
+    }
+  g_assert_nonnull (d->url);
+}
+
+void
+sandstep_test_daemon_stop (SandstepTestDaemon *d, int sig)
+{
+  int status;
+
+  if (d->pid <= 0)
+    return;
+  kill (d->pid, sig);
+  for (int i = 0; i < 100 && waitpid (d->pid, &status, WNOHANG) == 0; i++)
+    g_usleep (50 * 1000);
+  if (waitpid (d->pid, &status, WNOHANG) == 0)
+    {
+      kill (d->pid, SIGKILL);
+      waitpid (d->pid, &status, 0);
+    }
+  d->pid = 0;
+  if (d->out_fd >= 0)
+    close (d->out_fd);
+  d->out_fd = -1;
+}
+
+void
+sandstep_test_daemon_clear (SandstepTestDaemon *d)
+{
+  sandstep_test_daemon_stop (d, SIGTERM);
+  g_clear_pointer (&d->url, g_free);
 }
 
 /* ---- host processes ---- */

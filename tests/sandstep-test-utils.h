@@ -167,6 +167,9 @@ typedef struct _SandstepTestProc SandstepTestProc;
 SandstepTestProc *sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const int *source_fds,
                                             const int *target_fds, gsize n_fds);
 SandstepTestProc *sandstep_test_spawn (SandstepTestFixture *f, const char *first_arg, ...) G_GNUC_NULL_TERMINATED;
+/* Starts any other program: @argv (its first word looked up in PATH) with @envp (NULL: this process's) in @cwd
+ * (NULL: this process's), stdin /dev/null, killed when this process dies.  Waited for like a helper run. */
+SandstepTestProc *sandstep_test_proc_start (const char *const *argv, const char *const *envp, const char *cwd);
 
 /* The helper's pid (setpriv execs it, so also under a user). */
 GPid sandstep_test_proc_pid (SandstepTestProc *proc);
@@ -177,10 +180,35 @@ gboolean sandstep_test_proc_running (SandstepTestProc *proc);
 char *sandstep_test_proc_read_line (SandstepTestProc *proc, double timeout_s);
 /* The same for stderr. */
 char *sandstep_test_proc_read_err_line (SandstepTestProc *proc, double timeout_s);
+/* Takes what output has come within @timeout_s (0: only what is there); FALSE once the program has exited and
+ * both its streams are at their end. */
+gboolean sandstep_test_proc_pump (SandstepTestProc *proc, double timeout_s);
+/* Everything it has written to stdout (stderr) so far. */
+const char *sandstep_test_proc_out (SandstepTestProc *proc);
+const char *sandstep_test_proc_err (SandstepTestProc *proc);
 void sandstep_test_proc_kill (SandstepTestProc *proc, int sig);
 /* Collects the rest of the output and the exit status, killing the helper
  * (SIGKILL) if it has not ended within @timeout_s; frees @proc. */
 SandstepTestResult *sandstep_test_proc_wait (SandstepTestProc *proc, double timeout_s);
+
+/* ---- a sandstepd of the test's own ---- */
+
+typedef struct {
+  GPid pid;          /* 0 when not running */
+  int out_fd;        /* its stdout, open until it is stopped: it never writes into a closed pipe */
+  char *url;         /* from its first line, "sandstepd: listening on URL" */
+} SandstepTestDaemon;
+
+/* Starts @argv, a sandstepd command line (behind a prefix such as `ip netns exec NS` where it has one), with @envp
+ * (NULL: this process's) in @cwd, its stderr appended to @log; it ends (SIGTERM) when this process does.  Returns
+ * once it has named its URL; fails the test with @log when it has not within 15 s (stretched by the time scale). */
+void sandstep_test_daemon_start (SandstepTestDaemon *d, const char *const *argv, const char *const *envp,
+                                 const char *cwd, const char *log);
+/* Sends @sig, waits up to 5 s for the end, then SIGKILL, and reaps it; nothing when it is not running.  url stays,
+ * for a restart on the same port. */
+void sandstep_test_daemon_stop (SandstepTestDaemon *d, int sig);
+/* Stops it (SIGTERM) and frees url. */
+void sandstep_test_daemon_clear (SandstepTestDaemon *d);
 
 /* ---- host processes ---- */
 

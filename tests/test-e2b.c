@@ -9,14 +9,11 @@
  *
  * Environment: SANDSTEPD (the daemon), G_TEST_SRCDIR.
  */
-#include <fcntl.h>
 #include <gio/gio.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,9 +29,7 @@ typedef struct {
   char *key_b;              /* owner=b/ */
   char *key_dag;            /* owner=sandstep-test/: the DAG of the fixture's helper runs */
   char *log;
-  GPid pid;
-  int out_fd;
-  char *url;
+  SandstepTestDaemon daemon;
   char *extra_args[3];      /* more options for the daemon, NULL-terminated */
   GPid registry_pid;        /* a docker-registry of the case's, or 0 */
 } Fixture;
@@ -61,7 +56,6 @@ fixture_setup (Fixture *fx, gconstpointer data)
   tokens = g_strdup_printf ("%s\n%s owner=a/\n%s owner=b/\n%s owner=%s/\n", fx->key, fx->key_a, fx->key_b,
                             fx->key_dag, fx->f.dag);
   g_assert_true (g_file_set_contents_full (fx->token_file, tokens, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
-  fx->out_fd = -1;
 }
 
 static void
@@ -69,17 +63,7 @@ fixture_teardown (Fixture *fx, gconstpointer data)
 {
   int status;
 
-  if (fx->pid > 0)
-    {
-      kill (fx->pid, SIGTERM);
-      for (int i = 0; i < 100 && waitpid (fx->pid, &status, WNOHANG) == 0; i++)
-        g_usleep (50 * 1000);
-      if (waitpid (fx->pid, &status, WNOHANG) == 0)
-        {
-          kill (fx->pid, SIGKILL);
-          waitpid (fx->pid, &status, 0);
-        }
-    }
+  sandstep_test_daemon_clear (&fx->daemon);
   if (fx->registry_pid > 0)
     {
       kill (fx->registry_pid, SIGKILL);
@@ -87,15 +71,12 @@ fixture_teardown (Fixture *fx, gconstpointer data)
     }
   for (gsize i = 0; i < G_N_ELEMENTS (fx->extra_args); i++)
     g_free (fx->extra_args[i]);
-  if (fx->out_fd >= 0)
-    close (fx->out_fd);
   g_free (fx->token_file);
   g_free (fx->key);
   g_free (fx->key_a);
   g_free (fx->key_b);
   g_free (fx->key_dag);
   g_free (fx->log);
-  g_free (fx->url);
   sandstep_test_teardown (&fx->f, data);
 }
 
@@ -142,13 +123,6 @@ sdk_ready (void)
   return reason == NULL || sandstep_test_node_missing (reason);
 }
 
-/* sandstepd ends with this test, also one that aborts on a failed assertion before its teardown stops it. */
-static void
-die_with_test (gpointer data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGTERM);
-}
-
 static void
 server_start (Fixture *fx)
 {
@@ -157,38 +131,9 @@ server_start (Fixture *fx)
   g_autofree char *state_opt = g_strconcat ("--state-dir=", fx->f.state_dir, NULL);
   const char *argv[] = { daemon, "--listen=127.0.0.1:0", token_opt, state_opt, fx->extra_args[0], fx->extra_args[1],
                          NULL };
-  g_autoptr(GString) out = g_string_new (NULL);
-  g_autoptr(GError) error = NULL;
-  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
-  int log_fd;
 
   g_assert_nonnull (daemon);
-  log_fd = open (fx->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  g_assert_cmpint (log_fd, >=, 0);
-  g_spawn_async_with_pipes_and_fds (NULL, argv, (const char *const *) fx->f.envp,
-                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, die_with_test, NULL, -1, -1,
-                                    log_fd, NULL, NULL, 0, &fx->pid, NULL, &fx->out_fd, NULL, &error);
-  close (log_fd);
-  g_assert_no_error (error);
-  /* Its first line names the URL, with the port it took. */
-  while (fx->url == NULL && g_get_monotonic_time () < deadline)
-    {
-      struct pollfd pfd = { fx->out_fd, POLLIN, 0 };
-      char buf[512];
-      const char *nl;
-      ssize_t n;
-
-      if (poll (&pfd, 1, 100) <= 0)
-        continue;
-      n = read (fx->out_fd, buf, sizeof buf);
-      if (n <= 0)
-        break;
-      g_string_append_len (out, buf, n);
-      if ((nl = strchr (out->str, '\n')) != NULL && g_str_has_prefix (out->str, "sandstepd: listening on "))
-        fx->url = g_strndup (out->str + strlen ("sandstepd: listening on "),
-                             nl - out->str - strlen ("sandstepd: listening on "));
-    }
-  g_assert_nonnull (fx->url);
+  sandstep_test_daemon_start (&fx->daemon, argv, (const char *const *) fx->f.envp, NULL, fx->log);
 }
 
 /* Runs tests/e2b/@name @area [@arg1 [@arg2]] with @key, and returns its report. */
@@ -207,8 +152,8 @@ run_script_args (Fixture *fx, const char *name, const char *area, const char *ke
   g_autoptr(JsonNode) report = NULL;
   int status = -1;
 
-  envp = g_environ_setenv (envp, "E2B_API_URL", fx->url, TRUE);
-  envp = g_environ_setenv (envp, "E2B_SANDBOX_URL", fx->url, TRUE);
+  envp = g_environ_setenv (envp, "E2B_API_URL", fx->daemon.url, TRUE);
+  envp = g_environ_setenv (envp, "E2B_SANDBOX_URL", fx->daemon.url, TRUE);
   envp = g_environ_setenv (envp, "E2B_API_KEY", key, TRUE);
   envp = g_environ_setenv (envp, "E2B_OTHER_KEY", fx->key_b, TRUE);
   /* Nothing may reach e2b.app: a call that ignored the URLs would fail to resolve. */
@@ -443,7 +388,7 @@ test_https (Fixture *fx, gconstpointer data)
   fx->extra_args[0] = g_strconcat ("--tls-cert=", cert, NULL);
   fx->extra_args[1] = g_strconcat ("--tls-key=", key, NULL);
   server_start (fx);
-  g_assert_true (g_str_has_prefix (fx->url, "https://127.0.0.1:"));
+  g_assert_true (g_str_has_prefix (fx->daemon.url, "https://127.0.0.1:"));
   fx->f.envp = g_environ_setenv (fx->f.envp, "NODE_EXTRA_CA_CERTS", cert, TRUE);
   report = run_sdk (fx, "commands", fx->key);
   assert_commands (report);
@@ -1457,7 +1402,7 @@ test_watch (Fixture *fx, gconstpointer data)
   if (!sdk_ready ())
     return;
   server_start (fx);
-  pid = g_strdup_printf ("%d", fx->pid);
+  pid = g_strdup_printf ("%d", fx->daemon.pid);
   sandstep_test_fixture_setenv (&fx->f, "E2B_SANDSTEPD_PID", pid);
   report = run_script (fx, "watch.mjs", "watch", fx->key);
 

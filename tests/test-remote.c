@@ -25,7 +25,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -43,149 +42,10 @@
 
 /* ---- processes ---- */
 
-typedef struct {
-  GPid pid;
-  int out_fd;
-  int err_fd;
-  GString *out;
-  GString *err;
-  gint64 started;
-  char *command;
-} Proc;
-
-typedef struct {
-  int status;               /* exit status; 128+N for signal N; -1: killed by the timeout */
-  char *out;
-  char *err;
-  double elapsed_s;
-  char *command;
-} Result;
-
-static void
-result_free (Result *r)
-{
-  if (r == NULL)
-    return;
-  g_free (r->out);
-  g_free (r->err);
-  g_free (r->command);
-  g_free (r);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (Result, result_free)
-
-static void
-die_with_parent (gpointer data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-}
-
-static Proc *
-proc_spawn (const char *const *argv, char **envp)
-{
-  g_autoptr(GError) error = NULL;
-  Proc *p = g_new0 (Proc, 1);
-
-  p->out = g_string_new (NULL);
-  p->err = g_string_new (NULL);
-  p->command = g_strjoinv (" ", (char **) argv);
-  p->started = g_get_monotonic_time ();
-  g_spawn_async_with_pipes_and_fds (NULL, argv, (const char *const *) envp,
-                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, die_with_parent, NULL, -1,
-                                    -1, -1, NULL, NULL, 0, &p->pid, NULL, &p->out_fd, &p->err_fd, &error);
-  g_assert_no_error (error);
-  g_unix_set_fd_nonblocking (p->out_fd, TRUE, NULL);
-  g_unix_set_fd_nonblocking (p->err_fd, TRUE, NULL);
-  return p;
-}
-
-/* Reads what is there; returns FALSE once both pipes are at their end. */
-static gboolean
-proc_pump (Proc *p, int timeout_ms)
-{
-  struct pollfd pfds[2] = { { p->out_fd, POLLIN, 0 }, { p->err_fd, POLLIN, 0 } };
-  char buf[65536];
-
-  if (p->out_fd < 0 && p->err_fd < 0)
-    return FALSE;
-  if (poll (pfds, 2, timeout_ms) <= 0)
-    return TRUE;
-  for (int i = 0; i < 2; i++)
-    {
-      int *fd = i == 0 ? &p->out_fd : &p->err_fd;
-      GString *into = i == 0 ? p->out : p->err;
-      ssize_t n;
-
-      if (*fd < 0 || pfds[i].revents == 0)
-        continue;
-      n = read (*fd, buf, sizeof buf);
-      if (n > 0)
-        g_string_append_len (into, buf, n);
-      else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-        {
-          close (*fd);
-          *fd = -1;
-        }
-    }
-  return p->out_fd >= 0 || p->err_fd >= 0;
-}
-
-static void
-proc_kill (Proc *p, int sig)
-{
-  kill (p->pid, sig);
-}
-
-/* Waits for the end (killing it after @timeout_s, stretched by the time scale), frees @p. */
-static Result *
-proc_wait (Proc *p, double timeout_s)
-{
-  gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * sandstep_test_time_scale () * G_USEC_PER_SEC);
-  Result *r = g_new0 (Result, 1);
-  gboolean killed = FALSE;
-  int status = 0;
-
-  while (proc_pump (p, 50))
-    if (!killed && g_get_monotonic_time () > deadline)
-      {
-        kill (p->pid, SIGKILL);
-        killed = TRUE;
-      }
-  while (waitpid (p->pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  r->status = killed ? -1 : WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-  r->out = g_string_free (p->out, FALSE);
-  r->err = g_string_free (p->err, FALSE);
-  r->elapsed_s = (g_get_monotonic_time () - p->started) / (double) G_USEC_PER_SEC;
-  r->command = p->command;
-  g_free (p);
-  return r;
-}
-
-static Result *
+static SandstepTestResult *
 run_argv (const char *const *argv, char **envp, double timeout_s)
 {
-  return proc_wait (proc_spawn (argv, envp), timeout_s);
-}
-
-static void
-assert_status (const Result *r, int expected)
-{
-  if (r->status != expected)
-    {
-      g_test_message ("command: %s", r->command);
-      g_test_message ("status %d after %.2fs (expected %d)", r->status, r->elapsed_s, expected);
-      g_test_message ("stdout: %s", r->out);
-      g_test_message ("stderr: %s", r->err);
-    }
-  g_assert_cmpint (r->status, ==, expected);
-}
-
-static void
-assert_contains (const char *haystack, const char *needle)
-{
-  if (strstr (haystack, needle) == NULL)
-    g_test_message ("'%s' lacks '%s'", haystack, needle);
-  g_assert_nonnull (strstr (haystack, needle));
+  return sandstep_test_proc_wait (sandstep_test_proc_start (argv, (const char *const *) envp, NULL), timeout_s);
 }
 
 /* ---- skipping ---- */
@@ -220,9 +80,7 @@ typedef struct {
   char *listen;
   char **prefix;            /* e.g. {"ip", "netns", "exec", NS}: where it runs */
   char **extra;             /* more options */
-  GPid pid;
-  int out_fd;
-  char *url;
+  SandstepTestDaemon daemon;
 } Server;
 
 static void
@@ -236,19 +94,13 @@ server_init (Server *s, const char *dir, const char *listen)
   s->listen = g_strdup (listen);
   s->token = g_strdup_printf ("%08x%08x%08x%08x", g_random_int (), g_random_int (), g_random_int (), g_random_int ());
   g_assert_true (g_file_set_contents_full (s->token_file, s->token, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
-  s->pid = 0;
-  s->out_fd = -1;
 }
 
 static void
 server_start (Server *s)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GString) out = g_string_new (NULL);
-  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
   const char *daemon = g_getenv ("SANDSTEPD");
-  int log_fd;
 
   g_assert_nonnull (daemon);
   for (char **p = s->prefix; p != NULL && *p != NULL; p++)
@@ -260,71 +112,20 @@ server_start (Server *s)
   for (char **p = s->extra; p != NULL && *p != NULL; p++)
     g_ptr_array_add (argv, g_strdup (*p));
   g_ptr_array_add (argv, NULL);
-
-  log_fd = open (s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  g_assert_cmpint (log_fd, >=, 0);
-  g_spawn_async_with_pipes_and_fds (NULL, (const char *const *) argv->pdata, NULL,
-                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL | G_SPAWN_SEARCH_PATH,
-                                    die_with_parent, NULL, -1, -1, log_fd, NULL, NULL, 0, &s->pid, NULL, &s->out_fd,
-                                    NULL, &error);
-  close (log_fd);
-  g_assert_no_error (error);
-
-  /* The first line names the URL (and the port, when it was 0). */
-  g_free (s->url);
-  s->url = NULL;
-  while (s->url == NULL && g_get_monotonic_time () < deadline)
-    {
-      struct pollfd pfd = { s->out_fd, POLLIN, 0 };
-      char buf[512];
-      const char *nl;
-      ssize_t n;
-
-      if (poll (&pfd, 1, 100) <= 0)
-        continue;
-      n = read (s->out_fd, buf, sizeof buf);
-      if (n <= 0)
-        break;
-      g_string_append_len (out, buf, n);
-      if ((nl = strchr (out->str, '\n')) != NULL && g_str_has_prefix (out->str, "sandstepd: listening on "))
-        s->url = g_strndup (out->str + strlen ("sandstepd: listening on "),
-                            nl - out->str - strlen ("sandstepd: listening on "));
-    }
-  if (s->url == NULL)
-    {
-      g_autofree char *log = NULL;
-      g_file_get_contents (s->log, &log, NULL, NULL);
-      g_test_message ("sandstepd did not start; its log: %s", log ? log : "(none)");
-    }
-  g_assert_nonnull (s->url);
+  sandstep_test_daemon_start (&s->daemon, (const char *const *) argv->pdata, NULL, NULL, s->log);
 }
 
 /* Signals the daemon and reaps it. */
 static void
 server_stop (Server *s, int sig)
 {
-  int status;
-
-  if (s->pid <= 0)
-    return;
-  kill (s->pid, sig);
-  for (int i = 0; i < 100 && waitpid (s->pid, &status, WNOHANG) == 0; i++)
-    g_usleep (50 * 1000);
-  if (waitpid (s->pid, &status, WNOHANG) == 0)
-    {
-      kill (s->pid, SIGKILL);
-      waitpid (s->pid, &status, 0);
-    }
-  s->pid = 0;
-  if (s->out_fd >= 0)
-    close (s->out_fd);
-  s->out_fd = -1;
+  sandstep_test_daemon_stop (&s->daemon, sig);
 }
 
 static void
 server_clear (Server *s)
 {
-  server_stop (s, SIGTERM);
+  sandstep_test_daemon_clear (&s->daemon);
   g_free (s->dir);
   g_free (s->state_dir);
   g_free (s->token_file);
@@ -333,13 +134,12 @@ server_clear (Server *s)
   g_free (s->listen);
   g_strfreev (s->prefix);
   g_strfreev (s->extra);
-  g_free (s->url);
 }
 
 static guint64
 server_rss_kib (Server *s)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) s->pid);
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) s->daemon.pid);
   g_autofree char *text = NULL;
   const char *line;
 
@@ -352,7 +152,7 @@ server_rss_kib (Server *s)
 static int
 server_port (Server *s)
 {
-  const char *colon = strrchr (s->url, ':');
+  const char *colon = strrchr (s->daemon.url, ':');
 
   g_assert_nonnull (colon);
   return atoi (colon + 1);
@@ -414,10 +214,10 @@ fixture_start (Fixture *f)
 {
   server_start (&f->server);
   g_strfreev (f->envp);
-  f->envp = helper_env (f, f->server.url);
+  f->envp = helper_env (f, f->server.daemon.url);
 }
 
-static Result *helper_env_run (Fixture *f, char **envp, const char *first, ...) G_GNUC_NULL_TERMINATED;
+static SandstepTestResult *helper_env_run (Fixture *f, char **envp, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
 /* Destroys every sandbox a case left on its daemon, through the daemon while
  * it runs (else, or where it refuses, through the local helper on its state
@@ -428,30 +228,30 @@ destroy_leftovers (Fixture *f)
   g_autoptr(SandstepStore) store = f->server.state_dir != NULL ? sandstep_store_open (f->server.state_dir, NULL) : NULL;
   g_autoptr(GPtrArray) handles = store != NULL ? sandstep_store_list (store) : NULL;
   g_autoptr(GPtrArray) left = NULL;
-  gboolean serving = f->server.pid > 0 && f->server.url != NULL;
+  gboolean serving = f->server.daemon.pid > 0 && f->server.daemon.url != NULL;
 
   for (guint i = 0; handles != NULL && i < handles->len; i++)
     {
       const char *name = handles->pdata[i];
       g_autoptr(SandstepRecord) record = sandstep_store_load (store, name, NULL);
       g_autofree char *owner = g_strconcat ("--owner=", record != NULL ? record->owner : f->owner, NULL);
-      g_autoptr(Result) remote = NULL;
+      g_autoptr(SandstepTestResult) remote = NULL;
 
       if (serving)
         {
-          g_autofree char *handle = g_strdup_printf ("--handle=%s/%s", f->server.url, name);
-          g_auto(GStrv) envp = helper_env (f, f->server.url);
+          g_autofree char *handle = g_strdup_printf ("--handle=%s/%s", f->server.daemon.url, name);
+          g_auto(GStrv) envp = helper_env (f, f->server.daemon.url);
           remote = helper_env_run (f, envp, "destroy", handle, owner, NULL);
         }
       if (remote == NULL || remote->status != 0)
         {
           g_autofree char *handle = g_strconcat ("--handle=", name, NULL);
           g_auto(GStrv) envp = helper_env (f, NULL);
-          g_autoptr(Result) local = NULL;
+          g_autoptr(SandstepTestResult) local = NULL;
 
           envp = g_environ_setenv (envp, "SANDSTEP_STATE_DIR", f->server.state_dir, TRUE);
           local = helper_env_run (f, envp, "destroy", "--backend=local", handle, owner, NULL);
-          assert_status (local, 0);
+          sandstep_test_assert_status (local, 0);
         }
     }
   if (handles != NULL && handles->len > 0)
@@ -483,7 +283,7 @@ fixture_teardown (Fixture *f, gconstpointer data)
   g_free (f->holder);
 }
 
-static Result *
+static SandstepTestResult *
 helper_v (Fixture *f, char **envp, const char *const *prefix, double timeout_s, const char *first, va_list ap)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
@@ -497,14 +297,14 @@ helper_v (Fixture *f, char **envp, const char *const *prefix, double timeout_s, 
   return run_argv ((const char *const *) argv->pdata, envp, timeout_s);
 }
 
-static Result *helper (Fixture *f, const char *first, ...) G_GNUC_NULL_TERMINATED;
+static SandstepTestResult *helper (Fixture *f, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
 /* `sandstep ARGS...` against the fixture's daemon. */
-static Result *
+static SandstepTestResult *
 helper (Fixture *f, const char *first, ...)
 {
   va_list ap;
-  Result *r;
+  SandstepTestResult *r;
 
   va_start (ap, first);
   r = helper_v (f, f->envp, NULL, HELPER_TIMEOUT_S, first, ap);
@@ -513,11 +313,11 @@ helper (Fixture *f, const char *first, ...)
 }
 
 /* `sandstep ARGS...` with @envp. */
-static Result *
+static SandstepTestResult *
 helper_env_run (Fixture *f, char **envp, const char *first, ...)
 {
   va_list ap;
-  Result *r;
+  SandstepTestResult *r;
 
   va_start (ap, first);
   r = helper_v (f, envp, NULL, HELPER_TIMEOUT_S, first, ap);
@@ -525,9 +325,9 @@ helper_env_run (Fixture *f, char **envp, const char *first, ...)
   return r;
 }
 
-static Proc *helper_spawn (Fixture *f, const char *first, ...) G_GNUC_NULL_TERMINATED;
+static SandstepTestProc *helper_spawn (Fixture *f, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
-static Proc *
+static SandstepTestProc *
 helper_spawn (Fixture *f, const char *first, ...)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
@@ -539,18 +339,18 @@ helper_spawn (Fixture *f, const char *first, ...)
     g_ptr_array_add (argv, (gpointer) a);
   va_end (ap);
   g_ptr_array_add (argv, NULL);
-  return proc_spawn ((const char *const *) argv->pdata, f->envp);
+  return sandstep_test_proc_start ((const char *const *) argv->pdata, (const char *const *) f->envp, NULL);
 }
 
 static char *
 provision (Fixture *f, const char *holder)
 {
   g_autofree char *holder_arg = g_strconcat ("--holder=", holder != NULL ? holder : f->holder, NULL);
-  g_autoptr(Result) r = helper (f, "provision", holder_arg, NULL);
+  g_autoptr(SandstepTestResult) r = helper (f, "provision", holder_arg, NULL);
 
-  assert_status (r, 0);
+  sandstep_test_assert_status (r, 0);
   g_strchomp (r->out);
-  g_assert_true (g_str_has_prefix (r->out, f->server.url));
+  g_assert_true (g_str_has_prefix (r->out, f->server.daemon.url));
   g_assert_true (sandstep_handle_is_valid (r->out));
   return g_strdup (r->out);
 }
@@ -566,7 +366,7 @@ jails_work (Fixture *f, char **out_reason)
     {
       g_auto(GStrv) envp = helper_env (f, "local");
       const char *provision_argv[] = { f->helper, "provision", "--holder=probe", NULL };
-      g_autoptr(Result) p = run_argv (provision_argv, envp, HELPER_TIMEOUT_S);
+      g_autoptr(SandstepTestResult) p = run_argv (provision_argv, envp, HELPER_TIMEOUT_S);
 
       if (p->status != 0)
         reason = g_strdup_printf ("the local helper cannot provision here: %s", p->err);
@@ -574,7 +374,7 @@ jails_work (Fixture *f, char **out_reason)
         {
           g_autofree char *h = g_strconcat ("--handle=", g_strstrip (p->out), NULL);
           const char *run_argv_[] = { f->helper, "run", h, "--holder=probe", "--", "true", NULL };
-          g_autoptr(Result) r = run_argv (run_argv_, envp, HELPER_TIMEOUT_S);
+          g_autoptr(SandstepTestResult) r = run_argv (run_argv_, envp, HELPER_TIMEOUT_S);
           if (r->status != 0)
             reason = g_strdup_printf ("the helper cannot run sandboxes here: %s", r->err);
         }
@@ -650,11 +450,11 @@ test_listen_refuses_open_port_without_token (Fixture *f, gconstpointer data)
 {
   g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
   const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=0.0.0.0:0", state, NULL };
-  g_autoptr(Result) r = run_argv (argv, NULL, 10);
+  g_autoptr(SandstepTestResult) r = run_argv (argv, NULL, 10);
 
   g_test_summary ("sandstepd refuses to listen beyond loopback without a token (exit 64, saying why)");
-  assert_status (r, SANDSTEP_EXIT_USAGE);
-  assert_contains (r->err, "without a token");
+  sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+  sandstep_test_assert_contains (r->err, "without a token");
 }
 
 /* ---- a round trip of every operator ---- */
@@ -694,8 +494,8 @@ test_round_trip (Fixture *f, gconstpointer data)
   h = g_strconcat ("--handle=", handle, NULL);
 
   {
-    g_autoptr(Result) r = helper (f, "run", h, "--", "echo out; echo err >&2; pwd; exit 7", NULL);
-    assert_status (r, 7);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--", "echo out; echo err >&2; pwd; exit 7", NULL);
+    sandstep_test_assert_status (r, 7);
     g_assert_cmpstr (r->out, ==, "out\n/workspace\n");
     g_assert_cmpstr (r->err, ==, "err\n");
   }
@@ -705,58 +505,58 @@ test_round_trip (Fixture *f, gconstpointer data)
   g_assert_cmpint (chmod (a, 0750), ==, 0);
   g_assert_cmpint (symlink ("a.txt", link), ==, 0);
   {
-    g_autoptr(Result) r = helper (f, "put", h, src_slash, "/workspace/src/", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "put", h, src_slash, "/workspace/src/", NULL);
+    sandstep_test_assert_status (r, 0);
   }
   {
-    g_autoptr(Result) r = helper (f, "ls", h, "src", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "ls", h, "src", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "a.txt\nlink\nsub/\n");
   }
   {
-    g_autoptr(Result) r = helper (f, "run", h, "--", "stat -c '%a %F' src/a.txt src/link; cat src/link src/sub/b.txt",
-                                  NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--",
+                                              "stat -c '%a %F' src/a.txt src/link; cat src/link src/sub/b.txt", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "750 regular file\n777 symbolic link\nalpha\nbeta\n");
   }
   {
-    g_autoptr(Result) r = helper (f, "get", h, "src/sub/b.txt", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "get", h, "src/sub/b.txt", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "beta\n");
   }
   {
-    g_autoptr(Result) r = helper (f, "export", h, export_pair, NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "export", h, export_pair, NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_true (g_file_get_contents (exported, &contents, NULL, NULL));
     g_assert_cmpstr (contents, ==, "beta\n");
   }
   {
-    g_autoptr(Result) r = helper (f, "get", h, "../../etc/passwd", NULL);
-    assert_status (r, SANDSTEP_EXIT_PATH);
-    assert_contains (r->err, "goes above '/'");
+    g_autoptr(SandstepTestResult) r = helper (f, "get", h, "../../etc/passwd", NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
+    sandstep_test_assert_contains (r->err, "goes above '/'");
   }
   {
-    g_autoptr(Result) r = helper (f, "describe", h, NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "describe", h, NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_true (json_parser_load_from_data (parser, r->out, -1, NULL));
     record = json_node_get_object (json_parser_get_root (parser));
     g_assert_cmpstr (json_object_get_string_member (record, "handle"), ==, handle);
     g_assert_cmpstr (json_object_get_string_member (record, "owner"), ==, f->owner);
-    g_assert_cmpstr (json_object_get_string_member (record, "server"), ==, f->server.url);
+    g_assert_cmpstr (json_object_get_string_member (record, "server"), ==, f->server.daemon.url);
   }
   {
     g_autofree char *other = g_strconcat ("--owner=", f->owner, "-other", NULL);
-    g_autoptr(Result) r = helper (f, "describe", h, other, NULL);
-    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
-    assert_contains (r->err, handle);
-    assert_contains (r->err, "is not owned by");
+    g_autoptr(SandstepTestResult) r = helper (f, "describe", h, other, NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    sandstep_test_assert_contains (r->err, handle);
+    sandstep_test_assert_contains (r->err, "is not owned by");
   }
   {
-    g_autoptr(Result) r = helper (f, "release", h, NULL);
-    g_autoptr(Result) gone = NULL;
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "release", h, NULL);
+    g_autoptr(SandstepTestResult) gone = NULL;
+    sandstep_test_assert_status (r, 0);
     gone = helper (f, "describe", h, NULL);
-    assert_status (gone, SANDSTEP_EXIT_NO_SANDBOX);
+    sandstep_test_assert_status (gone, SANDSTEP_EXIT_NO_SANDBOX);
   }
 }
 
@@ -770,7 +570,7 @@ test_image_through_server (Fixture *f, gconstpointer data)
   g_autofree char *image_arg = NULL, *image_ref = NULL;
   g_autofree char *h = NULL;
   GPid registry_pid;
-  g_autoptr(Result) r = NULL, run = NULL, described = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, run = NULL, described = NULL;
 
   g_test_summary ("issue 27: provision --image through sandstepd: the reference travels, the server pulls it from a "
                   "loopback registry into its own store, and the sandbox's root is the image; a file's reference "
@@ -780,21 +580,21 @@ test_image_through_server (Fixture *f, gconstpointer data)
   image_arg = g_strconcat ("--image=", image_ref, NULL);
   {
     g_autofree char *file_arg = g_strconcat ("--image=oci:", image, NULL);
-    g_autoptr(Result) refused = NULL;
+    g_autoptr(SandstepTestResult) refused = NULL;
     fixture_start (f);
     refused = helper (f, "provision", holder_arg, file_arg, NULL);
-    assert_status (refused, 76);
+    sandstep_test_assert_status (refused, 76);
     g_assert_nonnull (strstr (refused->err, "names a file on this machine"));
   }
   r = helper (f, "provision", holder_arg, image_arg, NULL);
-  assert_status (r, 0);
+  sandstep_test_assert_status (r, 0);
   g_strchomp (r->out);
   h = g_strconcat ("--handle=", r->out, NULL);
   run = helper (f, "run", h, "--", "cat /marker; [ -e /usr/bin/env ] || echo no-host-usr", NULL);
-  assert_status (run, 0);
+  sandstep_test_assert_status (run, 0);
   g_assert_cmpstr (run->out, ==, "from the image\nno-host-usr\n");
   described = helper (f, "describe", h, NULL);
-  assert_status (described, 0);
+  sandstep_test_assert_status (described, 0);
   g_assert_nonnull (strstr (described->out, "\"digest\" : \"sha256:"));
   {
     /* The server's store is under its --state-dir, as the helper's is under its own. */
@@ -807,8 +607,8 @@ test_image_through_server (Fixture *f, gconstpointer data)
     g_assert_cmpuint (json, ==, 1);
   }
   {
-    g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
-    assert_status (destroyed, 0);
+    g_autoptr(SandstepTestResult) destroyed = helper (f, "destroy", h, NULL);
+    sandstep_test_assert_status (destroyed, 0);
   }
   kill (registry_pid, SIGKILL);
   waitpid (registry_pid, NULL, 0);
@@ -841,48 +641,48 @@ test_fork_through_server (Fixture *f, gconstpointer data)
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
   {
-    g_autoptr(Result) r = helper (f, "run", h, "--", "echo base > a", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--", "echo base > a", NULL);
+    sandstep_test_assert_status (r, 0);
   }
   {
-    g_autoptr(Result) r = helper (f, "fork", h, "--count=2", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "fork", h, "--count=2", NULL);
+    sandstep_test_assert_status (r, 0);
     forks = g_strsplit (g_strchomp (r->out), "\n", -1);
     g_assert_cmpuint (g_strv_length (forks), ==, 2);
-    g_assert_true (g_str_has_prefix (forks[0], f->server.url));
+    g_assert_true (g_str_has_prefix (forks[0], f->server.daemon.url));
   }
   hf = g_strconcat ("--handle=", forks[0], NULL);
   {
-    g_autoptr(Result) r = helper (f, "run", hf, "--", "cat a; echo fork > a", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", hf, "--", "cat a; echo fork > a", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "base\n");
   }
   {
-    g_autoptr(Result) r = helper (f, "get", h, "a", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "get", h, "a", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "base\n");
   }
   {
-    g_autoptr(Result) cp = helper (f, "checkpoint", hf, "mine", NULL);
-    g_autoptr(Result) rm = NULL, rb = NULL, list = NULL, after = NULL;
-    assert_status (cp, 0);
+    g_autoptr(SandstepTestResult) cp = helper (f, "checkpoint", hf, "mine", NULL);
+    g_autoptr(SandstepTestResult) rm = NULL, rb = NULL, list = NULL, after = NULL;
+    sandstep_test_assert_status (cp, 0);
     rm = helper (f, "run", hf, "--", "rm a", NULL);
-    assert_status (rm, 0);
+    sandstep_test_assert_status (rm, 0);
     rb = helper (f, "rollback", hf, "mine", NULL);
-    assert_status (rb, 0);
+    sandstep_test_assert_status (rb, 0);
     after = helper (f, "get", hf, "a", NULL);
-    assert_status (after, 0);
+    sandstep_test_assert_status (after, 0);
     g_assert_cmpstr (after->out, ==, "fork\n");
     list = helper (f, "checkpoint", hf, "--list", NULL);
-    assert_status (list, 0);
+    sandstep_test_assert_status (list, 0);
     g_assert_cmpstr (list->out, ==, "mine\n");
   }
   {
-    g_autoptr(Result) r = helper (f, "destroy", h, "--with-forks", NULL);
-    g_autoptr(Result) gone = NULL;
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "destroy", h, "--with-forks", NULL);
+    g_autoptr(SandstepTestResult) gone = NULL;
+    sandstep_test_assert_status (r, 0);
     gone = helper (f, "describe", hf, NULL);
-    assert_status (gone, 66);
+    sandstep_test_assert_status (gone, 66);
   }
 }
 
@@ -892,10 +692,10 @@ test_image_gc_race_through_server (Fixture *f, gconstpointer data)
   g_autofree char *holder_arg = g_strconcat ("--holder=", f->holder, NULL);
   g_autofree char *image_arg = NULL, *image_ref = NULL, *images = NULL, *locks = NULL, *h = NULL;
   g_auto(GStrv) gc_env = NULL;
-  g_autoptr(Result) r = NULL, run = NULL;
+  g_autoptr(SandstepTestResult) r = NULL, run = NULL;
   GPid registry_pid;
   guint gcs = 0;
-  Proc *p;
+  SandstepTestProc *p;
 
   g_test_summary ("issue 27: `gc --images` on the server's store, run again and again while sandstepd pulls the "
                   "image of a provision, removes nothing the provision uses: the server holds the store from its "
@@ -926,24 +726,24 @@ test_image_gc_race_through_server (Fixture *f, gconstpointer data)
         break;
       g_usleep (20000);
     }
-  while (pid_running (p->pid))
+  while (pid_running (sandstep_test_proc_pid (p)))
     {
-      g_autoptr(Result) gc = helper_env_run (f, gc_env, "gc", "--images", NULL);
-      assert_status (gc, 0);
+      g_autoptr(SandstepTestResult) gc = helper_env_run (f, gc_env, "gc", "--images", NULL);
+      sandstep_test_assert_status (gc, 0);
       gcs++;
     }
   g_test_message ("%u gc --images ran during the provision", gcs);
   g_assert_cmpuint (gcs, >, 0);
-  r = proc_wait (p, HELPER_TIMEOUT_S);
-  assert_status (r, 0);
+  r = sandstep_test_proc_wait (p, HELPER_TIMEOUT_S);
+  sandstep_test_assert_status (r, 0);
   g_strchomp (r->out);
   h = g_strconcat ("--handle=", r->out, NULL);
   run = helper (f, "run", h, "--", "cat /marker", NULL);
-  assert_status (run, 0);
+  sandstep_test_assert_status (run, 0);
   g_assert_cmpstr (run->out, ==, "from the image\n");
   {
-    g_autoptr(Result) destroyed = helper (f, "destroy", h, NULL);
-    assert_status (destroyed, 0);
+    g_autoptr(SandstepTestResult) destroyed = helper (f, "destroy", h, NULL);
+    sandstep_test_assert_status (destroyed, 0);
   }
   kill (registry_pid, SIGKILL);
   waitpid (registry_pid, NULL, 0);
@@ -957,9 +757,9 @@ test_disconnect_kills_command (Fixture *f, gconstpointer data)
   g_autofree char *seconds = sandstep_test_unique_seconds (1000);
   g_autofree char *command = g_strdup_printf ("sleep %s", seconds);
   const char *marker[] = { "sleep", seconds, NULL };
-  g_autoptr(Result) killed = NULL;
-  g_autoptr(Result) next = NULL;
-  Proc *p;
+  g_autoptr(SandstepTestResult) killed = NULL;
+  g_autoptr(SandstepTestResult) next = NULL;
+  SandstepTestProc *p;
 
   g_test_summary ("a caller that disconnects mid-command has its command killed, and its claim ends with its "
                   "connection: the next holder proceeds at once (--wait=0)");
@@ -969,30 +769,31 @@ test_disconnect_kills_command (Fixture *f, gconstpointer data)
   h = g_strconcat ("--handle=", handle, NULL);
   p = helper_spawn (f, "run", h, "--holder=dag/run/killed", "--", command, NULL);
   g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 10));
-  proc_kill (p, SIGKILL);
-  killed = proc_wait (p, 10);
+  sandstep_test_proc_kill (p, SIGKILL);
+  killed = sandstep_test_proc_wait (p, 10);
   g_assert_cmpint (killed->status, ==, 128 + SIGKILL);
   g_assert_true (sandstep_test_wait_for_process (marker, FALSE, 3));
   next = helper (f, "run", h, "--holder=dag/run/next", "--wait=0", "--", "echo next", NULL);
-  assert_status (next, 0);
+  sandstep_test_assert_status (next, 0);
   g_assert_cmpstr (next->out, ==, "next\n");
 }
 
 /* A run by @holder that holds the sandbox until hold_end (): a caller that must find it held finds it so
  * however slow the host, where a `sleep 2` would end first under an emulated CPU.  *out_seconds names its
  * sleep for hold_end. */
-static Proc *
+static SandstepTestProc *
 hold_start (Fixture *f, const char *h, const char *holder, char **out_seconds)
 {
   g_autofree char *holder_arg = g_strconcat ("--holder=", holder, NULL);
   g_autofree char *command = NULL;
-  Proc *holding;
+  SandstepTestProc *holding;
 
   *out_seconds = sandstep_test_unique_seconds (1000);
   command = g_strdup_printf ("echo started; sleep %s; echo ended", *out_seconds);
   holding = helper_spawn (f, "run", h, holder_arg, "--", command, NULL);
-  while (strstr (holding->out->str, "started") == NULL)
-    g_assert_true (proc_pump (holding, 100) || strstr (holding->out->str, "started") != NULL);
+  while (strstr (sandstep_test_proc_out (holding), "started") == NULL)
+    g_assert_true (sandstep_test_proc_pump (holding, 0.1) ||
+                   strstr (sandstep_test_proc_out (holding), "started") != NULL);
   /* The sleep itself, which hold_end ends: a sandbox's processes weigh less than the host's, and on a busy host its
    * shell may start the sleep well after it said "started". */
   {
@@ -1004,31 +805,31 @@ hold_start (Fixture *f, const char *h, const char *holder, char **out_seconds)
 
 /* Ends the hold's command (its sleep, so that the command itself ends well) and waits for its run. */
 static void
-hold_end (Proc *holding, const char *seconds)
+hold_end (SandstepTestProc *holding, const char *seconds)
 {
   const char *marker[] = { "sleep", seconds, NULL };
   g_autoptr(GArray) pids = sandstep_test_find_processes (marker);
-  g_autoptr(Result) r = NULL;
+  g_autoptr(SandstepTestResult) r = NULL;
 
   g_assert_cmpuint (pids->len, ==, 1);
   g_assert_cmpint (kill (g_array_index (pids, GPid, 0), SIGTERM), ==, 0);
-  r = proc_wait (holding, HELPER_TIMEOUT_S);
-  assert_status (r, 0);
+  r = sandstep_test_proc_wait (holding, HELPER_TIMEOUT_S);
+  sandstep_test_assert_status (r, 0);
   g_assert_cmpstr (r->out, ==, "started\nended\n");
 }
 
 /* Reads @p until its stderr holds @text: a waiting caller has said whom it waits for. */
 static void
-pump_until_err (Proc *p, const char *text)
+pump_until_err (SandstepTestProc *p, const char *text)
 {
   double timeout_s = HELPER_TIMEOUT_S * sandstep_test_time_scale ();
   gint64 deadline = g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
 
-  while (strstr (p->err->str, text) == NULL)
+  while (strstr (sandstep_test_proc_err (p), text) == NULL)
     {
-      if (!proc_pump (p, 100) || g_get_monotonic_time () > deadline)
+      if (!sandstep_test_proc_pump (p, 0.1) || g_get_monotonic_time () > deadline)
         {
-          assert_contains (p->err->str, text);
+          sandstep_test_assert_contains (sandstep_test_proc_err (p), text);
           return;
         }
     }
@@ -1040,10 +841,10 @@ test_claim_busy_and_wait (Fixture *f, gconstpointer data)
   g_autofree char *handle = NULL;
   g_autofree char *h = NULL;
   g_autofree char *seconds = NULL;
-  g_autoptr(Result) refused = NULL;
-  g_autoptr(Result) waited = NULL;
-  Proc *holding;
-  Proc *waiting;
+  g_autoptr(SandstepTestResult) refused = NULL;
+  g_autoptr(SandstepTestResult) waited = NULL;
+  SandstepTestProc *holding;
+  SandstepTestProc *waiting;
 
   g_test_summary ("another holder is refused (75) with --wait=0, naming the holder; with --wait it says whom it "
                   "waits for and proceeds when the claim ends");
@@ -1053,33 +854,33 @@ test_claim_busy_and_wait (Fixture *f, gconstpointer data)
   h = g_strconcat ("--handle=", handle, NULL);
   holding = hold_start (f, h, "dag/run/first", &seconds);
   refused = helper (f, "run", h, "--holder=dag/run/second", "--wait=0", "--", "true", NULL);
-  assert_status (refused, SANDSTEP_EXIT_BUSY);
-  assert_contains (refused->err, "is held by 'dag/run/first'");
-  assert_contains (refused->err, handle);
+  sandstep_test_assert_status (refused, SANDSTEP_EXIT_BUSY);
+  sandstep_test_assert_contains (refused->err, "is held by 'dag/run/first'");
+  sandstep_test_assert_contains (refused->err, handle);
   waiting = helper_spawn (f, "run", h, "--holder=dag/run/third", "--wait=30", "--", "echo third", NULL);
   pump_until_err (waiting, "is held by 'dag/run/first'; waiting up to 30s");
   hold_end (holding, seconds);
-  waited = proc_wait (waiting, 30);
-  assert_status (waited, 0);
+  waited = sandstep_test_proc_wait (waiting, 30);
+  sandstep_test_assert_status (waited, 0);
   g_assert_cmpstr (waited->out, ==, "third\n");
 }
 
 /* ---- a command's stdin, and a run in one request ---- */
 
 /* `sh -c SCRIPT` started with the fixture's environment; $SANDSTEP is the helper. */
-static Proc *
+static SandstepTestProc *
 shell_spawn (Fixture *f, const char *script)
 {
   const char *argv[] = { "/bin/sh", "-c", script, NULL };
   g_auto(GStrv) envp = g_environ_setenv (g_strdupv (f->envp), "SANDSTEP", f->helper, TRUE);
 
-  return proc_spawn (argv, envp);
+  return sandstep_test_proc_start (argv, (const char *const *) envp, NULL);
 }
 
-static Result *
+static SandstepTestResult *
 shell (Fixture *f, const char *script)
 {
-  return proc_wait (shell_spawn (f, script), HELPER_TIMEOUT_S);
+  return sandstep_test_proc_wait (shell_spawn (f, script), HELPER_TIMEOUT_S);
 }
 
 static void
@@ -1099,30 +900,30 @@ test_run_stdin (Fixture *f, gconstpointer data)
   handle = provision (f, NULL);
   {
     script = g_strdup_printf ("printf 'a\\nb\\n' | \"$SANDSTEP\" run --handle=%s -- cat", handle);
-    g_autoptr(Result) r = shell (f, script);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = shell (f, script);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "a\nb\n");
     g_clear_pointer (&script, g_free);
   }
   {
     script = g_strdup_printf (": | \"$SANDSTEP\" run --handle=%s -- 'wc -c; echo end'", handle);
-    g_autoptr(Result) r = shell (f, script);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = shell (f, script);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "0\nend\n");
     g_clear_pointer (&script, g_free);
   }
   {
     /* The tests' helpers run with stdin on /dev/null. */
     g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
-    g_autoptr(Result) r = helper (f, "run", h, "--", "wc -c; echo end", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--", "wc -c; echo end", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "0\nend\n");
   }
   {
     write_file (input, "from a file\n");
     script = g_strdup_printf ("\"$SANDSTEP\" run --handle=%s -- 'tr a-z A-Z' < '%s'", handle, input);
-    g_autoptr(Result) r = shell (f, script);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = shell (f, script);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "FROM A FILE\n");
     g_clear_pointer (&script, g_free);
   }
@@ -1130,17 +931,17 @@ test_run_stdin (Fixture *f, gconstpointer data)
     g_autofree char *text = g_strnfill (100 * 1024, 'x');
     write_file (big, text);
     script = g_strdup_printf ("cat '%s' | \"$SANDSTEP\" run --handle=%s -- 'touch ran; wc -c'", big, handle);
-    g_autoptr(Result) r = shell (f, script);
-    assert_status (r, SANDSTEP_EXIT_PATH);
-    assert_contains (r->err, "stdin is larger than the server's limit of 65536 bytes");
-    assert_contains (r->err, "--max-upload");
+    g_autoptr(SandstepTestResult) r = shell (f, script);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
+    sandstep_test_assert_contains (r->err, "stdin is larger than the server's limit of 65536 bytes");
+    sandstep_test_assert_contains (r->err, "--max-upload");
     g_assert_cmpstr (r->out, ==, "");
     g_clear_pointer (&script, g_free);
   }
   {
     g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
-    g_autoptr(Result) r = helper (f, "run", h, "--", "test -e ran && echo ran || echo never", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--", "test -e ran && echo ran || echo never", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "never\n");
   }
 }
@@ -1152,9 +953,9 @@ test_run_stdin_waits (Fixture *f, gconstpointer data)
   g_autofree char *h = NULL;
   g_autofree char *seconds = NULL;
   g_autofree char *script = NULL;
-  g_autoptr(Result) waited = NULL;
-  Proc *holding;
-  Proc *waiting;
+  g_autoptr(SandstepTestResult) waited = NULL;
+  SandstepTestProc *holding;
+  SandstepTestProc *waiting;
 
   g_test_summary ("a run that waits for another holder still gives its command all of its stdin once it runs");
   SKIP_IF_NO_JAIL (f);
@@ -1167,8 +968,8 @@ test_run_stdin_waits (Fixture *f, gconstpointer data)
   waiting = shell_spawn (f, script);
   pump_until_err (waiting, "is held by 'dag/run/first'");
   hold_end (holding, seconds);
-  waited = proc_wait (waiting, 30);
-  assert_status (waited, 0);
+  waited = sandstep_test_proc_wait (waiting, 30);
+  sandstep_test_assert_status (waited, 0);
   g_assert_cmpstr (waited->out, ==, "one\ntwo\nran\n");
 }
 
@@ -1194,8 +995,8 @@ test_run_one_request (Fixture *f, gconstpointer data)
   g_clear_pointer (&log, g_free);
   for (int i = 0; i < 3; i++)
     {
-      g_autoptr(Result) r = helper (f, "run", h, "--wait=0", "--", "echo ok", NULL);
-      assert_status (r, 0);
+      g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--wait=0", "--", "echo ok", NULL);
+      sandstep_test_assert_status (r, 0);
       g_assert_cmpstr (r->out, ==, "ok\n");
     }
   g_assert_true (g_file_get_contents (f->server.log, &log, NULL, NULL));
@@ -1239,8 +1040,8 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
     {
       g_autofree char *timeout = g_strconcat ("--timeout=", cases[i].timeout, NULL);
       /* "--wait=0e0" is a value only the core reads: it takes that run. */
-      g_autoptr(Result) front = helper (f, "run", h, "--wait=0", timeout, "--", cases[i].command, NULL);
-      g_autoptr(Result) core = helper (f, "run", h, "--wait=0e0", timeout, "--", cases[i].command, NULL);
+      g_autoptr(SandstepTestResult) front = helper (f, "run", h, "--wait=0", timeout, "--", cases[i].command, NULL);
+      g_autoptr(SandstepTestResult) core = helper (f, "run", h, "--wait=0e0", timeout, "--", cases[i].command, NULL);
 
       g_test_message ("%s: %d, %s", cases[i].command, front->status, front->err);
       g_assert_cmpint (front->status, ==, core->status);
@@ -1251,18 +1052,18 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
     {
       /* An allowlist's refusal comes back with the result, said the same by both. */
       g_autofree char *holder = g_strdup_printf ("--holder=%s/allow", f->owner);
-      g_autoptr(Result) made = helper (f, "provision", "--allow=svc.test", holder, NULL);
+      g_autoptr(SandstepTestResult) made = helper (f, "provision", "--allow=svc.test", holder, NULL);
       g_autofree char *allow_h = NULL;
       const char *curl = "curl -sf -o /dev/null https://example.org/ || exit 7";
 
-      assert_status (made, 0);
+      sandstep_test_assert_status (made, 0);
       allow_h = g_strconcat ("--handle=", g_strstrip (made->out), NULL);
       {
-        g_autoptr(Result) front = helper (f, "run", allow_h, "--wait=0", "--", curl, NULL);
-        g_autoptr(Result) core = helper (f, "run", allow_h, "--wait=0e0", "--", curl, NULL);
-        assert_status (front, 7);
-        assert_contains (front->err, "sandstep run: ");
-        assert_contains (front->err, "example.org:443");
+        g_autoptr(SandstepTestResult) front = helper (f, "run", allow_h, "--wait=0", "--", curl, NULL);
+        g_autoptr(SandstepTestResult) core = helper (f, "run", allow_h, "--wait=0e0", "--", curl, NULL);
+        sandstep_test_assert_status (front, 7);
+        sandstep_test_assert_contains (front->err, "sandstep run: ");
+        sandstep_test_assert_contains (front->err, "example.org:443");
         g_assert_cmpint (front->status, ==, core->status);
         g_assert_cmpstr (front->err, ==, core->err);
       }
@@ -1274,13 +1075,13 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
   write_file (fake, "not a library\n");
   {
     g_auto(GStrv) envp = g_environ_setenv (g_strdupv (f->envp), "LD_LIBRARY_PATH", libs, TRUE);
-    g_autoptr(Result) plain = helper_env_run (f, envp, "run", h, "--wait=0", "--", "echo plain", NULL);
-    g_autoptr(Result) other = helper_env_run (f, envp, "run", h, "--wait=0e0", "--", "echo other", NULL);
+    g_autoptr(SandstepTestResult) plain = helper_env_run (f, envp, "run", h, "--wait=0", "--", "echo plain", NULL);
+    g_autoptr(SandstepTestResult) other = helper_env_run (f, envp, "run", h, "--wait=0e0", "--", "echo other", NULL);
 
-    assert_status (plain, 0);
+    sandstep_test_assert_status (plain, 0);
     g_assert_cmpstr (plain->out, ==, "plain\n");
-    assert_status (other, SANDSTEP_EXIT_INTERNAL);
-    assert_contains (other->err, "cannot be loaded");
+    sandstep_test_assert_status (other, SANDSTEP_EXIT_INTERNAL);
+    sandstep_test_assert_contains (other->err, "cannot be loaded");
   }
 }
 
@@ -1294,9 +1095,9 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
   g_autofree char *seconds = sandstep_test_unique_seconds (1000);
   g_autofree char *command = g_strdup_printf ("echo evidence > kept.txt; echo started; sleep %s", seconds);
   const char *marker[] = { "sleep", seconds, NULL };
-  g_autoptr(Result) interrupted = NULL;
+  g_autoptr(SandstepTestResult) interrupted = NULL;
   g_autofree char *listen = NULL;
-  Proc *p;
+  SandstepTestProc *p;
 
   g_test_summary ("sandstepd SIGKILLed mid-command: the caller hears the server went away and its files are "
                   "intact, the command dies with it; restarted on the same port, the sandbox, its files and its "
@@ -1306,22 +1107,22 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
   p = helper_spawn (f, "run", h, "--", command, NULL);
-  while (strstr (p->out->str, "started") == NULL)
-    g_assert_true (proc_pump (p, 100) || strstr (p->out->str, "started") != NULL);
+  while (strstr (sandstep_test_proc_out (p), "started") == NULL)
+    g_assert_true (sandstep_test_proc_pump (p, 0.1) || strstr (sandstep_test_proc_out (p), "started") != NULL);
   g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 10));
 
   server_stop (&f->server, SIGKILL);
-  interrupted = proc_wait (p, 10);
-  assert_status (interrupted, SANDSTEP_EXIT_INTERNAL);
-  assert_contains (interrupted->err, "went away while the command ran");
-  assert_contains (interrupted->err, "its files are intact; run it again");
+  interrupted = sandstep_test_proc_wait (p, 10);
+  sandstep_test_assert_status (interrupted, SANDSTEP_EXIT_INTERNAL);
+  sandstep_test_assert_contains (interrupted->err, "went away while the command ran");
+  sandstep_test_assert_contains (interrupted->err, "its files are intact; run it again");
   /* The jail died with the worker, which died with the daemon. */
   g_assert_true (sandstep_test_wait_for_process (marker, FALSE, 5));
 
   {
-    g_autoptr(Result) down = helper (f, "describe", h, NULL);
-    assert_status (down, SANDSTEP_EXIT_INTERNAL);
-    assert_contains (down->err, "Cannot reach the sandbox server");
+    g_autoptr(SandstepTestResult) down = helper (f, "describe", h, NULL);
+    sandstep_test_assert_status (down, SANDSTEP_EXIT_INTERNAL);
+    sandstep_test_assert_contains (down->err, "Cannot reach the sandbox server");
   }
 
   listen = g_strdup_printf ("127.0.0.1:%d", server_port (&f->server));
@@ -1329,14 +1130,15 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
   f->server.listen = g_steal_pointer (&listen);
   server_start (&f->server);
   {
-    g_autoptr(Result) d = helper (f, "describe", h, NULL);
-    g_autoptr(Result) get = helper (f, "get", h, "kept.txt", NULL);
-    g_autoptr(Result) again = helper (f, "run", h, "--wait=0", "--holder=dag/run/after", "--", "cat kept.txt", NULL);
-    assert_status (d, 0);
-    assert_contains (d->out, f->owner);
-    assert_status (get, 0);
+    g_autoptr(SandstepTestResult) d = helper (f, "describe", h, NULL);
+    g_autoptr(SandstepTestResult) get = helper (f, "get", h, "kept.txt", NULL);
+    g_autoptr(SandstepTestResult) again = helper (f, "run", h, "--wait=0", "--holder=dag/run/after", "--",
+                                                  "cat kept.txt", NULL);
+    sandstep_test_assert_status (d, 0);
+    sandstep_test_assert_contains (d->out, f->owner);
+    sandstep_test_assert_status (get, 0);
     g_assert_cmpstr (get->out, ==, "evidence\n");
-    assert_status (again, 0);
+    sandstep_test_assert_status (again, 0);
     g_assert_cmpstr (again->out, ==, "evidence\n");
   }
 }
@@ -1350,7 +1152,7 @@ static void
 test_many_clients (Fixture *f, gconstpointer data)
 {
   char *handles[N_SANDBOXES];
-  Proc *procs[N_CLIENTS];
+  SandstepTestProc *procs[N_CLIENTS];
   gint64 started;
 
   g_test_summary ("64 clients run commands in 8 sandboxes at once: every result is right, and no two holders "
@@ -1375,21 +1177,21 @@ test_many_clients (Fixture *f, gconstpointer data)
     }
   for (int i = 0; i < N_CLIENTS; i++)
     {
-      g_autoptr(Result) r = proc_wait (procs[i], 150);
+      g_autoptr(SandstepTestResult) r = sandstep_test_proc_wait (procs[i], 150);
       g_autofree char *out = g_strdup_printf ("client-%d\n", i);
       g_autofree char *err_line = g_strdup_printf ("side-%d\n", i);
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       g_assert_cmpstr (r->out, ==, out);
-      assert_contains (r->err, err_line);
+      sandstep_test_assert_contains (r->err, err_line);
     }
   g_test_message ("64 clients done in %.1fs", (g_get_monotonic_time () - started) / (double) G_USEC_PER_SEC);
   g_assert_cmpfloat ((g_get_monotonic_time () - started) / (double) G_USEC_PER_SEC, <, 120);
   for (int i = 0; i < N_SANDBOXES; i++)
     {
       g_autofree char *h = g_strconcat ("--handle=", handles[i], NULL);
-      g_autoptr(Result) r = helper (f, "run", h, "--wait=0", "--", "test -e /workspace/lock && echo left || echo clean",
-                                    NULL);
-      assert_status (r, 0);
+      g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--wait=0", "--",
+                                                "test -e /workspace/lock && echo left || echo clean", NULL);
+      sandstep_test_assert_status (r, 0);
       g_assert_cmpstr (r->out, ==, "clean\n");
       g_free (handles[i]);
     }
@@ -1424,7 +1226,7 @@ test_burst_waits_for_workers (Fixture *f, gconstpointer data)
 {
   char *handles[BURST_SANDBOXES];
   char *owners[BURST_OWNERS];
-  Proc *procs[BURST_CLIENTS];
+  SandstepTestProc *procs[BURST_CLIENTS];
 
   g_test_bug ("33");
   g_test_summary ("200 clients at once, 4 to a sandbox, 50 sandboxes of 10 owners, against a sandstepd of "
@@ -1438,9 +1240,9 @@ test_burst_waits_for_workers (Fixture *f, gconstpointer data)
   for (int i = 0; i < BURST_SANDBOXES; i++)
     {
       g_autofree char *holder = g_strdup_printf ("--holder=%s-o%d/box%d", f->owner, i % BURST_OWNERS, i);
-      g_autoptr(Result) r = helper (f, "provision", owners[i % BURST_OWNERS], holder, NULL);
+      g_autoptr(SandstepTestResult) r = helper (f, "provision", owners[i % BURST_OWNERS], holder, NULL);
 
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       handles[i] = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
     }
   for (int i = 0; i < BURST_CLIENTS; i++)
@@ -1454,15 +1256,15 @@ test_burst_waits_for_workers (Fixture *f, gconstpointer data)
     }
   for (int i = 0; i < BURST_CLIENTS; i++)
     {
-      g_autoptr(Result) r = proc_wait (procs[i], 150);
+      g_autoptr(SandstepTestResult) r = sandstep_test_proc_wait (procs[i], 150);
       g_autofree char *out = g_strdup_printf ("client-%d\n", i);
 
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       g_assert_cmpstr (r->out, ==, out);
       if (i % 20 == 0)
-        g_assert_cmpuint (count_workers (f->server.pid), <=, atoi (BURST_MAX_CLAIMS));
+        g_assert_cmpuint (count_workers (f->server.daemon.pid), <=, atoi (BURST_MAX_CLAIMS));
     }
-  g_assert_cmpuint (count_workers (f->server.pid), <=, atoi (BURST_MAX_CLAIMS));
+  g_assert_cmpuint (count_workers (f->server.daemon.pid), <=, atoi (BURST_MAX_CLAIMS));
   for (int i = 0; i < BURST_SANDBOXES; i++)
     g_free (handles[i]);
   for (int i = 0; i < BURST_OWNERS; i++)
@@ -1475,7 +1277,7 @@ static void
 test_long_commands_get_workers (Fixture *f, gconstpointer data)
 {
   char *handles[LONG_CLIENTS];
-  Proc *procs[LONG_CLIENTS];
+  SandstepTestProc *procs[LONG_CLIENTS];
   guint most = 0;
   gboolean running = TRUE;
 
@@ -1499,17 +1301,17 @@ test_long_commands_get_workers (Fixture *f, gconstpointer data)
     }
   while (running)
     {
-      most = MAX (most, count_workers (f->server.pid));
+      most = MAX (most, count_workers (f->server.daemon.pid));
       running = FALSE;
       for (int i = 0; i < LONG_CLIENTS; i++)
-        running |= proc_pump (procs[i], 0);
+        running |= sandstep_test_proc_pump (procs[i], 0);
       g_usleep (20 * 1000);
     }
   for (int i = 0; i < LONG_CLIENTS; i++)
     {
-      g_autoptr(Result) r = proc_wait (procs[i], 10);
+      g_autoptr(SandstepTestResult) r = sandstep_test_proc_wait (procs[i], 10);
 
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       g_assert_cmpstr (r->out, ==, "long\n");
       g_free (handles[i]);
     }
@@ -1527,7 +1329,7 @@ test_slow_owner_does_not_starve (Fixture *f, gconstpointer data)
   g_autofree char *quick_holder = g_strdup_printf ("--holder=%s-quick/box", f->owner);
   g_autofree char *quick_handle = NULL;
   char *slow_handles[FAIR_SLOW_CLIENTS];
-  Proc *procs[FAIR_SLOW_CLIENTS + 1];
+  SandstepTestProc *procs[FAIR_SLOW_CLIENTS + 1];
   gboolean done[FAIR_SLOW_CLIENTS + 1] = { FALSE };
   int n_done = 0, quick_place = -1;
 
@@ -1541,15 +1343,15 @@ test_slow_owner_does_not_starve (Fixture *f, gconstpointer data)
   for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
     {
       g_autofree char *holder = g_strdup_printf ("--holder=%s-slow/box%d", f->owner, i);
-      g_autoptr(Result) r = helper (f, "provision", slow_owner, holder, NULL);
+      g_autoptr(SandstepTestResult) r = helper (f, "provision", slow_owner, holder, NULL);
 
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       slow_handles[i] = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
     }
   {
-    g_autoptr(Result) r = helper (f, "provision", quick_owner, quick_holder, NULL);
+    g_autoptr(SandstepTestResult) r = helper (f, "provision", quick_owner, quick_holder, NULL);
 
-    assert_status (r, 0);
+    sandstep_test_assert_status (r, 0);
     quick_handle = g_strconcat ("--handle=", g_strchomp (r->out), NULL);
   }
   for (int i = 0; i < FAIR_SLOW_CLIENTS; i++)
@@ -1566,11 +1368,11 @@ test_slow_owner_does_not_starve (Fixture *f, gconstpointer data)
   while (n_done < FAIR_SLOW_CLIENTS + 1)
     {
       for (int i = 0; i < FAIR_SLOW_CLIENTS + 1; i++)
-        if (!done[i] && !proc_pump (procs[i], 0))
+        if (!done[i] && !sandstep_test_proc_pump (procs[i], 0))
           {
-            g_autoptr(Result) r = proc_wait (procs[i], 10);
+            g_autoptr(SandstepTestResult) r = sandstep_test_proc_wait (procs[i], 10);
 
-            assert_status (r, 0);
+            sandstep_test_assert_status (r, 0);
             g_assert_cmpstr (r->out, ==, i == FAIR_SLOW_CLIENTS ? "quick\n" : "slow\n");
             done[i] = TRUE;
             if (i == FAIR_SLOW_CLIENTS)
@@ -1681,7 +1483,7 @@ raw_exchange (Server *s, const char *data, gsize len)
 static char *
 api (Server *s, const char *path)
 {
-  return g_strconcat (s->url, path, NULL);
+  return g_strconcat (s->daemon.url, path, NULL);
 }
 
 static GBytes *
@@ -1744,7 +1546,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
     g_autoptr(GBytes) body = text_bytes (bomb);
     request (session, "POST", describe_url, token, NULL, body, NULL, &a);
     assert_error (&a, 400, "bad-json");
-    assert_contains (a.body, "deeper than 64");
+    sandstep_test_assert_contains (a.body, "deeper than 64");
     answer_clear (&a);
   }
   {
@@ -1820,7 +1622,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
     /* Not even HTTP: libsoup answers 400 (no JSON: it never became a request) and the daemon is unmoved. */
     g_autofree char *back = raw_exchange (s, "GARBAGE\r\n\r\n", strlen ("GARBAGE\r\n\r\n"));
     g_assert_true (g_str_has_prefix (back, "HTTP/1."));
-    assert_contains (back, " 400 ");
+    sandstep_test_assert_contains (back, " 400 ");
   }
 
   /* With a sandbox: traversal in file paths, malformed uploads. */
@@ -1845,7 +1647,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
 
         handle = provision (f, NULL);
         g_assert_true (sandstep_handle_split (handle, &server_url, &local));
-        claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", s->url, local);
+        claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", s->daemon.url, local);
         claim_msg = soup_message_new ("POST", claim_url);
         soup_message_headers_replace (soup_message_get_request_headers (claim_msg), "Authorization", auth);
         soup_message_set_request_body_from_bytes (claim_msg, "application/json", claim_bytes);
@@ -1858,7 +1660,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
         g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
         claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
 
-        read_url = g_strdup_printf ("%s/v1/sandboxes/%s/read", s->url, local);
+        read_url = g_strdup_printf ("%s/v1/sandboxes/%s/read", s->daemon.url, local);
         {
           Answer a = { 0 };
           g_autofree char *text = g_strdup_printf ("{\"claim\":\"%s\",\"path\":\"../../../etc/passwd\"}", claim);
@@ -1875,7 +1677,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
           assert_error (&a, 400, "path-escapes");
           answer_clear (&a);
         }
-        put_url = g_strdup_printf ("%s/v1/sandboxes/%s/put?dest=/workspace/&name=up&contents=0", s->url, local);
+        put_url = g_strdup_printf ("%s/v1/sandboxes/%s/put?dest=/workspace/&name=up&contents=0", s->daemon.url, local);
         {
           /* An entry that climbs out of the upload. */
           Answer a = { 0 };
@@ -1906,7 +1708,7 @@ test_bad_requests (Fixture *f, gconstpointer data)
           assert_error (&a, 400, "usage");
           answer_clear (&a);
         }
-        write_url = g_strdup_printf ("%s/v1/sandboxes/%s/write?path=../../../../tmp/x", s->url, local);
+        write_url = g_strdup_printf ("%s/v1/sandboxes/%s/write?path=../../../../tmp/x", s->daemon.url, local);
         {
           Answer a = { 0 };
           g_autoptr(GBytes) body = text_bytes ("data");
@@ -1927,8 +1729,9 @@ test_bad_requests (Fixture *f, gconstpointer data)
     answer_clear (&a);
   }
   g_assert_true (g_file_get_contents (s->log, &log, NULL, NULL));
-  assert_contains (log, "refused POST /v1/sandboxes/sandstep-0123456789abcdef/describe from 127.0.0.1: no token");
-  assert_contains (log, "a wrong token");
+  sandstep_test_assert_contains (
+    log, "refused POST /v1/sandboxes/sandstep-0123456789abcdef/describe from 127.0.0.1: no token");
+  sandstep_test_assert_contains (log, "a wrong token");
   g_assert_null (strstr (log, token));
   g_assert_null (strstr (log, "not-the-token"));
 }
@@ -2000,7 +1803,7 @@ test_bad_request_loop (Fixture *f, gconstpointer data)
                   before, after);
   g_assert_cmpuint (done, >=, 200);
   g_assert_cmpint ((gint64) after - (gint64) before, <, 20 * 1024);
-  g_assert_cmpint (kill (s->pid, 0), ==, 0);
+  g_assert_cmpint (kill (s->daemon.pid, 0), ==, 0);
 }
 
 /* ---- three hosts ---- */
@@ -2032,8 +1835,8 @@ hosts_up (Hosts *hosts, char **out_reason)
   {
     const char *sweep[] = { "/bin/sh", hosts->script, "sweep", NULL };
     const char *up[] = { "/bin/sh", hosts->script, "up", hosts->prefix, NULL };
-    g_autoptr(Result) swept = run_argv (sweep, NULL, 30);
-    g_autoptr(Result) r = run_argv (up, NULL, 30);
+    g_autoptr(SandstepTestResult) swept = run_argv (sweep, NULL, 30);
+    g_autoptr(SandstepTestResult) r = run_argv (up, NULL, 30);
     if (r->status != 0)
       {
         *out_reason = g_strdup_printf ("cannot make network namespaces here: %s", r->err);
@@ -2050,7 +1853,7 @@ hosts_down (Hosts *hosts)
   if (hosts->up)
     {
       const char *down[] = { "/bin/sh", hosts->script, "down", hosts->prefix, NULL };
-      g_autoptr(Result) r = run_argv (down, NULL, 30);
+      g_autoptr(SandstepTestResult) r = run_argv (down, NULL, 30);
       g_autofree char *list = NULL;
       g_spawn_command_line_sync ("ip netns list", &list, NULL, NULL, NULL);
       g_assert_null (strstr (list ? list : "", hosts->prefix));
@@ -2068,17 +1871,17 @@ netns_prefix (Hosts *hosts, const char *host)
   return g_strdupv ((char **) prefix);
 }
 
-static Result *helper_on (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
+static SandstepTestResult *helper_on (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
   G_GNUC_NULL_TERMINATED;
 
 /* `sandstep ARGS...` on one of the hosts. */
-static Result *
+static SandstepTestResult *
 helper_on (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
 {
   g_auto(GStrv) prefix = netns_prefix (hosts, host);
   g_autofree char *ip = g_find_program_in_path ("ip");
   va_list ap;
-  Result *r;
+  SandstepTestResult *r;
 
   g_free (prefix[0]);
   prefix[0] = g_strdup (ip);
@@ -2121,16 +1924,17 @@ test_three_hosts (Fixture *f, gconstpointer data)
   env_a = g_environ_setenv (env_a, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env_a = g_environ_setenv (env_a, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/provision", TRUE);
   {
-    g_autoptr(Result) r = helper_on (f, &hosts, "a", env_a, "provision", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper_on (f, &hosts, "a", env_a, "provision", NULL);
+    sandstep_test_assert_status (r, 0);
     handle = g_strdup (g_strstrip (r->out));
     g_assert_true (g_str_has_prefix (handle, "http://10.231.1.2:7700/sandstep-"));
   }
   h = g_strconcat ("--handle=", handle, NULL);
   env_a = g_environ_setenv (env_a, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/step-a", TRUE);
   {
-    g_autoptr(Result) r = helper_on (f, &hosts, "a", env_a, "run", h, "--", "echo left-by-a > a.txt; hostname", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper_on (f, &hosts, "a", env_a, "run", h, "--",
+                                                 "echo left-by-a > a.txt; hostname", NULL);
+    sandstep_test_assert_status (r, 0);
   }
 
   /* C knows the handle and the token, and trusts B once its servers file lists it. */
@@ -2138,9 +1942,9 @@ test_three_hosts (Fixture *f, gconstpointer data)
   env_c = g_environ_setenv (env_c, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env_c = g_environ_setenv (env_c, "SANDSTEP_HOLDER", "sandstep-test/three-hosts/step-c", TRUE);
   {
-    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
-    assert_status (r, SANDSTEP_EXIT_USAGE);
-    assert_contains (r->err, "sends its token only to");
+    g_autoptr(SandstepTestResult) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    sandstep_test_assert_contains (r->err, "sends its token only to");
   }
   {
     g_autofree char *config = g_build_filename (f->dir, "config-c", NULL);
@@ -2153,18 +1957,18 @@ test_three_hosts (Fixture *f, gconstpointer data)
     env_c = g_environ_setenv (env_c, "XDG_CONFIG_HOME", config, TRUE);
   }
   {
-    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper_on (f, &hosts, "c", env_c, "get", h, "a.txt", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "left-by-a\n");
   }
   {
-    g_autoptr(Result) r = helper_on (f, &hosts, "c", env_c, "ls", h, NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper_on (f, &hosts, "c", env_c, "ls", h, NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "a.txt\n");
   }
   {
     /* From this machine's own namespace, B's addresses do not exist. */
-    g_autoptr(Result) r = helper (f, "describe", h, NULL);
+    g_autoptr(SandstepTestResult) r = helper (f, "describe", h, NULL);
     g_assert_cmpint (r->status, !=, 0);
   }
   server_stop (&f->server, SIGTERM);
@@ -2172,10 +1976,11 @@ test_three_hosts (Fixture *f, gconstpointer data)
 }
 
 /* `sandstep ARGS...` on one of the hosts, under a hostname of its own (a UTS namespace). */
-static Result *helper_named (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
+static SandstepTestResult *helper_named (Fixture *f, Hosts *hosts, const char *host, char **envp,
+                                         const char *first, ...)
   G_GNUC_NULL_TERMINATED;
 
-static Result *
+static SandstepTestResult *
 helper_named (Fixture *f, Hosts *hosts, const char *host, char **envp, const char *first, ...)
 {
   g_autofree char *ip = g_find_program_in_path ("ip");
@@ -2185,7 +1990,7 @@ helper_named (Fixture *f, Hosts *hosts, const char *host, char **envp, const cha
   const char *prefix[] = { ip, "netns", "exec", ns, unshare, "-u", "/bin/sh", "-c", "hostname \"$0\" && exec \"$@\"",
                            name, NULL };
   va_list ap;
-  Result *r;
+  SandstepTestResult *r;
 
   va_start (ap, first);
   r = helper_v (f, envp, prefix, HELPER_TIMEOUT_S, first, ap);
@@ -2227,8 +2032,8 @@ test_hosts_same_owner (Fixture *f, gconstpointer data)
   g_free (f->server.listen);
   f->server.listen = g_strdup ("0.0.0.0:7700");
   server_start (&f->server);
-  g_free (f->server.url);
-  f->server.url = g_strdup (server);
+  g_free (f->server.daemon.url);
+  f->server.daemon.url = g_strdup (server);
 
   /* What travels with a step: the run, the DAG, the token (the file's path here), the server. */
   env = helper_env (f, server);
@@ -2238,8 +2043,8 @@ test_hosts_same_owner (Fixture *f, gconstpointer data)
   env = g_environ_setenv (env, "SANDSTEP_ALLOW_HTTP", "1", TRUE);
   env = g_environ_setenv (env, "SANDSTEP_HOLDER", "nightly/provision", TRUE);
   {
-    g_autoptr(Result) r = helper_named (f, &hosts, "a", env, "provision", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper_named (f, &hosts, "a", env, "provision", NULL);
+    sandstep_test_assert_status (r, 0);
     handle = g_strdup (g_strstrip (r->out));
   }
   h = g_strconcat ("--handle=", handle, NULL);
@@ -2249,37 +2054,37 @@ test_hosts_same_owner (Fixture *f, gconstpointer data)
       g_autofree char *command = g_strdup_printf ("echo %s >> steps; cat steps", steps[i]);
       g_autofree char *expected = NULL;
       g_auto(GStrv) env_i = g_environ_setenv (g_strdupv (env), "SANDSTEP_HOLDER", holder, TRUE);
-      g_autoptr(Result) r = helper_named (f, &hosts, steps[i], env_i, "run", h, "--", command, NULL);
-      g_autoptr(Result) d = helper_named (f, &hosts, steps[i], env_i, "describe", h, NULL);
+      g_autoptr(SandstepTestResult) r = helper_named (f, &hosts, steps[i], env_i, "run", h, "--", command, NULL);
+      g_autoptr(SandstepTestResult) d = helper_named (f, &hosts, steps[i], env_i, "describe", h, NULL);
       g_autoptr(JsonParser) parser = json_parser_new ();
 
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       expected = g_strjoinv ("\n", (char **) (const char *[]) { "a", i >= 1 ? "b" : NULL, i >= 2 ? "c" : NULL, NULL });
       g_assert_true (g_str_has_prefix (r->out, expected));
-      assert_status (d, 0);
+      sandstep_test_assert_status (d, 0);
       g_assert_true (json_parser_load_from_data (parser, d->out, -1, NULL));
       g_assert_cmpstr (json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "owner"),
                        ==, owner);
     }
   {
     g_auto(GStrv) other = g_environ_setenv (g_strdupv (env), "SANDSTEP_RUN", "another-run", TRUE);
-    g_autoptr(Result) r = helper_named (f, &hosts, "c", other, "run", h, "--", "echo never", NULL);
-    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
-    assert_contains (r->err, "is not owned by 'nightly/another-run'");
+    g_autoptr(SandstepTestResult) r = helper_named (f, &hosts, "c", other, "run", h, "--", "echo never", NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    sandstep_test_assert_contains (r->err, "is not owned by 'nightly/another-run'");
     g_assert_cmpstr (r->out, ==, "");
   }
   {
     g_auto(GStrv) none = g_environ_unsetenv (g_strdupv (env), "SANDSTEP_RUN");
-    g_autoptr(Result) r = helper_named (f, &hosts, "c", none, "run", h, "--", "echo never", NULL);
+    g_autoptr(SandstepTestResult) r = helper_named (f, &hosts, "c", none, "run", h, "--", "echo never", NULL);
     /* The default a step without its run would have: C's own host name. */
     g_autofree char *fallback = g_strdup_printf ("is not owned by '%s@host-c'", g_get_user_name ());
-    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
-    assert_contains (r->err, fallback);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    sandstep_test_assert_contains (r->err, fallback);
   }
   {
     /* Gone through the daemon before it stops; from C, by the run's owner. */
-    g_autoptr(Result) r = helper_named (f, &hosts, "c", env, "destroy", h, NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper_named (f, &hosts, "c", env, "destroy", h, NULL);
+    sandstep_test_assert_status (r, 0);
   }
   server_stop (&f->server, SIGTERM);
   hosts_down (&hosts);
@@ -2310,32 +2115,32 @@ test_tls (Fixture *f, gconstpointer data)
     const char *argv[] = { openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
                            "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
                            NULL };
-    g_autoptr(Result) r = run_argv (argv, NULL, 60);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = run_argv (argv, NULL, 60);
+    sandstep_test_assert_status (r, 0);
   }
   f->server.extra = g_strdupv ((char *[]) { cert_arg, key_arg, NULL });
   fixture_start (f);
-  g_assert_true (g_str_has_prefix (f->server.url, "https://"));
+  g_assert_true (g_str_has_prefix (f->server.daemon.url, "https://"));
   f->envp = g_environ_setenv (f->envp, "SANDSTEP_CA_FILE", cert, TRUE);
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
   {
-    g_autoptr(Result) r = helper (f, "run", h, "--", "echo over-tls", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", h, "--", "echo over-tls", NULL);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "over-tls\n");
   }
   f->envp = g_environ_unsetenv (f->envp, "SANDSTEP_CA_FILE");
   {
-    g_autoptr(Result) r = helper (f, "describe", h, NULL);
-    assert_status (r, SANDSTEP_EXIT_INTERNAL);
-    assert_contains (r->err, "Cannot reach the sandbox server");
+    g_autoptr(SandstepTestResult) r = helper (f, "describe", h, NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_INTERNAL);
+    sandstep_test_assert_contains (r->err, "Cannot reach the sandbox server");
   }
 }
 
 /* ---- who may talk to the server ---- */
 
 /* `sandstep ARGS...` with the token @token ($SANDSTEP_TOKEN) and the owner @owner. */
-static Result *
+static SandstepTestResult *
 helper_as (Fixture *f, const char *token, const char *owner, const char *const *args)
 {
   g_auto(GStrv) envp = g_strdupv (f->envp);
@@ -2358,7 +2163,6 @@ test_own_token (Fixture *f, gconstpointer data)
   g_autofree char *path = g_build_filename (f->server.state_dir, "sandstepd.token", NULL);
   g_autofree char *first = NULL;
   g_autofree char *again = NULL;
-  g_autofree char *log = NULL;
   g_autoptr(SoupSession) session = plain_session ();
   g_autofree char *health = NULL;
   struct stat st;
@@ -2373,37 +2177,32 @@ test_own_token (Fixture *f, gconstpointer data)
   f->server.token_file = g_strdup (path);
   {
     /* server_start passes --token-file: run the daemon without it here. */
-    const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", NULL, NULL };
     g_autofree char *state = g_strconcat ("--state-dir=", f->server.state_dir, NULL);
-    Proc *p;
-    g_autoptr(Result) r = NULL;
-    gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
-    g_autofree char *url = NULL;
+    const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", state, NULL };
 
-    argv[2] = state;
     for (int round = 0; round < 2; round++)
       {
-        p = proc_spawn (argv, NULL);
-        while (url == NULL && g_get_monotonic_time () < deadline)
-          {
-            const char *nl;
-            proc_pump (p, 100);
-            if ((nl = strchr (p->out->str, '\n')) != NULL &&
-                g_str_has_prefix (p->out->str, "sandstepd: listening on "))
-              url = g_strndup (p->out->str + strlen ("sandstepd: listening on "),
-                               nl - p->out->str - strlen ("sandstepd: listening on "));
-          }
-        g_assert_nonnull (url);
+        SandstepTestDaemon daemon = { 0 };
+        g_autofree char *log = g_strdup_printf ("%s/own-token-%d.log", f->server.dir, round);
+        g_autofree char *said = NULL;
+
+        sandstep_test_daemon_start (&daemon, argv, NULL, NULL, log);
         /* The log says where the token is, and never the token. */
-        for (int i = 0; i < 50 && strstr (p->err->str, "sandstepd.token") == NULL; i++)
-          proc_pump (p, 100);
-        assert_contains (p->err->str, path);
+        for (int i = 0; i < 50 && (said == NULL || strstr (said, "sandstepd.token") == NULL); i++)
+          {
+            g_clear_pointer (&said, g_free);
+            g_file_get_contents (log, &said, NULL, NULL);
+            if (said == NULL || strstr (said, "sandstepd.token") == NULL)
+              g_usleep (100 * 1000);
+          }
+        g_assert_nonnull (said);
+        sandstep_test_assert_contains (said, path);
         g_assert_cmpint (stat (path, &st), ==, 0);
         g_assert_cmpint (st.st_mode & 0777, ==, 0600);
         g_assert_true (g_file_get_contents (path, round == 0 ? &first : &again, NULL, NULL));
         g_strchomp (round == 0 ? first : again);
-        g_assert_null (strstr (p->err->str, round == 0 ? first : again));
-        health = g_strconcat (url, "/v1/health", NULL);
+        g_assert_null (strstr (said, round == 0 ? first : again));
+        health = g_strconcat (daemon.url, "/v1/health", NULL);
         {
           Answer a = { 0 };
           request (session, "GET", health, NULL, NULL, NULL, NULL, &a);
@@ -2417,20 +2216,16 @@ test_own_token (Fixture *f, gconstpointer data)
           answer_clear (&a);
         }
         {
-          g_auto(GStrv) envp = helper_env (f, url);
+          g_auto(GStrv) envp = helper_env (f, daemon.url);
           const char *provision_argv[] = { f->helper, "provision", NULL };
-          g_autoptr(Result) made = NULL;
+          g_autoptr(SandstepTestResult) made = NULL;
 
           envp = g_environ_setenv (envp, "SANDSTEP_TOKEN_FILE", path, TRUE);
           made = run_argv (provision_argv, envp, HELPER_TIMEOUT_S);
-          assert_status (made, 0);
+          sandstep_test_assert_status (made, 0);
         }
         g_clear_pointer (&health, g_free);
-        g_clear_pointer (&url, g_free);
-        proc_kill (p, SIGTERM);
-        r = proc_wait (p, 10);
-        g_clear_pointer (&r, result_free);
-        deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+        sandstep_test_daemon_clear (&daemon);
       }
   }
   /* A restart keeps the token: clients keep working. */
@@ -2487,8 +2282,8 @@ test_web_pages_refused (Fixture *f, gconstpointer data)
                                                      strlen ("{\"owner\":\"o\",\"holder\":\"o/h\"}"),
                                                      "{\"owner\":\"o\",\"holder\":\"o/h\"}");
     g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
-    assert_contains (back, " 403 ");
-    assert_contains (back, "bad-host");
+    sandstep_test_assert_contains (back, " 403 ");
+    sandstep_test_assert_contains (back, "bad-host");
   }
   for (int i = 0; i < 3; i++)
     {
@@ -2497,7 +2292,7 @@ test_web_pages_refused (Fixture *f, gconstpointer data)
                                                        "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
                                                        ours[i], server_port (s), s->token);
       g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
-      assert_contains (back, " 200 ");
+      sandstep_test_assert_contains (back, " 200 ");
     }
   /* Issue 30: an address literal is ours only when the server listens on it (here 127.0.0.1). */
   for (int i = 0; i < 4; i++)
@@ -2508,12 +2303,12 @@ test_web_pages_refused (Fixture *f, gconstpointer data)
                                                        others[i], server_port (s), s->token);
       g_autofree char *back = raw_exchange (s, request_text, strlen (request_text));
       g_test_message ("Host %s", others[i]);
-      assert_contains (back, " 403 ");
-      assert_contains (back, "bad-host");
+      sandstep_test_assert_contains (back, " 403 ");
+      sandstep_test_assert_contains (back, "bad-host");
     }
   g_assert_true (g_file_get_contents (s->log, &log, NULL, NULL));
-  assert_contains (log, "Origin 'https://evil.example'");
-  assert_contains (log, "Host 'rebind.evil.example");
+  sandstep_test_assert_contains (log, "Origin 'https://evil.example'");
+  sandstep_test_assert_contains (log, "Host 'rebind.evil.example");
 }
 
 /* Polls `describe` of @h under @token and @owner until its lifetime is over; fails after @timeout_s. */
@@ -2525,10 +2320,10 @@ wait_expired_as (Fixture *f, const char *token, const char *owner, const char *h
 
   for (;;)
     {
-      g_autoptr(Result) r = helper_as (f, token, owner, describe);
+      g_autoptr(SandstepTestResult) r = helper_as (f, token, owner, describe);
       g_autoptr(JsonParser) parser = json_parser_new ();
 
-      assert_status (r, 0);
+      sandstep_test_assert_status (r, 0);
       g_assert_true (json_parser_load_from_data (parser, r->out, -1, NULL));
       if (json_object_get_int_member (json_node_get_object (json_parser_get_root (parser)), "remaining_seconds") == 0)
         return;
@@ -2566,20 +2361,20 @@ test_owner_tokens (Fixture *f, gconstpointer data)
     g_autofree char *n_probe = g_strdup_printf ("--holder=%s/probe", n_owner);
     g_autofree char *w_probe = g_strdup_printf ("--holder=%s/probe", w_owner);
     gint64 started = g_get_monotonic_time ();
-    g_autoptr(Result) a = helper_as (f, nightly, n_owner, (const char *[]) { "provision", n_probe, NULL });
-    g_autoptr(Result) b = helper_as (f, weekly, w_owner, (const char *[]) { "provision", w_probe, NULL });
+    g_autoptr(SandstepTestResult) a = helper_as (f, nightly, n_owner, (const char *[]) { "provision", n_probe, NULL });
+    g_autoptr(SandstepTestResult) b = helper_as (f, weekly, w_owner, (const char *[]) { "provision", w_probe, NULL });
 
-    assert_status (a, 0);
-    assert_status (b, 0);
+    sandstep_test_assert_status (a, 0);
+    sandstep_test_assert_status (b, 0);
     lifetime_arg = g_strdup_printf ("--lifetime=%" G_GINT64_FORMAT "s",
                                     MAX (3, 10 * (g_get_monotonic_time () - started) / G_USEC_PER_SEC + 1));
   }
   {
     const char *args[] = { "provision", lifetime_arg, NULL };
-    g_autoptr(Result) n = helper_as (f, nightly, n_owner, args);
-    g_autoptr(Result) w = helper_as (f, weekly, w_owner, args);
-    assert_status (n, 0);
-    assert_status (w, 0);
+    g_autoptr(SandstepTestResult) n = helper_as (f, nightly, n_owner, args);
+    g_autoptr(SandstepTestResult) w = helper_as (f, weekly, w_owner, args);
+    sandstep_test_assert_status (n, 0);
+    sandstep_test_assert_status (w, 0);
     n_handle = g_strstrip (g_strdup (n->out));
     w_handle = g_strstrip (g_strdup (w->out));
     n_h = g_strconcat ("--handle=", n_handle, NULL);
@@ -2588,10 +2383,10 @@ test_owner_tokens (Fixture *f, gconstpointer data)
   /* The nightly token may not act as a weekly owner. */
   {
     const char *args[] = { "provision", NULL };
-    g_autoptr(Result) r = helper_as (f, nightly, w_owner, args);
-    assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
-    assert_contains (r->err, w_owner);
-    assert_contains (r->err, "covers owners under 'nightly/' only");
+    g_autoptr(SandstepTestResult) r = helper_as (f, nightly, w_owner, args);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+    sandstep_test_assert_contains (r->err, w_owner);
+    sandstep_test_assert_contains (r->err, "covers owners under 'nightly/' only");
   }
   /* ... and, as its own owner, learns nothing of the weekly sandbox's owner. */
   {
@@ -2602,9 +2397,9 @@ test_owner_tokens (Fixture *f, gconstpointer data)
 
     for (gsize i = 0; i < G_N_ELEMENTS (calls); i++)
       {
-        g_autoptr(Result) r = helper_as (f, nightly, n_owner, calls[i]);
-        assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
-        assert_contains (r->err, n_owner);
+        g_autoptr(SandstepTestResult) r = helper_as (f, nightly, n_owner, calls[i]);
+        sandstep_test_assert_status (r, SANDSTEP_EXIT_NOT_OWNER);
+        sandstep_test_assert_contains (r->err, n_owner);
         g_assert_null (strstr (r->err, "weekly"));
       }
   }
@@ -2612,18 +2407,18 @@ test_owner_tokens (Fixture *f, gconstpointer data)
   {
     g_autofree char *n_local = NULL, *w_local = NULL, *n_server = NULL, *w_server = NULL;
     const char *list[] = { "list", NULL };
-    g_autoptr(Result) r = helper_as (f, nightly, n_owner, list);
-    g_autoptr(Result) all = helper_as (f, admin, "anyone/at-all", list);
+    g_autoptr(SandstepTestResult) r = helper_as (f, nightly, n_owner, list);
+    g_autoptr(SandstepTestResult) all = helper_as (f, admin, "anyone/at-all", list);
 
     g_assert_true (sandstep_handle_split (n_handle, &n_server, &n_local));
     g_assert_true (sandstep_handle_split (w_handle, &w_server, &w_local));
-    assert_status (r, 0);
-    assert_contains (r->out, n_local);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_contains (r->out, n_local);
     g_assert_null (strstr (r->out, w_local));
     g_assert_null (strstr (r->out, "weekly"));
-    assert_status (all, 0);
-    assert_contains (all->out, n_local);
-    assert_contains (all->out, w_local);
+    sandstep_test_assert_status (all, 0);
+    sandstep_test_assert_contains (all->out, n_local);
+    sandstep_test_assert_contains (all->out, w_local);
   }
   /* A claim made under the weekly token is no claim of the nightly token's. */
   {
@@ -2644,7 +2439,7 @@ test_owner_tokens (Fixture *f, gconstpointer data)
     g_autoptr(GBytes) list_body = NULL;
 
     g_assert_true (sandstep_handle_split (w_handle, &server_url, &local));
-    claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.url, local);
+    claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.daemon.url, local);
     msg = soup_message_new ("POST", claim_url);
     soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", auth);
     soup_message_set_request_body_from_bytes (msg, "application/json", body);
@@ -2656,7 +2451,7 @@ test_owner_tokens (Fixture *f, gconstpointer data)
     g_assert_nonnull (first);
     g_assert_true (json_parser_load_from_data (parser, first, -1, NULL));
     claim = json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)), "claim");
-    list_url = g_strdup_printf ("%s/v1/sandboxes/%s/list", f->server.url, local);
+    list_url = g_strdup_printf ("%s/v1/sandboxes/%s/list", f->server.daemon.url, local);
     list_text = g_strdup_printf ("{\"claim\":\"%s\",\"path\":\"/workspace\"}", claim);
     list_body = text_bytes (list_text);
     {
@@ -2679,21 +2474,21 @@ test_owner_tokens (Fixture *f, gconstpointer data)
   {
     const char *gc[] = { "gc", NULL };
     const char *describe_w[] = { "describe", w_h, NULL };
-    g_autoptr(Result) r = helper_as (f, nightly, n_owner, gc);
-    g_autoptr(Result) still = NULL;
+    g_autoptr(SandstepTestResult) r = helper_as (f, nightly, n_owner, gc);
+    g_autoptr(SandstepTestResult) still = NULL;
 
-    assert_status (r, 0);
-    assert_contains (r->out, n_handle);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_contains (r->out, n_handle);
     g_assert_null (strstr (r->out, w_handle));
     still = helper_as (f, weekly, w_owner, describe_w);
-    assert_status (still, 0);
+    sandstep_test_assert_status (still, 0);
   }
   /* The admin token (a line of its own, as the one-token file of before) reclaims every owner's. */
   {
     const char *gc[] = { "gc", NULL };
-    g_autoptr(Result) r = helper_as (f, admin, "anyone/at-all", gc);
-    assert_status (r, 0);
-    assert_contains (r->out, w_handle);
+    g_autoptr(SandstepTestResult) r = helper_as (f, admin, "anyone/at-all", gc);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_contains (r->out, w_handle);
   }
 }
 
@@ -2726,10 +2521,10 @@ test_token_only_to_its_server (Fixture *f, gconstpointer data)
                              g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
   write_file (file, foreign);
   {
-    g_autoptr(Result) r = helper (f, "get", arg, "secret.txt", NULL);
-    assert_status (r, SANDSTEP_EXIT_USAGE);
-    assert_contains (r->err, "sends its token only to");
-    assert_contains (r->err, f->server.url);
+    g_autoptr(SandstepTestResult) r = helper (f, "get", arg, "secret.txt", NULL);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    sandstep_test_assert_contains (r->err, "sends its token only to");
+    sandstep_test_assert_contains (r->err, f->server.daemon.url);
   }
   caught = g_socket_accept (trap, NULL, NULL);
   g_assert_null (caught);
@@ -2737,10 +2532,10 @@ test_token_only_to_its_server (Fixture *f, gconstpointer data)
   {
     g_auto(GStrv) envp = helper_env (f, "http://192.0.2.1:7700");
     const char *argv[] = { f->helper, "describe", "--handle=sandstep-0123456789abcdef", NULL };
-    g_autoptr(Result) r = run_argv (argv, envp, HELPER_TIMEOUT_S);
-    assert_status (r, SANDSTEP_EXIT_USAGE);
-    assert_contains (r->err, "plain http:// beyond loopback");
-    assert_contains (r->err, "SANDSTEP_ALLOW_HTTP=1");
+    g_autoptr(SandstepTestResult) r = run_argv (argv, envp, HELPER_TIMEOUT_S);
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+    sandstep_test_assert_contains (r->err, "plain http:// beyond loopback");
+    sandstep_test_assert_contains (r->err, "SANDSTEP_ALLOW_HTTP=1");
   }
 }
 
@@ -2766,7 +2561,7 @@ test_token_file_errors (Fixture *f, gconstpointer data)
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
     {
       const char *argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", state, option, NULL };
-      g_autoptr(Result) r = NULL;
+      g_autoptr(SandstepTestResult) r = NULL;
 
       /* Written afresh: in place, a shorter row would keep the end of the one before. */
       g_unlink (f->server.token_file);
@@ -2774,8 +2569,8 @@ test_token_file_errors (Fixture *f, gconstpointer data)
                                                NULL));
       r = run_argv (argv, NULL, 10);
       g_test_message ("row %zu: status %d: %s", i, r->status, r->err);
-      assert_status (r, SANDSTEP_EXIT_USAGE);
-      assert_contains (r->err, f->server.token_file);
+      sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
+      sandstep_test_assert_contains (r->err, f->server.token_file);
       g_assert_null (strstr (r->err, "secret-"));
     }
 }
@@ -2883,8 +2678,8 @@ test_gc_spares_live (Fixture *f, gconstpointer data)
   fixture_start (f);
   gc_url = api (s, "/v1/gc");
   {
-    g_autoptr(Result) r = helper (f, "provision", "--lifetime=10m", NULL);
-    assert_status (r, 0);
+    g_autoptr(SandstepTestResult) r = helper (f, "provision", "--lifetime=10m", NULL);
+    sandstep_test_assert_status (r, 0);
     handle = g_strstrip (g_strdup (r->out));
     h = g_strconcat ("--handle=", handle, NULL);
   }
@@ -2899,15 +2694,15 @@ test_gc_spares_live (Fixture *f, gconstpointer data)
       g_assert_nonnull (strstr (a.body, "expired_only"));
       g_free (a.body);
       {
-        g_autoptr(Result) r = helper (f, "describe", h, NULL);
-        assert_status (r, 0);
+        g_autoptr(SandstepTestResult) r = helper (f, "describe", h, NULL);
+        sandstep_test_assert_status (r, 0);
       }
     }
   /* The run named: its live sandbox goes, as `sandstep gc --run=RUN` does. */
   {
-    g_autoptr(Result) r = helper (f, "gc", "--run", f->run, NULL);
-    assert_status (r, 0);
-    assert_contains (r->out, handle);
+    g_autoptr(SandstepTestResult) r = helper (f, "gc", "--run", f->run, NULL);
+    sandstep_test_assert_status (r, 0);
+    sandstep_test_assert_contains (r->out, handle);
   }
 }
 
@@ -3021,7 +2816,7 @@ test_slow_half_open_evicted (Fixture *f, gconstpointer data)
 static double
 server_cpu_s (Server *s)
 {
-  return sandstep_test_cpu_seconds (s->pid);
+  return sandstep_test_cpu_seconds (s->daemon.pid);
 }
 
 static void
@@ -3058,7 +2853,7 @@ test_slow_descriptors_run_out (Fixture *f, gconstpointer data)
   g_assert_cmpfloat (after - before, <, 0.5);
   assert_health (f);
   g_assert_true (g_file_get_contents (f->server.log, &log, NULL, NULL));
-  assert_contains (log, "cannot accept connections");
+  sandstep_test_assert_contains (log, "cannot accept connections");
   for (guint i = 0; i < fds->len; i++)
     close (g_array_index (fds, int, i));
   g_array_unref (fds);
@@ -3097,7 +2892,7 @@ test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
   fixture_start (f);
   handle = provision (f, NULL);
   g_assert_true (sandstep_handle_split (handle, &server_url, &local));
-  claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.url, local);
+  claim_url = g_strdup_printf ("%s/v1/sandboxes/%s/claim", f->server.daemon.url, local);
   auth = g_strconcat ("Bearer ", f->server.token, NULL);
   body_text = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s\"}", f->owner, f->holder);
   body = text_bytes (body_text);
@@ -3147,7 +2942,7 @@ test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
   if (n > 0)
     answer[n] = '\0';
   g_test_message ("sent %" G_GUINT64_FORMAT " bytes before the answer: %.40s", sent, answer);
-  assert_contains (answer, " 413 ");
+  sandstep_test_assert_contains (answer, " 413 ");
   /* Stopped near the limit: what was sent past it sat in socket buffers. */
   g_assert_cmpuint (sent, <, 16 * 1024 * 1024);
   rss_after = server_rss_kib (&f->server);
@@ -3161,12 +2956,12 @@ test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
     g_autofree char *big = g_build_filename (f->host_dir, "big.bin", NULL);
     g_autofree char *junk = g_strnfill (64 * 1024, 'x');
     g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
-    g_autoptr(Result) r = NULL;
+    g_autoptr(SandstepTestResult) r = NULL;
 
     write_file (big, junk);
     r = helper (f, "put", h, big, "/workspace/big.bin", NULL);
-    assert_status (r, SANDSTEP_EXIT_PATH);
-    assert_contains (r->err, "limit of 1024 bytes");
+    sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
+    sandstep_test_assert_contains (r->err, "limit of 1024 bytes");
   }
 }
 
@@ -3186,8 +2981,8 @@ test_deep_tree_destroy (Fixture *f, gconstpointer data)
   g_autofree char *prlimit = g_find_program_in_path ("prlimit");
   g_autofree char *handle = NULL;
   g_autofree char *h = NULL;
-  g_autoptr(Result) made = NULL;
-  g_autoptr(Result) destroyed = NULL;
+  g_autoptr(SandstepTestResult) made = NULL;
+  g_autoptr(SandstepTestResult) destroyed = NULL;
 
   /* 20,000 levels, not the 50,000 of test-recovery: far beyond a 1 MiB stack, and removed within the client's
    * 60 s reply deadline on a loaded disk too (the removal runs before sandstepd answers). */
@@ -3204,11 +2999,11 @@ test_deep_tree_destroy (Fixture *f, gconstpointer data)
   fixture_start (f);
   handle = provision (f, NULL);
   h = g_strconcat ("--handle=", handle, NULL);
-  made = proc_wait (helper_spawn (f, "run", h, "--", command, NULL), 300);
-  assert_status (made, 0);
-  destroyed = proc_wait (helper_spawn (f, "destroy", h, NULL), 300);
-  assert_status (destroyed, 0);
-  g_assert_cmpint (kill (f->server.pid, 0), ==, 0);
+  made = sandstep_test_proc_wait (helper_spawn (f, "run", h, "--", command, NULL), 300);
+  sandstep_test_assert_status (made, 0);
+  destroyed = sandstep_test_proc_wait (helper_spawn (f, "destroy", h, NULL), 300);
+  sandstep_test_assert_status (destroyed, 0);
+  g_assert_cmpint (kill (f->server.daemon.pid, 0), ==, 0);
   assert_health (f);
   for (gsize i = 0; i < 2; i++)
     {
@@ -3237,9 +3032,9 @@ test_wait_has_a_deadline (Fixture *f, gconstpointer data)
   g_autofree char *line = NULL;
   g_autoptr(SoupSession) session = soup_session_new_with_options ("timeout", 90, NULL);
   g_autoptr(GBytes) body = NULL;
-  g_autoptr(Result) held = NULL;
+  g_autoptr(SandstepTestResult) held = NULL;
   Answer answer = { 0 };
-  Proc *holding;
+  SandstepTestProc *holding;
 
   g_test_bug ("33");
   g_test_summary ("On a sandstepd of --max-claims=1 whose one worker runs a command of 35 s, a second claim-run "
@@ -3254,23 +3049,24 @@ test_wait_has_a_deadline (Fixture *f, gconstpointer data)
   long_handle = g_strconcat ("--handle=", long_box, NULL);
   holding = helper_spawn (f, "run", long_handle, long_holder, "--", "sleep 35; echo held", NULL);
   g_usleep (G_USEC_PER_SEC);
-  url = g_strconcat (f->server.url, "/v1/sandboxes/", strrchr (other_box, '/') + 1, "/claim-run", NULL);
+  url = g_strconcat (f->server.daemon.url, "/v1/sandboxes/", strrchr (other_box, '/') + 1, "/claim-run", NULL);
   line = g_strdup_printf ("{\"owner\":\"%s\",\"holder\":\"%s/other\",\"command\":\"touch /workspace/ran\","
                           "\"timeout_s\":0}\n", f->owner, f->owner);
   body = g_bytes_new (line, strlen (line));
   request (session, "POST", url, f->server.token, "application/x-sandstep-run", body, NULL, &answer);
   g_assert_cmpuint (answer.status, ==, 503);
-  assert_contains (answer.body, "too-many-claims");
-  assert_contains (answer.body, "had no free worker for 30 s");
+  sandstep_test_assert_contains (answer.body, "too-many-claims");
+  sandstep_test_assert_contains (answer.body, "had no free worker for 30 s");
   answer_clear (&answer);
-  held = proc_wait (holding, 60);
-  assert_status (held, 0);
+  held = sandstep_test_proc_wait (holding, 60);
+  sandstep_test_assert_status (held, 0);
   g_assert_cmpstr (held->out, ==, "held\n");
   {
     g_autofree char *handle = g_strconcat ("--handle=", other_box, NULL);
-    g_autoptr(Result) r = helper (f, "run", handle, "--", "test -e /workspace/ran && echo ran || echo not-run", NULL);
+    g_autoptr(SandstepTestResult) r = helper (f, "run", handle, "--",
+                                              "test -e /workspace/ran && echo ran || echo not-run", NULL);
 
-    assert_status (r, 0);
+    sandstep_test_assert_status (r, 0);
     g_assert_cmpstr (r->out, ==, "not-run\n");
   }
 }

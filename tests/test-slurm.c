@@ -611,39 +611,22 @@ test_remote (void)
   g_autofree char *token_arg = g_strconcat ("--token-file=", token_path, NULL);
   g_autofree char *state_arg = g_strconcat ("--state-dir=", daemon_state, NULL);
   g_autofree char *token = NULL;
-  g_autofree char *url = NULL;
   g_autofree char *handle = NULL;
   g_autofree char *handle_file = g_build_filename (node.dir, "remote.sbx", NULL);
   g_autofree char *sandbox_arg = g_strconcat ("--sandbox=@", handle_file, NULL);
   g_auto(GStrv) envp = NULL;
   g_auto(GStrv) words = NULL;
-  /* setpriv --pdeathsig: the daemon goes with this process, however it ends. */
-  const char *daemon_argv[] = { "setpriv", "--pdeathsig=TERM", g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0",
-                                token_arg, state_arg, NULL };
-  GPid daemon;
-  int daemon_out;
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GIOChannel) channel = NULL;
-  int status;
+  g_autofree char *daemon_log = g_build_filename (dir, "sandstepd.log", NULL);
+  const char *daemon_argv[] = { g_getenv ("SANDSTEPD"), "--listen=127.0.0.1:0", token_arg, state_arg, NULL };
+  SandstepTestDaemon daemon = { 0 };
+  const char *url;
 
-  g_assert_nonnull (daemon_argv[2]);
+  g_assert_nonnull (daemon_argv[0]);
   g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
   token = g_compute_checksum_for_string (G_CHECKSUM_SHA256, node.dir, -1);
   g_assert_true (g_file_set_contents_full (token_path, token, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL));
-  if (!g_spawn_async_with_pipes (dir, (char **) daemon_argv, node.envp, G_SPAWN_DO_NOT_REAP_CHILD |
-                                 G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &daemon, NULL, &daemon_out, NULL, &error))
-    g_error ("could not start sandstepd: %s", error->message);
-  channel = g_io_channel_unix_new (daemon_out);
-  g_io_channel_set_close_on_unref (channel, TRUE);
-  for (int i = 0; i < 20 && url == NULL; i++)
-    {
-      g_autofree char *line = NULL;
-      if (g_io_channel_read_line (channel, &line, NULL, NULL, NULL) != G_IO_STATUS_NORMAL)
-        break;
-      if (g_str_has_prefix (line, "sandstepd: listening on "))
-        url = g_strstrip (g_strdup (line + strlen ("sandstepd: listening on ")));
-    }
-  g_assert_nonnull (url);
+  sandstep_test_daemon_start (&daemon, daemon_argv, (const char *const *) node.envp, dir, daemon_log);
+  url = daemon.url;
   envp = env_with ("SANDSTEP_BACKEND", url, "SANDSTEP_TOKEN_FILE", token_path, "SANDSTEP_ALLOW_HTTP", "1",
                    "SANDSTEP_RUN", "remote-run", "SANDSTEP_DAG", "remote-dag", NULL);
 
@@ -709,8 +692,7 @@ test_remote (void)
     }
   }
 
-  kill (daemon, SIGTERM);
-  waitpid (daemon, &status, 0);
+  sandstep_test_daemon_clear (&daemon);
 }
 
 /* ---- bad values ---- */
