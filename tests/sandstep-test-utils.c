@@ -488,6 +488,14 @@ sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user)
     }
 }
 
+char **
+sandstep_test_fixture_argv (SandstepTestFixture *f, const char *const *argv)
+{
+  if (f->user != NULL)
+    return sandstep_test_user_wrap_argv (f->user, argv);
+  return g_strdupv ((char **) argv);
+}
+
 void
 sandstep_test_fixture_setenv (SandstepTestFixture *f, const char *name, const char *value)
 {
@@ -961,18 +969,17 @@ sandstep_test_spawn_full (SandstepTestFixture *f, const char *const *args, const
                           const int *target_fds, gsize n_fds)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_auto(GStrv) wrapped = NULL;
+  g_auto(GStrv) final_argv = NULL;
   SandstepTestProc *proc;
 
   g_ptr_array_add (argv, f->helper);
   for (gsize i = 0; args[i] != NULL; i++)
     g_ptr_array_add (argv, (gpointer) args[i]);
   g_ptr_array_add (argv, NULL);
-  if (f->user != NULL)
-    wrapped = sandstep_test_user_wrap_argv (f->user, (const char *const *) argv->pdata);
+  final_argv = sandstep_test_fixture_argv (f, (const char *const *) argv->pdata);
 
-  proc = proc_start (wrapped != NULL ? (const char *const *) wrapped : (const char *const *) argv->pdata,
-                     (const char *const *) f->envp, f->host_dir, source_fds, target_fds, n_fds);
+  proc = proc_start ((const char *const *) final_argv, (const char *const *) f->envp, f->host_dir, source_fds,
+                     target_fds, n_fds);
   proc->f = f;
   proc->provision = args[0] != NULL && strcmp (args[0], "provision") == 0;
   g_mutex_lock (&fixture_lock);

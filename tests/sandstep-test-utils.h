@@ -76,6 +76,8 @@ void sandstep_test_teardown (SandstepTestFixture *f, gconstpointer data);
 /* Makes every later helper run of @f run as @user (state directories are
  * handed to it).  Takes ownership of @user. */
 void sandstep_test_fixture_set_user (SandstepTestFixture *f, SandstepTestUser *user);
+/* A new argv that runs @argv as @f's helper runs run: as its user where it has one, else as it is. */
+char **sandstep_test_fixture_argv (SandstepTestFixture *f, const char *const *argv);
 /* Copies @helper and every program beside it, and the build's remote backend module
  * (hooks/remote/sandstep-remote.so), into @dest_dir, made 0755 and owned by @uid:@gid with all it
  * holds; returns the copy of @helper.  For users who cannot reach the build tree. */

@@ -1724,7 +1724,7 @@ test_stdout_not_read_back (Fixture *f, gconstpointer data)
                             f->helper, handle, log);
   {
     const char *sh[] = { "/bin/sh", "-c", script, NULL };
-    argv = f->user != NULL ? sandstep_test_user_wrap_argv (f->user, sh) : g_strdupv ((char **) sh);
+    argv = sandstep_test_fixture_argv (f, sh);
   }
   g_assert_true (g_spawn_sync (f->host_dir, argv, f->envp, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error));
   g_assert_no_error (error);

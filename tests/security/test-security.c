@@ -384,8 +384,7 @@ static SandstepTestResult *
 run_on_terminal (SandstepTestFixture *f, const char *const *args, Pty *pty, gboolean helper_ctty)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_auto(GStrv) wrapped = NULL;
-  char *const *final_argv;
+  g_auto(GStrv) final_argv = NULL;
   SandstepTestResult *r = g_new0 (SandstepTestResult, 1);
   g_autoptr(GString) out = g_string_new (NULL);
   g_autoptr(GString) err = g_string_new (NULL);
@@ -399,10 +398,8 @@ run_on_terminal (SandstepTestFixture *f, const char *const *args, Pty *pty, gboo
   for (gsize i = 0; args[i] != NULL; i++)
     g_ptr_array_add (argv, (gpointer) args[i]);
   g_ptr_array_add (argv, NULL);
-  if (f->user != NULL)
-    wrapped = sandstep_test_user_wrap_argv (f->user, (const char *const *) argv->pdata);
-  final_argv = wrapped != NULL ? wrapped : (char *const *) argv->pdata;
-  r->command = g_strjoinv (" ", (char **) final_argv);
+  final_argv = sandstep_test_fixture_argv (f, (const char *const *) argv->pdata);
+  r->command = g_strjoinv (" ", final_argv);
 
   g_assert_cmpint (pipe2 (out_pipe, O_CLOEXEC), ==, 0);
   g_assert_cmpint (pipe2 (err_pipe, O_CLOEXEC), ==, 0);
@@ -864,14 +861,11 @@ static GPid
 spawn_host_marker (SandstepTestFixture *f, const char *seconds)
 {
   const char *argv[] = { "/usr/bin/sleep", seconds, NULL };
-  g_auto(GStrv) wrapped = NULL;
+  g_auto(GStrv) final_argv = sandstep_test_fixture_argv (f, argv);
   g_autoptr(GError) error = NULL;
   GPid pid;
 
-  if (f->user != NULL)
-    wrapped = sandstep_test_user_wrap_argv (f->user, argv);
-  g_spawn_async (NULL, wrapped != NULL ? wrapped : (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
-                 &error);
+  g_spawn_async (NULL, final_argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error);
   g_assert_no_error (error);
   return pid;
 }
