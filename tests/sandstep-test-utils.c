@@ -1330,6 +1330,28 @@ sandstep_test_daemon_clear (SandstepTestDaemon *d)
   g_clear_pointer (&d->url, g_free);
 }
 
+/* ---- host files ---- */
+
+char *
+sandstep_test_read_file (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  char *contents = NULL;
+
+  g_file_get_contents (path, &contents, NULL, &error);
+  g_assert_no_error (error);
+  return contents;
+}
+
+void
+sandstep_test_write_file (const char *path, const char *data, gssize len)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_file_set_contents (path, data, len, &error);
+  g_assert_no_error (error);
+}
+
 /* ---- host processes ---- */
 
 char *

@@ -212,6 +212,13 @@ void sandstep_test_daemon_stop (SandstepTestDaemon *d, int sig);
 /* Stops it (SIGTERM) and frees url. */
 void sandstep_test_daemon_clear (SandstepTestDaemon *d);
 
+/* ---- host files ---- */
+
+/* The contents of @path, asserting that it reads. */
+char *sandstep_test_read_file (const char *path);
+/* Replaces @path with @len bytes of @data (-1: a string), asserting that it writes. */
+void sandstep_test_write_file (const char *path, const char *data, gssize len);
+
 /* ---- host processes ---- */
 
 /* $SANDSTEP_TEST_TIME_SCALE (1 to 100; else 1): how much slower than a plain host's this one runs (an emulated

@@ -40,26 +40,6 @@ file_url (const char *path)
   return url;
 }
 
-static void
-write_host_file (const char *path, const char *data)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_file_set_contents (path, data, -1, &error);
-  g_assert_no_error (error);
-}
-
-static char *
-read_host_file (const char *path)
-{
-  g_autoptr(GError) error = NULL;
-  char *contents = NULL;
-
-  g_file_get_contents (path, &contents, NULL, &error);
-  g_assert_no_error (error);
-  return contents;
-}
-
 static int
 compare_names (gconstpointer a, gconstpointer b)
 {
@@ -127,7 +107,7 @@ test_file_url_host (Fixture *f, gconstpointer data)
     g_autofree char *got = NULL;
 
     sandstep_test_assert_status (r, 0);
-    got = read_host_file (dest);
+    got = sandstep_test_read_file (dest);
     g_assert_cmpstr (got, ==, "new\n");
   }
 }
@@ -161,7 +141,7 @@ test_planted_link (Fixture *f, gconstpointer data)
   g_assert_cmpint (mkdir (shared, 01777), ==, 0);
   g_assert_cmpint (chmod (shared, 01777), ==, 0);
   g_assert_cmpint (mkdir (victim, 0755), ==, 0);
-  write_host_file (victim_file, "the real one\n");
+  sandstep_test_write_file (victim_file, "the real one\n", -1);
   g_assert_cmpint (symlink (victim, link), ==, 0);
   /* As if user 65534 had planted it in the shared directory. */
   g_assert_cmpint (lchown (link, 65534, 65534), ==, 0);
@@ -174,7 +154,7 @@ test_planted_link (Fixture *f, gconstpointer data)
     sandstep_test_assert_status (r, EXIT_EXPORT);
     sandstep_test_assert_contains (r->err, link);
     sandstep_test_assert_contains (r->err, "65534");
-    got = read_host_file (victim_file);
+    got = sandstep_test_read_file (victim_file);
     g_assert_cmpstr (got, ==, "the real one\n");
     g_clear_pointer (&got, g_free);
   }
@@ -185,7 +165,7 @@ test_planted_link (Fixture *f, gconstpointer data)
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, pair, NULL);
 
     sandstep_test_assert_status (r, 0);
-    got = read_host_file (victim_file);
+    got = sandstep_test_read_file (victim_file);
     g_assert_cmpstr (got, ==, "root::0:0:planted\n");
   }
 }
@@ -237,9 +217,9 @@ test_planted_link_unprivileged (Fixture *f, gconstpointer data)
   if (token_file != NULL)
     {
       g_autofree char *mine = sandstep_test_host_path (f, "token");
-      g_autofree char *text = read_host_file (token_file);
+      g_autofree char *text = sandstep_test_read_file (token_file);
 
-      write_host_file (mine, text);
+      sandstep_test_write_file (mine, text, -1);
       sandstep_test_fixture_chown (f, mine);
       sandstep_test_fixture_setenv (f, "SANDSTEP_TOKEN_FILE", mine);
     }
@@ -248,7 +228,7 @@ test_planted_link_unprivileged (Fixture *f, gconstpointer data)
   g_assert_cmpint (mkdir (shared, 01777), ==, 0);
   g_assert_cmpint (chmod (shared, 01777), ==, 0);
   g_assert_cmpint (mkdir (victim, 0755), ==, 0);
-  write_host_file (victim_file, "the real one\n");
+  sandstep_test_write_file (victim_file, "the real one\n", -1);
   sandstep_test_fixture_chown (f, victim);
   g_assert_cmpint (symlink (victim, link), ==, 0);
   url = file_url (through);
@@ -262,7 +242,7 @@ test_planted_link_unprivileged (Fixture *f, gconstpointer data)
     sandstep_test_assert_status (r, EXIT_EXPORT);
     sandstep_test_assert_contains (r->err, link);
     sandstep_test_assert_contains (r->err, "65534");
-    got = read_host_file (victim_file);
+    got = sandstep_test_read_file (victim_file);
     g_assert_cmpstr (got, ==, "the real one\n");
     g_clear_pointer (&got, g_free);
   }
@@ -275,7 +255,7 @@ test_planted_link_unprivileged (Fixture *f, gconstpointer data)
       g_assert_cmpint (unlink (victim_file), ==, 0);
       r = sandstep_test_helper (f, "export", h, pair, NULL);
       sandstep_test_assert_status (r, 0);
-      got = read_host_file (victim_file);
+      got = sandstep_test_read_file (victim_file);
       g_assert_cmpstr (got, ==, "planted-by-the-sandbox\n");
       g_clear_pointer (&got, g_free);
     }
@@ -376,9 +356,9 @@ test_build_unreachable (Fixture *f, gconstpointer data)
   if (token_file != NULL)
     {
       g_autofree char *mine = sandstep_test_host_path (f, "token");
-      g_autofree char *text = read_host_file (token_file);
+      g_autofree char *text = sandstep_test_read_file (token_file);
 
-      write_host_file (mine, text);
+      sandstep_test_write_file (mine, text, -1);
       sandstep_test_fixture_chown (f, mine);
       sandstep_test_fixture_setenv (f, "SANDSTEP_TOKEN_FILE", mine);
     }
@@ -393,7 +373,7 @@ test_build_unreachable (Fixture *f, gconstpointer data)
 
     sandstep_test_assert_status (r, 0);
   }
-  got = read_host_file (out);
+  got = sandstep_test_read_file (out);
   g_assert_cmpstr (got, ==, "made-by-the-copies\n");
   {
     const char *rm[] = { "rm", "-rf", hidden, NULL };
@@ -481,7 +461,7 @@ test_killed_leaves_nothing (Fixture *f, gconstpointer data)
                   "which keeps its old content; 48 of 50 such kills once left a .NAME.<hex>.partial "
                   "(reliability issue)");
   g_assert_cmpint (mkdir (dir, 0755), ==, 0);
-  write_host_file (dest, "old\n");
+  sandstep_test_write_file (dest, "old\n", -1);
 
   for (int round = 0; round < 3; round++)
     {
@@ -510,7 +490,7 @@ test_killed_leaves_nothing (Fixture *f, gconstpointer data)
         killed++;
       names = dir_names (dir);
       g_assert_cmpstr (names, ==, "big.bin");
-      got = read_host_file (dest);
+      got = sandstep_test_read_file (dest);
       g_assert_cmpstr (got, ==, "old\n");
     }
   /* At least one kill landed while the file was being copied. */
@@ -541,20 +521,20 @@ test_removes_stale_staging (Fixture *f, gconstpointer data)
   for (gsize i = 0; i < G_N_ELEMENTS (stale); i++)
     {
       g_autofree char *path = g_build_filename (dir, stale[i], NULL);
-      write_host_file (path, "half a file");
+      sandstep_test_write_file (path, "half a file", -1);
     }
   for (gsize i = 0; i < G_N_ELEMENTS (kept); i++)
     {
       g_autofree char *path = g_build_filename (dir, kept[i], NULL);
-      write_host_file (path, "not ours to remove");
+      sandstep_test_write_file (path, "not ours to remove", -1);
     }
-  write_host_file (foreign, "another user's");
+  sandstep_test_write_file (foreign, "another user's", -1);
   if (geteuid () == 0)
     g_assert_cmpint (lchown (foreign, 65534, 65534), ==, 0);
 
   r = sandstep_test_helper (f, "export", h, pair, NULL);
   sandstep_test_assert_status (r, 0);
-  got = read_host_file (dest);
+  got = sandstep_test_read_file (dest);
   g_assert_cmpstr (got, ==, "fresh\n");
   names = dir_names (dir);
   if (geteuid () == 0)
@@ -619,7 +599,7 @@ test_no_clobber (Fixture *f, gconstpointer data)
   g_test_summary ("--no-clobber refuses (73) a set in which one destination exists, naming it, and changes "
                   "nothing; without existing destinations it exports them all");
   g_assert_cmpint (mkdir (dir, 0755), ==, 0);
-  write_host_file (dest_b, "old\n");
+  sandstep_test_write_file (dest_b, "old\n", -1);
   {
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, "--no-clobber", pair_a, pair_b, NULL);
 
@@ -628,7 +608,7 @@ test_no_clobber (Fixture *f, gconstpointer data)
     sandstep_test_assert_contains (r->err, "--no-clobber");
     names = dir_names (dir);
     g_assert_cmpstr (names, ==, "b.txt");
-    got = read_host_file (dest_b);
+    got = sandstep_test_read_file (dest_b);
     g_assert_cmpstr (got, ==, "old\n");
     g_clear_pointer (&names, g_free);
     g_clear_pointer (&got, g_free);
@@ -638,7 +618,7 @@ test_no_clobber (Fixture *f, gconstpointer data)
     g_autoptr(SandstepTestResult) r = sandstep_test_helper (f, "export", h, "--no-clobber", pair_a, pair_b, NULL);
 
     sandstep_test_assert_status (r, 0);
-    got = read_host_file (dest_b);
+    got = sandstep_test_read_file (dest_b);
     g_assert_cmpstr (got, ==, "new\n");
     names = dir_names (dir);
     g_assert_cmpstr (names, ==, "a.txt b.txt");
@@ -666,7 +646,7 @@ test_keeps_mode (Fixture *f, gconstpointer data)
     {
       for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
         {
-          write_host_file (paths[i], "old\n");
+          sandstep_test_write_file (paths[i], "old\n", -1);
           g_assert_cmpint (chmod (paths[i], modes[m]), ==, 0);
         }
       {
@@ -679,7 +659,7 @@ test_keeps_mode (Fixture *f, gconstpointer data)
       }
       for (gsize i = 0; i < G_N_ELEMENTS (paths); i++)
         {
-          g_autofree char *got = read_host_file (paths[i]);
+          g_autofree char *got = sandstep_test_read_file (paths[i]);
           struct stat st;
 
           g_assert_cmpstr (got, ==, "new\n");

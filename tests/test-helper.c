@@ -30,26 +30,6 @@ handle_arg (const char *handle)
   return g_strconcat ("--handle=", handle, NULL);
 }
 
-static void
-write_host_file (const char *path, const char *data, gssize len)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_file_set_contents (path, data, len, &error);
-  g_assert_no_error (error);
-}
-
-static char *
-read_host_file (const char *path)
-{
-  g_autoptr(GError) error = NULL;
-  char *contents = NULL;
-
-  g_file_get_contents (path, &contents, NULL, &error);
-  g_assert_no_error (error);
-  return contents;
-}
-
 /* "2026-11-29 21:39:39 UTC", as describe prints times, in unix seconds. */
 static gint64
 parse_describe_time (const char *text)
@@ -378,7 +358,7 @@ test_put_file (Fixture *f, gconstpointer data)
   g_autofree char *size = NULL;
 
   g_test_summary ("put copies a host file into the sandbox byte for byte; commands see it");
-  write_host_file (src, binary_data, sizeof binary_data - 1);
+  sandstep_test_write_file (src, binary_data, sizeof binary_data - 1);
   put = sandstep_test_helper (f, "put", h, src, "/workspace/in/data.bin", NULL);
   sandstep_test_assert_status (put, 0);
   size = sandstep_test_run_ok (f, handle, "wc -c < /workspace/in/data.bin");
@@ -407,9 +387,9 @@ test_put_tree (Fixture *f, gconstpointer data)
     g_autofree char *a = g_build_filename (src, "a.txt", NULL);
     g_autofree char *b = g_build_filename (src, "sub", "b.txt", NULL);
     g_autofree char *c = g_build_filename (deeper, "c.txt", NULL);
-    write_host_file (a, "alpha\n", -1);
-    write_host_file (b, "beta\n", -1);
-    write_host_file (c, "gamma\n", -1);
+    sandstep_test_write_file (a, "alpha\n", -1);
+    sandstep_test_write_file (b, "beta\n", -1);
+    sandstep_test_write_file (c, "gamma\n", -1);
   }
   put = sandstep_test_helper (f, "put", h, src, "/workspace/proj", NULL);
   sandstep_test_assert_status (put, 0);
@@ -443,7 +423,7 @@ test_get_stdout_and_to (Fixture *f, gconstpointer data)
   g_autoptr(GError) error = NULL;
 
   g_test_summary ("get prints a file byte for byte, or with --to replaces a host file whole and prints nothing");
-  write_host_file (src, binary_data, sizeof binary_data - 1);
+  sandstep_test_write_file (src, binary_data, sizeof binary_data - 1);
   put = sandstep_test_helper (f, "put", h, src, "/tmp/data.bin", NULL);
   sandstep_test_assert_status (put, 0);
 
@@ -451,7 +431,8 @@ test_get_stdout_and_to (Fixture *f, gconstpointer data)
   sandstep_test_assert_status (get, 0);
   g_assert_cmpmem (get->out, get->out_len, binary_data, sizeof binary_data - 1);
 
-  write_host_file (dest, "an older and much longer content that must be replaced whole, not overwritten in place\n", -1);
+  sandstep_test_write_file (
+    dest, "an older and much longer content that must be replaced whole, not overwritten in place\n", -1);
   get_to = sandstep_test_helper (f, "get", h, to, "/tmp/data.bin", NULL);
   sandstep_test_assert_status (get_to, 0);
   g_assert_cmpuint (get_to->out_len, ==, 0);
@@ -587,7 +568,7 @@ test_export_stages_then_publishes (Fixture *f, gconstpointer data)
                   "the staged file, an existing one is replaced by a rename; neither is ever written in place, "
                   "and no .partial is left");
   g_assert_cmpint (mkdir (dir, 0755), ==, 0);
-  write_host_file (dest_a, "old report\n", -1);
+  sandstep_test_write_file (dest_a, "old report\n", -1);
   g_free (sandstep_test_run_ok (f, handle, "echo '# report' > report.md; printf 'a,b\\n1,2\\n' > /tmp/data.csv"));
 
   fd = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
@@ -616,8 +597,8 @@ test_export_stages_then_publishes (Fixture *f, gconstpointer data)
   g_assert_cmpuint (appeared_a, ==, 1);
   g_assert_cmpuint (appeared_b, ==, 1);
   g_assert_cmpuint (written_in_place, ==, 0);
-  a = read_host_file (dest_a);
-  b = read_host_file (dest_b);
+  a = sandstep_test_read_file (dest_a);
+  b = sandstep_test_read_file (dest_b);
   g_assert_cmpstr (a, ==, "# report\n");
   g_assert_cmpstr (b, ==, "a,b\n1,2\n");
   g_assert_cmpuint (count_partial (dir), ==, 0);
@@ -642,14 +623,14 @@ test_export_all_or_none (Fixture *f, gconstpointer data)
   g_test_summary ("an export failing half-way (second PATH missing) changes no destination and leaves no "
                   ".partial file");
   g_assert_cmpint (mkdir (dir, 0755), ==, 0);
-  write_host_file (dest_a, "old content\n", -1);
+  sandstep_test_write_file (dest_a, "old content\n", -1);
   g_free (sandstep_test_run_ok (f, handle, "echo new > a.txt"));
   before = sandstep_test_snapshot (f, handle);
 
   r = sandstep_test_helper (f, "export", h, pair_a, pair_b, NULL);
   sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
   sandstep_test_assert_contains (r->err, "missing.txt");
-  a = read_host_file (dest_a);
+  a = sandstep_test_read_file (dest_a);
   g_assert_cmpstr (a, ==, "old content\n");
   g_assert_false (g_file_test (dest_b, G_FILE_TEST_EXISTS));
   g_assert_cmpuint (count_partial (dir), ==, 0);
@@ -885,7 +866,7 @@ test_list_mixed (Fixture *f, gconstpointer data)
       r = sandstep_test_helper (f, "run", held_arg, "--holder=dag/run/recipe", step, "--", "true", NULL);
       sandstep_test_fixture_setenv (f, "SANDSTEP_STEP_ENDS", NULL);
       sandstep_test_assert_status (r, 0);
-      write_host_file (record, "{ not json", -1);
+      sandstep_test_write_file (record, "{ not json", -1);
     }
   sandstep_test_wait_until_expired (f, expired, 60);
 
@@ -1093,7 +1074,7 @@ test_progress (Fixture *f, gconstpointer data)
                   "time left) and end with what they moved; off a terminal, only that last line");
   for (gsize i = 0; i < 48 * 1024 * 1024 / 4; i++)
     ((guint32 *) bytes)[i] = g_random_int ();
-  write_host_file (big, (const char *) bytes, 48 * 1024 * 1024);
+  sandstep_test_write_file (big, (const char *) bytes, 48 * 1024 * 1024);
   sandstep_test_fixture_setenv (f, "SANDSTEP_PROGRESS_INTERVAL", "0.001");
   /* However fast the copy (48 MB in 20 ms here) and however late the line's thread runs on a loaded host: each
    * piece waits for the line's next look. */
@@ -1519,7 +1500,7 @@ test_tools_never_follow_links_or_hang (Fixture *f, gconstpointer data)
   static const char *const paths[] = { "/workspace/p", "/workspace/q", "/workspace/f", "p", "q", "f" };
   g_autofree char *handle = sandstep_test_provision (f, NULL);
   g_autofree char *h = handle_arg (handle);
-  g_autofree char *passwd = read_host_file ("/etc/passwd");
+  g_autofree char *passwd = sandstep_test_read_file ("/etc/passwd");
   g_autofree char *first_line = g_strndup (passwd, strcspn (passwd, "\n"));
 
   g_test_summary ("get never follows a link out of the tree and never hangs on a FIFO: 69, promptly, "
@@ -1618,7 +1599,7 @@ test_bad_handle_empty_file (Fixture *f, gconstpointer data)
 
   g_test_summary ("an empty handle file is refused (65): the providing step produced nothing or has not run");
   prepare (f, &p);
-  write_host_file (file, "", 0);
+  sandstep_test_write_file (file, "", 0);
   assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "produced nothing",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "empty", (const char *[]) { "get", arg, "one.txt", NULL });
@@ -1634,7 +1615,7 @@ test_bad_handle_none (Fixture *f, gconstpointer data)
 
   g_test_summary ("a 'None' handle, literal or in the handle file, is refused (65)");
   prepare (f, &p);
-  write_host_file (file, "None\n", -1);
+  sandstep_test_write_file (file, "None\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "produced nothing",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "'None'",
@@ -1661,7 +1642,7 @@ test_bad_handle_malformed (Fixture *f, gconstpointer data)
                       (const char *[]) { "run", bad[i], "--", "touch /workspace/x", NULL });
     }
   /* A file's content is never shown (issue 30 item 11: it may be a link to /etc/shadow); its path is. */
-  write_host_file (file, "not a handle\n", -1);
+  sandstep_test_write_file (file, "not a handle\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_BAD_HANDLE, "its content is not shown",
                   (const char *[]) { "run", arg, "--", "touch /workspace/x", NULL });
   {
@@ -1690,7 +1671,7 @@ test_bad_handle_fifo_device_huge (Fixture *f, gconstpointer data)
   prepare (f, &p);
   g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
   memcpy (junk, "\033]0;owned\007\n", strlen ("\033]0;owned\007\n"));
-  write_host_file (huge, junk, 64 * 1024 * 1024);
+  sandstep_test_write_file (huge, junk, 64 * 1024 * 1024);
   sandstep_test_fixture_chown (f, fifo);
   sandstep_test_fixture_chown (f, huge);
   for (int i = 0; i < 3; i++)
@@ -1748,7 +1729,7 @@ test_unknown_sandbox (Fixture *f, gconstpointer data)
   g_test_summary ("a well-formed handle that names no sandbox is refused (66), naming the state directory "
                   "by its path; outside make, the message says nothing of make");
   prepare (f, &p);
-  write_host_file (file, "sandstep-0123456789abcdef\n", -1);
+  sandstep_test_write_file (file, "sandstep-0123456789abcdef\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_NO_SANDBOX, "sandstep-0123456789abcdef",
                   (const char *[]) { "run", "--handle=sandstep-0123456789abcdef", "--", "true", NULL });
   {
@@ -1829,7 +1810,7 @@ test_path_escaping (Fixture *f, gconstpointer data)
   g_test_summary ("a path leaving the tree ('../../etc/passwd', '/etc/passwd') is refused (69) by get, put, "
                   "ls and export");
   prepare (f, &p);
-  write_host_file (src, "payload\n", -1);
+  sandstep_test_write_file (src, "payload\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "'../../etc/passwd'", (const char *[]) { "get", p.h, "../../etc/passwd", NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "'/etc/passwd'", (const char *[]) { "get", p.h, "/etc/passwd", NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "'/workspace/../../etc/passwd'",
@@ -1860,13 +1841,13 @@ test_wrong_file_type (Fixture *f, gconstpointer data)
   g_test_summary ("a directory or FIFO where a file is expected is refused (69) promptly, the message saying "
                   "which");
   prepare (f, &p);
-  write_host_file (dest, "old\n", -1);
+  sandstep_test_write_file (dest, "old\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "directory", (const char *[]) { "get", p.h, "d", NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "FIFO", (const char *[]) { "get", p.h, "fifo", NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "directory", (const char *[]) { "export", p.h, pair_dir, NULL });
   assert_refused (f, &p, SANDSTEP_EXIT_PATH, "FIFO", (const char *[]) { "export", p.h, pair_fifo, NULL });
   {
-    g_autofree char *dest_now = read_host_file (dest);
+    g_autofree char *dest_now = sandstep_test_read_file (dest);
     g_autofree char *dir = sandstep_test_host_path (f, "");
     g_assert_cmpstr (dest_now, ==, "old\n");
     g_assert_cmpuint (count_partial (dir), ==, 0);
@@ -1884,10 +1865,10 @@ test_export_not_a_url (Fixture *f, gconstpointer data)
 
   g_test_summary ("an export destination that is not a URL is refused (64) and the destination is unchanged");
   prepare (f, &p);
-  write_host_file (dest, "old\n", -1);
+  sandstep_test_write_file (dest, "old\n", -1);
   assert_refused (f, &p, SANDSTEP_EXIT_USAGE, quoted, (const char *[]) { "export", p.h, pair, NULL });
   {
-    g_autofree char *dest_now = read_host_file (dest);
+    g_autofree char *dest_now = sandstep_test_read_file (dest);
     g_assert_cmpstr (dest_now, ==, "old\n");
   }
   prepared_clear (&p);

@@ -85,15 +85,6 @@ handle_arg (const char *handle)
   return g_strconcat ("--handle=", handle, NULL);
 }
 
-static void
-write_host_file (const char *path, const char *data)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_file_set_contents (path, data, -1, &error);
-  g_assert_no_error (error);
-}
-
 static int
 compare_names (gconstpointer a, gconstpointer b)
 {
@@ -557,7 +548,7 @@ test_inherited_fds_closed (JailFixture *jf, gconstpointer data)
   handle = sandstep_test_provision (f, NULL);
   h = handle_arg (handle);
   secret_path = sandstep_test_host_path (f, "secret.txt");
-  write_host_file (secret_path, secret);
+  sandstep_test_write_file (secret_path, secret, -1);
   fd = open (secret_path, O_RDONLY | O_CLOEXEC);
   g_assert_cmpint (fd, >=, 0);
 
@@ -645,7 +636,7 @@ test_data_mount_read_only (JailFixture *jf, gconstpointer data)
   docs = sandstep_test_host_path (f, "docs");
   g_assert_cmpint (mkdir (docs, 0755), ==, 0);
   doc = g_build_filename (docs, "doc.txt", NULL);
-  write_host_file (doc, "document\n");
+  sandstep_test_write_file (doc, "document\n", -1);
   /* Writable by anyone (the sandbox's uid 0 is a host uid of its own), so only the read-only mount can refuse
    * a write. */
   sandstep_test_fixture_chown (f, docs);

@@ -32,15 +32,6 @@ handle_arg (const char *handle)
   return g_strconcat ("--handle=", handle, NULL);
 }
 
-static void
-write_file (const char *path, const char *data, gssize len)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_file_set_contents (path, data, len, &error);
-  g_assert_no_error (error);
-}
-
 static char *
 sandbox_path (Fixture *f, const char *handle, const char *member)
 {
@@ -87,7 +78,7 @@ make_host_tree (const char *dir, guint files, gsize size)
       for (gsize k = 0; k < size / 4 + 1; k++)
         data[k] = g_random_int ();
       g_assert_cmpint (g_mkdir_with_parents (parent, 0755), ==, 0);
-      write_file (path, (const char *) data, size);
+      sandstep_test_write_file (path, (const char *) data, size);
     }
 }
 
@@ -316,10 +307,10 @@ test_staging_swept (Fixture *f, gconstpointer data)
   g_assert_cmpint (g_mkdir_with_parents (half, 0700), ==, 0);
   g_free (half);
   half = g_build_filename (staging, "sandstep-0123456789abcdef", "record.json", NULL);
-  write_file (half, "{", -1);
+  sandstep_test_write_file (half, "{", -1);
   g_free (half);
   half = g_build_filename (staging, ".0123abcd.5678ef90", NULL);
-  write_file (half, "sandstep-0123456789abcdef\n", -1);
+  sandstep_test_write_file (half, "sandstep-0123456789abcdef\n", -1);
   second = sandstep_test_provision (f, "--holder=second", NULL);
   names = state_names (f, "staging");
   g_assert_cmpstr (names, ==, "");
@@ -344,7 +335,7 @@ test_older_leftovers_swept (Fixture *f, gconstpointer data)
                   "directory, a holders/.* temporary file) is removed by gc, which keeps the live sandbox and its "
                   "holder entry");
   g_assert_cmpint (g_mkdir_with_parents (half, 0700), ==, 0);
-  write_file (temporary, "sandstep-0123456789abcdef\n", -1);
+  sandstep_test_write_file (temporary, "sandstep-0123456789abcdef\n", -1);
   r = sandstep_test_helper (f, "gc", NULL);
   sandstep_test_assert_status (r, 0);
   names = state_names (f, "sandboxes");
@@ -395,7 +386,7 @@ plant_trash (Fixture *f, const char *name)
   g_autofree char *file = g_build_filename (deep, "data", NULL);
 
   g_assert_cmpint (g_mkdir_with_parents (deep, 0755), ==, 0);
-  write_file (file, "left\n", -1);
+  sandstep_test_write_file (file, "left\n", -1);
   g_assert_cmpint (chmod (deep, 0500), ==, 0);
 }
 
@@ -504,7 +495,7 @@ test_full_disk (Fixture *f, gconstpointer data)
   g_assert_true (sandstep_test_wait_for_process (marker_argv, TRUE, 10));
   {
     g_autofree guint8 *bytes = g_malloc0 (1 << 20);
-    write_file (big, (const char *) bytes, 1 << 20);
+    sandstep_test_write_file (big, (const char *) bytes, 1 << 20);
   }
   fill_disk (f->state_dir);
 
@@ -598,7 +589,7 @@ apply_damage (Fixture *f, const char *handle, const Damage *d)
   g_autofree char *text = NULL;
 
   if (g_str_has_prefix (d->how, "text:"))
-    write_file (path, d->how + strlen ("text:"), -1);
+    sandstep_test_write_file (path, d->how + strlen ("text:"), -1);
   else if (strcmp (d->how, "truncate") == 0)
     {
       struct stat st;
@@ -615,7 +606,7 @@ apply_damage (Fixture *f, const char *handle, const Damage *d)
         g_auto(GStrv) pieces = g_strsplit (text, parts[0], 2);
         changed = g_strjoinv (parts[1], pieces);
       }
-      write_file (path, changed, -1);
+      sandstep_test_write_file (path, changed, -1);
     }
   else
     {
@@ -653,7 +644,7 @@ test_damaged (Fixture *f, gconstpointer data)
                   "saying it is damaged, with status 125 (never 64), within seconds, without a json-glib "
                   "warning; the holder's next provision is refused naming it and how to destroy it (it quietly "
                   "made a second); destroy removes the damaged one, and the holder's provision then gets a new one");
-  write_file (host_file, "in\n", -1);
+  sandstep_test_write_file (host_file, "in\n", -1);
   handle = sandstep_test_provision (f, "--holder=damaged", NULL);
   h = handle_arg (handle);
   g_free (sandstep_test_run_ok (f, handle, "echo x > x.txt"));
@@ -767,8 +758,8 @@ test_damaged_neighbour (Fixture *f, gconstpointer data)
 
   g_test_summary ("an empty record.json and a claim of blanks beside a healthy sandbox: no operator on the "
                   "healthy one, nor list or gc, prints a json-glib warning (each printed Json-CRITICAL)");
-  write_file (record, "", 0);
-  write_file (claim, " \n", -1);
+  sandstep_test_write_file (record, "", 0);
+  sandstep_test_write_file (claim, " \n", -1);
   for (gsize i = 0; i < G_N_ELEMENTS (ops); i++)
     {
       g_autoptr(SandstepTestResult) r = sandstep_test_helper_argv (f, ops[i], 15);
@@ -800,7 +791,7 @@ damage_socket (Fixture *f, const char *handle, const char *how)
   /* The socket a live supervisor listens on, or the one a killed supervisor left. */
   g_assert_cmpint (unlink (path), ==, 0);
   if (strcmp (how, "a-file") == 0)
-    write_file (path, "x\n", -1);
+    sandstep_test_write_file (path, "x\n", -1);
   else if (strcmp (how, "a-directory") == 0)
     g_assert_cmpint (mkdir (path, 0700), ==, 0);
   else if (strcmp (how, "a-fifo") == 0)
@@ -865,7 +856,7 @@ test_holder_a_directory (Fixture *f, gconstpointer data)
   g_assert_cmpint (unlink (entry), ==, 0);
   g_assert_cmpint (mkdir (entry, 0700), ==, 0);
   inside = g_build_filename (entry, "x", NULL);
-  write_file (inside, "x\n", -1);
+  sandstep_test_write_file (inside, "x\n", -1);
 
   second = sandstep_test_provision (f, "--holder=entry", NULL);
   again = sandstep_test_provision (f, "--holder=entry", NULL);
@@ -995,8 +986,8 @@ test_gc_broken (Fixture *f, gconstpointer data)
     /* Damaged, and its lifetime file (which the supervisor reads, beside the record) says over. */
     g_autofree char *record = sandbox_path (f, over, "record.json");
     g_autofree char *lifetime = sandbox_path (f, over, "lifetime");
-    write_file (record, "{", -1);
-    write_file (lifetime, "1000 0\n", -1);
+    sandstep_test_write_file (record, "{", -1);
+    sandstep_test_write_file (lifetime, "1000 0\n", -1);
   }
 
   r = sandstep_test_helper_argv (f, (const char *[]) { "gc", NULL }, 15);
@@ -1084,7 +1075,7 @@ test_deep_tree (Fixture *f, gconstpointer data)
                   "the bottom; under a 1 MiB stack, list shows the file's 3000 bytes (once 0B), destroy removes "
                   "one such sandbox and gc --run the other, and provision's sweep empties such a tree in the "
                   "trash: the removal recursed once per level, and the helper died of SIGSEGV every time");
-  write_file (script, deep_chain_py, -1);
+  sandstep_test_write_file (script, deep_chain_py, -1);
   sandstep_test_fixture_chown (f, script);
   for (gsize i = 0; i < G_N_ELEMENTS (holders); i++)
     {

@@ -460,15 +460,6 @@ test_listen_refuses_open_port_without_token (Fixture *f, gconstpointer data)
 /* ---- a round trip of every operator ---- */
 
 static void
-write_file (const char *path, const char *text)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_file_set_contents (path, text, -1, &error);
-  g_assert_no_error (error);
-}
-
-static void
 test_round_trip (Fixture *f, gconstpointer data)
 {
   g_autofree char *handle = NULL;
@@ -500,8 +491,8 @@ test_round_trip (Fixture *f, gconstpointer data)
     g_assert_cmpstr (r->err, ==, "err\n");
   }
   g_assert_cmpint (g_mkdir_with_parents (sub, 0755), ==, 0);
-  write_file (a, "alpha\n");
-  write_file (b, "beta\n");
+  sandstep_test_write_file (a, "alpha\n", -1);
+  sandstep_test_write_file (b, "beta\n", -1);
   g_assert_cmpint (chmod (a, 0750), ==, 0);
   g_assert_cmpint (symlink ("a.txt", link), ==, 0);
   {
@@ -920,7 +911,7 @@ test_run_stdin (Fixture *f, gconstpointer data)
     g_assert_cmpstr (r->out, ==, "0\nend\n");
   }
   {
-    write_file (input, "from a file\n");
+    sandstep_test_write_file (input, "from a file\n", -1);
     script = g_strdup_printf ("\"$SANDSTEP\" run --handle=%s -- 'tr a-z A-Z' < '%s'", handle, input);
     g_autoptr(SandstepTestResult) r = shell (f, script);
     sandstep_test_assert_status (r, 0);
@@ -929,7 +920,7 @@ test_run_stdin (Fixture *f, gconstpointer data)
   }
   {
     g_autofree char *text = g_strnfill (100 * 1024, 'x');
-    write_file (big, text);
+    sandstep_test_write_file (big, text, -1);
     script = g_strdup_printf ("cat '%s' | \"$SANDSTEP\" run --handle=%s -- 'touch ran; wc -c'", big, handle);
     g_autoptr(SandstepTestResult) r = shell (f, script);
     sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
@@ -1072,7 +1063,7 @@ test_run_front_and_core_agree (Fixture *f, gconstpointer data)
     g_test_message ("curl is missing: the allowlist's refusal was not compared");
   /* A broken libsoup: the core cannot speak HTTP, the front still runs a plain step. */
   g_assert_cmpint (g_mkdir_with_parents (libs, 0755), ==, 0);
-  write_file (fake, "not a library\n");
+  sandstep_test_write_file (fake, "not a library\n", -1);
   {
     g_auto(GStrv) envp = g_environ_setenv (g_strdupv (f->envp), "LD_LIBRARY_PATH", libs, TRUE);
     g_autoptr(SandstepTestResult) plain = helper_env_run (f, envp, "run", h, "--wait=0", "--", "echo plain", NULL);
@@ -1953,7 +1944,7 @@ test_three_hosts (Fixture *f, gconstpointer data)
     g_autofree char *text = g_strdup_printf ("# the team's sandbox server\n%s\n", server);
 
     g_assert_cmpint (g_mkdir_with_parents (servers_dir, 0700), ==, 0);
-    write_file (servers, text);
+    sandstep_test_write_file (servers, text, -1);
     env_c = g_environ_setenv (env_c, "XDG_CONFIG_HOME", config, TRUE);
   }
   {
@@ -2519,7 +2510,7 @@ test_token_only_to_its_server (Fixture *f, gconstpointer data)
   g_assert_no_error (error);
   foreign = g_strdup_printf ("http://127.0.0.1:%u/sandstep-0123456789abcdef",
                              g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
-  write_file (file, foreign);
+  sandstep_test_write_file (file, foreign, -1);
   {
     g_autoptr(SandstepTestResult) r = helper (f, "get", arg, "secret.txt", NULL);
     sandstep_test_assert_status (r, SANDSTEP_EXIT_USAGE);
@@ -2958,7 +2949,7 @@ test_slow_chunked_put_limit (Fixture *f, gconstpointer data)
     g_autofree char *h = g_strconcat ("--handle=", handle, NULL);
     g_autoptr(SandstepTestResult) r = NULL;
 
-    write_file (big, junk);
+    sandstep_test_write_file (big, junk, -1);
     r = helper (f, "put", h, big, "/workspace/big.bin", NULL);
     sandstep_test_assert_status (r, SANDSTEP_EXIT_PATH);
     sandstep_test_assert_contains (r->err, "limit of 1024 bytes");
