@@ -13,6 +13,9 @@
  *                                             call, instead of 300 s (sandstepd-e2b-code.c)
  *   SANDSTEP_TEST_SUPERVISOR_IDLE_S=N         how long a supervisor (and its jail) stays without a command,
  *                                             instead of 30 s (sandstep-supervisor.c)
+ *   SANDSTEP_TEST_JAIL_LOOKUP_PAUSE_MS=N      a pause between finding a layered sandbox's supervisor and its
+ *                                             jail, for a file tool (sandstep-local-fork.c): long enough for
+ *                                             the supervisor to end idle there, were the jail not kept
  *   SANDSTEP_TEST_PROGRESS_LOCKSTEP=1         each piece of a watched copy waits for the progress line's next
  *                                             look (sandstep-progress.h), so a fast copy still shows it move
  *

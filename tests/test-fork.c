@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandstep-backend.h"
 #include "sandstep-test-utils.h"
 
 typedef struct {
@@ -461,6 +462,52 @@ test_volatile (ForkFixture *ff, gconstpointer data)
   assert_output (f, forks[0], "cat a", "base\nfork\n");
 }
 
+/* A file call beside its holder's claim (E2B's, through sandstepd) finds a fork's files through its live jail.  The
+ * supervisor it finds may end idle before the call reaches the jail: the call keeps the jail from before it looks
+ * (sandstep-supervisor-keep.h), so it reads the files, never "could not reach" them.  The race is forced: the
+ * supervisor idles 1 s, and the call pauses 3 s between finding it and its jail.  In this process, through the
+ * local backend, as E2B's calls run in sandstepd's. */
+static void
+test_beside_call_keeps_jail (ForkFixture *ff, gconstpointer data)
+{
+  SandstepTestFixture *f = fork_begin (ff);
+  g_autofree char *parent = NULL, *pause_ms = NULL;
+  g_auto(GStrv) forks = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SandstepBackend) backend = NULL;
+  g_autoptr(SandstepAttachment) holding = NULL;
+  g_autoptr(SandstepAttachment) beside = NULL;
+  g_autoptr(GBytes) read = NULL;
+  SandstepIdentity holder = { f->owner, "e2b/holder" };
+  SandstepIdentity beside_holder = { f->owner, "e2b/holder", NULL, TRUE };
+  gint64 started;
+
+  if (f == NULL)
+    return;
+  parent = sandstep_test_provision (f, NULL);
+  g_free (sandstep_test_run_ok (f, parent, "echo kept > note.txt"));
+  forks = fork_ok (f, parent, NULL);
+
+  g_setenv ("SANDSTEP_TEST_SUPERVISOR_IDLE_S", "1", TRUE);
+  pause_ms = g_strdup_printf ("%.0f", 3000 * sandstep_test_time_scale ());
+  backend = sandstep_local_backend_new (f->state_dir, &error);
+  g_assert_no_error (error);
+  holding = sandstep_backend_attach (backend, forks[0], &holder, 0, NULL, NULL, &error);
+  g_assert_no_error (error);
+  beside = sandstep_backend_attach (backend, forks[0], &beside_holder, 0, NULL, NULL, &error);
+  g_assert_no_error (error);
+
+  g_setenv ("SANDSTEP_TEST_JAIL_LOOKUP_PAUSE_MS", pause_ms, TRUE);
+  started = g_get_monotonic_time ();
+  read = sandstep_attachment_read_file (beside, "/workspace/note.txt", 4096, &error);
+  g_unsetenv ("SANDSTEP_TEST_JAIL_LOOKUP_PAUSE_MS");
+  g_unsetenv ("SANDSTEP_TEST_SUPERVISOR_IDLE_S");
+  /* The pause ran: the supervisor had its idle second and more within the call. */
+  g_assert_cmpint (g_get_monotonic_time () - started, >=, 3 * G_USEC_PER_SEC);
+  g_assert_no_error (error);
+  g_assert_cmpmem (g_bytes_get_data (read, NULL), g_bytes_get_size (read), "kept\n", 5);
+}
+
 static const struct { const char *name; void (*func) (ForkFixture *, gconstpointer); } cases[] = {
   { "independent", test_independent },
   { "spec-kept", test_spec_kept },
@@ -490,5 +537,8 @@ main (int argc, char **argv)
         g_autofree char *path = g_strconcat (variants[v].prefix, cases[i].name, NULL);
         g_test_add (path, ForkFixture, GINT_TO_POINTER (variants[v].as), fork_setup, cases[i].func, fork_teardown);
       }
+  /* In this process, so as its user only. */
+  g_test_add ("/fork/as-caller/beside-call-keeps-jail", ForkFixture, GINT_TO_POINTER (AS_CALLER), fork_setup,
+              test_beside_call_keeps_jail, fork_teardown);
   return g_test_run ();
 }

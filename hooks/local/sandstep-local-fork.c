@@ -17,6 +17,7 @@
 #include "sandstep-supervision.h"
 #include "sandstep-supervisor.h"
 #include "sandstep-teardown.h"
+#include "sandstep-test-hooks.h"
 #include "sandstep-uid-slots.h"
 
 /* In the programs that link the image store (sandstep-image-root.h). */
@@ -269,6 +270,18 @@ open_init (LocalAttachment *attachment, int *out_pidfd)
   return fd;
 }
 
+/* A test's pause between finding the supervisor and its jail, in which the supervisor may end idle unless the
+ * caller keeps its jail (SANDSTEP_TEST_JAIL_LOOKUP_PAUSE_MS, sandstep-test-hooks.h). */
+static void
+pause_for_test (void)
+{
+  const char *value = sandstep_test_hook ("SANDSTEP_TEST_JAIL_LOOKUP_PAUSE_MS");
+  guint64 ms;
+
+  if (value != NULL && g_ascii_string_to_unsigned (value, 10, 1, 600000, &ms, NULL))
+    g_usleep (ms * 1000);
+}
+
 int
 sandstep_local_layered_tree (LocalAttachment *attachment, int *out_init_pidfd, GError **error)
 {
@@ -284,6 +297,7 @@ sandstep_local_layered_tree (LocalAttachment *attachment, int *out_init_pidfd, G
         return -1;
       /* Started (and its jail built) or running: nothing to ask it. */
       close (sock);
+      pause_for_test ();
       init = open_init (attachment, out_init_pidfd);
       if (init >= 0)
         {

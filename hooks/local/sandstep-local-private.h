@@ -18,6 +18,7 @@ typedef struct {
   SandstepRecord *record;
   int claim_fd;            /* -1: beside, under the claim another attachment of its holder holds */
   int tree_fd;
+  int tools_keep;          /* a layered sandbox's jail kept while a file tool uses it (tools_tree()), or -1 */
   SandstepStep step;       /* the make recipe line this attachment serves; .pid 0: none */
   char *holder;
   gboolean run_failed;     /* a command run through it failed: a retry-safe target has not succeeded */

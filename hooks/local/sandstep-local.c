@@ -310,6 +310,7 @@ attach_beside (LocalBackend *local, const char *handle, const SandstepIdentity *
   attachment->record = record;
   attachment->claim_fd = -1;
   attachment->tree_fd = -1;
+  attachment->tools_keep = -1;
   attachment->beside = TRUE;
   return attached (attachment, error);
 }
@@ -364,6 +365,7 @@ local_try_attach (SandstepBackend *backend, const char *handle, const SandstepId
   attachment->record = g_steal_pointer (&record);
   attachment->claim_fd = fd;
   attachment->tree_fd = -1;
+  attachment->tools_keep = -1;
   attachment->beside = who->beside;
   /* A fork or checkpoint killed part way is finished or undone before anything uses the files. */
   if (!sandstep_layers_recover (local->store, attachment->record, error))
@@ -408,6 +410,8 @@ local_detach (SandstepAttachment *parent)
 
   if (attachment->tree_fd >= 0)
     close (attachment->tree_fd);
+  if (attachment->tools_keep >= 0)
+    close (attachment->tools_keep);
   /* The recipe's last line for this sandbox ends its hold, still under the claim. */
   if (attachment->claim_fd >= 0 && attachment->step.pid > 0 && attachment->step.ends)
     {
@@ -599,8 +603,28 @@ local_run_command (SandstepAttachment *parent, const SandstepRunRequest *request
   return ok;
 }
 
+/* A shared lock on the keep file of @attachment's sandbox (sandstep-supervisor-keep.h), taken before its jail is
+ * looked for: a supervisor ending idle is waited for, and the jail found stays while the lock is held.  -1 with
+ * @error set when it cannot be taken; @what names the use, for the message. */
+static int
+keep_jail (LocalAttachment *attachment, const char *what, GError **error)
+{
+  int dir_fd = sandstep_local_open_dir (attachment->local, attachment->parent.handle);
+  int keep = dir_fd < 0 ? -1 : sandstep_supervisor_keep (dir_fd);
+  int errsv = errno;
+
+  if (dir_fd >= 0)
+    close (dir_fd);
+  if (keep < 0)
+    sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
+                          "Cannot keep the jail of sandbox '%s' to %s; try again, or run a command in the sandbox "
+                          "to see what is wrong", attachment->parent.handle, what);
+  return keep;
+}
+
 /* The files the tools work on: the sandbox's tree, or a layered sandbox's as its live jail has them, opened
- * anew for each use (its supervisor may end between two; one overlay for tools and commands, never two). */
+ * anew for each use and kept until tools_done() (its supervisor may end between two uses, never during one; one
+ * overlay for tools and commands, never two). */
 static int
 tools_tree (SandstepAttachment *parent, GError **error)
 {
@@ -610,8 +634,22 @@ tools_tree (SandstepAttachment *parent, GError **error)
     return attachment->tree_fd;
   if (attachment->tree_fd >= 0)
     close (attachment->tree_fd);
-  attachment->tree_fd = sandstep_local_layered_tree (attachment, NULL, error);
+  attachment->tree_fd = -1;
+  attachment->tools_keep = keep_jail (attachment, "reach its files", error);
+  if (attachment->tools_keep >= 0)
+    attachment->tree_fd = sandstep_local_layered_tree (attachment, NULL, error);
   return attachment->tree_fd;
+}
+
+/* A file tool is done with the jail: its supervisor may end when idle. */
+static void
+tools_done (SandstepAttachment *parent)
+{
+  LocalAttachment *attachment = (LocalAttachment *) parent;
+
+  if (attachment->tools_keep >= 0)
+    close (attachment->tools_keep);
+  attachment->tools_keep = -1;
 }
 
 /* As root, what the tools make in a layered sandbox is made through its jail's overlay, whose user namespace maps
@@ -630,8 +668,10 @@ static GBytes *
 local_read_file (SandstepAttachment *parent, const char *path, gsize max_bytes, GError **error)
 {
   int tree = tools_tree (parent, error);
+  GBytes *bytes = tree < 0 ? NULL : sandstep_tree_read_file (tree, path, max_bytes, error);
 
-  return tree < 0 ? NULL : sandstep_tree_read_file (tree, path, max_bytes, error);
+  tools_done (parent);
+  return bytes;
 }
 
 static gboolean
@@ -642,11 +682,15 @@ local_write_file (SandstepAttachment *parent, const char *path, const void *data
   gboolean ok;
 
   if (tree < 0)
-    return FALSE;
+    {
+      tools_done (parent);
+      return FALSE;
+    }
   maker_of (parent, &uid, &gid);
   old = sandstep_tree_maker_begin (uid, gid);
   ok = sandstep_tree_write_file (tree, path, data, len, error);
   sandstep_tree_maker_end (old);
+  tools_done (parent);
   return ok;
 }
 
@@ -655,18 +699,23 @@ local_put (SandstepAttachment *parent, const char *host_src, const char *dest, G
 {
   int tree = tools_tree (parent, error);
   int uid, gid;
+  gboolean ok;
 
   /* As write_file's, but the host is read as ourselves. */
   maker_of (parent, &uid, &gid);
-  return tree >= 0 && sandstep_tree_put_as (tree, host_src, dest, uid, gid, error);
+  ok = tree >= 0 && sandstep_tree_put_as (tree, host_src, dest, uid, gid, error);
+  tools_done (parent);
+  return ok;
 }
 
 static GPtrArray *
 local_list_directory (SandstepAttachment *parent, const char *path, GError **error)
 {
   int tree = tools_tree (parent, error);
+  GPtrArray *entries = tree < 0 ? NULL : sandstep_tree_list (tree, path, error);
 
-  return tree < 0 ? NULL : sandstep_tree_list (tree, path, error);
+  tools_done (parent);
+  return entries;
 }
 
 /* A layered sandbox's files are its live jail's overlay: the watch keeps that jail (sandstep-supervisor-keep.h),
@@ -679,17 +728,11 @@ local_open_directory (SandstepAttachment *parent, const char *path, SandstepWatc
 
   if (attachment->record->layers != NULL)
     {
-      int dir_fd = sandstep_local_open_dir (attachment->local, parent->handle);
-      int errsv;
+      g_autofree char *what = g_strdup_printf ("watch '%s'", path);
 
-      out->keep = dir_fd < 0 ? -1 : sandstep_supervisor_keep (dir_fd);
-      errsv = errno;
-      if (dir_fd >= 0)
-        close (dir_fd);
+      out->keep = keep_jail (attachment, what, error);
       if (out->keep < 0)
-        return sandstep_throw_errno (error, SANDSTEP_SANDBOX_ERROR, SANDSTEP_SANDBOX_ERROR_STATE, errsv,
-                                     "Cannot keep the jail of sandbox '%s' to watch '%s'; watch it again, or run a "
-                                     "command in the sandbox to see what is wrong", parent->handle, path);
+        return FALSE;
       if (attachment->tree_fd >= 0)
         close (attachment->tree_fd);
       attachment->tree_fd = sandstep_local_layered_tree (attachment, &out->jail, error);
@@ -719,8 +762,10 @@ static gint64
 local_export_file (SandstepAttachment *parent, const char *path, int dest_fd, guint64 max_bytes, GError **error)
 {
   int tree = tools_tree (parent, error);
+  gint64 size = tree < 0 ? -1 : sandstep_tree_export (tree, path, dest_fd, max_bytes, error);
 
-  return tree < 0 ? -1 : sandstep_tree_export (tree, path, dest_fd, max_bytes, error);
+  tools_done (parent);
+  return size;
 }
 
 static JsonNode *
