@@ -16,6 +16,12 @@
  *   SANDSTEP_TEST_JAIL_LOOKUP_PAUSE_MS=N      a pause between finding a layered sandbox's supervisor and its
  *                                             jail, for a file tool (sandstep-local-fork.c): long enough for
  *                                             the supervisor to end idle there, were the jail not kept
+ *   SANDSTEP_TEST_IMAGE_BLOB_DELAY_MS=N       a pause in each layer of a pull, under that layer's lock
+ *                                             (sandstep-image-pull.c): a test acts while a pull runs
+ *   SANDSTEP_TEST_IMAGE_KILL_AFTER=N          a pull SIGKILLs itself once N bytes of a blob are written
+ *                                             (sandstep-image-store.c): what a killed pull leaves
+ *   SANDSTEP_TEST_IMAGE_KILL_UNPACK=N         a pull SIGKILLs itself after unpacking N entries of a layer
+ *                                             (sandstep-image-unpack.c)
  *   SANDSTEP_TEST_PROGRESS_LOCKSTEP=1         each piece of a watched copy waits for the progress line's next
  *                                             look (sandstep-progress.h), so a fast copy still shows it move
  *

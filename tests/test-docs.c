@@ -11,7 +11,8 @@
  * call anywhere in them names a real operator and real options (with values
  * the table accepts, but in a console block, which may show a refusal), every relative link reaches a file (and a heading) that
  * exists, the help the README shows is what `sandstep --help` prints, and
- * README.md stays within 300 lines.
+ * README.md stays within 300 lines.  docs/security.md has a row for each attack case, and docs/hacking.md one for
+ * each test hook the programs read (hooks/sandstep-test-hooks.h lists them).
  */
 #include <glib.h>
 #include <string.h>
@@ -666,6 +667,98 @@ test_security_cases (void)
     }
 }
 
+/* The names @pattern (one group) matches in @text, as a set. */
+static GHashTable *
+names_in (const char *text, const char *pattern)
+{
+  g_autoptr(GRegex) regex = g_regex_new (pattern, G_REGEX_MULTILINE, G_REGEX_MATCH_DEFAULT, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  GHashTable *names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  g_assert_nonnull (regex);
+  for (g_regex_match (regex, text, G_REGEX_MATCH_DEFAULT, &match); g_match_info_matches (match);
+       g_match_info_next (match, NULL))
+    g_hash_table_add (names, g_match_info_fetch (match, 1));
+  return names;
+}
+
+/* Adds to @names the test hooks each C file under @dir (the source tree's) reads. */
+static void
+hooks_read_under (const char *dir, GHashTable *names)
+{
+  g_autoptr(GDir) entries = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (entries);
+  while ((name = g_dir_read_name (entries)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_autofree char *source = NULL;
+      GHashTable *found;
+      GHashTableIter iter;
+      gpointer hook;
+
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        {
+          hooks_read_under (path, names);
+          continue;
+        }
+      if (!g_str_has_suffix (name, ".c") || !g_file_get_contents (path, &source, NULL, NULL))
+        continue;
+      /* sandstep_test_hook ("NAME"), or the static front's own test_hook ("NAME"). */
+      found = names_in (source, "test_hook \\(\"(SANDSTEP_TEST_[A-Z0-9_]+)\"\\)");
+      g_hash_table_iter_init (&iter, found);
+      while (g_hash_table_iter_next (&iter, &hook, NULL))
+        g_hash_table_add (names, g_strdup (hook));
+      g_hash_table_unref (found);
+    }
+}
+
+/* Every name of @a is in @b; else the test fails naming it, and @what says where it is missing. */
+static void
+assert_names_within (GHashTable *a, GHashTable *b, const char *what)
+{
+  GHashTableIter iter;
+  gpointer name;
+
+  g_hash_table_iter_init (&iter, a);
+  while (g_hash_table_iter_next (&iter, &name, NULL))
+    {
+      if (!g_hash_table_contains (b, name))
+        g_test_message ("%s: %s", what, (const char *) name);
+      g_assert_true (g_hash_table_contains (b, name));
+    }
+}
+
+/* The test hooks have one list, hooks/sandstep-test-hooks.h, and docs/hacking.md's table shows it: every hook the
+ * programs read is in that list, and the table has a row for each hook of the list and no other. */
+static void
+test_test_hooks (void)
+{
+  static const char *const source_dirs[] = { "hooks", "daemon", "operators", "programs", "plugin" };
+  g_autofree char *header = read_page ("hooks/sandstep-test-hooks.h");
+  g_autofree char *hacking = read_page ("docs/hacking.md");
+  g_autoptr(GHashTable) listed = NULL;
+  g_autoptr(GHashTable) documented = NULL;
+  g_autoptr(GHashTable) read = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  g_test_summary ("Every SANDSTEP_TEST_* hook the programs read is in hooks/sandstep-test-hooks.h's list, and "
+                  "docs/hacking.md's table of test hooks has a row for each hook of that list and no other");
+  listed = names_in (header, "^ \\*   (SANDSTEP_TEST_[A-Z0-9_]+)=");
+  documented = names_in (hacking, "^\\| `(SANDSTEP_TEST_[A-Z0-9_]+)=");
+  for (gsize i = 0; i < G_N_ELEMENTS (source_dirs); i++)
+    {
+      g_autofree char *dir = g_test_build_filename (G_TEST_DIST, "..", source_dirs[i], NULL);
+      hooks_read_under (dir, read);
+    }
+  g_test_message ("%u hooks read, %u listed, %u documented", g_hash_table_size (read), g_hash_table_size (listed),
+                  g_hash_table_size (documented));
+  g_assert_cmpuint (g_hash_table_size (read), >, 0);
+  assert_names_within (read, listed, "read by the programs but not in hooks/sandstep-test-hooks.h's list");
+  assert_names_within (listed, documented, "in hooks/sandstep-test-hooks.h's list but not in docs/hacking.md");
+  assert_names_within (documented, listed, "in docs/hacking.md but not in hooks/sandstep-test-hooks.h's list");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -678,5 +771,6 @@ main (int argc, char **argv)
   g_test_add_func ("/docs/links", test_links);
   g_test_add_func ("/docs/help-shown", test_help_shown);
   g_test_add_func ("/docs/security-cases", test_security_cases);
+  g_test_add_func ("/docs/test-hooks", test_test_hooks);
   return g_test_run ();
 }
