@@ -29,6 +29,7 @@
 #include "sandstep-render.h"
 #include "sandstep-store.h"
 #include "sandstep-teardown.h"
+#include "sandstep-test-utils.h"
 
 /* ---- fixture: a temporary tree ------------------------------------------- */
 
@@ -140,23 +141,12 @@ write_file (const char *path, const char *text)
   g_assert_no_error (error);
 }
 
-static char *
-read_file (const char *path)
-{
-  g_autoptr(GError) error = NULL;
-  char *text = NULL;
-
-  g_file_get_contents (path, &text, NULL, &error);
-  g_assert_no_error (error);
-  return text;
-}
-
 /* Copies tests/data/make/@name to @rel in the tree. */
 static void
 tree_add_makefile (Tree *tree, const char *name, const char *rel)
 {
   g_autofree char *source = g_test_build_filename (G_TEST_DIST, "data", "make", name, NULL);
-  g_autofree char *text = read_file (source);
+  g_autofree char *text = sandstep_test_read_file (source);
   g_autofree char *dest = tree_path (tree, rel);
 
   write_file (dest, text);
@@ -299,7 +289,7 @@ static char *
 stored_run (Tree *tree)
 {
   g_autofree char *path = tree_path (tree, SANDSTEP_RUN_FILE);
-  char *text = read_file (path);
+  char *text = sandstep_test_read_file (path);
 
   return g_strstrip (text);
 }
@@ -653,7 +643,7 @@ static void
 test_readme_lists_every_function (void)
 {
   g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "plugin", "README.md", NULL);
-  g_autofree char *text = read_file (path);
+  g_autofree char *text = sandstep_test_read_file (path);
   gsize n = 0;
   const SandstepOperator *ops = sandstep_operators (&n);
 
@@ -1194,7 +1184,7 @@ static guint
 newline_mk_line (const char *target)
 {
   g_autofree char *path = g_test_build_filename (G_TEST_DIST, "data", "make", "newline.mk", NULL);
-  g_autofree char *text = read_file (path);
+  g_autofree char *text = sandstep_test_read_file (path);
   g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
   g_autofree char *prefix = g_strconcat (target, ":", NULL);
 
@@ -1209,7 +1199,7 @@ static guint
 errors_mk_line (const char *target)
 {
   g_autofree char *path = g_test_build_filename (G_TEST_DIST, "data", "make", "errors.mk", NULL);
-  g_autofree char *text = read_file (path);
+  g_autofree char *text = sandstep_test_read_file (path);
   g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
   g_autofree char *prefix = g_strconcat (target, ":", NULL);
 
@@ -1476,7 +1466,7 @@ test_interrupt_precious (void)
                       g_file_test (box, G_FILE_TEST_EXISTS) ? "kept" : "deleted");
       if (i == 0)
         {
-          g_autofree char *text = read_file (box);
+          g_autofree char *text = sandstep_test_read_file (box);
           g_assert_nonnull (strstr (text, "[provision]\n"));
         }
       else
@@ -1488,7 +1478,7 @@ test_interrupt_precious (void)
     for (gsize i = 0; i < G_N_ELEMENTS (examples); i++)
       {
         g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "examples", examples[i], "Makefile", NULL);
-        g_autofree char *text = read_file (path);
+        g_autofree char *text = sandstep_test_read_file (path);
         g_assert_nonnull (strstr (text, "\n.PRECIOUS: "));
         g_assert_null (strstr (text, ".PRECIOUS: %.sbx"));
       }
@@ -1519,7 +1509,7 @@ test_helper_retry (void)
     g_assert_nonnull (strstr (r->err, "first attempt fails"));
     g_assert_nonnull (strstr (r->err, "Error 3"));
   }
-  handle = g_strstrip (read_file (box));
+  handle = g_strstrip (sandstep_test_read_file (box));
   g_assert_true (g_str_has_prefix (handle, "sandstep-"));
   g_assert_false (g_file_test (step, G_FILE_TEST_EXISTS));   /* .DELETE_ON_ERROR */
   run = stored_run (tree);
@@ -1534,9 +1524,9 @@ test_helper_retry (void)
     g_assert_cmpint (r->status, ==, 0);
     /* The retry ran in the same run. */
     g_assert_nonnull (strstr (r->out, owner));
-    again = g_strstrip (read_file (box));
+    again = g_strstrip (sandstep_test_read_file (box));
     g_assert_cmpstr (again, ==, handle);
-    log = read_file (step);
+    log = sandstep_test_read_file (step);
     g_assert_cmpstr (log, ==, "second attempt ok\n");
   }
   {
@@ -1605,7 +1595,7 @@ test_helper_image (void)
     const char *env[] = { "SANDSTEP_RUN=image-run", NULL };
     g_autoptr(MakeResult) r = tree_make (tree, env, image_var, "step.log", NULL);
     g_assert_cmpint (r->status, ==, 0);
-    log = read_file (tree_path (tree, "step.log"));
+    log = sandstep_test_read_file (tree_path (tree, "step.log"));
     g_assert_cmpstr (log, ==, "from the image\ntouch: /x: Read-only file system\n");
     g_clear_pointer (&r, make_result_free);
     r = tree_make (tree, env, image_var, "release", NULL);
@@ -1682,7 +1672,7 @@ test_helper_touched_handle (void)
     g_autoptr(MakeResult) r = tree_make (tree, NULL, "-t", "box.sbx", NULL);
     g_autofree char *text = NULL;
     g_assert_cmpint (r->status, ==, 0);
-    text = read_file (box);
+    text = sandstep_test_read_file (box);
     g_assert_cmpstr (text, ==, "");
   }
   {
@@ -1712,7 +1702,7 @@ test_helper_parallel (void)
   for (gsize i = 0; i < G_N_ELEMENTS (boxes); i++)
     {
       g_autofree char *path = tree_path (tree, boxes[i]);
-      char *handle = g_strstrip (read_file (path));
+      char *handle = g_strstrip (sandstep_test_read_file (path));
       g_assert_true (g_str_has_prefix (handle, "sandstep-"));
       g_hash_table_add (handles, handle);
     }
@@ -1736,7 +1726,7 @@ test_helper_commas (void)
     g_assert_cmpint (r->status, ==, 0);
   }
   path = tree_path (tree, "commas.log");
-  log = read_file (path);
+  log = sandstep_test_read_file (path);
   g_assert_cmpstr (log, ==, "a,b,,c\n");
 }
 
@@ -1762,7 +1752,7 @@ test_helper_recipe_claim (void)
   for (gsize i = 0; i < G_N_ELEMENTS (outs); i++)
     {
       g_autofree char *path = tree_path (tree, outs[i]);
-      g_autofree char *text = read_file (path);
+      g_autofree char *text = sandstep_test_read_file (path);
       g_autofree char *expected = g_strconcat (outs[i], "\n", NULL);
       g_assert_cmpstr (text, ==, expected);
     }
@@ -1791,7 +1781,7 @@ test_helper_recipe_claim_failed (void)
     g_assert_cmpint (r->status, ==, 2);
     g_assert_nonnull (strstr (r->err, "half.out] Error 1"));
     g_assert_null (strstr (r->err, "other.out] Error"));
-    text = read_file (other);
+    text = sandstep_test_read_file (other);
     g_assert_cmpstr (text, ==, "half\n");
   }
   {
@@ -1829,7 +1819,7 @@ test_helper_keep_going (void)
   for (gsize i = 0; i < G_N_ELEMENTS (outs); i++)
     {
       g_autofree char *path = tree_path (tree, outs[i]);
-      g_autofree char *text = read_file (path);
+      g_autofree char *text = sandstep_test_read_file (path);
       g_autofree char *expected = g_strconcat (outs[i], "\n", NULL);
       g_assert_cmpstr (text, ==, expected);
     }
@@ -1871,7 +1861,7 @@ test_helper_retry_clean (void)
         g_autoptr(MakeResult) retried = tree_make (tree, env, cases[i].retry, "PASS=1", "count.out", NULL);
         g_autofree char *count = NULL;
         g_assert_cmpint (retried->status, ==, 0);
-        count = read_file (out);
+        count = sandstep_test_read_file (out);
         g_assert_cmpstr (count, ==, cases[i].after_retry);
       }
       /* A new run (the last make succeeded) of the target, its input changed: no rollback. */
@@ -1882,7 +1872,7 @@ test_helper_retry_clean (void)
                                                  NULL);
         g_autofree char *count = NULL;
         g_assert_cmpint (rerun->status, ==, 0);
-        count = read_file (out);
+        count = sandstep_test_read_file (out);
         g_assert_cmpstr (count, ==, cases[i].after_rerun);
       }
       {
@@ -1927,14 +1917,14 @@ test_helper_two_makes (void)
       const char *name = i == 0 ? "one" : "two";
       g_autofree char *log_name = g_strconcat (name, ".log", NULL);
       g_autofree char *log_path = tree_path (tree, log_name);
-      g_autofree char *log = read_file (log_path);
+      g_autofree char *log = sandstep_test_read_file (log_path);
       g_autofree char *out_name = g_build_filename (name, "out.txt", NULL);
       g_autofree char *out_path = tree_path (tree, out_name);
       g_autofree char *text = NULL;
       g_autofree char *expected = g_strconcat (name, "\n", NULL);
 
       g_test_message ("make in %s:\n%s", name, log);
-      text = read_file (out_path);
+      text = sandstep_test_read_file (out_path);
       g_assert_cmpstr (text, ==, expected);
     }
   g_assert_cmpstr (out, ==, "0 0\n");
@@ -2207,7 +2197,7 @@ example_image_steps (Tree *tree, const char *registry)
   g_autofree char *image_ref = g_strdup_printf ("docker://%s/example/python:3", registry);
   g_autofree char *test_file = tree_path (tree, "image/project/tests/test_wordfreq.py");
   g_autofree char *handle_file = tree_path (tree, "image/box.sbx");
-  g_autofree char *tests_text = read_file (test_file);
+  g_autofree char *tests_text = sandstep_test_read_file (test_file);
   g_autofree char *digest_file = tree_path (tree, "image/image.digest");
   g_autofree char *report_file = tree_path (tree, "image/report.txt");
   g_autofree char *digest = NULL, *report = NULL, *images = NULL, *problem = NULL;
@@ -2350,7 +2340,7 @@ test_example_image (void)
     g_assert_true (g_spawn_check_wait_status (status, NULL));
   }
   g_assert_true (g_str_has_prefix (out, "REGISTRY=127.0.0.1:"));
-  pid_text = read_file (pid_file);
+  pid_text = sandstep_test_read_file (pid_file);
   pid = atoi (pid_text);
   g_assert_cmpint (pid, >, 1);
   g_assert_true (pid_alive (pid));
