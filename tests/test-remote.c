@@ -115,13 +115,6 @@ server_start (Server *s)
   sandstep_test_daemon_start (&s->daemon, (const char *const *) argv->pdata, NULL, NULL, s->log);
 }
 
-/* Signals the daemon and reaps it. */
-static void
-server_stop (Server *s, int sig)
-{
-  sandstep_test_daemon_stop (&s->daemon, sig);
-}
-
 static void
 server_clear (Server *s)
 {
@@ -1102,7 +1095,7 @@ test_crash_and_restart (Fixture *f, gconstpointer data)
     g_assert_true (sandstep_test_proc_pump (p, 0.1) || strstr (sandstep_test_proc_out (p), "started") != NULL);
   g_assert_true (sandstep_test_wait_for_process (marker, TRUE, 10));
 
-  server_stop (&f->server, SIGKILL);
+  sandstep_test_daemon_stop (&f->server.daemon, SIGKILL);
   interrupted = sandstep_test_proc_wait (p, 10);
   sandstep_test_assert_status (interrupted, SANDSTEP_EXIT_INTERNAL);
   sandstep_test_assert_contains (interrupted->err, "went away while the command ran");
@@ -1962,7 +1955,7 @@ test_three_hosts (Fixture *f, gconstpointer data)
     g_autoptr(SandstepTestResult) r = helper (f, "describe", h, NULL);
     g_assert_cmpint (r->status, !=, 0);
   }
-  server_stop (&f->server, SIGTERM);
+  sandstep_test_daemon_stop (&f->server.daemon, SIGTERM);
   hosts_down (&hosts);
 }
 
@@ -2077,7 +2070,7 @@ test_hosts_same_owner (Fixture *f, gconstpointer data)
     g_autoptr(SandstepTestResult) r = helper_named (f, &hosts, "c", env, "destroy", h, NULL);
     sandstep_test_assert_status (r, 0);
   }
-  server_stop (&f->server, SIGTERM);
+  sandstep_test_daemon_stop (&f->server.daemon, SIGTERM);
   hosts_down (&hosts);
 }
 
